@@ -1,0 +1,358 @@
+// `paratune plan`: exhaustive search, ranking, Pareto fronts, --explain.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iomanip>
+#include <ostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/strings.h"
+#include "planner/plans.h"
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
+                     [--seq S] [--precision bf16] [--attention flash|unfused]
+                     [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
+                     [--objective time|tokens_per_s|mfu|memory] [--top K] [--headroom F]
+                     [--explain "tp=8,pp=16,..."] [--pareto] [--threads T]
+                     [--profile PROFILE.json] [--format table|json]
+
+Answers "what is the best way to train this model on these GPUs?": enumerates
+every configuration of the chosen framework family (tensor X/Y/Z, data,
+pipeline + interleaving, context parallelism ring/Ulysses/FPDT, sequence
+parallelism, ZeRO 0-3 and ZeRO++, recompute, micro-batch, placement), drops
+those that break a framework rule or do not fit in memory (with --headroom kept
+free), predicts the rest and ranks them. Nothing is launched: a dry run.
+
+  --model, --cluster, --gpus, --global-batch, --seq, --precision, --attention,
+  --headroom, --profile    as in `paratune predict --help`
+  --gpus A:B[:STEP]  a range: every multiple of STEP (default: doubling from A)
+                     up to B; shows what more GPUs buy (best plan per count and
+                     the Pareto front of GPUs vs tokens/s)
+  --space F          the family your framework supports (default all):
+                       megatron   TP(+SP), PP(+interleaving), CP ring/a2a, distributed optimizer
+                       deepspeed  Megatron-DS TP, PP, ZeRO 0-3 + ZeRO++, Ulysses/FPDT
+                       axonn      AxoNN 3D tensor gx·gy·gz + data
+                       fsdp       torchtitan: TP(+SP), FSDP/HSDP, PP, ring CP
+                     Overlaps are on where the family offers them.
+  --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config)
+  --objective O      rank by time (default), tokens_per_s, mfu or memory
+  --top K            candidates to keep (default 10)
+  --pareto           also print the time vs memory-per-GPU Pareto front
+  --explain SPEC     why this configuration was rejected, or where it ranks and
+                     what separates it from the winner
+  --threads T        worker threads (default: all cores)
+  --format F         table (default) | json (schema paratune.plans/v1)
+
+exit codes: 0 ok, 2 invalid input, 3 no configuration fits
+
+examples:
+  paratune plan --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 --global-batch 1536
+  paratune plan --model llama3-70b --cluster dgx-h100 --gpus 256:2048 --global-batch 1024 \
+      --seq 8192 --space megatron --format json > plans.json
+)";
+
+struct Timer {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
+planner::SearchResult RunThreaded(const planner::Search& search, int threads) {
+  const int n = search.num_shards();
+  std::vector<planner::SearchResult> parts(n);
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) parts[i] = search.RunShard(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return search.Merge(std::move(parts));
+}
+
+Result<std::vector<int>> GpuCounts(const std::string& spec) {
+  std::vector<std::string> parts = Split(spec, ':');
+  if (parts.size() == 1) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(parts[0], "--gpus"));
+    if (n < 1) return Status::InvalidArgument("--gpus must be positive");
+    return std::vector<int>{static_cast<int>(n)};
+  }
+  if (parts.size() > 3) return Status::InvalidArgument("--gpus: expected N, A:B or A:B:STEP");
+  PT_ASSIGN_OR_RETURN(int64_t a, ParseInt(parts[0], "--gpus"));
+  PT_ASSIGN_OR_RETURN(int64_t b, ParseInt(parts[1], "--gpus"));
+  if (a < 1 || b < a) return Status::InvalidArgument("--gpus A:B needs 1 <= A <= B");
+  std::vector<int> out;
+  if (parts.size() == 3) {
+    PT_ASSIGN_OR_RETURN(int64_t step, ParseInt(parts[2], "--gpus"));
+    if (step < 1) return Status::InvalidArgument("--gpus: STEP must be positive");
+    for (int64_t g = a; g <= b; g += step) out.push_back(static_cast<int>(g));
+  } else {
+    for (int64_t g = a; g <= b; g *= 2) out.push_back(static_cast<int>(g));
+  }
+  if (out.size() > 64) return Status::InvalidArgument("--gpus: the range has more than 64 counts");
+  return out;
+}
+
+std::string TopTerms(const planner::Prediction& p) {
+  const auto& b = p.breakdown;
+  std::pair<double, const char*> terms[] = {
+      {b.compute_s, "compute"}, {b.comm_x_s, "comm_x"}, {b.comm_y_s, "comm_tp"},
+      {b.comm_z_s, "comm_z"}, {b.comm_cp_s, "comm_cp"}, {b.comm_data_s, "comm_dp"},
+      {b.comm_pp_s, "comm_pp"}, {b.bubble_s, "bubble"}, {b.optimizer_s, "optimizer"},
+      {b.offload_s, "offload"}};
+  std::sort(std::begin(terms), std::end(terms), [](auto& x, auto& y) { return x.first > y.first; });
+  return std::string(terms[0].second) + " " + FormatFixed(100 * terms[0].first / p.iteration_time_s, 0) +
+         "%, " + terms[1].second + " " + FormatFixed(100 * terms[1].first / p.iteration_time_s, 0) + "%";
+}
+
+void PrintCandidates(const std::vector<planner::Candidate>& cands, std::ostream& out) {
+  out << std::right << std::setw(4) << "rank" << "  " << std::left << std::setw(52) << "config"
+      << std::right << std::setw(10) << "time_s" << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%"
+      << std::setw(9) << "mem_GiB" << "  top terms\n";
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const auto& p = cands[i].prediction;
+    out << std::setw(4) << i + 1 << "  " << std::left << std::setw(52) << planner::ConfigToString(cands[i].config)
+        << std::right << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(11)
+        << FormatFixed(p.tokens_per_s, 0) << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
+        << FormatFixed(p.memory.total_GiB, 1) << "  " << TopTerms(p) << "\n";
+  }
+}
+
+void PrintSummary(const planner::PlanSection& s, std::ostream& out) {
+  out << s.job.model.name << " on " << s.job.gpus << " × " << s.job.cluster.gpu.name << " (" << s.job.cluster.name
+      << "), seq " << s.job.training.seq_len << ", global batch " << s.job.training.global_batch << "\n";
+  out << "searched " << s.result.evaluated << " configurations in " << FormatFixed(s.search_time_s, 3)
+      << " s: " << s.result.feasible << " fit";
+  std::vector<std::pair<int64_t, int>> rej;
+  for (int i = 1; i < planner::kNumReasons; ++i) {
+    if (s.result.rejected[i] > 0) rej.push_back({s.result.rejected[i], i});
+  }
+  std::sort(rej.rbegin(), rej.rend());
+  for (auto& [n, i] : rej) out << ", " << n << " " << planner::ReasonName(static_cast<planner::Reason>(i));
+  out << "\n";
+}
+
+// Per-term difference between a config and the winner, largest first.
+void PrintDifference(const planner::Prediction& mine, const planner::Prediction& best, std::ostream& out) {
+  const auto &a = mine.breakdown, &b = best.breakdown;
+  std::pair<double, const char*> d[] = {
+      {a.compute_s - b.compute_s, "compute"}, {a.comm_x_s - b.comm_x_s, "comm x"},
+      {a.comm_y_s - b.comm_y_s, "comm tp/y"}, {a.comm_z_s - b.comm_z_s, "comm z"},
+      {a.comm_cp_s - b.comm_cp_s, "comm cp"}, {a.comm_data_s - b.comm_data_s, "comm data"},
+      {a.comm_pp_s - b.comm_pp_s, "comm pp"}, {a.bubble_s - b.bubble_s, "bubble"},
+      {a.optimizer_s - b.optimizer_s, "optimizer"}, {a.offload_s - b.offload_s, "offload"}};
+  std::sort(std::begin(d), std::end(d), [](auto& x, auto& y) { return std::abs(x.first) > std::abs(y.first); });
+  for (auto& [v, name] : d) {
+    if (std::abs(v) < 1e-4 * best.iteration_time_s) continue;
+    out << "  " << std::left << std::setw(11) << name << std::right << (v > 0 ? " +" : " ")
+        << FormatFixed(v, 3) << " s\n";
+  }
+}
+
+}  // namespace
+
+int RunPlan(const Args& args, Io io) {
+  Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
+               "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
+               "--explain", "--threads", "--format"},
+              {"--help", "--pareto"}, {{"-h", "--help"}});
+  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "plan", s);
+  if (flags.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  planner::SearchOptions opt;
+  {
+    auto fam = planner::ParseFamily(flags.GetOr("--space", "all"));
+    if (!fam.ok()) return UsageError(io, "plan", fam.status());
+    opt.family = *fam;
+    auto obj = planner::ParseObjective(flags.GetOr("--objective", "time"));
+    if (!obj.ok()) return UsageError(io, "plan", obj.status());
+    opt.objective = *obj;
+    auto top = ParseInt(flags.GetOr("--top", "10"), "--top");
+    if (!top.ok() || *top < 1 || *top > 10000) {
+      return UsageError(io, "plan", Status::InvalidArgument("--top must be in [1, 10000]"));
+    }
+    opt.top_k = static_cast<int>(*top);
+    opt.keep_pareto = flags.Has("--pareto");
+    if (auto fix = flags.Get("--fix")) {
+      auto kv = ParseKeyValueList(*fix);
+      if (!kv.ok()) return UsageError(io, "plan", kv.status().WithContext("--fix"));
+      opt.fixed = *kv;
+      if (Status s = planner::ValidateFixed(opt.fixed); !s.ok()) return UsageError(io, "plan", s);
+    }
+  }
+  const std::string format = flags.GetOr("--format", "table");
+  if (format != "table" && format != "json") {
+    return UsageError(io, "plan", Status::InvalidArgument("--format must be table or json"));
+  }
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto t = flags.Get("--threads")) {
+    auto n = ParseInt(*t, "--threads");
+    if (!n.ok() || *n < 1 || *n > 1024) return UsageError(io, "plan", Status::InvalidArgument("--threads must be in [1, 1024]"));
+    threads = static_cast<int>(*n);
+  }
+
+  // The job: flags (or --request) → a predict-style request per GPU count.
+  Json base;
+  std::vector<int> counts;
+  if (auto path = flags.Get("--request")) {
+    auto doc = LoadJsonArg(*path, "--request");
+    if (!doc.ok()) return UsageError(io, "plan", doc.status());
+    base = *doc;
+    if (!base.is_object() || !base.contains("gpus") || !base["gpus"].is_number_integer()) {
+      return UsageError(io, "plan", Status::InvalidArgument("/gpus: is required (an integer)"));
+    }
+    counts = {base["gpus"].get<int>()};
+  } else {
+    auto gpus = flags.Get("--gpus");
+    if (!gpus) return UsageError(io, "plan", Status::InvalidArgument("--gpus is required"));
+    auto c = GpuCounts(*gpus);
+    if (!c.ok()) return UsageError(io, "plan", c.status());
+    counts = *c;
+    Flags copy = flags;
+    auto built = RequestFromFlags(flags, /*with_config=*/false);
+    (void)copy;
+    if (!built.ok() && built.status().message().find("--gpus") == std::string::npos) {
+      return UsageError(io, "plan", built.status());
+    }
+    if (!built.ok()) return UsageError(io, "plan", built.status());
+    base = *built;
+  }
+  if (auto p = flags.Get("--profile")) base["profile"] = *p;
+
+  std::vector<planner::PlanSection> sections;
+  for (int gpus : counts) {
+    Json req = base;
+    req["gpus"] = gpus;
+    if (req.contains("config")) req.erase("config");
+    auto parsed = planner::ParsePredictRequest(req);
+    if (!parsed.ok()) return UsageError(io, "plan", parsed.status());
+    planner::PlanSection sec;
+    sec.job = parsed->job;
+    if (!parsed->profile_path.empty()) {
+      if (Status s = ApplyProfileFile(parsed->profile_path, &sec.job.cluster); !s.ok()) {
+        return UsageError(io, "plan", s);
+      }
+    }
+    planner::CostModel cm(sec.job.model, sec.job.training, sec.job.cluster, sec.job.gpus);
+    planner::Search search(cm, opt);
+    if (counts.size() > 1) io.err << "plan: searching " << gpus << " GPUs...\n";
+    Timer timer;
+    sec.result = RunThreaded(search, threads);
+    sec.search_time_s = timer.Seconds();
+
+    if (auto ex = flags.Get("--explain"); ex && counts.size() == 1) {
+      auto cj = planner::ConfigStringToJson(*ex);
+      if (!cj.ok()) return UsageError(io, "plan", cj.status().WithContext("--explain"));
+      auto cfg = planner::ParseConfig(*cj, "/explain", gpus);
+      if (!cfg.ok()) return UsageError(io, "plan", cfg.status());
+      OrderedJson ej;
+      ej["schema"] = "paratune.explain/v1";
+      ej["config"] = planner::ConfigToJson(*cfg);
+      const planner::Reason r = cm.CheckRules(*cfg);
+      if (r != planner::Reason::kOk) {
+        ej["status"] = "rejected";
+        ej["reason"] = planner::ReasonName(r);
+        ej["field"] = planner::ReasonField(r);
+        ej["detail"] = cm.Explain(r, *cfg);
+      } else {
+        planner::Prediction p = cm.Predict(*cfg);
+        ej["in_space"] = search.InSpace(*cfg);
+        ej["prediction"] = planner::PredictionFields(p, cm);
+        if (!p.fits) {
+          ej["status"] = "rejected";
+          ej["reason"] = planner::ReasonName(p.reason);
+          ej["detail"] = ej["prediction"]["reason_detail"];
+        } else {
+          planner::SearchOptions o2 = opt;
+          o2.count_faster_than_s = p.iteration_time_s;
+          o2.top_k = 1;
+          o2.keep_pareto = false;
+          planner::Search s2(cm, o2);
+          planner::SearchResult r2 = RunThreaded(s2, threads);
+          ej["status"] = "feasible";
+          ej["rank"] = r2.faster + 1;
+          ej["of"] = r2.feasible;
+        }
+        if (!sec.result.top.empty()) {
+          ej["winner"] = planner::ConfigToString(sec.result.top.front().config);
+          ej["winner_time_s"] = sec.result.top.front().prediction.iteration_time_s;
+        }
+      }
+      if (format == "json") {
+        io.out << ej.dump(2) << "\n";
+      } else {
+        io.out << "config   " << planner::ConfigToString(*cfg) << "\n";
+        if (ej["status"] == "rejected") {
+          io.out << "rejected: " << ej["reason"].get<std::string>() << ": " << ej["detail"].get<std::string>() << "\n";
+        } else {
+          planner::Prediction p = cm.Predict(*cfg);
+          io.out << "rank     " << ej["rank"].get<int64_t>() << " of " << ej["of"].get<int64_t>()
+                 << " fitting configurations" << (ej["in_space"].get<bool>() ? "" : " (outside --space)") << "\n";
+          io.out << "time     " << FormatFixed(p.iteration_time_s, 3) << " s";
+          if (!sec.result.top.empty()) {
+            const auto& best = sec.result.top.front();
+            io.out << " vs winner " << FormatFixed(best.prediction.iteration_time_s, 3) << " s ("
+                   << planner::ConfigToString(best.config) << ")\nwhere the time goes, relative to the winner:\n";
+            PrintDifference(p, best.prediction, io.out);
+          } else {
+            io.out << "\n";
+          }
+        }
+      }
+      return kExitOk;
+    }
+    sections.push_back(std::move(sec));
+  }
+
+  bool any = false;
+  for (const auto& s : sections) any = any || !s.result.top.empty();
+  if (format == "json") {
+    io.out << planner::PlansToJson(sections, opt).dump(2) << "\n";
+  } else {
+    for (const auto& s : sections) {
+      if (sections.size() > 1 && &s != &sections.back()) continue;
+      PrintSummary(s, io.out);
+      if (s.result.top.empty()) {
+        io.out << "no configuration fits; the most common reason is shown above\n";
+      } else {
+        PrintCandidates(s.result.top, io.out);
+      }
+      if (flags.Has("--pareto") && !s.result.pareto.empty()) {
+        io.out << "\nPareto front (time vs memory per GPU):\n";
+        PrintCandidates(s.result.pareto, io.out);
+      }
+    }
+    if (sections.size() > 1) {
+      io.out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front):\n";
+      io.out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
+             << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
+      double best = 0;
+      for (const auto& s : sections) {
+        io.out << std::setw(7) << s.job.gpus;
+        if (s.result.top.empty()) {
+          io.out << "   (nothing fits)\n";
+          continue;
+        }
+        const auto& p = s.result.top.front().prediction;
+        const bool front = p.tokens_per_s > best;
+        best = std::max(best, p.tokens_per_s);
+        io.out << std::setw(11) << FormatFixed(p.iteration_time_s, 3) << std::setw(12)
+               << FormatFixed(p.tokens_per_s, 0) << std::setw(13) << FormatFixed(p.tokens_per_s / s.job.gpus, 1)
+               << std::setw(7) << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
+               << planner::ConfigToString(s.result.top.front().config) << "\n";
+      }
+    }
+  }
+  return any ? kExitOk : kExitNoFeasible;
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,147 @@
+// `paratune predict`: one configuration in, its predicted time and memory out.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/flags.h"
+#include "common/json.h"
+#include "common/strings.h"
+#include "planner/request.h"
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
+       paratune predict --model M --cluster C --gpus N --global-batch B
+                        [--seq S] [--precision bf16] [--attention flash|unfused]
+                        [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.1]
+                        [--profile PROFILE.json] [--format json|table]
+
+Predicts the time of one training iteration and the memory each GPU needs for
+ONE parallel configuration, with a breakdown (compute, each dimension's exposed
+communication, pipeline bubble, optimizer). Use `paratune plan` to search.
+
+  --request FILE    a JSON request ("-" reads stdin); see docs/cli.md. Keys:
+                    model, cluster, gpus, training{seq_len, global_batch,
+                    precision, attention, main_grads_fp32, headroom}, config
+  --model M         a preset (paratune presets models), a model JSON file, or a
+                    Hugging Face config.json
+  --cluster C       a preset (paratune presets clusters) or a cluster JSON file
+  --gpus N          total GPUs
+  --global-batch B  sequences per iteration
+  --seq S           sequence length (default: the model's context length)
+  --precision P     fp32 | tf32 | bf16 (default) | fp16 | fp8
+  --attention A     flash (default) | unfused (materialised softmax, Megatron 2022)
+  --config SPEC     comma-separated key=value: tp pp vpp dp cp cp_kind sp gx gy gz
+                    gdata zero distributed_optimizer qwz hpz qgz mbs recompute
+                    oar ors oag overlap_grad_reduce overlap_param_gather
+                    tp_comm_overlap overlap_p2p placement. Omitted degrees are 1,
+                    flags off; dp is derived from --gpus.
+  --headroom F      memory kept free for a "fits" verdict (default 0.1)
+  --profile FILE    a measured profile (paratune profile) to use for this cluster
+  --format F        json (default) | table
+
+exit codes: 0 ok (also when the config does not fit: "fits": false),
+            2 invalid request (the message names the field and the rule)
+
+example:
+  paratune predict --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 \
+      --seq 2048 --global-batch 1536 --config "tp=8,pp=16,mbs=1,recompute=full"
+)";
+
+void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
+                const planner::Prediction& p, std::ostream& out) {
+  const auto& b = p.breakdown;
+  const auto& m = p.memory;
+  out << job.model.name << " on " << job.gpus << " × " << job.cluster.gpu.name << " ("
+      << job.cluster.name << "), seq " << job.training.seq_len << ", global batch "
+      << job.training.global_batch << ", " << topology::PrecisionName(job.training.precision) << "\n";
+  out << "config        " << planner::ConfigToString(c) << "  (" << p.micro_batches
+      << " micro-batches)\n";
+  out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s    "
+      << FormatFixed(p.tokens_per_s, 0) << " tokens/s\n";
+  out << "per GPU       " << FormatFixed(p.model_tflops_per_gpu, 1) << " model TFLOP/s (MFU "
+      << FormatFixed(100 * p.mfu, 1) << " %), " << FormatFixed(p.hardware_tflops_per_gpu, 1)
+      << " hardware TFLOP/s (HFU " << FormatFixed(100 * p.hfu, 1) << " %)\n";
+  out << "memory/GPU    " << FormatFixed(m.total_GiB, 2) << " GiB of " << FormatFixed(m.usable_GiB, 2)
+      << " usable  -> " << (p.fits ? "fits" : "DOES NOT FIT") << "\n";
+  out << "  params " << FormatFixed(m.params_GiB, 2) << "  grads " << FormatFixed(m.grads_GiB, 2)
+      << "  optimizer " << FormatFixed(m.optimizer_GiB, 2) << "  activations "
+      << FormatFixed(m.activations_GiB, 2) << "  buffers " << FormatFixed(m.buffers_GiB, 2)
+      << "\n";
+  out << "time breakdown (s)\n";
+  auto row = [&](const char* name, double v) {
+    if (v <= 0) return;
+    out << "  " << std::left << std::setw(12) << name << std::right << std::setw(10)
+        << FormatFixed(v, 4) << "  " << std::setw(5) << FormatFixed(100 * v / p.iteration_time_s, 1)
+        << " %\n";
+  };
+  row("compute", b.compute_s);
+  row(" (recompute)", b.recompute_s);
+  row("comm x", b.comm_x_s);
+  row("comm y/tp", b.comm_y_s);
+  row("comm z", b.comm_z_s);
+  row("comm cp", b.comm_cp_s);
+  row("comm data", b.comm_data_s);
+  row("comm pp", b.comm_pp_s);
+  row("bubble", b.bubble_s);
+  row("optimizer", b.optimizer_s);
+  row("offload", b.offload_s);
+}
+
+}  // namespace
+
+int RunPredict(const Args& args, Io io) {
+  Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq",
+               "--precision", "--attention", "--config", "--headroom", "--profile", "--format"},
+              {"--help"}, {{"-h", "--help"}});
+  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "predict", s);
+  if (flags.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  Json request;
+  if (auto path = flags.Get("--request")) {
+    for (const char* f : {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
+                          "--attention", "--config", "--headroom"}) {
+      if (flags.Has(f)) {
+        return UsageError(io, "predict",
+                          Status::InvalidArgument(std::string(f) + " cannot be combined with --request"));
+      }
+    }
+    auto doc = LoadJsonArg(*path, "--request");
+    if (!doc.ok()) return UsageError(io, "predict", doc.status());
+    request = *doc;
+  } else {
+    auto built = RequestFromFlags(flags, /*with_config=*/true);
+    if (!built.ok()) return UsageError(io, "predict", built.status());
+    request = *built;
+  }
+  if (auto p = flags.Get("--profile")) request["profile"] = *p;
+
+  auto req = planner::ParsePredictRequest(request);
+  if (!req.ok()) return UsageError(io, "predict", req.status());
+  if (!req->profile_path.empty()) {
+    if (Status s = ApplyProfileFile(req->profile_path, &req->job.cluster); !s.ok()) {
+      return UsageError(io, "predict", s);
+    }
+  }
+  planner::CostModel cm(req->job.model, req->job.training, req->job.cluster, req->job.gpus);
+  if (Status s = planner::ValidateConfig(cm, req->config); !s.ok()) {
+    return UsageError(io, "predict", s);
+  }
+  planner::Prediction p = cm.Predict(req->config);
+  std::string format = flags.GetOr("--format", "json");
+  if (format == "table") {
+    PrintTable(req->job, req->config, p, io.out);
+  } else if (format == "json") {
+    io.out << planner::PredictionToJson(req->job, req->config, p, cm).dump(2) << "\n";
+  } else {
+    return UsageError(io, "predict", Status::InvalidArgument("--format must be json or table"));
+  }
+  return kExitOk;
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,88 @@
+#include "cli/common.h"
+
+#include <sys/stat.h>
+
+#include <ostream>
+
+#include "common/strings.h"
+#include "planner/config.h"
+
+namespace paratune::cli {
+
+int UsageError(Io io, const std::string& cmd, const Status& s) {
+  io.err << "paratune " << cmd << ": " << s.message() << "\n";
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kParseError:
+    case StatusCode::kIoError:
+      return kExitUsage;
+    case StatusCode::kFailedPrecondition: return kExitTempFail;
+    case StatusCode::kUnavailable:
+    case StatusCode::kTimeout: return kExitMeasureFailed;
+    default: return kExitInternal;
+  }
+}
+
+Result<Json> LoadJsonArg(const std::string& path, const std::string& what) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status().WithContext(what);
+  return ParseJson(*text, what + " " + (path == "-" ? std::string("<stdin>") : path));
+}
+
+Result<Json> PresetOrFile(const std::string& arg, const std::string& what) {
+  struct stat st;
+  if (arg == "-" || (::stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode))) {
+    return LoadJsonArg(arg, what);
+  }
+  return Json(arg);
+}
+
+Result<Json> RequestFromFlags(const Flags& flags, bool with_config) {
+  Json req = Json::object();
+  Json training = Json::object();
+  auto model = flags.Get("--model");
+  auto cluster = flags.Get("--cluster");
+  if (!model) return Status::InvalidArgument("--model is required (or --request FILE)");
+  if (!cluster) return Status::InvalidArgument("--cluster is required (or --request FILE)");
+  PT_ASSIGN_OR_RETURN(req["model"], PresetOrFile(*model, "--model"));
+  PT_ASSIGN_OR_RETURN(req["cluster"], PresetOrFile(*cluster, "--cluster"));
+  if (auto g = flags.Get("--gpus")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*g, "--gpus"));
+    req["gpus"] = n;
+  } else {
+    return Status::InvalidArgument("--gpus is required");
+  }
+  if (auto b = flags.Get("--global-batch")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*b, "--global-batch"));
+    training["global_batch"] = n;
+  } else {
+    return Status::InvalidArgument("--global-batch is required");
+  }
+  if (auto s = flags.Get("--seq")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*s, "--seq"));
+    training["seq_len"] = n;
+  }
+  if (auto p = flags.Get("--precision")) training["precision"] = *p;
+  if (auto a = flags.Get("--attention")) training["attention"] = *a;
+  if (auto h = flags.Get("--headroom")) {
+    PT_ASSIGN_OR_RETURN(double v, ParseDouble(*h, "--headroom"));
+    training["headroom"] = v;
+  }
+  req["training"] = training;
+  if (with_config) {
+    if (auto c = flags.Get("--config")) {
+      PT_ASSIGN_OR_RETURN(req["config"], planner::ConfigStringToJson(*c));
+    }
+  }
+  return req;
+}
+
+}  // namespace paratune::cli
+
+namespace paratune::cli {
+// PENDING-PROFILER: replaced when profiler/ lands in this session.
+Status ApplyProfileFile(const std::string& path, topology::ClusterSpec*) {
+  return Status::Unavailable("profiles not supported yet: " + path);
+}
+}  // namespace paratune::cli

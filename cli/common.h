@@ -1,0 +1,34 @@
+// cli/common.h: helpers shared by the subcommands: error reporting with the
+// right exit code, loading JSON arguments (file, "-" or inline), building a
+// request from flags, and applying a measured profile.
+#pragma once
+
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "common/json.h"
+#include "common/status.h"
+#include "topology/cluster.h"
+
+namespace paratune::cli {
+
+// Prints "paratune <cmd>: <message>" to err and returns kExitUsage for
+// invalid input, kExitInternal for anything else.
+int UsageError(Io io, const std::string& cmd, const Status& s);
+
+// Loads a JSON document from a file path or "-" (stdin); `what` names the flag.
+Result<Json> LoadJsonArg(const std::string& path, const std::string& what);
+
+// A --model / --cluster argument: an existing file is loaded as JSON, anything
+// else is kept as a preset name (a JSON string).
+Result<Json> PresetOrFile(const std::string& arg, const std::string& what);
+
+// Builds a request object from --model --cluster --gpus --global-batch --seq
+// --precision --attention --headroom (and --config when with_config).
+Result<Json> RequestFromFlags(const Flags& flags, bool with_config);
+
+// Loads a paratune.profile/v1 file and merges its fits into `cluster`.
+Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster);
+
+}  // namespace paratune::cli

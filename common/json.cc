@@ -1,0 +1,187 @@
+#include "common/json.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace paratune {
+
+Result<Json> ParseJson(std::string_view text, const std::string& what) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::ParseError(what + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                              e.what());
+  }
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError("cannot open '" + path + "': " + std::strerror(errno));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IoError("cannot read '" + path + "'");
+  return data;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::IoError("cannot create '" + tmp + "': " + std::strerror(errno));
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return Status::IoError("cannot write '" + tmp + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return Status::IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+std::string JsonPointerToken(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+ObjectReader::ObjectReader(const Json& object, std::string pointer)
+    : object_(object), pointer_(std::move(pointer)), is_object_(object.is_object()) {}
+
+bool ObjectReader::Has(std::string_view key) const {
+  return is_object_ && object_.contains(key) && !object_.at(std::string(key)).is_null();
+}
+
+std::string ObjectReader::PointerOf(std::string_view key) const {
+  return pointer_ + "/" + JsonPointerToken(key);
+}
+
+void ObjectReader::Ignore(std::string_view key) { seen_.emplace_back(key); }
+
+const Json& ObjectReader::Raw(std::string_view key) {
+  seen_.emplace_back(key);
+  return object_.at(std::string(key));
+}
+
+const Json* ObjectReader::Find(std::string_view key) {
+  seen_.emplace_back(key);
+  if (!is_object_) return nullptr;
+  auto it = object_.find(std::string(key));
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Status ObjectReader::Error(std::string_view key, const std::string& rule) const {
+  return Status::InvalidArgument(PointerOf(key) + ": " + rule);
+}
+
+namespace {
+Status NotObject(const std::string& pointer) {
+  return Status::InvalidArgument((pointer.empty() ? std::string("/") : pointer) +
+                                 ": must be a JSON object");
+}
+}  // namespace
+
+Status ObjectReader::OptNumber(std::string_view key, double* out) {
+  if (!is_object_) return NotObject(pointer_);
+  const Json* v = Find(key);
+  if (!v) return Status::Ok();
+  if (!v->is_number()) return Error(key, "must be a number");
+  double d = v->get<double>();
+  if (!std::isfinite(d)) return Error(key, "must be finite");
+  *out = d;
+  return Status::Ok();
+}
+
+Status ObjectReader::OptInteger(std::string_view key, int64_t* out) {
+  if (!is_object_) return NotObject(pointer_);
+  const Json* v = Find(key);
+  if (!v) return Status::Ok();
+  if (v->is_number_integer()) {
+    *out = v->get<int64_t>();
+    return Status::Ok();
+  }
+  if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
+      *out = static_cast<int64_t>(d);
+      return Status::Ok();
+    }
+  }
+  return Error(key, "must be an integer");
+}
+
+Status ObjectReader::OptInt(std::string_view key, int* out) {
+  int64_t v = *out;
+  PT_RETURN_IF_ERROR(OptInteger(key, &v));
+  if (v < INT32_MIN || v > INT32_MAX) return Error(key, "is out of range");
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Status ObjectReader::OptString(std::string_view key, std::string* out) {
+  if (!is_object_) return NotObject(pointer_);
+  const Json* v = Find(key);
+  if (!v) return Status::Ok();
+  if (!v->is_string()) return Error(key, "must be a string");
+  *out = v->get<std::string>();
+  return Status::Ok();
+}
+
+Status ObjectReader::OptBool(std::string_view key, bool* out) {
+  if (!is_object_) return NotObject(pointer_);
+  const Json* v = Find(key);
+  if (!v) return Status::Ok();
+  if (!v->is_boolean()) return Error(key, "must be true or false");
+  *out = v->get<bool>();
+  return Status::Ok();
+}
+
+Status ObjectReader::Number(std::string_view key, double* out) {
+  if (!Has(key)) return is_object_ ? Error(key, "is required") : NotObject(pointer_);
+  return OptNumber(key, out);
+}
+Status ObjectReader::Integer(std::string_view key, int64_t* out) {
+  if (!Has(key)) return is_object_ ? Error(key, "is required") : NotObject(pointer_);
+  return OptInteger(key, out);
+}
+Status ObjectReader::String(std::string_view key, std::string* out) {
+  if (!Has(key)) return is_object_ ? Error(key, "is required") : NotObject(pointer_);
+  return OptString(key, out);
+}
+Status ObjectReader::Bool(std::string_view key, bool* out) {
+  if (!Has(key)) return is_object_ ? Error(key, "is required") : NotObject(pointer_);
+  return OptBool(key, out);
+}
+
+Status ObjectReader::Finish() const {
+  if (!is_object_) return NotObject(pointer_);
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end()) {
+      return Status::InvalidArgument(PointerOf(it.key()) + ": unknown key");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace paratune

@@ -1,0 +1,84 @@
+#include "common/strings.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace paratune {
+
+std::string Trim(std::string_view text) {
+  size_t b = 0, e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t pos = text.find(sep, start);
+    if (pos == std::string_view::npos) pos = text.size();
+    std::string piece = Trim(text.substr(start, pos - start));
+    if (!piece.empty()) out.push_back(std::move(piece));
+    start = pos + 1;
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseKeyValueList(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& piece : Split(text, ',')) {
+    size_t eq = piece.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("'" + piece + "' is not of the form key=value");
+    }
+    out.emplace_back(Trim(piece.substr(0, eq)), Trim(piece.substr(eq + 1)));
+  }
+  return out;
+}
+
+Result<int64_t> ParseInt(std::string_view text, const std::string& what) {
+  std::string t = Trim(text);
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
+    return Status::InvalidArgument(what + ": '" + t + "' is not an integer");
+  }
+  return v;
+}
+
+Result<double> ParseDouble(std::string_view text, const std::string& what) {
+  std::string t = Trim(text);
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) {
+    return Status::InvalidArgument(what + ": '" + t + "' is not a number");
+  }
+  return v;
+}
+
+Result<int64_t> ParseSizeBytes(std::string_view text) {
+  std::string t = Trim(text);
+  if (t.empty()) return Status::InvalidArgument("empty size");
+  int64_t mult = 1;
+  char last = t.back();
+  if (last == 'K' || last == 'k') mult = int64_t{1} << 10;
+  if (last == 'M' || last == 'm') mult = int64_t{1} << 20;
+  if (last == 'G' || last == 'g') mult = int64_t{1} << 30;
+  if (mult != 1) t.pop_back();
+  auto v = ParseInt(t, "size");
+  if (!v.ok()) return Status::InvalidArgument("'" + std::string(text) + "' is not a size (N[K|M|G])");
+  if (*v < 0) return Status::InvalidArgument("size must be non-negative");
+  return *v * mult;
+}
+
+std::string FormatFixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace paratune

@@ -1,0 +1,283 @@
+#include "planner/config.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace paratune::planner {
+
+const char* CpKindName(CpKind k) {
+  switch (k) {
+    case CpKind::kRing: return "ring";
+    case CpKind::kUlysses: return "ulysses";
+    case CpKind::kFpdt: return "fpdt";
+  }
+  return "ring";
+}
+
+const char* RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+Result<CpKind> ParseCpKind(const std::string& s) {
+  if (s == "ring" || s == "p2p") return CpKind::kRing;
+  if (s == "ulysses" || s == "a2a") return CpKind::kUlysses;
+  if (s == "fpdt") return CpKind::kFpdt;
+  return Status::InvalidArgument("'" + s + "' is not a cp_kind (ring | ulysses | fpdt)");
+}
+
+Result<Recompute> ParseRecompute(const std::string& s) {
+  if (s == "none" || s == "off") return Recompute::kNone;
+  if (s == "selective") return Recompute::kSelective;
+  if (s == "full") return Recompute::kFull;
+  return Status::InvalidArgument("'" + s + "' is not a recompute mode (none | selective | full)");
+}
+
+const char* DimName(Dim d) {
+  switch (d) {
+    case Dim::kX: return "x";
+    case Dim::kY: return "y";
+    case Dim::kCp: return "cp";
+    case Dim::kZ: return "z";
+    case Dim::kData: return "data";
+    case Dim::kPp: return "pp";
+  }
+  return "?";
+}
+
+std::string PlacementToString(const Placement& p) {
+  std::string out;
+  for (int i = 0; i < kNumDims; ++i) {
+    if (i) out += '-';
+    out += DimName(p.order[i]);
+  }
+  return out;
+}
+
+Result<Placement> ParsePlacement(const std::string& s) {
+  std::vector<std::string> parts = Split(s, '-');
+  if (parts.size() == 1) parts = Split(s, ',');
+  Placement p;
+  bool seen[kNumDims] = {};
+  if (parts.size() != kNumDims) {
+    return Status::InvalidArgument("placement '" + s +
+                                   "' must list each of x, y, cp, z, data, pp once, innermost "
+                                   "first, e.g. x-y-cp-z-data-pp");
+  }
+  for (int i = 0; i < kNumDims; ++i) {
+    const std::string& n = parts[i];
+    Dim d;
+    if (n == "x") d = Dim::kX;
+    else if (n == "y" || n == "tp") d = Dim::kY;
+    else if (n == "cp") d = Dim::kCp;
+    else if (n == "z") d = Dim::kZ;
+    else if (n == "data" || n == "dp") d = Dim::kData;
+    else if (n == "pp") d = Dim::kPp;
+    else return Status::InvalidArgument("placement: unknown dimension '" + n + "'");
+    if (seen[static_cast<int>(d)]) {
+      return Status::InvalidArgument("placement: dimension '" + n + "' appears twice");
+    }
+    seen[static_cast<int>(d)] = true;
+    p.order[i] = d;
+  }
+  return p;
+}
+
+int ParallelConfig::Degree(Dim d) const {
+  switch (d) {
+    case Dim::kX: return gx;
+    case Dim::kY: return gy;
+    case Dim::kCp: return cp;
+    case Dim::kZ: return gz;
+    case Dim::kData: return gdata;
+    case Dim::kPp: return pp;
+  }
+  return 1;
+}
+
+int ParallelConfig::Stride(Dim d) const {
+  int stride = 1;
+  for (Dim o : placement.order) {
+    if (o == d) return stride;
+    stride *= Degree(o);
+  }
+  return stride;
+}
+
+namespace {
+
+Status PositiveInt(ObjectReader& r, const char* key, int* out) {
+  PT_RETURN_IF_ERROR(r.OptInt(key, out));
+  if (*out < 1) return r.Error(key, "must be a positive integer");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus) {
+  ParallelConfig c;
+  ObjectReader r(j, pointer);
+  int tp = 0, dp = 0;
+  if (r.Has("tp")) PT_RETURN_IF_ERROR(PositiveInt(r, "tp", &tp));
+  else r.Ignore("tp");
+  PT_RETURN_IF_ERROR(PositiveInt(r, "gx", &c.gx));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "gy", &c.gy));
+  if (tp > 0) {
+    if (r.Has("gy") && c.gy != tp) {
+      return r.Error("gy", "conflicts with tp (tp is an alias of gy)");
+    }
+    if (c.gx != 1) return r.Error("tp", "tp (Megatron) needs gx = 1; use gx and gy for AxoNN");
+    c.gy = tp;
+  }
+  PT_RETURN_IF_ERROR(PositiveInt(r, "gz", &c.gz));
+  if (r.Has("dp")) PT_RETURN_IF_ERROR(PositiveInt(r, "dp", &dp));
+  else r.Ignore("dp");
+  const bool has_gdata = r.Has("gdata");
+  PT_RETURN_IF_ERROR(PositiveInt(r, "gdata", &c.gdata));
+  if (dp > 0) {
+    if (has_gdata && c.gdata != dp) return r.Error("gdata", "conflicts with dp (dp is an alias of gdata)");
+    c.gdata = dp;
+  }
+  PT_RETURN_IF_ERROR(PositiveInt(r, "pp", &c.pp));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "vpp", &c.vpp));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "cp", &c.cp));
+  std::string s;
+  if (r.Has("cp_kind")) {
+    PT_RETURN_IF_ERROR(r.String("cp_kind", &s));
+    auto k = ParseCpKind(s);
+    if (!k.ok()) return r.Error("cp_kind", k.status().message());
+    c.cp_kind = *k;
+  } else {
+    r.Ignore("cp_kind");
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("sp", &c.sp));
+  PT_RETURN_IF_ERROR(r.OptInt("zero", &c.zero));
+  if (c.zero < 0 || c.zero > 3) return r.Error("zero", "must be 0, 1, 2 or 3");
+  PT_RETURN_IF_ERROR(r.OptBool("distributed_optimizer", &c.distributed_optimizer));
+  PT_RETURN_IF_ERROR(r.OptBool("qwz", &c.qwz));
+  PT_RETURN_IF_ERROR(r.OptBool("hpz", &c.hpz));
+  PT_RETURN_IF_ERROR(r.OptBool("qgz", &c.qgz));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
+  if (r.Has("recompute")) {
+    PT_RETURN_IF_ERROR(r.String("recompute", &s));
+    auto rc = ParseRecompute(s);
+    if (!rc.ok()) return r.Error("recompute", rc.status().message());
+    c.recompute = *rc;
+  } else {
+    r.Ignore("recompute");
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("oar", &c.oar));
+  PT_RETURN_IF_ERROR(r.OptBool("ors", &c.ors));
+  PT_RETURN_IF_ERROR(r.OptBool("oag", &c.oag));
+  PT_RETURN_IF_ERROR(r.OptBool("overlap_grad_reduce", &c.overlap_grad_reduce));
+  PT_RETURN_IF_ERROR(r.OptBool("overlap_param_gather", &c.overlap_param_gather));
+  PT_RETURN_IF_ERROR(r.OptBool("tp_comm_overlap", &c.tp_comm_overlap));
+  PT_RETURN_IF_ERROR(r.OptBool("overlap_p2p", &c.overlap_p2p));
+  if (r.Has("placement")) {
+    PT_RETURN_IF_ERROR(r.String("placement", &s));
+    auto pl = ParsePlacement(s);
+    if (!pl.ok()) return r.Error("placement", pl.status().message());
+    c.placement = *pl;
+  } else {
+    r.Ignore("placement");
+  }
+  PT_RETURN_IF_ERROR(r.Finish());
+
+  // Derive the data degree when it was not given (Megatron: DP = world / (TP·PP·CP)).
+  if (!has_gdata && dp == 0 && gpus > 0) {
+    const int64_t other = int64_t{c.gx} * c.gy * c.gz * c.pp * c.cp;
+    if (gpus % other != 0) {
+      return Status::InvalidArgument(pointer + ": gpus (" + std::to_string(gpus) +
+                                     ") is not divisible by gx·gy·gz·pp·cp (" +
+                                     std::to_string(other) + "), so dp cannot be derived");
+    }
+    c.gdata = static_cast<int>(gpus / other);
+  }
+  return c;
+}
+
+Result<Json> ConfigStringToJson(const std::string& text) {
+  PT_ASSIGN_OR_RETURN(auto pairs, ParseKeyValueList(text));
+  Json j = Json::object();
+  static const char* kStringKeys[] = {"cp_kind", "recompute", "placement"};
+  for (auto& [k, v] : pairs) {
+    if (j.contains(k)) return Status::InvalidArgument("--config: '" + k + "' given twice");
+    const bool is_string =
+        std::find_if(std::begin(kStringKeys), std::end(kStringKeys),
+                     [&](const char* s) { return k == s; }) != std::end(kStringKeys);
+    if (is_string) {
+      j[k] = v;
+    } else if (v == "true" || v == "on" || v == "yes") {
+      j[k] = true;
+    } else if (v == "false" || v == "off" || v == "no") {
+      j[k] = false;
+    } else {
+      auto n = ParseInt(v, "--config " + k);
+      if (!n.ok()) return n.status();
+      j[k] = *n;
+    }
+  }
+  return j;
+}
+
+OrderedJson ConfigToJson(const ParallelConfig& c) {
+  OrderedJson j;
+  if (c.gx == 1) {
+    j["tp"] = c.gy;
+  } else {
+    j["gx"] = c.gx;
+    j["gy"] = c.gy;
+  }
+  j["gz"] = c.gz;
+  j["dp"] = c.gdata;
+  j["pp"] = c.pp;
+  j["vpp"] = c.vpp;
+  j["cp"] = c.cp;
+  j["cp_kind"] = CpKindName(c.cp_kind);
+  j["sp"] = c.sp;
+  j["zero"] = c.zero;
+  j["distributed_optimizer"] = c.distributed_optimizer;
+  j["qwz"] = c.qwz;
+  j["hpz"] = c.hpz;
+  j["qgz"] = c.qgz;
+  j["mbs"] = c.mbs;
+  j["recompute"] = RecomputeName(c.recompute);
+  j["oar"] = c.oar;
+  j["ors"] = c.ors;
+  j["oag"] = c.oag;
+  j["overlap_grad_reduce"] = c.overlap_grad_reduce;
+  j["overlap_param_gather"] = c.overlap_param_gather;
+  j["tp_comm_overlap"] = c.tp_comm_overlap;
+  j["overlap_p2p"] = c.overlap_p2p;
+  j["placement"] = PlacementToString(c.placement);
+  return j;
+}
+
+std::string ConfigToString(const ParallelConfig& c) {
+  std::ostringstream os;
+  if (c.gx > 1) os << "gx=" << c.gx << " gy=" << c.gy;
+  else os << "tp=" << c.gy;
+  if (c.gz > 1) os << " gz=" << c.gz;
+  os << " pp=" << c.pp;
+  if (c.vpp > 1) os << " vpp=" << c.vpp;
+  os << " dp=" << c.gdata;
+  if (c.cp > 1) os << " cp=" << c.cp << "(" << CpKindName(c.cp_kind) << ")";
+  if (c.sp) os << " sp";
+  if (c.zero > 0) os << " zero=" << c.zero;
+  if (c.distributed_optimizer) os << " distopt";
+  if (c.qwz) os << " qwz";
+  if (c.hpz) os << " hpz";
+  if (c.qgz) os << " qgz";
+  os << " mbs=" << c.mbs;
+  if (c.recompute != Recompute::kNone) os << " rc=" << RecomputeName(c.recompute);
+  if (!(c.placement == Placement{})) os << " place=" << PlacementToString(c.placement);
+  return os.str();
+}
+
+}  // namespace paratune::planner

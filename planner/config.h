@@ -1,0 +1,90 @@
+// planner/config.h: one parallel configuration (cost-model.md §1). A single
+// small value type covers every family: AxoNN's 3D tensor grid (gx, gy, gz) +
+// gdata, Megatron TP/PP/SP (tp ≡ gy with gx = 1), context parallelism (ring,
+// Ulysses, FPDT), ZeRO 0-3 and ZeRO++, recompute, micro-batch, overlaps and the
+// placement order of the dimensions on ranks. It is trivially copyable so the
+// search can hold millions of them without allocation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace paratune::planner {
+
+enum class CpKind : uint8_t { kRing = 0, kUlysses, kFpdt };
+enum class Recompute : uint8_t { kNone = 0, kSelective, kFull };
+
+const char* CpKindName(CpKind k);        // "ring" | "ulysses" | "fpdt"
+const char* RecomputeName(Recompute r);  // "none" | "selective" | "full"
+Result<CpKind> ParseCpKind(const std::string& s);
+Result<Recompute> ParseRecompute(const std::string& s);
+
+// The parallel dimensions that are laid on ranks. Placement lists them
+// innermost (fastest-varying rank index, inside a node first) to outermost.
+enum class Dim : uint8_t { kX = 0, kY, kCp, kZ, kData, kPp };
+inline constexpr int kNumDims = 6;
+const char* DimName(Dim d);  // "x" | "y" | "cp" | "z" | "data" | "pp"
+
+struct Placement {
+  // Megatron's default order tp-cp-dp-pp with AxoNN's X→Y→Z inside it.
+  std::array<Dim, kNumDims> order = {Dim::kX, Dim::kY, Dim::kCp, Dim::kZ, Dim::kData, Dim::kPp};
+  bool operator==(const Placement&) const = default;
+};
+// "x-y-cp-z-data-pp" (also accepts "tp" for y and "dp" for data; every dim once).
+std::string PlacementToString(const Placement& p);
+Result<Placement> ParsePlacement(const std::string& s);
+
+struct ParallelConfig {
+  // Degrees. Megatron tensor parallelism t is gy = t with gx = 1 (column- then
+  // row-parallel layers = AxoNN's normal/transposed pair).
+  int gx = 1, gy = 1, gz = 1, gdata = 1;
+  int pp = 1, vpp = 1;  // pipeline stages, virtual stages per device (interleaved 1F1B)
+  int cp = 1;           // context/sequence-parallel degree
+  CpKind cp_kind = CpKind::kRing;
+  bool sp = false;      // Megatron sequence parallelism over the Y (tensor) group
+  int zero = 0;         // ZeRO stage 0-3 over the data group
+  bool distributed_optimizer = false;  // Megatron's optimizer-state sharding over data
+  bool qwz = false, hpz = false, qgz = false;  // ZeRO++ (with zero = 3)
+  int mbs = 1;          // micro-batch: sequences per GPU per micro-batch
+  Recompute recompute = Recompute::kNone;
+  // Overlaps (all off unless set).
+  bool oar = false;     // backward input-grad all-reduce hidden behind the weight-grad GEMM
+                        // (AxoNN OAR; Megatron's async tensor-parallel all-reduce)
+  bool ors = false;     // Z reduce-scatter hidden behind the rest of the backward (AxoNN ORS)
+  bool oag = false;     // Z all-gather prefetched one layer ahead (AxoNN OAG)
+  bool overlap_grad_reduce = false;   // data-parallel gradient reduce overlapped with backward
+  bool overlap_param_gather = false;  // ZeRO/dist-opt parameter all-gather overlapped with forward
+  bool tp_comm_overlap = false;       // TP all-gather/reduce-scatter overlapped with GEMMs (TE)
+  bool overlap_p2p = false;           // pipeline send/recv overlapped with compute
+  Placement placement;
+
+  int tensor() const { return gx * gy; }
+  // Ranks that split the batch: gz · gdata.
+  int batch_split() const { return gz * gdata; }
+  // Product of every degree; must equal the GPU count.
+  int64_t world() const { return int64_t{gx} * gy * gz * gdata * pp * cp; }
+  int Degree(Dim d) const;
+  // Rank distance between consecutive members of dimension d's groups.
+  int Stride(Dim d) const;
+  bool operator==(const ParallelConfig&) const = default;
+};
+
+// Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
+// cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
+// mbs, recompute, oar, ors, oag, overlap_grad_reduce, overlap_param_gather,
+// tp_comm_overlap, overlap_p2p, placement. tp is an alias of gy (only with
+// gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is derived
+// from `gpus` (0 = do not derive). Strict; errors name JSON pointers.
+Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus);
+// Parses the flag form "tp=8,pp=16,mbs=1,recompute=full" into the same object.
+Result<Json> ConfigStringToJson(const std::string& text);
+// Canonical JSON: every field, Megatron names where they apply (tp when gx = 1).
+OrderedJson ConfigToJson(const ParallelConfig& c);
+// Compact human form: "tp=8 pp=16 vpp=3 sp mbs=1 rc=selective".
+std::string ConfigToString(const ParallelConfig& c);
+
+}  // namespace paratune::planner

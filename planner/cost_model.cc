@@ -1,0 +1,614 @@
+// The cost model. Every term is described, with its source, in docs/model.md;
+// comments here say why a term has its shape, not what the arithmetic does.
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "planner/memory.h"
+
+namespace paratune::planner {
+namespace {
+
+using topology::Collective;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Causal attention: a fused kernel skips the masked upper triangle, so it
+// executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
+constexpr double kCausalFraction = 0.5;
+// Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
+// FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
+constexpr double kFlashBwdFlopRatio = 2.5;
+// DeepSpeed's default reduce bucket (reduce_bucket_size = 5e8 elements,
+// deepspeed/runtime/zero/config.py).
+constexpr double kDeepSpeedBucketElems = 5e8;
+// Adam with fp32 master weights touches, per parameter it updates: master,
+// exp_avg, exp_avg_sq read + written (24 bytes) and the fp32 gradient read (4)
+// (Apex/TE fused Adam); then the master is read (4) to write the low-precision
+// copy (Megatron's _copy_main_params_to_model_params).
+constexpr double kAdamStateBytesRW = 24.0 + 4.0;
+// A collective hidden behind compute still occupies SMs (NCCL runs one CTA per
+// channel: an all-gather took 24 of an H100's 132 SMs while overlapping a GEMM,
+// NVIDIA developer forum "Compute-Communication Overlap Causes Severe GEMM
+// Performance Degradation", 2025): charge that share of the hidden time.
+constexpr double kOverlapSmShare = 24.0 / 132.0;
+
+// Exposed seconds of `comm` overlapped with `window` seconds of compute.
+double Overlapped(double comm, double window) {
+  return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
+}
+
+}  // namespace
+
+const char* AttentionName(Attention a) { return a == Attention::kFlash ? "flash" : "unfused"; }
+
+const char* ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kOk: return "ok";
+    case Reason::kBadDegree: return "bad_degree";
+    case Reason::kWorldMismatch: return "world_mismatch";
+    case Reason::kHeadsNotDivisible: return "heads_not_divisible";
+    case Reason::kKvHeadsNotDivisible: return "kv_heads_not_divisible";
+    case Reason::kHiddenNotDivisible: return "hidden_not_divisible";
+    case Reason::kFfnNotDivisible: return "ffn_not_divisible";
+    case Reason::kLayersNotDivisible: return "layers_not_divisible";
+    case Reason::kBatchNotDivisible: return "batch_not_divisible";
+    case Reason::kMicroBatchesVsPp: return "micro_batches_vs_pp";
+    case Reason::kSeqNotDivisible: return "seq_not_divisible";
+    case Reason::kZShardNotDivisible: return "z_shard_not_divisible";
+    case Reason::kSpNeedsTensor: return "sp_needs_tensor";
+    case Reason::kZeroConflict: return "zero_conflict";
+    case Reason::kOutOfMemory: return "out_of_memory";
+  }
+  return "unknown";
+}
+
+const char* ReasonField(Reason r) {
+  switch (r) {
+    case Reason::kOk: return "";
+    case Reason::kBadDegree: return "/config";
+    case Reason::kWorldMismatch: return "/gpus";
+    case Reason::kHeadsNotDivisible: return "/config/tp";
+    case Reason::kKvHeadsNotDivisible: return "/config/tp";
+    case Reason::kHiddenNotDivisible: return "/config/tp";
+    case Reason::kFfnNotDivisible: return "/config/tp";
+    case Reason::kLayersNotDivisible: return "/config/pp";
+    case Reason::kBatchNotDivisible: return "/config/mbs";
+    case Reason::kMicroBatchesVsPp: return "/config/vpp";
+    case Reason::kSeqNotDivisible: return "/config/cp";
+    case Reason::kZShardNotDivisible: return "/config/gz";
+    case Reason::kSpNeedsTensor: return "/config/sp";
+    case Reason::kZeroConflict: return "/config/zero";
+    case Reason::kOutOfMemory: return "/config";
+  }
+  return "";
+}
+
+// Per micro-batch, per GPU, one transformer block; seconds.
+struct CostModel::LayerTimes {
+  double fwd_compute = 0;       // forward math
+  double bwd_compute = 0;       // backward math (excluding recompute)
+  double recompute = 0;         // forward math redone in the backward
+  double comm_x = 0, comm_y = 0, comm_z = 0, comm_cp = 0;  // exposed
+  double offload = 0;           // FPDT host traffic not hidden
+  double act_bytes = 0;         // activation bytes kept for the backward
+};
+
+CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
+                     const topology::ClusterSpec& cluster, int gpus)
+    : model_(model), training_(training), cluster_(cluster), gpus_(gpus), comm_(cluster, gpus) {
+  using topology::Precision;
+  const Precision p = training.precision;
+  peak_flops_ = cluster.gpu.PeakTflops(p) * 1e12;
+  stream_Bps_ = cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency;
+  const bool wide = (p == Precision::kFp32 || p == Precision::kTf32);
+  act_bytes_ = wide ? 4.0 : 2.0;    // fp8 recipes keep activations in bf16 between GEMMs
+  param_bytes_ = wide ? 4.0 : 2.0;  // fp8 recipes keep bf16 weights (TE)
+  grad_bytes_ = (wide || training.main_grads_fp32) ? 4.0 : 2.0;
+  model_flops_ = 3.0 * model.ForwardFlopsPerToken(training.seq_len) *
+                 static_cast<double>(training.global_batch) * training.seq_len;
+  layer_params_ = static_cast<double>(model.ParamsPerLayer());
+  norm_params_ = (model.norm == "rmsnorm" ? 2.0 : 4.0) * model.hidden;
+}
+
+double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_; }
+
+// A GEMM of (m×k)·(k×n): compute-bound time at the shape's efficiency, or the
+// time to stream its operands if that is longer (roofline).
+double CostModel::GemmSeconds(double m, double n, double k) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const double flops = 2.0 * m * n * k;
+  const double eff = cluster_.gpu.GemmEfficiency(training_.precision, m, n, k);
+  const double t_compute = flops / (peak_flops_ * eff);
+  const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
+  return std::max(t_compute, t_memory);
+}
+
+Reason CostModel::CheckRules(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  if (c.gx < 1 || c.gy < 1 || c.gz < 1 || c.gdata < 1 || c.pp < 1 || c.vpp < 1 || c.cp < 1 ||
+      c.mbs < 1 || (c.vpp > 1 && c.pp < 2)) {
+    return Reason::kBadDegree;
+  }
+  if (c.world() != gpus_) return Reason::kWorldMismatch;
+  const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
+  const int head_split = c.gy * (ulysses ? c.cp : 1);
+  if (m.heads % head_split != 0) return Reason::kHeadsNotDivisible;
+  if (m.kv_heads % c.gy != 0) return Reason::kKvHeadsNotDivisible;
+  if (ulysses && m.kv_heads % head_split != 0 && head_split % m.kv_heads != 0) {
+    return Reason::kKvHeadsNotDivisible;  // Ulysses replicates KV heads only when u is a multiple
+  }
+  if (m.hidden % c.gx != 0 || m.hidden % c.gy != 0) return Reason::kHiddenNotDivisible;
+  if (m.ffn_hidden % c.gx != 0 || m.ffn_hidden % c.gy != 0) return Reason::kFfnNotDivisible;
+  if (m.layers % (c.pp * c.vpp) != 0) return Reason::kLayersNotDivisible;
+  const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
+  if (training_.global_batch % per_step != 0) return Reason::kBatchNotDivisible;
+  const int64_t n_mb = training_.global_batch / per_step;
+  if (c.vpp > 1 && n_mb % c.pp != 0) return Reason::kMicroBatchesVsPp;
+  if (c.cp > 1) {
+    const int need = c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp;
+    if (training_.seq_len % need != 0) return Reason::kSeqNotDivisible;
+  }
+  if (c.gz > 1) {
+    const int64_t h = m.hidden, f = m.ffn_hidden * (m.gated_ffn ? 2 : 1);
+    const int64_t t = c.tensor();
+    for (int64_t kn : {h * m.qkv_out(), h * h, h * f, int64_t{m.ffn_hidden} * h}) {
+      if ((kn / t) % c.gz != 0) return Reason::kZShardNotDivisible;
+    }
+  }
+  if (c.sp && (c.gy < 2 || c.gx != 1)) return Reason::kSpNeedsTensor;
+  if (c.zero < 0 || c.zero > 3 || (c.distributed_optimizer && c.zero > 0) ||
+      ((c.qwz || c.hpz || c.qgz) && c.zero != 3)) {
+    return Reason::kZeroConflict;
+  }
+  return Reason::kOk;
+}
+
+std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
+  std::ostringstream os;
+  const ModelSpec& m = model_;
+  const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
+  switch (r) {
+    case Reason::kOk: return "feasible";
+    case Reason::kBadDegree:
+      return "every degree must be >= 1, and vpp > 1 needs pp > 1";
+    case Reason::kWorldMismatch:
+      os << "the product of degrees gx·gy·gz·gdata·pp·cp = " << c.world() << " must equal gpus = "
+         << gpus_;
+      break;
+    case Reason::kHeadsNotDivisible:
+      os << "attention heads (" << m.heads << ") must be divisible by the tensor degree gy/tp ("
+         << c.gy << ")" << (c.cp > 1 && c.cp_kind != CpKind::kRing ? " times the Ulysses degree cp" : "");
+      break;
+    case Reason::kKvHeadsNotDivisible:
+      os << "key/value heads (" << m.kv_heads << ") must be divisible by the tensor degree gy/tp ("
+         << c.gy << ")";
+      break;
+    case Reason::kHiddenNotDivisible:
+      os << "hidden size (" << m.hidden << ") must be divisible by gx (" << c.gx << ") and gy/tp ("
+         << c.gy << ")";
+      break;
+    case Reason::kFfnNotDivisible:
+      os << "ffn_hidden (" << m.ffn_hidden << ") must be divisible by gx (" << c.gx
+         << ") and gy/tp (" << c.gy << ")";
+      break;
+    case Reason::kLayersNotDivisible:
+      os << "layers (" << m.layers << ") must be divisible by pp·vpp (" << c.pp * c.vpp << ")";
+      break;
+    case Reason::kBatchNotDivisible:
+      os << "global_batch (" << training_.global_batch << ") must be divisible by mbs·gz·gdata ("
+         << per_step << ")";
+      break;
+    case Reason::kMicroBatchesVsPp:
+      os << "the interleaved schedule needs the micro-batch count ("
+         << (per_step > 0 ? training_.global_batch / per_step : 0) << ") to be a multiple of pp ("
+         << c.pp << ")";
+      break;
+    case Reason::kSeqNotDivisible:
+      os << "seq_len (" << training_.seq_len << ") must be divisible by "
+         << (c.cp_kind == CpKind::kRing ? "2·cp (causal load balance)" : "cp") << " = "
+         << (c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp);
+      break;
+    case Reason::kZShardNotDivisible:
+      os << "every weight block k·n/(gx·gy) must split evenly over gz (" << c.gz << ")";
+      break;
+    case Reason::kSpNeedsTensor:
+      return "sequence parallelism (sp) needs Megatron tensor parallelism: tp/gy > 1 and gx = 1";
+    case Reason::kZeroConflict:
+      return "zero must be 0-3; distributed_optimizer excludes zero > 0; qwz/hpz/qgz need zero = 3";
+    case Reason::kOutOfMemory: return "needs more memory per GPU than is usable";
+  }
+  return os.str();
+}
+
+CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  ComputeTerms t;
+  const double e = act_bytes_;
+  const double h = m.hidden, a = m.heads, d = m.head_dim();
+  const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  const double s = training_.seq_len, b = c.mbs;
+  const double gx = c.gx, gy = c.gy;
+  const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
+  const double T = b * s / c.cp;  // tokens this GPU holds in the linear layers
+
+  // Linear layers: AxoNN's alternating normal/transposed pair (Megatron TP is
+  // the gx = 1 case). Normal: inputs split over X, outputs over Y; transposed:
+  // the reverse. The backward runs dgrad and wgrad GEMMs of the same size.
+  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  for (int i = 0; i < 4; ++i) {
+    const bool transposed = (i % 2) == 1;
+    const double k_loc = kn[i][0] / (transposed ? gy : gx);
+    const double n_loc = kn[i][1] / (transposed ? gx : gy);
+    t.linear_fwd[i] = GemmSeconds(T, n_loc, k_loc);
+    t.gemm_fwd += t.linear_fwd[i];
+    if (!transposed) t.normal_fwd += t.linear_fwd[i];
+  }
+
+  // Attention core. Heads split over Y (and over the Ulysses group), the query
+  // sequence over a ring-CP group; replicated across X.
+  const double heads_loc = a / gy / (ulysses ? c.cp : 1);
+  const double s_q = ulysses ? s : s / c.cp;
+  const double scores = b * heads_loc * s_q * s;  // score elements per GPU
+  if (training_.attention == Attention::kFlash) {
+    const double exec = kCausalFraction * 4.0 * scores * d;
+    t.attn_fwd = exec / (peak_flops_ * cluster_.gpu.flash_fwd_efficiency);
+    t.attn_bwd = kFlashBwdFlopRatio * exec / (peak_flops_ * cluster_.gpu.flash_bwd_efficiency);
+  } else {
+    // Batched GEMMs QKᵀ (s_q×d·d×s) and PV (s_q×s·s×d) per head over the full
+    // square (the mask is applied afterwards), plus softmax and dropout as
+    // memory-bound kernels: forward reads+writes 2+2 bytes per score, dropout
+    // 2+2+1 (mask); backward 2+2+2 and 2+1+2.
+    const double per_head = GemmSeconds(s_q, s, d) + GemmSeconds(s_q, d, s);
+    const double gemm = per_head * b * heads_loc;
+    const double drop = m.dropout ? 5.0 : 0.0;
+    t.attn_fwd = gemm + StreamSeconds(scores * (4.0 + drop));
+    t.attn_bwd = 2 * gemm + StreamSeconds(scores * (6.0 + drop));
+  }
+
+  // Element-wise kernels (memory-bound). Per token, forward: two norms read and
+  // write h each (8h bytes at 2 B/element); two bias-dropout-residual adds read
+  // 2 tensors and write 1, plus a 1-byte mask with dropout: 2·(6h + h); the
+  // activation reads FC1's output and writes FC2's input (GeLU 2f+2f, SwiGLU
+  // 4f+2f). With sp the norm/residual tokens split over Y; AxoNN splits h over X.
+  const double scale = e / 2.0;
+  const double tok_rep = c.sp ? T / gy : T;
+  const double norm_res = tok_rep * (h / gx) * (8.0 + 2.0 * (6.0 + (m.dropout ? 1.0 : 0.0))) * scale;
+  const double act_fn = T * (f / gy) * (m.gated_ffn ? 6.0 : 4.0) * scale;
+  t.elem_fwd = StreamSeconds(norm_res + act_fn);
+
+  // Last stage: logits GEMM (vocabulary split over the tensor ranks) forward and
+  // its two backward GEMMs, and the fp32 cross-entropy (logits written, read and
+  // their gradient written: 3 × 4 bytes). First stage: the embedding lookup and
+  // its gradient scatter (memory-bound).
+  const double V = m.vocab;
+  t.logits_compute = 3.0 * GemmSeconds(T, V / c.tensor(), h / gx) +
+                     StreamSeconds(T * (V / c.tensor()) * 4.0 * 3.0);
+  t.embed = StreamSeconds(3.0 * T * (h / gx) * e);
+
+  // Activation memory kept for the backward (planner/memory.h).
+  const bool flash = training_.attention == Attention::kFlash;
+  ParallelConfig rc = c;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    rc.recompute = r;
+    t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc);
+  }
+  t.act_bytes_full = t.act_bytes[0];
+  t.psi = ParamsBeforeData(c);
+  return t;
+}
+
+void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerTimes* out) const {
+  const ModelSpec& m = model_;
+  const double e = act_bytes_;
+  const double h = m.hidden, a = m.heads, kv = m.kv_heads;
+  const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  const double s = training_.seq_len, b = c.mbs;
+  const double gx = c.gx, gy = c.gy;
+  const double T = b * s / c.cp;
+  const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY), sz = c.Stride(Dim::kZ);
+
+  // --- Tensor-parallel communication per linear layer: the forward all-reduce
+  // of the output over the group that split k, the backward all-reduce of the
+  // input gradient over the group that split n (AxoNN §1.3; Megatron TP = the
+  // gx = 1 case: 2 all-reduces of b·s·h forward and 2 backward per layer).
+  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  double comm_x = 0, comm_y = 0, fwd_x = 0, fwd_y = 0, z_ag = 0, z_rs = 0;
+  for (int i = 0; i < 4; ++i) {
+    const bool transposed = (i % 2) == 1;
+    const double k = kn[i][0], n = kn[i][1];
+    if (!c.sp && c.tensor() > 1) {
+      if (transposed) {
+        fwd_y += comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (n / gx) * e);
+        const double bwd = comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (k / gy) * e);
+        comm_x += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
+      } else {
+        fwd_x += comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (n / gy) * e);
+        const double bwd = comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (k / gx) * e);
+        // OAR: a layer's input-gradient all-reduce runs while its weight-gradient GEMM computes.
+        comm_y += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
+      }
+    }
+    if (c.gz > 1) {
+      const double w_bytes = k * n / c.tensor() * param_bytes_;
+      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w_bytes);
+      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w_bytes);
+    }
+  }
+  // Megatron sequence parallelism: each all-reduce becomes an all-gather of the
+  // layer input (before QKV, FC1) and a reduce-scatter of the output (after
+  // proj, FC2); the backward mirrors them and re-gathers the inputs for the
+  // weight gradients behind the dgrad GEMMs (Korthikanti 2022 §4.2.2).
+  if (c.sp) {
+    const double buf = T * h * e;
+    const double ag = comm_.Seconds(Collective::kAllGather, sy, c.gy, buf);
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sy, c.gy, buf);
+    fwd_y += 2 * ag + 2 * rs;
+    comm_y += 2 * ag + (c.oar ? Overlapped(2 * rs, t.normal_fwd) : 2 * rs) +
+              (c.oar ? Overlapped(2 * ag, t.normal_fwd) : 2 * ag);
+  }
+  if (c.tp_comm_overlap) {
+    // Transformer Engine userbuffers pipeline the collective through the GEMM.
+    fwd_x = Overlapped(fwd_x, t.gemm_fwd);
+    fwd_y = Overlapped(fwd_y, t.gemm_fwd);
+  }
+  comm_x += fwd_x;
+  comm_y += fwd_y;
+
+  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd;
+  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd;
+  out->recompute = 0;
+  if (c.recompute == Recompute::kSelective) out->recompute = t.attn_fwd;
+  if (c.recompute == Recompute::kFull) {
+    out->recompute = out->fwd_compute;
+    comm_x += fwd_x;  // the forward collectives run again
+    comm_y += fwd_y;
+  }
+  out->act_bytes = t.act_bytes[static_cast<int>(c.recompute)];
+
+  // --- Z (AxoNN depth / FSDP inside the tensor block): per micro-batch gather
+  // the weights forward and again backward (again for recompute), reduce-scatter
+  // the gradients. OAG prefetches one layer ahead; ORS defers the reduce-scatter.
+  out->comm_z = 0;
+  if (c.gz > 1) {
+    const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
+    const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
+    out->comm_z = (c.oag ? Overlapped(z_ag, fwd_w) : z_ag) +
+                  (c.oag ? Overlapped(n_ag_b * z_ag, bwd_w) : n_ag_b * z_ag) +
+                  (c.ors ? Overlapped(z_rs, bwd_w) : z_rs);
+  }
+
+  // --- Context parallelism.
+  out->comm_cp = 0;
+  if (c.cp > 1) {
+    const int scp = c.Stride(Dim::kCp);
+    if (c.cp_kind == CpKind::kRing) {
+      // Each step passes this rank's K and V block to the next while the current
+      // block's attention computes: cp − 1 steps forward, twice that backward.
+      const double kv_block = 2.0 * b * (s / c.cp) * (h * kv / a) / gy * e;
+      const double step = comm_.Seconds(Collective::kSendRecv, scp, 2, kv_block);
+      out->comm_cp = Overlapped((c.cp - 1) * step, t.attn_fwd) +
+                     Overlapped(2.0 * (c.cp - 1) * step, t.attn_bwd);
+    } else {
+      // Ulysses / FPDT: all-to-all of Q, K, V in and of the output back, forward and backward.
+      const double qkv = T * (static_cast<double>(m.qkv_out()) / gy) * e;
+      const double fwd = comm_.Seconds(Collective::kAllToAll, scp, c.cp, qkv) +
+                         comm_.Seconds(Collective::kAllToAll, scp, c.cp, T * (h / gy) * e);
+      out->comm_cp = 2.0 * fwd + (c.recompute == Recompute::kFull ? fwd : 0.0);
+    }
+  }
+  out->comm_x = comm_x;
+  out->comm_y = comm_y;
+
+  // --- FPDT: the sequence in chunks; only two stay on the GPU, the others go to
+  // host memory and back, hidden behind the layer's compute when the link allows.
+  out->offload = 0;
+  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    const double chunks = std::max(1.0, s / training_.fpdt_chunk_tokens);
+    if (chunks > 2.0) {
+      const double off = out->act_bytes * (1.0 - 2.0 / chunks);
+      const double t_host = 2.0 * off / (cluster_.gpu.host_link_GBps * 1e9);
+      out->act_bytes *= 2.0 / chunks;
+      out->offload = std::max(0.0, t_host - (out->fwd_compute + out->bwd_compute));
+    }
+  }
+}
+
+double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  const double t = c.tensor();
+  const double V = m.vocab, h = m.hidden;
+  const double L_s = static_cast<double>(m.layers) / c.pp;
+  const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
+  const double emb_shard = V * h / t;
+  const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;
+  const double first_extra = emb_shard + pos;
+  const double last_extra = (!m.tied_embeddings || c.pp > 1 ? emb_shard : 0.0) + norm_params_;
+  const double stage_extra = c.pp == 1 ? first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_
+                                       : std::max(first_extra, last_extra);
+  return L_s * layer_shard + stage_extra / c.gz;
+}
+
+MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+  const ModelSpec& m = model_;
+  MemoryBreakdown mem;
+  const double psi = t.psi;
+  const double e = act_bytes_;
+  const double h = m.hidden, V = m.vocab;
+  const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
+  const double L_s = static_cast<double>(m.layers) / c.pp;
+  const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
+
+  // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
+  const ModelStates states = ModelStateBytes(psi, c.gdata, c.zero, c.distributed_optimizer,
+                                             param_bytes_, c.zero >= 1 ? param_bytes_ : grad_bytes_);
+  // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
+  // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
+  double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
+  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
+    if (chunks > 2.0) layer_act *= 2.0 / chunks;
+  }
+  const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
+  const double interleave = c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
+  const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
+  const double logits_act = 4.0 * T * V / c.tensor();  // fp32 logits for the loss (Korthikanti §4.3)
+  const double act_first = (L_s * layer_act + embed_act) * in_flight * interleave;
+  const double act_last = L_s * layer_act + logits_act;
+  double act = c.pp == 1 ? act_first + logits_act : std::max(act_first, act_last);
+  if (c.recompute == Recompute::kFull) act += t.act_bytes_full;  // the layer being recomputed
+
+  double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB;
+  if (c.gz > 1 || c.zero == 3) buffers += 2.0 * (layer_params_ / c.tensor()) * param_bytes_;  // prefetch
+  if (c.zero >= 1) buffers += std::min(psi, kDeepSpeedBucketElems) * param_bytes_;
+  if (c.hpz && c.zero == 3) {
+    const int sd = c.Stride(Dim::kData);
+    const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
+    buffers += psi * param_bytes_ / std::max(1, std::min(c.gdata, per_node));
+  }
+  mem.params_GiB = states.params_bytes / kGiB;
+  mem.grads_GiB = states.grads_bytes / kGiB;
+  mem.optimizer_GiB = states.optimizer_bytes / kGiB;
+  mem.activations_GiB = act / kGiB;
+  mem.buffers_GiB = buffers / kGiB;
+  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
+  mem.capacity_GiB = cluster_.gpu.memory_GiB;
+  mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
+  return mem;
+}
+
+MemoryBreakdown CostModel::Memory(const ParallelConfig& c) const { return MemoryWith(c, Compute(c)); }
+
+Prediction CostModel::Predict(const ParallelConfig& c) const { return PredictWith(c, Compute(c)); }
+
+Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& terms,
+                                  const MemoryBreakdown* mem) const {
+  const ModelSpec& m = model_;
+  Prediction p;
+  const double e = act_bytes_;
+  const double h = m.hidden, s = training_.seq_len;
+  const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
+  p.micro_batches = n_mb;
+  const double L_s = static_cast<double>(m.layers) / c.pp;  // layers per pipeline rank
+  const double T = static_cast<double>(c.mbs) * s / c.cp;
+
+  LayerTimes lt;
+  LayerCost(c, terms, &lt);
+
+  // --- ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z,
+  // on the block the GPU still holds after tensor and Z sharding.
+  const int sd = c.Stride(Dim::kData);
+  const double layer_shard = ((layer_params_ - norm_params_) / c.tensor() + norm_params_) / c.gz;
+  double zero3_layer = 0;
+  if (c.zero == 3 && c.gdata > 1) {
+    const double bytes = layer_shard * param_bytes_;
+    int hp_group = c.gdata;
+    if (c.hpz) {
+      const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
+      hp_group = std::max(1, std::min(c.gdata, per_node));
+    }
+    const double ag_f = comm_.Seconds(Collective::kAllGather, sd, c.gdata, bytes * (c.qwz ? 0.5 : 1.0));
+    const double ag_b = hp_group > 1 ? comm_.Seconds(Collective::kAllGather, sd, hp_group, bytes) : 0.0;
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, c.gdata, bytes * (c.qgz ? 0.25 : 1.0));
+    const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
+    const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
+    zero3_layer = (c.overlap_param_gather ? Overlapped(ag_f, fwd_w) : ag_f) +
+                  (c.overlap_param_gather ? Overlapped(n_ag_b * ag_b, bwd_w) : n_ag_b * ag_b) +
+                  (c.overlap_grad_reduce ? Overlapped(rs, bwd_w) : rs);
+  }
+
+  // --- One micro-batch through this rank's layers.
+  const double layer_compute = lt.fwd_compute + lt.bwd_compute + lt.recompute;
+  const double layer_comm = lt.comm_x + lt.comm_y + lt.comm_z + lt.comm_cp + zero3_layer + lt.offload;
+  const double body = L_s * (layer_compute + layer_comm);
+  // The logits need the final hidden states gathered over Y, forward and backward.
+  const double logits_comm =
+      c.gy > 1 ? 2.0 * comm_.Seconds(c.sp ? Collective::kAllGather : Collective::kAllReduce,
+                                     c.Stride(Dim::kY), c.gy, T * h * e)
+               : 0.0;
+  const double last = body + terms.logits_compute + logits_comm;
+  const double first = body + terms.embed;
+  const double stage_max = c.pp == 1 ? last + terms.embed : std::max(first, last);
+  const double stage_avg = body + (terms.logits_compute + logits_comm + terms.embed) / c.pp;
+
+  // 1F1B: n_mb slots at the slowest stage plus (pp − 1)/vpp slots of fill and
+  // drain (Narayanan 2021 §2.2; interleaving divides the bubble by vpp).
+  const double pipeline = n_mb * stage_max + (c.pp - 1) * stage_avg / c.vpp;
+
+  // Pipeline send/recv: activations forward, gradients backward, vpp times per
+  // micro-batch with interleaving; scatter/gather over the tensor group. With
+  // overlap_p2p the transfers run beside compute (still holding SMs).
+  double comm_pp = 0;
+  if (c.pp > 1) {
+    const double one = comm_.Seconds(Collective::kSendRecv, c.Stride(Dim::kPp), 2, T * h * e / c.gy);
+    const double total = 2.0 * c.vpp * n_mb * one;
+    comm_pp = c.overlap_p2p ? Overlapped(total, n_mb * L_s * layer_compute) : total;
+  }
+
+  // --- Data-parallel synchronisation, once per iteration (ZeRO-2 reduces per
+  // micro-batch; ZeRO-3 was costed per layer above).
+  const double psi = terms.psi;
+  const double zero3_in_pipeline = L_s * zero3_layer * n_mb;
+  double comm_data = zero3_in_pipeline;
+  if (c.gdata > 1 && c.zero < 3) {
+    const bool ds = c.zero > 0;  // DeepSpeed reduces in the parameter dtype
+    const double g_bytes = psi * (ds ? param_bytes_ : grad_bytes_);
+    double reduce, gather = 0;
+    if (c.zero == 0 && !c.distributed_optimizer) {
+      reduce = comm_.Seconds(Collective::kAllReduce, sd, c.gdata, g_bytes);
+    } else {
+      reduce = comm_.Seconds(Collective::kReduceScatter, sd, c.gdata, g_bytes);
+      gather = comm_.Seconds(Collective::kAllGather, sd, c.gdata, psi * param_bytes_);
+    }
+    const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
+    const double fwd_stage = L_s * lt.fwd_compute;
+    const double red = c.overlap_grad_reduce ? Overlapped(reduce, bwd_stage) : reduce;
+    comm_data += (c.zero == 2 ? n_mb : 1) * red;
+    comm_data += c.overlap_param_gather ? Overlapped(gather, fwd_stage) : gather;
+  }
+
+  // --- Optimizer step (memory-bound): sharded over data with ZeRO ≥ 1 or the
+  // distributed optimizer; the local gradients are read for the norm and zeroed.
+  const double opt_shard = (c.zero >= 1 || c.distributed_optimizer) ? c.gdata : 1.0;
+  const double copy_b = param_bytes_ < 4.0 ? 4.0 + param_bytes_ : 0.0;
+  const double opt_s = StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
+
+  p.memory = mem ? *mem : MemoryWith(c, terms);
+  p.fits = p.memory.total_GiB <= p.memory.usable_GiB;
+  p.reason = p.fits ? Reason::kOk : Reason::kOutOfMemory;
+
+  // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
+  // the rest of the pipeline is bubble.
+  const bool last_crit = c.pp == 1 || last >= first;
+  const double crit_extra = c.pp == 1 ? terms.logits_compute + terms.embed
+                                      : (last_crit ? terms.logits_compute : terms.embed);
+  TimeBreakdown& br = p.breakdown;
+  br.compute_s = n_mb * (L_s * layer_compute + crit_extra);
+  br.recompute_s = n_mb * L_s * lt.recompute;
+  br.comm_x_s = n_mb * L_s * lt.comm_x;
+  br.comm_y_s = n_mb * (L_s * lt.comm_y + (last_crit ? logits_comm : 0.0));
+  br.comm_z_s = n_mb * L_s * lt.comm_z;
+  br.comm_cp_s = n_mb * L_s * lt.comm_cp;
+  br.offload_s = n_mb * L_s * lt.offload;
+  br.comm_data_s = comm_data;
+  br.comm_pp_s = comm_pp;
+  br.optimizer_s = opt_s;
+  const double accounted = br.compute_s + br.comm_x_s + br.comm_y_s + br.comm_z_s + br.comm_cp_s +
+                           br.offload_s + zero3_in_pipeline;
+  br.bubble_s = std::max(0.0, pipeline - accounted);
+  p.iteration_time_s = pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s;
+
+  const double tokens = static_cast<double>(training_.global_batch) * s;
+  double hw_flops = model_flops_;
+  if (c.recompute == Recompute::kSelective) hw_flops += 4.0 * s * h * m.layers * tokens;
+  if (c.recompute == Recompute::kFull) hw_flops += model_flops_ / 3.0 - 2.0 * h * m.vocab * tokens;
+  p.tokens_per_s = tokens / p.iteration_time_s;
+  p.model_tflops_per_gpu = model_flops_ / p.iteration_time_s / gpus_ / 1e12;
+  p.hardware_tflops_per_gpu = hw_flops / p.iteration_time_s / gpus_ / 1e12;
+  p.mfu = p.model_tflops_per_gpu * 1e12 / peak_flops_;
+  p.hfu = p.hardware_tflops_per_gpu * 1e12 / peak_flops_;
+  return p;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,171 @@
+// planner/cost_model.h: the analytical model of one training iteration
+// (cost-model.md §2-5; docs/model.md explains every term and its source).
+// Given a model, a training job, a cluster and one ParallelConfig it predicts
+// the iteration time with a readable breakdown and the memory each GPU needs.
+// A CostModel compiles its inputs into tables once (GroupCostTable, per-model
+// constants) so that Predict() allocates nothing: the search calls it millions
+// of times. Pure: no clocks, threads, I/O or printing. Thread-safe for
+// concurrent const calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "planner/config.h"
+#include "planner/model.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+
+enum class Attention : uint8_t { kFlash = 0, kUnfused };
+const char* AttentionName(Attention a);  // "flash" | "unfused"
+
+struct TrainingSpec {
+  int seq_len = 2048;
+  int64_t global_batch = 0;  // sequences per iteration
+  topology::Precision precision = topology::Precision::kBf16;
+  // "flash": fused attention that never stores the s×s scores and skips causally
+  // masked blocks (FlashAttention, cuDNN/TE fused attention; the default since
+  // 2023). "unfused": scores materialised, softmax + dropout as separate
+  // memory-bound kernels (Megatron-LM 2021-22, the Korthikanti runs).
+  Attention attention = Attention::kFlash;
+  // Gradients kept and data-parallel reduced in fp32 ("main grads": Megatron's
+  // default for bf16). Default: true unless precision is fp16.
+  bool main_grads_fp32 = true;
+  double headroom = 0.10;         // fraction of GPU memory kept free for a "fits" verdict
+  int fpdt_chunk_tokens = 65536;  // FPDT sequence chunk (DeepSpeed's default)
+};
+
+// Why a configuration cannot run, cheapest checks first. kOk = feasible.
+enum class Reason : uint8_t {
+  kOk = 0,
+  kBadDegree,            // a degree < 1, or vpp > 1 without pp > 1
+  kWorldMismatch,        // product of degrees != GPUs
+  kHeadsNotDivisible,    // attention heads % (gy · Ulysses degree)
+  kKvHeadsNotDivisible,  // key/value heads % gy (Megatron: num_query_groups % TP)
+  kHiddenNotDivisible,   // hidden % gx or % gy
+  kFfnNotDivisible,      // ffn_hidden % gx or % gy
+  kLayersNotDivisible,   // layers % (pp · vpp)
+  kBatchNotDivisible,    // global_batch % (mbs · gz · gdata)
+  kMicroBatchesVsPp,     // interleaved schedule needs micro-batches % pp == 0
+  kSeqNotDivisible,      // ring CP: seq % (2·cp); Ulysses/FPDT: seq % cp
+  kZShardNotDivisible,   // AxoNN: (k·n/(gx·gy)) % gz for some linear
+  kSpNeedsTensor,        // sp needs Megatron TP: gy > 1 and gx == 1
+  kZeroConflict,         // zero stage out of range, dist-opt with zero > 0, or ZeRO++ without zero 3
+  kOutOfMemory,          // valid, but needs more memory than the GPU has (minus headroom)
+};
+inline constexpr int kNumReasons = 15;
+const char* ReasonName(Reason r);  // stable snake_case key, e.g. "heads_not_divisible"
+// The config field a rule is about (JSON pointer relative to the request), e.g. "/config/tp".
+const char* ReasonField(Reason r);
+
+struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
+  double params_GiB = 0;
+  double grads_GiB = 0;
+  double optimizer_GiB = 0;
+  double activations_GiB = 0;
+  double buffers_GiB = 0;    // gathered weights, buckets, hpZ copy, runtime reserve
+  double total_GiB = 0;
+  double capacity_GiB = 0;
+  double usable_GiB = 0;     // capacity × (1 − headroom)
+};
+
+struct TimeBreakdown {     // seconds per iteration; the terms add up to the iteration time
+  double compute_s = 0;    // GEMMs, attention, element-wise kernels, incl. recompute
+  double recompute_s = 0;  // the part of compute_s spent recomputing (informational)
+  double comm_x_s = 0;     // exposed communication of each dimension
+  double comm_y_s = 0;
+  double comm_z_s = 0;
+  double comm_cp_s = 0;
+  double comm_data_s = 0;
+  double comm_pp_s = 0;
+  double bubble_s = 0;     // pipeline fill/drain and stage imbalance
+  double optimizer_s = 0;  // the optimizer step (memory-bound)
+  double offload_s = 0;    // FPDT host traffic not hidden behind compute
+};
+
+struct Prediction {
+  Reason reason = Reason::kOk;   // kOk or kOutOfMemory (rule violations never get here)
+  bool fits = false;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;     // Korthikanti Eq. 7 FLOPs (no recompute) / time / GPUs
+  double hardware_tflops_per_gpu = 0;  // including recomputed FLOPs
+  double mfu = 0;                      // model TFLOP/s / dense peak
+  double hfu = 0;
+  int64_t micro_batches = 0;           // per pipeline per iteration
+  MemoryBreakdown memory;
+  TimeBreakdown breakdown;
+};
+
+class CostModel {
+ public:
+  // Compiles inputs for `gpus` ranks. REQUIRES: model validated, gpus >= 1.
+  CostModel(const ModelSpec& model, const TrainingSpec& training,
+            const topology::ClusterSpec& cluster, int gpus);
+
+  // Divisibility and framework rules only (no memory, no time). Cheap.
+  Reason CheckRules(const ParallelConfig& c) const;
+
+  // The compute side of one micro-batch on one GPU: everything that depends
+  // only on gx, gy, gz, pp, cp, cp_kind, mbs and sp (seconds, bytes). The search
+  // computes these once and reuses them across the configurations that share
+  // those fields; Predict(c) == PredictWith(c, Compute(c)).
+  struct ComputeTerms {
+    double linear_fwd[4] = {};  // QKV, proj, FC1, FC2 forward GEMMs
+    double gemm_fwd = 0;        // their sum
+    double normal_fwd = 0;      // QKV + FC1 (the layers whose backward all-reduce OAR hides)
+    double attn_fwd = 0, attn_bwd = 0;  // attention core
+    double elem_fwd = 0;        // memory-bound element-wise kernels, forward
+    double logits_compute = 0;  // last stage: logits GEMMs fwd+bwd and the fp32 loss
+    double embed = 0;           // first stage: embedding lookup and its gradient
+    double act_bytes[3] = {};   // per layer kept for the backward, by Recompute
+    double act_bytes_full = 0;  // without recompute (working set of a recomputed layer)
+    double psi = 0;             // parameters held before data sharding (needs gx, gy, gz, pp too)
+  };
+  ComputeTerms Compute(const ParallelConfig& c) const;
+  // Memory only, cheap. REQUIRES: CheckRules(c) == kOk, t == Compute(c).
+  MemoryBreakdown MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const;
+  // `mem`, when given, must be MemoryWith(c, t) (the search has it already).
+  Prediction PredictWith(const ParallelConfig& c, const ComputeTerms& t,
+                         const MemoryBreakdown* mem = nullptr) const;
+  // Memory per GPU. REQUIRES: CheckRules(c) == kOk.
+  MemoryBreakdown Memory(const ParallelConfig& c) const;
+  // The full prediction. REQUIRES: CheckRules(c) == kOk. An out-of-memory config
+  // still gets its times, with fits = false and reason = kOutOfMemory.
+  Prediction Predict(const ParallelConfig& c) const;
+
+  // A sentence explaining a rule violation with the numbers involved.
+  std::string Explain(Reason r, const ParallelConfig& c) const;
+
+  const ModelSpec& model() const { return model_; }
+  const TrainingSpec& training() const { return training_; }
+  const topology::ClusterSpec& cluster() const { return cluster_; }
+  int gpus() const { return gpus_; }
+  // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
+  double ModelFlopsPerIteration() const { return model_flops_; }
+
+ private:
+  struct LayerTimes;
+  void LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerTimes* out) const;
+  // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
+  double ParamsBeforeData(const ParallelConfig& c) const;
+  double GemmSeconds(double m, double n, double k) const;
+  double StreamSeconds(double bytes) const;
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  topology::ClusterSpec cluster_;
+  int gpus_;
+  topology::GroupCostTable comm_;
+  double peak_flops_;       // FLOP/s at the training precision
+  double stream_Bps_;       // achievable HBM bytes/s
+  double act_bytes_;        // bytes per activation element
+  double param_bytes_;      // bytes per weight element in compute precision
+  double grad_bytes_;       // bytes per main-gradient element
+  double model_flops_;
+  double layer_params_;     // parameters of one block
+  double norm_params_;      // of which norms (replicated across tensor ranks)
+};
+
+}  // namespace paratune::planner

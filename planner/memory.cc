@@ -1,0 +1,69 @@
+#include "planner/memory.h"
+
+namespace paratune::planner {
+
+ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distributed_optimizer,
+                            double param_bytes, double grad_bytes) {
+  ModelStates m;
+  const double d = data_degree;
+  double opt_b = 8.0 + (param_bytes < 4.0 ? 4.0 : 0.0);
+  if (distributed_optimizer && grad_bytes < 4.0) opt_b += 4.0;
+  m.params_bytes = psi * param_bytes;
+  m.grads_bytes = psi * grad_bytes;
+  m.optimizer_bytes = psi * opt_b;
+  if (zero >= 1 || distributed_optimizer) m.optimizer_bytes /= d;
+  if (zero >= 2) m.grads_bytes /= d;
+  if (zero >= 3) m.params_bytes /= d;
+  return m;
+}
+
+namespace {
+
+struct ActParts {
+  double rep = 0, shard = 0, scores = 0, input = 0;
+};
+
+ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c) {
+  const double h = m.hidden, a = m.heads, kv = m.kv_heads, f = m.ffn_hidden;
+  const double s = seq_len, b = c.mbs, gx = c.gx, gy = c.gy;
+  const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
+  const double T = b * s / c.cp;
+  const double sp = c.sp ? gy : 1.0;
+  ActParts p;
+  // Replicated over Y: two norm inputs, the QKV and FC1 inputs, two dropout masks.
+  p.rep = (4.0 * e * T * h + (m.dropout ? 2.0 * T * h : 0.0)) / gx / sp;
+  // Split over Y: Q, K, V (GQA-sized), the attention output (proj input), and the
+  // FFN's saved tensors (GeLU: its input and output; SwiGLU: gate, up, product).
+  p.shard = e * T * (h + 2.0 * h * kv / a + h + (m.gated_ffn ? 3.0 : 2.0) * f) / gy;
+  const double heads_loc = a / gy / (ulysses ? c.cp : 1);
+  const double s_q = ulysses ? s : s / c.cp;
+  if (flash) {
+    p.scores = 4.0 * b * heads_loc * s_q;  // fp32 log-sum-exp per query row
+  } else {
+    // softmax output (e), dropout mask (1) and dropout output (e) per score.
+    p.scores = b * heads_loc * s_q * s * (e + (m.dropout ? 1.0 + e : 0.0));
+  }
+  p.input = e * T * h / gx / sp;
+  return p;
+}
+
+}  // namespace
+
+double LayerActivationBytesNoRecompute(const ModelSpec& m, bool flash, double e, int seq_len,
+                                       const ParallelConfig& c) {
+  ActParts p = Parts(m, flash, e, seq_len, c);
+  return p.rep + p.shard + p.scores;
+}
+
+double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_len,
+                            const ParallelConfig& c) {
+  ActParts p = Parts(m, flash, e, seq_len, c);
+  switch (c.recompute) {
+    case Recompute::kNone: return p.rep + p.shard + p.scores;
+    case Recompute::kSelective: return p.rep + p.shard;
+    case Recompute::kFull: return p.input;
+  }
+  return p.rep + p.shard + p.scores;
+}
+
+}  // namespace paratune::planner

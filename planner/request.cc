@@ -1,0 +1,164 @@
+#include "planner/request.h"
+
+#include <cmath>
+
+#include "common/strings.h"
+
+namespace paratune::planner {
+
+Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
+                                   const ModelSpec& model) {
+  TrainingSpec t;
+  ObjectReader r(j, pointer);
+  t.seq_len = model.max_seq_len > 0 ? model.max_seq_len : 2048;
+  PT_RETURN_IF_ERROR(r.OptInt("seq_len", &t.seq_len));
+  if (t.seq_len < 1) return r.Error("seq_len", "must be a positive integer");
+  PT_RETURN_IF_ERROR(r.Integer("global_batch", &t.global_batch));
+  if (t.global_batch < 1) return r.Error("global_batch", "must be a positive integer");
+  std::string s = "bf16";
+  PT_RETURN_IF_ERROR(r.OptString("precision", &s));
+  auto prec = topology::ParsePrecision(s);
+  if (!prec.ok()) return r.Error("precision", prec.status().message());
+  t.precision = *prec;
+  s = "flash";
+  PT_RETURN_IF_ERROR(r.OptString("attention", &s));
+  if (s == "flash") t.attention = Attention::kFlash;
+  else if (s == "unfused") t.attention = Attention::kUnfused;
+  else return r.Error("attention", "must be \"flash\" or \"unfused\"");
+  t.main_grads_fp32 = t.precision != topology::Precision::kFp16;
+  PT_RETURN_IF_ERROR(r.OptBool("main_grads_fp32", &t.main_grads_fp32));
+  PT_RETURN_IF_ERROR(r.OptNumber("headroom", &t.headroom));
+  if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
+  PT_RETURN_IF_ERROR(r.OptInt("fpdt_chunk_tokens", &t.fpdt_chunk_tokens));
+  if (t.fpdt_chunk_tokens < 1) return r.Error("fpdt_chunk_tokens", "must be a positive integer");
+  PT_RETURN_IF_ERROR(r.Finish());
+  return t;
+}
+
+OrderedJson TrainingToJson(const TrainingSpec& t) {
+  OrderedJson j;
+  j["seq_len"] = t.seq_len;
+  j["global_batch"] = t.global_batch;
+  j["precision"] = topology::PrecisionName(t.precision);
+  j["attention"] = AttentionName(t.attention);
+  j["main_grads_fp32"] = t.main_grads_fp32;
+  j["headroom"] = t.headroom;
+  j["fpdt_chunk_tokens"] = t.fpdt_chunk_tokens;
+  return j;
+}
+
+Result<Job> ParseJob(const Json& request, ObjectReader& r) {
+  Job job;
+  if (!r.Has("model")) return r.Error("model", "is required (a preset name or an object)");
+  PT_ASSIGN_OR_RETURN(job.model, ResolveModel(r.Raw("model"), r.PointerOf("model")));
+  if (!r.Has("cluster")) return r.Error("cluster", "is required (a preset name or an object)");
+  PT_ASSIGN_OR_RETURN(job.cluster, topology::ResolveCluster(r.Raw("cluster"), r.PointerOf("cluster")));
+  int64_t gpus = 0;
+  PT_RETURN_IF_ERROR(r.Integer("gpus", &gpus));
+  if (gpus < 1 || gpus > (int64_t{1} << 24)) return r.Error("gpus", "must be in [1, 16777216]");
+  job.gpus = static_cast<int>(gpus);
+  if (job.cluster.max_nodes > 0 &&
+      gpus > int64_t{job.cluster.max_nodes} * job.cluster.gpus_per_node) {
+    return r.Error("gpus", "exceeds the cluster (" + std::to_string(job.cluster.max_nodes) +
+                               " nodes × " + std::to_string(job.cluster.gpus_per_node) + " GPUs)");
+  }
+  if (!r.Has("training")) return r.Error("training", "is required ({seq_len, global_batch, ...})");
+  PT_ASSIGN_OR_RETURN(job.training, ParseTraining(r.Raw("training"), r.PointerOf("training"), job.model));
+  if (!(job.cluster.gpu.PeakTflops(job.training.precision) > 0)) {
+    return Status::InvalidArgument(r.PointerOf("training") + "/precision: " + job.cluster.gpu.name +
+                                   " has no " + topology::PrecisionName(job.training.precision) +
+                                   " support (e.g. V100: use fp16)");
+  }
+  (void)request;
+  return job;
+}
+
+Result<PredictRequest> ParsePredictRequest(const Json& j) {
+  PredictRequest req;
+  ObjectReader r(j, "");
+  if (r.Has("schema")) {
+    std::string schema;
+    PT_RETURN_IF_ERROR(r.String("schema", &schema));
+    if (schema != "paratune.predict_request/v1") {
+      return r.Error("schema", "must be \"paratune.predict_request/v1\"");
+    }
+  } else {
+    r.Ignore("schema");
+  }
+  PT_ASSIGN_OR_RETURN(req.job, ParseJob(j, r));
+  Json empty = Json::object();
+  const Json& cfg = r.Has("config") ? r.Raw("config") : empty;
+  if (!r.Has("config")) r.Ignore("config");
+  PT_ASSIGN_OR_RETURN(req.config, ParseConfig(cfg, "/config", req.job.gpus));
+  PT_RETURN_IF_ERROR(r.OptString("profile", &req.profile_path));
+  PT_RETURN_IF_ERROR(r.Finish());
+  return req;
+}
+
+Status ValidateConfig(const CostModel& cm, const ParallelConfig& c) {
+  Reason reason = cm.CheckRules(c);
+  if (reason == Reason::kOk || reason == Reason::kOutOfMemory) return Status::Ok();
+  return Status::InvalidArgument(std::string(ReasonField(reason)) + ": " + cm.Explain(reason, c) +
+                                 " [" + ReasonName(reason) + "]");
+}
+
+OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
+  OrderedJson j;
+  j["fits"] = p.fits;
+  if (!p.fits) {
+    j["reason"] = ReasonName(p.reason);
+    j["reason_detail"] = "needs " + FormatFixed(p.memory.total_GiB, 2) + " GiB per GPU, usable " +
+                         FormatFixed(p.memory.usable_GiB, 2) + " GiB (capacity " +
+                         FormatFixed(p.memory.capacity_GiB, 1) + " GiB less " +
+                         FormatFixed(cm.training().headroom * 100, 0) + " % headroom)";
+  }
+  j["iteration_time_s"] = p.iteration_time_s;
+  j["tokens_per_s"] = p.tokens_per_s;
+  j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = p.hardware_tflops_per_gpu;
+  j["mfu"] = p.mfu;
+  j["hfu"] = p.hfu;
+  j["micro_batches"] = p.micro_batches;
+  OrderedJson mem;
+  mem["params"] = p.memory.params_GiB;
+  mem["grads"] = p.memory.grads_GiB;
+  mem["optimizer"] = p.memory.optimizer_GiB;
+  mem["activations"] = p.memory.activations_GiB;
+  mem["buffers"] = p.memory.buffers_GiB;
+  mem["total"] = p.memory.total_GiB;
+  mem["capacity"] = p.memory.capacity_GiB;
+  mem["usable"] = p.memory.usable_GiB;
+  j["memory_GiB"] = mem;
+  const TimeBreakdown& b = p.breakdown;
+  OrderedJson br;
+  br["compute"] = b.compute_s;
+  br["recompute"] = b.recompute_s;
+  br["comm_x"] = b.comm_x_s;
+  br["comm_y"] = b.comm_y_s;
+  br["comm_z"] = b.comm_z_s;
+  br["comm_cp"] = b.comm_cp_s;
+  br["comm_data"] = b.comm_data_s;
+  br["comm_pp"] = b.comm_pp_s;
+  br["bubble"] = b.bubble_s;
+  br["optimizer"] = b.optimizer_s;
+  br["offload"] = b.offload_s;
+  j["breakdown_s"] = br;
+  return j;
+}
+
+OrderedJson PredictionToJson(const Job& job, const ParallelConfig& c, const Prediction& p,
+                             const CostModel& cm) {
+  OrderedJson j;
+  j["schema"] = kPredictionSchema;
+  j["model"] = job.model.name;
+  j["cluster"] = job.cluster.name;
+  j["cluster_fingerprint"] = topology::Fingerprint(job.cluster);
+  if (!job.cluster.profile_fingerprint.empty()) j["profile"] = job.cluster.profile_fingerprint;
+  j["gpus"] = job.gpus;
+  j["training"] = TrainingToJson(job.training);
+  j["config"] = ConfigToJson(c);
+  for (auto& [k, v] : PredictionFields(p, cm).items()) j[k] = v;
+  return j;
+}
+
+}  // namespace paratune::planner

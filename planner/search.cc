@@ -1,0 +1,606 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "common/strings.h"
+
+namespace paratune::planner {
+namespace {
+
+std::vector<int> Divisors(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i == 0) {
+      d.push_back(static_cast<int>(i));
+      if (i * i != n) d.push_back(static_cast<int>(n / i));
+    }
+  }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+// ZeRO/optimizer-sharding choices as one small record.
+struct ZeroChoice {
+  int zero;
+  bool dist_opt, qwz, hpz, qgz;
+};
+
+// What a framework family supports (ecosystem.md §2). Overlaps are policies, not
+// enumerated: in the model an overlap is never slower and costs no memory, so
+// the best configuration always has every overlap its framework offers; a
+// user pins one off with --fix.
+struct FamilyRules {
+  bool gx, gz, pp, vpp, cp_ring, cp_ulysses, cp_fpdt, sp_off, sp_on;
+  bool zero[4];
+  bool dist_opt, zeropp;
+  bool rc_none, rc_selective, rc_full;
+  std::vector<std::string> placements;
+};
+
+FamilyRules RulesFor(Family f) {
+  switch (f) {
+    case Family::kMegatron:
+      // TP/PP/VPP/CP (p2p ring or a2a), SP, distributed optimizer; orders
+      // tp-cp-dp-pp (default) and tp-cp-pp-dp (--use-tp-pp-dp-mapping).
+      return {false, false, true, true, true, true, false, true, true, {true, false, false, false},
+              true, false, true, true, true, {"x-y-cp-z-data-pp", "x-y-cp-z-pp-data"}};
+    case Family::kDeepSpeed:
+      // Megatron-DeepSpeed TP + DeepSpeed PP, ZeRO 0-3 and ZeRO++, Ulysses and
+      // FPDT; activation checkpointing is full-layer.
+      return {false, false, true, false, false, true, true, true, false, {true, true, true, true},
+              false, true, true, false, true, {"x-y-cp-z-data-pp"}};
+    case Family::kAxonn:
+      // 3D tensor (X, Y, Z) + data, rank order X→Y→Z→pipeline→data.
+      return {true, true, false, false, false, false, false, true, false, {true, false, false, false},
+              false, false, true, true, true, {"x-y-cp-z-pp-data"}};
+    case Family::kFsdp:
+      // torchtitan: TP (+SP), FSDP shard (Z) × replicate (data) = HSDP, PP with
+      // interleaving, ring CP.
+      return {false, true, true, true, true, false, false, false, true, {true, false, false, false},
+              false, false, true, true, true, {"x-y-cp-z-data-pp"}};
+    case Family::kAll:
+      break;
+  }
+  return {true, true, true, true, true, true, true, true, true, {true, true, true, true},
+          true, true, true, true, true,
+          {"x-y-cp-z-data-pp", "x-y-cp-z-pp-data", "x-y-cp-data-z-pp"}};
+}
+
+// Family overlap policy for one configuration.
+void ApplyOverlaps(Family f, ParallelConfig* c) {
+  switch (f) {
+    case Family::kMegatron:
+      c->oar = true;
+      c->overlap_grad_reduce = true;
+      c->overlap_param_gather = c->distributed_optimizer;
+      c->tp_comm_overlap = c->sp;
+      c->overlap_p2p = c->vpp > 1;
+      break;
+    case Family::kDeepSpeed:
+      c->oar = true;
+      c->overlap_grad_reduce = true;
+      c->overlap_param_gather = c->zero == 3;
+      break;
+    case Family::kAxonn:
+      c->oar = c->ors = c->oag = true;
+      break;
+    case Family::kFsdp:
+      c->oag = c->ors = true;
+      c->overlap_grad_reduce = true;
+      c->overlap_p2p = c->vpp > 1;
+      break;
+    case Family::kAll:
+      c->oar = c->ors = c->oag = true;
+      c->overlap_grad_reduce = true;
+      c->overlap_param_gather = true;
+      c->tp_comm_overlap = c->sp;
+      c->overlap_p2p = c->vpp > 1;
+      break;
+  }
+}
+
+constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
+                                    "cp", "zero", "mbs"};
+constexpr const char* kBoolKeys[] = {"sp", "distributed_optimizer", "qwz", "hpz", "qgz", "oar",
+                                     "ors", "oag", "overlap_grad_reduce", "overlap_param_gather",
+                                     "tp_comm_overlap", "overlap_p2p"};
+
+bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
+  return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;
+}
+
+int BoolValue(const std::string& v) {
+  if (v == "true" || v == "on" || v == "yes" || v == "1") return 1;
+  if (v == "false" || v == "off" || v == "no" || v == "0") return 0;
+  return -1;
+}
+
+// Whether a (time, memory) point is dominated by a front sorted by memory
+// ascending (times strictly descending).
+bool ParetoDominated(const std::vector<Candidate>& front, double t, double mem) {
+  auto it = std::upper_bound(front.begin(), front.end(), mem, [](double v, const Candidate& q) {
+    return v < q.prediction.memory.total_GiB;
+  });
+  return it != front.begin() && std::prev(it)->prediction.iteration_time_s <= t;
+}
+
+// Whether some (memory, time) point of `front` (sorted by memory, times
+// descending) has no more memory and a strictly smaller time.
+bool StrictlyDominated(const std::vector<std::pair<double, double>>& front, double t, double mem) {
+  auto it = std::upper_bound(front.begin(), front.end(), std::make_pair(mem, std::numeric_limits<double>::infinity()));
+  return it != front.begin() && std::prev(it)->second < t;
+}
+
+// Canonical order for deterministic ties.
+auto Key(const ParallelConfig& c) {
+  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, static_cast<int>(c.cp_kind),
+                         c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz, c.mbs,
+                         static_cast<int>(c.recompute), c.placement.order);
+}
+
+}  // namespace
+
+const char* FamilyName(Family f) {
+  switch (f) {
+    case Family::kAll: return "all";
+    case Family::kMegatron: return "megatron";
+    case Family::kDeepSpeed: return "deepspeed";
+    case Family::kAxonn: return "axonn";
+    case Family::kFsdp: return "fsdp";
+  }
+  return "all";
+}
+
+Result<Family> ParseFamily(const std::string& s) {
+  for (Family f : {Family::kAll, Family::kMegatron, Family::kDeepSpeed, Family::kAxonn, Family::kFsdp}) {
+    if (s == FamilyName(f)) return f;
+  }
+  return Status::InvalidArgument("'" + s + "' is not a space (all | megatron | deepspeed | axonn | fsdp)");
+}
+
+const char* ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::kTime: return "time";
+    case Objective::kTokensPerS: return "tokens_per_s";
+    case Objective::kMfu: return "mfu";
+    case Objective::kMemory: return "memory";
+  }
+  return "time";
+}
+
+Result<Objective> ParseObjective(const std::string& s) {
+  for (Objective o : {Objective::kTime, Objective::kTokensPerS, Objective::kMfu, Objective::kMemory}) {
+    if (s == ObjectiveName(o)) return o;
+  }
+  return Status::InvalidArgument("'" + s + "' is not an objective (time | tokens_per_s | mfu | memory)");
+}
+
+Status ValidateFixed(const FixedFields& fixed) {
+  for (const auto& [k, v] : fixed) {
+    if (IsIn(std::begin(kIntKeys), std::end(kIntKeys), k)) {
+      auto n = ParseInt(v, "--fix " + k);
+      if (!n.ok()) return n.status();
+      if (*n < (k == "zero" ? 0 : 1)) return Status::InvalidArgument("--fix " + k + ": out of range");
+    } else if (IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k)) {
+      if (BoolValue(v) < 0) return Status::InvalidArgument("--fix " + k + ": expected true or false");
+    } else if (k == "cp_kind") {
+      if (!ParseCpKind(v).ok()) return ParseCpKind(v).status();
+    } else if (k == "recompute") {
+      if (!ParseRecompute(v).ok()) return ParseRecompute(v).status();
+    } else if (k == "placement") {
+      if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
+    } else {
+      return Status::InvalidArgument("--fix: unknown field '" + k + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Search::Search(const CostModel& cm, SearchOptions options) : cm_(cm), options_(std::move(options)) {
+  Enumerate();
+}
+
+bool Search::Allowed(const char* key, int value) const {
+  for (const auto& [k, v] : options_.fixed) {
+    bool match = k == key;
+    if (!match && std::string(key) == "gy" && k == "tp") match = true;
+    if (!match && std::string(key) == "gdata" && k == "dp") match = true;
+    if (!match) continue;
+    if (std::string(key) == "cp_kind") {
+      if (static_cast<int>(*ParseCpKind(v)) != value) return false;
+    } else if (std::string(key) == "recompute") {
+      if (static_cast<int>(*ParseRecompute(v)) != value) return false;
+    } else if (IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k)) {
+      if (BoolValue(v) != value) return false;
+    } else if (*ParseInt(v, k) != value) {
+      return false;
+    }
+  }
+  // tp pins gx to 1 (Megatron tensor parallelism).
+  if (std::string(key) == "gx" && value != 1) {
+    for (const auto& kv : options_.fixed) if (kv.first == "tp") return false;
+  }
+  return true;
+}
+
+bool Search::AllowedPlacement(const Placement& p) const {
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "placement" && !(*ParsePlacement(v) == p)) return false;
+  }
+  return true;
+}
+
+void Search::Enumerate() {
+  const FamilyRules fr = RulesFor(options_.family);
+  const int n = cm_.gpus();
+  for (const std::string& s : fr.placements) {
+    Placement p = *ParsePlacement(s);
+    if (AllowedPlacement(p)) placements_.push_back(p);
+  }
+  // A pinned placement outside the family's usual orders is still honoured.
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "placement" && placements_.empty()) placements_.push_back(*ParsePlacement(v));
+  }
+  for (int gx : Divisors(n)) {
+    if ((!fr.gx && gx > 1) || !Allowed("gx", gx)) continue;
+    for (int gy : Divisors(n / gx)) {
+      if (!Allowed("gy", gy)) continue;
+      const int r1 = n / gx / gy;
+      for (int cp : Divisors(r1)) {
+        if ((cp > 1 && !fr.cp_ring && !fr.cp_ulysses && !fr.cp_fpdt) || !Allowed("cp", cp)) continue;
+        const int r2 = r1 / cp;
+        for (int pp : Divisors(r2)) {
+          if ((!fr.pp && pp > 1) || !Allowed("pp", pp)) continue;
+          const int r3 = r2 / pp;
+          for (int gz : Divisors(r3)) {
+            if ((!fr.gz && gz > 1) || !Allowed("gz", gz)) continue;
+            const int gdata = r3 / gz;
+            if (!Allowed("gdata", gdata)) continue;
+            outer_.push_back({gx, gy, gz, gdata, pp, cp});
+          }
+        }
+      }
+    }
+  }
+}
+
+bool Search::Better(const Candidate& a, const Candidate& b) const {
+  const Prediction &pa = a.prediction, &pb = b.prediction;
+  double va = pa.iteration_time_s, vb = pb.iteration_time_s;
+  switch (options_.objective) {
+    case Objective::kTime: break;
+    case Objective::kTokensPerS: va = -pa.tokens_per_s; vb = -pb.tokens_per_s; break;
+    case Objective::kMfu: va = -pa.mfu; vb = -pb.mfu; break;
+    case Objective::kMemory:
+      if (pa.memory.total_GiB != pb.memory.total_GiB) return pa.memory.total_GiB < pb.memory.total_GiB;
+      break;
+  }
+  if (va != vb) return va < vb;
+  return Key(a.config) < Key(b.config);
+}
+
+bool Search::InSpace(const ParallelConfig& c) const {
+  const FamilyRules fr = RulesFor(options_.family);
+  if ((!fr.gx && c.gx > 1) || (!fr.gz && c.gz > 1) || (!fr.pp && c.pp > 1) || (!fr.vpp && c.vpp > 1)) return false;
+  if (c.cp > 1) {
+    if (c.cp_kind == CpKind::kRing && !fr.cp_ring) return false;
+    if (c.cp_kind == CpKind::kUlysses && !fr.cp_ulysses) return false;
+    if (c.cp_kind == CpKind::kFpdt && !fr.cp_fpdt) return false;
+  }
+  if ((c.sp && !fr.sp_on) || (!c.sp && c.gy > 1 && !fr.sp_off)) return false;
+  if (!fr.zero[c.zero] || (c.distributed_optimizer && !fr.dist_opt)) return false;
+  if ((c.qwz || c.hpz || c.qgz) && !fr.zeropp) return false;
+  if ((c.recompute == Recompute::kNone && !fr.rc_none) ||
+      (c.recompute == Recompute::kSelective && !fr.rc_selective) ||
+      (c.recompute == Recompute::kFull && !fr.rc_full)) {
+    return false;
+  }
+  if (options_.family == Family::kDeepSpeed) {
+    if (c.pp > 1 && c.zero >= 2) return false;                 // DeepSpeed PP excludes ZeRO-2/3
+    if (c.cp > 1 && (c.gy > 1 || c.pp > 1)) return false;      // Ulysses without TP/PP
+  }
+  const int values[][2] = {{c.gx, 0}, {c.gy, 0}, {c.gz, 0}, {c.gdata, 0}, {c.pp, 0}, {c.vpp, 0},
+                           {c.cp, 0}, {c.zero, 0}, {c.mbs, 0}};
+  const char* keys[] = {"gx", "gy", "gz", "gdata", "pp", "vpp", "cp", "zero", "mbs"};
+  for (int i = 0; i < 9; ++i) {
+    if (!Allowed(keys[i], values[i][0])) return false;
+  }
+  if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
+  if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||
+      !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
+      !Allowed("recompute", static_cast<int>(c.recompute))) {
+    return false;
+  }
+  return AllowedPlacement(c.placement) || std::find(placements_.begin(), placements_.end(),
+                                                    c.placement) != placements_.end();
+}
+
+SearchResult Search::RunShard(int shard) const {
+  SearchResult res;
+  const FamilyRules fr = RulesFor(options_.family);
+  const Outer& o = outer_[shard];
+  const ModelSpec& m = cm_.model();
+  const int64_t batch = cm_.training().global_batch;
+
+  // Inner choices for this tuple.
+  std::vector<CpKind> kinds;
+  if (o.cp == 1) {
+    kinds.push_back(CpKind::kRing);
+  } else {
+    if (fr.cp_ring && Allowed("cp_kind", 0)) kinds.push_back(CpKind::kRing);
+    if (fr.cp_ulysses && Allowed("cp_kind", 1)) kinds.push_back(CpKind::kUlysses);
+    if (fr.cp_fpdt && Allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
+  }
+  std::vector<int> vpps = {1};
+  if (o.pp > 1 && fr.vpp) {
+    vpps.clear();
+    for (int v : Divisors(m.layers / std::max(1, o.pp))) vpps.push_back(v);
+  }
+  std::vector<int> sps;
+  if (o.gy > 1 && o.gx == 1) {
+    if (fr.sp_off && Allowed("sp", 0)) sps.push_back(0);
+    if (fr.sp_on && Allowed("sp", 1)) sps.push_back(1);
+  } else if (Allowed("sp", 0)) {
+    sps.push_back(0);
+  }
+  std::vector<ZeroChoice> zeros;
+  for (int z = 0; z <= 3; ++z) {
+    if (!fr.zero[z] || !Allowed("zero", z)) continue;
+    if (z > 0 && o.gdata == 1) continue;  // nothing to shard over: same as zero 0
+    for (int d = 0; d <= (z == 0 && fr.dist_opt && o.gdata > 1 ? 1 : 0); ++d) {
+      if (!Allowed("distributed_optimizer", d)) continue;
+      const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
+      for (int q = 0; q <= pp_max; ++q) {
+        ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0};
+        if (!Allowed("qwz", zc.qwz) || !Allowed("hpz", zc.hpz) || !Allowed("qgz", zc.qgz)) continue;
+        zeros.push_back(zc);
+      }
+    }
+  }
+  std::vector<Recompute> rcs;
+  if (fr.rc_none && Allowed("recompute", 0)) rcs.push_back(Recompute::kNone);
+  if (fr.rc_selective && Allowed("recompute", 1)) rcs.push_back(Recompute::kSelective);
+  if (fr.rc_full && Allowed("recompute", 2)) rcs.push_back(Recompute::kFull);
+  std::vector<int> mbss;
+  const int64_t per_mb = int64_t{o.gz} * o.gdata;
+  if (batch % per_mb == 0) {
+    for (int b : Divisors(batch / per_mb)) {
+      if (b <= options_.max_mbs && Allowed("mbs", b)) mbss.push_back(b);
+    }
+  }
+  const int64_t inner = static_cast<int64_t>(kinds.size()) * vpps.size() * sps.size() * zeros.size() *
+                        rcs.size() * placements_.size();
+  if (mbss.empty() || kinds.empty() || sps.empty() || zeros.empty() || rcs.empty()) {
+    // The batch cannot be split over gz·gdata (or a pin leaves nothing to try).
+    res.evaluated += inner;
+    res.rejected[static_cast<int>(Reason::kBatchNotDivisible)] += inner;
+    return res;
+  }
+
+  // Placements that give every dimension the same stride are the same layout.
+  std::vector<Placement> places;
+  {
+    ParallelConfig probe;
+    probe.gx = o.gx; probe.gy = o.gy; probe.gz = o.gz; probe.gdata = o.gdata; probe.pp = o.pp; probe.cp = o.cp;
+    std::vector<std::array<int, kNumDims>> seen;
+    for (const Placement& pl : placements_) {
+      probe.placement = pl;
+      std::array<int, kNumDims> strides;
+      for (int d = 0; d < kNumDims; ++d) {
+        const Dim dim = static_cast<Dim>(d);
+        strides[d] = probe.Degree(dim) > 1 ? probe.Stride(dim) : 0;  // a size-1 dim has no groups
+      }
+      if (std::find(seen.begin(), seen.end(), strides) != seen.end()) continue;
+      seen.push_back(strides);
+      places.push_back(pl);
+    }
+  }
+  const int64_t per_mbs = static_cast<int64_t>(vpps.size()) * sps.size() * zeros.size() * rcs.size() *
+                          places.size();
+
+  // Pruning by the lower bound is exact for every objective that ranks by time
+  // at a fixed GPU count and batch (time, tokens/s, MFU), not for memory.
+  const bool prune = options_.objective != Objective::kMemory;
+  const double layers_per_stage = static_cast<double>(m.layers) / o.pp;
+  std::vector<std::pair<double, double>> front;  // snapshot of finished shards' fronts
+  if (options_.keep_pareto) {
+    std::lock_guard<std::mutex> lock(front_mu_);
+    front = front_;
+  }
+  std::vector<Candidate> heap;  // max-heap: worst of the kept on top
+  heap.reserve(options_.top_k + 1);
+  auto worse = [this](const Candidate& a, const Candidate& b) { return Better(a, b); };
+  auto offer = [&](const ParallelConfig& cfg, const Prediction& pred) {
+    if (static_cast<int>(heap.size()) < options_.top_k) {
+      heap.push_back({cfg, pred});
+      std::push_heap(heap.begin(), heap.end(), worse);
+    } else if (options_.top_k > 0) {
+      Candidate cand{cfg, pred};
+      if (Better(cand, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), worse);
+        heap.back() = cand;
+        std::push_heap(heap.begin(), heap.end(), worse);
+      }
+    }
+    if (prune && static_cast<int>(heap.size()) == options_.top_k) {
+      LowerBound(heap.front().prediction.iteration_time_s);
+    }
+    if (options_.keep_pareto) {
+      // Non-dominated in (iteration time, memory per GPU). res.pareto is kept
+      // sorted by memory ascending, so times are strictly descending: the entry
+      // with the largest memory <= mem has the smallest time among those.
+      const double t = pred.iteration_time_s, mem = pred.memory.total_GiB;
+      auto& f = res.pareto;
+      if (ParetoDominated(f, t, mem)) return;
+      // Remove the entries the newcomer dominates: memory >= mem and time >= t.
+      auto first = std::lower_bound(f.begin(), f.end(), mem, [](const Candidate& q, double v) {
+        return q.prediction.memory.total_GiB < v;
+      });
+      auto last = first;
+      while (last != f.end() && last->prediction.iteration_time_s >= t) ++last;
+      f.insert(f.erase(first, last), Candidate{cfg, pred});
+    }
+  };
+
+  ParallelConfig c;
+  c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
+  for (CpKind kind : kinds) {
+    c.cp_kind = kind;
+    // Shape rules that hold for the whole tuple are checked once and every
+    // configuration they rule out is counted under its reason.
+    c.vpp = 1; c.mbs = mbss.front(); c.sp = false; c.zero = 0; c.distributed_optimizer = false;
+    c.qwz = c.hpz = c.qgz = false;
+    const Reason shape = cm_.CheckRules(c);
+    if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible && shape != Reason::kMicroBatchesVsPp) {
+      const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
+      res.evaluated += n;
+      res.rejected[static_cast<int>(shape)] += n;
+      continue;
+    }
+    for (int sp : sps) {
+      c.sp = sp != 0;
+      for (int mbs : mbss) {
+        c.mbs = mbs;
+        c.vpp = 1;
+        c.recompute = Recompute::kNone;
+        const CostModel::ComputeTerms terms = cm_.Compute(c);
+        const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
+        const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
+        const double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
+        for (int vpp : vpps) {
+          if (!Allowed("vpp", vpp)) continue;
+          c.vpp = vpp;
+          // Every remaining rule depends on fields fixed at this level (layers vs
+          // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
+          c.zero = 0; c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
+          const Reason level = cm_.CheckRules(c);
+          if (level != Reason::kOk) {
+            const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
+            res.evaluated += n;
+            res.rejected[static_cast<int>(level)] += n;
+            continue;
+          }
+          for (const ZeroChoice& zc : zeros) {
+            c.zero = zc.zero;
+            c.distributed_optimizer = zc.dist_opt;
+            c.qwz = zc.qwz; c.hpz = zc.hpz; c.qgz = zc.qgz;
+            for (Recompute rc : rcs) {
+              c.recompute = rc;
+              for (const Placement& pl : places) {
+                c.placement = pl;
+                c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
+                    c.tp_comm_overlap = c.overlap_p2p = false;
+                ApplyOverlaps(options_.family, &c);
+                for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
+                  const bool b = BoolValue(v) == 1;
+                  if (k == "oar") c.oar = b;
+                  else if (k == "ors") c.ors = b;
+                  else if (k == "oag") c.oag = b;
+                  else if (k == "overlap_grad_reduce") c.overlap_grad_reduce = b;
+                  else if (k == "overlap_param_gather") c.overlap_param_gather = b;
+                  else if (k == "tp_comm_overlap") c.tp_comm_overlap = b;
+                  else if (k == "overlap_p2p") c.overlap_p2p = b;
+                }
+                ++res.evaluated;
+                if (options_.family == Family::kDeepSpeed &&
+                    ((c.pp > 1 && c.zero >= 2) || (c.cp > 1 && (c.gy > 1 || c.pp > 1)))) {
+                  ++res.rejected[static_cast<int>(Reason::kZeroConflict)];
+                  continue;
+                }
+                // Memory first: cheap, and most rejections are for memory.
+                const MemoryBreakdown mem = cm_.MemoryWith(c, terms);
+                if (mem.total_GiB > mem.usable_GiB) {
+                  ++res.rejected[static_cast<int>(Reason::kOutOfMemory)];
+                  continue;
+                }
+                ++res.feasible;
+                if (prune) {
+                  // Exact pruning: compute alone is a lower bound on the iteration
+                  // time (every stage runs at least its layers' math n_mb times).
+                  const double lb = static_cast<double>(cm_.training().global_batch) /
+                                    (static_cast<double>(c.mbs) * c.gz * c.gdata) *
+                                    layers_per_stage * compute[static_cast<int>(rc)];
+                  const bool out_of_top =
+                      lb > bound_.load(std::memory_order_relaxed) ||
+                      (static_cast<int>(heap.size()) == options_.top_k &&
+                       lb > heap.front().prediction.iteration_time_s);
+                  if (out_of_top && lb >= options_.count_faster_than_s &&
+                      (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.total_GiB) ||
+                       StrictlyDominated(front, lb, mem.total_GiB))) {
+                    continue;
+                  }
+                }
+                const Prediction pred = cm_.PredictWith(c, terms, &mem);
+                if (pred.iteration_time_s < options_.count_faster_than_s) ++res.faster;
+                offer(c, pred);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), worse);
+  res.top = std::move(heap);
+  if (options_.keep_pareto && !res.pareto.empty()) {
+    std::lock_guard<std::mutex> lock(front_mu_);
+    for (const Candidate& q : res.pareto) {
+      front_.emplace_back(q.prediction.memory.total_GiB, q.prediction.iteration_time_s);
+    }
+    std::sort(front_.begin(), front_.end());
+    std::vector<std::pair<double, double>> kept;
+    for (const auto& pt : front_) {
+      if (kept.empty() || pt.second < kept.back().second) kept.push_back(pt);
+    }
+    front_ = std::move(kept);
+  }
+  return res;
+}
+
+void Search::LowerBound(double t) const {
+  double cur = bound_.load(std::memory_order_relaxed);
+  while (t < cur && !bound_.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+  }
+}
+
+SearchResult Search::Merge(std::vector<SearchResult> parts) const {
+  SearchResult out;
+  std::vector<Candidate> all_top, all_pareto;
+  for (SearchResult& p : parts) {
+    out.evaluated += p.evaluated;
+    out.feasible += p.feasible;
+    out.faster += p.faster;
+    for (int i = 0; i < kNumReasons; ++i) out.rejected[i] += p.rejected[i];
+    all_top.insert(all_top.end(), p.top.begin(), p.top.end());
+    all_pareto.insert(all_pareto.end(), p.pareto.begin(), p.pareto.end());
+  }
+  std::sort(all_top.begin(), all_top.end(), [this](const Candidate& a, const Candidate& b) { return Better(a, b); });
+  if (static_cast<int>(all_top.size()) > options_.top_k) all_top.resize(options_.top_k);
+  out.top = std::move(all_top);
+  // Pareto of the union: sort by memory, then keep strictly improving times.
+  std::sort(all_pareto.begin(), all_pareto.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.prediction.memory.total_GiB != b.prediction.memory.total_GiB) {
+      return a.prediction.memory.total_GiB < b.prediction.memory.total_GiB;
+    }
+    if (a.prediction.iteration_time_s != b.prediction.iteration_time_s) {
+      return a.prediction.iteration_time_s < b.prediction.iteration_time_s;
+    }
+    return Key(a.config) < Key(b.config);
+  });
+  for (const Candidate& c : all_pareto) {
+    if (out.pareto.empty() || c.prediction.iteration_time_s < out.pareto.back().prediction.iteration_time_s) {
+      out.pareto.push_back(c);
+    }
+  }
+  return out;
+}
+
+SearchResult Search::RunAll() const {
+  std::vector<SearchResult> parts;
+  parts.reserve(outer_.size());
+  for (int i = 0; i < num_shards(); ++i) parts.push_back(RunShard(i));
+  return Merge(std::move(parts));
+}
+
+}  // namespace paratune::planner

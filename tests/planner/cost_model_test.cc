@@ -1,0 +1,310 @@
+// Tests of the cost model against published numbers and properties
+// (cost-model.md §2-4). Expected values are the papers', not the code's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "planner/cost_model.h"
+#include "planner/memory.h"
+#include "planner/request.h"
+
+namespace paratune::planner {
+namespace {
+
+using topology::Collective;
+
+ModelSpec GptLike(int layers, int hidden, int heads, int vocab) {
+  ModelSpec m;
+  m.name = "gpt-test";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  m.dropout = true;
+  m.linear_bias = true;
+  m.tied_embeddings = true;
+  m.norm = "layernorm";
+  m.max_seq_len = 2048;
+  return m;
+}
+
+// --- ZeRO (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, Nd = 64, fp16 mixed
+// precision with K = 12 → 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0-3.
+TEST(ModelStates, ZeroPaperFigure1) {
+  const double psi = 7.5e9;
+  const double expected_GB[4] = {120.0, 31.4, 16.6, 1.9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    ModelStates m = ModelStateBytes(psi, 64, stage, false, 2.0, 2.0);
+    EXPECT_NEAR(m.total() / 1e9, expected_GB[stage], 0.06) << "stage " << stage;
+  }
+}
+
+// --- Megatron-LM distributed optimizer, bytes per parameter
+// (docs/source/distrib_optimizer.md): non-distributed vs 'x + y/d'.
+TEST(ModelStates, MegatronDistributedOptimizerBytesPerParam) {
+  struct Row { double pb, gb, nondist, rep, sharded; };
+  const Row rows[] = {
+      {2, 2, 20, 4, 16},  // fp16 params, fp16 grads (Megatron's fp32 grad copy in the optimizer)
+      {2, 4, 18, 6, 12},  // bf16 params, fp32 grads
+      {4, 4, 16, 8, 8},   // fp32 params, fp32 grads
+  };
+  for (const Row& r : rows) {
+    for (int d : {1, 8, 64}) {
+      ModelStates dist = ModelStateBytes(1.0, d, 0, true, r.pb, r.gb);
+      EXPECT_DOUBLE_EQ(dist.total(), r.rep + r.sharded / d) << "pb=" << r.pb << " d=" << d;
+    }
+    if (r.gb == 4) {  // the fp16 row's 20 includes Megatron's fp32 grad copy, counted when distributed
+      EXPECT_DOUBLE_EQ(ModelStateBytes(1.0, 8, 0, false, r.pb, r.gb).total(), r.nondist);
+    }
+  }
+}
+
+// --- Korthikanti et al. 2022, §4 activation memory per layer (fp16, 1-byte
+// dropout masks, unfused attention).
+class Korthikanti : public ::testing::Test {
+ protected:
+  ModelSpec m = GptLike(48, 6144, 64, 51200);  // the paper's 22B shape
+  const double s = 2048, b = 4, h = 6144, a = 64;
+  double Act(int t, bool sp, Recompute rc) {
+    ParallelConfig c;
+    c.gy = t;
+    c.sp = sp;
+    c.mbs = static_cast<int>(b);
+    c.recompute = rc;
+    return LayerActivationBytes(m, /*flash=*/false, 2.0, static_cast<int>(s), c);
+  }
+};
+
+TEST_F(Korthikanti, NoParallelism) {
+  EXPECT_DOUBLE_EQ(Act(1, false, Recompute::kNone), s * b * h * (34 + 5 * a * s / h));
+}
+TEST_F(Korthikanti, TensorParallel) {
+  for (int t : {2, 4, 8}) {
+    EXPECT_DOUBLE_EQ(Act(t, false, Recompute::kNone),
+                     s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t)));
+  }
+}
+TEST_F(Korthikanti, TensorPlusSequenceParallel) {
+  EXPECT_DOUBLE_EQ(Act(8, true, Recompute::kNone), s * b * h / 8 * (34 + 5 * a * s / h));
+}
+TEST_F(Korthikanti, SelectiveRecomputeWithSequenceParallel) {
+  EXPECT_DOUBLE_EQ(Act(8, true, Recompute::kSelective), 34 * s * b * h / 8);
+}
+TEST_F(Korthikanti, FullRecompute) {
+  EXPECT_DOUBLE_EQ(Act(8, false, Recompute::kFull), 2 * s * b * h);
+}
+
+// --- FLOPs (Korthikanti Eq. 7; Narayanan 2021 Eq. 3 with full recompute).
+TEST(Flops, Gpt3_175bModelAndHardwareFlops) {
+  ModelSpec m = GptLike(96, 12288, 96, 51200);
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 1536;
+  t.attention = Attention::kUnfused;
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  CostModel cm(m, t, *cluster, 1024);
+  const double B = 1536, L = 96, s = 2048, h = 12288, V = 51200;
+  const double eq7 = 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+  EXPECT_NEAR(cm.ModelFlopsPerIteration() / eq7, 1.0, 1e-12);
+
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 16;
+  c.gdata = 8;
+  c.recompute = Recompute::kFull;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  Prediction p = cm.Predict(c);
+  const double eq3 = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+  EXPECT_NEAR(p.hardware_tflops_per_gpu / p.model_tflops_per_gpu, eq3 / eq7, 1e-9);
+}
+
+// --- Megatron TP = t is AxoNN (gx = 1, gy = t, gz = 1): per layer 2 all-reduces
+// forward and 2 backward, each of b·s·h elements (Narayanan 2021 §3.2; AxoNN's
+// normal/transposed pair with X = 1).
+TEST(Communication, MegatronTensorParallelIsAxonnGy) {
+  ModelSpec m = GptLike(32, 4096, 32, 51200);
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 8;
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  const int tp = 8;
+  CostModel cm(m, t, *cluster, tp);
+  auto megatron = ParseConfig(Json::parse(R"({"tp": 8, "mbs": 1})"), "/config", tp);
+  auto axonn = ParseConfig(Json::parse(R"({"gx": 1, "gy": 8, "gz": 1, "mbs": 1})"), "/config", tp);
+  ASSERT_TRUE(megatron.ok() && axonn.ok());
+  Prediction pm = cm.Predict(*megatron), pa = cm.Predict(*axonn);
+  const double ar = topology::CollectiveSeconds(*cluster, Collective::kAllReduce, 1, tp,
+                                                1.0 * 2048 * 4096 * 2);
+  // Transformer layers only: the logits' gather adds 2 more all-reduces per micro-batch.
+  const double expected = (4.0 * m.layers + 2.0) * ar * pm.micro_batches;
+  EXPECT_NEAR(pm.breakdown.comm_y_s, expected, 1e-12 * expected);
+  EXPECT_DOUBLE_EQ(pa.breakdown.comm_y_s, pm.breakdown.comm_y_s);
+  EXPECT_DOUBLE_EQ(pa.iteration_time_s, pm.iteration_time_s);
+  EXPECT_EQ(pm.breakdown.comm_x_s, 0.0);
+  EXPECT_EQ(pm.breakdown.comm_z_s, 0.0);
+}
+
+// --- Properties over many random valid configurations.
+class Properties : public ::testing::Test {
+ protected:
+  std::vector<ParallelConfig> RandomConfigs(const CostModel& cm, int n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](std::initializer_list<int> v) {
+      return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+    };
+    std::vector<ParallelConfig> out;
+    for (int tries = 0; tries < 200000 && static_cast<int>(out.size()) < n; ++tries) {
+      ParallelConfig c;
+      c.gx = pick({1, 1, 2});
+      c.gy = pick({1, 2, 4, 8});
+      c.gz = pick({1, 1, 2, 4});
+      c.pp = pick({1, 2, 4});
+      c.vpp = c.pp > 1 ? pick({1, 2}) : 1;
+      c.cp = pick({1, 1, 2});
+      c.cp_kind = static_cast<CpKind>(pick({0, 1}));
+      c.mbs = pick({1, 2, 4});
+      c.recompute = static_cast<Recompute>(pick({0, 1, 2}));
+      c.sp = c.gx == 1 && c.gy > 1 && pick({0, 1});
+      c.zero = pick({0, 1, 2, 3});
+      c.oar = pick({0, 1});
+      c.oag = pick({0, 1});
+      c.overlap_grad_reduce = pick({0, 1});
+      const int64_t rest = int64_t{c.gx} * c.gy * c.gz * c.pp * c.cp;
+      if (cm.gpus() % rest) continue;
+      c.gdata = static_cast<int>(cm.gpus() / rest);
+      if (cm.CheckRules(c) == Reason::kOk) out.push_back(c);
+    }
+    return out;
+  }
+  ModelSpec model = GptLike(24, 2048, 16, 51200);
+  TrainingSpec training = [] {
+    TrainingSpec t;
+    t.seq_len = 2048;
+    t.global_batch = 256;
+    return t;
+  }();
+};
+
+TEST_F(Properties, MoreBandwidthIsNeverSlower) {
+  auto base = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(base.ok());
+  topology::ClusterSpec fast = *base;
+  fast.intra_node_GBps *= 2;
+  fast.nic_GBps *= 2;
+  CostModel slow_cm(model, training, *base, 64), fast_cm(model, training, fast, 64);
+  auto configs = RandomConfigs(slow_cm, 300, 7);
+  ASSERT_GT(configs.size(), 100u);
+  for (const auto& c : configs) {
+    EXPECT_LE(fast_cm.Predict(c).iteration_time_s, slow_cm.Predict(c).iteration_time_s * (1 + 1e-12))
+        << ConfigToString(c);
+  }
+}
+
+TEST_F(Properties, MoreMemoryNeverTurnsFitIntoNoFit) {
+  auto small = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(small.ok());
+  small->gpu.memory_GiB = 16;  // make some configurations fail
+  topology::ClusterSpec big = *small;
+  big.gpu.memory_GiB = 80;
+  CostModel small_cm(model, training, *small, 64), big_cm(model, training, big, 64);
+  int small_fit = 0, big_fit = 0;
+  for (const auto& c : RandomConfigs(small_cm, 300, 11)) {
+    const bool f_small = small_cm.Predict(c).fits, f_big = big_cm.Predict(c).fits;
+    small_fit += f_small;
+    big_fit += f_big;
+    if (f_small) {
+      EXPECT_TRUE(f_big) << ConfigToString(c);
+    }
+  }
+  EXPECT_LT(small_fit, big_fit);  // the property was exercised
+}
+
+TEST_F(Properties, BiggerMicroBatchNeverNeedsLessActivationMemory) {
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  CostModel cm(model, training, *cluster, 64);
+  for (auto c : RandomConfigs(cm, 200, 3)) {
+    c.mbs = 1;
+    if (cm.CheckRules(c) != Reason::kOk) continue;
+    double prev = cm.Predict(c).memory.activations_GiB;
+    for (int mbs : {2, 4}) {
+      c.mbs = mbs;
+      if (cm.CheckRules(c) != Reason::kOk) break;
+      double now = cm.Predict(c).memory.activations_GiB;
+      EXPECT_GE(now, prev) << ConfigToString(c);
+      prev = now;
+    }
+  }
+}
+
+TEST_F(Properties, BreakdownAddsUpToIterationTime) {
+  auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  CostModel cm(model, training, *cluster, 64);
+  for (const auto& c : RandomConfigs(cm, 300, 5)) {
+    Prediction p = cm.Predict(c);
+    const auto& b = p.breakdown;
+    const double sum = b.compute_s + b.comm_x_s + b.comm_y_s + b.comm_z_s + b.comm_cp_s +
+                       b.comm_data_s + b.comm_pp_s + b.bubble_s + b.optimizer_s + b.offload_s;
+    EXPECT_NEAR(sum, p.iteration_time_s, 1e-9 * p.iteration_time_s) << ConfigToString(c);
+    EXPECT_GT(p.mfu, 0.0);
+    EXPECT_LT(p.mfu, 1.0);
+    EXPECT_LE(b.recompute_s, b.compute_s);
+  }
+}
+
+// --- Rule violations name the field.
+TEST(Rules, ViolationsNameFieldAndRule) {
+  ModelSpec m = GptLike(24, 2048, 16, 51200);
+  TrainingSpec t;
+  t.global_batch = 64;
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  CostModel cm(m, t, *cluster, 64);
+  struct Case { const char* config; Reason reason; };
+  const Case cases[] = {
+      {R"({"tp": 32, "dp": 2})", Reason::kHeadsNotDivisible},
+      {R"({"tp": 8, "pp": 5, "dp": 1})", Reason::kWorldMismatch},
+      {R"({"tp": 8, "pp": 16, "dp": 1})", Reason::kWorldMismatch},
+      {R"({"tp": 4, "pp": 16, "dp": 1})", Reason::kLayersNotDivisible},
+      {R"({"tp": 1, "dp": 64, "mbs": 1})", Reason::kOk},
+      {R"({"tp": 1, "dp": 64, "mbs": 2})", Reason::kBatchNotDivisible},
+      {R"({"tp": 1, "dp": 32, "cp": 2, "cp_kind": "ulysses", "mbs": 2})", Reason::kOk},
+      {R"({"tp": 1, "dp": 64, "sp": true})", Reason::kSpNeedsTensor},
+      {R"({"tp": 1, "dp": 64, "zero": 1, "distributed_optimizer": true})", Reason::kZeroConflict},
+      {R"({"tp": 1, "dp": 64, "qwz": true})", Reason::kZeroConflict},
+      {R"({"tp": 2, "pp": 4, "vpp": 2, "dp": 8, "mbs": 2})", Reason::kOk},
+  };
+  for (const Case& k : cases) {
+    auto c = ParseConfig(Json::parse(k.config), "/config", 0);
+    ASSERT_TRUE(c.ok()) << k.config << ": " << c.status().ToString();
+    EXPECT_EQ(cm.CheckRules(*c), k.reason) << k.config;
+    Status v = ValidateConfig(cm, *c);
+    EXPECT_EQ(v.ok(), k.reason == Reason::kOk) << k.config;
+    if (!v.ok()) {
+      EXPECT_NE(v.message().find(ReasonField(k.reason)), std::string::npos);
+    }
+  }
+}
+
+TEST(Rules, ParseConfigRejectsUnknownKeyAndConflicts) {
+  auto bad = ParseConfig(Json::parse(R"({"tp": 2, "tpp": 4})"), "/config", 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/config/tpp: unknown key"), std::string::npos);
+  auto conflict = ParseConfig(Json::parse(R"({"tp": 2, "gy": 4})"), "/config", 8);
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_NE(conflict.status().message().find("/config/gy"), std::string::npos);
+  auto derived = ParseConfig(Json::parse(R"({"tp": 2, "pp": 2})"), "/config", 16);
+  ASSERT_TRUE(derived.ok());
+  EXPECT_EQ(derived->gdata, 4);
+  auto underivable = ParseConfig(Json::parse(R"({"tp": 3})"), "/config", 16);
+  EXPECT_FALSE(underivable.ok());
+}
+
+}  // namespace
+}  // namespace paratune::planner

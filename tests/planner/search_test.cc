@@ -1,0 +1,273 @@
+// Tests of the exhaustive search: it returns exactly what a brute-force loop
+// over Predict returns, respects each framework's rules, and reproduces
+// qualitative behaviour reported in the literature.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "planner/search.h"
+
+namespace paratune::planner {
+namespace {
+
+std::vector<int> Divs(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i <= n; ++i) if (n % i == 0) d.push_back(static_cast<int>(i));
+  return d;
+}
+
+struct Job {
+  ModelSpec model;
+  TrainingSpec training;
+  topology::ClusterSpec cluster;
+  int gpus;
+};
+
+Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int64_t batch, int seq) {
+  Job j{*ModelPreset(model), {}, *topology::ClusterPreset(cluster), gpus};
+  j.training.seq_len = seq;
+  j.training.global_batch = batch;
+  return j;
+}
+
+// The space "all" as documented (cost-model.md §1, docs/cli.md), enumerated
+// independently of Search, with the default placement only.
+std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
+  std::vector<Candidate> out;
+  const int n = cm.gpus();
+  const ModelSpec& m = cm.model();
+  for (int gx : Divs(n)) for (int gy : Divs(n / gx)) for (int cp : Divs(n / gx / gy))
+  for (int pp : Divs(n / gx / gy / cp)) for (int gz : Divs(n / gx / gy / cp / pp)) {
+    const int gdata = n / gx / gy / cp / pp / gz;
+    std::vector<int> vpps = pp > 1 ? Divs(m.layers / pp) : std::vector<int>{1};
+    if (m.layers % pp) vpps = {1};
+    for (int vpp : vpps) for (int kind = 0; kind < (cp > 1 ? 3 : 1); ++kind)
+    for (int sp = 0; sp <= (gy > 1 && gx == 1 ? 1 : 0); ++sp)
+    for (int zero = 0; zero <= (gdata > 1 ? 3 : 0); ++zero)
+    for (int dopt = 0; dopt <= (zero == 0 && gdata > 1 ? 1 : 0); ++dopt)
+    for (int zpp = 0; zpp < (zero == 3 ? 8 : 1); ++zpp)
+    for (int rc = 0; rc < 3; ++rc) {
+      const int64_t per = int64_t{gz} * gdata;
+      if (cm.training().global_batch % per) continue;
+      for (int mbs : Divs(cm.training().global_batch / per)) {
+        if (mbs > max_mbs) continue;
+        ParallelConfig c;
+        c.gx = gx; c.gy = gy; c.gz = gz; c.gdata = gdata; c.pp = pp; c.vpp = vpp; c.cp = cp;
+        c.cp_kind = static_cast<CpKind>(kind);
+        c.sp = sp; c.zero = zero; c.distributed_optimizer = dopt;
+        c.qwz = zpp & 1; c.hpz = zpp & 2; c.qgz = zpp & 4;
+        c.recompute = static_cast<Recompute>(rc);
+        c.mbs = mbs;
+        // The "all" family's overlap policy: every overlap on.
+        c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather = true;
+        c.tp_comm_overlap = c.sp;
+        c.overlap_p2p = c.vpp > 1;
+        if (cm.CheckRules(c) != Reason::kOk) continue;
+        Prediction p = cm.Predict(c);
+        if (p.fits) out.push_back({c, p});
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Search, ExhaustiveEqualsBruteForceOverPredict) {
+  Job j = MakeJob("gpt3-350m", "dgx-a100-80gb", 16, 32, 2048);
+  j.cluster.gpu.memory_GiB = 12;  // make memory bite
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.top_k = 50;
+  opt.fixed = {{"placement", "x-y-cp-z-data-pp"}};
+  Search search(cm, opt);
+  SearchResult r = search.RunAll();
+  std::vector<Candidate> all = BruteForce(cm, opt.max_mbs);
+  ASSERT_GT(all.size(), 100u);
+  EXPECT_EQ(r.feasible, static_cast<int64_t>(all.size()));
+  EXPECT_GT(r.rejected[static_cast<int>(Reason::kOutOfMemory)], 0);
+  std::sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) { return search.Better(a, b); });
+  ASSERT_EQ(r.top.size(), 50u);
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    EXPECT_EQ(r.top[i].config, all[i].config) << "rank " << i + 1 << ": " << ConfigToString(r.top[i].config)
+                                              << " vs " << ConfigToString(all[i].config);
+    EXPECT_DOUBLE_EQ(r.top[i].prediction.iteration_time_s, all[i].prediction.iteration_time_s);
+  }
+  // The Pareto front of the brute force, by memory then time.
+  SearchOptions popt = opt;
+  popt.keep_pareto = true;
+  Search ps(cm, popt);
+  SearchResult pr = ps.RunAll();
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return a.prediction.memory.total_GiB < b.prediction.memory.total_GiB ||
+           (a.prediction.memory.total_GiB == b.prediction.memory.total_GiB &&
+            a.prediction.iteration_time_s < b.prediction.iteration_time_s);
+  });
+  std::vector<double> front;
+  for (const Candidate& c : all) {
+    if (front.empty() || c.prediction.iteration_time_s < front.back()) front.push_back(c.prediction.iteration_time_s);
+  }
+  ASSERT_EQ(pr.pareto.size(), front.size());
+  for (size_t i = 0; i < front.size(); ++i) EXPECT_DOUBLE_EQ(pr.pareto[i].prediction.iteration_time_s, front[i]);
+}
+
+TEST(Search, ShardsInParallelGiveTheSameAnswer) {
+  Job j = MakeJob("gpt3-2.7b", "dgx-h100", 64, 512, 2048);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.keep_pareto = true;
+  Search a(cm, opt), b(cm, opt);
+  SearchResult serial = a.RunAll();
+  std::vector<SearchResult> parts(b.num_shards());
+  std::atomic<int> next{0};
+  auto work = [&] { for (int i = next++; i < b.num_shards(); i = next++) parts[i] = b.RunShard(i); };
+  std::thread t1(work), t2(work);
+  work();
+  t1.join();
+  t2.join();
+  SearchResult par = b.Merge(std::move(parts));
+  EXPECT_EQ(serial.evaluated, par.evaluated);
+  EXPECT_EQ(serial.feasible, par.feasible);
+  ASSERT_EQ(serial.top.size(), par.top.size());
+  for (size_t i = 0; i < serial.top.size(); ++i) EXPECT_EQ(serial.top[i].config, par.top[i].config);
+  ASSERT_EQ(serial.pareto.size(), par.pareto.size());
+  for (size_t i = 0; i < serial.pareto.size(); ++i) EXPECT_EQ(serial.pareto[i].config, par.pareto[i].config);
+}
+
+// A configuration that breaks a framework's rules never appears under that
+// framework's --space (ecosystem.md §2).
+TEST(Search, FamiliesRespectTheirFrameworkRules) {
+  Job j = MakeJob("llama2-13b", "dgx-a100-80gb", 64, 256, 4096);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  for (Family f : {Family::kMegatron, Family::kDeepSpeed, Family::kAxonn, Family::kFsdp}) {
+    SearchOptions opt;
+    opt.family = f;
+    opt.top_k = 500;
+    opt.keep_pareto = true;
+    Search s(cm, opt);
+    SearchResult r = s.RunAll();
+    ASSERT_FALSE(r.top.empty()) << FamilyName(f);
+    std::vector<Candidate> seen = r.top;
+    seen.insert(seen.end(), r.pareto.begin(), r.pareto.end());
+    for (const Candidate& c : seen) {
+      const ParallelConfig& k = c.config;
+      SCOPED_TRACE(std::string(FamilyName(f)) + ": " + ConfigToString(k));
+      EXPECT_TRUE(s.InSpace(k));
+      EXPECT_EQ(cm.CheckRules(k), Reason::kOk);
+      EXPECT_TRUE(c.prediction.fits);
+      switch (f) {
+        case Family::kMegatron:
+          EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.gz, 1); EXPECT_EQ(k.zero, 0);
+          EXPECT_NE(k.cp_kind == CpKind::kFpdt && k.cp > 1, true);
+          EXPECT_EQ(j.model.heads % k.gy, 0); EXPECT_EQ(j.model.kv_heads % k.gy, 0);
+          if (k.vpp > 1) {
+            EXPECT_EQ(c.prediction.micro_batches % k.pp, 0);
+          }
+          break;
+        case Family::kDeepSpeed:
+          EXPECT_EQ(k.vpp, 1); EXPECT_FALSE(k.distributed_optimizer); EXPECT_FALSE(k.sp);
+          if (k.pp > 1) {
+            EXPECT_LE(k.zero, 1);
+          }
+          if (k.cp > 1) {
+            EXPECT_EQ(k.gy, 1); EXPECT_NE(k.cp_kind, CpKind::kRing);
+          }
+          EXPECT_NE(k.recompute, Recompute::kSelective);
+          break;
+        case Family::kAxonn:
+          EXPECT_EQ(k.pp, 1); EXPECT_EQ(k.cp, 1); EXPECT_EQ(k.zero, 0);
+          EXPECT_EQ(PlacementToString(k.placement), "x-y-cp-z-pp-data");
+          break;
+        case Family::kFsdp:
+          EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.zero, 0);
+          if (k.gy > 1) {
+            EXPECT_TRUE(k.sp);
+          }
+          if (k.cp > 1) {
+            EXPECT_EQ(k.cp_kind, CpKind::kRing);
+          }
+          break;
+        case Family::kAll: break;
+      }
+    }
+  }
+}
+
+TEST(Search, FixedFieldsArePinned) {
+  Job j = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.fixed = {{"pp", "1"}, {"zero", "3"}, {"recompute", "full"}};
+  opt.top_k = 100;
+  ASSERT_TRUE(ValidateFixed(opt.fixed).ok());
+  SearchResult r = Search(cm, opt).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  for (const Candidate& c : r.top) {
+    EXPECT_EQ(c.config.pp, 1);
+    EXPECT_EQ(c.config.zero, 3);
+    EXPECT_EQ(c.config.recompute, Recompute::kFull);
+  }
+  EXPECT_FALSE(ValidateFixed({{"tpp", "2"}}).ok());
+  EXPECT_FALSE(ValidateFixed({{"recompute", "some"}}).ok());
+}
+
+// AxoNN (axonn-notes §2.5; SC'24 tutorial): large-batch pre-training on many
+// GPUs prefers Z (FSDP-like) + data over wide X/Y, and X/Y stay small.
+TEST(Qualitative, LargeBatchPretrainingPrefersZAndData) {
+  Job j = MakeJob("axonn-20b", "perlmutter", 256, 2048, 2048);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.family = Family::kAxonn;
+  SearchResult r = Search(cm, opt).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  const ParallelConfig& best = r.top.front().config;
+  EXPECT_LE(best.gx * best.gy, 4) << ConfigToString(best);
+  EXPECT_GE(best.gz * best.gdata, 64) << ConfigToString(best);
+}
+
+// Tensor groups stay inside a node (Narayanan 2021 §3.3: TP beyond the node is slow).
+TEST(Qualitative, TensorGroupsStayInsideANode) {
+  Job j = MakeJob("gpt3-175b", "dgx-a100-80gb", 1024, 1536, 2048);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.family = Family::kMegatron;
+  opt.top_k = 20;
+  SearchResult r = Search(cm, opt).RunAll();
+  ASSERT_EQ(r.top.size(), 20u);
+  for (const Candidate& c : r.top) EXPECT_LE(c.config.tensor(), 8) << ConfigToString(c.config);
+}
+
+// Long sequences switch on sequence/context parallelism (DeepSpeed-Ulysses, CP).
+TEST(Qualitative, LongSequencesUseContextParallelism) {
+  Job j = MakeJob("llama3-8b", "dgx-h100", 64, 16, 131072);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.family = Family::kMegatron;
+  SearchResult r = Search(cm, opt).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_GT(r.top.front().config.cp, 1) << ConfigToString(r.top.front().config);
+  Job short_job = MakeJob("llama3-8b", "dgx-h100", 64, 512, 4096);
+  CostModel cm2(short_job.model, short_job.training, short_job.cluster, short_job.gpus);
+  SearchResult r2 = Search(cm2, opt).RunAll();
+  ASSERT_FALSE(r2.top.empty());
+  EXPECT_EQ(r2.top.front().config.cp, 1) << ConfigToString(r2.top.front().config);
+}
+
+// A model that does not fit as plain data parallelism gets ZeRO-3 or a pipeline.
+TEST(Qualitative, ModelThatDoesNotFitGetsShardingOrPipelining) {
+  Job j = MakeJob("llama2-70b", "dgx-a100-80gb", 64, 256, 4096);
+  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  SearchOptions opt;
+  opt.family = Family::kDeepSpeed;
+  opt.fixed = {{"tp", "1"}};
+  opt.top_k = 20;
+  SearchResult r = Search(cm, opt).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  for (const Candidate& c : r.top) {
+    EXPECT_TRUE(c.config.zero == 3 || c.config.pp > 1) << ConfigToString(c.config);
+  }
+  ParallelConfig plain;
+  plain.gdata = 64;
+  EXPECT_FALSE(cm.Predict(plain).fits);  // plain data parallelism: 70B × 18 B/param
+}
+
+}  // namespace
+}  // namespace paratune::planner

@@ -1,0 +1,528 @@
+#include "topology/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tests/topology/test_util.h"
+
+namespace paratune::topology {
+namespace {
+
+using testing::MustCluster;
+using testing::MustParse;
+
+const std::vector<std::string> kClusterPresets = {
+    "alps", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "frontier", "perlmutter", "polaris"};
+constexpr Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
+                                          Collective::kReduceScatter, Collective::kAllToAll,
+                                          Collective::kSendRecv};
+
+std::vector<int> Divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+// ---------------------------------------------------------------------------
+// Names and factors.
+
+TEST(CollectiveTest, NamesRoundTrip) {
+  for (Collective c : kAllCollectives) {
+    Result<Collective> back = ParseCollective(CollectiveName(c));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, c);
+  }
+  EXPECT_STREQ(CollectiveName(Collective::kAllToAll), "alltoall");
+  EXPECT_FALSE(ParseCollective("allreduce").ok());
+  EXPECT_STREQ(TierName(Tier::kInterNode), "inter_node");
+}
+
+// nccl-tests (src/all_reduce.cu etc.): busbw = algbw × factor.
+TEST(BusFactorTest, MatchesNcclTests) {
+  for (int n = 2; n <= 64; ++n) {
+    EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllReduce, n), 2.0 * (n - 1) / n);
+    EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllGather, n), static_cast<double>(n - 1) / n);
+    EXPECT_DOUBLE_EQ(BusFactor(Collective::kReduceScatter, n), static_cast<double>(n - 1) / n);
+    EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllToAll, n), static_cast<double>(n - 1) / n);
+    EXPECT_DOUBLE_EQ(BusFactor(Collective::kSendRecv, n), 1.0);
+  }
+  EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllGather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(BusFactor(Collective::kAllReduce, 1), 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// Presets, parsing, serialisation, fingerprints.
+
+TEST(ClusterPresetTest, EveryPresetParsesAndIsListed) {
+  EXPECT_EQ(ClusterPresetNames(), kClusterPresets);
+  for (const std::string& name : kClusterPresets) {
+    Result<ClusterSpec> c = ClusterPreset(name);
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    EXPECT_EQ(c->name, name);
+    EXPECT_GT(c->NodeInjectionGBps(), 0) << name;
+  }
+}
+
+TEST(ClusterPresetTest, EveryNumberHasASource) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec c = MustCluster(name);
+    std::vector<std::string> fields = {"gpu",
+                                       "gpus_per_node",
+                                       "max_nodes",
+                                       "intra_node_fabric",
+                                       "intra_alpha_us",
+                                       "nics_per_node",
+                                       "nic_GBps",
+                                       "nic_efficiency",
+                                       "inter_alpha_us",
+                                       "alltoall_efficiency",
+                                       "network"};
+    if (c.intra_node_fabric == "mesh") {
+      fields.push_back("link_GBps");
+      fields.push_back("link_efficiency");
+    } else {
+      fields.push_back("intra_node_GBps");
+    }
+    if (!c.intra_node_table.empty()) fields.push_back("intra_node_table");
+    for (const std::string& f : fields) {
+      EXPECT_TRUE(c.sources.count(f)) << name << " has no source for " << f;
+    }
+  }
+}
+
+TEST(ClusterPresetTest, PublishedFigures) {
+  const ClusterSpec perlmutter = MustCluster("perlmutter");
+  EXPECT_DOUBLE_EQ(perlmutter.gpu.PeakTflops(Precision::kBf16), 312);
+  EXPECT_EQ(perlmutter.gpus_per_node, 4);
+  // AxoNN's fitted β_node for Perlmutter is 59.52 GB/s.
+  EXPECT_NEAR(perlmutter.NodeInjectionGBps(), 59.52, 0.05);
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-h100").gpu.PeakTflops(Precision::kBf16), 989);
+  EXPECT_DOUBLE_EQ(MustCluster("frontier").gpu.PeakTflops(Precision::kBf16), 191.5);
+  EXPECT_EQ(MustCluster("frontier").gpus_per_node, 8);
+  EXPECT_EQ(MustCluster("alps").gpu.name, "gh200");
+}
+
+TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
+  Result<ClusterSpec> c = ClusterPreset("selene");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  for (const std::string& name : kClusterPresets) {
+    EXPECT_NE(c.status().message().find(name), std::string::npos) << name;
+  }
+  Result<ClusterSpec> r = ResolveCluster(Json("selene"), "/cluster");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/cluster"), std::string::npos);
+  EXPECT_NE(r.status().message().find("perlmutter"), std::string::npos);
+}
+
+TEST(ResolveClusterTest, StringObjectOrError) {
+  Result<ClusterSpec> byName = ResolveCluster(Json("dgx-h100"), "/cluster");
+  ASSERT_TRUE(byName.ok());
+  EXPECT_EQ(byName->gpu.name, "h100-sxm");
+  Result<ClusterSpec> byObject = ResolveCluster(ClusterSpecToJson(*byName), "/cluster");
+  ASSERT_TRUE(byObject.ok()) << byObject.status().ToString();
+  EXPECT_EQ(Fingerprint(*byObject), Fingerprint(*byName));
+  Result<ClusterSpec> bad = ResolveCluster(Json(42), "/cluster");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("/cluster"), std::string::npos);
+}
+
+TEST(FingerprintTest, RoundTripKeepsIt) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec c = MustCluster(name);
+    const std::string fp = Fingerprint(c);
+    ASSERT_EQ(fp.size(), 16u);
+    for (char ch : fp) EXPECT_TRUE((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')) << fp;
+    // Object and text round trips, as a file or a REST body would go.
+    Result<ClusterSpec> back = ParseClusterSpec(ClusterSpecToJson(c), "");
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(Fingerprint(*back), fp) << name;
+    Result<ClusterSpec> text = ParseClusterSpec(MustParse(ClusterSpecToJson(c).dump(2)), "");
+    ASSERT_TRUE(text.ok()) << name << ": " << text.status().ToString();
+    EXPECT_EQ(Fingerprint(*text), fp) << name;
+    EXPECT_EQ(ClusterSpecToJson(*text), ClusterSpecToJson(c)) << name;
+  }
+}
+
+TEST(FingerprintTest, DistinctPresetsDiffer) {
+  for (size_t a = 0; a < kClusterPresets.size(); ++a) {
+    for (size_t b = a + 1; b < kClusterPresets.size(); ++b) {
+      EXPECT_NE(Fingerprint(MustCluster(kClusterPresets[a])),
+                Fingerprint(MustCluster(kClusterPresets[b])))
+          << kClusterPresets[a] << " vs " << kClusterPresets[b];
+    }
+  }
+}
+
+TEST(FingerprintTest, ChangesWithBandwidthNotWithNames) {
+  const ClusterSpec base = MustCluster("perlmutter");
+  const std::string fp = Fingerprint(base);
+
+  ClusterSpec c = base;
+  c.name = "perlmutter-renamed";
+  c.source = "elsewhere";
+  c.sources["nic_GBps"] = "another source";
+  c.gpu.name = "other-gpu";
+  c.gpu.display_name = "Other";
+  c.gpu.source = "x";
+  EXPECT_EQ(Fingerprint(c), fp);
+
+  c = base;
+  c.nic_GBps = 50;
+  EXPECT_NE(Fingerprint(c), fp);
+  c = base;
+  c.link_GBps[0][1] = 50;
+  EXPECT_NE(Fingerprint(c), fp);
+  c = base;
+  c.intra_node_table[1].busbw_GBps = 226;
+  EXPECT_NE(Fingerprint(c), fp);
+  c = base;
+  c.gpu.hbm_GBps += 1;
+  EXPECT_NE(Fingerprint(c), fp);
+  c = base;
+  c.gpu.gemm_efficiency[static_cast<int>(Precision::kBf16)][3].efficiency = 0.63;
+  EXPECT_NE(Fingerprint(c), fp);
+  c = base;
+  c.fits.push_back({Collective::kAllReduce, Tier::kInterNode, 8, 10, 40});
+  EXPECT_NE(Fingerprint(c), fp);
+
+  // Table order does not matter; the values do.
+  c = base;
+  std::swap(c.intra_node_table[0], c.intra_node_table[2]);
+  EXPECT_EQ(Fingerprint(c), fp);
+}
+
+// The request form and the equivalent full form describe the same machine.
+TEST(ClusterSpecTest, RequestForm) {
+  const Json req = MustParse(R"({"gpu": "h100-sxm", "gpus_per_node": 8,
+                                 "intra_node_GBps": 300, "inter_node_GBps_per_gpu": 25})");
+  Result<ClusterSpec> c = ParseClusterSpec(req, "/cluster");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->intra_node_fabric, "nvswitch");
+  EXPECT_EQ(c->nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(c->nic_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(c->NodeInjectionGBps(), 200);
+  EXPECT_DOUBLE_EQ(c->InterNodeGBpsPerGpu(), 25);
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 1, 8).busbw_GBps, 300);
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 8, 4).busbw_GBps, 25);
+
+  Result<ClusterSpec> full = ParseClusterSpec(ClusterSpecToJson(*c), "/cluster");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(Fingerprint(*full), Fingerprint(*c));
+
+  // An inline GPU object works too.
+  Json inline_gpu = req;
+  inline_gpu["gpu"] = GpuSpecToJson(MustCluster("dgx-h100").gpu);
+  Result<ClusterSpec> c2 = ParseClusterSpec(inline_gpu, "/cluster");
+  ASSERT_TRUE(c2.ok()) << c2.status().ToString();
+  EXPECT_EQ(Fingerprint(*c2), Fingerprint(*c));
+
+  Json unknown = req;
+  unknown["nics_per_node"] = 4;  // belongs to the full form only
+  EXPECT_NE(ParseClusterSpec(unknown, "/cluster")
+                .status()
+                .message()
+                .find("/cluster/nics_per_node: unknown key"),
+            std::string::npos);
+  Json bad_gpu = req;
+  bad_gpu["gpu"] = "h100";
+  Result<ClusterSpec> b = ParseClusterSpec(bad_gpu, "/cluster");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(b.status().message().find("/cluster/gpu"), std::string::npos);
+  EXPECT_NE(b.status().message().find("h100-sxm"), std::string::npos);
+}
+
+TEST(ClusterSpecTest, StrictErrorsNameThePointer) {
+  const Json base = ClusterSpecToJson(MustCluster("perlmutter"));
+  struct Case {
+    std::vector<std::string> path;  // object keys / array indices to reach the field
+    Json value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"nic_Gbps"}, 25, "/cluster/nic_Gbps: unknown key"},
+      {{"intra_node_table", "1", "strides"}, 1, "/cluster/intra_node_table/1/strides: unknown key"},
+      {{"gpu", "memory_GB"}, 1, "/cluster/gpu/memory_GB: unknown key"},
+      {{"intra_node_table", "0", "group_size"}, 3, "/cluster/intra_node_table/0/group_size"},
+      {{"link_GBps", "1", "1"}, 5, "/cluster/link_GBps/1/1"},
+      {{"nic_efficiency"}, 1.2, "/cluster/nic_efficiency"},
+      {{"intra_node_fabric"}, "torus", "/cluster/intra_node_fabric"},
+      {{"schema"}, "paratune.cluster/v2", "/cluster/schema"},
+  };
+  for (const Case& c : cases) {
+    Json j = base;
+    Json* at = &j;
+    for (size_t i = 0; i + 1 < c.path.size(); ++i) {
+      at = at->is_array() ? &(*at)[std::stoul(c.path[i])] : &(*at)[c.path[i]];
+    }
+    if (at->is_array()) {
+      (*at)[std::stoul(c.path.back())] = c.value;
+    } else {
+      (*at)[c.path.back()] = c.value;
+    }
+    Result<ClusterSpec> r = ParseClusterSpec(j, "/cluster");
+    ASSERT_FALSE(r.ok()) << c.expected;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.expected), std::string::npos) << r.status().message();
+  }
+  Json missing = base;
+  missing.erase("nics_per_node");
+  EXPECT_NE(ParseClusterSpec(missing, "/cluster")
+                .status()
+                .message()
+                .find("/cluster/nics_per_node: is required"),
+            std::string::npos);
+}
+
+TEST(ClusterSpecTest, MeshMustBeConnected) {
+  Json j = ClusterSpecToJson(MustCluster("polaris"));
+  for (int k = 0; k < 4; ++k) {
+    if (k != 3) j["link_GBps"][3][k] = j["link_GBps"][k][3] = 0;
+  }
+  Result<ClusterSpec> r = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/cluster/link_GBps"), std::string::npos);
+  EXPECT_NE(r.status().message().find("unreachable"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Placement queries.
+
+// AxoNN's rule on Perlmutter (axonn-notes.md §2.3).
+TEST(GroupCostTest, PerlmutterAxonnRule) {
+  const ClusterSpec c = MustCluster("perlmutter");
+  LinkCost x = GroupCost(c, Collective::kAllReduce, 1, 4);
+  EXPECT_EQ(x.tier, Tier::kIntraNode);
+  EXPECT_DOUBLE_EQ(x.busbw_GBps, 225);
+  EXPECT_DOUBLE_EQ(x.alpha_us, 9);
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllReduce, 1, 2).busbw_GBps, 76);
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllGather, 2, 2).busbw_GBps, 76);
+
+  // Stride 4 spans nodes: four group instances share each node's NICs.
+  for (int size : {2, 4, 8, 64}) {
+    LinkCost z = GroupCost(c, Collective::kAllReduce, 4, size);
+    EXPECT_EQ(z.tier, Tier::kInterNode);
+    EXPECT_DOUBLE_EQ(z.busbw_GBps, c.NodeInjectionGBps() / 4) << size;
+    EXPECT_DOUBLE_EQ(z.alpha_us, 9);
+  }
+  // Stride beyond a node: still min(stride, gpus_per_node) = 4 sharers.
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kReduceScatter, 16, 8).busbw_GBps,
+                   c.NodeInjectionGBps() / 4);
+  // Stride 2, size 4 spans two nodes: two instances share the NICs.
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllGather, 2, 4).busbw_GBps,
+                   c.NodeInjectionGBps() / 2);
+  // Stride 1 across nodes: the whole node injection, under the 4-GPU figure.
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllGather, 1, 8).busbw_GBps, c.NodeInjectionGBps());
+}
+
+TEST(GroupCostTest, CollectiveSecondsFormula) {
+  const ClusterSpec c = MustCluster("perlmutter");
+  const double bytes = 1e9;
+  // α·p + 2(p−1)/p · N / busbw with the table's 225 GB/s and α = 9 µs.
+  EXPECT_NEAR(CollectiveSeconds(c, Collective::kAllReduce, 1, 4, bytes),
+              9e-6 * 4 + 1.5 * bytes / 225e9, 1e-15);
+  const double inj = c.NodeInjectionGBps();
+  EXPECT_NEAR(CollectiveSeconds(c, Collective::kAllGather, 4, 16, bytes),
+              9e-6 * 16 + (15.0 / 16.0) * bytes / (inj / 4 * 1e9), 1e-12);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(c, Collective::kAllReduce, 1, 1, bytes), 0.0);
+  // Only latency for an empty buffer.
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(c, Collective::kAllReduce, 1, 4, 0), 36e-6);
+}
+
+// Reference figures (cost-model.md §3, §7) out of the switch presets.
+TEST(GroupCostTest, DgxFigures) {
+  const ClusterSpec h100 = MustCluster("dgx-h100");
+  EXPECT_DOUBLE_EQ(GroupCost(h100, Collective::kAllGather, 1, 8).busbw_GBps, 370);
+  EXPECT_DOUBLE_EQ(GroupCost(h100, Collective::kAllGather, 2, 4).busbw_GBps, 370);
+  // One GPU per node per group (stride 8): the per-NIC figure, 46-48 GB/s.
+  const double per_nic = GroupCost(h100, Collective::kAllReduce, 8, 16).busbw_GBps;
+  EXPECT_GE(per_nic, 46);
+  EXPECT_LE(per_nic, 48);
+  // Stride 1 over nodes: 8 NICs (376 GB/s) capped by the 370 GB/s switch figure.
+  EXPECT_DOUBLE_EQ(GroupCost(h100, Collective::kAllReduce, 1, 16).busbw_GBps, 370);
+
+  const ClusterSpec a100 = MustCluster("dgx-a100-80gb");
+  EXPECT_DOUBLE_EQ(GroupCost(a100, Collective::kAllReduce, 1, 8).busbw_GBps, 230);
+  EXPECT_NEAR(GroupCost(a100, Collective::kAllReduce, 8, 4).busbw_GBps, 24, 0.5);
+}
+
+TEST(GroupCostTest, MeshLinkModel) {
+  // Polaris has no table: link_efficiency × the member's summed links.
+  const ClusterSpec polaris = MustCluster("polaris");
+  EXPECT_NEAR(GroupCost(polaris, Collective::kAllReduce, 1, 4).busbw_GBps, 0.76 * 300, 1e-9);
+  EXPECT_NEAR(GroupCost(polaris, Collective::kAllReduce, 1, 2).busbw_GBps, 0.76 * 100, 1e-9);
+  EXPECT_NEAR(GroupCost(MustCluster("alps"), Collective::kAllReduce, 1, 4).busbw_GBps, 0.76 * 450,
+              1e-9);
+  // Frontier: the table covers the measured shapes...
+  const ClusterSpec frontier = MustCluster("frontier");
+  EXPECT_DOUBLE_EQ(GroupCost(frontier, Collective::kAllReduce, 1, 2).busbw_GBps, 129);
+  EXPECT_DOUBLE_EQ(GroupCost(frontier, Collective::kAllReduce, 4, 2).busbw_GBps, 36);
+  // ...and the link model covers the rest: with the table removed, a stride-1
+  // pair is an in-package 200 GB/s link, a stride-4 pair (0,4) has no direct
+  // link and takes its widest routed path (50 GB/s via GCD 2 or 6).
+  ClusterSpec bare = frontier;
+  bare.intra_node_table.clear();
+  EXPECT_NEAR(GroupCost(bare, Collective::kAllReduce, 1, 2).busbw_GBps, 0.645 * 200, 1e-9);
+  EXPECT_NEAR(GroupCost(bare, Collective::kAllReduce, 4, 2).busbw_GBps, 0.645 * 50, 1e-9);
+  // Stride 2, size 4: instance {0,2,4,6} gives each member 150 GB/s of direct
+  // links, but in {1,3,5,7} GCD 1 has only 50 + 50 GB/s (to 3 and 5): the
+  // slowest instance sets the pace.
+  EXPECT_NEAR(GroupCost(bare, Collective::kAllReduce, 2, 4).busbw_GBps, 0.645 * 100, 1e-9);
+}
+
+TEST(GroupCostTest, SendRecvUsesThePairPath) {
+  const ClusterSpec c = MustCluster("perlmutter");
+  LinkCost p = GroupCost(c, Collective::kSendRecv, 2, 2);
+  EXPECT_EQ(p.tier, Tier::kIntraNode);
+  EXPECT_NEAR(p.busbw_GBps, 0.76 * 100, 1e-9);
+  LinkCost q = GroupCost(c, Collective::kSendRecv, 4, 2);
+  EXPECT_EQ(q.tier, Tier::kInterNode);
+  EXPECT_DOUBLE_EQ(q.busbw_GBps, c.NodeInjectionGBps() / 4);
+  EXPECT_DOUBLE_EQ(GroupCost(MustCluster("dgx-h100"), Collective::kSendRecv, 4, 2).busbw_GBps, 370);
+}
+
+TEST(GroupCostTest, AllToAllEfficiency) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec c = MustCluster(name);
+    for (int stride : {1, 2, c.gpus_per_node, 2 * c.gpus_per_node}) {
+      const LinkCost ar = GroupCost(c, Collective::kAllReduce, stride, 4);
+      const LinkCost a2a = GroupCost(c, Collective::kAllToAll, stride, 4);
+      EXPECT_NEAR(a2a.busbw_GBps, ar.busbw_GBps * c.alltoall_efficiency, 1e-9) << name;
+    }
+  }
+}
+
+TEST(GroupCostTest, NonDividingBlockIsInterNode) {
+  const ClusterSpec c = MustCluster("dgx-h100");
+  // Stride 3, size 2: the instance {6, 9} straddles nodes 0 and 1.
+  EXPECT_EQ(GroupCost(c, Collective::kAllReduce, 3, 2).tier, Tier::kInterNode);
+  EXPECT_EQ(GroupCost(c, Collective::kAllReduce, 2, 4).tier, Tier::kIntraNode);
+  EXPECT_EQ(GroupCost(c, Collective::kAllReduce, 1, 3).tier, Tier::kInterNode);
+}
+
+TEST(GroupCostTest, TableFallbackRules) {
+  Json j = MustParse(R"({"name": "toy", "gpu": "a100-80gb", "gpus_per_node": 8,
+    "intra_node_fabric": "nvswitch", "intra_node_GBps": 200, "nics_per_node": 8, "nic_GBps": 25,
+    "intra_node_table": [{"stride": 1, "group_size": 2, "busbw_GBps": 50},
+                         {"stride": 1, "group_size": 8, "busbw_GBps": 100}]})");
+  Result<ClusterSpec> c = ParseClusterSpec(j, "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 1, 8).busbw_GBps, 100);  // exact
+  // (1, 4): sizes 2 and 8 are equally near in log2; the lower busbw wins.
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 1, 4).busbw_GBps, 50);
+  // No stride-2 entry: the link model (the switch figure).
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 2, 2).busbw_GBps, 200);
+}
+
+TEST(GroupCostTest, MeasuredFitsHaveTheLastWord) {
+  ClusterSpec c = MustCluster("dgx-h100");
+  c.fits.push_back({Collective::kAllReduce, Tier::kIntraNode, 8, 2.5, 480});
+  c.fits.push_back({Collective::kAllReduce, Tier::kInterNode, 16, 7, 300});
+  c.fits.push_back({Collective::kAllReduce, Tier::kInterNode, 1024, 9, 200});
+  LinkCost a = GroupCost(c, Collective::kAllReduce, 1, 8);
+  EXPECT_DOUBLE_EQ(a.busbw_GBps, 480);
+  EXPECT_DOUBLE_EQ(a.alpha_us, 2.5);
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllReduce, 1, 2).busbw_GBps, 480);  // nearest size
+  // Inter-node: nearest group size (32 is nearer 16 than 1024), divided by the
+  // min(stride, 8) instances sharing the NICs.
+  LinkCost b = GroupCost(c, Collective::kAllReduce, 2, 32);
+  EXPECT_DOUBLE_EQ(b.busbw_GBps, 300.0 / 2);
+  EXPECT_DOUBLE_EQ(b.alpha_us, 7);
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllReduce, 8, 512).busbw_GBps, 200.0 / 8);
+  // Other collectives keep the model.
+  EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllGather, 1, 8).busbw_GBps, 370);
+}
+
+TEST(GroupCostTest, NoNicsMeansUnreachableAcrossNodes) {
+  Json j = MustParse(R"({"name": "box", "gpu": "h100-sxm", "gpus_per_node": 8,
+    "intra_node_GBps": 370, "nics_per_node": 0})");
+  Result<ClusterSpec> c = ParseClusterSpec(j, "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 1, 8).busbw_GBps, 370);
+  EXPECT_DOUBLE_EQ(GroupCost(*c, Collective::kAllReduce, 1, 16).busbw_GBps, 0);
+  EXPECT_TRUE(std::isinf(CollectiveSeconds(*c, Collective::kAllReduce, 1, 16, 1e6)));
+}
+
+// Property: more NIC bandwidth never makes a collective slower, nor do faster
+// intra-node links; more bytes never take less time.
+TEST(GroupCostTest, MoreBandwidthIsNeverSlower) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec base = MustCluster(name);
+    ClusterSpec more_nic = base;
+    more_nic.nic_GBps *= 1.5;
+    ClusterSpec more_intra = base;
+    more_intra.intra_node_GBps *= 1.5;
+    for (auto& row : more_intra.link_GBps) {
+      for (double& v : row) v *= 1.5;
+    }
+    for (auto& e : more_intra.intra_node_table) e.busbw_GBps *= 1.5;
+    const int total = 16 * base.gpus_per_node;
+    for (Collective coll : kAllCollectives) {
+      for (int stride : Divisors(total)) {
+        for (int size : Divisors(total)) {
+          if (size < 2) continue;
+          const double t = CollectiveSeconds(base, coll, stride, size, 64e6);
+          EXPECT_LE(CollectiveSeconds(more_nic, coll, stride, size, 64e6), t)
+              << name << " " << CollectiveName(coll) << " s=" << stride << " p=" << size;
+          EXPECT_LE(CollectiveSeconds(more_intra, coll, stride, size, 64e6), t)
+              << name << " " << CollectiveName(coll) << " s=" << stride << " p=" << size;
+          EXPECT_LE(t, CollectiveSeconds(base, coll, stride, size, 128e6));
+        }
+      }
+    }
+  }
+}
+
+TEST(GroupCostTableTest, AgreesWithGroupCost) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec c = MustCluster(name);
+    for (int total : {64, 96}) {
+      const GroupCostTable table(c, total);
+      EXPECT_EQ(table.total_gpus(), total);
+      for (Collective coll : kAllCollectives) {
+        for (int stride : Divisors(total)) {
+          for (int size : Divisors(total)) {
+            if (size < 2) {
+              EXPECT_DOUBLE_EQ(table.Seconds(coll, stride, size, 1e9), 0.0);
+              continue;
+            }
+            const LinkCost want = GroupCost(c, coll, stride, size);
+            const LinkCost& got = table.Get(coll, stride, size);
+            EXPECT_EQ(got.tier, want.tier) << name << " s=" << stride << " p=" << size;
+            EXPECT_EQ(got.alpha_us, want.alpha_us) << name << " s=" << stride << " p=" << size;
+            EXPECT_EQ(got.busbw_GBps, want.busbw_GBps) << name << " s=" << stride << " p=" << size;
+            EXPECT_EQ(table.Seconds(coll, stride, size, 3e8),
+                      CollectiveSeconds(c, coll, stride, size, 3e8));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Node-local sizes need not divide the GPU count (ZeRO++ hpZ groups, pairs).
+TEST(GroupCostTableTest, NodeLocalSizesAreTabulated) {
+  const ClusterSpec c = MustCluster("dgx-h100");
+  const GroupCostTable table(c, 12);
+  for (int size = 2; size <= 8; ++size) {
+    EXPECT_EQ(table.Get(Collective::kAllGather, 1, size).busbw_GBps,
+              GroupCost(c, Collective::kAllGather, 1, size).busbw_GBps)
+        << size;
+  }
+  const GroupCostTable odd(c, 9);
+  EXPECT_EQ(odd.Get(Collective::kSendRecv, 3, 2).busbw_GBps,
+            GroupCost(c, Collective::kSendRecv, 3, 2).busbw_GBps);
+}
+
+}  // namespace
+}  // namespace paratune::topology

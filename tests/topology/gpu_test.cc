@@ -1,0 +1,268 @@
+#include "topology/gpu.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/topology/test_util.h"
+
+namespace paratune::topology {
+namespace {
+
+using testing::MustGpu;
+using testing::MustParse;
+
+const std::vector<std::string> kGpuPresets = {"a100-40gb", "a100-80gb",  "gh200",    "h100-sxm",
+                                              "h200",      "mi250x-gcd", "v100-32gb"};
+
+TEST(PrecisionTest, NamesRoundTrip) {
+  for (int i = 0; i < kNumPrecisions; ++i) {
+    const Precision p = static_cast<Precision>(i);
+    Result<Precision> back = ParsePrecision(PrecisionName(p));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, p);
+  }
+  EXPECT_STREQ(PrecisionName(Precision::kBf16), "bf16");
+  Result<Precision> bad = ParsePrecision("bfloat16");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("fp8"), std::string::npos);
+}
+
+TEST(GpuPresetTest, EveryPresetParsesAndIsListed) {
+  EXPECT_EQ(GpuPresetNames(), kGpuPresets);
+  for (const std::string& name : kGpuPresets) {
+    Result<GpuSpec> g = GpuPreset(name);
+    ASSERT_TRUE(g.ok()) << name << ": " << g.status().ToString();
+    EXPECT_EQ(g->name, name);
+    EXPECT_GT(g->memory_GiB, 0);
+    EXPECT_GT(g->PeakTflops(Precision::kFp32), 0) << name;
+  }
+}
+
+TEST(GpuPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
+  Result<GpuSpec> g = GpuPreset("a100");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kNotFound);
+  for (const std::string& name : kGpuPresets) {
+    EXPECT_NE(g.status().message().find(name), std::string::npos) << name;
+  }
+}
+
+// Datasheet figures (dense peaks) must come out of the presets unchanged.
+TEST(GpuPresetTest, PublishedFigures) {
+  const GpuSpec a100 = MustGpu("a100-80gb");
+  EXPECT_DOUBLE_EQ(a100.PeakTflops(Precision::kBf16), 312);
+  EXPECT_DOUBLE_EQ(a100.PeakTflops(Precision::kFp16), 312);
+  EXPECT_DOUBLE_EQ(a100.PeakTflops(Precision::kTf32), 156);
+  EXPECT_DOUBLE_EQ(a100.PeakTflops(Precision::kFp32), 19.5);
+  EXPECT_DOUBLE_EQ(a100.hbm_GBps, 2039);
+  EXPECT_DOUBLE_EQ(MustGpu("a100-40gb").hbm_GBps, 1555);
+  EXPECT_DOUBLE_EQ(MustGpu("a100-40gb").PeakTflops(Precision::kBf16), 312);
+
+  const GpuSpec h100 = MustGpu("h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.PeakTflops(Precision::kBf16), 989);
+  EXPECT_DOUBLE_EQ(h100.PeakTflops(Precision::kFp8), 1979);
+  EXPECT_DOUBLE_EQ(h100.PeakTflops(Precision::kTf32), 494);
+  EXPECT_DOUBLE_EQ(h100.hbm_GBps, 3350);
+  EXPECT_DOUBLE_EQ(MustGpu("h200").hbm_GBps, 4800);
+  EXPECT_DOUBLE_EQ(MustGpu("h200").PeakTflops(Precision::kBf16), 989);
+  EXPECT_DOUBLE_EQ(MustGpu("gh200").host_link_GBps, 450);
+
+  // MI250X: 383 TFLOP/s bf16 per card = 191.5 per GCD; 64 GB per GCD.
+  const GpuSpec gcd = MustGpu("mi250x-gcd");
+  EXPECT_DOUBLE_EQ(2 * gcd.PeakTflops(Precision::kBf16), 383);
+  EXPECT_NEAR(gcd.memory_GiB, 64, 0.1);
+
+  const GpuSpec v100 = MustGpu("v100-32gb");
+  EXPECT_DOUBLE_EQ(v100.PeakTflops(Precision::kFp16), 125);
+  EXPECT_DOUBLE_EQ(v100.PeakTflops(Precision::kFp32), 15.7);
+  EXPECT_DOUBLE_EQ(v100.PeakTflops(Precision::kBf16), 0);  // Volta has no bf16
+}
+
+// cost-model.md §7: measured on this project's machines.
+TEST(GpuPresetTest, MeasuredFiguresOnHopper) {
+  const GpuSpec h100 = MustGpu("h100-sxm");
+  const double gemm_tflops =
+      h100.PeakTflops(Precision::kBf16) * h100.GemmEfficiency(Precision::kBf16, 8192, 8192, 8192);
+  EXPECT_NEAR(gemm_tflops, 798, 0.02 * 798);  // ≈ 798 TFLOP/s for one 8192³ bf16 GEMM
+  EXPECT_NEAR(h100.hbm_GBps * h100.hbm_efficiency, 3000, 0.02 * 3000);  // D2D ≈ 3.0 TB/s
+
+  const GpuSpec h200 = MustGpu("h200");
+  const double h200_tflops =
+      h200.PeakTflops(Precision::kBf16) * h200.GemmEfficiency(Precision::kBf16, 8192, 8192, 8192);
+  EXPECT_GE(h200_tflops, 769 * 0.99);
+  EXPECT_LE(h200_tflops, 798 * 1.01);
+  EXPECT_NEAR(h200.hbm_GBps * h200.hbm_efficiency, 4300, 0.02 * 4300);  // D2D ≈ 4.3 TB/s
+}
+
+TEST(GpuSpecTest, PeakFp8FallsBackToBf16) {
+  EXPECT_DOUBLE_EQ(MustGpu("a100-80gb").PeakTflops(Precision::kFp8), 312);
+  EXPECT_DOUBLE_EQ(MustGpu("h100-sxm").PeakTflops(Precision::kFp8), 1979);
+}
+
+// Interpolation on a known curve (the provisional A100 points of the preset
+// brief), independent of whatever the presets are calibrated to.
+TEST(GpuSpecTest, CurveInterpolatesInLog2AndClamps) {
+  GpuSpec g;
+  g.gemm_efficiency[static_cast<int>(Precision::kBf16)] = {{256, 0.25},  {512, 0.42},  {1024, 0.55},
+                                                           {2048, 0.62}, {4096, 0.66}, {8192, 0.72},
+                                                           {16384, 0.76}};
+  const Precision bf16 = Precision::kBf16;
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 8192, 8192, 8192), 0.72, 1e-12);
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 1024, 1024, 1024), 0.55, 1e-12);
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 64, 64, 64), 0.25, 1e-12);           // below: clamped
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 65536, 65536, 65536), 0.76, 1e-12);  // above: clamped
+  // Geometric mean of (4096, 8192, 8192) is 4096·2^(2/3): two thirds of the way
+  // from the 4096 point (0.66) to the 8192 point (0.72) in log2.
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 4096, 8192, 8192), 0.66 + (0.72 - 0.66) * 2.0 / 3.0, 1e-9);
+  // Keyed by the geometric-mean dimension: equal volume, equal efficiency.
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 2048, 8192, 32768), g.GemmEfficiency(bf16, 8192, 8192, 8192),
+              1e-12);
+  EXPECT_NEAR(g.GemmEfficiency(bf16, 0, 8192, 8192), 0.25, 1e-12);  // degenerate: smallest point
+  // Other precisions without a curve read the bf16 one.
+  EXPECT_NEAR(g.GemmEfficiency(Precision::kFp8, 2048, 2048, 2048), 0.62, 1e-12);
+}
+
+TEST(GpuSpecTest, EmptyCurveFallsBack) {
+  const GpuSpec a100 = MustGpu("a100-80gb");
+  // fp32 has no curve of its own: it reads the bf16 curve.
+  EXPECT_DOUBLE_EQ(a100.GemmEfficiency(Precision::kFp32, 4096, 4096, 4096),
+                   a100.GemmEfficiency(Precision::kBf16, 4096, 4096, 4096));
+  // V100 has no bf16 curve: every precision reads the fp16 one.
+  const GpuSpec v100 = MustGpu("v100-32gb");
+  EXPECT_TRUE(v100.gemm_efficiency[static_cast<int>(Precision::kBf16)].empty());
+  EXPECT_FALSE(v100.gemm_efficiency[static_cast<int>(Precision::kFp16)].empty());
+  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kTf32}) {
+    EXPECT_DOUBLE_EQ(v100.GemmEfficiency(p, 3000, 5000, 7000),
+                     v100.GemmEfficiency(Precision::kFp16, 3000, 5000, 7000));
+  }
+  // A spec with no curve at all is the ideal model.
+  GpuSpec bare;
+  EXPECT_DOUBLE_EQ(bare.GemmEfficiency(Precision::kBf16, 100, 100, 100), 1.0);
+  EXPECT_TRUE(bare.EffectiveGemmCurve(Precision::kBf16).empty());
+}
+
+// Property: a bigger GEMM is never less efficient, and efficiencies stay in (0, 1].
+TEST(GpuPresetTest, CurvesAreMonotoneFractions) {
+  for (const std::string& name : kGpuPresets) {
+    const GpuSpec g = MustGpu(name);
+    for (int i = 0; i < kNumPrecisions; ++i) {
+      const Precision p = static_cast<Precision>(i);
+      double prev = 0;
+      for (double size = 64; size <= 65536; size *= 1.19) {
+        const double e = g.GemmEfficiency(p, size, size, size);
+        EXPECT_GT(e, 0) << name;
+        EXPECT_LE(e, 1) << name;
+        EXPECT_GE(e, prev) << name << " " << PrecisionName(p) << " at " << size;
+        prev = e;
+      }
+    }
+  }
+}
+
+// Every number in a preset names where it comes from.
+TEST(GpuPresetTest, EveryNumberHasASource) {
+  const std::vector<std::string> fields = {
+      "memory_GiB",           "hbm_GBps",        "hbm_efficiency",
+      "peak_tflops",          "gemm_efficiency", "flash_fwd_efficiency",
+      "flash_bwd_efficiency", "host_link_GBps",  "runtime_reserved_GiB"};
+  for (const std::string& name : kGpuPresets) {
+    const GpuSpec g = MustGpu(name);
+    EXPECT_FALSE(g.source.empty()) << name;
+    for (const std::string& f : fields) {
+      auto it = g.sources.find(f);
+      ASSERT_NE(it, g.sources.end()) << name << " has no source for " << f;
+      EXPECT_GE(it->second.size(), 10u) << name << "/" << f;
+    }
+  }
+}
+
+TEST(GpuSpecTest, JsonRoundTrip) {
+  for (const std::string& name : kGpuPresets) {
+    const GpuSpec g = MustGpu(name);
+    const Json j = GpuSpecToJson(g);
+    // Through text as well, as a file would go.
+    Result<GpuSpec> back = ParseGpuSpec(MustParse(j.dump()), "");
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(back->name, g.name);
+    EXPECT_EQ(back->display_name, g.display_name);
+    EXPECT_EQ(back->memory_GiB, g.memory_GiB);
+    EXPECT_EQ(back->hbm_GBps, g.hbm_GBps);
+    EXPECT_EQ(back->peak_tflops, g.peak_tflops);
+    for (int i = 0; i < kNumPrecisions; ++i) {
+      ASSERT_EQ(back->gemm_efficiency[i].size(), g.gemm_efficiency[i].size());
+      for (size_t k = 0; k < g.gemm_efficiency[i].size(); ++k) {
+        EXPECT_EQ(back->gemm_efficiency[i][k].size, g.gemm_efficiency[i][k].size);
+        EXPECT_EQ(back->gemm_efficiency[i][k].efficiency, g.gemm_efficiency[i][k].efficiency);
+      }
+    }
+    EXPECT_EQ(back->flash_fwd_efficiency, g.flash_fwd_efficiency);
+    EXPECT_EQ(back->host_link_GBps, g.host_link_GBps);
+    EXPECT_EQ(back->runtime_reserved_GiB, g.runtime_reserved_GiB);
+    EXPECT_EQ(back->sources, g.sources);
+    EXPECT_EQ(GpuSpecToJson(*back), j);
+  }
+}
+
+Json MinimalGpu() {
+  return MustParse(R"({
+    "name": "toy", "memory_GiB": 16, "hbm_GBps": 1000,
+    "peak_tflops": {"bf16": 100},
+    "gemm_efficiency": {"bf16": [{"size": 1024, "efficiency": 0.5},
+                                 {"size": 4096, "efficiency": 0.7}]}
+  })");
+}
+
+TEST(GpuSpecTest, MinimalObjectTakesDefaults) {
+  Result<GpuSpec> g = ParseGpuSpec(MinimalGpu(), "/gpu");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->display_name, "toy");
+  EXPECT_DOUBLE_EQ(g->PeakTflops(Precision::kFp16), 0);
+  EXPECT_DOUBLE_EQ(g->hbm_efficiency, GpuSpec{}.hbm_efficiency);
+}
+
+// Strict parsing: every error names the JSON pointer of the offending field.
+TEST(GpuSpecTest, StrictErrorsNameThePointer) {
+  struct Case {
+    std::string key_path;  // where to inject
+    Json value;
+    std::string pointer;  // expected in the message
+  };
+  const std::vector<Case> cases = {
+      {"memory_GB", 16, "/gpu/memory_GB: unknown key"},
+      {"memory_GiB", -1, "/gpu/memory_GiB"},
+      {"memory_GiB", "16", "/gpu/memory_GiB: must be a number"},
+      {"hbm_efficiency", 1.5, "/gpu/hbm_efficiency"},
+      {"sources", Json{{"hbm_Gbps", "typo"}}, "/gpu/sources/hbm_Gbps"},
+  };
+  for (const Case& c : cases) {
+    Json j = MinimalGpu();
+    j[c.key_path] = c.value;
+    Result<GpuSpec> g = ParseGpuSpec(j, "/gpu");
+    ASSERT_FALSE(g.ok()) << c.key_path;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(g.status().message().find(c.pointer), std::string::npos) << g.status().message();
+  }
+  Json j = MinimalGpu();
+  j["peak_tflops"]["bf17"] = 1;
+  EXPECT_NE(ParseGpuSpec(j, "/gpu").status().message().find("/gpu/peak_tflops/bf17"),
+            std::string::npos);
+  j = MinimalGpu();
+  j["gemm_efficiency"]["bf16"][1]["size"] = 512;  // not ascending
+  EXPECT_NE(ParseGpuSpec(j, "/gpu").status().message().find("/gpu/gemm_efficiency/bf16/1/size"),
+            std::string::npos);
+  j = MinimalGpu();
+  j["gemm_efficiency"]["bf16"][0]["eff"] = 0.5;
+  EXPECT_NE(ParseGpuSpec(j, "/gpu").status().message().find("/gpu/gemm_efficiency/bf16/0/eff"),
+            std::string::npos);
+  j = MinimalGpu();
+  j.erase("hbm_GBps");
+  EXPECT_NE(ParseGpuSpec(j, "/gpu").status().message().find("/gpu/hbm_GBps: is required"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace paratune::topology

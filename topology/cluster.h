@@ -1,0 +1,187 @@
+// topology/cluster.h: a cluster description (nodes of identical GPUs, the links
+// inside a node, the NICs that leave it) and the placement-aware bandwidth
+// queries the cost model asks: "a group of `size` ranks, `stride` ranks apart,
+// runs a collective: what α and bus bandwidth does it get?" (cost-model.md §3,
+// AxoNN's rule: inside a node the intra-node figure for (stride, size); across
+// nodes the node's injection bandwidth shared by the min(stride, gpus_per_node)
+// group instances that run at once). Presets live in topology/presets/clusters/.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "topology/gpu.h"
+
+namespace paratune::topology {
+
+enum class Collective : uint8_t {
+  kAllReduce = 0,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSendRecv
+};
+inline constexpr int kNumCollectives = 5;
+// "all_reduce" | "all_gather" | "reduce_scatter" | "alltoall" | "sendrecv" (nccl-tests names).
+const char* CollectiveName(Collective c);
+Result<Collective> ParseCollective(const std::string& name);
+// nccl-tests busbw factor: bus bytes per GPU = factor × buffer bytes.
+// all_reduce 2(p-1)/p; all_gather, reduce_scatter, alltoall (p-1)/p; sendrecv 1.
+double BusFactor(Collective c, int group_size);
+
+enum class Tier : uint8_t { kIntraNode = 0, kInterNode };
+const char* TierName(Tier t);  // "intra_node" | "inter_node"
+
+// A measured (or preset) intra-node bus bandwidth for one (stride, size) shape.
+struct IntraNodeEntry {
+  int stride = 1;
+  int group_size = 2;
+  double busbw_GBps = 0;
+};
+
+// A fitted α-β pair for one collective on one tier and group size, from a
+// measured profile (profiler/). Where present it has the last word over the
+// link model (cost-model.md §3: "let the profile ... have the last word").
+struct CollectiveFit {
+  Collective collective = Collective::kAllReduce;
+  Tier tier = Tier::kIntraNode;
+  int group_size = 2;
+  double alpha_us = 0;    // µs per rank, as LinkCost
+  double busbw_GBps = 0;  // fitted bus bandwidth, GB/s
+};
+
+struct ClusterSpec {
+  std::string name;  // preset key or user label
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  int max_nodes = 0;  // 0 = unbounded (user clusters)
+  // Intra-node fabric. "nvswitch": every GPU reaches every other at its port
+  // bandwidth. "mesh": direct links per pair (link_GBps), e.g. 4-GPU NVLink
+  // boards and MI250X nodes. "pcie": a shared host bridge.
+  std::string intra_node_fabric = "nvswitch";
+  double intra_node_GBps = 0;  // achievable collective busbw over a switch, per GPU, GB/s
+  std::vector<std::vector<double>> link_GBps;  // mesh: per-pair per-direction line rate, GB/s
+  double link_efficiency = 0.76;               // mesh: achievable fraction of the summed link rate
+  // Optional measured (stride, size) overrides. Lookup for a group inside a node:
+  // the exact (stride, size) entry; else the entry with the same stride whose
+  // size is nearest in log2 (ties: the lower busbw); else the link model. Entries
+  // must fit a node (stride·group_size divides gpus_per_node). Not used for
+  // sendrecv, which takes the per-pair path.
+  std::vector<IntraNodeEntry> intra_node_table;
+  double intra_alpha_us = 8;  // latency per rank in the group, intra-node, µs
+  // Inter-node.
+  int nics_per_node = 0;
+  double nic_GBps = 0;               // line rate per NIC per direction, GB/s
+  double nic_efficiency = 0.94;      // achievable busbw / line rate
+  double inter_alpha_us = 12;        // latency per rank in the group, inter-node, µs
+  double alltoall_efficiency = 0.6;  // all-to-all busbw relative to ring collectives
+  std::string network = "fat-tree";  // "fat-tree" | "dragonfly" | ...
+  std::string source;
+  // Per-field provenance: JSON key ("nic_GBps", "intra_node_table", ...) -> where
+  // that number comes from.
+  std::map<std::string, std::string> sources;
+  // Measured fits from a profile; empty for presets. GroupCost uses the fit with
+  // the same collective and tier whose group size is nearest (in log2) to the
+  // query; an inter-node fit is per group instance and is still divided by the
+  // number of concurrent instances sharing the node's NICs.
+  std::vector<CollectiveFit> fits;
+  std::string profile_fingerprint;  // set when fits came from a profile
+
+  // Node injection bandwidth for collectives, GB/s: nics × nic_GBps × nic_efficiency.
+  double NodeInjectionGBps() const;
+  // Per-GPU share of it (the request form's inter_node_GBps_per_gpu).
+  double InterNodeGBpsPerGpu() const { return NodeInjectionGBps() / gpus_per_node; }
+};
+
+// The α-β cost of one collective on one placed group.
+struct LinkCost {
+  Tier tier = Tier::kIntraNode;
+  double alpha_us = 0;    // µs per rank in the group: t = alpha_us·p·1e-6 + bus_bytes/busbw
+  double busbw_GBps = 0;  // bus bandwidth the group gets, GB/s
+};
+
+// Placement-aware query. A group of `group_size` ranks whose consecutive members
+// are `stride` ranks apart, ranks laid on GPUs in order (rank r on node
+// r / gpus_per_node). REQUIRES: group_size >= 2, stride >= 1.
+//
+// Tier: intra-node when every instance of the group lies in one node, i.e.
+// stride·size <= gpus_per_node and divides it (a non-dividing block straddles a
+// node boundary somewhere, and the collective waits for that instance).
+// Intra-node busbw: intra_node_table (rules above); else "nvswitch" and "pcie" ->
+// the hub port figure (intra_node_GBps); "mesh" -> link_efficiency × the
+// smallest, over members of every instance in the node, sum of direct link
+// rates from that member to the other members (a member with no direct link
+// to any other member uses its widest routed path instead). Inter-node busbw:
+// NodeInjectionGBps() / min(stride, gpus_per_node), capped by the intra-node
+// busbw of the group's part inside one node (stride, min(size, gpus_per_node /
+// stride)) or, with one member per node, by the GPU's own path to the network.
+// alltoall: × alltoall_efficiency. sendrecv: the per-pair path (widest path ×
+// link_efficiency on a mesh, the port figure on a hub) inside a node, the NIC
+// share across nodes. A matching fit (see ClusterSpec::fits) replaces all of
+// this. busbw 0 (no NICs, a group that must leave the node) means unreachable.
+LinkCost GroupCost(const ClusterSpec& c, Collective coll, int stride, int group_size);
+
+// Seconds for one collective on a placed group with a buffer of `bytes` (the
+// nccl-tests "size": whole buffer): alpha_us·p·1e-6 + BusFactor·bytes/(busbw·1e9).
+// 0 when group_size <= 1; +infinity when the group is unreachable (busbw 0).
+double CollectiveSeconds(const ClusterSpec& c, Collective coll, int stride, int group_size,
+                         double bytes);
+
+// GroupCost for every (stride, size) a search over `total_gpus` ranks can ask
+// (strides dividing total_gpus; sizes as Get says), precomputed once so the
+// search loop does O(1), allocation-free lookups. Thread-safe for concurrent reads.
+class GroupCostTable {
+ public:
+  // REQUIRES: total_gpus >= 1. Costs O(divisors² · collectives) GroupCost calls.
+  GroupCostTable(const ClusterSpec& c, int total_gpus);
+  // REQUIRES: stride divides total_gpus; size divides total_gpus or size <=
+  // max(2, gpus_per_node) (pairs for sendrecv and node-local groups such as
+  // ZeRO++ hpZ need not divide it). Size 1: alpha 0, busbw +infinity (no traffic).
+  const LinkCost& Get(Collective coll, int stride, int size) const;
+  // Seconds for a collective over `bytes` (whole buffer); 0 when size <= 1.
+  // Inline: the search calls it a dozen times per candidate.
+  double Seconds(Collective coll, int stride, int size, double bytes) const {
+    if (size <= 1) return 0.0;
+    const LinkCost& cost = Get(coll, stride, size);
+    const double p = size;
+    const double factor = coll == Collective::kAllReduce ? 2.0 * (p - 1) / p
+                          : coll == Collective::kSendRecv ? 1.0
+                                                          : (p - 1) / p;
+    const double latency = cost.alpha_us * p * 1e-6;
+    if (!(bytes > 0)) return latency;
+    if (!(cost.busbw_GBps > 0)) return std::numeric_limits<double>::infinity();
+    return latency + factor * bytes / (cost.busbw_GBps * 1e9);
+  }
+  int total_gpus() const { return total_gpus_; }
+
+ private:
+  int total_gpus_;
+  std::vector<int> divisor_index_;  // value -> index into divisors_, -1 if not a divisor
+  std::vector<int> divisors_;
+  std::vector<LinkCost> costs_;  // [coll][stride idx][size idx]
+  std::vector<int> size_index_;  // size -> index into sizes_, -1 if not tabulated
+  std::vector<int> sizes_;       // divisors of total_gpus plus 1..max(2, gpus_per_node)
+};
+
+// Parses a cluster object: either the preset format, or the request form
+// {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu} where `gpu` is a
+// preset name or a GPU object. Strict; errors name the JSON pointer.
+Result<ClusterSpec> ParseClusterSpec(const Json& j, const std::string& pointer);
+Json ClusterSpecToJson(const ClusterSpec& c);
+// A preset name or an object.
+Result<ClusterSpec> ResolveCluster(const Json& j, const std::string& pointer);
+
+// Built-in presets: perlmutter, frontier, alps, polaris, dgx-a100-80gb, dgx-h100, dgx-h200.
+std::vector<std::string> ClusterPresetNames();
+Result<ClusterSpec> ClusterPreset(const std::string& name);
+
+// A stable 16-hex-digit fingerprint of everything in the spec that affects a
+// prediction (not names or sources). Equal specs give equal fingerprints.
+std::string Fingerprint(const ClusterSpec& c);
+
+}  // namespace paratune::topology

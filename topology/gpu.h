@@ -1,0 +1,74 @@
+// topology/gpu.h: what the cost model needs to know about one GPU model: memory,
+// HBM bandwidth, dense peak per precision and how efficiently real kernels reach
+// that peak (a GEMM efficiency curve by shape, fused-attention efficiency).
+// Presets live in topology/presets/gpus/*.json, every number with a `source`;
+// a measured profile (profiler/) may replace the GEMM curve.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace paratune::topology {
+
+enum class Precision : uint8_t { kFp32 = 0, kTf32, kBf16, kFp16, kFp8 };
+inline constexpr int kNumPrecisions = 5;
+
+// "fp32" | "tf32" | "bf16" | "fp16" | "fp8".
+const char* PrecisionName(Precision p);
+Result<Precision> ParsePrecision(const std::string& name);
+
+// One point of a GEMM efficiency curve. `size` is the geometric mean of the
+// GEMM's three dimensions, (m·n·k)^(1/3); `efficiency` is achieved / dense peak.
+struct EfficiencyPoint {
+  double size = 0;
+  double efficiency = 0;
+};
+
+struct GpuSpec {
+  std::string name;              // preset key, e.g. "a100-80gb"
+  std::string display_name;      // "NVIDIA A100-SXM4-80GB"
+  double memory_GiB = 0;         // HBM capacity visible to the framework, GiB
+  double hbm_GBps = 0;           // peak HBM bandwidth, GB/s (1e9)
+  double hbm_efficiency = 0.85;  // achievable fraction of hbm_GBps for streaming kernels
+  // Dense peak TFLOP/s (1e12) per Precision index; 0 = not supported.
+  std::array<double, kNumPrecisions> peak_tflops{};
+  // GEMM efficiency by shape, ascending in size, per precision; an empty curve
+  // falls back to the bf16 curve (to the fp16 one on GPUs without bf16, e.g.
+  // V100). Interpolated linearly in log2(size), clamped at both ends.
+  std::array<std::vector<EfficiencyPoint>, kNumPrecisions> gemm_efficiency;
+  double flash_fwd_efficiency = 0.5;  // fused (flash) attention forward, fraction of peak
+  double flash_bwd_efficiency = 0.4;  // fused attention backward, fraction of peak
+  double host_link_GBps = 25;         // GPU<->host per direction (PCIe / NVLink-C2C), GB/s
+  double runtime_reserved_GiB = 1.0;  // CUDA context, cuBLAS workspace, NCCL buffers
+  std::string source;                 // where the figures come from
+  // Per-field provenance: JSON key ("hbm_GBps", "gemm_efficiency", ...) -> where
+  // that number comes from (datasheet, paper, measurement, "estimate: ...").
+  std::map<std::string, std::string> sources;
+
+  // Peak TFLOP/s at precision p (fp8 falls back to bf16 when unsupported).
+  double PeakTflops(Precision p) const;
+  // Efficiency for a GEMM of m×k by k×n at precision p, in (0, 1]: the curve
+  // at size (m·n·k)^(1/3). 1 (the ideal model) when the spec has no curve at all.
+  double GemmEfficiency(Precision p, double m, double n, double k) const;
+  // The curve GemmEfficiency reads for p, after the fallback above; an empty
+  // vector when the spec has no curve at all. Valid as long as *this is.
+  const std::vector<EfficiencyPoint>& EffectiveGemmCurve(Precision p) const;
+};
+
+// Parses a GPU object: the preset file format (docs/presets.md). Strict: unknown keys
+// are errors naming their JSON pointer.
+Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer);
+Json GpuSpecToJson(const GpuSpec& gpu);
+
+// Built-in presets (compiled in). Names: a100-40gb, a100-80gb, h100-sxm, h200,
+// gh200, mi250x-gcd, v100-32gb.
+std::vector<std::string> GpuPresetNames();
+Result<GpuSpec> GpuPreset(const std::string& name);
+
+}  // namespace paratune::topology

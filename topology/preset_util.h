@@ -1,0 +1,69 @@
+// topology/preset_util.h: internal helpers shared by gpu.cc and cluster.cc for
+// reading compiled-in presets and their per-field `sources` objects. Not part
+// of the module's public interface.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/embedded.h"
+#include "common/json.h"
+#include "common/status.h"
+
+namespace paratune::topology {
+
+// Reads the optional "sources" object of `r` into `out`: every value must be a
+// non-empty string and every key one of `allowed` (a typo in a key would hide a
+// missing source). Errors name the JSON pointer.
+inline Status ReadSources(ObjectReader* r, const std::set<std::string>& allowed,
+                          std::map<std::string, std::string>* out) {
+  if (!r->Has("sources")) {
+    r->Ignore("sources");
+    return Status::Ok();
+  }
+  const std::string pointer = r->PointerOf("sources");
+  const Json& j = r->Raw("sources");
+  if (!j.is_object()) return Status::InvalidArgument(pointer + ": must be an object");
+  out->clear();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string p = pointer + "/" + JsonPointerToken(it.key());
+    if (allowed.count(it.key()) == 0) {
+      return Status::InvalidArgument(p + ": not a field that takes a source");
+    }
+    if (!it->is_string() || it->get<std::string>().empty()) {
+      return Status::InvalidArgument(p + ": must be a non-empty string");
+    }
+    (*out)[it.key()] = it->get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// "a, b, c".
+inline std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// Parses one compiled-in preset with `parse`; the preset's "name" must equal its
+// file name. Errors carry "<kind> preset '<name>'" as context.
+template <typename T>
+Result<T> ParsePreset(const EmbeddedPreset& p, const char* kind,
+                      Result<T> (*parse)(const Json&, const std::string&)) {
+  const std::string context = std::string(kind) + " preset '" + std::string(p.name) + "'";
+  Result<Json> j = ParseJson(p.text, context);
+  if (!j.ok()) return j.status();
+  Result<T> spec = parse(*j, "");
+  if (!spec.ok()) return spec.status().WithContext(context);
+  if (spec->name != p.name) {
+    return Status::Internal(context + ": /name is '" + spec->name + "', not the file name");
+  }
+  return spec;
+}
+
+}  // namespace paratune::topology
