@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   const Command commands[] = {
       {"predict", RunPredict},
       {"plan", RunPlan},
+      {"capacity", RunCapacity},
       {"presets", RunPresets},
       {"validate", RunValidate},
   };

@@ -39,6 +39,20 @@ double Overlapped(double comm, double window) {
   return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
 }
 
+// The group over which weights are replicated and gradients reduced: the data
+// ranks and the context-parallel ranks (they hold the same weights; Megatron's
+// dp-cp group, DeepSpeed's sequence-data-parallel group). Its stride is the
+// inner of the two dimensions' strides.
+struct SyncGroup {
+  int size;
+  int stride;
+};
+SyncGroup WeightReplicas(const ParallelConfig& c) {
+  if (c.cp == 1) return {c.gdata, c.Stride(Dim::kData)};
+  if (c.gdata == 1) return {c.cp, c.Stride(Dim::kCp)};
+  return {c.gdata * c.cp, std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp))};
+}
+
 }  // namespace
 
 const char* AttentionName(Attention a) { return a == Attention::kFlash ? "flash" : "unfused"; }
@@ -110,6 +124,33 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                  static_cast<double>(training.global_batch) * training.seq_len;
   layer_params_ = static_cast<double>(model.ParamsPerLayer());
   norm_params_ = (model.norm == "rmsnorm" ? 2.0 : 4.0) * model.hidden;
+  // The same curve GpuSpec::GemmEfficiency would pick for this precision.
+  const auto& curves = cluster.gpu.gemm_efficiency;
+  const std::vector<topology::EfficiencyPoint>* curve = &curves[static_cast<int>(p)];
+  for (Precision q : {Precision::kBf16, Precision::kFp16}) {
+    if (curve->empty()) curve = &curves[static_cast<int>(q)];
+  }
+  for (const auto& c : curves) {
+    if (curve->empty() && !c.empty()) curve = &c;
+  }
+  for (const topology::EfficiencyPoint& pt : *curve) {
+    curve_log2_size_.push_back(std::log2(pt.size));
+    curve_eff_.push_back(pt.efficiency);
+  }
+}
+
+double CostModel::GemmEfficiency(double m, double n, double k) const {
+  const size_t np = curve_eff_.size();
+  if (np == 0) return 1.0;  // no curve: the ideal (peak) model, as GpuSpec does
+  const double x = std::log2(m * n * k) / 3.0;
+  if (x <= curve_log2_size_[0]) return curve_eff_[0];
+  for (size_t i = 1; i < np; ++i) {
+    if (x <= curve_log2_size_[i]) {
+      const double t = (x - curve_log2_size_[i - 1]) / (curve_log2_size_[i] - curve_log2_size_[i - 1]);
+      return curve_eff_[i - 1] + t * (curve_eff_[i] - curve_eff_[i - 1]);
+    }
+  }
+  return curve_eff_[np - 1];
 }
 
 double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_; }
@@ -119,7 +160,7 @@ double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_
 double CostModel::GemmSeconds(double m, double n, double k) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2.0 * m * n * k;
-  const double eff = cluster_.gpu.GemmEfficiency(training_.precision, m, n, k);
+  const double eff = GemmEfficiency(m, n, k);
   const double t_compute = flops / (peak_flops_ * eff);
   const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
   return std::max(t_compute, t_memory);
@@ -296,6 +337,16 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   }
   t.act_bytes_full = t.act_bytes[0];
   t.psi = ParamsBeforeData(c);
+  // Calibration (paratune calibrate): measured runs rescale the compute side.
+  const double fc = cluster_.corrections.compute, fm = cluster_.corrections.memory_bound;
+  for (double& x : t.linear_fwd) x *= fc;
+  t.gemm_fwd *= fc;
+  t.normal_fwd *= fc;
+  t.attn_fwd *= fc;
+  t.attn_bwd *= fc;
+  t.elem_fwd *= fc;
+  t.logits_compute *= fc;
+  t.embed *= fm;
   return t;
 }
 
@@ -441,31 +492,38 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
 
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
-  const ModelStates states = ModelStateBytes(psi, c.gdata, c.zero, c.distributed_optimizer,
+  const SyncGroup sync = WeightReplicas(c);
+  const ModelStates states = ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer,
                                              param_bytes_, c.zero >= 1 ? param_bytes_ : grad_bytes_);
   // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
   // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
   double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
+  double working = t.act_bytes_full;  // the layer being recomputed
+  double logits_act = 4.0 * T * V / c.tensor();  // fp32 logits for the loss (Korthikanti §4.3)
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
+    // computes the layers, and the loss, chunk by chunk.
     const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
-    if (chunks > 2.0) layer_act *= 2.0 / chunks;
+    if (chunks > 2.0) {
+      layer_act *= 2.0 / chunks;
+      working *= 2.0 / chunks;
+      logits_act *= 2.0 / chunks;
+    }
   }
   const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
   const double interleave = c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
-  const double logits_act = 4.0 * T * V / c.tensor();  // fp32 logits for the loss (Korthikanti §4.3)
   const double act_first = (L_s * layer_act + embed_act) * in_flight * interleave;
   const double act_last = L_s * layer_act + logits_act;
   double act = c.pp == 1 ? act_first + logits_act : std::max(act_first, act_last);
-  if (c.recompute == Recompute::kFull) act += t.act_bytes_full;  // the layer being recomputed
+  if (c.recompute == Recompute::kFull) act += working;
 
   double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB;
   if (c.gz > 1 || c.zero == 3) buffers += 2.0 * (layer_params_ / c.tensor()) * param_bytes_;  // prefetch
   if (c.zero >= 1) buffers += std::min(psi, kDeepSpeedBucketElems) * param_bytes_;
   if (c.hpz && c.zero == 3) {
-    const int sd = c.Stride(Dim::kData);
-    const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
-    buffers += psi * param_bytes_ / std::max(1, std::min(c.gdata, per_node));
+    const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
+    buffers += psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
   }
   mem.params_GiB = states.params_bytes / kGiB;
   mem.grads_GiB = states.grads_bytes / kGiB;
@@ -498,19 +556,20 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   // --- ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z,
   // on the block the GPU still holds after tensor and Z sharding.
-  const int sd = c.Stride(Dim::kData);
+  const SyncGroup sync = WeightReplicas(c);
+  const int sd = sync.stride, nd = sync.size;
   const double layer_shard = ((layer_params_ - norm_params_) / c.tensor() + norm_params_) / c.gz;
   double zero3_layer = 0;
-  if (c.zero == 3 && c.gdata > 1) {
+  if (c.zero == 3 && nd > 1) {
     const double bytes = layer_shard * param_bytes_;
-    int hp_group = c.gdata;
+    int hp_group = nd;
     if (c.hpz) {
       const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
-      hp_group = std::max(1, std::min(c.gdata, per_node));
+      hp_group = std::max(1, std::min(nd, per_node));
     }
-    const double ag_f = comm_.Seconds(Collective::kAllGather, sd, c.gdata, bytes * (c.qwz ? 0.5 : 1.0));
+    const double ag_f = comm_.Seconds(Collective::kAllGather, sd, nd, bytes * (c.qwz ? 0.5 : 1.0));
     const double ag_b = hp_group > 1 ? comm_.Seconds(Collective::kAllGather, sd, hp_group, bytes) : 0.0;
-    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, c.gdata, bytes * (c.qgz ? 0.25 : 1.0));
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd, bytes * (c.qgz ? 0.25 : 1.0));
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
     const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
     zero3_layer = (c.overlap_param_gather ? Overlapped(ag_f, fwd_w) : ag_f) +
@@ -551,15 +610,15 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double psi = terms.psi;
   const double zero3_in_pipeline = L_s * zero3_layer * n_mb;
   double comm_data = zero3_in_pipeline;
-  if (c.gdata > 1 && c.zero < 3) {
+  if (nd > 1 && c.zero < 3) {
     const bool ds = c.zero > 0;  // DeepSpeed reduces in the parameter dtype
     const double g_bytes = psi * (ds ? param_bytes_ : grad_bytes_);
     double reduce, gather = 0;
     if (c.zero == 0 && !c.distributed_optimizer) {
-      reduce = comm_.Seconds(Collective::kAllReduce, sd, c.gdata, g_bytes);
+      reduce = comm_.Seconds(Collective::kAllReduce, sd, nd, g_bytes);
     } else {
-      reduce = comm_.Seconds(Collective::kReduceScatter, sd, c.gdata, g_bytes);
-      gather = comm_.Seconds(Collective::kAllGather, sd, c.gdata, psi * param_bytes_);
+      reduce = comm_.Seconds(Collective::kReduceScatter, sd, nd, g_bytes);
+      gather = comm_.Seconds(Collective::kAllGather, sd, nd, psi * param_bytes_);
     }
     const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
     const double fwd_stage = L_s * lt.fwd_compute;
@@ -570,9 +629,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   // --- Optimizer step (memory-bound): sharded over data with ZeRO ≥ 1 or the
   // distributed optimizer; the local gradients are read for the norm and zeroed.
-  const double opt_shard = (c.zero >= 1 || c.distributed_optimizer) ? c.gdata : 1.0;
+  const double opt_shard = (c.zero >= 1 || c.distributed_optimizer) ? nd : 1.0;
   const double copy_b = param_bytes_ < 4.0 ? 4.0 + param_bytes_ : 0.0;
-  const double opt_s = StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
+  const double opt_s = cluster_.corrections.memory_bound *
+                       StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
 
   p.memory = mem ? *mem : MemoryWith(c, terms);
   p.fits = p.memory.total_GiB <= p.memory.usable_GiB;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "planner/config.h"
 #include "planner/model.h"
@@ -151,6 +152,9 @@ class CostModel {
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
   double ParamsBeforeData(const ParallelConfig& c) const;
   double GemmSeconds(double m, double n, double k) const;
+  // GpuSpec::GemmEfficiency for the training precision, with the curve's log2
+  // sizes computed once (the hot loop calls it millions of times).
+  double GemmEfficiency(double m, double n, double k) const;
   double StreamSeconds(double bytes) const;
 
   ModelSpec model_;
@@ -166,6 +170,7 @@ class CostModel {
   double model_flops_;
   double layer_params_;     // parameters of one block
   double norm_params_;      // of which norms (replicated across tensor ranks)
+  std::vector<double> curve_log2_size_, curve_eff_;  // the precision's GEMM curve
 };
 
 }  // namespace paratune::planner

@@ -198,6 +198,7 @@ Status ValidateFixed(const FixedFields& fixed) {
 }
 
 Search::Search(const CostModel& cm, SearchOptions options) : cm_(cm), options_(std::move(options)) {
+  if (options_.memory_only) options_.objective = Objective::kMemory;
   Enumerate();
 }
 
@@ -347,8 +348,9 @@ SearchResult Search::RunShard(int shard) const {
   std::vector<ZeroChoice> zeros;
   for (int z = 0; z <= 3; ++z) {
     if (!fr.zero[z] || !Allowed("zero", z)) continue;
-    if (z > 0 && o.gdata == 1) continue;  // nothing to shard over: same as zero 0
-    for (int d = 0; d <= (z == 0 && fr.dist_opt && o.gdata > 1 ? 1 : 0); ++d) {
+    const int replicas = o.gdata * o.cp;  // ZeRO shards over data × cp (same weights)
+    if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
+    for (int d = 0; d <= (z == 0 && fr.dist_opt && replicas > 1 ? 1 : 0); ++d) {
       if (!Allowed("distributed_optimizer", d)) continue;
       const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
       for (int q = 0; q <= pp_max; ++q) {
@@ -401,7 +403,7 @@ SearchResult Search::RunShard(int shard) const {
 
   // Pruning by the lower bound is exact for every objective that ranks by time
   // at a fixed GPU count and batch (time, tokens/s, MFU), not for memory.
-  const bool prune = options_.objective != Objective::kMemory;
+  const bool prune = options_.objective != Objective::kMemory && !options_.memory_only;
   const double layers_per_stage = static_cast<double>(m.layers) / o.pp;
   std::vector<std::pair<double, double>> front;  // snapshot of finished shards' fronts
   if (options_.keep_pareto) {
@@ -515,6 +517,13 @@ SearchResult Search::RunShard(int shard) const {
                   continue;
                 }
                 ++res.feasible;
+                if (options_.memory_only) {
+                  Prediction mp;
+                  mp.memory = mem;
+                  mp.fits = true;
+                  offer(c, mp);
+                  continue;
+                }
                 if (prune) {
                   // Exact pruning: compute alone is a lower bound on the iteration
                   // time (every stage runs at least its layers' math n_mb times).

@@ -47,6 +47,9 @@ struct SearchOptions {
   // When set (>= 0): count fitting candidates whose objective beats this
   // iteration time (for `plan --explain`: the rank of a given config).
   double count_faster_than_s = -1;
+  // Memory only (for `paratune capacity`): fitting candidates get their memory
+  // breakdown and no time; ranked by memory. Much cheaper than the full cost.
+  bool memory_only = false;
 };
 
 struct Candidate {

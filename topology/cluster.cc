@@ -418,6 +418,18 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     r->Ignore("fits");
   }
   PT_RETURN_IF_ERROR(r->OptString("profile_fingerprint", &c.profile_fingerprint));
+  if (r->Has("corrections")) {
+    ObjectReader cr(r->Raw("corrections"), r->PointerOf("corrections"));
+    PT_RETURN_IF_ERROR(cr.OptNumber("compute", &c.corrections.compute));
+    PT_RETURN_IF_ERROR(cr.OptNumber("communication", &c.corrections.communication));
+    PT_RETURN_IF_ERROR(cr.OptNumber("memory_bound", &c.corrections.memory_bound));
+    PT_RETURN_IF_ERROR(cr.Finish());
+    for (double f : {c.corrections.compute, c.corrections.communication, c.corrections.memory_bound}) {
+      if (!(f > 0.05 && f < 20)) return r->Error("corrections", "factors must be in (0.05, 20)");
+    }
+  } else {
+    r->Ignore("corrections");
+  }
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
   PT_RETURN_IF_ERROR(r->Finish());
 
@@ -589,9 +601,17 @@ const char* TierName(Tier t) { return t == Tier::kIntraNode ? "intra_node" : "in
 
 double ClusterSpec::NodeInjectionGBps() const { return nics_per_node * nic_GBps * nic_efficiency; }
 
+// Calibration scales a collective's whole time by corrections.communication.
+LinkCost Calibrated(const ClusterSpec& c, LinkCost cost) {
+  const double f = c.corrections.communication;
+  cost.alpha_us *= f;
+  cost.busbw_GBps /= f;
+  return cost;
+}
+
 LinkCost GroupCost(const ClusterSpec& c, Collective coll, int stride, int group_size) {
   const Model m(c);
-  return Cost(m, coll, stride, group_size);
+  return Calibrated(c, Cost(m, coll, stride, group_size));
 }
 
 double CollectiveSeconds(const ClusterSpec& c, Collective coll, int stride, int group_size,
@@ -628,7 +648,7 @@ GroupCostTable::GroupCostTable(const ClusterSpec& c, int total_gpus) : total_gpu
         if (sizes_[zi] <= 1) {
           slot = LinkCost{Tier::kIntraNode, 0.0, kInf};
         } else {
-          slot = Cost(m, static_cast<Collective>(k), divisors_[si], sizes_[zi]);
+          slot = Calibrated(c, Cost(m, static_cast<Collective>(k), divisors_[si], sizes_[zi]));
         }
       }
     }
@@ -692,6 +712,11 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
     j["fits"] = std::move(f);
   }
   if (!c.profile_fingerprint.empty()) j["profile_fingerprint"] = c.profile_fingerprint;
+  if (!(c.corrections == ClusterSpec::Corrections{})) {
+    j["corrections"] = {{"compute", c.corrections.compute},
+                        {"communication", c.corrections.communication},
+                        {"memory_bound", c.corrections.memory_bound}};
+  }
   return j;
 }
 

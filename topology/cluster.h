@@ -91,6 +91,16 @@ struct ClusterSpec {
   // number of concurrent instances sharing the node's NICs.
   std::vector<CollectiveFit> fits;
   std::string profile_fingerprint;  // set when fits came from a profile
+  // Multipliers fitted from measured runs (`paratune calibrate`, executor/):
+  // the cost model scales its compute, communication and memory-bound terms by
+  // them. 1 = uncalibrated. Not part of the fingerprint: they describe how
+  // well the model fits this cluster, not the cluster.
+  struct Corrections {
+    double compute = 1.0;        // GEMMs, attention, element-wise kernels
+    double communication = 1.0;  // every collective and send/recv
+    double memory_bound = 1.0;   // optimizer step, embedding, loss
+    bool operator==(const Corrections&) const = default;
+  } corrections;
 
   // Node injection bandwidth for collectives, GB/s: nics × nic_GBps × nic_efficiency.
   double NodeInjectionGBps() const;

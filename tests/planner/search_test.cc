@@ -43,8 +43,9 @@ std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
     if (m.layers % pp) vpps = {1};
     for (int vpp : vpps) for (int kind = 0; kind < (cp > 1 ? 3 : 1); ++kind)
     for (int sp = 0; sp <= (gy > 1 && gx == 1 ? 1 : 0); ++sp)
-    for (int zero = 0; zero <= (gdata > 1 ? 3 : 0); ++zero)
-    for (int dopt = 0; dopt <= (zero == 0 && gdata > 1 ? 1 : 0); ++dopt)
+    // ZeRO and the distributed optimizer shard over the weight replicas, data × cp.
+    for (int zero = 0; zero <= (gdata * cp > 1 ? 3 : 0); ++zero)
+    for (int dopt = 0; dopt <= (zero == 0 && gdata * cp > 1 ? 1 : 0); ++dopt)
     for (int zpp = 0; zpp < (zero == 3 ? 8 : 1); ++zpp)
     for (int rc = 0; rc < 3; ++rc) {
       const int64_t per = int64_t{gz} * gdata;

@@ -1,0 +1,111 @@
+// Planner speed: evaluations per second for the full cost of one candidate,
+// and the exhaustive search of the issue's reference job.
+//   build/bench/planner_bench --benchmark_min_time=1
+// Figures: items_per_second = candidates per second on one core.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <thread>
+
+#include "planner/search.h"
+
+namespace paratune::planner {
+namespace {
+
+struct Reference {  // GPT-3 175B on 1024 A100s, seq 2048, batch 1536 (issue 3)
+  ModelSpec model = *ModelPreset("gpt3-175b");
+  TrainingSpec training = [] {
+    TrainingSpec t;
+    t.seq_len = 2048;
+    t.global_batch = 1536;
+    return t;
+  }();
+  topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-a100-80gb");
+  CostModel cm{model, training, cluster, 1024};
+};
+
+ParallelConfig Typical() {
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 8;
+  c.vpp = 3;
+  c.gdata = 16;
+  c.sp = true;
+  c.recompute = Recompute::kSelective;
+  c.distributed_optimizer = true;
+  c.oar = c.overlap_grad_reduce = c.overlap_param_gather = true;
+  return c;
+}
+
+// The full cost of one candidate from scratch: compute terms, memory, time.
+void BM_PredictFullCost(benchmark::State& state) {
+  Reference ref;
+  ParallelConfig c = Typical();
+  for (auto _ : state) {
+    Prediction p = ref.cm.Predict(c);
+    benchmark::DoNotOptimize(p);
+    c.mbs = c.mbs == 1 ? 2 : 1;  // defeat caching of identical inputs
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictFullCost);
+
+// The search's inner step: the full cost with compute terms shared by the
+// candidates that differ only in ZeRO, recompute, vpp and placement.
+void BM_PredictWithSharedTerms(benchmark::State& state) {
+  Reference ref;
+  ParallelConfig c = Typical();
+  const CostModel::ComputeTerms terms = ref.cm.Compute(c);
+  int i = 0;
+  for (auto _ : state) {
+    c.recompute = static_cast<Recompute>(i % 3);
+    c.vpp = 1 + (i % 2) * 2;
+    ++i;
+    Prediction p = ref.cm.PredictWith(c, terms);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictWithSharedTerms);
+
+void BM_Memory(benchmark::State& state) {
+  Reference ref;
+  ParallelConfig c = Typical();
+  const CostModel::ComputeTerms terms = ref.cm.Compute(c);
+  for (auto _ : state) {
+    MemoryBreakdown m = ref.cm.MemoryWith(c, terms);
+    benchmark::DoNotOptimize(m);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Memory);
+
+// The whole exhaustive search (space "all"), on state.range(0) threads.
+// items_per_second = configurations enumerated per second.
+void BM_SearchGpt3_175b_1024(benchmark::State& state) {
+  Reference ref;
+  const int threads = static_cast<int>(state.range(0));
+  int64_t evaluated = 0;
+  for (auto _ : state) {
+    Search search(ref.cm, SearchOptions{});
+    std::vector<SearchResult> parts(search.num_shards());
+    std::atomic<int> next{0};
+    auto work = [&] {
+      for (int i = next++; i < search.num_shards(); i = next++) parts[i] = search.RunShard(i);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    SearchResult r = search.Merge(std::move(parts));
+    evaluated += r.evaluated;
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_SearchGpt3_175b_1024)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace paratune::planner
+
+BENCHMARK_MAIN();
