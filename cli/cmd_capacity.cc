@@ -65,7 +65,7 @@ int RunCapacity(const Args& args, Io io) {
               "--attention", "--headroom", "--format", "--profile", "--global-batch"},
              {"--help"});
   if (Status s = full.Parse(a); !s.ok()) return UsageError(io, "capacity", s);
-  auto req_json = RequestFromFlags(full, false);
+  auto req_json = RequestFromFlags(full, false, io.in);
   if (!req_json.ok()) return UsageError(io, "capacity", req_json.status());
   auto req = planner::ParsePredictRequest(*req_json);
   if (!req.ok()) return UsageError(io, "capacity", req.status());

@@ -204,7 +204,7 @@ int RunPlan(const Args& args, Io io) {
   Json base;
   std::vector<int> counts;
   if (auto path = flags.Get("--request")) {
-    auto doc = LoadJsonArg(*path, "--request");
+    auto doc = LoadJsonArg(*path, "--request", io.in);
     if (!doc.ok()) return UsageError(io, "plan", doc.status());
     base = *doc;
     if (!base.is_object() || !base.contains("gpus") || !base["gpus"].is_number_integer()) {
@@ -217,12 +217,7 @@ int RunPlan(const Args& args, Io io) {
     auto c = GpuCounts(*gpus);
     if (!c.ok()) return UsageError(io, "plan", c.status());
     counts = *c;
-    Flags copy = flags;
-    auto built = RequestFromFlags(flags, /*with_config=*/false);
-    (void)copy;
-    if (!built.ok() && built.status().message().find("--gpus") == std::string::npos) {
-      return UsageError(io, "plan", built.status());
-    }
+    auto built = RequestFromFlags(flags, /*with_config=*/false, io.in, counts.front());
     if (!built.ok()) return UsageError(io, "plan", built.status());
     base = *built;
   }

@@ -111,11 +111,11 @@ int RunPredict(const Args& args, Io io) {
                           Status::InvalidArgument(std::string(f) + " cannot be combined with --request"));
       }
     }
-    auto doc = LoadJsonArg(*path, "--request");
+    auto doc = LoadJsonArg(*path, "--request", io.in);
     if (!doc.ok()) return UsageError(io, "predict", doc.status());
     request = *doc;
   } else {
-    auto built = RequestFromFlags(flags, /*with_config=*/true);
+    auto built = RequestFromFlags(flags, /*with_config=*/true, io.in);
     if (!built.ok()) return UsageError(io, "predict", built.status());
     request = *built;
   }

@@ -34,7 +34,7 @@ int RunValidate(const Args& args, Io io) {
   }
   auto path = flags.Get("--calibration");
   if (!path) return UsageError(io, "validate", Status::InvalidArgument("--calibration is required"));
-  auto doc = LoadJsonArg(*path, "--calibration");
+  auto doc = LoadJsonArg(*path, "--calibration", io.in);
   if (!doc.ok()) return UsageError(io, "validate", doc.status());
   auto runs = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
   if (!runs.ok()) return UsageError(io, "validate", runs.status());

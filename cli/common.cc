@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <iterator>
 #include <ostream>
 
 #include "common/strings.h"
@@ -24,30 +25,38 @@ int UsageError(Io io, const std::string& cmd, const Status& s) {
   }
 }
 
-Result<Json> LoadJsonArg(const std::string& path, const std::string& what) {
-  auto text = ReadFileToString(path);
+Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in) {
+  Result<std::string> text = std::string();
+  if (path == "-") {
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text = data;
+  } else {
+    text = ReadFileToString(path);
+  }
   if (!text.ok()) return text.status().WithContext(what);
   return ParseJson(*text, what + " " + (path == "-" ? std::string("<stdin>") : path));
 }
 
-Result<Json> PresetOrFile(const std::string& arg, const std::string& what) {
+Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::istream& in) {
   struct stat st;
   if (arg == "-" || (::stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode))) {
-    return LoadJsonArg(arg, what);
+    return LoadJsonArg(arg, what, in);
   }
   return Json(arg);
 }
 
-Result<Json> RequestFromFlags(const Flags& flags, bool with_config) {
+Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream& in, int gpus) {
   Json req = Json::object();
   Json training = Json::object();
   auto model = flags.Get("--model");
   auto cluster = flags.Get("--cluster");
   if (!model) return Status::InvalidArgument("--model is required (or --request FILE)");
   if (!cluster) return Status::InvalidArgument("--cluster is required (or --request FILE)");
-  PT_ASSIGN_OR_RETURN(req["model"], PresetOrFile(*model, "--model"));
-  PT_ASSIGN_OR_RETURN(req["cluster"], PresetOrFile(*cluster, "--cluster"));
-  if (auto g = flags.Get("--gpus")) {
+  PT_ASSIGN_OR_RETURN(req["model"], PresetOrFile(*model, "--model", in));
+  PT_ASSIGN_OR_RETURN(req["cluster"], PresetOrFile(*cluster, "--cluster", in));
+  if (gpus > 0) {
+    req["gpus"] = gpus;
+  } else if (auto g = flags.Get("--gpus")) {
     PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*g, "--gpus"));
     req["gpus"] = n;
   } else {

@@ -3,6 +3,7 @@
 // request from flags, and applying a measured profile.
 #pragma once
 
+#include <istream>
 #include <string>
 
 #include "cli/commands.h"
@@ -17,16 +18,18 @@ namespace paratune::cli {
 // invalid input, kExitInternal for anything else.
 int UsageError(Io io, const std::string& cmd, const Status& s);
 
-// Loads a JSON document from a file path or "-" (stdin); `what` names the flag.
-Result<Json> LoadJsonArg(const std::string& path, const std::string& what);
+// Loads a JSON document from a file path or "-" (the command's input stream
+// `in`); `what` names the flag.
+Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in);
 
 // A --model / --cluster argument: an existing file is loaded as JSON, anything
 // else is kept as a preset name (a JSON string).
-Result<Json> PresetOrFile(const std::string& arg, const std::string& what);
+Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::istream& in);
 
 // Builds a request object from --model --cluster --gpus --global-batch --seq
-// --precision --attention --headroom (and --config when with_config).
-Result<Json> RequestFromFlags(const Flags& flags, bool with_config);
+// --precision --attention --headroom (and --config when with_config). With
+// gpus > 0 that count is used and --gpus is not read (plan's ranges).
+Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream& in, int gpus = 0);
 
 // Loads a paratune.profile/v1 file and merges its fits into `cluster`.
 Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster);

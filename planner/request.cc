@@ -157,7 +157,8 @@ OrderedJson PredictionToJson(const Job& job, const ParallelConfig& c, const Pred
   j["gpus"] = job.gpus;
   j["training"] = TrainingToJson(job.training);
   j["config"] = ConfigToJson(c);
-  for (auto& [k, v] : PredictionFields(p, cm).items()) j[k] = v;
+  const OrderedJson fields = PredictionFields(p, cm);  // a named object: items() refers to it
+  for (auto& [k, v] : fields.items()) j[k] = v;
   return j;
 }
 

@@ -1,0 +1,191 @@
+// Contract tests of the CLI documents and exit codes (docs/cli.md): scripts
+// call these commands, so keys and codes change only on purpose.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/json.h"
+
+namespace paratune::cli {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
+  std::istringstream in(stdin_text);
+  std::ostringstream out, err;
+  int code = fn(args, Io{in, out, err});
+  return {code, out.str(), err.str()};
+}
+
+const Args kPredict175b = {"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024",
+                           "--seq", "2048", "--global-batch", "1536",
+                           "--config", "tp=8,pp=16,mbs=1,recompute=full"};
+
+TEST(Predict, JsonHasTheDocumentedKeys) {
+  Outcome r = Call(RunPredict, kPredict175b);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["schema"], "paratune.prediction/v1");
+  for (const char* k : {"fits", "iteration_time_s", "tokens_per_s", "model_tflops_per_gpu",
+                        "hardware_tflops_per_gpu", "mfu", "hfu", "memory_GiB", "breakdown_s", "config",
+                        "training", "cluster_fingerprint", "micro_batches"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  for (const char* k : {"params", "grads", "optimizer", "activations", "buffers", "total", "capacity"}) {
+    EXPECT_TRUE(j["memory_GiB"].contains(k)) << k;
+  }
+  for (const char* k : {"compute", "comm_x", "comm_y", "comm_z", "comm_cp", "comm_data", "comm_pp",
+                        "bubble", "optimizer"}) {
+    EXPECT_TRUE(j["breakdown_s"].contains(k)) << k;
+  }
+  EXPECT_EQ(j["config"]["tp"], 8);
+  EXPECT_EQ(j["config"]["dp"], 8);  // derived: 1024 / (8 · 16)
+  // tokens/s is the batch's tokens over the iteration time.
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["iteration_time_s"].get<double>(), 1536.0 * 2048, 1e-6 * 1536 * 2048);
+}
+
+TEST(Predict, RequestFileAndFlagsAgree) {
+  const std::string req = R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 1024,
+    "training": {"seq_len": 2048, "global_batch": 1536},
+    "config": {"tp": 8, "pp": 16, "mbs": 1, "recompute": "full"}})";
+  Outcome a = Call(RunPredict, {"--request", "-"}, req);
+  Outcome b = Call(RunPredict, kPredict175b);
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  EXPECT_EQ(Json::parse(a.out)["iteration_time_s"], Json::parse(b.out)["iteration_time_s"]);
+}
+
+TEST(Predict, BadInputExitsTwoNamingFieldAndRule) {
+  struct Case { Args args; std::string stdin_text; std::string needle; };
+  const Case cases[] = {
+      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "tpp": 1}})", "/config/tpp: unknown key"},
+      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 64}})", "/config/tp"},
+      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "dp": 2}})", "/gpus"},
+      {{"--request", "-"}, R"({"model": "nope", "cluster": "dgx-a100-80gb", "gpus": 8,
+         "training": {"global_batch": 8}})", "nope"},
+      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 8,
+         "training": {"global_batch": 8, "precision": "fp7"}})", "/training/precision"},
+      {{"--request", "-"}, R"({"model": "llama2-7b", "cluster": {"gpu": "v100-32gb", "gpus_per_node": 8,
+         "intra_node_GBps": 130, "inter_node_GBps_per_gpu": 12}, "gpus": 8,
+         "training": {"global_batch": 8}})", "/training/precision"},
+      {{"--request", "-"}, "{not json", "invalid JSON"},
+      {{"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8"}, "", "--global-batch"},
+      {{"--bogus"}, "", "unknown flag"},
+  };
+  for (const Case& c : cases) {
+    Outcome r = Call(RunPredict, c.args, c.stdin_text);
+    EXPECT_EQ(r.code, kExitUsage) << c.needle << "\n" << r.err << r.out;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << "stderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << "nothing on stdout on error";
+  }
+}
+
+TEST(Predict, OutOfMemoryIsANormalAnswer) {
+  Outcome r = Call(RunPredict, {"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8",
+                            "--global-batch", "8", "--config", "tp=8"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_EQ(j["reason"], "out_of_memory");
+  EXPECT_GT(j["memory_GiB"]["total"].get<double>(), j["memory_GiB"]["usable"].get<double>());
+}
+
+TEST(Plan, JsonDocumentAndRanking) {
+  Outcome r = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch",
+                         "512", "--top", "5", "--format", "json", "--threads", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["schema"], "paratune.plans/v1");
+  for (const char* k : {"candidates", "evaluated", "feasible", "rejected", "search_time_s", "job", "space"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  ASSERT_EQ(j["candidates"].size(), 5u);
+  double prev = 0;
+  for (const Json& c : j["candidates"]) {
+    const double t = c["prediction"]["iteration_time_s"];
+    EXPECT_GE(t, prev);
+    prev = t;
+    EXPECT_TRUE(c["prediction"]["fits"].get<bool>());
+  }
+  int64_t rejected = 0;
+  for (auto& [k, v] : j["rejected"].items()) rejected += v.get<int64_t>();
+  EXPECT_EQ(j["evaluated"].get<int64_t>(), j["feasible"].get<int64_t>() + rejected);
+}
+
+TEST(Plan, ExplainRanksTheWinnerFirstAndExplainsRejections) {
+  Outcome best = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64",
+                            "--global-batch", "512", "--top", "1", "--format", "json"});
+  ASSERT_EQ(best.code, kExitOk);
+  Json winner = Json::parse(best.out)["candidates"][0]["config"];
+  std::string spec;
+  for (auto& [k, v] : winner.items()) {
+    if (!spec.empty()) spec += ",";
+    spec += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  Outcome ex = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch",
+                          "512", "--explain", spec, "--format", "json"});
+  ASSERT_EQ(ex.code, kExitOk) << ex.err;
+  EXPECT_EQ(Json::parse(ex.out)["rank"], 1);
+  Outcome bad = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch",
+                           "512", "--explain", "tp=64", "--format", "json"});
+  ASSERT_EQ(bad.code, kExitOk) << bad.err;
+  Json b = Json::parse(bad.out);
+  EXPECT_EQ(b["status"], "rejected");
+  EXPECT_EQ(b["reason"], "heads_not_divisible");
+}
+
+TEST(Plan, NothingFitsExitsThree) {
+  Outcome r = Call(RunPlan, {"--model", "llama3.1-405b", "--cluster", "dgx-a100-80gb", "--gpus", "8",
+                         "--global-batch", "8"});
+  EXPECT_EQ(r.code, kExitNoFeasible) << r.err;
+}
+
+TEST(Plan, GpuRangeReportsScaling) {
+  Outcome r = Call(RunPlan, {"--model", "gpt3-6.7b", "--cluster", "dgx-a100-80gb", "--gpus", "16:64",
+                         "--global-batch", "256", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_EQ(j["scaling"].size(), 3u);  // 16, 32, 64
+  EXPECT_EQ(j["scaling"][0]["gpus"], 16);
+  EXPECT_TRUE(j["scaling"][0]["pareto"].get<bool>());
+}
+
+TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
+  Outcome r = Call(RunCapacity, {"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "4",
+                             "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["schema"], "paratune.capacity/v1");
+  int64_t megatron = 0, deepspeed = 0;
+  for (const Json& f : j["families"]) {
+    if (f["space"] == "megatron") megatron = f["max_seq_len"];
+    if (f["space"] == "deepspeed") deepspeed = f["max_seq_len"];
+  }
+  // FPDT (Yao et al. 2024) trains an 8B model at 2M tokens on 4 GPUs; Megatron
+  // without offload stays far below.
+  EXPECT_GE(deepspeed, 2 * 1024 * 1024);
+  EXPECT_LT(megatron, deepspeed);
+  EXPECT_GE(megatron, 32768);
+}
+
+TEST(Presets, ListAndShow) {
+  Outcome list = Call(RunPresets, {"--format", "json"});
+  ASSERT_EQ(list.code, kExitOk);
+  Json j = Json::parse(list.out);
+  EXPECT_GE(j["models"].size(), 30u);
+  EXPECT_EQ(j["clusters"].size(), 7u);
+  Outcome show = Call(RunPresets, {"show", "dgx-h100"});
+  ASSERT_EQ(show.code, kExitOk);
+  EXPECT_EQ(Json::parse(show.out)["gpus_per_node"], 8);
+  EXPECT_EQ(Call(RunPresets, {"show", "nope"}).code, kExitUsage);
+}
+
+}  // namespace
+}  // namespace paratune::cli
