@@ -236,6 +236,8 @@ int RunPlan(const Args& args, Io io) {
       if (Status s = ApplyProfileFile(parsed->profile_path, &sec.job.cluster); !s.ok()) {
         return UsageError(io, "plan", s);
       }
+    } else if (Status s = ApplyCachedProfile(&sec.job.cluster, io.err); !s.ok()) {
+      return UsageError(io, "plan", s);
     }
     planner::CostModel cm(sec.job.model, sec.job.training, sec.job.cluster, sec.job.gpus);
     planner::Search search(cm, opt);

@@ -127,6 +127,8 @@ int RunPredict(const Args& args, Io io) {
     if (Status s = ApplyProfileFile(req->profile_path, &req->job.cluster); !s.ok()) {
       return UsageError(io, "predict", s);
     }
+  } else if (Status s = ApplyCachedProfile(&req->job.cluster, io.err); !s.ok()) {
+    return UsageError(io, "predict", s);
   }
   planner::CostModel cm(req->job.model, req->job.training, req->job.cluster, req->job.gpus);
   if (Status s = planner::ValidateConfig(cm, req->config); !s.ok()) {

@@ -2,11 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include <iterator>
 #include <ostream>
 
 #include "common/strings.h"
 #include "planner/config.h"
+#include "profiler/cache.h"
+#include "profiler/profile.h"
 
 namespace paratune::cli {
 
@@ -90,8 +94,23 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 }  // namespace paratune::cli
 
 namespace paratune::cli {
-// PENDING-PROFILER: replaced when profiler/ lands in this session.
-Status ApplyProfileFile(const std::string& path, topology::ClusterSpec*) {
-  return Status::Unavailable("profiles not supported yet: " + path);
+
+Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster) {
+  PT_ASSIGN_OR_RETURN(profiler::Profile p, profiler::LoadProfile(path));
+  return profiler::ApplyProfile(p, cluster).WithContext("--profile " + path);
 }
+
+Status ApplyCachedProfile(topology::ClusterSpec* cluster, std::ostream& err) {
+  if (const char* off = std::getenv("PARATUNE_NO_CACHE"); off && *off && std::string(off) != "0") {
+    return Status::Ok();
+  }
+  auto cached = profiler::LoadCachedProfile(profiler::DefaultCacheDir(), topology::Fingerprint(*cluster));
+  if (!cached.ok()) return cached.status().WithContext("profile cache");
+  if (!cached->has_value()) return Status::Ok();
+  PT_RETURN_IF_ERROR(profiler::ApplyProfile(**cached, cluster));
+  err << "paratune: using the cached profile " << cluster->profile_fingerprint << " for cluster "
+      << cluster->name << " (" << profiler::DefaultCacheDir() << "; PARATUNE_NO_CACHE=1 to ignore)\n";
+  return Status::Ok();
+}
+
 }  // namespace paratune::cli

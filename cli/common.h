@@ -34,4 +34,9 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 // Loads a paratune.profile/v1 file and merges its fits into `cluster`.
 Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster);
 
+// When the profile cache (profiler::DefaultCacheDir) holds a profile for this
+// cluster's fingerprint, applies it and says so on `err`. No profile: nothing
+// happens. PARATUNE_NO_CACHE=1 turns the lookup off.
+Status ApplyCachedProfile(topology::ClusterSpec* cluster, std::ostream& err);
+
 }  // namespace paratune::cli

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       {"capacity", RunCapacity},
       {"presets", RunPresets},
       {"validate", RunValidate},
+      {"profile", RunProfile},
   };
   Io io{std::cin, std::cout, std::cerr};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||

@@ -23,6 +23,8 @@ include(CheckLanguage)
 check_language(CUDA)
 set(PARATUNE_HAVE_CUDA OFF)
 if(CMAKE_CUDA_COMPILER)
+  # One CUDA runtime: the shared one (cuBLAS and NCCL link it too).
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   find_package(CUDAToolkit)
   if(CUDAToolkit_FOUND)

@@ -137,12 +137,22 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
     curve_log2_size_.push_back(std::log2(pt.size));
     curve_eff_.push_back(pt.efficiency);
   }
+  curve_peak_ratio_ = 1.0;
+  if (curve != &curves[static_cast<int>(p)]) {
+    const double bf16 = cluster.gpu.PeakTflops(Precision::kBf16);
+    if (bf16 > 0) curve_peak_ratio_ = std::max(1.0, cluster.gpu.PeakTflops(p) / bf16);
+  }
 }
 
 double CostModel::GemmEfficiency(double m, double n, double k) const {
   const size_t np = curve_eff_.size();
   if (np == 0) return 1.0;  // no curve: the ideal (peak) model, as GpuSpec does
-  const double x = std::log2(m * n * k) / 3.0;
+  // A GEMM's fixed costs (launch, prologue/epilogue, the last wave) take the
+  // same time at any precision while the math gets faster, so a GEMM at a
+  // precision with a measured curve of its own is read as is; one borrowing the
+  // bf16 curve at r× the bf16 peak reaches the efficiency a bf16 GEMM of 1/r
+  // the FLOPs reaches (size scaled by r^(-1/3)).
+  const double x = std::log2(m * n * k / curve_peak_ratio_) / 3.0;
   if (x <= curve_log2_size_[0]) return curve_eff_[0];
   for (size_t i = 1; i < np; ++i) {
     if (x <= curve_log2_size_[i]) {
@@ -273,11 +283,18 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double gx = c.gx, gy = c.gy;
   const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
   const double T = b * s / c.cp;  // tokens this GPU holds in the linear layers
+  // Attention runs in bf16 even in FP8 recipes (FlashAttention / cuDNN fused
+  // attention; Transformer Engine keeps it out of FP8 by default).
+  const double attn_peak = training_.precision == topology::Precision::kFp8
+                               ? cluster_.gpu.PeakTflops(topology::Precision::kBf16) * 1e12
+                               : peak_flops_;
 
   // Linear layers: AxoNN's alternating normal/transposed pair (Megatron TP is
   // the gx = 1 case). Normal: inputs split over X, outputs over Y; transposed:
   // the reverse. The backward runs dgrad and wgrad GEMMs of the same size.
   const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  const bool fp8 = training_.precision == topology::Precision::kFp8;
+  double fp8_cast_bytes = 0;
   for (int i = 0; i < 4; ++i) {
     const bool transposed = (i % 2) == 1;
     const double k_loc = kn[i][0] / (transposed ? gy : gx);
@@ -285,6 +302,16 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     t.linear_fwd[i] = GemmSeconds(T, n_loc, k_loc);
     t.gemm_fwd += t.linear_fwd[i];
     if (!transposed) t.normal_fwd += t.linear_fwd[i];
+    if (fp8) {
+      // Transformer Engine FP8 (delayed scaling): forward, the input is read for
+      // its amax and cast from bf16 (read 2 + 2, write 1 byte) and the weight
+      // cast; backward, the output gradient likewise, and the input and gradient
+      // transposed for the wgrad GEMM (FP8 GEMMs take TN layouts only: cuBLASLt
+      // documentation). Weights are cast once per step (TE's fp8 weight cache),
+      // here once per micro-batch: an upper bound that matters only for small T.
+      fp8_cast_bytes += 5.0 * T * k_loc + 3.0 * k_loc * n_loc + 5.0 * T * n_loc +
+                        2.0 * (T * k_loc + T * n_loc);
+    }
   }
 
   // Attention core. Heads split over Y (and over the Ulysses group), the query
@@ -294,8 +321,8 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double scores = b * heads_loc * s_q * s;  // score elements per GPU
   if (training_.attention == Attention::kFlash) {
     const double exec = kCausalFraction * 4.0 * scores * d;
-    t.attn_fwd = exec / (peak_flops_ * cluster_.gpu.flash_fwd_efficiency);
-    t.attn_bwd = kFlashBwdFlopRatio * exec / (peak_flops_ * cluster_.gpu.flash_bwd_efficiency);
+    t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency);
+    t.attn_bwd = kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency);
   } else {
     // Batched GEMMs QKᵀ (s_q×d·d×s) and PV (s_q×s·s×d) per head over the full
     // square (the mask is applied afterwards), plus softmax and dropout as
@@ -317,7 +344,9 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double tok_rep = c.sp ? T / gy : T;
   const double norm_res = tok_rep * (h / gx) * (8.0 + 2.0 * (6.0 + (m.dropout ? 1.0 : 0.0))) * scale;
   const double act_fn = T * (f / gy) * (m.gated_ffn ? 6.0 : 4.0) * scale;
-  t.elem_fwd = StreamSeconds(norm_res + act_fn);
+  // The backward is charged 2 × elem_fwd, so a third of the FP8 cast traffic
+  // (forward + backward) goes here and the rest lands in the backward.
+  t.elem_fwd = StreamSeconds(norm_res + act_fn + fp8_cast_bytes / 3.0);
 
   // Last stage: logits GEMM (vocabulary split over the tensor ranks) forward and
   // its two backward GEMMs, and the fp32 cross-entropy (logits written, read and
@@ -333,7 +362,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   ParallelConfig rc = c;
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     rc.recompute = r;
-    t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc);
+    t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc, fp8);
   }
   t.act_bytes_full = t.act_bytes[0];
   t.psi = ParamsBeforeData(c);

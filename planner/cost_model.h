@@ -171,6 +171,7 @@ class CostModel {
   double layer_params_;     // parameters of one block
   double norm_params_;      // of which norms (replicated across tensor ranks)
   std::vector<double> curve_log2_size_, curve_eff_;  // the precision's GEMM curve
+  double curve_peak_ratio_ = 1.0;  // precision peak / the curve's own precision peak
 };
 
 }  // namespace paratune::planner

@@ -23,7 +23,8 @@ struct ActParts {
   double rep = 0, shard = 0, scores = 0, input = 0;
 };
 
-ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c) {
+ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c,
+               bool fp8_inputs) {
   const double h = m.hidden, a = m.heads, kv = m.kv_heads, f = m.ffn_hidden;
   const double s = seq_len, b = c.mbs, gx = c.gx, gy = c.gy;
   const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
@@ -31,10 +32,13 @@ ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const Para
   const double sp = c.sp ? gy : 1.0;
   ActParts p;
   // Replicated over Y: two norm inputs, the QKV and FC1 inputs, two dropout masks.
-  p.rep = (4.0 * e * T * h + (m.dropout ? 2.0 * T * h : 0.0)) / gx / sp;
+  // With FP8 the QKV and FC1 inputs (here) and the projection and FC2 inputs
+  // (below) are kept as 1-byte FP8 copies.
+  const double in_b = fp8_inputs ? 1.0 : e;
+  p.rep = (2.0 * e * T * h + 2.0 * in_b * T * h + (m.dropout ? 2.0 * T * h : 0.0)) / gx / sp;
   // Split over Y: Q, K, V (GQA-sized), the attention output (proj input), and the
   // FFN's saved tensors (GeLU: its input and output; SwiGLU: gate, up, product).
-  p.shard = e * T * (h + 2.0 * h * kv / a + h + (m.gated_ffn ? 3.0 : 2.0) * f) / gy;
+  p.shard = (e * T * (h + 2.0 * h * kv / a + (m.gated_ffn ? 2.0 : 1.0) * f) + in_b * T * (h + f)) / gy;
   const double heads_loc = a / gy / (ulysses ? c.cp : 1);
   const double s_q = ulysses ? s : s / c.cp;
   if (flash) {
@@ -50,14 +54,14 @@ ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const Para
 }  // namespace
 
 double LayerActivationBytesNoRecompute(const ModelSpec& m, bool flash, double e, int seq_len,
-                                       const ParallelConfig& c) {
-  ActParts p = Parts(m, flash, e, seq_len, c);
+                                       const ParallelConfig& c, bool fp8_inputs) {
+  ActParts p = Parts(m, flash, e, seq_len, c, fp8_inputs);
   return p.rep + p.shard + p.scores;
 }
 
 double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_len,
-                            const ParallelConfig& c) {
-  ActParts p = Parts(m, flash, e, seq_len, c);
+                            const ParallelConfig& c, bool fp8_inputs) {
+  ActParts p = Parts(m, flash, e, seq_len, c, fp8_inputs);
   switch (c.recompute) {
     case Recompute::kNone: return p.rep + p.shard + p.scores;
     case Recompute::kSelective: return p.rep + p.shard;

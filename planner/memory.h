@@ -34,10 +34,12 @@ ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distribu
 // dropout, unfused attention) it reproduces the paper's terms exactly:
 // sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh/t·(34 + 5as/h);
 // selective: 34sbh/t; full recompute: 2sbh (2sbh/t with SP).
+// fp8_inputs: Transformer Engine FP8 saves the four linear layers' inputs for
+// the backward as FP8 (1 byte) instead of act_bytes.
 double LayerActivationBytes(const ModelSpec& m, bool flash_attention, double act_bytes,
-                            int seq_len, const ParallelConfig& c);
+                            int seq_len, const ParallelConfig& c, bool fp8_inputs = false);
 // The same without any recompute (the working set of a recomputed layer).
 double LayerActivationBytesNoRecompute(const ModelSpec& m, bool flash_attention, double act_bytes,
-                                       int seq_len, const ParallelConfig& c);
+                                       int seq_len, const ParallelConfig& c, bool fp8_inputs = false);
 
 }  // namespace paratune::planner

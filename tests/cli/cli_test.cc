@@ -2,6 +2,7 @@
 // call these commands, so keys and codes change only on purpose.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -9,6 +10,9 @@
 
 namespace paratune::cli {
 namespace {
+
+// Hermetic: a developer's profile cache must not change these answers.
+const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
 
 struct Outcome {
   int code;

@@ -1,0 +1,37 @@
+// executor/backend/factory.h: makes a Backend by name, optionally wrapped in the
+// fault injector. The only place that knows which implementations this build
+// compiled (mpi-cpu needs MPI; cuda needs the CUDA toolkit and NCCL).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "executor/backend/backend.h"
+#include "executor/backend/cuda_nccl.h"
+#include "executor/backend/fake.h"
+#include "executor/backend/fault.h"
+#include "executor/backend/mpi_cpu.h"
+
+namespace paratune::backend {
+
+struct BackendOptions {
+  std::string name = "fake";  // "fake" | "mpi-cpu" | "cuda"
+  FakeConfig fake;            // name == "fake": a one-rank world (world_size is forced to 1)
+  MpiCpuOptions mpi_cpu;
+  CudaNcclOptions cuda;
+  // cuda: bootstrap through MPI when this build has it and the process was
+  // started by mpirun/srun (or always when true / never when false).
+  std::optional<bool> cuda_use_mpi;
+  std::optional<FaultPlan> fault;  // wrap the backend in a FaultBackend
+};
+
+// The backend names this build can create, in preference order.
+std::vector<std::string> CompiledBackends();
+
+// kInvalidArgument for an unknown name; kUnavailable when the backend was not
+// compiled in or its hardware/runtime is missing (with the reason).
+Result<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options);
+
+}  // namespace paratune::backend

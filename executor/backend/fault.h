@@ -1,0 +1,129 @@
+// executor/backend/fault.h: a Backend that wraps another and injects one
+// failure, so that the profiler's and the executor's handling of a dying rank,
+// an NCCL error, a hang or an out-of-memory is tested without breaking real
+// hardware. Every call is forwarded until the fault fires.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "executor/backend/backend.h"
+
+namespace paratune::backend {
+
+enum class FaultKind : uint8_t {
+  // At the Nth operation (any call that does work: memory, copies, streams,
+  // events, splits, collectives, GEMMs, host collectives) the rank "dies": that
+  // call and every later one fail with kUnavailable. Peers see their next host
+  // collective or synchronisation time out.
+  kRankDies = 0,
+  // The Nth collective (including splits) fails like ncclRemoteError: kInternal;
+  // its communicator stays broken (later collectives on it fail too).
+  kCollectiveError,
+  // The Nth collective is accepted but never completes: the next Synchronize or
+  // ElapsedSeconds that depends on its stream fails with kTimeout, and keeps failing.
+  kTimeout,
+  // The Nth Allocate fails with OutOfMemory() whatever its size.
+  kOutOfMemory,
+};
+// "rank_dies" | "collective_error" | "timeout" | "oom".
+const char* FaultKindName(FaultKind k);
+Result<FaultKind> ParseFaultKind(const std::string& name);
+
+struct FaultPlan {
+  FaultKind kind = FaultKind::kRankDies;
+  int64_t at_call = 1;  // 1-based index among the calls that count for `kind`
+  int rank = -1;        // world rank that suffers it; -1 = every rank
+};
+// Parses "KIND@N" or "KIND@N:rank=R" (e.g. "timeout@3:rank=1"), the form of
+// PARATUNE_FAULT and of the CLI's --inject-fault.
+Result<FaultPlan> ParseFaultPlan(const std::string& text);
+
+class FaultBackend final : public Backend {
+ public:
+  // Owns `inner`. REQUIRES: inner != nullptr, plan.at_call ≥ 1.
+  FaultBackend(std::unique_ptr<Backend> inner, FaultPlan plan);
+
+  // True once the fault has fired on this rank.
+  bool fired() const { return fired_; }
+  Backend& inner() { return *inner_; }
+
+  std::string name() const override { return "fault(" + inner_->name() + ")"; }
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  int local_rank() const override { return inner_->local_rank(); }
+  int local_size() const override { return inner_->local_size(); }
+  const std::vector<std::string>& hosts() const override { return inner_->hosts(); }
+  Result<DeviceInfo> DescribeDevice() override;
+  std::map<std::string, std::string> Versions() const override { return inner_->Versions(); }
+
+  Status CheckGemm(GemmPrecision p) const override { return inner_->CheckGemm(p); }
+  Status CheckCollective(OpKind kind, DataType t, ReduceOp op) const override {
+    return inner_->CheckCollective(kind, t, op);
+  }
+
+  Result<Buffer> Allocate(int64_t bytes) override;
+  Status Free(const Buffer& b) override;
+  Result<MemoryInfo> GetMemoryInfo() override;
+  Status CopyToDevice(const Buffer& dst, const void* src, int64_t bytes) override;
+  Status CopyToHost(void* dst, const Buffer& src, int64_t bytes) override;
+  Status Fill(const Buffer& b, DataType t, double value) override;
+  Status FillRandom(const Buffer& b, DataType t, uint64_t seed) override;
+  Status Copy(const Buffer& dst, const Buffer& src, int64_t bytes, StreamId stream) override;
+
+  Result<StreamId> CreateStream() override;
+  Result<EventId> CreateEvent() override;
+  Status RecordEvent(EventId e, StreamId stream) override;
+  Status StreamWaitEvent(StreamId stream, EventId e) override;
+  Result<double> ElapsedSeconds(EventId start, EventId end) override;
+  Status Synchronize(StreamId stream) override;
+  Status SynchronizeAll() override;
+  Status HoldStreams(const std::vector<StreamId>& streams) override;
+  Status ReleaseStreams() override;
+
+  Result<CommId> SplitComm(CommId parent, int color, int key) override;
+  Result<CommInfo> GetCommInfo(CommId comm) const override { return inner_->GetCommInfo(comm); }
+  Status DestroyComm(CommId comm) override;
+
+  Status AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count, DataType t,
+                   ReduceOp op, StreamId stream) override;
+  Status AllGather(CommId comm, const Buffer& send, const Buffer& recv, int64_t send_count,
+                   DataType t, StreamId stream) override;
+  Status ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv, int64_t recv_count,
+                       DataType t, ReduceOp op, StreamId stream) override;
+  Status AllToAll(CommId comm, const Buffer& send, const Buffer& recv, int64_t count_per_peer,
+                  DataType t, StreamId stream) override;
+  Status SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv, int recv_peer,
+                  int64_t count, DataType t, StreamId stream) override;
+
+  Status Gemm(const GemmArgs& args) override;
+
+  Status HostBarrier() override;
+  Status HostAllReduceMax(std::vector<double>* values) override;
+  Result<std::vector<std::string>> HostAllGather(const std::string& mine) override;
+  void AbortWorld(int exit_code) override { inner_->AbortWorld(exit_code); }
+
+ private:
+  bool Targets() const { return plan_.rank < 0 || plan_.rank == inner_->rank(); }
+  // Counts one operation; the Status to return instead of forwarding, or Ok.
+  Status OnOperation();
+  // Counts one collective on `comm` enqueued on `stream`.
+  Status OnCollective(CommId comm, StreamId stream);
+  Status Dead() const;
+
+  std::unique_ptr<Backend> inner_;
+  FaultPlan plan_;
+  int64_t operations_ = 0;
+  int64_t collectives_ = 0;
+  int64_t allocations_ = 0;
+  bool fired_ = false;
+  bool dead_ = false;
+  std::set<CommId> broken_comms_;
+  std::set<StreamId> hung_streams_;
+  std::vector<std::pair<EventId, StreamId>> events_;  // where each event was last recorded
+};
+
+}  // namespace paratune::backend

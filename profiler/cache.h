@@ -1,0 +1,50 @@
+// profiler/cache.h: profiles cached by cluster fingerprint in the cache
+// directory (architecture.md, Persistence): <dir>/profiles/<fingerprint>.json.
+// Writes are atomic (temp file + rename), and a profiling run holds an
+// exclusive flock on <dir>/profiles/<fingerprint>.lock while it measures and
+// stores, so a hundred array jobs starting at once profile once and never read
+// a half-written file; the others are told the cache is busy (CLI exit 75).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "profiler/profile.h"
+
+namespace paratune::profiler {
+
+// ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/paratune}.
+std::string DefaultCacheDir();
+
+// <dir>/profiles/<fingerprint>.json.
+std::string CachedProfilePath(const std::string& dir, const std::string& fingerprint);
+
+// An exclusive, non-blocking flock on one fingerprint's lock file, released
+// when destroyed. Move-only.
+class CacheLock {
+ public:
+  // kFailedPrecondition naming the holder (host and pid) when another process
+  // holds it; kIoError when the directory cannot be made or the file opened.
+  static Result<CacheLock> TryAcquire(const std::string& dir, const std::string& fingerprint);
+  CacheLock(CacheLock&& other) noexcept;
+  CacheLock& operator=(CacheLock&& other) noexcept;
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+  ~CacheLock();
+
+ private:
+  explicit CacheLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// The cached profile for `fingerprint`, or nullopt when there is none. A file
+// that does not parse is an error naming it (it was not written by us).
+Result<std::optional<Profile>> LoadCachedProfile(const std::string& dir,
+                                                 const std::string& fingerprint);
+
+// Stores `p` under its cluster_fingerprint. REQUIRES: the caller holds that
+// fingerprint's CacheLock; p.cluster_fingerprint is not empty.
+Status StoreCachedProfile(const std::string& dir, const Profile& p, const CacheLock& held);
+
+}  // namespace paratune::profiler

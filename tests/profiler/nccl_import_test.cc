@@ -1,0 +1,193 @@
+// Import of real-format nccl-tests logs (tests/profiler/data): text from
+// several releases and -J JSON yield the numbers the logs state, with group
+// size, tier and sharing read from the device lines; malformed input is
+// refused with the file and line named.
+#include "profiler/nccl_import.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "profiler/report.h"
+#include "test_util.h"
+
+namespace paratune::profiler {
+namespace {
+
+using testing::DataPath;
+using topology::Collective;
+using topology::Tier;
+
+const SeriesRow* RowOf(const CollectiveSeries& s, int64_t size) {
+  for (const SeriesRow& r : s.rows) {
+    if (r.size_bytes == size) return &r;
+  }
+  return nullptr;
+}
+
+TEST(NcclImport, A100AllReduceLogYieldsTheBusbwItStates) {
+  auto r = ImportNcclTestsFile(DataPath("all_reduce_8xA100.log"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->series.size(), 1u);
+  const CollectiveSeries& s = r->series[0];
+  EXPECT_EQ(s.collective, Collective::kAllReduce);
+  EXPECT_EQ(s.group_size, 8);
+  EXPECT_EQ(s.tier, Tier::kIntraNode);
+  EXPECT_EQ(s.stride, 1);
+  EXPECT_EQ(s.concurrent_groups, 1);
+  EXPECT_EQ(s.dtype, "float");
+  EXPECT_EQ(s.rows.size(), 31u);
+  EXPECT_EQ(r->device, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(r->nccl_tests_version, "2.13.9");
+  EXPECT_EQ(r->hosts, std::vector<std::string>(8, "dgx-a100-01"));
+  // The rows the log prints (out-of-place), decimals dropped at large times.
+  const SeriesRow* big = RowOf(s, 8589934592);
+  ASSERT_NE(big, nullptr);
+  EXPECT_DOUBLE_EQ(big->time_us, 64422.8);
+  EXPECT_DOUBLE_EQ(big->algbw_GBps, 133.34);
+  EXPECT_DOUBLE_EQ(big->busbw_GBps, 233.34);
+  EXPECT_EQ(big->wrong, 0);
+  EXPECT_DOUBLE_EQ(RowOf(s, 2147483648)->time_us, 16353.8);
+  // busbw = size/time × 2(n-1)/n, as nccl-tests computes it (to the printed digits).
+  for (const SeriesRow& row : s.rows) {
+    if (row.size_bytes < (1 << 20)) continue;
+    const double expected = row.size_bytes / row.time_us / 1e3 * 1.75;
+    EXPECT_NEAR(row.busbw_GBps, expected, 0.006 * expected + 0.01) << row.size_bytes;
+  }
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  // The log's "# Avg bus bandwidth" averages both column groups.
+  auto in_place = ImportNcclTestsFile(DataPath("all_reduce_8xA100.log"), {true, ""});
+  ASSERT_TRUE(in_place.ok());
+  double sum = 0;
+  const CollectiveSeries& in_series = in_place->series[0];
+  for (const CollectiveSeries* series : {&s, &in_series}) {
+    for (const SeriesRow& row : series->rows) sum += row.busbw_GBps;
+  }
+  EXPECT_NEAR(sum / 62, 87.3081, 0.01);
+  EXPECT_DOUBLE_EQ(s.stated_avg_busbw_GBps, 87.3081);
+  EXPECT_DOUBLE_EQ(RowOf(in_place->series[0], 8589934592)->busbw_GBps, 232.58);
+}
+
+TEST(NcclImport, OlderReleaseWithoutTestNameAndUncheckedRows) {
+  // nccl-tests 2.11: no "Collective test starting" line, no Group column,
+  // `-c 0` so #wrong reads N/A. The collective comes from the file name.
+  auto r = ImportNcclTestsFile(DataPath("reduce_scatter_8xA100_old.log"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CollectiveSeries& s = r->series.at(0);
+  EXPECT_EQ(s.collective, Collective::kReduceScatter);
+  EXPECT_EQ(s.group_size, 8);
+  EXPECT_EQ(s.rows.front().wrong, -1);
+  EXPECT_EQ(s.rows.size(), 21u);  // 1 KiB … 1 GiB
+  EXPECT_EQ(r->hosts.front(), "gpu-st-p4d-24xlarge-1");
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_NE(r->warnings.front().find("file name"), std::string::npos);
+  // Under a name that says nothing, the caller must name the collective.
+  auto text = ReadFileToString(DataPath("reduce_scatter_8xA100_old.log"));
+  ASSERT_TRUE(text.ok());
+  auto anonymous = ParseNcclTestsText(*text, "job-81234.out", {});
+  ASSERT_FALSE(anonymous.ok());
+  EXPECT_NE(anonymous.status().message().find("--collective"), std::string::npos);
+  EXPECT_TRUE(ParseNcclTestsText(*text, "job-81234.out", {false, "reduce_scatter"}).ok());
+}
+
+TEST(NcclImport, SplitGroupsAcrossNodesShareTheNics) {
+  // NCCL_TESTS_SPLIT="MOD 8" on 2 nodes × 8 H100: 8 concurrent groups of 2,
+  // one GPU per node each — a pure inter-node test whose 8 groups share NICs.
+  auto r = ImportNcclTestsFile(DataPath("all_reduce_split_mod8_2x8xH100.log"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CollectiveSeries& s = r->series.at(0);
+  EXPECT_EQ(s.group_size, 2);
+  EXPECT_EQ(s.groups, 8);
+  EXPECT_EQ(s.stride, 8);
+  EXPECT_EQ(s.tier, Tier::kInterNode);
+  EXPECT_EQ(s.concurrent_groups, 8);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+}
+
+TEST(NcclImport, JsonOutputIsReadLikeText) {
+  auto r = ImportNcclTestsFile(DataPath("all_gather_2x8xH100.json"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CollectiveSeries& s = r->series.at(0);
+  EXPECT_EQ(s.collective, Collective::kAllGather);
+  EXPECT_EQ(s.group_size, 16);
+  EXPECT_EQ(s.tier, Tier::kInterNode);
+  EXPECT_EQ(s.dtype, "bfloat16");
+  EXPECT_EQ(s.rows.size(), 7u);  // 1M … 4G by 4
+  EXPECT_EQ(r->nccl_version, "22703");
+  EXPECT_EQ(r->device, "NVIDIA H100 80GB HBM3");
+  // Every row's busbw is algbw × 15/16, as the file states it.
+  for (const SeriesRow& row : s.rows) {
+    EXPECT_NEAR(row.busbw_GBps, row.algbw_GBps * 15 / 16, 1e-5) << row.size_bytes;
+    EXPECT_NEAR(row.algbw_GBps, row.size_bytes / row.time_us / 1e3, 1e-5 * row.algbw_GBps + 1e-6);
+  }
+  EXPECT_GT(s.stated_avg_busbw_GBps, 0);
+}
+
+TEST(NcclImport, MalformedRowIsNamedByFileAndLine) {
+  auto r = ImportNcclTestsFile(DataPath("malformed_row.log"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kParseError);
+  EXPECT_NE(r.status().message().find("malformed_row.log:25"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(NcclImport, TestFailureAndEmptyLogsAreErrors) {
+  const std::string failed =
+      "# Collective test starting: all_reduce_perf\n"
+      " dgx-a100-01 pid 41532: Test NCCL failure common.cu:1005 'unhandled system error'\n";
+  auto r = ParseNcclTestsText(failed, "run.log", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("run.log:2"), std::string::npos);
+  EXPECT_FALSE(ParseNcclTestsText("# nothing here\nNCCL INFO hello\n", "x.log", {}).ok());
+  EXPECT_EQ(ParseNcclTestsJson("{\"version\": 2", "trunc.json", {}).status().code(),
+            StatusCode::kParseError);
+}
+
+TEST(NcclImport, PerIterationColumnsAndTimestampsAreUnderstood) {
+  // `-I 1 -S 1`: i_min i_max i_p99 i_cv% after each group, a timestamp at the end.
+  const std::string log =
+      "# Collective test starting: sendrecv_perf\n"
+      "#  Rank  0 Group  0 Pid 1 on n1 device  0 [0000:07:00] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid 1 on n1 device  1 [0000:0f:00] NVIDIA H100 80GB HBM3\n"
+      "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows\n"
+      "     1048576        262144     float    none      -1    15.10   69.44   69.44       0"
+      "    14.90    15.40    15.40     1.20    15.00   69.91   69.91       0    14.80    15.30"
+      "    15.30     1.10  2026-02-11 09:14:05\n"
+      "    16777216       4194304     float    none      -1    90.00  186.41  186.41       0"
+      "    89.00    91.00    91.00     0.50    90.50  185.38  185.38       0    89.50    91.50"
+      "    91.50     0.40  2026-02-11 09:14:06\n";
+  auto r = ParseNcclTestsText(log, "iter.log", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CollectiveSeries& s = r->series.at(0);
+  EXPECT_EQ(s.collective, Collective::kSendRecv);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.rows[1].busbw_GBps, 186.41);
+  auto in = ParseNcclTestsText(log, "iter.log", {true, ""});
+  ASSERT_TRUE(in.ok());
+  EXPECT_DOUBLE_EQ(in->series[0].rows[1].busbw_GBps, 185.38);
+}
+
+TEST(NcclImport, RowsWithWrongResultsAreSkippedWithAWarning) {
+  const std::string log =
+      "# Collective test starting: all_reduce_perf\n"
+      "#  Rank  0 Group  0 Pid 1 on n1 device  0 [0] GPU\n"
+      "#  Rank  1 Group  0 Pid 1 on n1 device  1 [0] GPU\n"
+      "        1024           256     float     sum      -1    10.00    0.10    0.10       0"
+      "    10.00    0.10    0.10       0\n"
+      "     1048576        262144     float     sum      -1    20.00   52.43   52.43       3"
+      "    20.00   52.43   52.43       3\n";
+  auto r = ParseNcclTestsText(log, "w.log", {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->series[0].rows.size(), 1u);
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_NE(r->warnings[0].find("3 wrong"), std::string::npos);
+}
+
+TEST(NcclImport, CollectiveNamesIncludeMpiBuildsAndPaths) {
+  EXPECT_EQ(*CollectiveFromTestName("./build/all_gather_perf_mpi"), Collective::kAllGather);
+  EXPECT_EQ(*CollectiveFromTestName("alltoall_perf"), Collective::kAllToAll);
+  EXPECT_FALSE(CollectiveFromTestName("broadcast_perf").ok());
+}
+
+}  // namespace
+}  // namespace paratune::profiler
