@@ -126,6 +126,7 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   ModelSpec m;
   int64_t layers = 0, hidden = 0, heads = 0, vocab = 0;
+  m.name = "custom";  // a user's model object without a name
   PT_RETURN_IF_ERROR(r.OptString("name", &m.name));
   PT_RETURN_IF_ERROR(r.Integer("layers", &layers));
   PT_RETURN_IF_ERROR(r.Integer("hidden", &hidden));
