@@ -19,10 +19,13 @@ set(PARATUNE_HAVE_MPI ${MPI_CXX_FOUND})
 
 # CUDA is an optional language: compiled whenever nvcc exists (CI has it, with
 # no GPU), so GPU code never rots; tests skip at run time without a device.
+option(PARATUNE_ENABLE_CUDA "Build the CUDA/NCCL backend when nvcc is found" ON)
 include(CheckLanguage)
-check_language(CUDA)
 set(PARATUNE_HAVE_CUDA OFF)
-if(CMAKE_CUDA_COMPILER)
+if(PARATUNE_ENABLE_CUDA)
+  check_language(CUDA)
+endif()
+if(PARATUNE_ENABLE_CUDA AND CMAKE_CUDA_COMPILER)
   # One CUDA runtime: the shared one (cuBLAS and NCCL link it too).
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
