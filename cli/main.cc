@@ -18,6 +18,9 @@ Plan a training run before spending GPU-hours on it:
   presets    list the built-in models, GPUs and clusters
   validate   compare predictions with published measured runs
   profile    measure this cluster (GEMMs, links, collectives) or import nccl-tests logs
+  confirm    run the top plans on real kernels (cuBLAS + NCCL, or MPI/CPU) and report
+             measured vs predicted
+  calibrate  fit correction factors from run reports into a profile
   version    print the version
 
 Quick start:
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
       {"presets", RunPresets},
       {"validate", RunValidate},
       {"profile", RunProfile},
+      {"confirm", RunConfirm},
+      {"calibrate", RunCalibrate},
   };
   Io io{std::cin, std::cout, std::cerr};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||

@@ -313,6 +313,7 @@ OrderedJson ProfileToJson(const Profile& p) {
   OrderedJson waived = OrderedJson::array();
   for (const Waived& w : p.waived) waived.push_back({{"what", w.what}, {"reason", w.reason}});
   j["waived"] = std::move(waived);
+  if (p.calibration) j["calibration"] = OrderedJson::parse(p.calibration->dump());
   return j;
 }
 
@@ -398,6 +399,18 @@ Result<Profile> ParseProfile(const Json& j) {
         p.waived.push_back(w);
         return Status::Ok();
       }));
+  if (r.Has("calibration")) {
+    const Json& cal = r.Raw("calibration");
+    ObjectReader cr(cal, "/calibration");
+    double f = 1;
+    for (const char* key : {"compute", "communication", "memory_bound"}) {
+      PT_RETURN_IF_ERROR(cr.Number(key, &f));
+      if (!(f > 0.05 && f < 20)) return cr.Error(key, "must be in (0.05, 20)");
+    }
+    p.calibration = cal;
+  } else {
+    r.Ignore("calibration");
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return p;
 }
@@ -423,6 +436,12 @@ std::string ProfileFingerprint(const Profile& p) {
 
 Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster) {
   PT_CHECK(cluster != nullptr);
+  if (profile.calibration) {
+    const Json& c = *profile.calibration;
+    cluster->corrections.compute = c.at("compute").get<double>();
+    cluster->corrections.communication = c.at("communication").get<double>();
+    cluster->corrections.memory_bound = c.at("memory_bound").get<double>();
+  }
   if (profile.collectives.empty() && profile.gemm.empty()) {
     return Status::InvalidArgument("the profile holds neither collective fits nor GEMM curves");
   }

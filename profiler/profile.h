@@ -77,6 +77,11 @@ struct Profile {
   std::optional<CopyResult> copy;
   std::optional<P2PMatrix> p2p;
   std::vector<Waived> waived;
+  // Written by `paratune calibrate` (executor/run/calibrate.h): the fitted
+  // factors under "compute", "communication", "memory_bound" plus its own
+  // bookkeeping, kept verbatim. ApplyProfile copies the factors into
+  // ClusterSpec::corrections.
+  std::optional<Json> calibration;
 };
 
 // What a GEMM curve's efficiencies are relative to, per precision: the base

@@ -1,0 +1,244 @@
+// `paratune confirm`: run the top candidates of a plan on real kernels and
+// report measured against predicted. Thin: parse flags, make the backend,
+// call executor::ConfirmCandidates, print.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/flags.h"
+#include "common/json.h"
+#include "common/strings.h"
+#include "executor/backend/factory.h"
+#include "executor/run/runner.h"
+
+// The version string; the executable's build defines it, a bare library build does not.
+#ifndef PARATUNE_VERSION
+#define PARATUNE_VERSION "dev"
+#endif
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp =
+    R"(usage: paratune confirm --plans FILE --backend cuda|mpi-cpu|fake --out FILE [--top K]
+                        [--layers N] [--samples N] [--warmup N] [--comm-iters N]
+                        [--no-overlapped-slice] [--timeout S] [--inject-fault F]
+
+A prediction is a promise; confirm keeps it honest. It takes a plans document
+(`paratune plan --format json`), runs each of the top K candidates as the real
+per-rank workload of a training step on this machine, and writes a run report
+("paratune.run_report/v1") with measured and predicted time per candidate and
+per term, the error, and the candidates re-ranked by what was measured. Feed
+reports to `paratune calibrate` so the next plan is closer.
+
+Start one process per GPU with the launcher you already use; rank 0 writes
+the report (after every candidate, so a partial report survives a crash):
+
+  srun --ntasks-per-node=8 paratune confirm --plans plan.json --top 5 --backend cuda --out run.json
+  mpirun -np 4 paratune confirm --plans plan.json --top 3 --backend mpi-cpu --out run.json
+
+What runs, per candidate and rank (docs/executor.md):
+  - one micro-batch of a slice of the rank's layers (--layers, default 2):
+    forward, recompute and backward GEMMs at the cost model's per-GPU shapes
+    (AxoNN normal/transposed linears over X and Y, Megatron TP = gx 1),
+    attention as FLOP-equivalent GEMMs, element-wise kernels, the optimizer
+    step and TE FP8 casts as device copies of the same bytes; the embedding
+    and the logits on the first and last pipeline stage;
+  - every collective on a communicator split per dimension (tensor/sequence
+    parallel, AxoNN X/Y/Z, ring or Ulysses context parallel, pipeline
+    hand-off, data-parallel/ZeRO sync), each timed alone nccl-tests style;
+  - the slice again with its streams and events (OAR/ORS/OAG, TP comm overlap,
+    ZeRO-3 prefetch) on every rank at once, which measures the overlap;
+  - first, the memory proof: the model's per-GPU memory is allocated (and
+    written); a candidate that does not fit is reported "oom", not "fits".
+A step is extrapolated from the slice with the cost model's own composition
+(micro-batches x slowest stage + 1F1B bubble + hand-offs + data-parallel sync
++ optimizer); the report says how, in words.
+
+With fewer processes than the plan needs (one GPU, or 4 MPI ranks for a
+64-GPU plan) the distinct ranks (first, middle, last pipeline stage) run
+their compute and memory for real; collectives run on the largest groups
+that fit and are scaled to the plan's groups with the cluster's alpha-beta,
+or priced by it on a single process. Each candidate lists measured_parts and
+modelled_parts plainly.
+
+  --plans FILE         a paratune.plans/v1 document ("-" reads stdin)
+  --top K              candidates to run, best first (default 5)
+  --backend B          cuda (cuBLAS + NCCL, one GPU per process), mpi-cpu (MPI
+                       processes on CPUs, Eigen fp32 GEMMs: plan with
+                       --precision fp32), fake (the fake backend's model; a dry run)
+  --out FILE           the run report (required)
+  --layers N           layers per stage in the measured slice (default 2)
+  --samples N          timed runs per measurement; medians are kept (default 5)
+  --warmup N           unmeasured runs before each measurement (default 1)
+  --comm-iters N       calls per timed collective sample (default 5)
+  --no-overlapped-slice  skip the overlapped run: price overlap with the cost
+                       model's rule on measured times instead
+  --timeout S          cuda: seconds before a hung collective is aborted (300)
+  --inject-fault F     exercise the failure paths: KIND@N[:rank=R], KIND one of
+                       rank_dies, collective_error, timeout, oom
+
+A candidate that fails (out of memory, a rank dies, a collective errors or
+hangs) is reported with its reason and the next one runs. Under mpi-cpu a
+failed collective call ends the whole job (MPI collectives cannot time out);
+the report then holds the candidates finished before it.
+
+exit codes: 0 every candidate ran (ok, oom or waived: the report says which);
+            2 bad flags or an invalid plans document;
+            4 a candidate failed, or the backend is unavailable here.
+
+example:
+  paratune plan --model gpt3-350m --cluster dgx-h100 --gpus 8 --global-batch 64 \
+      --format json > plan.json
+  mpirun -np 8 paratune confirm --plans plan.json --top 3 --backend cuda --out run.json
+  paratune calibrate --reports run.json --profile h100.json --out h100-calibrated.json
+)";
+
+int ExitFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kParseError:
+    case StatusCode::kIoError:
+      return kExitUsage;
+    case StatusCode::kFailedPrecondition:
+      return kExitTempFail;
+    case StatusCode::kUnavailable:
+    case StatusCode::kTimeout:
+    case StatusCode::kInternal:
+      return kExitMeasureFailed;
+  }
+  return kExitInternal;
+}
+
+int Fail(Io io, const Status& s) {
+  io.err << "paratune confirm: " << s.message() << "\n";
+  return ExitFor(s);
+}
+
+Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min) {
+  auto v = f.Get(name);
+  if (!v) return def;
+  PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
+  if (n < min || n > 1000000) {
+    return Status::InvalidArgument(name + " must be in [" + std::to_string(min) + ", 1000000]");
+  }
+  return static_cast<int>(n);
+}
+
+std::string Cell(const std::optional<double>& v, int digits) {
+  return v ? FormatFixed(*v, digits) : std::string("-");
+}
+
+void PrintTable(const executor::RunReport& r, std::ostream& out) {
+  out << r.model << " on " << r.gpus << " GPU(s) of " << r.cluster << ", confirmed on "
+      << r.environment.world_size << " " << r.environment.backend << " process(es)\n";
+  out << std::setw(5) << "rank" << std::setw(8) << "status" << std::setw(14) << "predicted_s"
+      << std::setw(14) << "measured_s" << std::setw(9) << "error" << std::setw(10) << "measured"
+      << "  config\n";
+  for (const executor::CandidateReport& c : r.candidates) {
+    const std::string err = c.error ? FormatFixed(100.0 * *c.error, 1) + " %" : std::string("-");
+    out << std::setw(5) << c.rank << std::setw(8) << executor::OutcomeName(c.status)
+        << std::setw(14) << FormatFixed(c.predicted_s, 5) << std::setw(14) << Cell(c.measured_s, 5)
+        << std::setw(9) << err << std::setw(10)
+        << (c.measured_rank ? std::to_string(*c.measured_rank) : std::string("-")) << "  "
+        << planner::ConfigToString(c.config) << "\n";
+    if (c.status != executor::Outcome::kOk) out << "      " << c.reason << "\n";
+  }
+}
+
+}  // namespace
+
+int RunConfirm(const Args& args, Io io) {
+  Flags f({"--plans", "--top", "--backend", "--out", "--layers", "--samples", "--warmup",
+           "--comm-iters", "--timeout", "--inject-fault"},
+          {"--no-overlapped-slice", "--help"}, {{"-h", "--help"}});
+  if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
+  if (f.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  if (!f.positionals().empty()) {
+    return Fail(io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] + "'"));
+  }
+  const std::string plans_path = f.GetOr("--plans", "");
+  if (plans_path.empty()) return Fail(io, Status::InvalidArgument("--plans FILE is required"));
+  const std::string backend_name = f.GetOr("--backend", "");
+  if (backend_name != "cuda" && backend_name != "mpi-cpu" && backend_name != "fake") {
+    return Fail(io, Status::InvalidArgument("--backend must be cuda, mpi-cpu or fake"));
+  }
+  executor::ConfirmOptions o;
+  o.out_path = f.GetOr("--out", "");
+  if (o.out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  auto top = IntFlag(f, "--top", 5, 1);
+  auto layers = IntFlag(f, "--layers", 2, 1);
+  auto samples = IntFlag(f, "--samples", 5, 1);
+  auto warmup = IntFlag(f, "--warmup", 1, 0);
+  auto iters = IntFlag(f, "--comm-iters", 5, 1);
+  for (const auto* r : {&top, &layers, &samples, &warmup, &iters}) {
+    if (!r->ok()) return Fail(io, r->status());
+  }
+  o.workload.slice_layers = *layers;
+  o.samples = *samples;
+  o.warmup = *warmup;
+  o.comm_iters = *iters;
+  o.overlapped_slice = !f.Has("--no-overlapped-slice");
+  o.peers_can_hang = backend_name == "mpi-cpu";
+  o.tool = std::string("paratune ") + PARATUNE_VERSION;
+  o.argv = {"paratune", "confirm"};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+
+  backend::BackendOptions bo;
+  bo.name = backend_name;
+  if (auto t = f.Get("--timeout")) {
+    auto v = ParseDouble(*t, "--timeout");
+    if (!v.ok() || !(*v > 0)) {
+      return Fail(io, Status::InvalidArgument("--timeout must be a positive number of seconds"));
+    }
+    bo.cuda.timeout_s = *v;
+  }
+  if (auto fault = f.Get("--inject-fault")) {
+    auto plan = backend::ParseFaultPlan(*fault);
+    if (!plan.ok()) return Fail(io, plan.status().WithContext("--inject-fault"));
+    bo.fault = *plan;
+  }
+
+  // Every process reads the plan (a shared filesystem, like the launchers assume).
+  auto plans = LoadJsonArg(plans_path, "--plans", io.in);
+  if (!plans.ok()) return Fail(io, plans.status());
+  auto input = executor::ConfirmInputFromPlans(*plans, *top);
+  if (!input.ok()) return Fail(io, input.status().WithContext("--plans " + plans_path));
+
+  auto b = backend::CreateBackend(bo);
+  if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + backend_name));
+  backend::Backend& be = **b;
+  const bool root = be.rank() == 0;
+  if (root) {
+    io.err << "[confirm] " << input->candidates.size() << " candidate(s) of a " << input->job.gpus
+           << "-GPU plan for " << input->job.model.name << " on " << be.world_size() << " "
+           << be.name() << " process(es)" << std::endl;
+  }
+  auto progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
+  auto on_fatal = [&io, &be](const Status& s) {
+    io.err << "paratune confirm: rank " << be.rank() << ": " << s.message()
+           << " (ending every process: its peers would wait forever)" << std::endl;
+    return kExitMeasureFailed;
+  };
+  auto report = executor::ConfirmCandidates(be, *input, o, progress, on_fatal);
+  if (!report.ok()) return Fail(io, report.status());
+  bool failed = false;
+  for (const executor::CandidateReport& c : report->candidates) {
+    failed = failed || c.status == executor::Outcome::kFailed;
+  }
+  if (root) {
+    PrintTable(*report, io.out);
+    io.err << "[confirm] wrote " << o.out_path << std::endl;
+  }
+  return failed ? kExitMeasureFailed : kExitOk;
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,347 @@
+#include "executor/run/report.h"
+
+#include <ctime>
+
+namespace paratune::executor {
+namespace {
+
+// Reads an array of strings under `key` (absent = empty).
+Status StringList(ObjectReader* r, std::string_view key, std::vector<std::string>* out) {
+  if (!r->Has(key)) {
+    r->Ignore(key);
+    return Status::Ok();
+  }
+  const Json& a = r->Raw(key);
+  if (!a.is_array()) return r->Error(key, "must be an array of strings");
+  for (const Json& s : a) {
+    if (!s.is_string()) return r->Error(key, "must be an array of strings");
+    out->push_back(s.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status NonNegative(ObjectReader* r, std::string_view key, double* out, bool required) {
+  if (required && !r->Has(key)) return r->Error(key, "is required");
+  PT_RETURN_IF_ERROR(r->OptNumber(key, out));
+  if (*out < 0) return r->Error(key, "must be >= 0");
+  return Status::Ok();
+}
+
+OrderedJson OptionalNumber(const std::optional<double>& v) {
+  return v ? OrderedJson(*v) : OrderedJson(nullptr);
+}
+
+Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer) {
+  ObjectReader r(j, pointer);
+  CandidateReport c;
+  int64_t rank = 0;
+  PT_RETURN_IF_ERROR(r.Integer("rank", &rank));
+  if (rank < 1) return r.Error("rank", "must be >= 1");
+  c.rank = static_cast<int>(rank);
+  if (!r.Has("config")) return r.Error("config", "is required");
+  PT_ASSIGN_OR_RETURN(c.config, planner::ParseConfig(r.Raw("config"), r.PointerOf("config"), 0));
+  r.Ignore("config_string");
+  std::string s;
+  PT_RETURN_IF_ERROR(r.String("status", &s));
+  auto outcome = ParseOutcome(s);
+  if (!outcome.ok()) return r.Error("status", outcome.status().message());
+  c.status = *outcome;
+  PT_RETURN_IF_ERROR(r.String("reason", &c.reason));
+  PT_RETURN_IF_ERROR(NonNegative(&r, "predicted_s", &c.predicted_s, true));
+  if (r.Has("measured_s")) {
+    double v = 0;
+    PT_RETURN_IF_ERROR(NonNegative(&r, "measured_s", &v, true));
+    c.measured_s = v;
+  } else {
+    r.Ignore("measured_s");
+  }
+  if (r.Has("error")) {
+    double v = 0;
+    PT_RETURN_IF_ERROR(r.Number("error", &v));
+    c.error = v;
+  } else {
+    r.Ignore("error");
+  }
+  if (r.Has("measured_rank")) {
+    int v = 0;
+    PT_RETURN_IF_ERROR(r.OptInt("measured_rank", &v));
+    c.measured_rank = v;
+  } else {
+    r.Ignore("measured_rank");
+  }
+  if (c.status == Outcome::kOk && !c.measured_s) {
+    return r.Error("measured_s", "is required when status is \"ok\"");
+  }
+  if (!r.Has("breakdown")) return r.Error("breakdown", "is required");
+  ObjectReader br(r.Raw("breakdown"), r.PointerOf("breakdown"));
+  for (int i = 0; i < kNumTerms; ++i) {
+    const char* key = TermName(static_cast<Term>(i));
+    if (!br.Has(key)) return br.Error(key, "is required");
+    ObjectReader tr(br.Raw(key), br.PointerOf(key));
+    TermTimes& t = c.breakdown[static_cast<size_t>(i)];
+    PT_RETURN_IF_ERROR(NonNegative(&tr, "measured_s", &t.measured_s, false));
+    PT_RETURN_IF_ERROR(NonNegative(&tr, "predicted_s", &t.predicted_s, true));
+    std::string src = SourceName(Source::kMeasured);
+    PT_RETURN_IF_ERROR(tr.OptString("source", &src));
+    auto parsed = ParseSource(src);
+    if (!parsed.ok()) return tr.Error("source", parsed.status().message());
+    t.source = *parsed;
+    PT_RETURN_IF_ERROR(tr.Finish());
+  }
+  PT_RETURN_IF_ERROR(br.Finish());
+  PT_RETURN_IF_ERROR(StringList(&r, "measured_parts", &c.measured_parts));
+  PT_RETURN_IF_ERROR(StringList(&r, "modelled_parts", &c.modelled_parts));
+  if (r.Has("plan_ranks_run")) {
+    const Json& a = r.Raw("plan_ranks_run");
+    if (!a.is_array()) return r.Error("plan_ranks_run", "must be an array of integers");
+    for (const Json& v : a) {
+      if (!v.is_number_integer()) return r.Error("plan_ranks_run", "must be an array of integers");
+      c.plan_ranks_run.push_back(v.get<int>());
+    }
+  } else {
+    r.Ignore("plan_ranks_run");
+  }
+  if (r.Has("memory_GiB")) {
+    ObjectReader mr(r.Raw("memory_GiB"), r.PointerOf("memory_GiB"));
+    PT_RETURN_IF_ERROR(NonNegative(&mr, "predicted", &c.memory_predicted_GiB, false));
+    PT_RETURN_IF_ERROR(NonNegative(&mr, "allocated", &c.memory_allocated_GiB, false));
+    PT_RETURN_IF_ERROR(NonNegative(&mr, "scratch_beyond", &c.scratch_beyond_GiB, false));
+    PT_RETURN_IF_ERROR(mr.Finish());
+  } else {
+    r.Ignore("memory_GiB");
+  }
+  PT_RETURN_IF_ERROR(NonNegative(&r, "wall_s", &c.slice_wall_s, false));
+  PT_RETURN_IF_ERROR(r.Finish());
+  return c;
+}
+
+}  // namespace
+
+const char* TermName(Term t) {
+  switch (t) {
+    case Term::kCompute:
+      return "compute";
+    case Term::kRecompute:
+      return "recompute";
+    case Term::kCommX:
+      return "comm_x";
+    case Term::kCommY:
+      return "comm_y";
+    case Term::kCommZ:
+      return "comm_z";
+    case Term::kCommCp:
+      return "comm_cp";
+    case Term::kCommData:
+      return "comm_data";
+    case Term::kCommPp:
+      return "comm_pp";
+    case Term::kBubble:
+      return "bubble";
+    case Term::kOptimizer:
+      return "optimizer";
+    case Term::kOffload:
+      return "offload";
+  }
+  return "?";
+}
+
+const char* SourceName(Source s) {
+  switch (s) {
+    case Source::kMeasured:
+      return "measured";
+    case Source::kScaled:
+      return "scaled";
+    case Source::kDerived:
+      return "derived";
+    case Source::kModelled:
+      return "modelled";
+  }
+  return "?";
+}
+
+Result<Source> ParseSource(const std::string& s) {
+  for (Source v : {Source::kMeasured, Source::kScaled, Source::kDerived, Source::kModelled}) {
+    if (s == SourceName(v)) return v;
+  }
+  return Status::InvalidArgument("must be \"measured\", \"scaled\", \"derived\" or \"modelled\"");
+}
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kOom:
+      return "oom";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kWaived:
+      return "waived";
+  }
+  return "?";
+}
+
+Result<Outcome> ParseOutcome(const std::string& s) {
+  for (Outcome v : {Outcome::kOk, Outcome::kOom, Outcome::kFailed, Outcome::kWaived}) {
+    if (s == OutcomeName(v)) return v;
+  }
+  return Status::InvalidArgument("must be \"ok\", \"oom\", \"failed\" or \"waived\"");
+}
+
+std::string UtcNowIso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+OrderedJson RunReportToJson(const RunReport& r) {
+  OrderedJson j;
+  j["schema"] = kRunReportSchema;
+  j["complete"] = r.complete;
+  j["model"] = r.model;
+  j["cluster"] = r.cluster;
+  j["cluster_fingerprint"] = r.cluster_fingerprint;
+  j["profile"] = r.profile;
+  j["gpus"] = r.gpus;
+  j["corrections"] = {{"compute", r.corrections.compute},
+                      {"communication", r.corrections.communication},
+                      {"memory_bound", r.corrections.memory_bound}};
+  const RunEnvironment& e = r.environment;
+  OrderedJson env;
+  env["tool"] = e.tool;
+  env["backend"] = e.backend;
+  env["argv"] = e.argv;
+  env["hosts"] = e.hosts;
+  env["world_size"] = e.world_size;
+  env["device"] = e.device;
+  OrderedJson versions = OrderedJson::object();
+  for (const auto& [k, v] : e.versions) versions[k] = v;
+  env["versions"] = versions;
+  env["created_at"] = e.created_at;
+  j["environment"] = env;
+  j["measurement"] = {{"slice_layers", r.slice_layers},
+                      {"warmup", r.warmup},
+                      {"samples", r.samples},
+                      {"extrapolation", r.extrapolation}};
+  OrderedJson cands = OrderedJson::array();
+  for (const CandidateReport& c : r.candidates) {
+    OrderedJson cj;
+    cj["rank"] = c.rank;
+    cj["config"] = planner::ConfigToJson(c.config);
+    cj["config_string"] = planner::ConfigToString(c.config);
+    cj["status"] = OutcomeName(c.status);
+    cj["reason"] = c.reason;
+    cj["predicted_s"] = c.predicted_s;
+    cj["measured_s"] = OptionalNumber(c.measured_s);
+    cj["error"] = OptionalNumber(c.error);
+    cj["measured_rank"] = c.measured_rank ? OrderedJson(*c.measured_rank) : OrderedJson(nullptr);
+    OrderedJson br;
+    for (int i = 0; i < kNumTerms; ++i) {
+      const TermTimes& t = c.breakdown[static_cast<size_t>(i)];
+      OrderedJson tj;
+      tj["measured_s"] =
+          c.status == Outcome::kOk ? OrderedJson(t.measured_s) : OrderedJson(nullptr);
+      tj["predicted_s"] = t.predicted_s;
+      tj["source"] = SourceName(t.source);
+      br[TermName(static_cast<Term>(i))] = tj;
+    }
+    cj["breakdown"] = br;
+    cj["measured_parts"] = c.measured_parts;
+    cj["modelled_parts"] = c.modelled_parts;
+    cj["plan_ranks_run"] = c.plan_ranks_run;
+    cj["memory_GiB"] = {{"predicted", c.memory_predicted_GiB},
+                        {"allocated", c.memory_allocated_GiB},
+                        {"scratch_beyond", c.scratch_beyond_GiB}};
+    cj["wall_s"] = c.slice_wall_s;
+    cands.push_back(cj);
+  }
+  j["candidates"] = cands;
+  return j;
+}
+
+Result<RunReport> ParseRunReport(const Json& j) {
+  ObjectReader r(j, "");
+  RunReport rep;
+  std::string schema;
+  PT_RETURN_IF_ERROR(r.String("schema", &schema));
+  if (schema != kRunReportSchema) {
+    return r.Error("schema",
+                   std::string("must be \"") + kRunReportSchema + "\" (got \"" + schema + "\")");
+  }
+  PT_RETURN_IF_ERROR(r.Bool("complete", &rep.complete));
+  PT_RETURN_IF_ERROR(r.String("model", &rep.model));
+  PT_RETURN_IF_ERROR(r.String("cluster", &rep.cluster));
+  PT_RETURN_IF_ERROR(r.String("cluster_fingerprint", &rep.cluster_fingerprint));
+  PT_RETURN_IF_ERROR(r.OptString("profile", &rep.profile));
+  int64_t gpus = 0;
+  PT_RETURN_IF_ERROR(r.Integer("gpus", &gpus));
+  if (gpus < 1) return r.Error("gpus", "must be >= 1");
+  rep.gpus = static_cast<int>(gpus);
+  if (!r.Has("corrections")) return r.Error("corrections", "is required");
+  {
+    ObjectReader cr(r.Raw("corrections"), r.PointerOf("corrections"));
+    auto& f = rep.corrections;
+    for (auto [key, out] : {std::pair<const char*, double*>{"compute", &f.compute},
+                            {"communication", &f.communication},
+                            {"memory_bound", &f.memory_bound}}) {
+      PT_RETURN_IF_ERROR(cr.Number(key, out));
+      if (!(*out > 0)) return cr.Error(key, "must be positive");
+    }
+    PT_RETURN_IF_ERROR(cr.Finish());
+  }
+  if (!r.Has("environment")) return r.Error("environment", "is required");
+  {
+    ObjectReader er(r.Raw("environment"), r.PointerOf("environment"));
+    RunEnvironment& e = rep.environment;
+    PT_RETURN_IF_ERROR(er.String("tool", &e.tool));
+    PT_RETURN_IF_ERROR(er.String("backend", &e.backend));
+    PT_RETURN_IF_ERROR(StringList(&er, "argv", &e.argv));
+    PT_RETURN_IF_ERROR(StringList(&er, "hosts", &e.hosts));
+    PT_RETURN_IF_ERROR(er.OptInt("world_size", &e.world_size));
+    PT_RETURN_IF_ERROR(er.OptString("device", &e.device));
+    if (er.Has("versions")) {
+      const Json& v = er.Raw("versions");
+      if (!v.is_object()) return er.Error("versions", "must be an object of strings");
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!it->is_string()) return er.Error("versions", "must be an object of strings");
+        e.versions[it.key()] = it->get<std::string>();
+      }
+    } else {
+      er.Ignore("versions");
+    }
+    PT_RETURN_IF_ERROR(er.OptString("created_at", &e.created_at));
+    PT_RETURN_IF_ERROR(er.Finish());
+  }
+  if (!r.Has("measurement")) return r.Error("measurement", "is required");
+  {
+    ObjectReader mr(r.Raw("measurement"), r.PointerOf("measurement"));
+    PT_RETURN_IF_ERROR(mr.OptInt("slice_layers", &rep.slice_layers));
+    PT_RETURN_IF_ERROR(mr.OptInt("warmup", &rep.warmup));
+    PT_RETURN_IF_ERROR(mr.OptInt("samples", &rep.samples));
+    PT_RETURN_IF_ERROR(mr.OptString("extrapolation", &rep.extrapolation));
+    PT_RETURN_IF_ERROR(mr.Finish());
+  }
+  if (!r.Has("candidates") || !r.Raw("candidates").is_array()) {
+    return r.Error("candidates", "must be an array");
+  }
+  const Json& cands = r.Raw("candidates");
+  for (size_t i = 0; i < cands.size(); ++i) {
+    PT_ASSIGN_OR_RETURN(CandidateReport c, ParseCandidate(cands[i], r.PointerOf("candidates") +
+                                                                        "/" + std::to_string(i)));
+    rep.candidates.push_back(std::move(c));
+  }
+  PT_RETURN_IF_ERROR(r.Finish());
+  return rep;
+}
+
+Result<RunReport> LoadRunReport(const std::string& path) {
+  PT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  PT_ASSIGN_OR_RETURN(Json j, ParseJson(text, "run report " + path));
+  auto r = ParseRunReport(j);
+  if (!r.ok()) return r.status().WithContext("run report " + path);
+  return r;
+}
+
+}  // namespace paratune::executor

@@ -1,0 +1,126 @@
+// executor/run/report.h: the run report ("schema": "paratune.run_report/v1"),
+// what `paratune confirm` writes and `paratune calibrate` reads. Per
+// candidate of the plan: its plan rank and config, the outcome (ok, oom,
+// failed, waived) with a reason, the predicted and the measured iteration
+// time, the relative error, the per-term breakdown (measured and predicted,
+// with where each measured figure came from) and, in words, which parts were
+// measured and which were modelled. docs/executor.md has the schema.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "planner/config.h"
+#include "topology/cluster.h"
+
+namespace paratune::executor {
+
+inline constexpr const char* kRunReportSchema = "paratune.run_report/v1";
+
+// The terms of planner::TimeBreakdown, under its JSON names (breakdown_s keys).
+enum class Term : uint8_t {
+  kCompute = 0,
+  kRecompute,  // part of compute (informational)
+  kCommX,
+  kCommY,
+  kCommZ,
+  kCommCp,
+  kCommData,
+  kCommPp,
+  kBubble,
+  kOptimizer,
+  kOffload,
+};
+inline constexpr int kNumTerms = 11;
+// "compute" | "recompute" | "comm_x" | ... | "bubble" | "optimizer" | "offload".
+const char* TermName(Term t);
+
+// Where a measured figure comes from.
+enum class Source : uint8_t {
+  kMeasured = 0,  // timed on this run's hardware, on groups shaped like the plan's
+  kScaled,        // timed on a smaller group (or another tier) and scaled by the model's α-β
+  kDerived,       // a formula over measured figures (the pipeline bubble)
+  kModelled,      // the cost model's own figure: nothing here could measure it
+};
+const char* SourceName(Source s);  // "measured" | "scaled" | "derived" | "modelled"
+Result<Source> ParseSource(const std::string& s);
+
+enum class Outcome : uint8_t { kOk = 0, kOom, kFailed, kWaived };
+const char* OutcomeName(Outcome o);  // "ok" | "oom" | "failed" | "waived"
+Result<Outcome> ParseOutcome(const std::string& s);
+
+struct TermTimes {
+  double measured_s = 0;
+  double predicted_s = 0;
+  Source source = Source::kMeasured;
+};
+
+struct CandidateReport {
+  int rank = 0;  // 1-based position in the plans document
+  planner::ParallelConfig config;
+  Outcome status = Outcome::kOk;
+  std::string reason;                // why it is not ok (empty when ok)
+  double predicted_s = 0;            // the cost model's iteration time
+  std::optional<double> measured_s;  // extrapolated from the measured slice (ok only)
+  // (predicted − measured) / measured: negative when the model promised a
+  // faster step than the hardware delivered (ok only).
+  std::optional<double> error;
+  std::optional<int> measured_rank;              // 1 = fastest measured among the ok candidates
+  std::array<TermTimes, kNumTerms> breakdown{};  // measured figures valid when ok
+  std::vector<std::string> measured_parts;
+  std::vector<std::string> modelled_parts;
+  std::vector<int> plan_ranks_run;  // plan ranks whose workloads ran
+  double memory_predicted_GiB = 0;  // per GPU, most loaded stage
+  double memory_allocated_GiB = 0;  // allocated per rank by the memory proof
+  double scratch_beyond_GiB = 0;    // workload buffers that did not fit inside it
+  double slice_wall_s = 0;          // wall time this candidate took to measure
+};
+
+// Where and how the run was made.
+struct RunEnvironment {
+  std::string tool;     // "paratune 0.1.0"
+  std::string backend;  // "cuda" | "mpi-cpu" | "fake" | "fault(...)"
+  std::vector<std::string> argv;
+  std::vector<std::string> hosts;  // host of each process
+  int world_size = 0;              // processes
+  std::string device;              // rank 0's device name
+  std::map<std::string, std::string> versions;
+  std::string created_at;  // UTC ISO 8601
+};
+
+struct RunReport {
+  // The plan this run confirms.
+  std::string model;
+  std::string cluster;
+  std::string cluster_fingerprint;
+  std::string profile;  // profile fingerprint the plan used ("" = none)
+  int gpus = 0;
+  // The calibration factors in effect when the predictions were made
+  // (calibrate divides them out before fitting).
+  topology::ClusterSpec::Corrections corrections;
+  RunEnvironment environment;
+  // Measurement settings, echoed.
+  int slice_layers = 0;
+  int warmup = 0;
+  int samples = 0;
+  std::string extrapolation;  // how a step's time is extrapolated from the slice, in words
+  bool complete = false;      // false while `paratune confirm` is still writing candidates
+  std::vector<CandidateReport> candidates;
+};
+
+OrderedJson RunReportToJson(const RunReport& r);
+// Strict: unknown or missing keys are errors naming their JSON pointer.
+Result<RunReport> ParseRunReport(const Json& j);
+// Reads and parses a report file; errors name the file.
+Result<RunReport> LoadRunReport(const std::string& path);
+
+// "2026-01-31T12:00:00Z".
+std::string UtcNowIso8601();
+
+}  // namespace paratune::executor

@@ -1,0 +1,149 @@
+// `paratune confirm` and `paratune calibrate` end to end on the fake backend:
+// flags, exit codes, the files they write and what they print.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "executor/backend/fake.h"
+#include "executor/run/calibrate.h"
+#include "executor/run/report.h"
+#include "planner/plans.h"
+#include "planner/search.h"
+#include "profiler/discovery.h"
+#include "profiler/profile.h"
+#include "profiler/sampler.h"
+#include "tests/executor/test_util.h"
+
+namespace paratune::cli {
+namespace {
+
+struct Outcome {
+  int code = 0;
+  std::string out, err;
+};
+
+Outcome Call(int (*cmd)(const Args&, Io), const Args& args) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  Outcome r;
+  r.code = cmd(args, Io{in, out, err});
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("paratune_cli_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    // A plan: a small GPT on 8 GPUs of a cluster shaped like the fake backend.
+    planner::Job job =
+        executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
+                                   executor::testing::FakeLikeCluster(), 8, 2048, 16);
+    planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+    planner::SearchOptions so;
+    so.top_k = 3;
+    so.family = planner::Family::kMegatron;
+    planner::Search search(cm, so);
+    planner::PlanSection sec{job, search.RunAll(), 0.0};
+    ASSERT_GE(sec.result.top.size(), 2u);
+    ASSERT_TRUE(WriteFileAtomic(Path("plan.json"), planner::PlansToJson({sec}, so).dump(2)).ok());
+    // A profile of the fake backend (one rank: GEMM curves and copies only).
+    backend::FakeConfig fc;
+    auto world = backend::FakeWorld::Create(fc);
+    auto b = world->MakeRank(0);
+    profiler::MeasurementPlan mp = profiler::DefaultPlan("fake", true, 1, 1);
+    auto m = profiler::RunMeasurements(*b, mp, nullptr);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    auto p = profiler::BuildProfile(*m, job.cluster, profiler::PeaksOf(job.cluster), nullptr);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ASSERT_TRUE(profiler::WriteProfile(*p, Path("profile.json")).ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliTest, HelpTeachesAndBadFlagsAreUsageErrors) {
+  Outcome h = Call(RunConfirm, {"--help"});
+  EXPECT_EQ(h.code, kExitOk);
+  for (const char* word : {"--plans", "mpirun", "measured_parts", "oom", "exit codes"}) {
+    EXPECT_NE(h.out.find(word), std::string::npos) << word;
+  }
+  EXPECT_EQ(Call(RunConfirm, {"--backend", "fake", "--out", Path("r.json")}).code, kExitUsage);
+  EXPECT_EQ(Call(RunConfirm, {"--plans", Path("plan.json"), "--backend", "tpu", "--out", "x"}).code,
+            kExitUsage);
+  EXPECT_EQ(
+      Call(RunConfirm, {"--plans", Path("missing.json"), "--backend", "fake", "--out", "x"}).code,
+      kExitUsage);
+  Outcome c = Call(RunCalibrate, {"--help"});
+  EXPECT_EQ(c.code, kExitOk);
+  EXPECT_NE(c.out.find("f_compute"), std::string::npos);
+  EXPECT_EQ(Call(RunCalibrate, {"--profile", Path("profile.json"), "--out", "x"}).code, kExitUsage);
+}
+
+TEST_F(CliTest, ConfirmThenCalibrate) {
+  Outcome c = Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake",
+                                "--out", Path("run.json"), "--samples", "2"});
+  ASSERT_EQ(c.code, kExitOk) << c.err;
+  EXPECT_NE(c.err.find("[confirm] candidate 1/2"), std::string::npos) << c.err;
+  EXPECT_NE(c.out.find("measured_s"), std::string::npos) << c.out;
+  auto rep = executor::LoadRunReport(Path("run.json"));
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_TRUE(rep->complete);
+  ASSERT_EQ(rep->candidates.size(), 2u);
+  for (const auto& cand : rep->candidates)
+    EXPECT_EQ(cand.status, executor::Outcome::kOk) << cand.reason;
+  EXPECT_EQ(rep->environment.backend, "fake");
+  EXPECT_EQ(rep->environment.argv[1], "confirm");
+
+  Outcome k =
+      Call(RunCalibrate, {"--reports", Path("run.json"), "--profile", Path("profile.json"), "--out",
+                          Path("cal.json"), "--cluster-out", Path("cluster.json")});
+  ASSERT_EQ(k.code, kExitOk) << k.err;
+  EXPECT_NE(k.out.find("compute"), std::string::npos);
+  EXPECT_NE(k.err.find("planned without a profile"), std::string::npos) << k.err;
+  auto text = ReadFileToString(Path("cal.json"));
+  ASSERT_TRUE(text.ok());
+  const Json cal = Json::parse(*text);
+  ASSERT_TRUE(cal.contains("calibration"));
+  EXPECT_EQ(cal["calibration"]["candidates"], 2);
+  // The profiler still reads the rest, and the section applies to a cluster.
+  EXPECT_TRUE(profiler::ParseProfile(executor::WithoutCalibration(cal)).ok());
+  auto factors = executor::CorrectionsFromProfile(cal);
+  ASSERT_TRUE(factors.ok() && factors->has_value());
+  auto cluster_text = ReadFileToString(Path("cluster.json"));
+  ASSERT_TRUE(cluster_text.ok());
+  auto cluster = topology::ParseClusterSpec(Json::parse(*cluster_text), "");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->corrections, **factors);
+}
+
+TEST_F(CliTest, FaultsAreReportedWithTheirExitCodes) {
+  // Out of memory is a finding (exit 0); a dead rank is a failed measurement (4).
+  Outcome oom =
+      Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake", "--out",
+                        Path("oom.json"), "--samples", "1", "--inject-fault", "oom@1"});
+  EXPECT_EQ(oom.code, kExitOk) << oom.err;
+  EXPECT_NE(oom.out.find("oom"), std::string::npos) << oom.out;
+  auto rep = executor::LoadRunReport(Path("oom.json"));
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->candidates[0].status, executor::Outcome::kOom);
+  EXPECT_EQ(rep->candidates[1].status, executor::Outcome::kOk);
+  Outcome dead = Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "1", "--backend", "fake",
+                                   "--out", Path("dead.json"), "--inject-fault", "rank_dies@3"});
+  EXPECT_EQ(dead.code, kExitMeasureFailed);
+  EXPECT_NE(dead.out.find("died"), std::string::npos) << dead.out;
+  // A report with nothing ok cannot calibrate anything.
+  Outcome k = Call(RunCalibrate, {"--reports", Path("dead.json"), "--profile", Path("profile.json"),
+                                  "--out", Path("x.json")});
+  EXPECT_EQ(k.code, kExitUsage);
+}
+
+}  // namespace
+}  // namespace paratune::cli

@@ -1,0 +1,106 @@
+// Helpers shared by the executor tests: small jobs, a cluster description that
+// says exactly what the fake backend does (so measured and predicted can be
+// compared without hardware noise), and a fake world whose ranks run on
+// threads, optionally behind the fault injector.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "executor/backend/fake.h"
+#include "executor/backend/fault.h"
+#include "planner/request.h"
+#include "topology/cluster.h"
+
+namespace paratune::executor::testing {
+
+// A GPT-style model (LayerNorm, GeLU FFN f = 4h, MHA).
+inline planner::ModelSpec Gpt(int layers, int hidden, int heads, int vocab, bool dropout = false) {
+  planner::ModelSpec m;
+  m.name = "gpt-test";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  m.dropout = dropout;
+  m.linear_bias = true;
+  m.tied_embeddings = true;
+  m.norm = "layernorm";
+  m.max_seq_len = 2048;
+  return m;
+}
+
+// The fake backend's default model as a cluster description: 8 ranks per
+// node, bf16 GEMMs at 312 TFLOP/s with no shape penalty (flash attention
+// too), device copies at 1600 GB/s, collectives α = 8 µs per rank and 230
+// GB/s bus bandwidth inside a node.
+inline topology::ClusterSpec FakeLikeCluster() {
+  auto preset = topology::ClusterPreset("dgx-a100-80gb");
+  topology::ClusterSpec c = *preset;
+  c.name = "fake-like";
+  topology::GpuSpec& g = c.gpu;
+  const size_t bf16 = static_cast<size_t>(topology::Precision::kBf16);
+  for (auto& curve : g.gemm_efficiency) curve.clear();
+  g.gemm_efficiency[bf16] = {{1.0, 1.0}};
+  g.peak_tflops[bf16] = 312.0;
+  g.hbm_GBps = 1600.0;
+  g.hbm_efficiency = 1.0;
+  g.flash_fwd_efficiency = 1.0;
+  g.flash_bwd_efficiency = 1.0;
+  g.memory_GiB = 80.0;
+  c.gpus_per_node = 8;
+  c.intra_node_fabric = "nvswitch";
+  c.intra_node_GBps = 230.0;
+  c.intra_node_table.clear();
+  c.intra_alpha_us = 8.0;
+  c.alltoall_efficiency = 1.0;
+  c.fits.clear();
+  return c;
+}
+
+inline planner::Job MakeJob(const planner::ModelSpec& m, const topology::ClusterSpec& c, int gpus,
+                            int seq, int64_t global_batch,
+                            topology::Precision p = topology::Precision::kBf16) {
+  planner::Job job;
+  job.model = m;
+  job.cluster = c;
+  job.gpus = gpus;
+  job.training.seq_len = seq;
+  job.training.global_batch = global_batch;
+  job.training.precision = p;
+  return job;
+}
+
+// Runs `body` on every rank of a fake world, each on its own thread, each
+// backend wrapped in the fault injector when `fault` is set (the plan's rank
+// picks the victim). Returns every rank's backend (the fakes' logs) through
+// `fakes` when given.
+inline void RunWorld(const backend::FakeConfig& config,
+                     const std::function<void(backend::Backend&)>& body,
+                     const backend::FaultPlan* fault = nullptr,
+                     std::vector<backend::FakeBackend*>* fakes = nullptr) {
+  auto world = backend::FakeWorld::Create(config);
+  std::vector<std::unique_ptr<backend::Backend>> ranks;
+  if (fakes) fakes->clear();
+  for (int r = 0; r < config.world_size; ++r) {
+    std::unique_ptr<backend::FakeBackend> fb = world->MakeRank(r);
+    if (fakes) fakes->push_back(fb.get());
+    if (fault) {
+      ranks.push_back(std::make_unique<backend::FaultBackend>(std::move(fb), *fault));
+    } else {
+      ranks.push_back(std::move(fb));
+    }
+  }
+  std::vector<std::thread> threads;
+  for (auto& r : ranks) threads.emplace_back([&body, &r] { body(*r); });
+  for (auto& t : threads) t.join();
+  // Keep the backends (and their logs) alive for the caller.
+  static std::vector<std::vector<std::unique_ptr<backend::Backend>>> keep;
+  keep.push_back(std::move(ranks));
+}
+
+}  // namespace paratune::executor::testing

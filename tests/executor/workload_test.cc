@@ -1,0 +1,461 @@
+// The workload builder: the ops a plan rank issues for one micro-batch of its
+// slice. Every expected shape, byte count and group below is worked out from
+// the formulas (cost-model.md §3, axonn-notes.md §1.2-1.4, Korthikanti 2022
+// §4.2) for the config at hand, not read back from the builder.
+#include "executor/run/workload.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "executor/run/runner.h"
+#include "planner/cost_model.h"
+#include "tests/executor/test_util.h"
+
+namespace paratune::executor {
+namespace {
+
+using backend::DataType;
+using backend::OpKind;
+using planner::ParallelConfig;
+using testing::FakeLikeCluster;
+using testing::Gpt;
+using testing::MakeJob;
+
+using Shape = std::tuple<int64_t, int64_t, int64_t>;
+
+// h = 1024, 16 heads (d = 64), f = 4h, V = 32000, s = 2048, bf16.
+constexpr int64_t kH = 1024, kF = 4096, kV = 32000, kS = 2048, kD = 64, kHeads = 16, kE = 2;
+
+planner::Job TestJob(int gpus, int64_t global_batch = 8) {
+  return MakeJob(Gpt(4, kH, kHeads, kV), FakeLikeCluster(), gpus, kS, global_batch);
+}
+
+// Megatron: tp = 2 with sequence parallelism, pp = 2, dp = 2, ZeRO-1, on 8 ranks.
+ParallelConfig MegatronSp() {
+  ParallelConfig c;
+  c.gy = 2;
+  c.sp = true;
+  c.pp = 2;
+  c.gdata = 2;
+  c.zero = 1;
+  return c;
+}
+
+// AxoNN 4D: gx = gy = gz = 2 on 8 ranks.
+ParallelConfig Axonn() {
+  ParallelConfig c;
+  c.gx = 2;
+  c.gy = 2;
+  c.gz = 2;
+  return c;
+}
+
+Workload Build(const planner::Job& job, const ParallelConfig& c, int rank) {
+  auto w = BuildWorkload(job, c, rank, WorkloadOptions{});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return std::move(*w);
+}
+
+std::multiset<Shape> Gemms(const Workload& w) {
+  std::multiset<Shape> s;
+  for (const WorkOp& op : w.ops) {
+    for (int k = 0; op.type == OpType::kGemm && k < op.calls; ++k) s.insert({op.m, op.n, op.k});
+  }
+  return s;
+}
+
+// (kind, group, bytes) → calls.
+std::map<std::tuple<OpKind, GroupKind, int64_t>, int> Collectives(const Workload& w) {
+  std::map<std::tuple<OpKind, GroupKind, int64_t>, int> m;
+  for (const WorkOp& op : w.ops) {
+    if (op.type == OpType::kCollective) m[{op.collective, op.group, op.bytes}] += op.calls;
+  }
+  return m;
+}
+
+void AddTimes(std::multiset<Shape>* s, Shape shape, int n) {
+  for (int i = 0; i < n; ++i) s->insert(shape);
+}
+
+// Flash attention on 8 local heads (16 / gy), causal keys s/2: forward
+// S = QKᵀ and O = PV, backward S again, dV, dP, dQ, dK.
+void AddAttention(std::multiset<Shape>* s, int layers) {
+  const int64_t rows = 1 * kHeads / 2, keys = kS / 2;
+  AddTimes(s, {rows * kS, keys, kD}, 3 * layers);  // S fwd, S recomputed in bwd, dP
+  AddTimes(s, {rows * kS, kD, keys}, 2 * layers);  // O fwd, dQ
+  AddTimes(s, {rows * keys, kD, kS}, 2 * layers);  // dV, dK
+}
+
+TEST(Coordinates, FollowThePlacementInnermostFirst) {
+  const ParallelConfig c = MegatronSp();  // x-y-cp-z-data-pp: y stride 1, data 2, pp 4
+  for (int r = 0; r < 8; ++r) {
+    const auto co = Coordinates(c, r);
+    EXPECT_EQ(co[static_cast<size_t>(planner::Dim::kY)], r % 2);
+    EXPECT_EQ(co[static_cast<size_t>(planner::Dim::kData)], (r / 2) % 2);
+    EXPECT_EQ(co[static_cast<size_t>(planner::Dim::kPp)], r / 4);
+    EXPECT_EQ(RankOf(c, co), r);
+  }
+  ParallelConfig d = c;
+  auto p = planner::ParsePlacement("data-y-x-cp-z-pp");
+  ASSERT_TRUE(p.ok());
+  d.placement = *p;  // data innermost: data stride 1, y stride 2
+  EXPECT_EQ(GroupRanks(d, GroupKind::kData, 5, 8), (std::vector<int>{4, 5}));
+  EXPECT_EQ(GroupRanks(d, GroupKind::kY, 5, 8), (std::vector<int>{5, 7}));
+  EXPECT_EQ(GroupStride(d, GroupKind::kY), 2);
+}
+
+TEST(Workload, MegatronSpPipelineZero1IssuesTheExpectedGemms) {
+  const planner::Job job = TestJob(8);
+  const ParallelConfig c = MegatronSp();
+  for (int rank : {0, 4}) {  // first and last pipeline stage
+    const Workload w = Build(job, c, rank);
+    const bool last = rank >= 4;
+    EXPECT_EQ(w.stage, rank / 4);
+    EXPECT_EQ(w.layers_per_stage, 2);
+    EXPECT_EQ(w.slice_layers, 2);
+    EXPECT_EQ(w.micro_batches, 4);  // 8 / (mbs 1 · dp 2)
+    std::multiset<Shape> want;
+    const int64_t T = kS;  // tokens per rank per micro-batch
+    // Column-parallel QKV and FC1 split outputs over Y = 2, row-parallel proj
+    // and FC2 split inputs; fwd (T, n_loc, k_loc), dgrad (T, k_loc, n_loc),
+    // wgrad (n_loc, k_loc, T).
+    const int64_t kn_loc[4][2] = {{kH, 3 * kH / 2}, {kH / 2, kH}, {kH, kF / 2}, {kF / 2, kH}};
+    for (const auto& l : kn_loc) {
+      AddTimes(&want, {T, l[1], l[0]}, 2);
+      AddTimes(&want, {T, l[0], l[1]}, 2);
+      AddTimes(&want, {l[1], l[0], T}, 2);
+    }
+    AddAttention(&want, 2);
+    if (last) {  // logits over V / tp
+      want.insert({T, kV / 2, kH});
+      want.insert({T, kH, kV / 2});
+      want.insert({kV / 2, kH, T});
+    }
+    EXPECT_EQ(Gemms(w), want) << "rank " << rank;
+  }
+}
+
+TEST(Workload, MegatronSpPipelineZero1IssuesTheExpectedCollectives) {
+  const planner::Job job = TestJob(8);
+  const ParallelConfig c = MegatronSp();
+  const planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  const double psi = cm.Compute(c).psi;  // parameters this rank holds before data sharding
+  for (int rank : {0, 4}) {
+    const Workload w = Build(job, c, rank);
+    const bool last = rank >= 4;
+    const int64_t sp_buf = kS * kH * kE;  // T·h·e: the sp all-gather output / reduce-scatter input
+    // ZeRO-1 (DeepSpeed): gradients reduce-scattered and parameters gathered
+    // in bf16 over the 2 data ranks, one call each (under 256 MiB).
+    const int64_t grads = (static_cast<int64_t>(std::ceil(psi)) + 1) / 2 * 2 * kE;
+    std::map<std::tuple<OpKind, GroupKind, int64_t>, int> want;
+    // Per layer: forward all-gather before QKV and FC1, reduce-scatter after
+    // proj and FC2; backward the mirror images plus the re-gather of QKV's and
+    // FC1's input for wgrad (Korthikanti 2022 §4.2.2): 6 all-gathers, 4
+    // reduce-scatters; 2 layers in the slice.
+    want[{OpKind::kAllGather, GroupKind::kY, sp_buf}] = 12 + (last ? 1 : 0);
+    want[{OpKind::kReduceScatter, GroupKind::kY, sp_buf}] = 8 + (last ? 1 : 0);
+    // Pipeline: activations to the next stage, gradients back: T·(h/tp)·e.
+    want[{OpKind::kSendRecv, GroupKind::kPp, kS * (kH / 2) * kE}] = 2;
+    want[{OpKind::kReduceScatter, GroupKind::kData, grads}] = 1;
+    want[{OpKind::kAllGather, GroupKind::kData, grads}] = 1;
+    EXPECT_EQ(Collectives(w), want) << "rank " << rank;
+  }
+}
+
+TEST(Workload, MegatronSpLayerOrderFollowsKorthikanti) {
+  const Workload w = Build(TestJob(8), MegatronSp(), 0);
+  std::vector<std::string> fwd;
+  for (const WorkOp& op : w.ops) {
+    if (op.layer == 0 && op.phase == Phase::kForward) fwd.push_back(op.name);
+  }
+  const std::vector<std::string> want = {"L0.fwd.norm_residual.attention",
+                                         "L0.fwd.sp_all_gather.attention",
+                                         "L0.fwd.qkv",
+                                         "L0.fwd.attention.scores",
+                                         "L0.fwd.attention.context",
+                                         "L0.fwd.proj",
+                                         "L0.fwd.sp_reduce_scatter.attention",
+                                         "L0.fwd.norm_residual.mlp",
+                                         "L0.fwd.sp_all_gather.mlp",
+                                         "L0.fwd.fc1",
+                                         "L0.fwd.activation",
+                                         "L0.fwd.fc2",
+                                         "L0.fwd.sp_reduce_scatter.mlp"};
+  EXPECT_EQ(fwd, want);
+  // Without overlap flags every op is on the compute stream.
+  for (const WorkOp& op : w.ops) EXPECT_EQ(op.stream, StreamRole::kCompute) << op.name;
+}
+
+TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
+  const Workload w = Build(TestJob(8), MegatronSp(), 0);
+  std::map<std::string, int64_t> traffic;
+  for (const WorkOp& op : w.ops) {
+    if (op.type == OpType::kMemoryBound) traffic[op.name] = op.traffic_bytes * op.calls;
+  }
+  // Norms + residual adds over the T/tp tokens this rank holds with sp, no
+  // dropout: (8 + 2·6) bytes per element of h (bf16), half per sub-layer;
+  // GeLU reads and writes T·(f/tp) at 2 bytes each way.
+  const int64_t norm_half = (kS / 2) * kH * 20 / 2;
+  EXPECT_EQ(traffic["L0.fwd.norm_residual.attention"], norm_half);
+  EXPECT_EQ(traffic["L0.fwd.activation"], kS * (kF / 2) * 4);
+  EXPECT_EQ(traffic["L0.bwd.activation"], 2 * kS * (kF / 2) * 4);
+  EXPECT_EQ(traffic["stage.embedding"], 3 * kS * kH * kE);
+  // Adam on the 1/2 shard (ZeRO-1): 28 bytes of fp32 state and gradient plus
+  // 6 to refresh the bf16 copy per parameter; the local fp32 main gradients
+  // read (norm) and zeroed: 2 × 4 bytes per parameter.
+  const planner::Job job = TestJob(8);
+  const double psi =
+      planner::CostModel(job.model, job.training, job.cluster, 8).Compute(MegatronSp()).psi;
+  EXPECT_NEAR(static_cast<double>(traffic["step.optimizer"]), psi / 2 * 34 + psi * 2 * 4, 4.0);
+}
+
+TEST(Workload, AxonnGridIssuesTheExpectedGemmsAndCollectives) {
+  const planner::Job job = TestJob(8);
+  const ParallelConfig c = Axonn();
+  const Workload w = Build(job, c, 5);
+  const int64_t T = kS;
+  std::multiset<Shape> gemms;
+  // Normal layers (QKV, FC1): inputs over X, outputs over Y; transposed
+  // (proj, FC2): inputs over Y, outputs over X (axonn-notes.md §1.2).
+  const int64_t kn_loc[4][2] = {
+      {kH / 2, 3 * kH / 2}, {kH / 2, kH / 2}, {kH / 2, kF / 2}, {kF / 2, kH / 2}};
+  for (const auto& l : kn_loc) {
+    AddTimes(&gemms, {T, l[1], l[0]}, 2);
+    AddTimes(&gemms, {T, l[0], l[1]}, 2);
+    AddTimes(&gemms, {l[1], l[0], T}, 2);
+  }
+  AddAttention(&gemms, 2);
+  gemms.insert({T, kV / 4, kH / 2});  // logits over V / (gx·gy), h / gx
+  gemms.insert({T, kH / 2, kV / 4});
+  gemms.insert({kV / 4, kH / 2, T});
+  EXPECT_EQ(Gemms(w), gemms);
+
+  std::map<std::tuple<OpKind, GroupKind, int64_t>, int> want;
+  auto add = [&](OpKind k, GroupKind g, int64_t bytes, int n) { want[{k, g, bytes}] += n; };
+  // axonn-notes.md §1.3, per layer: forward all-reduce of the output over X
+  // (normal: T·n/gy) or Y (transposed: T·n/gx); backward all-reduce of the
+  // input gradient over Y (normal: T·k/gx) or X (transposed: T·k/gy).
+  add(OpKind::kAllReduce, GroupKind::kX, T * (3 * kH / 2) * kE, 2);  // QKV fwd
+  add(OpKind::kAllReduce, GroupKind::kX, T * (kF / 2) * kE, 2);      // FC1 fwd
+  add(OpKind::kAllReduce, GroupKind::kY, T * (kH / 2) * kE, 4);      // proj, FC2 fwd
+  add(OpKind::kAllReduce, GroupKind::kY, T * (kH / 2) * kE, 4);      // QKV, FC1 bwd
+  add(OpKind::kAllReduce, GroupKind::kX, T * (kH / 2) * kE, 2);      // proj bwd
+  add(OpKind::kAllReduce, GroupKind::kX, T * (kF / 2) * kE, 2);      // FC2 bwd
+  // Z: each weight block k·n/(gx·gy) gathered forward and backward and its
+  // gradient reduce-scattered, per linear.
+  for (int64_t kn : {kH * 3 * kH, kH * kH, kH * kF, kF * kH}) {
+    add(OpKind::kAllGather, GroupKind::kZ, kn / 4 * kE, 4);
+    add(OpKind::kReduceScatter, GroupKind::kZ, kn / 4 * kE, 2);
+  }
+  // The logits: the hidden states over Y forward and backward (no sp: all-reduce).
+  add(OpKind::kAllReduce, GroupKind::kY, T * kH * kE, 2);
+  EXPECT_EQ(Collectives(w), want);
+
+  // Groups of rank 5 (x = 1, y = 0, z = 1; strides 1, 2, 4).
+  EXPECT_EQ(w.FindGroup(GroupKind::kX)->ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(w.FindGroup(GroupKind::kY)->ranks, (std::vector<int>{5, 7}));
+  EXPECT_EQ(w.FindGroup(GroupKind::kZ)->ranks, (std::vector<int>{1, 5}));
+  EXPECT_EQ(w.FindGroup(GroupKind::kData), nullptr);
+}
+
+TEST(Workload, AxonnOverlapsPutCollectivesOnSideStreamsWithTheirWindows) {
+  ParallelConfig c = Axonn();
+  c.oar = c.ors = c.oag = true;
+  const Workload w = Build(TestJob(8), c, 0);
+  std::map<std::string, int> at;
+  for (size_t i = 0; i < w.ops.size(); ++i) at[w.ops[i].name] = static_cast<int>(i);
+  auto op = [&](const std::string& n) -> const WorkOp& {
+    EXPECT_TRUE(at.count(n)) << n;
+    return w.ops[static_cast<size_t>(at[n])];
+  };
+  // OAG: layer 1's gathers are in flight before layer 0's first GEMM; each
+  // forward GEMM waits for its own gather.
+  EXPECT_LT(at["L1.fwd.qkv.z_all_gather"], at["L0.fwd.qkv"]);
+  for (const char* lin : {"qkv", "proj", "fc1", "fc2"}) {
+    for (int l = 0; l < 2; ++l) {
+      const std::string g = "L" + std::to_string(l) + ".fwd." + lin + ".z_all_gather";
+      EXPECT_EQ(op(g).stream, StreamRole::kDepthComm);
+      const auto& after = op("L" + std::to_string(l) + ".fwd." + lin).after;
+      EXPECT_NE(std::find(after.begin(), after.end(), at[g]), after.end()) << g;
+      // ORS: the weight-gradient reduce-scatter on the depth stream.
+      EXPECT_EQ(op("L" + std::to_string(l) + ".bwd." + lin + ".z_reduce_scatter").stream,
+                StreamRole::kDepthComm);
+    }
+  }
+  // OAR: QKV's input-gradient all-reduce (over Y) runs on the tensor stream
+  // behind QKV's wgrad, which is its overlap window.
+  const WorkOp& ar = op("L0.bwd.qkv.all_reduce");
+  EXPECT_EQ(ar.stream, StreamRole::kTensorComm);
+  EXPECT_EQ(ar.group, GroupKind::kY);
+  ASSERT_GE(ar.window, 0);
+  EXPECT_EQ(w.windows[static_cast<size_t>(ar.window)].compute_ops,
+            (std::vector<int>{at["L0.bwd.qkv.wgrad"]}));
+  // ... and the forward all-reduces stay on the compute stream (exposed).
+  EXPECT_EQ(op("L0.fwd.qkv.all_reduce").stream, StreamRole::kCompute);
+}
+
+TEST(Workload, FullRecomputeRepeatsTheForwardInsideTheBackward) {
+  ParallelConfig c = MegatronSp();
+  c.recompute = planner::Recompute::kFull;
+  const Workload w = Build(TestJob(8), c, 0);
+  int ag = 0, rs = 0, recompute_gemms = 0;
+  for (const WorkOp& op : w.ops) {
+    if (op.layer != 0) continue;
+    if (op.collective == OpKind::kAllGather && op.type == OpType::kCollective) ++ag;
+    if (op.collective == OpKind::kReduceScatter && op.type == OpType::kCollective) ++rs;
+    if (op.phase == Phase::kRecompute && op.type == OpType::kGemm) ++recompute_gemms;
+  }
+  EXPECT_EQ(ag, 6 + 2);  // the forward's 2 all-gathers again
+  EXPECT_EQ(rs, 4 + 2);
+  EXPECT_EQ(recompute_gemms, 4 + 2);  // 4 linears + 2 attention GEMMs
+  // The recompute of layer 1 runs before layer 1's backward and after layer 1's forward.
+  int first_recompute = -1, first_bwd = -1;
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    if (w.ops[i].layer != 1) continue;
+    if (w.ops[i].phase == Phase::kRecompute && first_recompute < 0)
+      first_recompute = static_cast<int>(i);
+    if (w.ops[i].phase == Phase::kBackward && first_bwd < 0) first_bwd = static_cast<int>(i);
+  }
+  EXPECT_LT(first_recompute, first_bwd);
+}
+
+TEST(Workload, ContextParallelRingAndUlysses) {
+  const planner::Job job = TestJob(4);
+  ParallelConfig ring;
+  ring.cp = 2;
+  ring.gdata = 2;
+  const Workload wr = Build(job, ring, 0);
+  // Each ring step passes this rank's K and V block: 2·(s/cp)·h·e (MHA, tp 1);
+  // cp − 1 steps forward, twice that backward, beside the attention.
+  const int64_t kv = 2 * (kS / 2) * kH * kE;
+  int fwd = 0, bwd = 0;
+  for (const WorkOp& op : wr.ops) {
+    if (op.type != OpType::kCollective || op.group != GroupKind::kCp) continue;
+    EXPECT_EQ(op.collective, OpKind::kSendRecv);
+    EXPECT_EQ(op.peers, Peers::kRing);
+    EXPECT_EQ(op.bytes, kv);
+    EXPECT_EQ(op.stream, StreamRole::kContextComm);
+    (op.phase == Phase::kForward ? fwd : bwd) += op.calls;
+  }
+  EXPECT_EQ(fwd, 2 * 1);
+  EXPECT_EQ(bwd, 2 * 2);
+  // Weights are replicated over data × cp: the gradient all-reduce spans 4 ranks.
+  EXPECT_EQ(wr.FindGroup(GroupKind::kData)->ranks.size(), 4u);
+
+  ParallelConfig uly = ring;
+  uly.cp_kind = planner::CpKind::kUlysses;
+  const Workload wu = Build(job, uly, 0);
+  // All-to-all of Q, K, V in and of the context out, forward and backward:
+  // T·3h·e and T·h·e with T = s/cp (DeepSpeed-Ulysses).
+  std::map<int64_t, int> a2a;
+  for (const WorkOp& op : wu.ops) {
+    if (op.type == OpType::kCollective && op.collective == OpKind::kAllToAll)
+      a2a[op.bytes] += op.calls;
+  }
+  EXPECT_EQ(a2a, (std::map<int64_t, int>{{(kS / 2) * 3 * kH * kE, 4}, {(kS / 2) * kH * kE, 4}}));
+}
+
+TEST(Workload, Zero3GathersEveryLayerOverTheDataGroup) {
+  ParallelConfig c;
+  c.gdata = 8;
+  c.zero = 3;
+  const planner::Job job = TestJob(8);
+  const Workload w = Build(job, c, 3);
+  // Per layer: the parameter shard (ParamsPerLayer, all of it here: tp = 1)
+  // gathered forward and backward, its gradient reduce-scattered.
+  const int64_t shard = job.model.ParamsPerLayer() * kE;
+  std::map<std::tuple<OpKind, int64_t>, int> got;
+  for (const WorkOp& op : w.ops) {
+    if (op.type == OpType::kCollective && op.group == GroupKind::kData) {
+      EXPECT_EQ(op.scope, Scope::kLayer) << op.name;  // nothing left for the step
+      got[{op.collective, op.bytes}] += op.calls;
+    }
+  }
+  const int64_t rounded = (shard / kE + 7) / 8 * 8 * kE;
+  EXPECT_EQ(got, (std::map<std::tuple<OpKind, int64_t>, int>{
+                     {{OpKind::kAllGather, rounded}, 4}, {{OpKind::kReduceScatter, rounded}, 2}}));
+}
+
+TEST(Workload, RejectsConfigsThatBreakARule) {
+  ParallelConfig c;
+  c.gy = 3;  // 16 heads do not split over 3
+  c.gdata = 1;
+  auto w = BuildWorkload(TestJob(3), c, 0, WorkloadOptions{});
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("heads"), std::string::npos);
+  EXPECT_FALSE(BuildWorkload(TestJob(8), MegatronSp(), 8, WorkloadOptions{}).ok());
+}
+
+// The fake backend receives exactly the workload's ops, on communicators whose
+// members are the plan's groups.
+TEST(Workload, FakeBackendSeesTheOpsOnThePlansGroups) {
+  const planner::Job job = TestJob(8);
+  const ParallelConfig c = MegatronSp();
+  backend::FakeConfig fc;
+  fc.world_size = 8;
+  std::vector<backend::FakeBackend*> fakes;
+  std::vector<Workload> ws(8);
+  std::vector<Status> st(8);
+  testing::RunWorld(
+      fc,
+      [&](backend::Backend& b) {
+        const int r = b.rank();
+        ws[static_cast<size_t>(r)] = Build(job, c, r);
+        auto comms = SplitPlanGroups(b, c, 8);
+        if (!comms.ok()) {
+          st[static_cast<size_t>(r)] = comms.status();
+          return;
+        }
+        st[static_cast<size_t>(r)] = IssueWorkloadOnce(b, ws[static_cast<size_t>(r)], *comms);
+      },
+      nullptr, &fakes);
+  for (int r = 0; r < 8; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)].ToString();
+    const backend::FakeBackend& fb = *fakes[static_cast<size_t>(r)];
+    // GEMMs in issue order.
+    std::vector<Shape> want_gemms, got_gemms;
+    for (const WorkOp& op : ws[static_cast<size_t>(r)].ops) {
+      for (int k = 0; op.type == OpType::kGemm && k < op.calls; ++k)
+        want_gemms.push_back({op.m, op.n, op.k});
+    }
+    for (const backend::OpRecord& rec : fb.ops()) {
+      if (rec.kind == OpKind::kGemm) got_gemms.push_back({rec.m, rec.n, rec.k});
+    }
+    EXPECT_EQ(got_gemms, want_gemms) << "rank " << r;
+    // Every collective on its group: members from the placement (y = r % 2,
+    // data = r / 2 % 2, stage = r / 4), the nccl-tests size of the op.
+    const std::vector<int> y = {r - r % 2, r - r % 2 + 1};
+    const std::vector<int> data = {r % 2 + 4 * (r / 4), r % 2 + 2 + 4 * (r / 4)};
+    const std::vector<int> pp = {r % 4, r % 4 + 4};
+    int collectives = 0;
+    for (const backend::OpRecord& rec : fb.ops()) {
+      const bool coll = rec.kind == OpKind::kAllGather || rec.kind == OpKind::kReduceScatter ||
+                        rec.kind == OpKind::kSendRecv || rec.kind == OpKind::kAllReduce;
+      if (!coll) continue;
+      ++collectives;
+      auto info = fb.GetCommInfo(rec.comm);
+      ASSERT_TRUE(info.ok());
+      if (rec.kind == OpKind::kSendRecv) {
+        EXPECT_EQ(info->world_ranks, pp);
+        // Stage 0 sends activations to stage 1 (and receives gradients from
+        // it); stage 1 sends gradients back to stage 0.
+        const int peer = rec.send_peer != backend::kNoPeer ? rec.send_peer : rec.recv_peer;
+        EXPECT_EQ(peer, r < 4 ? 1 : 0);
+        EXPECT_EQ(rec.bytes, kS * (kH / 2) * kE);
+      } else if (info->world_ranks == y) {
+        EXPECT_EQ(rec.bytes, kS * kH * kE);
+      } else {
+        EXPECT_EQ(info->world_ranks, data) << backend::OpKindName(rec.kind);
+      }
+    }
+    // 20 sp collectives + 2 hand-offs + 2 data; the last stage adds 2 for the logits.
+    EXPECT_EQ(collectives, 24 + (r >= 4 ? 2 : 0)) << "rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace paratune::executor
