@@ -24,8 +24,8 @@ sequence per data-parallel replica, micro-batch 1), and the largest built-in
 model that fits at --seq (default: the model's context length). Only memory
 is modelled here; use `paratune plan` for the speed at that length.
 
-  --max-seq L     upper end of the sequence search (K/M suffixes: powers of 1024
-                  are NOT used here: 1M = 1,000,000 ... use plain numbers or K=1024)
+  --max-seq L     upper end of the sequence search (default 16M; K/M/G suffixes
+                  are powers of 1024 as in nccl-tests: 16M = 16,777,216 tokens)
 exit codes: 0 ok, 2 invalid input, 3 nothing fits at all
 )";
 
@@ -57,7 +57,7 @@ int RunCapacity(const Args& args, Io io) {
     io.out << kHelp;
     return kExitOk;
   }
-  Flags with_batch = flags;
+  // The request parser wants a batch; capacity sets its own per configuration.
   std::vector<std::string> a = args;
   a.push_back("--global-batch");
   a.push_back("1");

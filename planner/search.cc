@@ -301,11 +301,11 @@ bool Search::InSpace(const ParallelConfig& c) const {
     if (c.pp > 1 && c.zero >= 2) return false;                 // DeepSpeed PP excludes ZeRO-2/3
     if (c.cp > 1 && (c.gy > 1 || c.pp > 1)) return false;      // Ulysses without TP/PP
   }
-  const int values[][2] = {{c.gx, 0}, {c.gy, 0}, {c.gz, 0}, {c.gdata, 0}, {c.pp, 0}, {c.vpp, 0},
-                           {c.cp, 0}, {c.zero, 0}, {c.mbs, 0}};
-  const char* keys[] = {"gx", "gy", "gz", "gdata", "pp", "vpp", "cp", "zero", "mbs"};
-  for (int i = 0; i < 9; ++i) {
-    if (!Allowed(keys[i], values[i][0])) return false;
+  const std::pair<const char*, int> pinned[] = {{"gx", c.gx},   {"gy", c.gy},     {"gz", c.gz},
+                                                {"gdata", c.gdata}, {"pp", c.pp}, {"vpp", c.vpp},
+                                                {"cp", c.cp},   {"zero", c.zero}, {"mbs", c.mbs}};
+  for (const auto& [key, value] : pinned) {
+    if (!Allowed(key, value)) return false;
   }
   if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
   if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||

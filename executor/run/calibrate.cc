@@ -203,9 +203,35 @@ Result<CalibrationFit> FitCalibration(const std::vector<RunReport>& reports) {
     free_f[static_cast<size_t>(j)] = info[static_cast<size_t>(j)] > 1e-3 * std::max(total, 1e-30);
     if (!free_f[static_cast<size_t>(j)]) fit.fixed.push_back(kFactorName[j]);
   }
+  // A prior toward the previous factors, as strong as the data's own noise:
+  // one pseudo-point per free factor whose weight² equals the residual sum of
+  // squares of the plain fit, so moving a factor by 1 costs as much as all the
+  // unexplained variation. Noise-free measurements get no pull (exact
+  // recovery); a factor the points barely inform (communication that is a few
+  // percent of a CPU step) no longer fits noise. Residuals below are reported
+  // on the measurements alone.
+  // The noise is read off the unconstrained fit: a bound's misfit is not noise.
   std::array<bool, kFactors> at_bound{};
-  const std::array<double, kFactors> f =
+  const std::array<double, kFactors> plain =
+      BoundedLeastSquares(rows, free_f, f_prev, -1e300, 1e300, &at_bound);
+  const double noise = std::sqrt(Residual2(rows, plain));
+  at_bound = {};
+  std::array<double, kFactors> f =
       BoundedLeastSquares(rows, free_f, f_prev, kMinCorrection, kMaxCorrection, &at_bound);
+  if (noise > 0) {
+    std::vector<Row> solve_rows = rows;
+    for (int j = 0; j < kFactors; ++j) {
+      if (!free_f[static_cast<size_t>(j)]) continue;
+      Row prior;
+      prior.x[static_cast<size_t>(j)] = noise;
+      prior.y = noise * f_prev[static_cast<size_t>(j)];
+      prior.reported = prior.y;
+      prior.w = 1.0;
+      solve_rows.push_back(prior);
+    }
+    at_bound = {};
+    f = BoundedLeastSquares(solve_rows, free_f, f_prev, kMinCorrection, kMaxCorrection, &at_bound);
+  }
   for (int j = 0; j < kFactors; ++j) {
     if (at_bound[static_cast<size_t>(j)]) fit.at_bound.push_back(kFactorName[j]);
   }
@@ -257,7 +283,8 @@ OrderedJson CalibrationToJson(const CalibrationFit& fit, const std::vector<std::
   j["method"] =
       "bounded least squares (0.05, 20) of measured ~ f_compute*compute + "
       "f_communication*communication + f_memory_bound*memory_bound over every ok candidate's "
-      "measured terms, each weighted by 1/measured iteration time";
+      "measured terms, each weighted by 1/measured iteration time, with a prior toward the "
+      "previous factors as strong as the plain fit's residual sum of squares per unit of factor";
   j["created_at"] = UtcNowIso8601();
   return j;
 }

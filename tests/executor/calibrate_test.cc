@@ -186,9 +186,12 @@ TEST(Calibration, FixesPredictionsOfFreshConfigsOnTheFake) {
   for (const CandidateReport& c : before.candidates) ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
   auto fit = FitCalibration({before});
   ASSERT_TRUE(fit.ok()) << fit.status().ToString();
-  EXPECT_NEAR(fit->factors.compute, 2.0, 0.01);
-  EXPECT_NEAR(fit->factors.communication, 1.0, 0.01);
-  EXPECT_NEAR(fit->factors.memory_bound, 2.0, 0.01);
+  // Within 2 %: the fake's overlapped slice does not follow the model's
+  // structure exactly, and the fit's noise prior pulls toward the previous
+  // factors in proportion to that residual.
+  EXPECT_NEAR(fit->factors.compute, 2.0, 0.02);
+  EXPECT_NEAR(fit->factors.communication, 1.0, 0.02);
+  EXPECT_NEAR(fit->factors.memory_bound, 2.0, 0.02);
 
   topology::ClusterSpec calibrated = optimistic;
   calibrated.corrections = fit->factors;
