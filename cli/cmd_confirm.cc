@@ -96,29 +96,7 @@ example:
   paratune calibrate --reports run.json --profile h100.json --out h100-calibrated.json
 )";
 
-int ExitFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk:
-      return kExitOk;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kParseError:
-    case StatusCode::kIoError:
-      return kExitUsage;
-    case StatusCode::kFailedPrecondition:
-      return kExitTempFail;
-    case StatusCode::kUnavailable:
-    case StatusCode::kTimeout:
-    case StatusCode::kInternal:
-      return kExitMeasureFailed;
-  }
-  return kExitInternal;
-}
-
-int Fail(Io io, const Status& s) {
-  io.err << "paratune confirm: " << s.message() << "\n";
-  return ExitFor(s);
-}
+int Fail(Io io, const Status& s) { return UsageError(io, "confirm", s, /*measuring=*/true); }
 
 Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min) {
   auto v = f.Get(name);

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
@@ -98,29 +99,7 @@ examples:
       --profile h100.json
 )";
 
-int ExitFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk:
-      return kExitOk;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kParseError:
-    case StatusCode::kIoError:
-      return kExitUsage;
-    case StatusCode::kFailedPrecondition:
-      return kExitTempFail;
-    case StatusCode::kUnavailable:
-    case StatusCode::kTimeout:
-    case StatusCode::kInternal:
-      return kExitMeasureFailed;
-  }
-  return kExitInternal;
-}
-
-int Fail(Io io, const Status& s) {
-  io.err << "paratune profile: " << s.message() << "\n";
-  return ExitFor(s);
-}
+int Fail(Io io, const Status& s) { return UsageError(io, "profile", s, /*measuring=*/true); }
 
 // A --cluster argument: an existing file is read as JSON, anything else is a preset name.
 Result<topology::ClusterSpec> ClusterArg(const std::string& arg) {
@@ -281,7 +260,7 @@ int RunProfile(const Args& args, Io io) {
   auto progress = [&io](const std::string& line) { io.err << "[profile] " << line << std::endl; };
   auto on_fatal = [&io](const Status& s) {
     io.err << "paratune profile: " << s.message() << std::endl;
-    return ExitFor(s);
+    return ExitCodeFor(s, /*measuring=*/true);
   };
   auto r = profiler::RunProfile(o, progress, on_fatal);
   if (!r.ok()) return Fail(io, r.status());

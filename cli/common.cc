@@ -14,9 +14,9 @@
 
 namespace paratune::cli {
 
-int UsageError(Io io, const std::string& cmd, const Status& s) {
-  io.err << "paratune " << cmd << ": " << s.message() << "\n";
+int ExitCodeFor(const Status& s, bool measuring) {
   switch (s.code()) {
+    case StatusCode::kOk: return kExitOk;
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
     case StatusCode::kParseError:
@@ -25,8 +25,14 @@ int UsageError(Io io, const std::string& cmd, const Status& s) {
     case StatusCode::kFailedPrecondition: return kExitTempFail;
     case StatusCode::kUnavailable:
     case StatusCode::kTimeout: return kExitMeasureFailed;
-    default: return kExitInternal;
+    case StatusCode::kInternal: return measuring ? kExitMeasureFailed : kExitInternal;
   }
+  return kExitInternal;
+}
+
+int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring) {
+  io.err << "paratune " << cmd << ": " << s.message() << "\n";
+  return ExitCodeFor(s, measuring);
 }
 
 Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in) {

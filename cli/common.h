@@ -14,9 +14,14 @@
 
 namespace paratune::cli {
 
-// Prints "paratune <cmd>: <message>" to err and returns kExitUsage for
-// invalid input, kExitInternal for anything else.
-int UsageError(Io io, const std::string& cmd, const Status& s);
+// The exit code for a failed Status (docs/cli.md): bad input 2, cache locked
+// 75, a missing capability or timeout 4. A library failure (kInternal: CUDA,
+// NCCL, MPI) is a failed measurement (4) for the measuring commands (profile,
+// confirm) and an internal error (1) for the others.
+int ExitCodeFor(const Status& s, bool measuring = false);
+
+// Prints "paratune <cmd>: <message>" to err and returns ExitCodeFor(s, measuring).
+int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring = false);
 
 // Loads a JSON document from a file path or "-" (the command's input stream
 // `in`); `what` names the flag.
