@@ -124,15 +124,9 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                  static_cast<double>(training.global_batch) * training.seq_len;
   layer_params_ = static_cast<double>(model.ParamsPerLayer());
   norm_params_ = (model.norm == "rmsnorm" ? 2.0 : 4.0) * model.hidden;
-  // The same curve GpuSpec::GemmEfficiency would pick for this precision.
+  // The curve GpuSpec::GemmEfficiency uses for this precision.
   const auto& curves = cluster.gpu.gemm_efficiency;
-  const std::vector<topology::EfficiencyPoint>* curve = &curves[static_cast<int>(p)];
-  for (Precision q : {Precision::kBf16, Precision::kFp16}) {
-    if (curve->empty()) curve = &curves[static_cast<int>(q)];
-  }
-  for (const auto& c : curves) {
-    if (curve->empty() && !c.empty()) curve = &c;
-  }
+  const std::vector<topology::EfficiencyPoint>* curve = &cluster.gpu.EffectiveGemmCurve(p);
   for (const topology::EfficiencyPoint& pt : *curve) {
     curve_log2_size_.push_back(std::log2(pt.size));
     curve_eff_.push_back(pt.efficiency);
