@@ -182,6 +182,10 @@ Result<Layout> Layout::Make(const ModelSpec& m, const ParallelConfig& c, topolog
   Layout L;
   L.model_ = m;
   L.config_ = c;
+  for (int d = 0; d < kNumDims; ++d) {
+    L.stride_[d] = c.Stride(static_cast<Dim>(d));
+    L.degree_[d] = c.Degree(static_cast<Dim>(d));
+  }
   PT_ASSIGN_OR_RETURN(L.pipe_, MakePipelineLayout(m.layers, c.pp, c.vpp, first_stage_layers, last_stage_layers));
   L.tensors_ = TensorCatalog(m);
   // As the cost model: fp32/tf32 train in fp32 (no master copy); fp8 recipes keep bf16 weights.
@@ -264,8 +268,10 @@ int Layout::BytesPerElement(State s) const {
 }
 
 RankCoords Layout::Coords(int rank) const {
-  const ParallelConfig& c = config_;
-  auto coord = [&](Dim d) { return (rank / c.Stride(d)) % c.Degree(d); };
+  auto coord = [&](Dim d) {
+    const int i = static_cast<int>(d);
+    return (rank / stride_[i]) % degree_[i];
+  };
   RankCoords rc;
   rc.x = coord(Dim::kX);
   rc.y = coord(Dim::kY);
@@ -274,22 +280,25 @@ RankCoords Layout::Coords(int rank) const {
   rc.data = coord(Dim::kData);
   rc.stage = coord(Dim::kPp);
   // The data×cp group ordered by rank: the dimension with the smaller stride varies fastest.
-  rc.dcp = c.Stride(Dim::kCp) < c.Stride(Dim::kData) ? rc.cp + c.cp * rc.data : rc.data + c.gdata * rc.cp;
+  const int cp = degree_[static_cast<int>(Dim::kCp)], gdata = degree_[static_cast<int>(Dim::kData)];
+  rc.dcp = stride_[static_cast<int>(Dim::kCp)] < stride_[static_cast<int>(Dim::kData)] ? rc.cp + cp * rc.data
+                                                                                        : rc.data + gdata * rc.cp;
   return rc;
 }
 
 int Layout::RankOf(int x, int y, int z, int dcp, int stage) const {
-  const ParallelConfig& c = config_;
+  auto st = [&](Dim d) { return stride_[static_cast<int>(d)]; };
+  const int cp = degree_[static_cast<int>(Dim::kCp)], gdata = degree_[static_cast<int>(Dim::kData)];
   int cpi, data;
-  if (c.Stride(Dim::kCp) < c.Stride(Dim::kData)) {
-    cpi = dcp % c.cp;
-    data = dcp / c.cp;
+  if (st(Dim::kCp) < st(Dim::kData)) {
+    cpi = dcp % cp;
+    data = dcp / cp;
   } else {
-    data = dcp % c.gdata;
-    cpi = dcp / c.gdata;
+    data = dcp % gdata;
+    cpi = dcp / gdata;
   }
-  return x * c.Stride(Dim::kX) + y * c.Stride(Dim::kY) + z * c.Stride(Dim::kZ) + cpi * c.Stride(Dim::kCp) +
-         data * c.Stride(Dim::kData) + stage * c.Stride(Dim::kPp);
+  return x * st(Dim::kX) + y * st(Dim::kY) + z * st(Dim::kZ) + cpi * st(Dim::kCp) + data * st(Dim::kData) +
+         stage * st(Dim::kPp);
 }
 
 int64_t Layout::Block::numel() const { return row_groups * row_len * col_len; }

@@ -219,6 +219,7 @@ class Layout {
 
   ModelSpec model_;
   ParallelConfig config_;
+  std::array<int, kNumDims> stride_{}, degree_{};  // by Dim, cached from config_
   PipelineLayout pipe_;
   std::vector<TensorDesc> tensors_;
   std::vector<std::vector<int>> chunks_of_;
