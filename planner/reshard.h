@@ -18,7 +18,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,8 +134,10 @@ struct RankCoords {
   int dcp = 0;  // index in the data×cp group (ordered by rank)
 };
 
-// One configuration's layout of a model's training state. Cheap to copy-free
-// query once built. Thread-safe for concurrent const calls.
+// One configuration's layout of a model's training state: which rank holds
+// which part of every tensor in every state. Built once (O(tensors × tensor
+// ranks)); queries allocate only their results. Thread-safe for concurrent
+// const calls.
 class Layout {
  public:
   // REQUIRES: m validated; c's degrees >= 1 (rules not required: any config
