@@ -21,6 +21,7 @@ Plan a training run before spending GPU-hours on it:
   confirm    run the top plans on real kernels (cuBLAS + NCCL, or MPI/CPU) and report
              measured vs predicted
   calibrate  fit correction factors from run reports into a profile
+  serve      the REST service and the web page (paratune serve --help)
   version    print the version
 
 Quick start:
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
       {"profile", RunProfile},
       {"confirm", RunConfirm},
       {"calibrate", RunCalibrate},
+#ifdef PARATUNE_HAVE_WEB
+      {"serve", RunServe},
+#endif
   };
   Io io{std::cin, std::cout, std::cerr};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
