@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PARATUNE_WERROR=${PARATUNE_WERROR:-ON}
+# Debian's chromium runs the browser test of the web page (label browser); it
+# is only needed here, not to build or use paratune.
+export PARATUNE_EXTRA_PACKAGES="${PARATUNE_EXTRA_PACKAGES:-} chromium"
 scripts/setup.sh
 # Open MPI refuses to run as root without these (CI runs as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
