@@ -141,6 +141,11 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   if (j.kind == "profile") {
     bool quick = true;
     PT_RETURN_IF_ERROR(r.OptBool("quick", &quick));
+    for (const char* key : {"samples", "iters"}) {  // `paratune profile --samples N --iters N`
+      int64_t n = 1;
+      PT_RETURN_IF_ERROR(r.OptInteger(key, &n));
+      if (n < 1 || n > 100000) return r.Error(key, "must be in [1, 100000]");
+    }
     if (r.Has("cluster")) {
       auto c = topology::ResolveCluster(r.Raw("cluster"), "/cluster");
       if (!c.ok()) return c.status();
@@ -149,10 +154,15 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
     if (!r.Has("plans")) return r.Error("plans", "is required (a paratune.plans/v1 document)");
     const Json& plans = r.Raw("plans");
     if (!plans.is_object()) return r.Error("plans", "must be a paratune.plans/v1 object");
+    // Library messages name pointers inside the plans document: re-root them.
+    auto under_plans = [](const Status& s) {
+      const std::string& m = s.message();
+      return Status(s.code(), m.rfind('/', 0) == 0 ? "/plans" + m : "/plans: " + m);
+    };
     auto job = planner::JobFromPlans(plans);
-    if (!job.ok()) return Status(job.status().code(), "/plans" + job.status().message());
+    if (!job.ok()) return under_plans(job.status());
     auto cands = planner::CandidatesFromPlans(plans);
-    if (!cands.ok()) return Status(cands.status().code(), "/plans" + cands.status().message());
+    if (!cands.ok()) return under_plans(cands.status());
     if (cands->empty()) return r.Error("plans", "has no candidates to confirm");
     int64_t top = 3;
     PT_RETURN_IF_ERROR(r.OptInteger("top", &top));
@@ -272,6 +282,9 @@ std::vector<std::string> JobManager::Argv(const Job& j) const {
   if (j.kind == "profile") {
     a.insert(a.end(), {"profile", "--backend", j.backend, "--out", work + "/result.json"});
     if (j.request.value("quick", true)) a.push_back("--quick");
+    for (const char* key : {"samples", "iters"}) {
+      if (j.request.contains(key)) a.insert(a.end(), {std::string("--") + key, std::to_string(j.request[key].get<int64_t>())});
+    }
     if (!options_.cache_dir.empty()) a.insert(a.end(), {"--cache-dir", options_.cache_dir});
     if (j.request.contains("cluster")) a.insert(a.end(), {"--cluster", work + "/cluster.json"});
   } else {

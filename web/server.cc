@@ -233,6 +233,9 @@ void Server::Routes() {
   const int threads = options_.http_threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr.set_payload_max_length(options_.max_body_bytes);
+  // Scripts reuse connections: the default of 5 requests per connection
+  // would make a busy client reconnect all the time.
+  svr.set_keep_alive_max_count(1000);
   const auto secs = [](double s) { return std::pair<time_t, time_t>(static_cast<time_t>(s), static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6)); };
   svr.set_read_timeout(secs(options_.read_timeout_s).first, secs(options_.read_timeout_s).second);
   svr.set_write_timeout(secs(options_.write_timeout_s).first, secs(options_.write_timeout_s).second);
@@ -264,7 +267,7 @@ void Server::Routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  svr.set_error_handler([this](const Request& req, Response& res) {
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     Problem p;
     p.status = res.status;
@@ -279,7 +282,7 @@ void Server::Routes() {
     }
     SendProblem(res, req, p);
     return httplib::Server::HandlerResponse::Handled;
-  });
+  }));
   svr.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     Problem p;
     p.status = 500;

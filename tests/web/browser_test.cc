@@ -26,7 +26,7 @@ std::string FindChromium() {
   return "";
 }
 
-std::pair<std::string, int> Run(const std::string& cmd) {
+std::pair<std::string, int> RunCommand(const std::string& cmd) {
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return {"", -1};
@@ -61,7 +61,7 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
                            " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
                            " --disable-extensions --hide-scrollbars --user-data-dir=" + dir + "/profile"
                            " --virtual-time-budget=60000 --window-size=1440,2300";
-  auto [dom, code] = Run(base + " --dump-dom '" + url + "' 2>" + dir + "/chromium.log");
+  auto [dom, code] = RunCommand(base + " --dump-dom '" + url + "' 2>" + dir + "/chromium.log");
   ASSERT_EQ(code, 0) << "chromium failed; see " << dir << "/chromium.log";
   ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos)
       << "the page did not finish planning:\n" << dom.substr(0, 3000);
@@ -85,7 +85,7 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
   const std::string png = std::string(PARATUNE_ARTIFACT_DIR) + "/web_page.png";
   std::filesystem::remove(png);
-  auto [out, code2] = Run(base + " --screenshot=" + png + " '" + url + "' 2>>" + dir + "/chromium.log");
+  auto [out, code2] = RunCommand(base + " --screenshot=" + png + " '" + url + "' 2>>" + dir + "/chromium.log");
   ASSERT_EQ(code2, 0) << out;
   ASSERT_TRUE(std::filesystem::exists(png));
   EXPECT_GT(std::filesystem::file_size(png), 30000u);  // a blank page compresses to a few KB

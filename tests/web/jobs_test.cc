@@ -24,9 +24,10 @@ using testing::TestServer;
 
 constexpr const char* kToken = "jobs-test-token-0123456789";
 
-// Work that takes long enough to be cancelled or interrupted: a full (not
-// --quick) profile of this machine on the MPI/CPU backend, a real measurement.
-const char* kSlowJob = R"({"kind":"profile","backend":"mpi-cpu","quick":false})";
+// Work that takes long enough to be cancelled or interrupted (about 25 s on
+// this project's machines): a profile of this machine on the MPI/CPU backend
+// with many samples per row, a real measurement.
+const char* kSlowJob = R"({"kind":"profile","backend":"mpi-cpu","quick":true,"samples":200,"iters":50})";
 
 Json WaitForStatus(httplib::Client& c, const std::string& id, const std::set<std::string>& want, double timeout_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

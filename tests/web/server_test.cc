@@ -97,11 +97,14 @@ TEST_F(ServerTest, PageAndStaticFilesAreServedFromTheBinary) {
   EXPECT_EQ(js->status, 200);
   EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
   // Nothing on the page may come from another server.
-  for (const std::string& f : {"/", "/static/app.js", "/static/style.css"}) {
-    auto r = client_->Get(f.c_str());
+  for (const char* f : {"/", "/static/app.js", "/static/style.css"}) {
+    auto r = client_->Get(f);
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->body.find("http://"), std::string::npos) << f;
-    EXPECT_EQ(r->body.find("https://"), std::string::npos) << f;
+    std::string body = r->body;
+    const std::string svg_ns = "\"http://www.w3.org/2000/svg\"";  // a namespace name, never fetched
+    for (size_t i; (i = body.find(svg_ns)) != std::string::npos;) body.erase(i, svg_ns.size());
+    EXPECT_EQ(body.find("http://"), std::string::npos) << f;
+    EXPECT_EQ(body.find("https://"), std::string::npos) << f;
   }
   ExpectProblem(client_->Get("/static/nope.js"), 404);
 }
@@ -154,9 +157,9 @@ TEST_F(ServerTest, PredictErrors) {
   ExpectProblem(PostJson("/v1/predict", "{\"model\": "), 400);
   ExpectProblem(client_->Post("/v1/predict", kPredict, "text/plain"), 415);
   ExpectProblem(client_->Post("/v1/predict", kPredict, "application/xml"), 415);
-  // A rule broken: tp must divide the heads; the pointer names the field.
+  // A rule broken: tp must divide the 96 heads; the pointer names the field.
   Json bad = Json::parse(kPredict);
-  bad["config"]["tp"] = 7;
+  bad["config"]["tp"] = 64;
   Json p = ExpectProblem(PostJson("/v1/predict", bad.dump()), 422, "/config/tp");
   EXPECT_EQ(p["type"], "urn:paratune:problem:invalid-spec");
   bad = Json::parse(kPredict);
@@ -479,7 +482,7 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   check("Jobs", BodyJson(client_->Get("/v1/jobs")));
   check("Problem", BodyJson(PostJson("/v1/predict", "{")));
   Json bad = Json::parse(kPredict);
-  bad["config"]["tp"] = 7;
+  bad["config"]["tp"] = 64;
   check("Problem", BodyJson(PostJson("/v1/predict", bad.dump())));
   // Every problem status the document names for /v1/plans is one the route returns.
   for (const auto& [code, resp] : spec["paths"]["/v1/plans"]["post"]["responses"].items()) {

@@ -110,7 +110,9 @@ inline Json ExpectProblem(const httplib::Result& r, int status, const std::strin
   EXPECT_TRUE(p.contains("title") && p["title"].is_string()) << r->body;
   if (!pointer.empty()) {
     EXPECT_TRUE(p.contains("errors")) << r->body;
-    if (p.contains("errors")) EXPECT_EQ(p["errors"][0].value("pointer", ""), pointer) << r->body;
+    if (p.contains("errors")) {
+      EXPECT_EQ(p["errors"][0].value("pointer", ""), pointer) << r->body;
+    }
   }
   return p;
 }
