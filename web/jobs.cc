@@ -153,7 +153,11 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   } else if (j.kind == "confirm") {
     if (!r.Has("plans")) return r.Error("plans", "is required (a paratune.plans/v1 document)");
     const Json& plans = r.Raw("plans");
-    if (!plans.is_object()) return r.Error("plans", "must be a paratune.plans/v1 object");
+    // Checked here too: planner::JobFromPlans throws (nlohmann type_error) on
+    // a non-string schema instead of returning a Status.
+    if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
+      return r.Error("plans", "must be a paratune.plans/v1 object");
+    }
     // Library messages name pointers inside the plans document: re-root them.
     auto under_plans = [](const Status& s) {
       const std::string& m = s.message();
@@ -230,7 +234,7 @@ OrderedJson JobManager::ToJson(const Job& j, bool with_result) const {
 
 Status JobManager::Persist(const Job& j) const {
   OrderedJson o = ToJson(j, false);
-  return WriteFileAtomic(options_.dir + "/" + j.id + ".json", o.dump(2) + "\n");
+  return WriteFileAtomic(options_.dir + "/" + j.id + ".json", o.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 std::optional<OrderedJson> JobManager::Get(const std::string& id) const {

@@ -268,7 +268,7 @@ Result<std::string> PlanService::Predict(const Json& request) {
   planner::CostModel cm(req.job.model, req.job.training, req.job.cluster, req.job.gpus);
   PT_RETURN_IF_ERROR(planner::ValidateConfig(cm, req.config));
   const planner::Prediction p = cm.Predict(req.config);
-  return planner::PredictionToJson(req.job, req.config, p, cm).dump();
+  return planner::PredictionToJson(req.job, req.config, p, cm).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Result<planner::SearchResult> PlanService::RunSearch(const planner::Search& search,
@@ -302,6 +302,13 @@ Result<planner::SearchResult> PlanService::RunSearch(const planner::Search& sear
 
 Result<Served> PlanService::Plan(const Json& request) {
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
+  // The search's divisor enumeration grows with the batch: beyond 2^30
+  // sequences one shard can run for minutes, past any time limit's check.
+  if (auto t = req.job.find("training"); t != req.job.end() && t->is_object()) {
+    if (auto b = t->find("global_batch"); b != t->end() && b->is_number_integer() && b->get<int64_t>() > (int64_t{1} << 30)) {
+      return Status::InvalidArgument("/training/global_batch: at most 2^30 sequences on this service");
+    }
+  }
   if (req.gpu_counts.back() > options_.max_gpus) {
     return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) + " on this service");
   }
@@ -358,7 +365,7 @@ Result<Served> PlanService::Plan(const Json& request) {
     PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));
     sec.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  auto body = std::make_shared<const std::string>(planner::PlansToJson(sections, req.options).dump());
+  auto body = std::make_shared<const std::string>(planner::PlansToJson(sections, req.options).dump(-1, ' ', false, Json::error_handler_t::replace));
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (index_.find(key) == index_.end() && options_.cache_entries > 0) {

@@ -41,7 +41,7 @@ void SendProblem(Response& res, const Request& req, Problem p) {
   if (tl_ctx.active) p.request_id = std::to_string(tl_ctx.id);
   res.status = p.status;
   if (p.status == 429 || p.status == 503) res.set_header("Retry-After", p.status == 429 ? "30" : "5");
-  res.set_content(ProblemToJson(p).dump(), kProblemMediaType);
+  res.set_content(ProblemToJson(p).dump(-1, ' ', false, Json::error_handler_t::replace), kProblemMediaType);
 }
 
 void SendStatus(Response& res, const Request& req, const Status& s) { SendProblem(res, req, ProblemFromStatus(s)); }
@@ -461,7 +461,7 @@ void Server::Routes() {
                 doc["profiles"].push_back({{"cluster_fingerprint", name}, {"error", p.status().message()}});
               }
             }
-            SendJson(res, 200, doc.dump());
+            SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
           }));
   svr.Get(R"(/v1/profiles/([A-Za-z0-9_-]+))", route("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
             auto got = plans_->profiles().Get(req.matches[1]);
@@ -536,7 +536,7 @@ void Server::Routes() {
              }
              plans_->InvalidateCache();  // plans may now use the new fits
              res.set_header("Location", "/v1/profiles/" + profile->cluster_fingerprint);
-             SendJson(res, 201, ProfileSummary(profile->cluster_fingerprint, *profile).dump());
+             SendJson(res, 201, ProfileSummary(profile->cluster_fingerprint, *profile).dump(-1, ' ', false, Json::error_handler_t::replace));
            }));
   only("/v1/profiles", "/v1/profiles", "GET, POST");
 
@@ -569,14 +569,14 @@ void Server::Routes() {
                return SendProblem(res, req, p);
              }
              res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
-             SendJson(res, 202, rec->dump());
+             SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
            }));
   svr.Get("/v1/jobs", route("/v1/jobs", [this](const Request&, Response& res) {
             OrderedJson doc;
             doc["schema"] = "paratune.jobs/v1";
             doc["jobs"] = OrderedJson::array();
             for (auto& j : jobs_->List()) doc["jobs"].push_back(std::move(j));
-            SendJson(res, 200, doc.dump());
+            SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
           }));
   only("/v1/jobs", "/v1/jobs", "GET, POST");
   auto job_missing = [](const Request& req, Response& res) {
@@ -590,12 +590,12 @@ void Server::Routes() {
   svr.Get(job_path, route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
             auto rec = jobs_->Get(req.matches[1]);
             if (!rec) return job_missing(req, res);
-            SendJson(res, 200, rec->dump());
+            SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
           }));
   svr.Delete(job_path, route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
                auto rec = jobs_->Cancel(req.matches[1]);
                if (!rec) return job_missing(req, res);
-               SendJson(res, 200, rec->dump());
+               SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
              }));
   only(job_path, "/v1/jobs/{id}", "GET, DELETE");
 }

@@ -205,14 +205,18 @@ TEST_F(JobsTest, ARestartLosesNothingAcknowledged) {
 struct ServeProcess {
   pid_t pid = 0;
   int port = 0;
-  bool Start(const std::string& dir) {
-    const std::string log = dir + "/serve.log";
+  std::string log;
+  ~ServeProcess() { Kill(SIGKILL); }  // never leave a server behind a failed assertion
+  bool Start(const std::string& dir, const std::string& name) {
+    log = dir + "/" + name + ".log";
     std::ofstream(dir + "/token") << kToken << "\n";
     pid = ::fork();
     if (pid == 0) {
       const std::string cache = dir + "/cache", token = dir + "/token";
       FILE* f = std::freopen(log.c_str(), "w", stderr);
+      FILE* g = std::freopen("/dev/null", "w", stdout);
       (void)f;
+      (void)g;
       ::execl(PARATUNE_BINARY, PARATUNE_BINARY, "serve", "--port", "0", "--cache-dir", cache.c_str(), "--token-file",
               token.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
@@ -244,7 +248,7 @@ TEST(JobsCrash, AJobRunningWhenTheServiceIsKilledIsMarkedInterrupted) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   const std::string dir = TempDir("jobs-crash");
   ServeProcess first;
-  ASSERT_TRUE(first.Start(dir)) << ReadFileToString(dir + "/serve.log").value();
+  ASSERT_TRUE(first.Start(dir, "first")) << ReadFileToString(first.log).value();
   httplib::Client c("127.0.0.1", first.port);
   c.set_bearer_token_auth(kToken);
   auto r = c.Post("/v1/jobs", kSlowJob, "application/json");
@@ -257,7 +261,7 @@ TEST(JobsCrash, AJobRunningWhenTheServiceIsKilledIsMarkedInterrupted) {
   ::kill(-running["pid"].get<pid_t>(), SIGKILL);  // the orphaned work, in its own process group
 
   ServeProcess second;
-  ASSERT_TRUE(second.Start(dir)) << ReadFileToString(dir + "/serve.log").value();
+  ASSERT_TRUE(second.Start(dir, "second")) << ReadFileToString(second.log).value();
   httplib::Client c2("127.0.0.1", second.port);
   c2.set_bearer_token_auth(kToken);
   auto g = c2.Get(("/v1/jobs/" + id).c_str());
