@@ -56,7 +56,7 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   TestServer s(TestOptions(dir));
   ASSERT_TRUE(s.ok()) << s.error();
   const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
-                          "/?autorun=1&model=llama3-8b&cluster=dgx-h100&gpus=64&global_batch=512&seq_len=4096&top=60";
+                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&seq_len=4096&space=megatron&top=60";
   const std::string base = "timeout 150 " + chromium +
                            " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
                            " --disable-extensions --hide-scrollbars --user-data-dir=" + dir + "/profile"

@@ -205,7 +205,7 @@ function renderBreakdown(doc) {
     return s;
   }));
   if (!cands.length) return;
-  const W = 760, rowH = 20, left = 230, right = 20, top = 8, H = top + cands.length * rowH + 30;
+  const W = 760, rowH = 20, left = 250, right = 20, top = 8, H = top + cands.length * rowH + 40;
   const max = Math.max(...cands.map((c) => c.prediction.iteration_time_s));
   const ticks = niceTicks(max);
   const xmax = ticks[ticks.length - 1] || max;
@@ -213,14 +213,16 @@ function renderBreakdown(doc) {
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "stacked bars of the time breakdown of the top candidates" });
   const grid = svg("g", { class: "grid" });
   for (const t of ticks) {
-    grid.append(svg("line", { x1: sx(t), x2: sx(t), y1: top, y2: H - 22 }));
-    s.append(svg("text", { x: sx(t), y: H - 8, "text-anchor": "middle" }, fmt(t, t < 1 ? 2 : 1)));
+    grid.append(svg("line", { x1: sx(t), x2: sx(t), y1: top, y2: H - 32 }));
+    s.append(svg("text", { x: sx(t), y: H - 20, "text-anchor": "middle" }, fmt(t, t < 1 ? 2 : 1)));
   }
   s.prepend(grid);
   cands.forEach((c, i) => {
     const y = top + i * rowH;
-    s.append(svg("text", { x: left - 6, y: y + 13, "text-anchor": "end" },
-      `${c.rank}. ${c.config_string.length > 34 ? c.config_string.slice(0, 33) + "…" : c.config_string}`));
+    const name = svg("text", { x: left - 6, y: y + 13, "text-anchor": "end" },
+      `${c.rank}. ${c.config_string.length > 31 ? c.config_string.slice(0, 30) + "…" : c.config_string}`);
+    name.append(svg("title", {}, c.config_string));
+    s.append(name);
     let x = 0;
     for (const [, label, color, v] of terms(c.prediction)) {
       if (v <= 0) continue;
@@ -230,7 +232,7 @@ function renderBreakdown(doc) {
       x += v;
     }
   });
-  s.append(svg("text", { x: (left + W) / 2, y: H, "text-anchor": "middle" }, "seconds per iteration"));
+  s.append(svg("text", { x: (left + W) / 2, y: H - 3, "text-anchor": "middle" }, "seconds per iteration"));
   box.append(s);
 }
 
@@ -302,7 +304,7 @@ function renderTopology(doc, cand) {
   const nodes = Math.ceil(gpus / gpn), shown = Math.min(nodes, 16);
   const cols = Math.min(gpn, 8), rowsPerNode = Math.ceil(gpn / cols), cell = 34, pad = 8;
   const nodeW = cols * cell + pad * 2, nodeH = rowsPerNode * cell + pad * 2 + 14;
-  const perRow = Math.max(1, Math.min(shown, 4));
+  const perRow = Math.max(1, Math.min(shown, 2));
   const W = perRow * (nodeW + 10), H = Math.ceil(shown / perRow) * (nodeH + 10) + (nodes > shown ? 18 : 0);
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
     "aria-label": `${shown} of ${nodes} nodes; each GPU coloured by pipeline stage and labelled with its tensor-parallel rank` });
