@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     clients.emplace_back([&, c] {
       httplib::Client cl("127.0.0.1", *port);
       cl.set_keep_alive(true);
+      cl.set_tcp_nodelay(true);
       cl.set_read_timeout(30, 0);
       while (issued++ < requests && std::chrono::steady_clock::now() < stop_at) {
         const auto a = std::chrono::steady_clock::now();

@@ -212,13 +212,53 @@ Result<std::vector<ProfileStore::Listed>> ProfileStore::List() {
   return out;
 }
 
-PlanService::PlanService(PlanServiceOptions options)
-    : options_(std::move(options)), profiles_(options_.cache_dir) {}
+std::shared_ptr<const std::string> DocumentCache::Get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
 
-void PlanService::InvalidateCache() {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+void DocumentCache::Put(const std::string& key, std::shared_ptr<const std::string> doc) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (capacity_ == 0 || index_.count(key)) return;
+  lru_.emplace_front(key, std::move(doc));
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+void DocumentCache::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
   lru_.clear();
   index_.clear();
+}
+
+PlanService::PlanService(PlanServiceOptions options)
+    : options_(std::move(options)),
+      profiles_(options_.cache_dir),
+      by_request_(options_.cache_entries),
+      by_body_(options_.cache_entries) {}
+
+void PlanService::InvalidateCache() {
+  by_request_.Clear();
+  by_body_.Clear();
+}
+
+std::string PlanService::BodyKey(const std::string& raw_body) const {
+  struct stat st;
+  int64_t generation = 0;
+  if (::stat((options_.cache_dir + "/profiles").c_str(), &st) == 0) {
+    generation = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return std::to_string(generation) + "#" + raw_body;
+}
+
+std::shared_ptr<const std::string> PlanService::LookupBody(const std::string& raw_body) {
+  return by_body_.Get(BodyKey(raw_body));
 }
 
 Result<std::string> PlanService::ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster) {
@@ -300,7 +340,9 @@ Result<planner::SearchResult> PlanService::RunSearch(const planner::Search& sear
   return search.Merge(std::move(parts));
 }
 
-Result<Served> PlanService::Plan(const Json& request) {
+Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body) {
+  // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
+  const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
   // The search's divisor enumeration grows with the batch: beyond 2^30
   // sequences one shard can run for minutes, past any time limit's check.
@@ -327,12 +369,9 @@ Result<Served> PlanService::Plan(const Json& request) {
     key += "|" + fp;
     sections.push_back(std::move(sec));
   }
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    if (auto it = index_.find(key); it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return Served{it->second->second, true};
-    }
+  if (auto doc = by_request_.Get(key)) {
+    if (!body_key.empty()) by_body_.Put(body_key, doc);
+    return Served{doc, true};
   }
   // A slot among the concurrent searches, so a burst of distinct requests
   // queues instead of oversubscribing the cores.
@@ -366,17 +405,8 @@ Result<Served> PlanService::Plan(const Json& request) {
     sec.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   auto body = std::make_shared<const std::string>(planner::PlansToJson(sections, req.options).dump(-1, ' ', false, Json::error_handler_t::replace));
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    if (index_.find(key) == index_.end() && options_.cache_entries > 0) {
-      lru_.emplace_front(key, body);
-      index_[key] = lru_.begin();
-      while (lru_.size() > options_.cache_entries) {
-        index_.erase(lru_.back().first);
-        lru_.pop_back();
-      }
-    }
-  }
+  by_request_.Put(key, body);
+  if (!body_key.empty()) by_body_.Put(body_key, body);
   return Served{body, false};
 }
 

@@ -73,6 +73,22 @@ class ProfileStore {
   std::unordered_map<std::string, Entry> entries_;
 };
 
+// A bounded least-recently-used map from a key to a served document.
+// Thread-safe.
+class DocumentCache {
+ public:
+  explicit DocumentCache(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<const std::string> Get(const std::string& key);
+  void Put(const std::string& key, std::shared_ptr<const std::string> doc);
+  void Clear();
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> lru_;  // most recent first
+  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+};
+
 struct PlanServiceOptions {
   std::string cache_dir;             // profiles are read from <cache_dir>/profiles
   int search_threads = 2;            // worker threads per search
@@ -97,8 +113,13 @@ class PlanService {
   // PlanRequest ("profile" key of the body). Errors name the field.
   Result<std::string> Predict(const Json& request);
   // POST /v1/plans: a paratune.plans/v1 document (compact JSON). A search over
-  // the time limit fails with kTimeout naming the limit.
-  Result<Served> Plan(const Json& request);
+  // the time limit fails with kTimeout naming the limit. `raw_body` (the bytes
+  // `request` was parsed from, optional) is remembered for LookupBody.
+  Result<Served> Plan(const Json& request, const std::string& raw_body = "");
+  // The document for a body seen before, byte for byte, while no profile in
+  // the cache directory changed: the fast path for scripts that repeat a
+  // request, before any parsing. nullptr when unknown.
+  std::shared_ptr<const std::string> LookupBody(const std::string& raw_body);
 
   ProfileStore& profiles() { return profiles_; }
   // Drops every cached plans document (a profile was added or replaced).
@@ -118,9 +139,12 @@ class PlanService {
   std::condition_variable slots_cv_;
   int running_searches_ = 0;
 
-  std::mutex cache_mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> lru_;  // most recent first
-  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  // Key for the byte-for-byte cache: the body and the modification time of
+  // <cache_dir>/profiles (atomic renames of profiles change it).
+  std::string BodyKey(const std::string& raw_body) const;
+
+  DocumentCache by_request_;  // canonical request + applied profile fingerprints
+  DocumentCache by_body_;     // raw body + profiles folder generation
 };
 
 // The deepest nesting of arrays and objects in `text`, counting brackets

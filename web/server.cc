@@ -1,6 +1,7 @@
 #include "web/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +37,15 @@ struct RequestContext {
 };
 thread_local RequestContext tl_ctx;
 
+// cpp-httplib 0.11 listens with a backlog of 5: a burst of connections (64
+// clients starting at once) overflows it and the kernel drops SYNs, which the
+// clients retry after a second. The subclass reaches the listening socket so
+// Bind can raise the backlog (listen() again on a listening socket does that).
+class HttpServer : public httplib::Server {
+ public:
+  int listening_fd() const { return svr_sock_; }
+};
+
 void SendProblem(Response& res, const Request& req, Problem p) {
   p.instance = req.path;
   if (tl_ctx.active) p.request_id = std::to_string(tl_ctx.id);
@@ -46,9 +56,15 @@ void SendProblem(Response& res, const Request& req, Problem p) {
 
 void SendStatus(Response& res, const Request& req, const Status& s) { SendProblem(res, req, ProblemFromStatus(s)); }
 
+// JSON bodies go out uncompressed: cpp-httplib compresses "application/json"
+// (exactly that string) for any client that accepts br or gzip, which costs
+// ~100 ms (brotli) for a large plans document, far more than sending it. The
+// charset parameter keeps the type correct and the library's hands off.
+constexpr const char* kJsonType = "application/json; charset=utf-8";
+
 void SendJson(Response& res, int status, const std::string& body) {
   res.status = status;
-  res.set_content(body, "application/json");
+  res.set_content(body, kJsonType);
 }
 
 std::string MediaType(const Request& req) {
@@ -99,7 +115,7 @@ std::string ContentTypeFor(const std::string& name) {
   if (ends(".html")) return "text/html; charset=utf-8";
   if (ends(".js")) return "text/javascript; charset=utf-8";
   if (ends(".css")) return "text/css; charset=utf-8";
-  if (ends(".json")) return "application/json";
+  if (ends(".json")) return kJsonType;
   if (ends(".svg")) return "image/svg+xml";
   return "application/octet-stream";
 }
@@ -193,7 +209,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   s->plans_ = std::make_unique<PlanService>(s->options_.plans);
   s->jobs_ = std::make_unique<JobManager>(s->options_.jobs);
   PT_RETURN_IF_ERROR(s->jobs_->Start().WithContext("job records"));
-  s->http_ = std::make_unique<httplib::Server>();
+  s->http_ = std::make_unique<HttpServer>();
   s->Routes();
   return s;
 }
@@ -207,6 +223,7 @@ Result<int> Server::Bind() {
     return Status::Unavailable("cannot bind " + options_.host + ":" + std::to_string(port) +
                                " (in use, or not an address of this machine)");
   }
+  ::listen(static_cast<HttpServer*>(http_.get())->listening_fd(), SOMAXCONN);
   port_ = port;
   return port;
 }
@@ -236,6 +253,9 @@ void Server::Routes() {
   // Scripts reuse connections: the default of 5 requests per connection
   // would make a busy client reconnect all the time.
   svr.set_keep_alive_max_count(1000);
+  // Headers and body go out in separate writes; with Nagle's algorithm the
+  // body waits for the peer's delayed ACK (40 ms on Linux) on every response.
+  svr.set_tcp_nodelay(true);
   const auto secs = [](double s) { return std::pair<time_t, time_t>(static_cast<time_t>(s), static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6)); };
   svr.set_read_timeout(secs(options_.read_timeout_s).first, secs(options_.read_timeout_s).second);
   svr.set_write_timeout(secs(options_.write_timeout_s).first, secs(options_.write_timeout_s).second);
@@ -429,9 +449,16 @@ void Server::Routes() {
            }));
   only("/v1/predict", "/v1/predict", "POST");
   svr.Post("/v1/plans", route("/v1/plans", [this](const Request& req, Response& res) {
+             if (IsJsonMediaType(MediaType(req))) {
+               if (auto doc = plans_->LookupBody(req.body)) {  // a repeat, byte for byte
+                 metrics_.RecordPlan(true);
+                 res.set_header("X-Paratune-Cache", "hit");
+                 return SendJson(res, 200, *doc);
+               }
+             }
              auto body = JsonBody(req, res, options_.max_json_depth);
              if (!body) return;
-             auto out = plans_->Plan(*body);
+             auto out = plans_->Plan(*body, req.body);
              if (!out.ok()) {
                Problem p = ProblemFromStatus(out.status());
                if (out.status().code() == StatusCode::kTimeout) {

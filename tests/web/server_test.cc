@@ -143,7 +143,7 @@ TEST_F(ServerTest, PredictIsTheCliDocument) {
   auto r = PostJson("/v1/predict", kPredict);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json; charset=utf-8");
   Json rest = BodyJson(r);
   const std::string path = dir_ + "/predict.json";
   std::ofstream(path) << kPredict;
@@ -202,8 +202,10 @@ TEST_F(ServerTest, PlansAreTheCliDocumentAndRepeatsComeFromTheCache) {
   c.erase("search_time_s");
   EXPECT_EQ(rest, c);
 
-  auto r2 = PostJson("/v1/plans", kPlan);
+  httplib::Headers accept = {{"Accept-Encoding", "br, gzip"}};
+  auto r2 = client_->Post("/v1/plans", accept, kPlan, "application/json");
   ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->get_header_value("Content-Encoding"), "");  // sent as is: compressing costs more
   EXPECT_EQ(r2->status, 200);
   EXPECT_EQ(r2->get_header_value("X-Paratune-Cache"), "hit");
   EXPECT_EQ(r2->body, r1->body);
