@@ -34,5 +34,7 @@ int RunValidate(const Args& args, Io io);
 int RunProfile(const Args& args, Io io);
 int RunConfirm(const Args& args, Io io);
 int RunCalibrate(const Args& args, Io io);
+int RunEmit(const Args& args, Io io);
+int RunTune(const Args& args, Io io);
 
 }  // namespace paratune::cli
