@@ -207,8 +207,9 @@ std::string EmitMegatron(const Plan& p) {
     model.push_back("--attention-dropout 0.0");
     model.push_back("--hidden-dropout 0.0");
   }
-  model.push_back(t.attention == Attention::kFlash ? "--attention-backend flash"
-                                                   : "--attention-backend unfused");
+  // "flash" in the plan means a fused kernel that never stores the scores:
+  // Megatron's default (auto) picks one where the precision allows it.
+  if (t.attention == Attention::kUnfused) model.push_back("--attention-backend unfused");
   Array(os, "GPT_MODEL_ARGS", model);
   os << "\n";
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "common/json.h"
@@ -282,6 +283,17 @@ std::string DeepSpeedWouldReject(const std::string& text, const World& w, const 
   if (train <= 0 || micro <= 0 || gas <= 0) return "batch > 0";
   if (train != micro * gas * dp) return "train_batch_size == micro * gas * dp";
   const Json& z = j["zero_optimization"];
+  // deepspeed/runtime/zero/config.py:90-376 (DeepSpeedZeroConfig fields and their stage3_*
+  // aliases) with extra="forbid" (runtime/config_utils.py:110): an unknown key is an error.
+  static const std::set<std::string> kZeroKeys = {
+      "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size", "allgather_partitions",
+      "allgather_bucket_size", "overlap_comm", "offload_param", "offload_optimizer", "sub_group_size",
+      "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_live_parameters",
+      "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save", "zero_hpz_partition_size",
+      "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size"};
+  for (auto& [k, v] : z.items()) {
+    if (!kZeroKeys.count(k)) return "unknown zero_optimization key " + k;
+  }
   const int stage = z["stage"];
   if (stage < 0 || stage > 3) return "stage";
   // runtime/pipe/engine.py:76-77.
@@ -404,6 +416,21 @@ std::string TorchtitanWouldReject(const std::string& text, const World& w) {
       if (!single && stages / pp < 2) return "looped schedule needs 2 stages";
     }
   }
+  // torchtitan/config/job_config.py @ 238fa99: the fields of Training (243-300), Parallelism
+  // (312-470), ActivationCheckpoint (651-660) and Compile (721-725); the config manager
+  // refuses keys a dataclass does not have.
+  static const std::set<std::string> kKeys = {
+      "training.local_batch_size", "training.global_batch_size", "training.seq_len",
+      "training.mixed_precision_param", "parallelism.data_parallel_replicate_degree",
+      "parallelism.data_parallel_shard_degree", "parallelism.tensor_parallel_degree",
+      "parallelism.pipeline_parallel_degree", "parallelism.context_parallel_degree",
+      "parallelism.pipeline_parallel_schedule", "parallelism.pipeline_parallel_microbatch_size",
+      "parallelism.pipeline_parallel_layers_per_stage", "parallelism.pipeline_parallel_first_stage_less_layers",
+      "parallelism.pipeline_parallel_last_stage_less_layers", "parallelism.enable_async_tensor_parallel",
+      "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option", "compile.enable"};
+  for (auto& [k, v] : t) {
+    if (!kKeys.count(k)) return "unknown key " + k;
+  }
   // torchtitan/config/job_config.py:651-655 (activation_checkpoint.mode).
   const std::string ac = t.count("activation_checkpoint.mode") ? t["activation_checkpoint.mode"] : "selective";
   if (ac != "none" && ac != "selective" && ac != "full" && ac != "memory_budget") return "ac mode";
@@ -489,6 +516,8 @@ TEST(EmitRules, NothingAFrameworkRejectsIsEmitted) {
   SweepAndCheck("gpt3-175b-megatron.plans.json", &emitted, &refused);
   // Llama 3 8B: GQA (8 KV heads), 32 layers, SwiGLU, seq 8192, 64 GPUs.
   SweepAndCheck("llama3-8b-deepspeed.plans.json", &emitted, &refused);
+  // GPT-3 13B: 40 heads and 40 layers, which TP 8 and PP 8 do not divide.
+  SweepAndCheck("gpt3-13b-megatron.plans.json", &emitted, &refused);
   std::cout << "[ emit sweep ] " << emitted << " configs emitted, " << refused << " refused\n";
 }
 
