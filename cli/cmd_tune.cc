@@ -41,7 +41,7 @@ constexpr const char* kHelp =
     R"HELP(usage: paratune tune --model M --global-batch B [--seq S] [--precision P]
                      [--cluster C] [--backend cuda|mpi-cpu|fake] [--quick]
                      [--gpus N | --nodes N --gpus-per-node G]
-                     [--space all|megatron|deepspeed|axonn|fsdp] [--fix SPEC]
+                     [--framework F | --space all|megatron|deepspeed|axonn|fsdp] [--fix SPEC]
                      [--confirm-top K] [--out-dir D] [--cache-dir D] [--wait S]
 
 The line in a job script that picks the parallel configuration right before
@@ -91,6 +91,9 @@ What it does, in order:
   --quick              a short profile (fewer sizes and samples)
   --refresh            measure even when the cache holds a profile
   --gpus N, --nodes N, --gpus-per-node G   the allocation, overriding the environment
+  --framework F        the training stack: megatron, megatron-deepspeed, deepspeed,
+                       fsdp, torchtitan or axonn; plans only what it can run
+                       (its --space); tune.json's default_format names its file
   --space F, --fix SPEC, --objective O, --top K, --threads T   as in `paratune plan`
   --confirm-top K      plans to confirm (default 3 with cuda or mpi-cpu, else
                        0); 0 skips confirmation
@@ -213,7 +216,7 @@ struct PlanOutcome {
 int RunTune(const Args& args, Io io) {
   Flags f({"--model", "--cluster", "--gpus", "--nodes", "--gpus-per-node", "--global-batch", "--seq",
            "--precision", "--attention", "--headroom", "--space", "--fix", "--objective", "--top",
-           "--threads", "--backend", "--confirm-top", "--layers", "--samples", "--out-dir", "--cache-dir",
+           "--threads", "--framework", "--backend", "--confirm-top", "--layers", "--samples", "--out-dir", "--cache-dir",
            "--wait"},
           {"--quick", "--refresh", "--help"}, {{"-h", "--help"}});
   auto fail = [&io](const Status& s, bool measuring = false) {
@@ -240,7 +243,19 @@ int RunTune(const Args& args, Io io) {
   }
   planner::SearchOptions opt;
   {
-    auto fam = planner::ParseFamily(f.GetOr("--space", "all"));
+    // --framework names the training stack; its search space is the default --space.
+    std::string space = "all";
+    if (auto fw = f.Get("--framework")) {
+      if (*fw == "megatron") space = "megatron";
+      else if (*fw == "deepspeed" || *fw == "megatron-deepspeed") space = "deepspeed";
+      else if (*fw == "fsdp" || *fw == "torchtitan") space = "fsdp";
+      else if (*fw == "axonn") space = "axonn";
+      else {
+        return fail(Status::InvalidArgument("--framework must be megatron, megatron-deepspeed, deepspeed, "
+                                            "fsdp, torchtitan or axonn, not '" + *fw + "'"));
+      }
+    }
+    auto fam = planner::ParseFamily(f.GetOr("--space", space));
     if (!fam.ok()) return fail(fam.status());
     opt.family = *fam;
     auto obj = planner::ParseObjective(f.GetOr("--objective", "time"));

@@ -83,6 +83,7 @@ grep -q '"profile": "measured"' "$OUT_DIR/tune.json" || fail "the first job shou
 grep -q '"chosen_by": "measured"' "$OUT_DIR/tune.json" || fail "the choice should come from the confirmation run"
 grep -q '"schema": "paratune.run_report/v1"' "$OUT_DIR/run_report.json" || fail "no run report"
 grep -q 'from slurm' "$work/megatron.log" || fail "tune did not say where the allocation came from"
+grep -q '"default_format": "megatron"' "$OUT_DIR/tune.json" || fail "a --framework megatron plan should emit megatron"
 echo "megatron: TP=$TP PP=$PP CP=$CP DP=$DP MBS=$MBS GBS=$GBS RECOMPUTE=$RECOMPUTE"
 
 # --- DeepSpeed (the profile is reused from the cache now) -----------------
@@ -90,6 +91,7 @@ export OUT_DIR="$work/deepspeed" RECORD="$work/deepspeed.cmd" TRAIN_SCRIPT=pretr
 bash "$src/docs/examples/deepspeed.sbatch" > "$work/deepspeed.log" 2>&1 || { cat "$work/deepspeed.log"; fail "deepspeed.sbatch exited"; }
 source "$OUT_DIR/env.sh"
 grep -q '"profile": "reused"' "$OUT_DIR/tune.json" || fail "the second job should reuse the cached profile"
+grep -q '"default_format": "deepspeed"' "$OUT_DIR/tune.json" || fail "a megatron-deepspeed plan should emit ds_config"
 cmd=" $(words "$RECORD")"
 case $cmd in *" --deepspeed_config $OUT_DIR/ds_config.json "*) ;; *) fail "no ds_config in: $cmd" ;; esac
 case $cmd in *" --zero-stage $ZERO_STAGE "*) ;; *) fail "no --zero-stage in: $cmd" ;; esac
@@ -105,6 +107,7 @@ echo "deepspeed: ZERO_STAGE=$ZERO_STAGE TP=$TP PP=$PP DP=$DP train=$train micro=
 export OUT_DIR="$work/axonn" RECORD="$work/axonn.cmd" TRAIN_SCRIPT=train_axonn.py
 bash "$src/docs/examples/axonn.sbatch" > "$work/axonn.log" 2>&1 || { cat "$work/axonn.log"; fail "axonn.sbatch exited"; }
 source "$OUT_DIR/env.sh"
+grep -q '"default_format": "axonn"' "$OUT_DIR/tune.json" || fail "an axonn plan should emit axonn"
 [ $((GX * GY * GZ * DP)) -eq 4 ] || fail "AxoNN grid $GX x $GY x $GZ x $DP is not 4 (communication.py:58)"
 grep -q "G_intra_c=$GX," "$OUT_DIR/axonn.py" || fail "axonn.py disagrees with GX=$GX"
 grep -q "G_data=$DP," "$OUT_DIR/axonn.py" || fail "axonn.py disagrees with DP=$DP"
