@@ -435,6 +435,9 @@ Status CheckAxonn(const Plan& p) {
                            "G_intra_d(" + Str(c.gz) + ") == 0)");
     }
   }
+  if (p.job.training.precision == topology::Precision::kFp8) {
+    return Refuse(f, "AxoNN's tensor-parallel layers run torch matmuls, with no FP8 path");
+  }
   if (!OrderMatches(c, {Dim::kX, Dim::kY, Dim::kZ, Dim::kPp, Dim::kData})) {
     return Refuse(f, "rank order " + OrderString(c) +
                          " is not AxoNN's fixed layout x (G_intra_c), y (G_intra_r), z (G_intra_d), "
@@ -466,6 +469,17 @@ std::string EmitAxonn(const Plan& p) {
   os << "GRADIENT_ACCUMULATION_STEPS = " << MicroBatches(p)
      << "  # GLOBAL_BATCH_SIZE / (MICRO_BATCH_SIZE * G_data * G_intra_d)\n";
   os << "SEQ_LEN = " << p.job.training.seq_len << "\n";
+  switch (p.job.training.precision) {
+    case topology::Precision::kBf16:
+      os << "PRECISION = \"bf16\"  # forward under torch.autocast(\"cuda\", dtype=torch.bfloat16)\n";
+      break;
+    case topology::Precision::kFp16:
+      os << "PRECISION = \"fp16\"  # torch.autocast(\"cuda\", dtype=torch.float16) with a GradScaler\n";
+      break;
+    default:
+      os << "PRECISION = \"" << topology::PrecisionName(p.job.training.precision) << "\"\n";
+      break;
+  }
   os << "ACTIVATION_CHECKPOINTING = \"" << RecomputeName(c.recompute) << "\"";
   if (c.recompute == Recompute::kFull) os << "  # torch.utils.checkpoint around each transformer block";
   if (c.recompute == Recompute::kSelective) os << "  # checkpoint the attention core only";
