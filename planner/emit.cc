@@ -328,6 +328,10 @@ Status CheckDeepSpeed(const Plan& p) {
                            Str(p.job.gpus));
     }
   }
+  if (!OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp})) {
+    return Refuse(f, "rank order " + OrderString(c) +
+                         " is not Megatron-DeepSpeed's tensor, sequence, data, pipeline order");
+  }
   if (c.recompute == Recompute::kSelective) {
     return Refuse(f, "DeepSpeed activation checkpointing is full-layer; selective recompute is a "
                      "Megatron-LM / torchtitan option");
@@ -544,6 +548,10 @@ Status CheckTorchtitan(const Plan& p) {
   if (Gbs(p) % (int64_t{c.mbs} * c.gz * c.gdata) != 0) {
     return Refuse(f, "global batch " + Str(Gbs(p)) + " is not divisible by local batch × DP degree = " +
                          Str(int64_t{c.mbs} * c.gz * c.gdata));
+  }
+  if (c.cp > 1 && p.job.training.seq_len % (2 * c.cp) != 0) {
+    return Refuse(f, "seq_len " + Str(p.job.training.seq_len) + " does not split into 2·cp = " + Str(2 * c.cp) +
+                         " load-balanced (head-tail) chunks");
   }
   if (c.pp > 1 && m.layers % (c.pp * c.vpp) != 0) {
     return Refuse(f, "layers " + Str(m.layers) + " do not split into " + Str(c.pp * c.vpp) +

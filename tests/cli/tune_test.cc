@@ -255,6 +255,23 @@ TEST_F(TuneTest, ExitCodes) {
   EXPECT_EQ(busy.code, kExitTempFail) << busy.err;
   EXPECT_EQ(busy.out, "");
   EXPECT_NE(busy.err.find("waiting up to"), std::string::npos) << busy.err;
+  // The same with a backend that would profile: it waits, then gives up with 75.
+  Outcome busy_fake = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick", "--wait", "0.3"}));
+  EXPECT_EQ(busy_fake.code, kExitTempFail) << busy_fake.err;
+  EXPECT_EQ(busy_fake.out, "");
+  EXPECT_NE(busy_fake.err.find("waiting up to"), std::string::npos) << busy_fake.err;
+}
+
+TEST_F(TuneTest, BackendUnavailableIsExit4) {
+  // cuda where this build or machine cannot run it (no GPU, or not compiled in);
+  // where it can, tune profiles and succeeds.
+  Outcome r = Call(RunTune, Base({"--gpus", "8", "--backend", "cuda", "--quick", "--confirm-top", "0"}));
+  if (r.code != kExitOk) {
+    EXPECT_EQ(r.code, kExitMeasureFailed) << r.err;
+    EXPECT_EQ(r.out, "");
+  } else {
+    EXPECT_TRUE(Exports(r.out).count("PARATUNE_PLAN"));
+  }
 }
 
 TEST_F(TuneTest, HelpTeaches) {
