@@ -604,6 +604,25 @@ std::string EmitTorchtitan(const Plan& p) {
   os << "mode = \"" << RecomputeName(c.recompute) << "\"\n";
   if (c.recompute == Recompute::kSelective) os << "selective_ac_option = \"op\"\n";
   if (p.compile) os << "\n[compile]\nenable = true\n";
+  // torchtitan after the 2026 switch to Python configs (checked at b5bcd76,
+  // torchtitan/config/configs.py TrainingConfig and ParallelismConfig) still
+  // takes --section.option overrides; batches are counted in tokens there.
+  os << "\n# Python-config torchtitan (after 238fa99): the same plan as command-line overrides\n";
+  os << "#   --parallelism.data_parallel_replicate_degree " << c.gdata
+     << " --parallelism.data_parallel_shard_degree " << c.gz << "\n";
+  os << "#   --parallelism.tensor_parallel_degree " << c.gy << " --parallelism.pipeline_parallel_degree "
+     << c.pp << " --parallelism.context_parallel_degree " << c.cp << "\n";
+  if (c.pp > 1) {
+    os << "#   --parallelism.pipeline_parallel_schedule " << (c.vpp > 1 ? "Interleaved1F1B" : "1F1B")
+       << " --parallelism.num_pp_microbatches " << MicroBatches(p) << "\n";
+    os << "#   --parallelism.pipeline_parallel_layers_per_stage " << m.layers / (c.pp * c.vpp)
+       << " --parallelism.pipeline_parallel_first_stage_less_layers 0"
+       << " --parallelism.pipeline_parallel_last_stage_less_layers 0\n";
+  }
+  const int64_t seq = p.job.training.seq_len;
+  os << "#   --training.num_tokens_per_microbatch_per_dp_rank " << int64_t{c.mbs} * seq
+     << " --training.num_tokens_per_train_step " << Gbs(p) * seq << "\n";
+  os << "#   --training.max_context_length " << seq << "\n";
   return os.str();
 }
 
