@@ -221,6 +221,24 @@ TEST_F(TuneTest, WithoutBackendPlansAndPrintsOnlyExports) {
   EXPECT_NE(meg.find("--pipeline-model-parallel-size " + vars["PP"] + "\n"), std::string::npos);
 }
 
+TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameCluster) {
+  // A job with a backend measures and caches the profile of dgx-h100 ...
+  Outcome first = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick"}));
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_NE(first.err.find("[tune] profile measured"), std::string::npos) << first.err;
+  // ... a later job without one plans with it ...
+  Outcome second = Call(RunTune, Base({"--gpus", "64"}));
+  ASSERT_EQ(second.code, kExitOk) << second.err;
+  EXPECT_NE(second.err.find("[tune] profile reused"), std::string::npos) << second.err;
+  Json plans = Json::parse(*ReadFileToString(dir_ + "/out/plans.json"));
+  EXPECT_TRUE(plans.contains("profile")) << "the plan should name the profile it used";
+  // ... and a job on another cluster does not.
+  Outcome other = Call(RunTune, {"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64",
+                                 "--global-batch", "512", "--cache-dir", dir_ + "/cache", "--out-dir", dir_ + "/o2"});
+  ASSERT_EQ(other.code, kExitOk) << other.err;
+  EXPECT_NE(other.err.find("no cached profile"), std::string::npos) << other.err;
+}
+
 TEST_F(TuneTest, AllocationFromSlurmVariables) {
   ::setenv("SLURM_JOB_NUM_NODES", "2", 1);
   ::setenv("SLURM_GPUS_ON_NODE", "8", 1);
