@@ -339,12 +339,7 @@ int RunTune(const Args& args, Io io) {
       profile_how = r->from_cache ? (r->waited ? "reused (after waiting for another process's run)" : "reused")
                                   : "measured";
       io.err << "[tune] profile " << profile_how << ": " << r->cache_path << std::endl;
-      if (!cluster) {
-        if (!profile->cluster) {
-          return fail(Status::InvalidArgument("the profile carries no cluster description; give --cluster"));
-        }
-        cluster = *profile->cluster;
-      }
+      if (!cluster && profile->cluster) cluster = *profile->cluster;
     }
   } else {
     const std::string fp = topology::Fingerprint(*cluster);
@@ -363,6 +358,8 @@ int RunTune(const Args& args, Io io) {
   const bool root = rank == 0;
 
   // 1 and 3 on rank 0: the allocation, the job, the search.
+  // From here on rank 0 must not return before the confirmation's broadcast
+  // (the other processes wait in it): failures become planned.exit_code.
   PlanOutcome planned;
   if (root) {
     planned = [&]() -> PlanOutcome {
@@ -371,6 +368,9 @@ int RunTune(const Args& args, Io io) {
         out.exit_code = fail(s);
         return out;
       };
+      if (!cluster) {
+        return bad(Status::InvalidArgument("the cached profile carries no cluster description; give --cluster"));
+      }
       std::optional<Allocation> alloc;
       auto from_flags = AllocationFromFlags(f.Get("--gpus"), f.Get("--nodes"), f.Get("--gpus-per-node"),
                                             cluster->gpus_per_node);
