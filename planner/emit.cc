@@ -652,6 +652,9 @@ std::string EmitEnv(const Plan& p) {
 
 Result<Plan> LoadPlan(const Json& plans, int rank) {
   Plan p;
+  if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
+    return Status::InvalidArgument(std::string("/schema: must be \"") + kPlansSchema + "\"");
+  }
   PT_ASSIGN_OR_RETURN(p.job, JobFromPlans(plans));
   if (!plans.contains("candidates") || !plans["candidates"].is_array()) {
     return Status::InvalidArgument("/candidates: must be an array");
@@ -693,6 +696,8 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
   return p;
 }
 
+Result<std::string> EmitChecked(const Json& plans, int rank, EmitFormat format);
+
 }  // namespace
 
 Result<EmitFormat> ParseEmitFormat(const std::string& name) {
@@ -717,6 +722,17 @@ const char* EmitFormatName(EmitFormat f) {
 }
 
 Result<std::string> EmitConfig(const Json& plans, int rank, EmitFormat format) {
+  // Documents come from users (CLI, REST): a JSON type surprise is bad input, not a crash.
+  try {
+    return EmitChecked(plans, rank, format);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(std::string("not a valid plans document: ") + e.what());
+  }
+}
+
+namespace {
+
+Result<std::string> EmitChecked(const Json& plans, int rank, EmitFormat format) {
   PT_ASSIGN_OR_RETURN(Plan p, LoadPlan(plans, rank));
   switch (format) {
     case EmitFormat::kMegatron:
@@ -736,6 +752,8 @@ Result<std::string> EmitConfig(const Json& plans, int rank, EmitFormat format) {
   }
   return Status::InvalidArgument("unknown format");
 }
+
+}  // namespace
 
 EmitFormat DefaultEmitFormat(const Json& plans) {
   std::string framework;

@@ -611,6 +611,21 @@ TEST(EmitApi, FormatsRanksAndDefaults) {
   EXPECT_TRUE(EmitConfig(p, n, EmitFormat::kEnv).ok());
   Json not_plans = {{"schema", "paratune.prediction/v1"}};
   EXPECT_EQ(EmitConfig(not_plans, 1, EmitFormat::kEnv).status().code(), StatusCode::kInvalidArgument);
+  // Wrong JSON types anywhere are bad input, never an exception.
+  for (const char* bad : {R"({"schema": 1})", R"([1, 2])", R"("plans")"}) {
+    EXPECT_EQ(EmitConfig(Json::parse(bad), 1, EmitFormat::kEnv).status().code(), StatusCode::kInvalidArgument)
+        << bad;
+  }
+  Json odd = p;
+  odd["candidates"][0]["config"]["tp"] = "four";
+  EXPECT_EQ(EmitConfig(odd, 1, EmitFormat::kMegatron).status().code(), StatusCode::kInvalidArgument);
+  odd = p;
+  odd["candidates"][0] = 7;
+  EXPECT_EQ(EmitConfig(odd, 1, EmitFormat::kMegatron).status().code(), StatusCode::kInvalidArgument);
+  odd = p;
+  odd["candidates"][0]["prediction"] = "fast";
+  EXPECT_TRUE(EmitConfig(odd, 1, EmitFormat::kMegatron).ok());  // the header just omits the numbers
+  EXPECT_EQ(DefaultEmitFormat(Json::parse("[]")), EmitFormat::kMegatron);
   // Defaults: the framework the plan was made for, else its space.
   EXPECT_EQ(DefaultEmitFormat(p), EmitFormat::kMegatron);
   EXPECT_EQ(DefaultEmitFormat(Load("llama3-8b-deepspeed.plans.json")), EmitFormat::kDeepSpeed);
