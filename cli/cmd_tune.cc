@@ -47,7 +47,7 @@ constexpr const char* kHelp =
 The line in a job script that picks the parallel configuration right before
 the training starts:
 
-  eval "$(srun --ntasks-per-node=8 paratune tune --model llama3-8b \
+  eval "$(srun --ntasks-per-node=8 paratune tune --model llama3-8b --framework megatron \
             --global-batch 512 --seq 8192 --backend cuda --quick --out-dir run1)"
   source run1/megatron.sh   # GPT_MODEL_ARGS, TRAINING_ARGS, MODEL_PARALLEL_ARGS
   srun python pretrain_gpt.py "${GPT_MODEL_ARGS[@]}" "${TRAINING_ARGS[@]}" \
@@ -110,8 +110,9 @@ exit codes: 0 ok (exports printed); 2 bad flags or input; 3 no configuration
 
 examples:
   # a Slurm batch script, 4 nodes x 8 GPUs (see docs/examples/):
-  eval "$(srun paratune tune --model gpt3-13b --global-batch 1024 --backend cuda --quick \
-            --cache-dir $SCRATCH/paratune --out-dir $SLURM_SUBMIT_DIR/tune.$SLURM_JOB_ID)"
+  eval "$(srun paratune tune --model gpt3-13b --global-batch 1024 --framework megatron \
+            --backend cuda --quick --cache-dir $SCRATCH/paratune --out-dir tune.$SLURM_JOB_ID)"
+  source tune.$SLURM_JOB_ID/megatron.sh
   # no GPUs at hand: plan 64 GPUs of a preset, exports only
   paratune tune --model llama3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 --seq 8192
 )HELP";
