@@ -265,13 +265,15 @@ std::string EmitMegatron(const Plan& p) {
 // heads % sp == 0 (sequence/layer.py); hpZ groups are consecutive global ranks
 // and must divide the world (utils/groups.py _create_zero_param_parallel_group).
 
-// The hpZ secondary partition: the data-parallel ranks inside one node (the
-// cost model's group for hpz).
+// The hpZ secondary partition: the ranks of ZeRO's group inside one node.
+// ZeRO-3 partitions over the data-parallel ranks, and with Ulysses over the
+// sequence-data-parallel group (dp · sp, consecutive ranks when tp = 1); hpZ
+// groups are consecutive global ranks (utils/groups.py
+// _create_zero_param_parallel_group, via zero/stage3.py
+// _set_zero_group_parallelism), so they stay inside that group.
 int HpzPartitionSize(const Plan& p) {
   const int gpn = std::max(1, p.job.cluster.gpus_per_node);
-  const int stride = p.c.Stride(Dim::kData);
-  const int per_node = std::max(1, gpn / std::min(stride, gpn));
-  return std::max(1, std::min(p.c.gdata, per_node));
+  return std::max(1, std::min(p.c.gdata * p.c.cp, gpn));
 }
 
 Status CheckDeepSpeed(const Plan& p) {
@@ -318,9 +320,9 @@ Status CheckDeepSpeed(const Plan& p) {
     return Refuse(f, "ZeRO++ (qwZ, hpZ, qgZ) extends ZeRO stage 3; the plan has stage " + Str(c.zero));
   }
   if (c.hpz) {
-    if (c.Stride(Dim::kData) != 1) {
-      return Refuse(f, "hpZ partitions consecutive global ranks, but this plan's data-parallel ranks "
-                       "are " + Str(c.Stride(Dim::kData)) + " apart (tensor/sequence parallel inside)");
+    if (c.tensor() > 1) {
+      return Refuse(f, "hpZ partitions consecutive global ranks, but with TP = " + Str(c.tensor()) +
+                           " consecutive ranks hold different tensor shards");
     }
     const int hp = HpzPartitionSize(p);
     if (p.job.gpus % hp != 0) {

@@ -21,6 +21,7 @@
 #include "cli/allocation.h"
 #include "cli/commands.h"
 #include "common/json.h"
+#include "planner/emit.h"
 #include "profiler/cache.h"
 
 extern char** environ;
@@ -114,6 +115,53 @@ TEST(Emit, PrintsTheFormatAndRefusesWithExit2) {
   EXPECT_EQ(Call(RunEmit, {"--plans", dir + "/plans.json", "--rank", "11"}).code, kExitUsage);
   EXPECT_EQ(Call(RunEmit, {"--format", "env"}).code, kExitUsage);
   std::filesystem::remove_all(dir);
+}
+
+// Every plan of a framework's space is one that framework's format can write:
+// `--framework X` (or `--space`) never leads to a refusal of its own format.
+TEST(Emit, EachSpacesPlansEmitInItsFramework) {
+  const std::pair<const char*, const char*> families[] = {
+      {"megatron", "megatron"}, {"deepspeed", "deepspeed"}, {"axonn", "axonn"}, {"fsdp", "torchtitan"}};
+  const std::vector<Args> jobs = {
+      {"--model", "gpt3-13b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512"},
+      {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "256", "--seq", "8192"},
+      {"--model", "axonn-20b", "--cluster", "perlmutter", "--gpus", "128", "--global-batch", "512"},
+      {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--global-batch", "512", "--seq",
+       "4096"}};
+  int emitted = 0, hpz_with_tp = 0;
+  for (const Args& job : jobs) {
+    for (auto [space, format] : families) {
+      Args a = job;
+      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"}) a.push_back(x);
+      Outcome plan = Call(RunPlan, a);
+      if (plan.code == kExitNoFeasible) continue;
+      ASSERT_EQ(plan.code, kExitOk) << plan.err;
+      const Json doc = Json::parse(plan.out);
+      auto f = planner::ParseEmitFormat(format);
+      ASSERT_TRUE(f.ok());
+      EXPECT_EQ(planner::DefaultEmitFormat(doc), *f) << space;
+      for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
+        auto text = planner::EmitConfig(doc, static_cast<int>(r), *f);
+        const Json& cfg = doc["candidates"][r - 1]["config"];
+        // Known gap in the planner's DeepSpeed space (planner/search.cc, not this
+        // module's): it offers hpZ with Megatron-DeepSpeed TP > 1, but DeepSpeed
+        // builds hpZ groups from consecutive global ranks (zero/stage3.py:703-704,
+        // utils/groups.py:878-886), which then mix tensor shards. Refused, for that reason only.
+        if (!text.ok() && std::string(space) == "deepspeed" && cfg.value("hpz", false) && cfg.value("tp", 1) > 1) {
+          EXPECT_NE(text.status().message().find("consecutive ranks hold different tensor shards"), std::string::npos)
+              << text.status().ToString();
+          ++hpz_with_tp;
+          continue;
+        }
+        EXPECT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
+                               << doc["candidates"][r - 1]["config_string"] << ": " << text.status().ToString();
+        emitted += text.ok();
+      }
+    }
+  }
+  EXPECT_GT(emitted, 200);
+  std::cout << "[ spaces ] " << emitted << " plans emitted in their framework; " << hpz_with_tp
+            << " DeepSpeed hpZ-with-TP plans refused\n";
 }
 
 // ------------------------------------------------------------------ allocation

@@ -304,7 +304,10 @@ std::string DeepSpeedWouldReject(const std::string& text, const World& w, const 
   if (hpz < 0) return "hpz >= 0";
   if (hpz > 1) {
     if (w.gpus % std::min(hpz, w.gpus) != 0) return "hpz divides world";
-    if (launch.gy * sp != 1) return "hpz groups would cross tensor/sequence ranks";
+    // deepspeed/runtime/zero/stage3.py:703-704: the hpZ group is made of consecutive global
+    // ranks, which with Megatron TP inside hold different shards (Ulysses SP ranks share
+    // ZeRO's sequence-data-parallel group, so they may).
+    if (launch.gy != 1) return "hpz groups would cross tensor ranks";
   }
   // runtime/zero/offload_config.py: offload_param only with stage 3.
   if (z.contains("offload_param") && stage != 3) return "offload_param needs stage 3";
@@ -466,7 +469,7 @@ void SweepAndCheck(const std::string& fixture, int* emitted_total, int* refused_
                                   {"vpp", vpp}, {"cp", cp},     {"cp_kind", kind},
                                   {"sp", sp},   {"zero", zero}, {"mbs", mbs}, {"recompute", rc},
                                   {"dp", w.gpus / other},
-                                  {"hpz", zero == 3 && gy == 1 && cp == 1}, {"qwz", zero == 3},
+                                  {"hpz", zero == 3}, {"qwz", zero == 3},
                                   {"overlap_grad_reduce", true},
                                   {"overlap_param_gather", zero == 1},
                                   {"distributed_optimizer", false},
@@ -576,7 +579,7 @@ TEST(EmitRules, DeepSpeedRefusals) {
   // hpZ groups are consecutive global ranks (utils/groups.py:875-886): not with TP inside.
   EXPECT_NE(Refusal(Patched(p, {{"tp", 2}, {"pp", 1}, {"cp", 1}, {"dp", 32}, {"zero", 3}, {"hpz", true}}),
                     EmitFormat::kDeepSpeed)
-                .find("hpZ partitions consecutive global ranks"),
+                .find("with TP = 2 consecutive ranks hold different tensor shards"),
             std::string::npos);
 }
 
