@@ -34,6 +34,8 @@ int RunValidate(const Args& args, Io io);
 int RunProfile(const Args& args, Io io);
 int RunConfirm(const Args& args, Io io);
 int RunCalibrate(const Args& args, Io io);
+int RunEmit(const Args& args, Io io);
+int RunTune(const Args& args, Io io);
 // Only in builds with cpp-httplib (PARATUNE_HAVE_WEB).
 int RunServe(const Args& args, Io io);
 

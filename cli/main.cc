@@ -21,6 +21,9 @@ Plan a training run before spending GPU-hours on it:
   confirm    run the top plans on real kernels (cuBLAS + NCCL, or MPI/CPU) and report
              measured vs predicted
   calibrate  fit correction factors from run reports into a profile
+  emit       write a plan as Megatron-LM / DeepSpeed / AxoNN / torchtitan config or shell exports
+  tune       in a job script: find the allocation, profile (cached), plan, confirm,
+             and print `export TP=... PP=...` lines for eval
   serve      the REST service and the web page (paratune serve --help)
   version    print the version
 
@@ -46,6 +49,8 @@ int main(int argc, char** argv) {
       {"profile", RunProfile},
       {"confirm", RunConfirm},
       {"calibrate", RunCalibrate},
+      {"emit", RunEmit},
+      {"tune", RunTune},
 #ifdef PARATUNE_HAVE_WEB
       {"serve", RunServe},
 #endif
