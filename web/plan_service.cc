@@ -9,6 +9,7 @@
 
 #include "common/strings.h"
 #include "planner/cost_model.h"
+#include "planner/emit.h"
 #include "planner/request.h"
 #include "profiler/cache.h"
 
@@ -408,6 +409,52 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
   by_request_.Put(key, body);
   if (!body_key.empty()) by_body_.Put(body_key, body);
   return Served{body, false};
+}
+
+}  // namespace paratune::web
+
+namespace paratune::web {
+
+Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) {
+  if (!body.is_object()) return Status::InvalidArgument("the request must be a JSON object");
+  ObjectReader r(body, "");
+  std::string schema = "paratune.emit_request/v1";
+  PT_RETURN_IF_ERROR(r.OptString("schema", &schema));
+  if (schema != "paratune.emit_request/v1") return r.Error("schema", "must be \"paratune.emit_request/v1\"");
+  int64_t rank = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("rank", &rank));
+  if (rank < 1 || rank > 10000) return r.Error("rank", "must be in [1, 10000]");
+  std::string format_name;
+  PT_RETURN_IF_ERROR(r.OptString("format", &format_name));
+  Json plans;
+  if (r.Has("plans") == r.Has("request")) {
+    return Status::InvalidArgument("/plans: give exactly one of plans (a paratune.plans/v1 document) or request (a plan request)");
+  }
+  if (r.Has("plans")) {
+    plans = r.Raw("plans");
+    if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
+      return r.Error("plans", "must be a paratune.plans/v1 object");
+    }
+  } else {
+    auto served = Plan(r.Raw("request"));
+    if (!served.ok()) return UnderPointer(served.status(), "/request");
+    auto doc = ParseJson(*served->body, "plans");
+    if (!doc.ok()) return doc.status();
+    plans = std::move(doc).value();
+  }
+  PT_RETURN_IF_ERROR(r.Finish());
+  planner::EmitFormat format = planner::DefaultEmitFormat(plans);
+  if (!format_name.empty()) {
+    auto f = planner::ParseEmitFormat(format_name);
+    if (!f.ok()) return UnderPointer(f.status(), "/format");
+    format = *f;
+  }
+  auto text = planner::EmitConfig(plans, static_cast<int>(rank), format);
+  if (!text.ok()) {
+    // Pointers in the emitter's messages are inside the plans document.
+    return r.Has("plans") ? UnderPointer(text.status(), "/plans") : text.status();
+  }
+  return std::make_pair(std::string(planner::EmitFormatName(format)), std::move(text).value());
 }
 
 }  // namespace paratune::web

@@ -121,6 +121,15 @@ class PlanService {
   // request, before any parsing. nullptr when unknown.
   std::shared_ptr<const std::string> LookupBody(const std::string& raw_body);
 
+  // POST /v1/emit: candidate `rank` (default 1) of a plans document as the
+  // configuration a framework takes (planner/emit.h), in `format` (default: the
+  // plan's own framework). The body names the plans either as "plans" (a
+  // paratune.plans/v1 document) or as "request" (a plan request, answered as
+  // POST /v1/plans would, from the cache when it can). Returns the format's
+  // name and the text. Errors name the JSON pointer; a plan the framework would
+  // reject is kInvalidArgument saying which rule.
+  Result<std::pair<std::string, std::string>> Emit(const Json& body);
+
   ProfileStore& profiles() { return profiles_; }
   // Drops every cached plans document (a profile was added or replaced).
   void InvalidateCache();

@@ -473,6 +473,16 @@ void Server::Routes() {
              SendJson(res, 200, *out->body);
            }));
   only("/v1/plans", "/v1/plans", "POST");
+  svr.Post("/v1/emit", route("/v1/emit", [this](const Request& req, Response& res) {
+             auto body = JsonBody(req, res, options_.max_json_depth);
+             if (!body) return;
+             auto out = plans_->Emit(*body);
+             if (!out.ok()) return SendStatus(res, req, out.status());
+             res.set_header("X-Paratune-Format", out->first);
+             res.status = 200;
+             res.set_content(out->second, "text/plain; charset=utf-8");
+           }));
+  only("/v1/emit", "/v1/emit", "POST");
 
   // ---- profiles ----
   svr.Get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {

@@ -80,6 +80,9 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   EXPECT_NE(Section(dom, "summary").find("searched"), std::string::npos);
   EXPECT_NE(Section(dom, "detail-summary").find("per iteration"), std::string::npos);
   EXPECT_EQ(dom.find("class=\"error\""), std::string::npos);
+  // The winner's Megatron-LM arguments, from POST /v1/emit.
+  EXPECT_NE(Section(dom, "emit-text", 20000).find("MODEL_PARALLEL_ARGS"), std::string::npos)
+      << Section(dom, "emit-text", 2000);
 
   // The screenshot, kept as an artifact.
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);

@@ -19,8 +19,9 @@ const char* kBases[] = {
     R"({"kind":"profile","backend":"fake","quick":true,"cluster":"dgx-h100"})",
     R"({"kind":"confirm","backend":"fake","top":2,"plans":{"schema":"paratune.plans/v1","candidates":[]}})",
     R"({"schema":"paratune.profile/v1","cluster_fingerprint":"abc","collectives":[],"gemm":[]})",
+    R"({"request":{"model":"llama3-8b","cluster":"dgx-h100","gpus":8,"training":{"global_batch":16},"top":2},"rank":1,"format":"deepspeed"})",
 };
-const char* kRoutes[] = {"/v1/predict", "/v1/plans", "/v1/jobs", "/v1/jobs", "/v1/profiles"};
+const char* kRoutes[] = {"/v1/predict", "/v1/plans", "/v1/jobs", "/v1/jobs", "/v1/profiles", "/v1/emit"};
 
 // Values of every JSON type and some edge cases, to put where another type belongs.
 std::vector<Json> OddValues() {
@@ -78,7 +79,7 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
     }
   };
 
-  for (int b = 0; b < 5; ++b) {
+  for (int b = 0; b < 6; ++b) {
     const std::string base = kBases[b];
     const char* route = kRoutes[b];
     const Json doc = Json::parse(base);

@@ -281,6 +281,46 @@ TEST_F(ServerTest, PlanErrors) {
   ExpectProblem(client_->Get("/v1/plans"), 405);
 }
 
+TEST_F(ServerTest, EmitIsTheCliText) {
+  auto plan = PostJson("/v1/plans", kPlan);
+  ASSERT_EQ(plan->status, 200);
+  const std::string path = dir_ + "/plans.json";
+  std::ofstream(path) << plan->body;
+  int emitted = 0;
+  for (const std::string format : {"megatron", "deepspeed", "torchtitan", "env", "json"}) {
+    // From the plan request (answered from the plan cache) and from the document itself.
+    Json by_request = {{"request", Json::parse(kPlan)}, {"rank", 2}, {"format", format}};
+    Json by_doc = {{"plans", Json::parse(plan->body)}, {"rank", 2}, {"format", format}};
+    auto a = PostJson("/v1/emit", by_request.dump());
+    auto b = PostJson("/v1/emit", by_doc.dump());
+    ASSERT_TRUE(a && b);
+    auto [cli, code] = RunCli("emit --plans " + path + " --rank 2 --format " + format);
+    if (code != 0) {  // the framework would reject this plan: the service says so too
+      ExpectProblem(a, 422);
+      ExpectProblem(b, 422);
+      continue;
+    }
+    ASSERT_EQ(a->status, 200) << a->body;
+    EXPECT_EQ(a->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+    EXPECT_EQ(a->get_header_value("X-Paratune-Format"), format);
+    EXPECT_EQ(a->body, cli) << format;
+    EXPECT_EQ(b->body, cli) << format;
+    ++emitted;
+  }
+  EXPECT_GE(emitted, 3);
+  // Without a format: the plan's framework (megatron for this space).
+  auto d = PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}}.dump());
+  EXPECT_EQ(d->get_header_value("X-Paratune-Format"), "megatron");
+  ExpectProblem(PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"format", "keras"}}.dump()), 422, "/format");
+  ExpectProblem(PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"rank", 99}}.dump()), 422);
+  ExpectProblem(PostJson("/v1/emit", Json{{"rank", 1}}.dump()), 422, "/plans");
+  ExpectProblem(PostJson("/v1/emit", Json{{"plans", {{"schema", 3}}}}.dump()), 422, "/plans");
+  Json bad_req = Json::parse(kPlan);
+  bad_req["space"] = "keras";
+  ExpectProblem(PostJson("/v1/emit", Json{{"request", bad_req}}.dump()), 422, "/request/space");
+  ExpectProblem(client_->Get("/v1/emit"), 405);
+}
+
 TEST(ServerLimits, ASearchOverTheTimeLimitIsRefused) {
   const std::string dir = TempDir("limit");
   ServerOptions o = TestOptions(dir);
@@ -463,7 +503,7 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   Json spec = BodyJson(r);
   EXPECT_EQ(spec["openapi"], "3.1.0");
   EXPECT_EQ(spec["info"]["version"], "test");
-  for (const char* p : {"/v1/predict", "/v1/plans", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles", "/v1/jobs",
+  for (const char* p : {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles", "/v1/jobs",
                         "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
     EXPECT_TRUE(spec["paths"].contains(p)) << p;
   }

@@ -13,7 +13,7 @@ const MEMORY = ["params", "grads", "optimizer", "activations", "buffers", "total
 const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                       "#9c755f", "#bab0ac"];
 
-const state = { doc: null, selected: 0, compare: [], emit: null };
+const state = { doc: null, request: null, selected: 0, compare: [], emit: null };
 
 // ---------- helpers ----------
 function el(tag, attrs = {}, ...children) {
@@ -54,8 +54,10 @@ async function api(method, path, body) {
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  let data = null;
-  try { data = JSON.parse(text); } catch (e) { data = text; }
+  let data = text;
+  if (!(res.headers.get("Content-Type") || "").startsWith("text/plain")) {
+    try { data = JSON.parse(text); } catch (e) { data = text; }
+  }
   if (!res.ok) {
     const p = data && typeof data === "object" ? data : {};
     const where = p.errors && p.errors[0] ? " (" + p.errors[0].pointer + ")" : "";
@@ -98,8 +100,10 @@ async function onSubmit(ev) {
   setStatus("searching…");
   const t0 = performance.now();
   try {
-    const doc = await api("POST", "/v1/plans", buildRequest());
+    const request = buildRequest();
+    const doc = await api("POST", "/v1/plans", request);
     state.doc = doc;
+    state.request = request;
     state.selected = 0;
     state.compare = [];
     render();
@@ -343,7 +347,7 @@ async function setupEmit() {
     }
   } catch (e) { state.emit = null; }
   const sel = $("#emit-format");
-  const formats = state.emit && state.emit.length ? state.emit : ["config-json", "cli"];
+  const formats = state.emit && state.emit.length ? ["framework default"].concat(state.emit) : ["config-json", "cli"];
   sel.replaceChildren(...formats.map((f) => el("option", { value: f, text: f })));
   sel.addEventListener("change", renderEmit);
   $("#emit-note").textContent = state.emit && state.emit.length ? "" :
@@ -358,10 +362,17 @@ async function renderEmit() {
   const pre = $("#emit-text");
   if (state.emit && state.emit.length) {
     pre.textContent = "…";
+    // The plan request, not the whole document: the server answers it from its plan cache.
+    const body = { request: state.request, rank: c.rank };
+    if (format !== "framework default") body.format = format;
     try {
-      const out = await api("POST", "/v1/emit", { plans: doc, rank: c.rank, format });
-      pre.textContent = typeof out === "string" ? out : out.text || JSON.stringify(out, null, 2);
-    } catch (e) { pre.textContent = e.message; }
+      const out = await api("POST", "/v1/emit", body);
+      pre.textContent = typeof out === "string" ? out : JSON.stringify(out, null, 2);
+      pre.classList.remove("bad");
+    } catch (e) {
+      pre.textContent = e.message;  // e.g. the framework would reject this plan, and why
+      pre.classList.add("bad");
+    }
     return;
   }
   if (format === "cli") {
