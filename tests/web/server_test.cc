@@ -333,6 +333,22 @@ TEST(ServerLimits, ASearchOverTheTimeLimitIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ServerLimits, BusySearchSlotsSay503WithRetryAfter) {
+  const std::string dir = TempDir("busy");
+  ServerOptions o = TestOptions(dir);
+  o.plans.max_concurrent_searches = 0;  // every slot taken, for as long as the test runs
+  o.plans.queue_wait_limit_s = 0.05;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto r = s.Client()->Post("/v1/plans", kPlan, "application/json");
+  Json p = ExpectProblem(r, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(p["type"], "urn:paratune:problem:unavailable");
+  // Predictions need no search slot.
+  EXPECT_EQ(s.Client()->Post("/v1/predict", kPredict, "application/json")->status, 200);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServerLimits, NonLoopbackNeedsAToken) {
   ServerOptions o = TestOptions(TempDir("bind"));
   o.host = "0.0.0.0";
