@@ -36,7 +36,9 @@ Json WaitForStatus(httplib::Client& c, const std::string& id, const std::set<std
     auto r = c.Get(("/v1/jobs/" + id).c_str());
     if (r && r->status == 200) {
       rec = Json::parse(r->body);
-      if (want.count(rec["status"].get<std::string>())) return rec;
+      // "running" is recorded just before the process is spawned; its pid just after.
+      const bool starting = rec["status"] == "running" && !rec.contains("pid");
+      if (want.count(rec["status"].get<std::string>()) && !starting) return rec;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
