@@ -28,7 +28,8 @@ const char* kPlan = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":102
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  const size_t i =
+      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
   return v[i];
 }
 
@@ -40,16 +41,21 @@ int main(int argc, char** argv) {
   double seconds = 30, target_ms = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
-    if (f == "--connections") connections = std::max(1, std::atoi(argv[i + 1]));
-    else if (f == "--requests") requests = std::max<int64_t>(1, std::atoll(argv[i + 1]));
-    else if (f == "--seconds") seconds = std::atof(argv[i + 1]);
-    else if (f == "--target-p99-ms") target_ms = std::atof(argv[i + 1]);
+    if (f == "--connections")
+      connections = std::max(1, std::atoi(argv[i + 1]));
+    else if (f == "--requests")
+      requests = std::max<int64_t>(1, std::atoll(argv[i + 1]));
+    else if (f == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (f == "--target-p99-ms")
+      target_ms = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
     }
   }
-  const auto dir = std::filesystem::temp_directory_path() / ("paratune-serve-bench-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("paratune-serve-bench-" + std::to_string(::getpid()));
   paratune::web::ServerOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
@@ -72,9 +78,11 @@ int main(int argc, char** argv) {
   warm.set_read_timeout(120, 0);
   const auto t_miss = std::chrono::steady_clock::now();
   auto first = warm.Post("/v1/plans", kPlan, "application/json");
-  const double miss_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_miss).count();
+  const double miss_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_miss).count();
   if (!first || first->status != 200) {
-    std::fprintf(stderr, "the first plan failed: %s\n", first ? first->body.c_str() : "no response");
+    std::fprintf(stderr, "the first plan failed: %s\n",
+                 first ? first->body.c_str() : "no response");
     (*server)->Stop();
     listener.join();
     return 1;
@@ -84,7 +92,8 @@ int main(int argc, char** argv) {
   std::atomic<int64_t> issued{0}, errors{0};
   std::vector<std::vector<double>> lat(connections);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto stop_at = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  const auto stop_at = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(seconds));
   std::vector<std::thread> clients;
   for (int c = 0; c < connections; ++c) {
     clients.emplace_back([&, c] {
@@ -95,8 +104,10 @@ int main(int argc, char** argv) {
       while (issued++ < requests && std::chrono::steady_clock::now() < stop_at) {
         const auto a = std::chrono::steady_clock::now();
         auto r = cl.Post("/v1/plans", kPlan, "application/json");
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
-        if (!r || r->status != 200 || r->body.size() != body_bytes || r->get_header_value("X-Paratune-Cache") != "hit") {
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+        if (!r || r->status != 200 || r->body.size() != body_bytes ||
+            r->get_header_value("X-Paratune-Cache") != "hit") {
           ++errors;
         }
         lat[c].push_back(ms);
@@ -114,12 +125,15 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir, ec);
 
   const double p99 = Percentile(all, 0.99);
-  std::printf("serve_load_bench: cached POST /v1/plans (gpt3-175b, 1024 GPUs, %zu-byte document)\n", body_bytes);
+  std::printf("serve_load_bench: cached POST /v1/plans (gpt3-175b, 1024 GPUs, %zu-byte document)\n",
+              body_bytes);
   std::printf("  first (uncached) plan  %.3f s\n", miss_s);
   std::printf("  connections            %d (keep-alive, loopback)\n", connections);
-  std::printf("  requests               %zu in %.2f s = %.0f req/s\n", all.size(), wall, static_cast<double>(all.size()) / wall);
-  std::printf("  latency ms  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", Percentile(all, 0.5),
-              Percentile(all, 0.9), p99, Percentile(all, 0.999), Percentile(all, 1.0));
+  std::printf("  requests               %zu in %.2f s = %.0f req/s\n", all.size(), wall,
+              static_cast<double>(all.size()) / wall);
+  std::printf("  latency ms  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
+              Percentile(all, 0.5), Percentile(all, 0.9), p99, Percentile(all, 0.999),
+              Percentile(all, 1.0));
   std::printf("  errors                 %lld\n", static_cast<long long>(errors.load()));
   const bool pass = errors == 0 && p99 < target_ms;
   std::printf("  target p99 < %.0f ms, no errors: %s\n", target_ms, pass ? "PASS" : "FAIL");

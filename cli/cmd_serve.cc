@@ -19,7 +19,8 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
+constexpr const char* kHelp =
+    R"(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
                       [--max-body-bytes N] [--search-threads T] [--search-time-limit S]
                       [--max-queued-jobs N]
 
@@ -62,8 +63,8 @@ example:
 }  // namespace
 
 int RunServe(const Args& args, Io io) {
-  Flags flags({"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes", "--search-threads",
-               "--search-time-limit", "--max-queued-jobs"},
+  Flags flags({"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes",
+               "--search-threads", "--search-time-limit", "--max-queued-jobs"},
               {"--help"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "serve", s);
   if (flags.Has("--help")) {
@@ -71,7 +72,9 @@ int RunServe(const Args& args, Io io) {
     return kExitOk;
   }
   if (!flags.positionals().empty()) {
-    return UsageError(io, "serve", Status::InvalidArgument("unexpected argument '" + flags.positionals()[0] + "'"));
+    return UsageError(
+        io, "serve",
+        Status::InvalidArgument("unexpected argument '" + flags.positionals()[0] + "'"));
   }
   web::ServerOptions o;
   o.version = PARATUNE_VERSION;
@@ -81,7 +84,8 @@ int RunServe(const Args& args, Io io) {
     if (!v) return def;
     PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
     if (n < lo || n > hi) {
-      return Status::InvalidArgument(std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return Status::InvalidArgument(std::string(name) + " must be in [" + std::to_string(lo) +
+                                     ", " + std::to_string(hi) + "]");
     }
     return n;
   };
@@ -101,7 +105,9 @@ int RunServe(const Args& args, Io io) {
   if (auto t = flags.Get("--search-time-limit")) {
     auto v = ParseDouble(*t, "--search-time-limit");
     if (!v.ok() || !(*v > 0)) {
-      return UsageError(io, "serve", Status::InvalidArgument("--search-time-limit must be a positive number of seconds"));
+      return UsageError(
+          io, "serve",
+          Status::InvalidArgument("--search-time-limit must be a positive number of seconds"));
     }
     o.plans.search_time_limit_s = *v;
   }
@@ -110,7 +116,9 @@ int RunServe(const Args& args, Io io) {
     if (!text.ok()) return UsageError(io, "serve", text.status().WithContext("--token-file"));
     o.token = Trim(*text);
     if (o.token.size() < 16) {
-      return UsageError(io, "serve", Status::InvalidArgument("--token-file: the token must be at least 16 characters"));
+      return UsageError(
+          io, "serve",
+          Status::InvalidArgument("--token-file: the token must be at least 16 characters"));
     }
   }
   o.cache_dir = flags.GetOr("--cache-dir", profiler::DefaultCacheDir());
@@ -131,8 +139,9 @@ int RunServe(const Args& args, Io io) {
   if (!server.ok()) return UsageError(io, "serve", server.status());
   auto bound = (*server)->Bind();
   if (!bound.ok()) return UsageError(io, "serve", bound.status(), /*measuring=*/false);
-  io.err << "paratune serve: listening on http://" << (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host)
-         << ":" << *bound << "/ (cache " << o.cache_dir << (o.token.empty() ? "" : ", bearer token required") << ")"
+  io.err << "paratune serve: listening on http://"
+         << (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) << ":" << *bound
+         << "/ (cache " << o.cache_dir << (o.token.empty() ? "" : ", bearer token required") << ")"
          << std::endl;
   web::Server* srv = server->get();
   std::thread waiter([srv, set] {

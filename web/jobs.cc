@@ -43,7 +43,8 @@ std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of("\n");
   if (end == std::string::npos) return "";
   size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 bool ValidId(const std::string& id) {
@@ -76,7 +77,8 @@ bool JobManager::UsesHardware(const Json& request) {
 Status JobManager::Start() {
   std::error_code ec;
   std::filesystem::create_directories(options_.dir, ec);
-  if (ec) return Status::IoError("cannot create the job folder " + options_.dir + ": " + ec.message());
+  if (ec)
+    return Status::IoError("cannot create the job folder " + options_.dir + ": " + ec.message());
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(options_.dir, ec)) {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
@@ -132,7 +134,8 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   if (!request.is_object()) return Status::InvalidArgument("the request must be a JSON object");
   std::string schema = kJobRequestSchema;
   PT_RETURN_IF_ERROR(r.OptString("schema", &schema));
-  if (schema != kJobRequestSchema) return r.Error("schema", std::string("must be \"") + kJobRequestSchema + "\"");
+  if (schema != kJobRequestSchema)
+    return r.Error("schema", std::string("must be \"") + kJobRequestSchema + "\"");
   PT_RETURN_IF_ERROR(r.String("kind", &j.kind));
   PT_RETURN_IF_ERROR(r.String("backend", &j.backend));
   if (j.backend != "fake" && j.backend != "mpi-cpu" && j.backend != "cuda") {
@@ -187,7 +190,8 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   }
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   char id[40];
-  std::snprintf(id, sizeof id, "%012llx-%04llx", static_cast<unsigned long long>(rng() & 0xffffffffffffULL),
+  std::snprintf(id, sizeof id, "%012llx-%04llx",
+                static_cast<unsigned long long>(rng() & 0xffffffffffffULL),
                 static_cast<unsigned long long>(++counter_ & 0xffff));
   j.id = id;
   // Acknowledged only once the record is on disk.
@@ -234,7 +238,8 @@ OrderedJson JobManager::ToJson(const Job& j, bool with_result) const {
 
 Status JobManager::Persist(const Job& j) const {
   OrderedJson o = ToJson(j, false);
-  return WriteFileAtomic(options_.dir + "/" + j.id + ".json", o.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+  return WriteFileAtomic(options_.dir + "/" + j.id + ".json",
+                         o.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 std::optional<OrderedJson> JobManager::Get(const std::string& id) const {
@@ -258,7 +263,8 @@ std::vector<OrderedJson> JobManager::List() const {
 
 std::map<std::string, int> JobManager::CountByStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, int> out = {{"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  std::map<std::string, int> out = {
+      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
   for (const auto& [id, j] : jobs_) ++out[j.status];
   return out;
 }
@@ -287,7 +293,8 @@ std::vector<std::string> JobManager::Argv(const Job& j) const {
     a.insert(a.end(), {"profile", "--backend", j.backend, "--out", work + "/result.json"});
     if (j.request.value("quick", true)) a.push_back("--quick");
     for (const char* key : {"samples", "iters"}) {
-      if (j.request.contains(key)) a.insert(a.end(), {std::string("--") + key, std::to_string(j.request[key].get<int64_t>())});
+      if (j.request.contains(key))
+        a.insert(a.end(), {std::string("--") + key, std::to_string(j.request[key].get<int64_t>())});
     }
     if (!options_.cache_dir.empty()) a.insert(a.end(), {"--cache-dir", options_.cache_dir});
     if (j.request.contains("cluster")) a.insert(a.end(), {"--cluster", work + "/cluster.json"});
@@ -325,8 +332,9 @@ void JobManager::RunOne(const std::string& id) {
     if (j.kind == "profile" && j.request.contains("cluster")) {
       // Resolve presets here so the child reads one self-contained file.
       auto c = topology::ResolveCluster(j.request["cluster"], "/cluster");
-      inputs = c.ok() ? WriteFileAtomic(work + "/cluster.json", topology::ClusterSpecToJson(*c).dump(2))
-                      : c.status();
+      inputs =
+          c.ok() ? WriteFileAtomic(work + "/cluster.json", topology::ClusterSpecToJson(*c).dump(2))
+                 : c.status();
     } else if (j.kind == "confirm") {
       inputs = WriteFileAtomic(work + "/plans.json", j.request["plans"].dump(2));
     }
@@ -362,7 +370,8 @@ void JobManager::RunOne(const std::string& id) {
   sigaddset(&defaults, SIGTERM);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
@@ -395,9 +404,12 @@ void JobManager::RunOne(const std::string& id) {
     const auto now = std::chrono::steady_clock::now();
     if (stop_reason.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (jobs_.at(id).cancel_requested) stop_reason = "cancelled";
-      else if (stopping_) stop_reason = "stopping";
-      else if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s) stop_reason = "timeout";
+      if (jobs_.at(id).cancel_requested)
+        stop_reason = "cancelled";
+      else if (stopping_)
+        stop_reason = "stopping";
+      else if (std::chrono::duration<double>(now - t0).count() > options_.time_limit_s)
+        stop_reason = "timeout";
     }
     if (!stop_reason.empty()) {
       if (!term_sent) {
@@ -425,13 +437,16 @@ void JobManager::RunOne(const std::string& id) {
     j.error = "interrupted: the service stopped while the job ran";
   } else if (stop_reason == "timeout") {
     j.status = "failed";
-    j.error = "timeout: still running after " + std::to_string(static_cast<int>(options_.time_limit_s)) + " s";
+    j.error = "timeout: still running after " +
+              std::to_string(static_cast<int>(options_.time_limit_s)) + " s";
   } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 && have_result) {
     j.status = "succeeded";
   } else {
     j.status = "failed";
     std::string last = LastLine(Tail(log, 4096));
-    if (WIFSIGNALED(wstatus)) last = "killed by signal " + std::to_string(WTERMSIG(wstatus)) + (last.empty() ? "" : ": " + last);
+    if (WIFSIGNALED(wstatus))
+      last = "killed by signal " + std::to_string(WTERMSIG(wstatus)) +
+             (last.empty() ? "" : ": " + last);
     j.error = last.empty() ? "exited with code " + std::to_string(j.exit_code.value_or(-1)) : last;
   }
   (void)Persist(j);

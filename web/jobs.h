@@ -30,10 +30,10 @@ inline constexpr const char* kJobSchema = "paratune.job/v1";
 inline constexpr const char* kJobRequestSchema = "paratune.job_request/v1";
 
 struct JobOptions {
-  std::string dir;         // where records and work files live (<cache_dir>/jobs)
-  std::string cache_dir;   // passed to `paratune profile --cache-dir`
-  std::string executable;  // the paratune binary to run ("/proc/self/exe" in the service)
-  int max_queued = 8;      // queued jobs accepted beyond the running one; more → queue full
+  std::string dir;             // where records and work files live (<cache_dir>/jobs)
+  std::string cache_dir;       // passed to `paratune profile --cache-dir`
+  std::string executable;      // the paratune binary to run ("/proc/self/exe" in the service)
+  int max_queued = 8;          // queued jobs accepted beyond the running one; more → queue full
   double time_limit_s = 3600;  // a job still running after this is killed (failed, "timeout")
   double kill_grace_s = 2;     // SIGTERM, then SIGKILL after this many seconds
 };

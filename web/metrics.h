@@ -19,8 +19,8 @@ inline constexpr const char* kMetricsMediaType = "text/plain; version=0.0.4; cha
 class Metrics {
  public:
   // Upper bounds of the latency buckets, seconds (le="..."); +Inf is implied.
-  static constexpr std::array<double, 14> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                      0.1,    0.25,  0.5,    1,     2.5,   5,     10};
+  static constexpr std::array<double, 14> kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
   // One finished request. `route` is the route pattern ("/v1/jobs/{id}"), not
   // the raw path, so the label set stays bounded. `seconds` ≥ 0.
@@ -44,7 +44,7 @@ class Metrics {
   };
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, int>, int64_t> requests_;  // (route, method, code)
-  std::map<std::pair<std::string, int>, Histogram> latency_;              // (route, code)
+  std::map<std::pair<std::string, int>, Histogram> latency_;               // (route, code)
   int64_t plans_served_ = 0;
   int64_t cache_hits_ = 0;
 };

@@ -27,7 +27,8 @@ Status UnderPointer(const Status& s, const std::string& prefix) {
 bool IsFingerprint(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+           c == '_';
   });
 }
 
@@ -47,12 +48,16 @@ int JsonNestingDepth(std::string_view text, int limit) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       max_depth = std::max(max_depth, ++depth);
       if (max_depth > limit) return max_depth;
@@ -63,14 +68,18 @@ int JsonNestingDepth(std::string_view text, int limit) {
   return max_depth;
 }
 
-Result<std::vector<int>> ParseGpuCounts(const std::string& spec, const std::string& pointer, int max_counts) {
+Result<std::vector<int>> ParseGpuCounts(const std::string& spec, const std::string& pointer,
+                                        int max_counts) {
   const std::vector<std::string> parts = Split(spec, ':');
-  auto bad = [&](const std::string& rule) { return Status::InvalidArgument(pointer + ": " + rule); };
+  auto bad = [&](const std::string& rule) {
+    return Status::InvalidArgument(pointer + ": " + rule);
+  };
   if (parts.empty() || parts.size() > 3) return bad("expected N, \"A:B\" or \"A:B:STEP\"");
   std::vector<int64_t> v;
   for (const std::string& p : parts) {
     auto n = ParseInt(p, pointer);
-    if (!n.ok()) return bad("expected N, \"A:B\" or \"A:B:STEP\" with integers, not \"" + spec + "\"");
+    if (!n.ok())
+      return bad("expected N, \"A:B\" or \"A:B:STEP\" with integers, not \"" + spec + "\"");
     v.push_back(*n);
   }
   if (v.size() == 1) {
@@ -108,13 +117,15 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
   };
   if (auto s = take("schema")) {
     if (!s->is_string() || s->get<std::string>() != kPlanRequestSchema) {
-      return Status::InvalidArgument(std::string("/schema: must be \"") + kPlanRequestSchema + "\"");
+      return Status::InvalidArgument(std::string("/schema: must be \"") + kPlanRequestSchema +
+                                     "\"");
     }
   }
   if (auto g = take("gpus")) {
     if (g->is_number_integer()) {
       const int64_t n = g->get<int64_t>();
-      if (n < 1 || n > (int64_t{1} << 30)) return Status::InvalidArgument("/gpus: must be a positive integer");
+      if (n < 1 || n > (int64_t{1} << 30))
+        return Status::InvalidArgument("/gpus: must be a positive integer");
       req.gpu_counts = {static_cast<int>(n)};
     } else if (g->is_string()) {
       PT_ASSIGN_OR_RETURN(req.gpu_counts, ParseGpuCounts(g->get<std::string>(), "/gpus"));
@@ -158,18 +169,21 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
         o.fixed.emplace_back(k, s);
       }
     } else {
-      return Status::InvalidArgument("/fix: must be a string \"pp=1,zero=3\" or an object {\"pp\": 1}");
+      return Status::InvalidArgument(
+          "/fix: must be a string \"pp=1,zero=3\" or an object {\"pp\": 1}");
     }
     if (Status s = planner::ValidateFixed(o.fixed); !s.ok()) return UnderPointer(s, "/fix");
   }
   if (auto v = take("profile")) req.profile = *v;
   if (req.job.contains("config")) {
-    return Status::InvalidArgument("/config: a plan request searches every configuration; use fix to pin fields");
+    return Status::InvalidArgument(
+        "/config: a plan request searches every configuration; use fix to pin fields");
   }
   return req;
 }
 
-Result<std::optional<std::shared_ptr<const profiler::Profile>>> ProfileStore::Get(const std::string& fp) {
+Result<std::optional<std::shared_ptr<const profiler::Profile>>> ProfileStore::Get(
+    const std::string& fp) {
   using Out = std::optional<std::shared_ptr<const profiler::Profile>>;
   const std::string path = profiler::CachedProfilePath(dir_, fp);
   struct stat st;
@@ -262,7 +276,8 @@ std::shared_ptr<const std::string> PlanService::LookupBody(const std::string& ra
   return by_body_.Get(BodyKey(raw_body));
 }
 
-Result<std::string> PlanService::ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster) {
+Result<std::string> PlanService::ApplyProfileTo(const Json& profile,
+                                                topology::ClusterSpec* cluster) {
   if (profile.is_null()) {
     auto cached = profiles_.Get(topology::Fingerprint(*cluster));
     if (!cached.ok()) return cached.status().WithContext("profile cache");
@@ -273,13 +288,15 @@ Result<std::string> PlanService::ApplyProfileTo(const Json& profile, topology::C
   if (profile.is_string()) {
     const std::string fp = profile.get<std::string>();
     if (!IsFingerprint(fp)) {
-      return Status::InvalidArgument("/profile: must name a cached profile by its cluster fingerprint "
-                                     "(GET /v1/profiles) or be a paratune.profile/v1 object");
+      return Status::InvalidArgument(
+          "/profile: must name a cached profile by its cluster fingerprint "
+          "(GET /v1/profiles) or be a paratune.profile/v1 object");
     }
     auto cached = profiles_.Get(fp);
     if (!cached.ok()) return UnderPointer(cached.status(), "/profile");
     if (!cached->has_value()) {
-      return Status::NotFound("/profile: no cached profile for cluster fingerprint '" + fp + "' (GET /v1/profiles)");
+      return Status::NotFound("/profile: no cached profile for cluster fingerprint '" + fp +
+                              "' (GET /v1/profiles)");
     }
     PT_RETURN_IF_ERROR(UnderPointer(profiler::ApplyProfile(***cached, cluster), "/profile"));
     return cluster->profile_fingerprint;
@@ -290,7 +307,8 @@ Result<std::string> PlanService::ApplyProfileTo(const Json& profile, topology::C
     PT_RETURN_IF_ERROR(UnderPointer(profiler::ApplyProfile(*p, cluster), "/profile"));
     return cluster->profile_fingerprint;
   }
-  return Status::InvalidArgument("/profile: must be a cluster fingerprint string or a paratune.profile/v1 object");
+  return Status::InvalidArgument(
+      "/profile: must be a cluster fingerprint string or a paratune.profile/v1 object");
 }
 
 Result<std::string> PlanService::Predict(const Json& request) {
@@ -303,17 +321,19 @@ Result<std::string> PlanService::Predict(const Json& request) {
   }
   PT_ASSIGN_OR_RETURN(planner::PredictRequest req, planner::ParsePredictRequest(body));
   if (req.job.gpus > options_.max_gpus) {
-    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) + " on this service");
+    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +
+                                   " on this service");
   }
   PT_RETURN_IF_ERROR(ApplyProfileTo(profile, &req.job.cluster).status());
   planner::CostModel cm(req.job.model, req.job.training, req.job.cluster, req.job.gpus);
   PT_RETURN_IF_ERROR(planner::ValidateConfig(cm, req.config));
   const planner::Prediction p = cm.Predict(req.config);
-  return planner::PredictionToJson(req.job, req.config, p, cm).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return planner::PredictionToJson(req.job, req.config, p, cm)
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-Result<planner::SearchResult> PlanService::RunSearch(const planner::Search& search,
-                                                     std::chrono::steady_clock::time_point deadline) {
+Result<planner::SearchResult> PlanService::RunSearch(
+    const planner::Search& search, std::chrono::steady_clock::time_point deadline) {
   const int n = search.num_shards();
   std::vector<planner::SearchResult> parts(n);
   std::atomic<int> next{0};
@@ -334,9 +354,10 @@ Result<planner::SearchResult> PlanService::RunSearch(const planner::Search& sear
   work();
   for (auto& t : pool) t.join();
   if (late) {
-    return Status::Timeout("the search ran past the service's limit of " +
-                           FormatFixed(options_.search_time_limit_s, 0) +
-                           " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+    return Status::Timeout(
+        "the search ran past the service's limit of " +
+        FormatFixed(options_.search_time_limit_s, 0) +
+        " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
   }
   return search.Merge(std::move(parts));
 }
@@ -348,12 +369,15 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
   // The search's divisor enumeration grows with the batch: beyond 2^30
   // sequences one shard can run for minutes, past any time limit's check.
   if (auto t = req.job.find("training"); t != req.job.end() && t->is_object()) {
-    if (auto b = t->find("global_batch"); b != t->end() && b->is_number_integer() && b->get<int64_t>() > (int64_t{1} << 30)) {
-      return Status::InvalidArgument("/training/global_batch: at most 2^30 sequences on this service");
+    if (auto b = t->find("global_batch");
+        b != t->end() && b->is_number_integer() && b->get<int64_t>() > (int64_t{1} << 30)) {
+      return Status::InvalidArgument(
+          "/training/global_batch: at most 2^30 sequences on this service");
     }
   }
   if (req.gpu_counts.back() > options_.max_gpus) {
-    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) + " on this service");
+    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +
+                                   " on this service");
   }
   // Parse every count's job first: a bad field fails fast, before any search,
   // and the applied profiles become part of the cache key.
@@ -378,8 +402,9 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
   // queues instead of oversubscribing the cores.
   {
     std::unique_lock<std::mutex> lock(slots_mu_);
-    const bool got = slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
-                                        [&] { return running_searches_ < options_.max_concurrent_searches; });
+    const bool got =
+        slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
+                           [&] { return running_searches_ < options_.max_concurrent_searches; });
     if (!got) {
       return Status::Unavailable("every search slot stayed busy for " +
                                  FormatFixed(options_.queue_wait_limit_s, 0) + " s; retry later");
@@ -403,9 +428,12 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     planner::Search search(cm, req.options);
     const auto t0 = std::chrono::steady_clock::now();
     PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));
-    sec.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sec.search_time_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  auto body = std::make_shared<const std::string>(planner::PlansToJson(sections, req.options).dump(-1, ' ', false, Json::error_handler_t::replace));
+  auto body = std::make_shared<const std::string>(
+      planner::PlansToJson(sections, req.options)
+          .dump(-1, ' ', false, Json::error_handler_t::replace));
   by_request_.Put(key, body);
   if (!body_key.empty()) by_body_.Put(body_key, body);
   return Served{body, false};
@@ -420,7 +448,8 @@ Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) 
   ObjectReader r(body, "");
   std::string schema = "paratune.emit_request/v1";
   PT_RETURN_IF_ERROR(r.OptString("schema", &schema));
-  if (schema != "paratune.emit_request/v1") return r.Error("schema", "must be \"paratune.emit_request/v1\"");
+  if (schema != "paratune.emit_request/v1")
+    return r.Error("schema", "must be \"paratune.emit_request/v1\"");
   int64_t rank = 1;
   PT_RETURN_IF_ERROR(r.OptInteger("rank", &rank));
   if (rank < 1 || rank > 10000) return r.Error("rank", "must be in [1, 10000]");
@@ -428,7 +457,9 @@ Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) 
   PT_RETURN_IF_ERROR(r.OptString("format", &format_name));
   Json plans;
   if (r.Has("plans") == r.Has("request")) {
-    return Status::InvalidArgument("/plans: give exactly one of plans (a paratune.plans/v1 document) or request (a plan request)");
+    return Status::InvalidArgument(
+        "/plans: give exactly one of plans (a paratune.plans/v1 document) or request (a plan "
+        "request)");
   }
   if (r.Has("plans")) {
     plans = r.Raw("plans");

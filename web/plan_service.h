@@ -36,8 +36,8 @@ struct PlanRequest {
   Json job;                     // the request without the search keys, "gpus" removed
   std::vector<int> gpu_counts;  // one or more, ascending
   planner::SearchOptions options;
-  Json profile;                 // null = cached by fingerprint; string = a cached profile's
-                                // cluster fingerprint; object = an inline paratune.profile/v1
+  Json profile;  // null = cached by fingerprint; string = a cached profile's
+                 // cluster fingerprint; object = an inline paratune.profile/v1
 };
 
 // Parses a plan request. Errors are kInvalidArgument naming a JSON pointer.
@@ -54,7 +54,8 @@ class ProfileStore {
  public:
   explicit ProfileStore(std::string cache_dir) : dir_(std::move(cache_dir)) {}
   // The profile cached for a cluster fingerprint; nullopt when there is none.
-  Result<std::optional<std::shared_ptr<const profiler::Profile>>> Get(const std::string& cluster_fingerprint);
+  Result<std::optional<std::shared_ptr<const profiler::Profile>>> Get(
+      const std::string& cluster_fingerprint);
   // Every cached profile: (cluster fingerprint from the file name, the profile
   // or why it could not be read), sorted by name. kIoError when the folder
   // exists but cannot be listed.
@@ -90,13 +91,13 @@ class DocumentCache {
 };
 
 struct PlanServiceOptions {
-  std::string cache_dir;             // profiles are read from <cache_dir>/profiles
-  int search_threads = 2;            // worker threads per search
-  int max_concurrent_searches = 2;   // searches running at once; others wait
-  double search_time_limit_s = 30;   // a search still running after this fails (kTimeout)
-  double queue_wait_limit_s = 10;    // waiting for a search slot longer fails (kUnavailable)
-  size_t cache_entries = 256;        // plans documents kept (least recently used evicted)
-  int max_gpus = 1 << 20;            // largest GPU count accepted
+  std::string cache_dir;            // profiles are read from <cache_dir>/profiles
+  int search_threads = 2;           // worker threads per search
+  int max_concurrent_searches = 2;  // searches running at once; others wait
+  double search_time_limit_s = 30;  // a search still running after this fails (kTimeout)
+  double queue_wait_limit_s = 10;   // waiting for a search slot longer fails (kUnavailable)
+  size_t cache_entries = 256;       // plans documents kept (least recently used evicted)
+  int max_gpus = 1 << 20;           // largest GPU count accepted
 };
 
 // A served document: the JSON text and whether it came from the cache.

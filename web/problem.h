@@ -16,12 +16,12 @@ namespace paratune::web {
 inline constexpr const char* kProblemMediaType = "application/problem+json";
 
 struct Problem {
-  int status = 500;       // HTTP status code
-  std::string type;       // a URI; "" = "about:blank"
-  std::string title;      // short, the same for every instance of this type; "" = reason phrase
-  std::string detail;     // this occurrence, in words
-  std::string pointer;    // JSON pointer of the bad field in the request body; "" = none
-  std::string instance;   // the request path
+  int status = 500;      // HTTP status code
+  std::string type;      // a URI; "" = "about:blank"
+  std::string title;     // short, the same for every instance of this type; "" = reason phrase
+  std::string detail;    // this occurrence, in words
+  std::string pointer;   // JSON pointer of the bad field in the request body; "" = none
+  std::string instance;  // the request path
   std::string request_id;
 };
 

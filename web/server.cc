@@ -50,11 +50,15 @@ void SendProblem(Response& res, const Request& req, Problem p) {
   p.instance = req.path;
   if (tl_ctx.active) p.request_id = std::to_string(tl_ctx.id);
   res.status = p.status;
-  if (p.status == 429 || p.status == 503) res.set_header("Retry-After", p.status == 429 ? "30" : "5");
-  res.set_content(ProblemToJson(p).dump(-1, ' ', false, Json::error_handler_t::replace), kProblemMediaType);
+  if (p.status == 429 || p.status == 503)
+    res.set_header("Retry-After", p.status == 429 ? "30" : "5");
+  res.set_content(ProblemToJson(p).dump(-1, ' ', false, Json::error_handler_t::replace),
+                  kProblemMediaType);
 }
 
-void SendStatus(Response& res, const Request& req, const Status& s) { SendProblem(res, req, ProblemFromStatus(s)); }
+void SendStatus(Response& res, const Request& req, const Status& s) {
+  SendProblem(res, req, ProblemFromStatus(s));
+}
 
 // JSON bodies go out uncompressed: cpp-httplib compresses "application/json"
 // (exactly that string) for any client that accepts br or gzip, which costs
@@ -86,7 +90,8 @@ std::optional<Json> JsonBody(const Request& req, Response& res, int max_depth) {
     Problem p;
     p.status = 415;
     p.type = "urn:paratune:problem:unsupported-media-type";
-    p.detail = "send the request as application/json, not '" + (mt.empty() ? std::string("(none)") : mt) + "'";
+    p.detail = "send the request as application/json, not '" +
+               (mt.empty() ? std::string("(none)") : mt) + "'";
     SendProblem(res, req, p);
     return std::nullopt;
   }
@@ -123,7 +128,8 @@ std::string ContentTypeFor(const std::string& name) {
 // Constant-time comparison, so the token cannot be guessed byte by byte from timings.
 bool SameSecret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   return diff == 0 && !b.empty();
 }
 
@@ -194,13 +200,16 @@ Server::~Server() {
 
 Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   if (!IsLoopbackHost(o.host) && o.token.empty()) {
-    return Status::InvalidArgument("--host " + o.host +
-                                   " is not a loopback address: binding there needs --token-file (a bearer token)");
+    return Status::InvalidArgument(
+        "--host " + o.host +
+        " is not a loopback address: binding there needs --token-file (a bearer token)");
   }
   if (o.cache_dir.empty()) return Status::InvalidArgument("the cache directory is required");
   std::error_code ec;
   std::filesystem::create_directories(o.cache_dir, ec);
-  if (ec) return Status::IoError("cannot create the cache directory " + o.cache_dir + ": " + ec.message());
+  if (ec)
+    return Status::IoError("cannot create the cache directory " + o.cache_dir + ": " +
+                           ec.message());
   o.plans.cache_dir = o.cache_dir;
   o.jobs.dir = o.cache_dir + "/jobs";
   o.jobs.cache_dir = o.cache_dir;
@@ -237,7 +246,8 @@ void Server::Stop() {
 
 std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {
   std::vector<std::tuple<std::string, bool, std::string>> out;
-  const bool presets = !planner::ModelPresetNames().empty() && !topology::ClusterPresetNames().empty();
+  const bool presets =
+      !planner::ModelPresetNames().empty() && !topology::ClusterPresetNames().empty();
   out.emplace_back("presets", presets, presets ? "loaded" : "no presets compiled in");
   const Status w = WriteFileAtomic(options_.cache_dir + "/.readyz", "ok\n");
   out.emplace_back("cache", w.ok(), w.ok() ? options_.cache_dir + " writable" : w.message());
@@ -256,12 +266,17 @@ void Server::Routes() {
   // Headers and body go out in separate writes; with Nagle's algorithm the
   // body waits for the peer's delayed ACK (40 ms on Linux) on every response.
   svr.set_tcp_nodelay(true);
-  const auto secs = [](double s) { return std::pair<time_t, time_t>(static_cast<time_t>(s), static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6)); };
+  const auto secs = [](double s) {
+    return std::pair<time_t, time_t>(static_cast<time_t>(s),
+                                     static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6));
+  };
   svr.set_read_timeout(secs(options_.read_timeout_s).first, secs(options_.read_timeout_s).second);
-  svr.set_write_timeout(secs(options_.write_timeout_s).first, secs(options_.write_timeout_s).second);
+  svr.set_write_timeout(secs(options_.write_timeout_s).first,
+                        secs(options_.write_timeout_s).second);
 
   svr.set_pre_routing_handler([this](const Request& req, Response& res) {
-    tl_ctx = RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_};
+    tl_ctx =
+        RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_};
     res.set_header("X-Request-Id", std::to_string(tl_ctx.id));
     const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
     if (api && !options_.token.empty()) {
@@ -287,13 +302,15 @@ void Server::Routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req,
+                                                                    Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     Problem p;
     p.status = res.status;
     if (res.status == 413) {
       p.type = "urn:paratune:problem:too-large";
-      p.detail = "the body is larger than this service's limit of " + std::to_string(options_.max_body_bytes) + " bytes";
+      p.detail = "the body is larger than this service's limit of " +
+                 std::to_string(options_.max_body_bytes) + " bytes";
     } else if (res.status == 404) {
       p.type = "urn:paratune:problem:not-found";
       p.detail = "no route " + req.method + " " + req.path + " (GET /v1/openapi.json lists them)";
@@ -317,9 +334,10 @@ void Server::Routes() {
     SendProblem(res, req, p);
   });
   svr.set_logger([this](const Request& req, const Response& res) {
-    const double dt = tl_ctx.active
-                          ? std::chrono::duration<double>(std::chrono::steady_clock::now() - tl_ctx.t0).count()
-                          : 0.0;
+    const double dt =
+        tl_ctx.active
+            ? std::chrono::duration<double>(std::chrono::steady_clock::now() - tl_ctx.t0).count()
+            : 0.0;
     metrics_.RecordRequest(tl_ctx.active ? tl_ctx.route : "unmatched", req.method, res.status, dt);
     tl_ctx = RequestContext{};
   });
@@ -367,9 +385,10 @@ void Server::Routes() {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Content-Type-Options", "nosniff");
       // Everything the page uses comes from this server; nothing is fetched elsewhere.
-      res.set_header("Content-Security-Policy",
-                     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                     "connect-src 'self'; frame-ancestors 'none'");
+      res.set_header(
+          "Content-Security-Policy",
+          "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+          "connect-src 'self'; frame-ancestors 'none'");
       res.set_content(body, type.c_str());
     };
     const std::string url = "/" + name;  // "/static/app.js"
@@ -381,32 +400,38 @@ void Server::Routes() {
   }
 
   // ---- operators ----
-  svr.Get("/livez", route("/livez", [](const Request&, Response& res) { res.set_content("ok\n", "text/plain"); }));
+  svr.Get("/livez", route("/livez", [](const Request&, Response& res) {
+            res.set_content("ok\n", "text/plain");
+          }));
   Fn readyz = [this](const Request& req, Response& res) {
     bool ok = true;
     std::string text;
     for (const auto& [name, good, detail] : Checks()) {
       ok = ok && good;
-      text += std::string(good ? "[+]" : "[-]") + name + (good ? " ok" : " failed") + ": " + detail + "\n";
+      text += std::string(good ? "[+]" : "[-]") + name + (good ? " ok" : " failed") + ": " +
+              detail + "\n";
     }
     res.status = ok ? 200 : 503;
     if (!ok) res.set_header("Retry-After", "5");
-    res.set_content(req.has_param("verbose") ? text + (ok ? "readyz check passed\n" : "readyz check failed\n")
-                                             : std::string(ok ? "ok\n" : "not ready\n"),
+    res.set_content(req.has_param("verbose")
+                        ? text + (ok ? "readyz check passed\n" : "readyz check failed\n")
+                        : std::string(ok ? "ok\n" : "not ready\n"),
                     "text/plain");
   };
   svr.Get("/readyz", route("/readyz", readyz));
   svr.Get("/healthz", route("/healthz", readyz));  // deprecated combined form (ecosystem.md §4)
   svr.Get("/metrics", route("/metrics", [this](const Request&, Response& res) {
-            res.set_content(metrics_.Render(options_.version,
-                                            [this](std::string* o) {
-                                              *o += "# HELP paratune_jobs Jobs known to the service, by status.\n";
-                                              *o += "# TYPE paratune_jobs gauge\n";
-                                              for (const auto& [st, n] : jobs_->CountByStatus()) {
-                                                *o += "paratune_jobs{status=\"" + st + "\"} " + std::to_string(n) + "\n";
-                                              }
-                                            }),
-                            kMetricsMediaType);
+            res.set_content(
+                metrics_.Render(
+                    options_.version,
+                    [this](std::string* o) {
+                      *o += "# HELP paratune_jobs Jobs known to the service, by status.\n";
+                      *o += "# TYPE paratune_jobs gauge\n";
+                      for (const auto& [st, n] : jobs_->CountByStatus()) {
+                        *o += "paratune_jobs{status=\"" + st + "\"} " + std::to_string(n) + "\n";
+                      }
+                    }),
+                kMetricsMediaType);
           }));
   svr.Get("/v1/version", route("/v1/version", [this](const Request&, Response& res) {
             OrderedJson j;
@@ -426,16 +451,19 @@ void Server::Routes() {
           route("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
             const std::string kind = req.matches[1], name = req.matches[2];
             if (kind == "models") {
-              if (auto m = planner::ModelPreset(name); m.ok()) return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
+              if (auto m = planner::ModelPreset(name); m.ok())
+                return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
             } else if (kind == "gpus") {
-              if (auto g = topology::GpuPreset(name); g.ok()) return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
+              if (auto g = topology::GpuPreset(name); g.ok())
+                return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
             } else if (auto c = topology::ClusterPreset(name); c.ok()) {
               return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
             }
             Problem p;
             p.status = 404;
             p.type = "urn:paratune:problem:not-found";
-            p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name + "' (GET /v1/presets/" + kind + ")";
+            p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name +
+                       "' (GET /v1/presets/" + kind + ")";
             SendProblem(res, req, p);
           }));
 
@@ -495,119 +523,131 @@ void Server::Routes() {
               if (p.ok()) {
                 doc["profiles"].push_back(ProfileSummary(name, **p));
               } else {
-                doc["profiles"].push_back({{"cluster_fingerprint", name}, {"error", p.status().message()}});
+                doc["profiles"].push_back(
+                    {{"cluster_fingerprint", name}, {"error", p.status().message()}});
               }
             }
             SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
           }));
-  svr.Get(R"(/v1/profiles/([A-Za-z0-9_-]+))", route("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
+  svr.Get(R"(/v1/profiles/([A-Za-z0-9_-]+))",
+          route("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
             auto got = plans_->profiles().Get(req.matches[1]);
             if (!got.ok()) return SendStatus(res, req, got.status());
             if (!got->has_value()) {
               Problem p;
               p.status = 404;
               p.type = "urn:paratune:problem:not-found";
-              p.detail = "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
+              p.detail =
+                  "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
               return SendProblem(res, req, p);
             }
             SendJson(res, 200, profiler::ProfileToJson(***got).dump());
           }));
-  svr.Post("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
-             const std::string mt = MediaType(req);
-             Result<profiler::Profile> profile = Status::Internal("unset");
-             std::optional<Json> doc;
-             if (IsJsonMediaType(mt)) {
-               doc = JsonBody(req, res, options_.max_json_depth);
-               if (!doc) return;
-             } else if (mt != "text/plain") {
-               Problem p;
-               p.status = 415;
-               p.type = "urn:paratune:problem:unsupported-media-type";
-               p.detail = "send a paratune.profile/v1 or nccl-tests -J document as application/json, "
-                          "or nccl-tests text output as text/plain";
-               return SendProblem(res, req, p);
-             }
-             if (doc && doc->is_object() && doc->contains("schema")) {
-               profile = profiler::ParseProfile(*doc);
-               if (profile.ok() && profile->cluster_fingerprint.empty()) {
-                 profile = Status::InvalidArgument(
-                     "/cluster_fingerprint: is empty; only a profile tied to a cluster can be cached "
-                     "(import the logs with ?cluster=NAME)");
-               }
-             } else {
-               // nccl-tests output: fitted by the same importer as `paratune profile import`.
-               if (!req.has_param("cluster")) {
-                 profile = Status::InvalidArgument("cluster: the query parameter ?cluster=PRESET is required to "
-                                                   "tie imported nccl-tests logs to a cluster");
-               } else {
-                 auto cluster = topology::ClusterPreset(req.get_param_value("cluster"));
-                 if (!cluster.ok()) {
-                   profile = cluster.status().WithContext("?cluster");
-                 } else {
-                   const std::string tmp = options_.cache_dir + "/tmp";
-                   std::error_code ec;
-                   std::filesystem::create_directories(tmp, ec);
-                   const std::string stem = tmp + "/import-" + std::to_string(tl_ctx.id);
-                   const std::string log = stem + (doc ? ".json" : ".log");
-                   profiler::ImportRunOptions o;
-                   o.logs = {log};
-                   o.cluster = *cluster;
-                   o.out_path = stem + ".profile.json";
-                   o.import.in_place = req.get_param_value("in_place") == "true";
-                   o.import.collective = req.get_param_value("collective");
-                   o.tool = "paratune " + options_.version + " (serve)";
-                   o.argv = {"POST", "/v1/profiles"};
-                   std::vector<std::string> warnings;
-                   Status w = WriteFileAtomic(log, req.body);
-                   profile = w.ok() ? profiler::ImportProfile(o, &warnings) : Result<profiler::Profile>(w);
-                   std::filesystem::remove(log, ec);
-                   std::filesystem::remove(o.out_path, ec);
-                 }
-               }
-             }
-             if (!profile.ok()) return SendStatus(res, req, profile.status());
-             auto lock = profiler::CacheLock::TryAcquire(options_.cache_dir, profile->cluster_fingerprint);
-             if (!lock.ok()) return SendStatus(res, req, lock.status());
-             if (Status s = profiler::StoreCachedProfile(options_.cache_dir, *profile, *lock); !s.ok()) {
-               return SendStatus(res, req, s);
-             }
-             plans_->InvalidateCache();  // plans may now use the new fits
-             res.set_header("Location", "/v1/profiles/" + profile->cluster_fingerprint);
-             SendJson(res, 201, ProfileSummary(profile->cluster_fingerprint, *profile).dump(-1, ' ', false, Json::error_handler_t::replace));
-           }));
+  svr.Post(
+      "/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
+        const std::string mt = MediaType(req);
+        Result<profiler::Profile> profile = Status::Internal("unset");
+        std::optional<Json> doc;
+        if (IsJsonMediaType(mt)) {
+          doc = JsonBody(req, res, options_.max_json_depth);
+          if (!doc) return;
+        } else if (mt != "text/plain") {
+          Problem p;
+          p.status = 415;
+          p.type = "urn:paratune:problem:unsupported-media-type";
+          p.detail =
+              "send a paratune.profile/v1 or nccl-tests -J document as application/json, "
+              "or nccl-tests text output as text/plain";
+          return SendProblem(res, req, p);
+        }
+        if (doc && doc->is_object() && doc->contains("schema")) {
+          profile = profiler::ParseProfile(*doc);
+          if (profile.ok() && profile->cluster_fingerprint.empty()) {
+            profile = Status::InvalidArgument(
+                "/cluster_fingerprint: is empty; only a profile tied to a cluster can be cached "
+                "(import the logs with ?cluster=NAME)");
+          }
+        } else {
+          // nccl-tests output: fitted by the same importer as `paratune profile import`.
+          if (!req.has_param("cluster")) {
+            profile = Status::InvalidArgument(
+                "cluster: the query parameter ?cluster=PRESET is required to "
+                "tie imported nccl-tests logs to a cluster");
+          } else {
+            auto cluster = topology::ClusterPreset(req.get_param_value("cluster"));
+            if (!cluster.ok()) {
+              profile = cluster.status().WithContext("?cluster");
+            } else {
+              const std::string tmp = options_.cache_dir + "/tmp";
+              std::error_code ec;
+              std::filesystem::create_directories(tmp, ec);
+              const std::string stem = tmp + "/import-" + std::to_string(tl_ctx.id);
+              const std::string log = stem + (doc ? ".json" : ".log");
+              profiler::ImportRunOptions o;
+              o.logs = {log};
+              o.cluster = *cluster;
+              o.out_path = stem + ".profile.json";
+              o.import.in_place = req.get_param_value("in_place") == "true";
+              o.import.collective = req.get_param_value("collective");
+              o.tool = "paratune " + options_.version + " (serve)";
+              o.argv = {"POST", "/v1/profiles"};
+              std::vector<std::string> warnings;
+              Status w = WriteFileAtomic(log, req.body);
+              profile =
+                  w.ok() ? profiler::ImportProfile(o, &warnings) : Result<profiler::Profile>(w);
+              std::filesystem::remove(log, ec);
+              std::filesystem::remove(o.out_path, ec);
+            }
+          }
+        }
+        if (!profile.ok()) return SendStatus(res, req, profile.status());
+        auto lock =
+            profiler::CacheLock::TryAcquire(options_.cache_dir, profile->cluster_fingerprint);
+        if (!lock.ok()) return SendStatus(res, req, lock.status());
+        if (Status s = profiler::StoreCachedProfile(options_.cache_dir, *profile, *lock); !s.ok()) {
+          return SendStatus(res, req, s);
+        }
+        plans_->InvalidateCache();  // plans may now use the new fits
+        res.set_header("Location", "/v1/profiles/" + profile->cluster_fingerprint);
+        SendJson(res, 201,
+                 ProfileSummary(profile->cluster_fingerprint, *profile)
+                     .dump(-1, ' ', false, Json::error_handler_t::replace));
+      }));
   only("/v1/profiles", "/v1/profiles", "GET, POST");
 
   // ---- jobs ----
-  svr.Post("/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
-             auto body = JsonBody(req, res, options_.max_json_depth);
-             if (!body) return;
-             if (JobManager::UsesHardware(*body) && options_.token.empty()) {
-               Problem p;
-               p.status = 403;
-               p.type = "urn:paratune:problem:token-required";
-               p.detail = "jobs that run hardware (backend other than \"fake\") need the service started with "
-                          "--token-file and the token in \"Authorization: Bearer\"";
-               p.pointer = "/backend";
-               return SendProblem(res, req, p);
-             }
-             SubmitError why = SubmitError::kNone;
-             auto rec = jobs_->Submit(*body, &why);
-             if (!rec.ok()) {
-               Problem p = ProblemFromStatus(rec.status());
-               if (why == SubmitError::kQueueFull) {
-                 p.status = 429;
-                 p.type = "urn:paratune:problem:queue-full";
-                 p.title = "The job queue is full";
-               } else if (why == SubmitError::kIo) {
-                 p.status = 503;
-                 p.type = "urn:paratune:problem:not-ready";
-                 p.title = "The job could not be recorded";
-               }
-               return SendProblem(res, req, p);
-             }
-             res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
-             SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-           }));
+  svr.Post(
+      "/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
+        auto body = JsonBody(req, res, options_.max_json_depth);
+        if (!body) return;
+        if (JobManager::UsesHardware(*body) && options_.token.empty()) {
+          Problem p;
+          p.status = 403;
+          p.type = "urn:paratune:problem:token-required";
+          p.detail =
+              "jobs that run hardware (backend other than \"fake\") need the service started with "
+              "--token-file and the token in \"Authorization: Bearer\"";
+          p.pointer = "/backend";
+          return SendProblem(res, req, p);
+        }
+        SubmitError why = SubmitError::kNone;
+        auto rec = jobs_->Submit(*body, &why);
+        if (!rec.ok()) {
+          Problem p = ProblemFromStatus(rec.status());
+          if (why == SubmitError::kQueueFull) {
+            p.status = 429;
+            p.type = "urn:paratune:problem:queue-full";
+            p.title = "The job queue is full";
+          } else if (why == SubmitError::kIo) {
+            p.status = 503;
+            p.type = "urn:paratune:problem:not-ready";
+            p.title = "The job could not be recorded";
+          }
+          return SendProblem(res, req, p);
+        }
+        res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
+        SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+      }));
   svr.Get("/v1/jobs", route("/v1/jobs", [this](const Request&, Response& res) {
             OrderedJson doc;
             doc["schema"] = "paratune.jobs/v1";
@@ -629,7 +669,8 @@ void Server::Routes() {
             if (!rec) return job_missing(req, res);
             SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
           }));
-  svr.Delete(job_path, route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
+  svr.Delete(job_path,
+             route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
                auto rec = jobs_->Cancel(req.matches[1]);
                if (!rec) return job_missing(req, res);
                SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));

@@ -30,9 +30,9 @@ namespace paratune::web {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;               // 0 = any free port (see Server::Bind)
-  std::string token;             // bearer token; "" = none (then loopback only)
-  std::string cache_dir;         // profiles/ and jobs/ live here; required
+  int port = 8080;                            // 0 = any free port (see Server::Bind)
+  std::string token;                          // bearer token; "" = none (then loopback only)
+  std::string cache_dir;                      // profiles/ and jobs/ live here; required
   std::string executable = "/proc/self/exe";  // the paratune binary jobs run
   std::string version = "dev";
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413

@@ -56,15 +56,20 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   TestServer s(TestOptions(dir));
   ASSERT_TRUE(s.ok()) << s.error();
   const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
-                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&seq_len=4096&space=megatron&top=60";
-  const std::string base = "timeout 150 " + chromium +
-                           " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
-                           " --disable-extensions --hide-scrollbars --user-data-dir=" + dir + "/profile"
-                           " --virtual-time-budget=60000 --window-size=1440,2300";
+                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
+                          "seq_len=4096&space=megatron&top=60";
+  const std::string base =
+      "timeout 150 " + chromium +
+      " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+      " --disable-extensions --hide-scrollbars --user-data-dir=" +
+      dir +
+      "/profile"
+      " --virtual-time-budget=60000 --window-size=1440,2300";
   auto [dom, code] = RunCommand(base + " --dump-dom '" + url + "' 2>" + dir + "/chromium.log");
   ASSERT_EQ(code, 0) << "chromium failed; see " << dir << "/chromium.log";
   ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos)
-      << "the page did not finish planning:\n" << dom.substr(0, 3000);
+      << "the page did not finish planning:\n"
+      << dom.substr(0, 3000);
   // The ranked table: 60 candidates, best first, each row focusable.
   const std::string table = Section(dom, "candidates");
   EXPECT_EQ(Count(table.substr(0, table.find("</table>")), "<tr tabindex=\"0\""), 60);
@@ -88,7 +93,8 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
   const std::string png = std::string(PARATUNE_ARTIFACT_DIR) + "/web_page.png";
   std::filesystem::remove(png);
-  auto [out, code2] = RunCommand(base + " --screenshot=" + png + " '" + url + "' 2>>" + dir + "/chromium.log");
+  auto [out, code2] =
+      RunCommand(base + " --screenshot=" + png + " '" + url + "' 2>>" + dir + "/chromium.log");
   ASSERT_EQ(code2, 0) << out;
   ASSERT_TRUE(std::filesystem::exists(png));
   EXPECT_GT(std::filesystem::file_size(png), 30000u);  // a blank page compresses to a few KB

@@ -21,14 +21,33 @@ const char* kBases[] = {
     R"({"schema":"paratune.profile/v1","cluster_fingerprint":"abc","collectives":[],"gemm":[]})",
     R"({"request":{"model":"llama3-8b","cluster":"dgx-h100","gpus":8,"training":{"global_batch":16},"top":2},"rank":1,"format":"deepspeed"})",
 };
-const char* kRoutes[] = {"/v1/predict", "/v1/plans", "/v1/jobs", "/v1/jobs", "/v1/profiles", "/v1/emit"};
+const char* kRoutes[] = {"/v1/predict", "/v1/plans",    "/v1/jobs",
+                         "/v1/jobs",    "/v1/profiles", "/v1/emit"};
 
 // Values of every JSON type and some edge cases, to put where another type belongs.
 std::vector<Json> OddValues() {
-  return {Json(nullptr), Json(true), Json(false), Json(0), Json(-1), Json(1e308), Json(-1e308), Json(2147483648LL),
-          Json(9223372036854775807LL), Json(0.5), Json(""), Json("x"), Json(std::string(5000, 'a')), Json::array(),
-          Json::array({1, 2, 3}), Json::object(), Json{{"a", 1}}, Json("1:1000000000"), Json("\xc3\xa9\xe2\x82\xac"),
-          Json("8:16:0"), Json("tp=0"), Json("../../x")};
+  return {Json(nullptr),
+          Json(true),
+          Json(false),
+          Json(0),
+          Json(-1),
+          Json(1e308),
+          Json(-1e308),
+          Json(2147483648LL),
+          Json(9223372036854775807LL),
+          Json(0.5),
+          Json(""),
+          Json("x"),
+          Json(std::string(5000, 'a')),
+          Json::array(),
+          Json::array({1, 2, 3}),
+          Json::object(),
+          Json{{"a", 1}},
+          Json("1:1000000000"),
+          Json("\xc3\xa9\xe2\x82\xac"),
+          Json("8:16:0"),
+          Json("tp=0"),
+          Json("../../x")};
 }
 
 // Replaces one value somewhere in `j` (depth-first, the n-th node) by `v`.
@@ -38,16 +57,19 @@ bool ReplaceNth(Json& j, int& n, const Json& v) {
     return true;
   }
   if (j.is_object()) {
-    for (auto& [k, child] : j.items()) if (ReplaceNth(child, n, v)) return true;
+    for (auto& [k, child] : j.items())
+      if (ReplaceNth(child, n, v)) return true;
   } else if (j.is_array()) {
-    for (auto& child : j) if (ReplaceNth(child, n, v)) return true;
+    for (auto& child : j)
+      if (ReplaceNth(child, n, v)) return true;
   }
   return false;
 }
 
 int CountNodes(const Json& j) {
   int n = 1;
-  if (j.is_structured()) for (const auto& c : j) n += CountNodes(c);
+  if (j.is_structured())
+    for (const auto& c : j) n += CountNodes(c);
   return n;
 }
 
@@ -62,16 +84,19 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
   std::mt19937 rng(20261123);
   const auto odd = OddValues();
   int sent = 0, ok2xx = 0, client4xx = 0, server5xx = 0, dropped = 0;
-  auto send = [&](const char* route, const std::string& body, const char* type = "application/json") {
+  auto send = [&](const char* route, const std::string& body,
+                  const char* type = "application/json") {
     auto r = c->Post(route, body, type);
     ++sent;
     dropped += !r;
     ASSERT_TRUE(r) << route << ": no response for " << body.substr(0, 200);
     server5xx += r->status >= 500;
-    ASSERT_LT(r->status, 500) << route << " " << r->body.substr(0, 300) << "\nfor: " << body.substr(0, 300);
+    ASSERT_LT(r->status, 500) << route << " " << r->body.substr(0, 300)
+                              << "\nfor: " << body.substr(0, 300);
     if (r->status >= 400) {
       ++client4xx;
-      ASSERT_EQ(r->get_header_value("Content-Type"), "application/problem+json") << route << " " << r->status;
+      ASSERT_EQ(r->get_header_value("Content-Type"), "application/problem+json")
+          << route << " " << r->status;
       Json p = Json::parse(r->body);
       ASSERT_EQ(p["status"], r->status);
     } else {
@@ -110,7 +135,8 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
       obj += "1" + std::string(depth, '}');
       send(route, obj);
       Json m = doc;
-      m["model"] = Json::parse(std::string(std::min(depth, 60), '[') + std::string(std::min(depth, 60), ']'));
+      m["model"] = Json::parse(std::string(std::min(depth, 60), '[') +
+                               std::string(std::min(depth, 60), ']'));
       send(route, m.dump());
     }
     // Huge: just under and over the body limit; a huge string; a huge array.
@@ -123,8 +149,9 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
     for (int i = 0; i < 20000; ++i) arr.push_back(i);
     send(route, arr.dump());
     // Not JSON at all, and the wrong media type.
-    for (const char* text : {"", " ", "null", "true", "0", "\"s\"", "[]", "{}", "{\"\":{}}", "\x00\x01\x02", "NaN",
-                             "{\"model\":\"llama3-8b\",}", "{'model':1}", "\xff\xfe"}) {
+    for (const char* text :
+         {"", " ", "null", "true", "0", "\"s\"", "[]", "{}", "{\"\":{}}", "\x00\x01\x02", "NaN",
+          "{\"model\":\"llama3-8b\",}", "{'model':1}", "\xff\xfe"}) {
       send(route, text);
     }
     send(route, base, "text/plain");
@@ -135,8 +162,8 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
   EXPECT_EQ(live->status, 200);
   // Nothing slipped past validation into the job queue.
   EXPECT_EQ(s.server().jobs().List().size(), 0u);
-  std::cout << "[fuzz] " << sent << " requests: " << ok2xx << " 2xx, " << client4xx << " 4xx, " << server5xx
-            << " 5xx, " << dropped << " without a response\n";
+  std::cout << "[fuzz] " << sent << " requests: " << ok2xx << " 2xx, " << client4xx << " 4xx, "
+            << server5xx << " 5xx, " << dropped << " without a response\n";
   EXPECT_EQ(server5xx, 0);
   EXPECT_EQ(dropped, 0);
   EXPECT_GT(sent, 3000);

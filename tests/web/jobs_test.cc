@@ -27,9 +27,11 @@ constexpr const char* kToken = "jobs-test-token-0123456789";
 // Work that takes long enough to be cancelled or interrupted (about 25 s on
 // this project's machines): a profile of this machine on the MPI/CPU backend
 // with many samples per row, a real measurement.
-const char* kSlowJob = R"({"kind":"profile","backend":"mpi-cpu","quick":true,"samples":200,"iters":50})";
+const char* kSlowJob =
+    R"({"kind":"profile","backend":"mpi-cpu","quick":true,"samples":200,"iters":50})";
 
-Json WaitForStatus(httplib::Client& c, const std::string& id, const std::set<std::string>& want, double timeout_s) {
+Json WaitForStatus(httplib::Client& c, const std::string& id, const std::set<std::string>& want,
+                   double timeout_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   Json rec;
   while (std::chrono::steady_clock::now() < until) {
@@ -42,7 +44,8 @@ Json WaitForStatus(httplib::Client& c, const std::string& id, const std::set<std
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ADD_FAILURE() << "job " << id << " did not reach the wanted status in " << timeout_s << " s: " << rec.dump();
+  ADD_FAILURE() << "job " << id << " did not reach the wanted status in " << timeout_s
+                << " s: " << rec.dump();
   return rec;
 }
 
@@ -112,7 +115,9 @@ TEST_F(JobsTest, FakeConfirmationRunsThePlan) {
   planner::Search search(cm, so);
   planner::PlanSection sec{job, search.RunAll(), 0.0};
   ASSERT_GE(sec.result.top.size(), 2u);
-  Json req = {{"kind", "confirm"}, {"backend", "fake"}, {"top", 2},
+  Json req = {{"kind", "confirm"},
+              {"backend", "fake"},
+              {"top", 2},
               {"plans", Json::parse(planner::PlansToJson({sec}, so).dump())}};
   Json rec = Submit(req.dump());
   Json done = WaitForStatus(*client_, rec["id"], {"succeeded", "failed"}, 180);
@@ -122,16 +127,21 @@ TEST_F(JobsTest, FakeConfirmationRunsThePlan) {
 }
 
 TEST_F(JobsTest, BadRequestsAreProblems) {
-  auto post = [&](const std::string& b) { return client_->Post("/v1/jobs", b, "application/json"); };
+  auto post = [&](const std::string& b) {
+    return client_->Post("/v1/jobs", b, "application/json");
+  };
   ExpectProblem(post(R"({"kind":"train","backend":"fake"})"), 422, "/kind");
   ExpectProblem(post(R"({"kind":"profile","backend":"fake","extra":1})"), 422, "/extra");
   ExpectProblem(post(R"({"kind":"profile","backend":"fake","quick":"yes"})"), 422, "/quick");
-  ExpectProblem(post(R"({"kind":"profile","backend":"fake","cluster":"no-such-cluster"})"), 422, "/cluster");
+  ExpectProblem(post(R"({"kind":"profile","backend":"fake","cluster":"no-such-cluster"})"), 422,
+                "/cluster");
   ExpectProblem(post(R"({"kind":"confirm","backend":"fake"})"), 422, "/plans");
-  ExpectProblem(post(R"({"kind":"confirm","backend":"fake","plans":{"schema":"paratune.plans/v1"}})"), 422);
+  ExpectProblem(
+      post(R"({"kind":"confirm","backend":"fake","plans":{"schema":"paratune.plans/v1"}})"), 422);
   ExpectProblem(post(R"({"kind":"profile","backend":"tpu"})"), 422, "/backend");
   ExpectProblem(post("{"), 400);
-  ExpectProblem(client_->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "text/plain"), 415);
+  ExpectProblem(client_->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "text/plain"),
+                415);
   ExpectProblem(client_->Get("/v1/jobs/no-such-job"), 404);
   ExpectProblem(client_->Delete("/v1/jobs/no-such-job"), 404);
   ExpectProblem(client_->Put("/v1/jobs/no-such-job", "{}", "application/json"), 405);
@@ -144,12 +154,14 @@ TEST(JobsAuth, HardwareJobsNeedAToken) {
   TestServer s(TestOptions(dir));  // no token
   ASSERT_TRUE(s.ok()) << s.error();
   auto c = s.Client();
-  for (const char* b : {R"({"kind":"profile","backend":"mpi-cpu"})", R"({"kind":"profile","backend":"cuda"})",
-                        R"({"kind":"profile"})"}) {
+  for (const char* b : {R"({"kind":"profile","backend":"mpi-cpu"})",
+                        R"({"kind":"profile","backend":"cuda"})", R"({"kind":"profile"})"}) {
     Json p = ExpectProblem(c->Post("/v1/jobs", b, "application/json"), 403, "/backend");
     EXPECT_EQ(p["type"], "urn:paratune:problem:token-required");
   }
-  EXPECT_EQ(c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json")->status, 202);
+  EXPECT_EQ(
+      c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json")->status,
+      202);
   s.Shutdown();
   std::filesystem::remove_all(dir);
 }
@@ -160,7 +172,8 @@ TEST(JobsLimits, AFullQueueSays429) {
   o.jobs.max_queued = 0;
   TestServer s(o);
   ASSERT_TRUE(s.ok()) << s.error();
-  auto r = s.Client()->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json");
+  auto r =
+      s.Client()->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json");
   Json p = ExpectProblem(r, 429);
   EXPECT_EQ(p["type"], "urn:paratune:problem:queue-full");
   EXPECT_EQ(r->get_header_value("Retry-After"), "30");
@@ -219,8 +232,8 @@ struct ServeProcess {
       FILE* g = std::freopen("/dev/null", "w", stdout);
       (void)f;
       (void)g;
-      ::execl(PARATUNE_BINARY, PARATUNE_BINARY, "serve", "--port", "0", "--cache-dir", cache.c_str(), "--token-file",
-              token.c_str(), static_cast<char*>(nullptr));
+      ::execl(PARATUNE_BINARY, PARATUNE_BINARY, "serve", "--port", "0", "--cache-dir",
+              cache.c_str(), "--token-file", token.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
     for (int i = 0; i < 400; ++i) {  // up to 20 s for "listening on http://127.0.0.1:PORT/"

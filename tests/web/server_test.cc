@@ -7,8 +7,8 @@
 #include <fstream>
 #include <set>
 
-#include "web/problem.h"
 #include "tests/web/test_util.h"
+#include "web/problem.h"
 
 namespace paratune::web {
 namespace {
@@ -26,7 +26,8 @@ const char* kPlan = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":16,
 
 // Runs the paratune binary with the profile cache off; returns stdout and the exit code.
 std::pair<std::string, int> RunCli(const std::string& args) {
-  const std::string cmd = std::string("PARATUNE_NO_CACHE=1 ") + PARATUNE_BINARY + " " + args + " 2>/dev/null";
+  const std::string cmd =
+      std::string("PARATUNE_NO_CACHE=1 ") + PARATUNE_BINARY + " " + args + " 2>/dev/null";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return {"", -1};
@@ -91,7 +92,8 @@ TEST_F(ServerTest, PageAndStaticFilesAreServedFromTheBinary) {
   EXPECT_EQ(page->status, 200);
   EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
   EXPECT_NE(page->body.find("<script src=\"/static/app.js\""), std::string::npos);
-  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
   auto js = client_->Get("/static/app.js");
   ASSERT_TRUE(js);
   EXPECT_EQ(js->status, 200);
@@ -126,7 +128,8 @@ TEST_F(ServerTest, PresetsMatchTheCli) {
     Json c = Json::parse(cli);
     ASSERT_EQ(k[kind].size(), c[kind].size());
     for (size_t i = 0; i < c[kind].size(); ++i) {
-      for (const auto& [key, v] : c[kind][i].items()) EXPECT_EQ(k[kind][i][key], v) << kind << " " << key;
+      for (const auto& [key, v] : c[kind][i].items())
+        EXPECT_EQ(k[kind][i][key], v) << kind << " " << key;
     }
   }
   auto one = client_->Get("/v1/presets/models/gpt3-175b");
@@ -194,7 +197,8 @@ TEST_F(ServerTest, PlansAreTheCliDocumentAndRepeatsComeFromTheCache) {
   EXPECT_FALSE(rest["pareto"].empty());
 
   auto [cli, code] = RunCli(
-      "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 --space megatron "
+      "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 --space "
+      "megatron "
       "--top 5 --pareto --threads 2 --format json");
   ASSERT_EQ(code, 0);
   Json c = Json::parse(cli);
@@ -311,8 +315,11 @@ TEST_F(ServerTest, EmitIsTheCliText) {
   // Without a format: the plan's framework (megatron for this space).
   auto d = PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}}.dump());
   EXPECT_EQ(d->get_header_value("X-Paratune-Format"), "megatron");
-  ExpectProblem(PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"format", "keras"}}.dump()), 422, "/format");
-  ExpectProblem(PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"rank", 99}}.dump()), 422);
+  ExpectProblem(
+      PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"format", "keras"}}.dump()), 422,
+      "/format");
+  ExpectProblem(PostJson("/v1/emit", Json{{"request", Json::parse(kPlan)}, {"rank", 99}}.dump()),
+                422);
   ExpectProblem(PostJson("/v1/emit", Json{{"rank", 1}}.dump()), 422, "/plans");
   ExpectProblem(PostJson("/v1/emit", Json{{"plans", {{"schema", 3}}}}.dump()), 422, "/plans");
   Json bad_req = Json::parse(kPlan);
@@ -401,11 +408,30 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
   const std::string& t = m->body;
   ASSERT_FALSE(t.empty());
   EXPECT_EQ(t.back(), '\n');
-  EXPECT_NE(t.find("paratune_http_requests_total{route=\"/v1/predict\",method=\"POST\",code=\"200\"} 1\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("paratune_http_requests_total{route=\"/v1/predict\",method=\"POST\",code=\"400\"} 1\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("paratune_http_requests_total{route=\"/v1/jobs/{id}\",method=\"GET\",code=\"404\"} 1\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("paratune_http_request_duration_seconds_bucket{route=\"/v1/predict\",code=\"200\",le=\"+Inf\"} 1\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("paratune_http_request_duration_seconds_count{route=\"/v1/predict\",code=\"200\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(
+      t.find(
+          "paratune_http_requests_total{route=\"/v1/predict\",method=\"POST\",code=\"200\"} 1\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find(
+          "paratune_http_requests_total{route=\"/v1/predict\",method=\"POST\",code=\"400\"} 1\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find(
+          "paratune_http_requests_total{route=\"/v1/jobs/{id}\",method=\"GET\",code=\"404\"} 1\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(t.find("paratune_http_request_duration_seconds_bucket{route=\"/v1/"
+                   "predict\",code=\"200\",le=\"+Inf\"} 1\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find(
+          "paratune_http_request_duration_seconds_count{route=\"/v1/predict\",code=\"200\"} 1\n"),
+      std::string::npos)
+      << t;
   EXPECT_NE(t.find("paratune_jobs{status=\"queued\"} 0\n"), std::string::npos) << t;
   // Every sample's metric has exactly one HELP and one TYPE line before it.
   std::set<std::string> help, type;
@@ -419,7 +445,8 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
       std::string name = line.substr(0, line.find_first_of("{ "));
       for (const char* suffix : {"_bucket", "_sum", "_count"}) {
         const std::string s = suffix;
-        if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0 && !type.count(name)) {
+        if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0 &&
+            !type.count(name)) {
           name = name.substr(0, name.size() - s.size());
         }
       }
@@ -430,7 +457,10 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
   int64_t prev = -1;
   std::istringstream in2(t);
   for (std::string line; std::getline(in2, line);) {
-    if (line.rfind("paratune_http_request_duration_seconds_bucket{route=\"/v1/predict\",code=\"200\"", 0) != 0) continue;
+    if (line.rfind(
+            "paratune_http_request_duration_seconds_bucket{route=\"/v1/predict\",code=\"200\"",
+            0) != 0)
+      continue;
     const int64_t v = std::stoll(line.substr(line.rfind(' ') + 1));
     EXPECT_GE(v, prev);
     prev = v;
@@ -442,7 +472,8 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
 // A small JSON Schema checker for the keywords the document uses: $ref, type,
 // required, properties, additionalProperties (false or a schema), items,
 // enum, const, oneOf.
-void Check(const Json& spec, const Json& schema, const Json& v, const std::string& at, std::vector<std::string>* errors) {
+void Check(const Json& spec, const Json& schema, const Json& v, const std::string& at,
+           std::vector<std::string>* errors) {
   if (schema.contains("$ref")) {
     const std::string ref = schema["$ref"];
     const std::string name = ref.substr(ref.rfind('/') + 1);
@@ -456,10 +487,12 @@ void Check(const Json& spec, const Json& schema, const Json& v, const std::strin
       Check(spec, alt, v, at, &e);
       matched += e.empty();
     }
-    if (matched != 1) errors->push_back(at + ": matches " + std::to_string(matched) + " oneOf alternatives");
+    if (matched != 1)
+      errors->push_back(at + ": matches " + std::to_string(matched) + " oneOf alternatives");
     return;
   }
-  if (schema.contains("const") && v != schema["const"]) errors->push_back(at + ": not the const " + schema["const"].dump());
+  if (schema.contains("const") && v != schema["const"])
+    errors->push_back(at + ": not the const " + schema["const"].dump());
   if (schema.contains("enum")) {
     bool found = false;
     for (const auto& e : schema["enum"]) found = found || e == v;
@@ -489,7 +522,8 @@ void Check(const Json& spec, const Json& schema, const Json& v, const std::strin
   }
   if (v.is_object()) {
     for (const auto& r : schema.value("required", Json::array())) {
-      if (!v.contains(r.get<std::string>())) errors->push_back(at + ": missing required " + r.get<std::string>());
+      if (!v.contains(r.get<std::string>()))
+        errors->push_back(at + ": missing required " + r.get<std::string>());
     }
     const Json props = schema.value("properties", Json::object());
     for (const auto& [k, child] : v.items()) {
@@ -499,16 +533,18 @@ void Check(const Json& spec, const Json& schema, const Json& v, const std::strin
         const Json& ap = schema["additionalProperties"];
         if (ap.is_boolean() && !ap.get<bool>()) errors->push_back(at + ": unexpected key " + k);
         if (ap.is_object()) Check(spec, ap, child, at + "/" + k, errors);
-      } else if (schema.contains("properties") && !props.empty() && schema.value("type", "") == "object" &&
-                 at.find("/rejected") == std::string::npos && at.find("/fixed") == std::string::npos &&
-                 at.find("/job/") == std::string::npos) {
+      } else if (schema.contains("properties") && !props.empty() &&
+                 schema.value("type", "") == "object" &&
+                 at.find("/rejected") == std::string::npos &&
+                 at.find("/fixed") == std::string::npos && at.find("/job/") == std::string::npos) {
         // Documented objects list every key they carry: an undocumented key is drift.
         errors->push_back(at + ": key '" + k + "' is not in the OpenAPI schema");
       }
     }
   }
   if (v.is_array() && schema.contains("items")) {
-    for (size_t i = 0; i < v.size(); ++i) Check(spec, schema["items"], v[i], at + "/" + std::to_string(i), errors);
+    for (size_t i = 0; i < v.size(); ++i)
+      Check(spec, schema["items"], v[i], at + "/" + std::to_string(i), errors);
   }
 }
 
@@ -519,8 +555,9 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   Json spec = BodyJson(r);
   EXPECT_EQ(spec["openapi"], "3.1.0");
   EXPECT_EQ(spec["info"]["version"], "test");
-  for (const char* p : {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles", "/v1/jobs",
-                        "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
+  for (const char* p :
+       {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles",
+        "/v1/jobs", "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
     EXPECT_TRUE(spec["paths"].contains(p)) << p;
   }
   auto check = [&](const std::string& schema_name, const Json& doc) {
@@ -554,12 +591,14 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   EXPECT_EQ(empty->status, 200);
   EXPECT_TRUE(BodyJson(empty)["profiles"].empty());
 
-  auto log = ReadFileToString(std::string(PARATUNE_SOURCE_DIR) + "/tests/profiler/data/all_reduce_8xA100.log");
+  auto log = ReadFileToString(std::string(PARATUNE_SOURCE_DIR) +
+                              "/tests/profiler/data/all_reduce_8xA100.log");
   ASSERT_TRUE(log.ok());
   ExpectProblem(client_->Post("/v1/profiles", *log, "text/plain"), 422);  // no ?cluster
   ExpectProblem(client_->Post("/v1/profiles?cluster=no-such-cluster", *log, "text/plain"), 422);
   ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", *log, "application/xml"), 415);
-  ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", "garbage\n", "text/plain"), 400);
+  ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", "garbage\n", "text/plain"),
+                400);
   ExpectProblem(PostJson("/v1/profiles", R"({"schema":"paratune.profile/v1"})"), 422);
 
   auto r = client_->Post("/v1/profiles?cluster=dgx-a100-80gb", *log, "text/plain");
@@ -583,7 +622,8 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   Json req = Json::parse(kPlan);
   req["cluster"] = "dgx-a100-80gb";
   Json plans = BodyJson(PostJson("/v1/plans", req.dump()));
-  EXPECT_EQ(plans.value("profile", ""), summary["profile_fingerprint"]) << plans.dump().substr(0, 400);
+  EXPECT_EQ(plans.value("profile", ""), summary["profile_fingerprint"])
+      << plans.dump().substr(0, 400);
   req["profile"] = fp;
   req["top"] = 3;
   Json named = BodyJson(PostJson("/v1/plans", req.dump()));
@@ -597,9 +637,11 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
 
 TEST(Problem, PointerFromLibraryMessages) {
   EXPECT_EQ(PointerFromMessage("/config/tp: must divide 96 heads"), "/config/tp");
-  EXPECT_EQ(PointerFromMessage("--request x.json: /training/seq_len: must be positive"), "/training/seq_len");
+  EXPECT_EQ(PointerFromMessage("--request x.json: /training/seq_len: must be positive"),
+            "/training/seq_len");
   EXPECT_EQ(PointerFromMessage("no pointer here: a/b"), "");
-  EXPECT_EQ(PointerFromMessage("cached profile: /collectives/3/alpha_us: negative"), "/collectives/3/alpha_us");
+  EXPECT_EQ(PointerFromMessage("cached profile: /collectives/3/alpha_us: negative"),
+            "/collectives/3/alpha_us");
   Problem p = ProblemFromStatus(Status::InvalidArgument("/gpus: must be positive"));
   EXPECT_EQ(p.status, 422);
   EXPECT_EQ(p.pointer, "/gpus");

@@ -3,8 +3,8 @@
 // problem documents.
 #pragma once
 
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,8 +20,9 @@ namespace paratune::web::testing {
 
 inline std::string TempDir(const std::string& tag) {
   std::random_device rd;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("paratune-web-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("paratune-web-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   std::filesystem::create_directories(dir);
   return dir.string();
 }
