@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh, warnings as errors) and runs every test with CTest:
-# unit, mpi (mpirun --oversubscribe -np 4 on loopback) and gpu (skipped cleanly
-# without a GPU). Extra arguments go to ctest.
+# unit, mpi (mpirun --oversubscribe -np 4 on loopback), gpu (skipped cleanly
+# without a GPU) and browser (the web page in headless Chromium). Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PARATUNE_WERROR=${PARATUNE_WERROR:-ON}

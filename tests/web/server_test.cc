@@ -635,6 +635,22 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   EXPECT_EQ(BodyJson(again)["profile_fingerprint"], summary["profile_fingerprint"]);
 }
 
+TEST(ServeCommand, HelpAndRefusals) {
+  auto [help, code] = RunCli("serve --help");
+  EXPECT_EQ(code, 0);
+  for (const char* word : {"--token-file", "--cache-dir", "/v1/plans", "/v1/jobs", "problem+json", "/metrics"}) {
+    EXPECT_NE(help.find(word), std::string::npos) << word;
+  }
+  const std::string dir = TempDir("serve-cmd");
+  // Not loopback and no token: refused before binding (exit 2, invalid input).
+  EXPECT_EQ(RunCli("serve --host 0.0.0.0 --port 0 --cache-dir " + dir).second, 2);
+  std::ofstream(dir + "/short-token") << "abc\n";
+  EXPECT_EQ(RunCli("serve --port 0 --token-file " + dir + "/short-token --cache-dir " + dir).second, 2);
+  EXPECT_EQ(RunCli("serve --port 70000 --cache-dir " + dir).second, 2);
+  EXPECT_EQ(RunCli("serve --bogus").second, 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Problem, PointerFromLibraryMessages) {
   EXPECT_EQ(PointerFromMessage("/config/tp: must divide 96 heads"), "/config/tp");
   EXPECT_EQ(PointerFromMessage("--request x.json: /training/seq_len: must be positive"),
