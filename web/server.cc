@@ -266,6 +266,15 @@ void Server::Routes() {
   // Headers and body go out in separate writes; with Nagle's algorithm the
   // body waits for the peer's delayed ACK (40 ms on Linux) on every response.
   svr.set_tcp_nodelay(true);
+  // A plans document is ~100 KB: with a send buffer that holds it, the write
+  // completes at once and the thread moves on, instead of waiting for a busy
+  // client to drain the socket. Accepted sockets inherit this from the
+  // listener. (Replacing the options drops httplib's SO_REUSEADDR: set again.)
+  svr.set_socket_options([](int sock) {
+    int one = 1, sndbuf = 1 << 20;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ::setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  });
   const auto secs = [](double s) {
     return std::pair<time_t, time_t>(static_cast<time_t>(s),
                                      static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6));
