@@ -57,14 +57,15 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   ASSERT_TRUE(s.ok()) << s.error();
   const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
                           "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
-                          "seq_len=4096&space=megatron&top=60";
+                          "seq_len=4096&space=megatron&top=60" +
+                          "&compare=1,3&sweep=pp";
   const std::string base =
       "timeout 150 " + chromium +
       " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
       " --disable-extensions --hide-scrollbars --user-data-dir=" +
       dir +
       "/profile"
-      " --virtual-time-budget=60000 --window-size=1440,2300";
+      " --virtual-time-budget=60000 --window-size=1440,3400";
   auto [dom, code] = RunCommand(base + " --dump-dom '" + url + "' 2>" + dir + "/chromium.log");
   ASSERT_EQ(code, 0) << "chromium failed; see " << dir << "/chromium.log";
   ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos)
@@ -85,6 +86,14 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   EXPECT_NE(Section(dom, "summary").find("searched"), std::string::npos);
   EXPECT_NE(Section(dom, "detail-summary").find("per iteration"), std::string::npos);
   EXPECT_EQ(dom.find("class=\"error\""), std::string::npos);
+  // Two candidates term by term, and pp swept with the rest of the winner fixed
+  // (POST /v1/predict per value).
+  const std::string compare = Section(dom, "compare", 20000);
+  EXPECT_NE(compare.find("#3 "), std::string::npos);
+  EXPECT_NE(compare.find("memory total (GiB)"), std::string::npos);
+  const std::string sweep = Section(dom, "sweep-table", 20000);
+  EXPECT_GE(Count(sweep.substr(0, sweep.find("</table>")), "<tr>"), 7);  // header + pp 1..64
+  EXPECT_NE(Section(dom, "sweep-chart", 20000).find("<polyline"), std::string::npos);
   // The winner's Megatron-LM arguments, from POST /v1/emit.
   EXPECT_NE(Section(dom, "emit-text", 20000).find("MODEL_PARALLEL_ARGS"), std::string::npos)
       << Section(dom, "emit-text", 2000);

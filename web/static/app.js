@@ -37,9 +37,9 @@ function niceTicks(max, n = 5) {
   if (!(max > 0)) return [0];
   const step0 = max / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= step0);
-  const out = [];
-  for (let v = 0; v <= max * 1.0001; v += step) out.push(+v.toPrecision(10));
-  return out;
+  const out = [0];
+  while (out[out.length - 1] < max * 0.9999) out.push(+(out[out.length - 1] + step).toPrecision(10));
+  return out;  // the last tick is at or above max, so nothing is drawn past the axis
 }
 function setStatus(text, error = false) {
   const s = $("#status");
@@ -107,6 +107,7 @@ async function onSubmit(ev) {
     state.selected = 0;
     state.compare = [];
     render();
+    await applyLinkOptions();
     setStatus("done in " + ((performance.now() - t0) / 1000).toFixed(2) + " s");
     document.body.dataset.state = "planned";
   } catch (e) {
@@ -456,7 +457,7 @@ async function runSweep() {
     if (dim === "tp" && "gx" in cfg) { delete cfg.gx; delete cfg.gy; }
     cfg[dim] = v;
     delete cfg.dp;  // derived from the GPU count, so the product stays right
-    if (dim !== "pp" && cfg.vpp > 1 && cfg.pp === 1) cfg.vpp = 1;
+    if (cfg.pp === 1) cfg.vpp = 1;  // interleaving needs a pipeline
     try {
       const p = await api("POST", "/v1/predict", Object.assign({}, base, { config: cfg }));
       rows.push({ v, p });
@@ -531,6 +532,25 @@ function renderCompare() {
   }
   for (const k of MEMORY) rows.push(row(`memory ${k} (GiB)`, a.prediction.memory_GiB[k], b.prediction.memory_GiB[k], 2));
   tbody.replaceChildren(...rows);
+}
+
+// ?select=RANK, ?compare=RANK,RANK and ?sweep=FIELD open a plan the way a
+// shared link describes it.
+async function applyLinkOptions() {
+  const q = new URLSearchParams(location.search);
+  const n = state.doc.candidates.length;
+  const sel = parseInt(q.get("select") || "", 10);
+  if (sel >= 1 && sel <= n) select(sel - 1);
+  const cmp = (q.get("compare") || "").split(",").map((x) => parseInt(x, 10)).filter((x) => x >= 1 && x <= n);
+  for (const r of cmp.slice(0, 2)) {
+    const box = document.querySelector(`#candidates tbody tr[data-index="${r - 1}"] input`);
+    if (box) { box.checked = true; toggleCompare(r - 1, true); }
+  }
+  const dim = q.get("sweep");
+  if (dim && SWEEPS[dim]) {
+    $("#sweep-dim").value = dim;
+    await runSweep();
+  }
 }
 
 // ---------- start ----------
