@@ -258,28 +258,10 @@ int RunPlan(const Args& args, Io io) {
     // One cost model per framework searched: the one the request names, or
     // every framework of --space, each costing what it would run.
     const bool named = req.contains("training") && req["training"].contains("framework");
-    std::vector<planner::Framework> frameworks = planner::FrameworksOf(opt.family);
-    if (named) {
-      if (flags.Has("--space") && planner::FamilyOf(sec.job.training.framework) != opt.family &&
-          opt.family != planner::Family::kAll) {
-        return UsageError(io, "plan", Status::InvalidArgument(
-            std::string("--framework ") + planner::FrameworkName(sec.job.training.framework) +
-            " runs the " + planner::FamilyName(planner::FamilyOf(sec.job.training.framework)) +
-            " space, not --space " + planner::FamilyName(opt.family)));
-      }
-      frameworks = {sec.job.training.framework};
-      if (!flags.Has("--space")) opt.family = planner::FamilyOf(sec.job.training.framework);
-    }
-    std::vector<planner::CostModel> models;
-    models.reserve(frameworks.size());
-    for (planner::Framework f : frameworks) {
-      planner::TrainingSpec t = sec.job.training;
-      t.framework = f;
-      t.compile = t.compile && planner::FrameworkPreset(f).support.compile;
-      models.emplace_back(sec.job.model, t, sec.job.cluster, sec.job.gpus);
-    }
-    std::vector<const planner::CostModel*> model_ptrs;
-    for (const auto& m : models) model_ptrs.push_back(&m);
+    auto space = planner::ModelsForSpace(sec.job, opt.family, flags.Has("--space"), named);
+    if (!space.ok()) return UsageError(io, "plan", space.status());
+    if (named && !flags.Has("--space")) opt.family = planner::FamilyOf(sec.job.training.framework);
+    const std::vector<const planner::CostModel*> model_ptrs = space->Pointers();
     planner::Search search(model_ptrs, opt);
     if (counts.size() > 1) io.err << "plan: searching " << gpus << " GPUs...\n";
     Timer timer;
@@ -295,10 +277,10 @@ int RunPlan(const Args& args, Io io) {
       ej["schema"] = "paratune.explain/v1";
       ej["config"] = planner::ConfigToJson(*cfg);
       // Explain under the first searched framework that can run the config.
-      const planner::CostModel* ecm = &models.front();
-      for (const auto& m : models) {
-        if (m.Supports(*cfg)) {
-          ecm = &m;
+      const planner::CostModel* ecm = model_ptrs.front();
+      for (const planner::CostModel* m : model_ptrs) {
+        if (m->Supports(*cfg)) {
+          ecm = m;
           break;
         }
       }

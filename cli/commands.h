@@ -35,5 +35,9 @@ int RunProfile(const Args& args, Io io);
 int RunConfirm(const Args& args, Io io);
 int RunCalibrate(const Args& args, Io io);
 int RunReplan(const Args& args, Io io);
+int RunEmit(const Args& args, Io io);
+int RunTune(const Args& args, Io io);
+// Only in builds with cpp-httplib (PARATUNE_HAVE_WEB).
+int RunServe(const Args& args, Io io);
 
 }  // namespace paratune::cli

@@ -22,6 +22,10 @@ Plan a training run before spending GPU-hours on it:
              measured vs predicted
   calibrate  fit correction factors from run reports into a profile
   replan     nodes lost or added: the next best plan and the reshard map to it
+  emit       write a plan as Megatron-LM / DeepSpeed / AxoNN / torchtitan config or shell exports
+  tune       in a job script: find the allocation, profile (cached), plan, confirm,
+             and print `export TP=... PP=...` lines for eval
+  serve      the REST service and the web page (paratune serve --help)
   version    print the version
 
 Quick start:
@@ -47,6 +51,11 @@ int main(int argc, char** argv) {
       {"confirm", RunConfirm},
       {"calibrate", RunCalibrate},
       {"replan", RunReplan},
+      {"emit", RunEmit},
+      {"tune", RunTune},
+#ifdef PARATUNE_HAVE_WEB
+      {"serve", RunServe},
+#endif
   };
   Io io{std::cin, std::cout, std::cerr};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||

@@ -39,6 +39,34 @@ OrderedJson JobJson(const Job& job) {
 
 }  // namespace
 
+std::vector<const CostModel*> SpaceModels::Pointers() const {
+  std::vector<const CostModel*> out;
+  for (const auto& m : models) out.push_back(m.get());
+  return out;
+}
+
+Result<SpaceModels> ModelsForSpace(const Job& job, Family family, bool family_named,
+                                   bool framework_named) {
+  std::vector<Framework> frameworks = FrameworksOf(family);
+  if (framework_named) {
+    const Framework f = job.training.framework;
+    if (family_named && family != Family::kAll && FamilyOf(f) != family) {
+      return Status::InvalidArgument(std::string("/training/framework: ") + FrameworkName(f) +
+                                     " runs the " + FamilyName(FamilyOf(f)) + " space, not " +
+                                     FamilyName(family));
+    }
+    frameworks = {f};
+  }
+  SpaceModels out;
+  for (Framework f : frameworks) {
+    TrainingSpec t = job.training;
+    t.framework = f;
+    t.compile = t.compile && FrameworkPreset(f).support.compile;
+    out.models.push_back(std::make_unique<CostModel>(job.model, t, job.cluster, job.gpus));
+  }
+  return out;
+}
+
 int Complexity(const ParallelConfig& c, const FrameworkSpec& fw) {
   int n = (c.gx > 1) + (c.gy > 1) + (c.gz > 1) + (c.pp > 1) + (c.cp > 1) + (c.vpp > 1) + c.zero +
           c.qwz + c.hpz + c.qgz + (c.first_stage_layers > 0 || c.last_stage_layers > 0);
@@ -145,7 +173,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         row["best"] = nullptr;
         row["pareto"] = false;
       } else {
-        const Candidate& b = RankForTrust(sec.result.top, options.objective).front().best;
+        const std::vector<RankedPlan> sec_ranked = RankForTrust(sec.result.top, options.objective);
+        const Candidate& b = sec_ranked.front().best;
         row["framework"] = FrameworkName(b.framework);
         row["config_string"] = ConfigToString(b.config);
         row["config"] = ConfigToJson(b.config);

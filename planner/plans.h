@@ -5,6 +5,7 @@
 // cost model without the presets.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "common/json.h"
@@ -37,6 +38,20 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 // uncertainty band (prediction.uncertainty) the simpler configuration ranks
 // first (then the faster); the rest follow by time.
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objective objective);
+
+// The cost models a search needs (docs/frameworks.md): one per framework of
+// `family` (FrameworksOf), each costing the configurations it runs; or, when
+// the request named its framework (`framework_named`), only
+// job.training.framework, which must then belong to `family` unless the
+// family is kAll or was not given (`family_named` false). kInvalidArgument
+// naming /training/framework otherwise. torch.compile applies to the
+// frameworks that support it.
+struct SpaceModels {
+  std::vector<std::unique_ptr<CostModel>> models;
+  std::vector<const CostModel*> Pointers() const;
+};
+Result<SpaceModels> ModelsForSpace(const Job& job, Family family, bool family_named,
+                                   bool framework_named);
 
 // One GPU count's search, for the document.
 struct PlanSection {

@@ -1,7 +1,9 @@
 #include "profiler/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "common/json.h"
 #include "profiler/cache.h"
@@ -24,6 +26,58 @@ Result<T> OrAbort(backend::Backend& b, const std::function<int(const Status&)>& 
   return named;
 }
 
+// Either the profile another process stored for `fp`, or the cache lock (to
+// measure and store it ourselves).
+struct CacheVerdict {
+  std::optional<Profile> profile;
+  std::optional<CacheLock> lock;
+};
+
+// Takes the lock, or waits (polling) for its holder to finish for up to
+// `wait_s` seconds. After the lock is taken the cache is read again: a holder
+// that stored the profile and released the lock between our first look and
+// our lock leaves a profile that must be reused, not measured twice.
+// With `reuse` false (--refresh) a cached profile is never taken: only the lock.
+Result<CacheVerdict> WaitForCacheOrLock(const std::string& dir, const std::string& fp, double wait_s,
+                                        bool reuse, bool* waited,
+                                        const std::function<void(const std::string&)>& say) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, wait_s));
+  for (bool first = true;; first = false) {
+    auto l = CacheLock::TryAcquire(dir, fp);
+    if (l.ok()) {
+      std::optional<Profile> again;
+      if (reuse) {
+        PT_ASSIGN_OR_RETURN(again, LoadCachedProfile(dir, fp));
+      }
+      CacheVerdict v;
+      if (again) v.profile = std::move(*again);
+      else v.lock.emplace(std::move(*l));
+      return v;
+    }
+    if (l.status().code() != StatusCode::kFailedPrecondition ||
+        std::chrono::steady_clock::now() >= deadline) {
+      if (!first) {
+        return l.status().WithContext("waited " + std::to_string(static_cast<int>(wait_s)) + " s");
+      }
+      return l.status();
+    }
+    if (first) {
+      *waited = true;
+      say("another process is profiling this cluster; waiting up to " +
+          std::to_string(static_cast<int>(wait_s)) + " s for its profile");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!reuse) continue;
+    PT_ASSIGN_OR_RETURN(std::optional<Profile> hit, LoadCachedProfile(dir, fp));
+    if (hit) {
+      CacheVerdict v;
+      v.profile = std::move(*hit);
+      return v;
+    }
+  }
+}
+
 }  // namespace
 
 Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
@@ -42,6 +96,8 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
   say("backend " + b.name() + ": " + std::to_string(b.world_size()) + " rank(s)");
 
   PT_ASSIGN_OR_RETURN(Discovery disc, OrAbort(b, on_fatal, Discover(b)));
+  result.nodes = disc.nodes;
+  result.ranks_per_node = disc.ranks_per_node;
   say("discovered " + std::to_string(disc.nodes) + " node(s) × " +
       std::to_string(disc.ranks_per_node) + " rank(s) of " + disc.device.name +
       (disc.device.kind == "cuda" ? (disc.nvml ? ", NVML topology read" : ", " + disc.nvml_note)
@@ -76,12 +132,15 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
           cached = std::move(**hit);
           plan = Plan::kFromCache;
         } else {
-          auto l = CacheLock::TryAcquire(cache_dir, fp);
-          if (!l.ok()) {
-            verdict_status = l.status();
+          auto got = WaitForCacheOrLock(cache_dir, fp, o.lock_wait_s, !o.refresh, &result.waited, say);
+          if (!got.ok()) {
+            verdict_status = got.status();
             plan = Plan::kFail;
+          } else if (got->profile) {
+            cached = std::move(*got->profile);
+            plan = Plan::kFromCache;
           } else {
-            lock.emplace(std::move(*l));
+            lock.emplace(std::move(*got->lock));
           }
         }
       }

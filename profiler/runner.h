@@ -38,6 +38,10 @@ struct ProfileRunOptions {
   std::string cache_dir;          // "" = DefaultCacheDir()
   bool use_cache = true;
   bool refresh = false;  // measure even when the cache has a profile
+  // When another process holds the cache lock (it is profiling this cluster
+  // now), wait up to this many seconds for it to finish and then reuse its
+  // profile, instead of failing at once with kFailedPrecondition (0 = no wait).
+  double lock_wait_s = 0;
   std::vector<std::string> argv;
   std::string tool;  // "paratune 0.1.0"
 };
@@ -46,6 +50,9 @@ struct ProfileRunResult {
   int rank = 0;
   int world_size = 1;
   bool from_cache = false;  // the profile came from the cache, nothing measured
+  bool waited = false;      // rank 0 waited for another process's profile run
+  int nodes = 0;            // hosts in the world (discovery)
+  int ranks_per_node = 0;   // the most ranks on any host
   std::string cache_path;   // where it is cached ("" when the cache is off)
   Profile profile;          // valid on rank 0
   std::vector<std::string> warnings;

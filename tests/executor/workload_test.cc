@@ -41,7 +41,7 @@ ParallelConfig MegatronSp() {
   c.sp = true;
   c.pp = 2;
   c.gdata = 2;
-  c.zero = 1;
+  c.distributed_optimizer = true;  // Megatron's ZeRO-1
   return c;
 }
 
@@ -148,9 +148,12 @@ TEST(Workload, MegatronSpPipelineZero1IssuesTheExpectedCollectives) {
     const Workload w = Build(job, c, rank);
     const bool last = rank >= 4;
     const int64_t sp_buf = kS * kH * kE;  // T·h·e: the sp all-gather output / reduce-scatter input
-    // ZeRO-1 (DeepSpeed): gradients reduce-scattered and parameters gathered
-    // in bf16 over the 2 data ranks, one call each (under 256 MiB).
-    const int64_t grads = (static_cast<int64_t>(std::ceil(psi)) + 1) / 2 * 2 * kE;
+    // Megatron's distributed optimizer (its ZeRO-1) over the 2 data ranks, one
+    // call each (under 256 MiB): the fp32 main gradients reduce-scattered (bf16
+    // training accumulates and reduces in fp32: Megatron-LM arguments.py) and
+    // the bf16 parameters gathered.
+    const int64_t elems = (static_cast<int64_t>(std::ceil(psi)) + 1) / 2 * 2;
+    const int64_t grads = elems * 4, params = elems * kE;
     std::map<std::tuple<OpKind, GroupKind, int64_t>, int> want;
     // Per layer: forward all-gather before QKV and FC1, reduce-scatter after
     // proj and FC2; backward the mirror images plus the re-gather of QKV's and
@@ -161,7 +164,7 @@ TEST(Workload, MegatronSpPipelineZero1IssuesTheExpectedCollectives) {
     // Pipeline: activations to the next stage, gradients back: T·(h/tp)·e.
     want[{OpKind::kSendRecv, GroupKind::kPp, kS * (kH / 2) * kE}] = 2;
     want[{OpKind::kReduceScatter, GroupKind::kData, grads}] = 1;
-    want[{OpKind::kAllGather, GroupKind::kData, grads}] = 1;
+    want[{OpKind::kAllGather, GroupKind::kData, params}] = 1;
     EXPECT_EQ(Collectives(w), want) << "rank " << rank;
   }
 }
@@ -193,9 +196,7 @@ TEST(Workload, MegatronSpLayerOrderFollowsKorthikanti) {
 TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   // Megatron's own ZeRO-1 (the distributed optimizer): the megatron
   // framework's fused element-wise kernels and loss, the baseline bytes below.
-  ParallelConfig megatron = MegatronSp();
-  megatron.zero = 0;
-  megatron.distributed_optimizer = true;
+  const ParallelConfig megatron = MegatronSp();
   const Workload w = Build(TestJob(8), megatron, 0);
   std::map<std::string, int64_t> traffic;
   for (const WorkOp& op : w.ops) {

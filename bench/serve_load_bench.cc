@@ -1,0 +1,165 @@
+// serve_load_bench: how fast `paratune serve` answers a cached POST /v1/plans
+// under load. Starts the real service in-process on an ephemeral loopback port,
+// plans once (the cache miss, timed separately), then C client threads, each
+// with its own keep-alive connection, send the same request until N requests
+// are done or T seconds pass. Reports latency percentiles, throughput and
+// errors; exits 1 on any error or when p99 misses the target.
+//
+//   build/bench/serve_load_bench [--connections 64] [--requests 20000]
+//                                [--seconds 30] [--target-p99-ms 20]
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "web/server.h"
+
+namespace {
+
+const char* kPlan = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":1024,
+  "training":{"seq_len":2048,"global_batch":1536},"top":10,"pareto":true})";
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i =
+      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int connections = 64;
+  int64_t requests = 20000;
+  double seconds = 30, target_ms = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string f = argv[i];
+    if (f == "--connections")
+      connections = std::max(1, std::atoi(argv[i + 1]));
+    else if (f == "--requests")
+      requests = std::max<int64_t>(1, std::atoll(argv[i + 1]));
+    else if (f == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (f == "--target-p99-ms")
+      target_ms = std::atof(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("paratune-serve-bench-" + std::to_string(::getpid()));
+  paratune::web::ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.cache_dir = dir.string();
+  o.http_threads = connections + 8;  // a thread per keep-alive connection, plus room for probes
+  o.plans.search_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto server = paratune::web::Server::Create(o);
+  if (!server.ok()) {
+    std::fprintf(stderr, "serve: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  auto port = (*server)->Bind();
+  if (!port.ok()) {
+    std::fprintf(stderr, "bind: %s\n", port.status().ToString().c_str());
+    return 1;
+  }
+  std::thread listener([&] { (*server)->Listen(); });
+
+  httplib::Client warm("127.0.0.1", *port);
+  warm.set_read_timeout(120, 0);
+  const auto t_miss = std::chrono::steady_clock::now();
+  auto first = warm.Post("/v1/plans", kPlan, "application/json");
+  const double miss_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_miss).count();
+  if (!first || first->status != 200) {
+    std::fprintf(stderr, "the first plan failed: %s\n",
+                 first ? first->body.c_str() : "no response");
+    (*server)->Stop();
+    listener.join();
+    return 1;
+  }
+  const size_t body_bytes = first->body.size();
+
+  std::atomic<int64_t> issued{0}, errors{0};
+  std::vector<std::vector<double>> lat(connections);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto stop_at = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(seconds));
+  std::vector<std::thread> clients;
+  for (int c = 0; c < connections; ++c) {
+    clients.emplace_back([&, c] {
+      httplib::Client cl("127.0.0.1", *port);
+      cl.set_keep_alive(true);
+      cl.set_tcp_nodelay(true);
+      cl.set_read_timeout(30, 0);
+      while (issued++ < requests && std::chrono::steady_clock::now() < stop_at) {
+        const auto a = std::chrono::steady_clock::now();
+        auto r = cl.Post("/v1/plans", kPlan, "application/json");
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+        if (!r || r->status != 200 || r->body.size() != body_bytes ||
+            r->get_header_value("X-Paratune-Cache") != "hit") {
+          ++errors;
+        }
+        lat[c].push_back(ms);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  // The service's own view (pre-routing to logging, without the wait for a
+  // CPU or the network): the cumulative histogram of /metrics, whose bucket
+  // bounds the 99th percentile from above.
+  std::string server_p99 = "?";
+  if (auto m = warm.Get("/metrics"); m && m->status == 200) {
+    const std::string prefix = "paratune_http_request_duration_seconds_bucket{route=\"/v1/plans\",code=\"200\",le=\"";
+    std::vector<std::pair<std::string, double>> buckets;
+    for (size_t at = m->body.find(prefix); at != std::string::npos; at = m->body.find(prefix, at + 1)) {
+      const size_t le_end = m->body.find('"', at + prefix.size());
+      const size_t sp = m->body.find(' ', le_end);
+      buckets.emplace_back(m->body.substr(at + prefix.size(), le_end - at - prefix.size()),
+                           std::atof(m->body.c_str() + sp + 1));
+    }
+    if (!buckets.empty()) {
+      const double total = buckets.back().second;
+      for (const auto& [le, n] : buckets) {
+        if (n >= 0.99 * total) {
+          server_p99 = le == "+Inf" ? "> 10 s" : "<= " + std::to_string(std::atof(le.c_str()) * 1000).substr(0, 5) + " ms";
+          break;
+        }
+      }
+    }
+  }
+  (*server)->Stop();
+  listener.join();
+  server->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+
+  const double p99 = Percentile(all, 0.99);
+  std::printf("serve_load_bench: cached POST /v1/plans (gpt3-175b, 1024 GPUs, %zu-byte document)\n",
+              body_bytes);
+  std::printf("  first (uncached) plan  %.3f s\n", miss_s);
+  std::printf("  connections            %d (keep-alive, loopback)\n", connections);
+  std::printf("  requests               %zu in %.2f s = %.0f req/s\n", all.size(), wall,
+              static_cast<double>(all.size()) / wall);
+  std::printf("  latency ms  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
+              Percentile(all, 0.5), Percentile(all, 0.9), p99, Percentile(all, 0.999),
+              Percentile(all, 1.0));
+  std::printf("  in the service          p99 %s (its own latency histogram, /metrics)\n", server_p99.c_str());
+  std::printf("  errors                 %lld\n", static_cast<long long>(errors.load()));
+  const bool pass = errors == 0 && p99 < target_ms;
+  std::printf("  target p99 < %.0f ms, no errors: %s\n", target_ms, pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}

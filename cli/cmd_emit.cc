@@ -1,0 +1,100 @@
+// `paratune emit`: one plan of a plans document as a framework config. Thin:
+// parse flags, load the document, call planner::EmitConfig, print.
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/flags.h"
+#include "common/strings.h"
+#include "planner/emit.h"
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp =
+    R"HELP(usage: paratune emit --plans FILE [--rank N] [--format megatron|deepspeed|axonn|torchtitan|env|json]
+
+Writes one plan of a plans document (`paratune plan --format json`) the way
+your training framework takes it, ready to paste or source:
+
+  megatron    bash arrays as Megatron-LM's examples use them: GPT_MODEL_ARGS,
+              TRAINING_ARGS, MODEL_PARALLEL_ARGS (TP, PP, virtual stages, CP and
+              its comm type, sequence parallel, distributed optimizer, overlaps,
+              recompute), after `export CUDA_DEVICE_MAX_CONNECTIONS=1`
+  deepspeed   a complete ds_config.json: train_batch_size =
+              train_micro_batch_size_per_gpu x gradient_accumulation_steps x DP,
+              the ZeRO stage with its buckets, ZeRO++ (zero_quantized_weights,
+              zero_hpz_partition_size, zero_quantized_gradients), Ulysses
+              sequence_parallel_size, activation checkpointing
+  axonn       Python: ax.init(G_inter, G_data, G_intra_r, G_intra_c, G_intra_d),
+              batch constants and the optimize_communication(...) overlap context
+  torchtitan  TOML: [training] batch sizes, [parallelism] degrees (FSDP shard =
+              gz, HSDP replicate = dp, TP, PP + schedule, CP), [activation_checkpoint]
+  env         export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE RECOMPUTE GX GY GZ
+              (TP = gx*gy, DP = data-parallel replicas, SP 0/1, ZERO_STAGE 1 for
+              Megatron's distributed optimizer)
+  json        the plan's canonical config object (paratune predict --request's `config`)
+
+Each framework's start-up checks are applied first (Megatron-LM validate_args,
+DeepSpeed's batch assertion and pipeline engine, AxoNN's init and
+auto_parallelize, torchtitan's ParallelDims and trainer). A plan that the
+framework would reject, or cannot express (AxoNN's 3D grid in Megatron, ZeRO-3
+in torchtitan, ring attention in DeepSpeed), is refused with the rule and the
+values: exit 2, nothing on stdout. Plan with --space for your framework to get
+plans it accepts.
+
+  --plans FILE   a paratune.plans/v1 document ("-" reads stdin)
+  --rank N       which candidate, 1 = the best (default 1)
+  --format F     default: the framework the plan was made for (the plan's
+                 training.framework, else its --space: deepspeed -> deepspeed,
+                 axonn -> axonn, fsdp -> torchtitan; otherwise megatron)
+
+exit codes: 0 ok; 2 bad flags, not a plans document, no such rank, or a plan
+            the format's framework cannot express (the message says why)
+
+examples:
+  paratune plan --model llama3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 \
+      --space megatron --format json > plans.json
+  paratune emit --plans plans.json --format megatron > parallel_args.sh && source parallel_args.sh
+  paratune emit --plans plans.json --rank 2 --format deepspeed > ds_config.json
+  eval "$(paratune emit --plans plans.json --format env)"; echo "TP=$TP PP=$PP"
+)HELP";
+
+}  // namespace
+
+int RunEmit(const Args& args, Io io) {
+  Flags f({"--plans", "--rank", "--format"}, {"--help"}, {{"-h", "--help"}});
+  if (Status s = f.Parse(args); !s.ok()) return UsageError(io, "emit", s);
+  if (f.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  if (!f.positionals().empty()) {
+    return UsageError(io, "emit", Status::InvalidArgument("unexpected argument '" + f.positionals()[0] + "'"));
+  }
+  const std::string path = f.GetOr("--plans", "");
+  if (path.empty()) return UsageError(io, "emit", Status::InvalidArgument("--plans FILE is required"));
+  int rank = 1;
+  if (auto r = f.Get("--rank")) {
+    auto n = ParseInt(*r, "--rank");
+    if (!n.ok()) return UsageError(io, "emit", n.status());
+    if (*n < 1 || *n > 1000000) {
+      return UsageError(io, "emit", Status::InvalidArgument("--rank must be a positive integer"));
+    }
+    rank = static_cast<int>(*n);
+  }
+  auto plans = LoadJsonArg(path, "--plans", io.in);
+  if (!plans.ok()) return UsageError(io, "emit", plans.status());
+  planner::EmitFormat format = planner::DefaultEmitFormat(*plans);
+  if (auto name = f.Get("--format")) {
+    auto parsed = planner::ParseEmitFormat(*name);
+    if (!parsed.ok()) return UsageError(io, "emit", parsed.status());
+    format = *parsed;
+  }
+  auto text = planner::EmitConfig(*plans, rank, format);
+  if (!text.ok()) return UsageError(io, "emit", text.status().WithContext("--plans " + path));
+  io.out << *text;
+  return kExitOk;
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,161 @@
+// `paratune serve`: the REST service and the web page (docs/rest.md). Thin:
+// parse flags, read the token, build web::Server, wait for SIGINT/SIGTERM.
+#include <signal.h>
+
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/strings.h"
+#include "profiler/cache.h"
+#include "web/server.h"
+
+#ifndef PARATUNE_VERSION
+#define PARATUNE_VERSION "dev"
+#endif
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp =
+    R"(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
+                      [--max-body-bytes N] [--search-threads T] [--search-time-limit S]
+                      [--max-queued-jobs N]
+
+Runs paratune as a service: the REST API under /v1 and the web page at /, from
+this one binary (the page is compiled in; nothing is fetched from elsewhere).
+
+  POST /v1/plans      the request of `paratune plan` as JSON -> paratune.plans/v1
+                      (identical requests are answered from memory)
+  POST /v1/predict    the request of `paratune predict --request` -> paratune.prediction/v1
+  GET  /v1/presets[/models|gpus|clusters[/NAME]]
+  GET  /v1/profiles, POST /v1/profiles (a profile, or nccl-tests logs ?cluster=NAME)
+  POST /v1/jobs       profiling or confirmation as a child process -> 202 + Location
+  GET|DELETE /v1/jobs/ID
+  GET  /v1/openapi.json (OpenAPI 3.1), /livez, /readyz, /metrics (Prometheus)
+Errors are RFC 9457 application/problem+json naming the bad field by JSON pointer.
+
+  --host H             address to listen on (default 127.0.0.1). Anything but
+                       loopback requires --token-file.
+  --port P             TCP port (default 8080; 0 = any free port, printed on stderr)
+  --token-file F       a file holding a bearer token; then every /v1 route and
+                       /metrics need "Authorization: Bearer <token>". Jobs that run
+                       hardware (backend cuda or mpi-cpu) are refused without one.
+  --cache-dir D        profiles and job records (default
+                       ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/paratune})
+  --max-body-bytes N   largest request body (default 1048576; larger: 413)
+  --search-threads T   threads per plan search (default: all cores)
+  --search-time-limit S  a plan search still running after S seconds is
+                       abandoned with a 422 (default 30)
+  --max-queued-jobs N  jobs waiting beyond the running one (default 8; more: 429)
+
+Job records survive restarts; a job that was running when the service stopped
+is marked failed ("interrupted").
+
+example:
+  paratune serve --port 8080 &
+  curl -s localhost:8080/v1/plans -H 'Content-Type: application/json' \
+    -d '{"model":"llama3-8b","cluster":"dgx-h100","gpus":64,"training":{"global_batch":512}}'
+)";
+
+}  // namespace
+
+int RunServe(const Args& args, Io io) {
+  Flags flags({"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes",
+               "--search-threads", "--search-time-limit", "--max-queued-jobs"},
+              {"--help"}, {{"-h", "--help"}});
+  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "serve", s);
+  if (flags.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  if (!flags.positionals().empty()) {
+    return UsageError(
+        io, "serve",
+        Status::InvalidArgument("unexpected argument '" + flags.positionals()[0] + "'"));
+  }
+  web::ServerOptions o;
+  o.version = PARATUNE_VERSION;
+  o.host = flags.GetOr("--host", "127.0.0.1");
+  auto int_flag = [&](const char* name, int64_t def, int64_t lo, int64_t hi) -> Result<int64_t> {
+    auto v = flags.Get(name);
+    if (!v) return def;
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
+    if (n < lo || n > hi) {
+      return Status::InvalidArgument(std::string(name) + " must be in [" + std::to_string(lo) +
+                                     ", " + std::to_string(hi) + "]");
+    }
+    return n;
+  };
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto port = int_flag("--port", 8080, 0, 65535);
+  auto body = int_flag("--max-body-bytes", 1 << 20, 1024, int64_t{1} << 30);
+  auto threads = int_flag("--search-threads", hw, 1, 1024);
+  auto queued = int_flag("--max-queued-jobs", 8, 0, 10000);
+  for (const Status& s : {port.status(), body.status(), threads.status(), queued.status()}) {
+    if (!s.ok()) return UsageError(io, "serve", s);
+  }
+  o.port = static_cast<int>(*port);
+  o.max_body_bytes = static_cast<size_t>(*body);
+  o.plans.search_threads = static_cast<int>(*threads);
+  o.plans.max_concurrent_searches = std::max(1, hw / static_cast<int>(*threads));
+  o.jobs.max_queued = static_cast<int>(*queued);
+  if (auto t = flags.Get("--search-time-limit")) {
+    auto v = ParseDouble(*t, "--search-time-limit");
+    if (!v.ok() || !(*v > 0)) {
+      return UsageError(
+          io, "serve",
+          Status::InvalidArgument("--search-time-limit must be a positive number of seconds"));
+    }
+    o.plans.search_time_limit_s = *v;
+  }
+  if (auto f = flags.Get("--token-file")) {
+    auto text = ReadFileToString(*f);
+    if (!text.ok()) return UsageError(io, "serve", text.status().WithContext("--token-file"));
+    o.token = Trim(*text);
+    if (o.token.size() < 16) {
+      return UsageError(
+          io, "serve",
+          Status::InvalidArgument("--token-file: the token must be at least 16 characters"));
+    }
+  }
+  o.cache_dir = flags.GetOr("--cache-dir", profiler::DefaultCacheDir());
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  o.executable = ec ? "/proc/self/exe" : self.string();
+
+  // SIGINT/SIGTERM are taken by a thread (sigwait) so shutdown runs outside a
+  // signal handler; block them before any thread starts so all inherit it.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = web::Server::Create(o);
+  if (!server.ok()) return UsageError(io, "serve", server.status());
+  auto bound = (*server)->Bind();
+  if (!bound.ok()) return UsageError(io, "serve", bound.status(), /*measuring=*/false);
+  io.err << "paratune serve: listening on http://"
+         << (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) << ":" << *bound
+         << "/ (cache " << o.cache_dir << (o.token.empty() ? "" : ", bearer token required") << ")"
+         << std::endl;
+  web::Server* srv = server->get();
+  std::thread waiter([srv, set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv->Stop();
+  });
+  srv->Listen();
+  // Listen returned: either a signal arrived (waiter done) or Stop came from
+  // elsewhere; wake the waiter in the second case.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  io.err << "paratune serve: stopped" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace paratune::cli

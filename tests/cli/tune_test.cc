@@ -1,0 +1,478 @@
+// `paratune tune` and `paratune emit` as job scripts meet them: stdout holds
+// only `export` lines, exit codes 0/2/3/75, the allocation read from flags,
+// Slurm, torchrun and Open MPI/PMI variables, and 16 concurrent tune processes
+// on one cache directory (real processes of the paratune executable): one
+// profile run, identical results, no partial file ever visible.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli/allocation.h"
+#include "cli/commands.h"
+#include "common/json.h"
+#include "planner/emit.h"
+#include "profiler/cache.h"
+
+extern char** environ;
+
+namespace paratune::cli {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
+  std::istringstream in(stdin_text);
+  std::ostringstream out, err;
+  int code = fn(args, Io{in, out, err});
+  return {code, out.str(), err.str()};
+}
+
+std::string Scratch(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("paratune-tune-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// NAME -> value of `export NAME=value` lines; fails the test on any other line.
+std::map<std::string, std::string> Exports(const std::string& out) {
+  std::map<std::string, std::string> vars;
+  for (const std::string& line : Lines(out)) {
+    EXPECT_EQ(line.rfind("export ", 0), 0u) << "not an export line on stdout: '" << line << "'";
+    const auto eq = line.find('=');
+    if (line.rfind("export ", 0) != 0 || eq == std::string::npos) continue;
+    vars[line.substr(7, eq - 7)] = line.substr(eq + 1);
+  }
+  return vars;
+}
+
+const char* const kExportNames[] = {"TP", "PP", "CP", "DP", "SP", "VP", "MBS", "GBS", "ZERO_STAGE",
+                                    "RECOMPUTE", "GX", "GY", "GZ", "PARATUNE_PLAN"};
+
+// ------------------------------------------------------------------ emit
+
+TEST(Emit, PrintsTheFormatAndRefusesWithExit2) {
+  const std::string dir = Scratch("emit");
+  Outcome plan = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16",
+                                "--global-batch", "64", "--space", "axonn", "--format", "json"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  std::ofstream(dir + "/plans.json") << plan.out;
+  // An AxoNN plan emits AxoNN by default.
+  Outcome def = Call(RunEmit, {"--plans", dir + "/plans.json"});
+  ASSERT_EQ(def.code, kExitOk) << def.err;
+  EXPECT_NE(def.out.find("ax.init("), std::string::npos);
+  Outcome env = Call(RunEmit, {"--plans", "-", "--format", "env", "--rank", "2"}, plan.out);
+  ASSERT_EQ(env.code, kExitOk) << env.err;
+  auto vars = Exports(env.out);
+  for (const char* n : {"TP", "PP", "CP", "DP", "SP", "VP", "MBS", "GBS", "ZERO_STAGE", "RECOMPUTE", "GX",
+                        "GY", "GZ"}) {
+    EXPECT_TRUE(vars.count(n)) << n;
+  }
+  EXPECT_EQ(vars["GBS"], "64");
+  EXPECT_EQ(std::stoi(vars["GX"]) * std::stoi(vars["GY"]) * std::stoi(vars["GZ"]) * std::stoi(vars["DP"]) *
+                std::stoi(vars["PP"]) * std::stoi(vars["CP"]),
+            16);
+  // Whatever the AxoNN plan is, Megatron-LM cannot take gz > 1 or gx > 1;
+  // find a rank that uses them and check the refusal.
+  Json doc = Json::parse(plan.out);
+  int grid_rank = 0;
+  for (size_t i = 0; i < doc["candidates"].size(); ++i) {
+    const Json& c = doc["candidates"][i]["config"];
+    if (c.value("gx", 1) > 1 || c.value("gz", 1) > 1) {
+      grid_rank = static_cast<int>(i) + 1;
+      break;
+    }
+  }
+  ASSERT_GT(grid_rank, 0) << "no AxoNN plan with a 2D/3D grid among the top 10";
+  Outcome meg = Call(RunEmit, {"--plans", dir + "/plans.json", "--rank", std::to_string(grid_rank),
+                               "--format", "megatron"});
+  EXPECT_EQ(meg.code, kExitUsage);
+  EXPECT_EQ(meg.out, "");
+  EXPECT_NE(meg.err.find("cannot express this plan"), std::string::npos) << meg.err;
+  EXPECT_EQ(Call(RunEmit, {"--plans", dir + "/plans.json", "--format", "nemo"}).code, kExitUsage);
+  EXPECT_EQ(Call(RunEmit, {"--plans", dir + "/plans.json", "--rank", "11"}).code, kExitUsage);
+  EXPECT_EQ(Call(RunEmit, {"--format", "env"}).code, kExitUsage);
+  std::filesystem::remove_all(dir);
+}
+
+// Every plan of a framework's space is one that framework's format can write:
+// `--framework X` (or `--space`) never leads to a refusal of its own format.
+TEST(Emit, EachSpacesPlansEmitInItsFramework) {
+  const std::pair<const char*, const char*> families[] = {
+      {"megatron", "megatron"}, {"deepspeed", "deepspeed"}, {"axonn", "axonn"}, {"fsdp", "torchtitan"}};
+  const std::vector<Args> jobs = {
+      {"--model", "gpt3-13b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512"},
+      {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "256", "--seq", "8192"},
+      {"--model", "axonn-20b", "--cluster", "perlmutter", "--gpus", "128", "--global-batch", "512"},
+      {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--global-batch", "512", "--seq",
+       "4096"}};
+  int emitted = 0, hpz_with_tp = 0;
+  for (const Args& job : jobs) {
+    for (auto [space, format] : families) {
+      Args a = job;
+      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"}) a.push_back(x);
+      Outcome plan = Call(RunPlan, a);
+      if (plan.code == kExitNoFeasible) continue;
+      ASSERT_EQ(plan.code, kExitOk) << plan.err;
+      const Json doc = Json::parse(plan.out);
+      auto f = planner::ParseEmitFormat(format);
+      ASSERT_TRUE(f.ok());
+      EXPECT_EQ(planner::DefaultEmitFormat(doc), *f) << space;
+      for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
+        auto text = planner::EmitConfig(doc, static_cast<int>(r), *f);
+        const Json& cfg = doc["candidates"][r - 1]["config"];
+        // Known gap in the planner's DeepSpeed space (planner/search.cc, not this
+        // module's): it offers hpZ with Megatron-DeepSpeed TP > 1, but DeepSpeed
+        // builds hpZ groups from consecutive global ranks (zero/stage3.py:703-704,
+        // utils/groups.py:878-886), which then mix tensor shards. Refused, for that reason only.
+        if (!text.ok() && std::string(space) == "deepspeed" && cfg.value("hpz", false) && cfg.value("tp", 1) > 1) {
+          EXPECT_NE(text.status().message().find("consecutive ranks hold different tensor shards"), std::string::npos)
+              << text.status().ToString();
+          ++hpz_with_tp;
+          continue;
+        }
+        EXPECT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
+                               << doc["candidates"][r - 1]["config_string"] << ": " << text.status().ToString();
+        emitted += text.ok();
+      }
+    }
+  }
+  EXPECT_GT(emitted, 200);
+  std::cout << "[ spaces ] " << emitted << " plans emitted in their framework; " << hpz_with_tp
+            << " DeepSpeed hpZ-with-TP plans refused\n";
+}
+
+// ------------------------------------------------------------------ allocation
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [held](const char* name) -> const char* {
+    auto it = held->find(name);
+    return it == held->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Allocation, SourcesInOrder) {
+  // Slurm first, even inside mpirun (OMPI_* set too).
+  auto a = AllocationFromEnv(Env({{"SLURM_JOB_NUM_NODES", "4"}, {"SLURM_GPUS_ON_NODE", "8"},
+                                  {"OMPI_COMM_WORLD_SIZE", "2"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->gpus, 32);
+  EXPECT_EQ((*a)->source.rfind("slurm", 0), 0u);
+  a = AllocationFromEnv(Env({{"SLURM_NNODES", "2"}, {"SLURM_GPUS_PER_NODE", "h100:4"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->gpus, 8);
+  a = AllocationFromEnv(Env({{"SLURM_NNODES", "3"}, {"SLURM_NTASKS", "12"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->gpus_per_node, 4);
+  a = AllocationFromEnv(Env({{"SLURM_NNODES", "2"}}), 8);  // nodes only: the cluster's node size
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->gpus, 16);
+  EXPECT_NE((*a)->source.find("from the cluster"), std::string::npos);
+  a = AllocationFromEnv(Env({{"WORLD_SIZE", "16"}, {"LOCAL_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_SIZE", "4"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->nodes, 2);
+  EXPECT_EQ((*a)->source.rfind("torchrun", 0), 0u);
+  a = AllocationFromEnv(Env({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->nodes, 2);
+  EXPECT_EQ((*a)->source.rfind("openmpi", 0), 0u);
+  a = AllocationFromEnv(Env({{"PMI_SIZE", "6"}}), 8);
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ((*a)->gpus, 6);
+  a = AllocationFromEnv(Env({}), 8);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(*a);
+  // Bad values name the variable.
+  auto bad = AllocationFromEnv(Env({{"SLURM_NNODES", "two"}}), 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("SLURM_NNODES"), std::string::npos);
+  EXPECT_FALSE(AllocationFromEnv(Env({{"WORLD_SIZE", "12"}, {"LOCAL_WORLD_SIZE", "8"}}), 8).ok());
+  // Flags.
+  auto f = AllocationFromFlags(std::string("64"), std::nullopt, std::nullopt, 8);
+  ASSERT_TRUE(f.ok() && *f);
+  EXPECT_EQ((*f)->nodes, 8);
+  f = AllocationFromFlags(std::nullopt, std::string("2"), std::string("4"), 8);
+  ASSERT_TRUE(f.ok() && *f);
+  EXPECT_EQ((*f)->gpus, 8);
+  EXPECT_FALSE(AllocationFromFlags(std::string("12"), std::nullopt, std::nullopt, 8).ok());
+  EXPECT_FALSE(AllocationFromFlags(std::string("8"), std::string("1"), std::nullopt, 8).ok());
+}
+
+// ------------------------------------------------------------------ tune, in process
+
+class TuneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = Scratch(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // The environment of the test runner must not be read as an allocation.
+    for (const char* v : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+      ::unsetenv(v);
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Args Base(std::initializer_list<std::string> extra) {
+    Args a = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--global-batch", "512", "--seq", "8192",
+              "--cache-dir", dir_ + "/cache", "--out-dir", dir_ + "/out", "--threads", "2"};
+    a.insert(a.end(), extra);
+    return a;
+  }
+  std::string dir_;
+};
+
+TEST_F(TuneTest, WithoutBackendPlansAndPrintsOnlyExports) {
+  Outcome r = Call(RunTune, Base({"--gpus", "64", "--space", "megatron"}));
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  auto vars = Exports(r.out);
+  for (const char* n : kExportNames) EXPECT_TRUE(vars.count(n)) << n;
+  EXPECT_EQ(vars["GBS"], "512");
+  EXPECT_EQ(std::stoi(vars["TP"]) * std::stoi(vars["PP"]) * std::stoi(vars["CP"]) * std::stoi(vars["DP"]), 64);
+  EXPECT_EQ(vars["PARATUNE_PLAN"], std::filesystem::absolute(dir_ + "/out/plans.json").lexically_normal().string());
+  EXPECT_NE(r.err.find("allocation: 8 node(s) x 8 GPU(s) = 64 from flags"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no cached profile"), std::string::npos) << r.err;
+  // The files: the plan, the summary and the chosen plan per framework.
+  for (const char* f : {"plans.json", "tune.json", "env.sh", "megatron.sh", "config.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir_ + "/out/" + f)) << f;
+  }
+  Json tune = Json::parse(*ReadFileToString(dir_ + "/out/tune.json"));
+  EXPECT_EQ(tune["schema"], "paratune.tune/v1");
+  EXPECT_EQ(tune["chosen_rank"], 1);
+  EXPECT_EQ(tune["chosen_by"], "predicted");
+  EXPECT_EQ(tune["allocation"]["gpus"], 64);
+  // env.sh holds exactly what stdout held.
+  EXPECT_EQ(*ReadFileToString(dir_ + "/out/env.sh"), r.out);
+  // And the Megatron file agrees with the exports.
+  const std::string meg = *ReadFileToString(dir_ + "/out/megatron.sh");
+  EXPECT_NE(meg.find("--tensor-model-parallel-size " + vars["TP"] + "\n"), std::string::npos);
+  EXPECT_NE(meg.find("--pipeline-model-parallel-size " + vars["PP"] + "\n"), std::string::npos);
+}
+
+TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameCluster) {
+  // A job with a backend measures and caches the profile of dgx-h100 ...
+  Outcome first = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick"}));
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_NE(first.err.find("[tune] profile measured"), std::string::npos) << first.err;
+  // ... a later job without one plans with it ...
+  Outcome second = Call(RunTune, Base({"--gpus", "64"}));
+  ASSERT_EQ(second.code, kExitOk) << second.err;
+  EXPECT_NE(second.err.find("[tune] profile reused"), std::string::npos) << second.err;
+  Json plans = Json::parse(*ReadFileToString(dir_ + "/out/plans.json"));
+  EXPECT_TRUE(plans.contains("profile")) << "the plan should name the profile it used";
+  // ... and a job on another cluster does not.
+  Outcome other = Call(RunTune, {"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64",
+                                 "--global-batch", "512", "--cache-dir", dir_ + "/cache", "--out-dir", dir_ + "/o2"});
+  ASSERT_EQ(other.code, kExitOk) << other.err;
+  EXPECT_NE(other.err.find("no cached profile"), std::string::npos) << other.err;
+}
+
+TEST_F(TuneTest, AllocationFromSlurmVariables) {
+  ::setenv("SLURM_JOB_NUM_NODES", "2", 1);
+  ::setenv("SLURM_GPUS_ON_NODE", "8", 1);
+  Outcome r = Call(RunTune, Base({}));
+  ::unsetenv("SLURM_JOB_NUM_NODES");
+  ::unsetenv("SLURM_GPUS_ON_NODE");
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("= 16 from slurm (SLURM_JOB_NUM_NODES, SLURM_GPUS_ON_NODE)"), std::string::npos) << r.err;
+  auto vars = Exports(r.out);
+  EXPECT_EQ(std::stoi(vars["TP"]) * std::stoi(vars["PP"]) * std::stoi(vars["CP"]) * std::stoi(vars["DP"]) *
+                std::stoi(vars["GZ"]),
+            16);
+}
+
+TEST_F(TuneTest, ExitCodes) {
+  // 2: bad input, nothing on stdout.
+  Outcome bad = Call(RunTune, Base({"--gpus", "64", "--space", "nemo"}));
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(Call(RunTune, {"--model", "llama3-8b", "--global-batch", "8"}).code, kExitUsage);  // no cluster
+  // 3: nothing fits (GPT-3 175B on one GPU), nothing on stdout.
+  Outcome none = Call(RunTune, {"--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1",
+                                "--global-batch", "8", "--cache-dir", dir_ + "/cache", "--out-dir", dir_ + "/o3"});
+  EXPECT_EQ(none.code, kExitNoFeasible) << none.err;
+  EXPECT_EQ(none.out, "");
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/o3/plans.json"));
+  // 75: another process is profiling this cluster and --wait runs out.
+  auto lock = profiler::CacheLock::TryAcquire(dir_ + "/cache", topology::Fingerprint(
+                                                                   *topology::ResolveCluster(Json("dgx-h100"), "")));
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  Outcome busy = Call(RunTune, Base({"--gpus", "64", "--wait", "0.3"}));
+  EXPECT_EQ(busy.code, kExitTempFail) << busy.err;
+  EXPECT_EQ(busy.out, "");
+  EXPECT_NE(busy.err.find("waiting up to"), std::string::npos) << busy.err;
+  // The same with a backend that would profile: it waits, then gives up with 75.
+  Outcome busy_fake = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick", "--wait", "0.3"}));
+  EXPECT_EQ(busy_fake.code, kExitTempFail) << busy_fake.err;
+  EXPECT_EQ(busy_fake.out, "");
+  EXPECT_NE(busy_fake.err.find("waiting up to"), std::string::npos) << busy_fake.err;
+}
+
+TEST_F(TuneTest, BackendUnavailableIsExit4) {
+  // cuda where this build or machine cannot run it (no GPU, or not compiled in);
+  // where it can, tune profiles and succeeds.
+  Outcome r = Call(RunTune, Base({"--gpus", "8", "--backend", "cuda", "--quick", "--confirm-top", "0"}));
+  if (r.code != kExitOk) {
+    EXPECT_EQ(r.code, kExitMeasureFailed) << r.err;
+    EXPECT_EQ(r.out, "");
+  } else {
+    EXPECT_TRUE(Exports(r.out).count("PARATUNE_PLAN"));
+  }
+}
+
+TEST_F(TuneTest, HelpTeaches) {
+  Outcome h = Call(RunTune, {"--help"});
+  EXPECT_EQ(h.code, kExitOk);
+  for (const char* s : {"eval \"$(", "SLURM_NNODES", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "75", "--confirm-top",
+                        "megatron.sh"}) {
+    EXPECT_NE(h.out.find(s), std::string::npos) << s;
+  }
+  Outcome e = Call(RunEmit, {"--help"});
+  EXPECT_EQ(e.code, kExitOk);
+  for (const char* s : {"MODEL_PARALLEL_ARGS", "train_batch_size", "ax.init", "[parallelism]", "export"}) {
+    EXPECT_NE(e.out.find(s), std::string::npos) << s;
+  }
+}
+
+// ------------------------------------------------------------------ 16 processes
+
+struct Child {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+};
+
+Child Spawn(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  Child c;
+  c.out_path = out_path;
+  c.err_path = err_path;
+  EXPECT_EQ(posix_spawn(&c.pid, args[0], &fa, nullptr, args.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return c;
+}
+
+// Everything in the plan document except timings.
+Json Comparable(Json plans) {
+  plans.erase("search_time_s");
+  return plans;
+}
+
+TEST(TuneConcurrency, SixteenProcessesProfileOnce) {
+  const std::string dir = Scratch("concurrent");
+  const std::string cache = dir + "/cache";
+  constexpr int kProcs = 16;
+  // Hold the cache lock while they start, as a slow profiling job would: every
+  // process must find it busy and wait; when it is released exactly one of
+  // them measures and the rest reuse its profile.
+  auto held = profiler::CacheLock::TryAcquire(
+      cache, topology::Fingerprint(*topology::ResolveCluster(Json("dgx-h100"), "")));
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  std::vector<Child> kids;
+  for (int i = 0; i < kProcs; ++i) {
+    const std::string out = dir + "/out" + std::to_string(i);
+    kids.push_back(Spawn({PARATUNE_EXE, "tune", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--backend",
+                          "fake", "--quick", "--gpus", "16", "--global-batch", "64", "--cache-dir", cache,
+                          "--out-dir", out, "--wait", "240", "--threads", "1"},
+                         dir + "/stdout" + std::to_string(i), dir + "/stderr" + std::to_string(i)));
+  }
+  // A reader polls the cache while they run: every profile it can see parses.
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, partial{0};
+  std::thread reader([&] {
+    while (!done) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(cache + "/profiles", ec)) {
+        if (e.path().extension() != ".json") continue;
+        auto text = ReadFileToString(e.path().string());
+        if (!text.ok()) continue;  // renamed away between listing and opening
+        ++reads;
+        if (!ParseJson(*text, "cache").ok()) ++partial;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  { profiler::CacheLock release = std::move(*held); }
+  std::vector<int> codes;
+  for (Child& c : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(c.pid, &status, 0), c.pid);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  done = true;
+  reader.join();
+
+  int measured = 0, reused = 0, waited = 0;
+  std::string first_exports;
+  Json first_plans;
+  for (int i = 0; i < kProcs; ++i) {
+    const std::string err = *ReadFileToString(kids[i].err_path);
+    ASSERT_EQ(codes[i], 0) << "process " << i << ":\n" << err;
+    if (err.find("[tune] profile measured") != std::string::npos) ++measured;
+    if (err.find("[tune] profile reused") != std::string::npos) ++reused;
+    if (err.find("waiting up to 240 s") != std::string::npos) ++waited;
+    // Identical results: the same exports (but for each one's own plan path)
+    // and the same plans.
+    std::string exports;
+    for (const std::string& line : Lines(*ReadFileToString(kids[i].out_path))) {
+      ASSERT_EQ(line.rfind("export ", 0), 0u) << line;
+      if (line.rfind("export PARATUNE_PLAN=", 0) == 0) continue;
+      exports += line + "\n";
+    }
+    const Json plans = Comparable(Json::parse(*ReadFileToString(dir + "/out" + std::to_string(i) + "/plans.json")));
+    if (i == 0) {
+      first_exports = exports;
+      first_plans = plans;
+      EXPECT_NE(exports.find("export TP="), std::string::npos);
+    } else {
+      EXPECT_EQ(exports, first_exports) << "process " << i;
+      EXPECT_EQ(plans, first_plans) << "process " << i;
+    }
+  }
+  EXPECT_EQ(measured, 1) << "exactly one process profiles";
+  EXPECT_EQ(reused, kProcs - 1);
+  EXPECT_EQ(waited, kProcs) << "every process should have found the cache busy";
+  EXPECT_EQ(partial.load(), 0) << "a reader saw a partial profile (" << reads.load() << " reads)";
+  // Nothing half-written is left anywhere: one profile and its lock in the
+  // cache, no temporary files in any output directory.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << e.path();
+    if (e.path().parent_path() == std::filesystem::path(cache + "/profiles")) names.push_back(name);
+  }
+  ASSERT_EQ(names.size(), 2u);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names[0].substr(names[0].size() - 5), ".json");
+  EXPECT_EQ(names[1].substr(names[1].size() - 5), ".lock");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace paratune::cli

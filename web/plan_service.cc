@@ -1,0 +1,501 @@
+#include "web/plan_service.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "common/strings.h"
+#include "planner/cost_model.h"
+#include "planner/emit.h"
+#include "planner/request.h"
+#include "profiler/cache.h"
+
+namespace paratune::web {
+namespace {
+
+// "/collectives/3: ..." inside an inline profile → "/profile/collectives/3: ...".
+Status UnderPointer(const Status& s, const std::string& prefix) {
+  if (s.ok()) return s;
+  const std::string& m = s.message();
+  if (!m.empty() && m[0] == '/') return Status(s.code(), prefix + m);
+  return Status(s.code(), prefix + ": " + m);
+}
+
+bool IsFingerprint(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+           c == '_';
+  });
+}
+
+// A --fix value from JSON: strings as they are, integers and booleans spelled
+// as the flag form spells them.
+Result<std::string> FixValue(const Json& v, const std::string& pointer) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return std::string(v.get<bool>() ? "true" : "false");
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return Status::InvalidArgument(pointer + ": must be a string, an integer or a boolean");
+}
+
+}  // namespace
+
+int JsonNestingDepth(std::string_view text, int limit) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"')
+      in_string = true;
+    else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > limit) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+Result<std::vector<int>> ParseGpuCounts(const std::string& spec, const std::string& pointer,
+                                        int max_counts) {
+  const std::vector<std::string> parts = Split(spec, ':');
+  auto bad = [&](const std::string& rule) {
+    return Status::InvalidArgument(pointer + ": " + rule);
+  };
+  if (parts.empty() || parts.size() > 3) return bad("expected N, \"A:B\" or \"A:B:STEP\"");
+  std::vector<int64_t> v;
+  for (const std::string& p : parts) {
+    auto n = ParseInt(p, pointer);
+    if (!n.ok())
+      return bad("expected N, \"A:B\" or \"A:B:STEP\" with integers, not \"" + spec + "\"");
+    v.push_back(*n);
+  }
+  if (v.size() == 1) {
+    if (v[0] < 1) return bad("must be positive");
+    return std::vector<int>{static_cast<int>(v[0])};
+  }
+  if (v[0] < 1 || v[1] < v[0] || v[1] > (int64_t{1} << 30)) return bad("A:B needs 1 <= A <= B");
+  std::vector<int> out;
+  if (v.size() == 3) {
+    if (v[2] < 1) return bad("STEP must be positive");
+    for (int64_t g = v[0]; g <= v[1] && static_cast<int>(out.size()) <= max_counts; g += v[2]) {
+      out.push_back(static_cast<int>(g));
+    }
+  } else {
+    for (int64_t g = v[0]; g <= v[1] && static_cast<int>(out.size()) <= max_counts; g *= 2) {
+      out.push_back(static_cast<int>(g));
+    }
+  }
+  if (static_cast<int>(out.size()) > max_counts) {
+    return bad("the range has more than " + std::to_string(max_counts) + " GPU counts");
+  }
+  return out;
+}
+
+Result<PlanRequest> ParsePlanRequest(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("the request must be a JSON object");
+  PlanRequest req;
+  req.job = j;
+  auto take = [&](const char* key) -> std::optional<Json> {
+    auto it = req.job.find(key);
+    if (it == req.job.end()) return std::nullopt;
+    Json v = *it;
+    req.job.erase(it);
+    return v;
+  };
+  if (auto s = take("schema")) {
+    if (!s->is_string() || s->get<std::string>() != kPlanRequestSchema) {
+      return Status::InvalidArgument(std::string("/schema: must be \"") + kPlanRequestSchema +
+                                     "\"");
+    }
+  }
+  if (auto g = take("gpus")) {
+    if (g->is_number_integer()) {
+      const int64_t n = g->get<int64_t>();
+      if (n < 1 || n > (int64_t{1} << 30))
+        return Status::InvalidArgument("/gpus: must be a positive integer");
+      req.gpu_counts = {static_cast<int>(n)};
+    } else if (g->is_string()) {
+      PT_ASSIGN_OR_RETURN(req.gpu_counts, ParseGpuCounts(g->get<std::string>(), "/gpus"));
+    } else {
+      return Status::InvalidArgument("/gpus: must be an integer or a range string \"A:B[:STEP]\"");
+    }
+  } else {
+    return Status::InvalidArgument("/gpus: is required (an integer or \"A:B[:STEP]\")");
+  }
+  planner::SearchOptions& o = req.options;
+  if (auto v = take("space")) {
+    if (!v->is_string()) return Status::InvalidArgument("/space: must be a string");
+    auto f = planner::ParseFamily(v->get<std::string>());
+    if (!f.ok()) return UnderPointer(f.status(), "/space");
+    o.family = *f;
+    req.space_named = true;
+  }
+  if (auto v = take("allow_lossy")) {
+    if (!v->is_boolean()) return Status::InvalidArgument("/allow_lossy: must be true or false");
+    o.allow_lossy = v->get<bool>();
+  }
+  if (auto v = take("objective")) {
+    if (!v->is_string()) return Status::InvalidArgument("/objective: must be a string");
+    auto ob = planner::ParseObjective(v->get<std::string>());
+    if (!ob.ok()) return UnderPointer(ob.status(), "/objective");
+    o.objective = *ob;
+  }
+  if (auto v = take("top")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > 10000) {
+      return Status::InvalidArgument("/top: must be an integer in [1, 10000]");
+    }
+    o.top_k = static_cast<int>(v->get<int64_t>());
+  }
+  if (auto v = take("pareto")) {
+    if (!v->is_boolean()) return Status::InvalidArgument("/pareto: must be a boolean");
+    o.keep_pareto = v->get<bool>();
+  }
+  if (auto v = take("fix")) {
+    if (v->is_string()) {
+      auto kv = ParseKeyValueList(v->get<std::string>());
+      if (!kv.ok()) return UnderPointer(kv.status(), "/fix");
+      o.fixed = *kv;
+    } else if (v->is_object()) {
+      for (const auto& [k, val] : v->items()) {
+        PT_ASSIGN_OR_RETURN(std::string s, FixValue(val, "/fix/" + JsonPointerToken(k)));
+        o.fixed.emplace_back(k, s);
+      }
+    } else {
+      return Status::InvalidArgument(
+          "/fix: must be a string \"pp=1,zero=3\" or an object {\"pp\": 1}");
+    }
+    if (Status s = planner::ValidateFixed(o.fixed); !s.ok()) return UnderPointer(s, "/fix");
+  }
+  if (auto v = take("profile")) req.profile = *v;
+  if (req.job.contains("config")) {
+    return Status::InvalidArgument(
+        "/config: a plan request searches every configuration; use fix to pin fields");
+  }
+  req.framework_named = req.job.contains("training") && req.job["training"].is_object() &&
+                        req.job["training"].contains("framework");
+  return req;
+}
+
+Result<std::optional<std::shared_ptr<const profiler::Profile>>> ProfileStore::Get(
+    const std::string& fp) {
+  using Out = std::optional<std::shared_ptr<const profiler::Profile>>;
+  const std::string path = profiler::CachedProfilePath(dir_, fp);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Out();
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(fp);
+    if (it != entries_.end() && it->second.mtime_ns == mtime_ns && it->second.size == st.st_size) {
+      return Out(it->second.profile);
+    }
+  }
+  auto loaded = profiler::LoadCachedProfile(dir_, fp);
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->has_value()) return Out();
+  auto p = std::make_shared<const profiler::Profile>(std::move(**loaded));
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[fp] = Entry{mtime_ns, static_cast<int64_t>(st.st_size), p};
+  return Out(p);
+}
+
+Result<std::vector<ProfileStore::Listed>> ProfileStore::List() {
+  std::vector<Listed> out;
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::path(dir_) / "profiles";
+  if (!std::filesystem::exists(folder, ec)) return out;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  }
+  if (ec) return Status::IoError("cannot list " + folder.string() + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    auto got = Get(n);
+    if (!got.ok()) {
+      out.emplace_back(n, got.status());
+    } else if (got->has_value()) {
+      out.emplace_back(n, **got);
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const std::string> DocumentCache::Get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void DocumentCache::Put(const std::string& key, std::shared_ptr<const std::string> doc) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (capacity_ == 0 || index_.count(key)) return;
+  lru_.emplace_front(key, std::move(doc));
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+void DocumentCache::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lru_.clear();
+  index_.clear();
+}
+
+PlanService::PlanService(PlanServiceOptions options)
+    : options_(std::move(options)),
+      profiles_(options_.cache_dir),
+      by_request_(options_.cache_entries),
+      by_body_(options_.cache_entries) {}
+
+void PlanService::InvalidateCache() {
+  by_request_.Clear();
+  by_body_.Clear();
+}
+
+std::string PlanService::BodyKey(const std::string& raw_body) const {
+  struct stat st;
+  int64_t generation = 0;
+  if (::stat((options_.cache_dir + "/profiles").c_str(), &st) == 0) {
+    generation = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return std::to_string(generation) + "#" + raw_body;
+}
+
+std::shared_ptr<const std::string> PlanService::LookupBody(const std::string& raw_body) {
+  return by_body_.Get(BodyKey(raw_body));
+}
+
+Result<std::string> PlanService::ApplyProfileTo(const Json& profile,
+                                                topology::ClusterSpec* cluster) {
+  if (profile.is_null()) {
+    auto cached = profiles_.Get(topology::Fingerprint(*cluster));
+    if (!cached.ok()) return cached.status().WithContext("profile cache");
+    if (!cached->has_value()) return std::string();
+    PT_RETURN_IF_ERROR(profiler::ApplyProfile(***cached, cluster).WithContext("cached profile"));
+    return cluster->profile_fingerprint;
+  }
+  if (profile.is_string()) {
+    const std::string fp = profile.get<std::string>();
+    if (!IsFingerprint(fp)) {
+      return Status::InvalidArgument(
+          "/profile: must name a cached profile by its cluster fingerprint "
+          "(GET /v1/profiles) or be a paratune.profile/v1 object");
+    }
+    auto cached = profiles_.Get(fp);
+    if (!cached.ok()) return UnderPointer(cached.status(), "/profile");
+    if (!cached->has_value()) {
+      return Status::NotFound("/profile: no cached profile for cluster fingerprint '" + fp +
+                              "' (GET /v1/profiles)");
+    }
+    PT_RETURN_IF_ERROR(UnderPointer(profiler::ApplyProfile(***cached, cluster), "/profile"));
+    return cluster->profile_fingerprint;
+  }
+  if (profile.is_object()) {
+    auto p = profiler::ParseProfile(profile);
+    if (!p.ok()) return UnderPointer(p.status(), "/profile");
+    PT_RETURN_IF_ERROR(UnderPointer(profiler::ApplyProfile(*p, cluster), "/profile"));
+    return cluster->profile_fingerprint;
+  }
+  return Status::InvalidArgument(
+      "/profile: must be a cluster fingerprint string or a paratune.profile/v1 object");
+}
+
+Result<std::string> PlanService::Predict(const Json& request) {
+  if (!request.is_object()) return Status::InvalidArgument("the request must be a JSON object");
+  Json body = request;
+  Json profile;
+  if (auto it = body.find("profile"); it != body.end()) {
+    profile = *it;
+    body.erase(it);
+  }
+  PT_ASSIGN_OR_RETURN(planner::PredictRequest req, planner::ParsePredictRequest(body));
+  if (req.job.gpus > options_.max_gpus) {
+    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +
+                                   " on this service");
+  }
+  PT_RETURN_IF_ERROR(ApplyProfileTo(profile, &req.job.cluster).status());
+  planner::CostModel cm(req.job.model, req.job.training, req.job.cluster, req.job.gpus);
+  PT_RETURN_IF_ERROR(planner::ValidateConfig(cm, req.config));
+  const planner::Prediction p = cm.Predict(req.config);
+  return planner::PredictionToJson(req.job, req.config, p, cm)
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<planner::SearchResult> PlanService::RunSearch(
+    const planner::Search& search, std::chrono::steady_clock::time_point deadline) {
+  const int n = search.num_shards();
+  std::vector<planner::SearchResult> parts(n);
+  std::atomic<int> next{0};
+  std::atomic<bool> late{false};
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) {
+      // Shards are small (one tuple of degrees), so checking between them
+      // bounds the overrun by one shard's time.
+      if (std::chrono::steady_clock::now() > deadline) {
+        late = true;
+        return;
+      }
+      parts[i] = search.RunShard(i);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(options_.search_threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (late) {
+    return Status::Timeout(
+        "the search ran past the service's limit of " +
+        FormatFixed(options_.search_time_limit_s, 0) +
+        " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+  }
+  return search.Merge(std::move(parts));
+}
+
+Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body) {
+  // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
+  const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
+  PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
+  // The search's divisor enumeration grows with the batch: beyond 2^30
+  // sequences one shard can run for minutes, past any time limit's check.
+  if (auto t = req.job.find("training"); t != req.job.end() && t->is_object()) {
+    if (auto b = t->find("global_batch");
+        b != t->end() && b->is_number_integer() && b->get<int64_t>() > (int64_t{1} << 30)) {
+      return Status::InvalidArgument(
+          "/training/global_batch: at most 2^30 sequences on this service");
+    }
+  }
+  if (req.gpu_counts.back() > options_.max_gpus) {
+    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +
+                                   " on this service");
+  }
+  // Parse every count's job first: a bad field fails fast, before any search,
+  // and the applied profiles become part of the cache key.
+  std::vector<planner::PlanSection> sections;
+  std::string key = request.dump();
+  for (int gpus : req.gpu_counts) {
+    Json one = req.job;
+    one["gpus"] = gpus;
+    PT_ASSIGN_OR_RETURN(planner::PredictRequest parsed, planner::ParsePredictRequest(one));
+    if (!parsed.profile_path.empty()) return Status::InvalidArgument("/profile: internal");
+    planner::PlanSection sec;
+    sec.job = std::move(parsed.job);
+    PT_ASSIGN_OR_RETURN(std::string fp, ApplyProfileTo(req.profile, &sec.job.cluster));
+    key += "|" + fp;
+    sections.push_back(std::move(sec));
+  }
+  if (auto doc = by_request_.Get(key)) {
+    if (!body_key.empty()) by_body_.Put(body_key, doc);
+    return Served{doc, true};
+  }
+  // A slot among the concurrent searches, so a burst of distinct requests
+  // queues instead of oversubscribing the cores.
+  {
+    std::unique_lock<std::mutex> lock(slots_mu_);
+    const bool got =
+        slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
+                           [&] { return running_searches_ < options_.max_concurrent_searches; });
+    if (!got) {
+      return Status::Unavailable("every search slot stayed busy for " +
+                                 FormatFixed(options_.queue_wait_limit_s, 0) + " s; retry later");
+    }
+    ++running_searches_;
+  }
+  struct Release {
+    PlanService* s;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(s->slots_mu_);
+      --s->running_searches_;
+      s->slots_cv_.notify_one();
+    }
+  } release{this};
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.search_time_limit_s));
+  for (planner::PlanSection& sec : sections) {
+    // One cost model per framework of the space, or only the one the request names.
+    PT_ASSIGN_OR_RETURN(planner::SpaceModels space,
+                        planner::ModelsForSpace(sec.job, req.options.family, req.space_named,
+                                                req.framework_named));
+    planner::Search search(space.Pointers(), req.options);
+    const auto t0 = std::chrono::steady_clock::now();
+    PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));
+    sec.search_time_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  auto body = std::make_shared<const std::string>(
+      planner::PlansToJson(sections, req.options)
+          .dump(-1, ' ', false, Json::error_handler_t::replace));
+  by_request_.Put(key, body);
+  if (!body_key.empty()) by_body_.Put(body_key, body);
+  return Served{body, false};
+}
+
+}  // namespace paratune::web
+
+namespace paratune::web {
+
+Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) {
+  if (!body.is_object()) return Status::InvalidArgument("the request must be a JSON object");
+  ObjectReader r(body, "");
+  std::string schema = "paratune.emit_request/v1";
+  PT_RETURN_IF_ERROR(r.OptString("schema", &schema));
+  if (schema != "paratune.emit_request/v1")
+    return r.Error("schema", "must be \"paratune.emit_request/v1\"");
+  int64_t rank = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("rank", &rank));
+  if (rank < 1 || rank > 10000) return r.Error("rank", "must be in [1, 10000]");
+  std::string format_name;
+  PT_RETURN_IF_ERROR(r.OptString("format", &format_name));
+  Json plans;
+  if (r.Has("plans") == r.Has("request")) {
+    return Status::InvalidArgument(
+        "/plans: give exactly one of plans (a paratune.plans/v1 document) or request (a plan "
+        "request)");
+  }
+  if (r.Has("plans")) {
+    plans = r.Raw("plans");
+    if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
+      return r.Error("plans", "must be a paratune.plans/v1 object");
+    }
+  } else {
+    auto served = Plan(r.Raw("request"));
+    if (!served.ok()) return UnderPointer(served.status(), "/request");
+    auto doc = ParseJson(*served->body, "plans");
+    if (!doc.ok()) return doc.status();
+    plans = std::move(doc).value();
+  }
+  PT_RETURN_IF_ERROR(r.Finish());
+  planner::EmitFormat format = planner::DefaultEmitFormat(plans);
+  if (!format_name.empty()) {
+    auto f = planner::ParseEmitFormat(format_name);
+    if (!f.ok()) return UnderPointer(f.status(), "/format");
+    format = *f;
+  }
+  auto text = planner::EmitConfig(plans, static_cast<int>(rank), format);
+  if (!text.ok()) {
+    // Pointers in the emitter's messages are inside the plans document.
+    return r.Has("plans") ? UnderPointer(text.status(), "/plans") : text.status();
+  }
+  return std::make_pair(std::string(planner::EmitFormatName(format)), std::move(text).value());
+}
+
+}  // namespace paratune::web

@@ -1,0 +1,582 @@
+// paratune web page: plain JavaScript and SVG, no libraries, nothing fetched
+// from anywhere but this server. Talks to the REST API under /v1.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const SVGNS = "http://www.w3.org/2000/svg";
+const TERMS = [  // breakdown_s terms drawn as segments; they add up to iteration_time_s
+  ["compute", "compute", "#4e79a7"], ["recompute", "recompute", "#a0cbe8"],
+  ["comm_x", "comm x", "#f28e2b"], ["comm_y", "comm tp/y", "#ffbe7d"], ["comm_z", "comm z", "#59a14f"],
+  ["comm_cp", "comm cp", "#8cd17d"], ["comm_data", "comm data", "#b6992d"], ["comm_pp", "comm pp", "#e15759"],
+  ["bubble", "bubble", "#ff9d9a"], ["optimizer", "optimizer", "#79706e"], ["offload", "offload", "#d37295"]];
+const MEMORY = ["params", "grads", "optimizer", "activations", "buffers", "total"];
+const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                      "#9c755f", "#bab0ac"];
+
+const state = { doc: null, request: null, selected: 0, compare: [], emit: null };
+
+// ---------- helpers ----------
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "text") e.textContent = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+const fmt = (v, d = 3) => (v == null || !isFinite(v) ? "–" : Number(v).toFixed(d));
+const fmtInt = (v) => (v == null ? "–" : Math.round(v).toLocaleString("en-US"));
+function niceTicks(max, n = 5) {
+  if (!(max > 0)) return [0];
+  const step0 = max / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= step0);
+  const out = [0];
+  while (out[out.length - 1] < max * 0.9999) out.push(+(out[out.length - 1] + step).toPrecision(10));
+  return out;  // the last tick is at or above max, so nothing is drawn past the axis
+}
+function setStatus(text, error = false) {
+  const s = $("#status");
+  s.textContent = text;
+  s.classList.toggle("error", error);
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const token = $("#token").value.trim();
+  if (token) headers.Authorization = "Bearer " + token;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let data = text;
+  if (!(res.headers.get("Content-Type") || "").startsWith("text/plain")) {
+    try { data = JSON.parse(text); } catch (e) { data = text; }
+  }
+  if (!res.ok) {
+    const p = data && typeof data === "object" ? data : {};
+    const where = p.errors && p.errors[0] ? " (" + p.errors[0].pointer + ")" : "";
+    const err = new Error((p.title || res.statusText) + ": " + (p.detail || text) + where);
+    err.problem = p;
+    throw err;
+  }
+  return data;
+}
+
+// ---------- the form ----------
+function fillSelect(sel, items, preferred, label = (x) => x.name) {
+  sel.replaceChildren(...items.map((x) => el("option", { value: x.name, text: label(x) })));
+  if (preferred && items.some((x) => x.name === preferred)) sel.value = preferred;
+}
+
+function buildRequest() {
+  const req = { model: $("#model").value, cluster: $("#cluster").value, training: {} };
+  const g = $("#gpus").value.trim();
+  req.gpus = /^\d+$/.test(g) ? parseInt(g, 10) : g;
+  const gb = $("#global_batch").value.trim();
+  req.training.global_batch = /^\d+$/.test(gb) ? parseInt(gb, 10) : gb;
+  const seq = $("#seq_len").value.trim();
+  if (seq) req.training.seq_len = /^\d+$/.test(seq) ? parseInt(seq, 10) : seq;
+  req.space = $("#space").value;
+  req.objective = $("#objective").value;
+  const top = $("#top").value.trim();
+  if (top) req.top = /^\d+$/.test(top) ? parseInt(top, 10) : top;
+  const fix = $("#fix").value.trim();
+  if (fix) req.fix = fix;
+  req.pareto = true;
+  return req;
+}
+
+async function onSubmit(ev) {
+  ev.preventDefault();
+  const button = $("#submit");
+  button.disabled = true;
+  document.body.dataset.state = "planning";
+  setStatus("searching…");
+  const t0 = performance.now();
+  try {
+    const request = buildRequest();
+    const doc = await api("POST", "/v1/plans", request);
+    state.doc = doc;
+    state.request = request;
+    state.selected = 0;
+    state.compare = [];
+    render();
+    await applyLinkOptions();
+    setStatus("done in " + ((performance.now() - t0) / 1000).toFixed(2) + " s");
+    document.body.dataset.state = "planned";
+  } catch (e) {
+    setStatus(e.message, true);
+    document.body.dataset.state = "error";
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// ---------- results ----------
+function terms(pred) {  // [key, label, colour, seconds]; compute shown without its recompute part
+  const b = pred.breakdown_s;
+  return TERMS.map(([k, label, c]) => {
+    let v = b[k] || 0;
+    if (k === "compute") v = Math.max(0, (b.compute || 0) - (b.recompute || 0));
+    return [k, label, c, v];
+  });
+}
+
+function render() {
+  const doc = state.doc;
+  $("#results").hidden = false;
+  const rejected = Object.entries(doc.rejected || {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  $("#summary").textContent = `${doc.model} on ${doc.gpus} GPUs of ${doc.cluster}: searched ${fmtInt(doc.evaluated)} ` +
+    `configurations in ${fmt(doc.search_time_s, 2)} s; ${fmtInt(doc.feasible)} fit` +
+    (rejected.length ? "; rejected: " + rejected.slice(0, 4).map(([r, n]) => `${fmtInt(n)} ${r}`).join(", ") : "") + ".";
+  renderScaling(doc);
+  renderTable(doc);
+  renderBreakdown(doc);
+  renderPareto(doc);
+  setupExplore(doc);
+  select(0);
+  renderCompare();
+}
+
+function renderScaling(doc) {
+  const box = $("#scaling");
+  if (!doc.scaling || doc.scaling.length < 2) { box.hidden = true; return; }
+  box.hidden = false;
+  const rows = doc.scaling.map((s) => el("tr", {},
+    el("td", { text: s.gpus }), el("td", { text: fmt(s.iteration_time_s) }), el("td", { text: fmtInt(s.tokens_per_s) }),
+    el("td", { text: fmt(s.tokens_per_s_per_gpu, 1) }), el("td", { text: s.mfu == null ? "–" : fmt(100 * s.mfu, 1) + " %" }),
+    el("td", { text: s.pareto ? "★" : "" }), el("td", { class: "cfg", text: s.config_string || "nothing fits" })));
+  box.replaceChildren(el("h3", { text: "Scaling: the best plan per GPU count (★ = on the GPUs vs tokens/s front)" }),
+    el("table", {}, el("thead", {}, el("tr", {}, ...["GPUs", "time (s)", "tokens/s", "tokens/s/GPU", "MFU", "front", "configuration"]
+      .map((h) => el("th", { scope: "col", class: h === "configuration" ? "cfg" : "", text: h })))), el("tbody", {}, ...rows)));
+}
+
+function miniBar(pred, width = 160) {
+  const s = svg("svg", { viewBox: `0 0 ${width} 12`, width, height: 12, role: "img",
+    "aria-label": terms(pred).filter((t) => t[3] > 0).map((t) => `${t[1]} ${fmt(t[3])} s`).join(", ") });
+  let x = 0;
+  const total = pred.iteration_time_s || 1;
+  for (const [, label, c, v] of terms(pred)) {
+    const w = (v / total) * width;
+    if (w <= 0) continue;
+    const r = svg("rect", { x, y: 0, width: w, height: 12, fill: c });
+    r.append(svg("title", {}, `${label}: ${fmt(v)} s`));
+    s.append(r);
+    x += w;
+  }
+  return s;
+}
+
+function renderTable(doc) {
+  const tbody = $("#candidates tbody");
+  tbody.replaceChildren();
+  if (!doc.candidates.length) {
+    tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg bad", text: "No configuration fits; see the rejections above." })));
+    return;
+  }
+  doc.candidates.forEach((c, i) => {
+    const p = c.prediction;
+    const box = el("input", { type: "checkbox", "aria-label": "compare candidate " + c.rank });
+    box.addEventListener("click", (e) => e.stopPropagation());
+    box.addEventListener("change", () => toggleCompare(i, box.checked));
+    const tr = el("tr", { tabindex: "0", "aria-selected": "false", "data-index": i },
+      el("td", { text: c.rank }), el("td", { class: "cfg", text: c.config_string }),
+      el("td", { text: fmt(p.iteration_time_s) }), el("td", { text: fmtInt(p.tokens_per_s) }),
+      el("td", { text: fmt(100 * p.mfu, 1) + " %" }), el("td", { text: fmt(p.memory_GiB.total, 1) }),
+      el("td", {}, miniBar(p)), el("td", {}, box));
+    tr.addEventListener("click", () => select(i));
+    tr.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(i); }
+      if (e.key === "ArrowDown" && tr.nextSibling) { e.preventDefault(); tr.nextSibling.focus(); }
+      if (e.key === "ArrowUp" && tr.previousSibling) { e.preventDefault(); tr.previousSibling.focus(); }
+    });
+    tbody.append(tr);
+  });
+}
+
+function renderBreakdown(doc) {
+  const cands = doc.candidates.slice(0, 15);
+  const box = $("#breakdown-chart");
+  box.replaceChildren();
+  $("#legend").replaceChildren(...TERMS.map(([, label, c]) => {
+    const s = el("span", { text: label });
+    s.style.setProperty("--c", c);
+    return s;
+  }));
+  if (!cands.length) return;
+  const W = 760, rowH = 20, left = 250, right = 20, top = 8, H = top + cands.length * rowH + 40;
+  const max = Math.max(...cands.map((c) => c.prediction.iteration_time_s));
+  const ticks = niceTicks(max);
+  const xmax = ticks[ticks.length - 1] || max;
+  const sx = (v) => left + (v / xmax) * (W - left - right);
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "stacked bars of the time breakdown of the top candidates" });
+  const grid = svg("g", { class: "grid" });
+  for (const t of ticks) {
+    grid.append(svg("line", { x1: sx(t), x2: sx(t), y1: top, y2: H - 32 }));
+    s.append(svg("text", { x: sx(t), y: H - 20, "text-anchor": "middle" }, fmt(t, t < 1 ? 2 : 1)));
+  }
+  s.prepend(grid);
+  cands.forEach((c, i) => {
+    const y = top + i * rowH;
+    const name = svg("text", { x: left - 6, y: y + 13, "text-anchor": "end" },
+      `${c.rank}. ${c.config_string.length > 31 ? c.config_string.slice(0, 30) + "…" : c.config_string}`);
+    name.append(svg("title", {}, c.config_string));
+    s.append(name);
+    let x = 0;
+    for (const [, label, color, v] of terms(c.prediction)) {
+      if (v <= 0) continue;
+      const r = svg("rect", { x: sx(x), y: y + 3, width: Math.max(0.5, sx(x + v) - sx(x)), height: rowH - 6, fill: color });
+      r.append(svg("title", {}, `#${c.rank} ${label}: ${fmt(v)} s`));
+      s.append(r);
+      x += v;
+    }
+  });
+  s.append(svg("text", { x: (left + W) / 2, y: H - 3, "text-anchor": "middle" }, "seconds per iteration"));
+  box.append(s);
+}
+
+function renderPareto(doc) {
+  const box = $("#pareto-chart");
+  box.replaceChildren();
+  const pts = doc.candidates.map((c, i) => ({ i, t: c.prediction.iteration_time_s, m: c.prediction.memory_GiB.total, label: c.config_string }));
+  const front = (doc.pareto || []).map((p) => ({ t: p.iteration_time_s, m: p.memory_GiB, label: p.config_string }));
+  const all = pts.concat(front);
+  if (!all.length) return;
+  const W = 520, H = 330, L = 56, R = 14, T = 10, B = 42;
+  const tmax = Math.max(...all.map((p) => p.t)), mmax = Math.max(...all.map((p) => p.m));
+  const xt = niceTicks(mmax), yt = niceTicks(tmax);
+  const X = xt[xt.length - 1] || 1, Y = yt[yt.length - 1] || 1;
+  const sx = (m) => L + (m / X) * (W - L - R), sy = (t) => H - B - (t / Y) * (H - T - B);
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "scatter of iteration time against memory per GPU" });
+  const g = svg("g", { class: "grid" });
+  for (const t of xt) { g.append(svg("line", { x1: sx(t), x2: sx(t), y1: T, y2: H - B })); s.append(svg("text", { x: sx(t), y: H - B + 14, "text-anchor": "middle" }, fmt(t, 0))); }
+  for (const t of yt) { g.append(svg("line", { x1: L, x2: W - R, y1: sy(t), y2: sy(t) })); s.append(svg("text", { x: L - 5, y: sy(t) + 4, "text-anchor": "end" }, fmt(t, t < 1 ? 2 : 1))); }
+  s.prepend(g);
+  s.append(svg("text", { x: (L + W) / 2, y: H - 6, "text-anchor": "middle" }, "memory per GPU (GiB)"));
+  s.append(svg("text", { x: 12, y: (T + H - B) / 2, transform: `rotate(-90 12 ${(T + H - B) / 2})`, "text-anchor": "middle" }, "seconds per iteration"));
+  if (front.length) {
+    const sorted = front.slice().sort((a, b) => a.m - b.m);
+    s.append(svg("polyline", { class: "front", points: sorted.map((p) => `${sx(p.m)},${sy(p.t)}`).join(" ") }));
+    for (const p of sorted) {
+      const d = svg("rect", { x: sx(p.m) - 3.5, y: sy(p.t) - 3.5, width: 7, height: 7, fill: "#2a5bd7" });
+      d.append(svg("title", {}, `Pareto: ${p.label}\n${fmt(p.t)} s, ${fmt(p.m, 1)} GiB`));
+      s.append(d);
+    }
+  }
+  for (const p of pts) {
+    const c = svg("circle", { class: "pt" + (p.i === state.selected ? " sel" : ""), cx: sx(p.m), cy: sy(p.t), r: 4.5,
+      fill: p.i === 0 ? "#e15759" : "#f28e2b", "data-index": p.i });
+    c.append(svg("title", {}, `#${p.i + 1} ${p.label}\n${fmt(p.t)} s, ${fmt(p.m, 1)} GiB`));
+    c.addEventListener("click", () => select(p.i));
+    s.append(c);
+  }
+  box.append(s);
+}
+
+function select(i) {
+  const doc = state.doc;
+  if (!doc || !doc.candidates[i]) return;
+  state.selected = i;
+  document.querySelectorAll("#candidates tbody tr").forEach((tr) =>
+    tr.setAttribute("aria-selected", String(Number(tr.dataset.index) === i)));
+  document.querySelectorAll("#pareto-chart circle").forEach((c) => c.classList.toggle("sel", Number(c.dataset.index) === i));
+  const c = doc.candidates[i], p = c.prediction;
+  $("#detail-summary").textContent = `#${c.rank} ${c.config_string}: ${fmt(p.iteration_time_s)} s per iteration, ` +
+    `${fmtInt(p.tokens_per_s)} tokens/s, MFU ${fmt(100 * p.mfu, 1)} %, ${fmt(p.memory_GiB.total, 1)} of ` +
+    `${fmt(p.memory_GiB.usable, 1)} GiB usable per GPU, ${p.micro_batches} micro-batches.`;
+  renderTopology(doc, c);
+  renderEmit();
+}
+
+// ---------- topology ----------
+function degrees(cfg) {
+  return { x: cfg.gx || 1, y: cfg.gy || cfg.tp || 1, cp: cfg.cp || 1, z: cfg.gz || 1, data: cfg.dp || 1, pp: cfg.pp || 1 };
+}
+function renderTopology(doc, cand) {
+  const box = $("#topology");
+  box.replaceChildren();
+  const cluster = doc.job && doc.job.cluster ? doc.job.cluster : {};
+  const gpn = cluster.gpus_per_node || 8, gpus = doc.gpus;
+  const deg = degrees(cand.config);
+  const order = (cand.config.placement || "x-y-cp-z-data-pp").split("-");
+  const coords = (r) => { const c = {}; for (const d of order) { const n = deg[d] || 1; c[d] = r % n; r = Math.floor(r / n); } return c; };
+  const nodes = Math.ceil(gpus / gpn), shown = Math.min(nodes, 16);
+  const cols = Math.min(gpn, 8), rowsPerNode = Math.ceil(gpn / cols), cell = 34, pad = 8;
+  const nodeW = cols * cell + pad * 2, nodeH = rowsPerNode * cell + pad * 2 + 14;
+  const perRow = Math.max(1, Math.min(shown, 2));
+  const W = perRow * (nodeW + 10), H = Math.ceil(shown / perRow) * (nodeH + 10) + (nodes > shown ? 18 : 0);
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
+    "aria-label": `${shown} of ${nodes} nodes; each GPU coloured by pipeline stage and labelled with its tensor-parallel rank` });
+  for (let n = 0; n < shown; ++n) {
+    const ox = (n % perRow) * (nodeW + 10), oy = Math.floor(n / perRow) * (nodeH + 10);
+    s.append(svg("rect", { x: ox, y: oy, width: nodeW, height: nodeH, rx: 6, fill: "#f3f5f9", stroke: "#c5cbd6" }));
+    s.append(svg("text", { x: ox + pad, y: oy + 12 }, `node ${n}`));
+    for (let g = 0; g < gpn && n * gpn + g < gpus; ++g) {
+      const r = n * gpn + g, c = coords(r);
+      const x = ox + pad + (g % cols) * cell, y = oy + 16 + pad + Math.floor(g / cols) * cell;
+      const tp = c.x * deg.y + c.y;
+      const rect = svg("rect", { x: x + 1, y: y + 1, width: cell - 2, height: cell - 2, rx: 4,
+        fill: STAGE_COLORS[c.pp % STAGE_COLORS.length], stroke: c.data === 0 ? "#000" : "none", "stroke-width": 1.2 });
+      rect.append(svg("title", {}, `rank ${r}: pipeline stage ${c.pp}, tensor rank ${tp}` +
+        (deg.cp > 1 ? `, context rank ${c.cp}` : "") + (deg.z > 1 ? `, z ${c.z}` : "") + `, data replica ${c.data}`));
+      s.append(rect);
+      s.append(svg("text", { x: x + cell / 2, y: y + cell / 2 + 4, "text-anchor": "middle", fill: "#fff" },
+        deg.cp > 1 ? `t${tp}c${c.cp}` : `t${tp}`));
+    }
+  }
+  if (nodes > shown) s.append(svg("text", { x: 4, y: H - 4 }, `… and ${nodes - shown} more nodes of ${gpn} GPUs`));
+  box.append(s);
+  $("#topology-caption").textContent = `Where each rank runs on ${cluster.name || doc.cluster} (${gpn} GPUs per node): ` +
+    `colour = pipeline stage (${deg.pp}), label = tensor-parallel rank, outlined = data replica 0; placement ${order.join("→")}, innermost first.`;
+}
+
+// ---------- framework configuration ----------
+async function setupEmit() {
+  // The emit route exists when this build has the emitters; the OpenAPI document says.
+  try {
+    const spec = await api("GET", "/v1/openapi.json");
+    const op = spec.paths && spec.paths["/v1/emit"];
+    if (op) {
+      const schema = spec.components.schemas.EmitRequest;
+      state.emit = (schema && schema.properties && schema.properties.format && schema.properties.format.enum) || [];
+    }
+  } catch (e) { state.emit = null; }
+  const sel = $("#emit-format");
+  const formats = state.emit && state.emit.length ? ["framework default"].concat(state.emit) : ["config-json", "cli"];
+  sel.replaceChildren(...formats.map((f) => el("option", { value: f, text: f })));
+  sel.addEventListener("change", renderEmit);
+  $("#emit-note").textContent = state.emit && state.emit.length ? "" :
+    "This build has no framework emitters (POST /v1/emit); shown: the candidate's configuration as JSON and the " +
+    "paratune command that reproduces it.";
+}
+
+async function renderEmit() {
+  const doc = state.doc, c = doc && doc.candidates[state.selected];
+  if (!c) return;
+  const format = $("#emit-format").value;
+  const pre = $("#emit-text");
+  if (state.emit && state.emit.length) {
+    pre.textContent = "…";
+    // The plan request, not the whole document: the server answers it from its plan cache.
+    const body = { request: state.request, rank: c.rank };
+    if (format !== "framework default") body.format = format;
+    try {
+      const out = await api("POST", "/v1/emit", body);
+      pre.textContent = typeof out === "string" ? out : JSON.stringify(out, null, 2);
+      pre.classList.remove("bad");
+    } catch (e) {
+      pre.textContent = e.message;  // e.g. the framework would reject this plan, and why
+      pre.classList.add("bad");
+    }
+    return;
+  }
+  if (format === "cli") {
+    const t = doc.job.training;
+    pre.textContent = `paratune predict --model ${doc.model} --cluster ${doc.cluster} --gpus ${doc.gpus} ` +
+      `--global-batch ${t.global_batch} --seq ${t.seq_len} \\\n  --config "${configSpec(c.config)}" --format table`;
+  } else {
+    pre.textContent = JSON.stringify(c.config, null, 2);
+  }
+}
+function configSpec(cfg) {
+  return Object.entries(cfg).filter(([k, v]) => k !== "placement" && v !== false && v !== 0 && !(k === "cp_kind" && cfg.cp === 1))
+    .map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+// ---------- explore ----------
+const SWEEPS = { tp: [1, 2, 4, 8, 16, 32, 64], pp: [1, 2, 4, 8, 16, 32, 64], cp: [1, 2, 4, 8, 16],
+  mbs: [1, 2, 4, 8, 16], zero: [0, 1, 2, 3], recompute: ["none", "selective", "full"], vpp: [1, 2, 3, 4, 6, 8],
+  gz: [1, 2, 4, 8, 16], gx: [1, 2, 4, 8] };
+
+function varyingDims(doc) {
+  const cands = doc.candidates;
+  if (!cands.length) return [];
+  return Object.keys(cands[0].config).filter((k) => new Set(cands.map((c) => String(c.config[k]))).size > 1);
+}
+
+function setupExplore(doc) {
+  const dims = varyingDims(doc);
+  const filters = $("#filters");
+  filters.replaceChildren(...dims.map((d) => {
+    const values = [...new Set(doc.candidates.map((c) => String(c.config[d])))].sort((a, b) => (+a - +b) || a.localeCompare(b));
+    const sel = el("select", { "data-dim": d }, el("option", { value: "", text: "any" }),
+      ...values.map((v) => el("option", { value: v, text: v })));
+    sel.addEventListener("change", renderGroups);
+    return el("label", {}, d, sel);
+  }));
+  const gb = $("#group-by");
+  gb.replaceChildren(...dims.map((d) => el("option", { value: d, text: d })));
+  gb.onchange = renderGroups;
+  const sd = $("#sweep-dim");
+  const cfg0 = doc.candidates[0] ? doc.candidates[0].config : {};
+  sd.replaceChildren(...Object.keys(SWEEPS).filter((k) => k in cfg0 || k === "tp")
+    .map((d) => el("option", { value: d, text: d })));
+  renderGroups();
+}
+
+function renderGroups() {
+  const doc = state.doc;
+  const dim = $("#group-by").value;
+  const active = [...document.querySelectorAll("#filters select")].filter((s) => s.value !== "");
+  const kept = doc.candidates.filter((c) => active.every((s) => String(c.config[s.dataset.dim]) === s.value));
+  const thead = $("#groups thead"), tbody = $("#groups tbody");
+  thead.replaceChildren(el("tr", {}, ...[dim || "group", "candidates", "best time (s)", "best tokens/s", "least memory (GiB)", "best configuration"]
+    .map((h, i) => el("th", { scope: "col", class: i === 5 ? "cfg" : "", text: h }))));
+  const groups = new Map();
+  for (const c of kept) {
+    const k = dim ? String(c.config[dim]) : "all";
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(c);
+  }
+  const rows = [...groups.entries()].sort((a, b) => (+a[0] - +b[0]) || a[0].localeCompare(b[0])).map(([k, cs]) => {
+    const best = cs.reduce((a, b) => (b.prediction.iteration_time_s < a.prediction.iteration_time_s ? b : a));
+    return el("tr", {}, el("td", { text: k }), el("td", { text: cs.length }), el("td", { text: fmt(best.prediction.iteration_time_s) }),
+      el("td", { text: fmtInt(Math.max(...cs.map((c) => c.prediction.tokens_per_s))) }),
+      el("td", { text: fmt(Math.min(...cs.map((c) => c.prediction.memory_GiB.total)), 1) }),
+      el("td", { class: "cfg", text: "#" + best.rank + " " + best.config_string }));
+  });
+  tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 6, text: "no candidate matches the filters" }))]));
+}
+
+async function runSweep() {
+  const doc = state.doc, c = doc && doc.candidates[state.selected];
+  if (!c) return;
+  const dim = $("#sweep-dim").value;
+  const base = { model: doc.job.model, cluster: doc.job.cluster, gpus: doc.gpus, training: doc.job.training };
+  const rows = [];
+  const button = $("#sweep");
+  button.disabled = true;
+  for (const v of SWEEPS[dim]) {
+    const cfg = Object.assign({}, c.config);
+    if (dim === "tp" && "gx" in cfg) { delete cfg.gx; delete cfg.gy; }
+    cfg[dim] = v;
+    delete cfg.dp;  // derived from the GPU count, so the product stays right
+    if (cfg.pp === 1) cfg.vpp = 1;  // interleaving needs a pipeline
+    try {
+      const p = await api("POST", "/v1/predict", Object.assign({}, base, { config: cfg }));
+      rows.push({ v, p });
+    } catch (e) {
+      rows.push({ v, err: e.problem && e.problem.detail ? e.problem.detail : e.message });
+    }
+  }
+  button.disabled = false;
+  $("#sweep-table thead").replaceChildren(el("tr", {}, ...[dim, "time (s)", "memory (GiB)", "fits", "note"]
+    .map((h) => el("th", { scope: "col", text: h }))));
+  $("#sweep-table tbody").replaceChildren(...rows.map((r) => el("tr", {}, el("td", { text: String(r.v) }),
+    el("td", { text: r.p ? fmt(r.p.iteration_time_s) : "–" }), el("td", { text: r.p ? fmt(r.p.memory_GiB.total, 1) : "–" }),
+    el("td", { text: r.p ? (r.p.fits ? "yes" : "no") : "–" }),
+    el("td", { class: "cfg", text: r.err ? r.err.replace(/^.*?: /, "") : (r.p.fits ? "" : r.p.reason_detail || "") }))));
+  drawSweep(dim, rows.filter((r) => r.p));
+}
+
+function drawSweep(dim, rows) {
+  const box = $("#sweep-chart");
+  box.replaceChildren();
+  if (!rows.length) return;
+  const W = 480, H = 200, L = 50, R = 50, T = 10, B = 34;
+  const tmax = Math.max(...rows.map((r) => r.p.iteration_time_s)), mmax = Math.max(...rows.map((r) => r.p.memory_GiB.total));
+  const yt = niceTicks(tmax), mt = niceTicks(mmax);
+  const Y = yt[yt.length - 1] || 1, M = mt[mt.length - 1] || 1;
+  const sx = (i) => L + (rows.length === 1 ? 0.5 : i / (rows.length - 1)) * (W - L - R);
+  const sy = (t) => H - B - (t / Y) * (H - T - B), sm = (m) => H - B - (m / M) * (H - T - B);
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `time and memory as ${dim} changes` });
+  for (const t of yt) s.append(svg("text", { x: L - 5, y: sy(t) + 4, "text-anchor": "end" }, fmt(t, t < 1 ? 2 : 1)));
+  for (const m of mt) s.append(svg("text", { x: W - R + 5, y: sm(m) + 4 }, fmt(m, 0)));
+  rows.forEach((r, i) => s.append(svg("text", { x: sx(i), y: H - B + 14, "text-anchor": "middle" }, String(r.v))));
+  s.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, `${dim} (left: seconds, right: GiB per GPU)`));
+  s.append(svg("polyline", { fill: "none", stroke: "#4e79a7", "stroke-width": 2, points: rows.map((r, i) => `${sx(i)},${sy(r.p.iteration_time_s)}`).join(" ") }));
+  s.append(svg("polyline", { fill: "none", stroke: "#e15759", "stroke-width": 2, "stroke-dasharray": "5 3", points: rows.map((r, i) => `${sx(i)},${sm(r.p.memory_GiB.total)}`).join(" ") }));
+  rows.forEach((r, i) => {
+    const a = svg("circle", { cx: sx(i), cy: sy(r.p.iteration_time_s), r: 3.5, fill: r.p.fits ? "#4e79a7" : "#fff", stroke: "#4e79a7" });
+    a.append(svg("title", {}, `${dim}=${r.v}: ${fmt(r.p.iteration_time_s)} s${r.p.fits ? "" : " (does not fit)"}`));
+    s.append(a);
+  });
+  box.append(s);
+}
+
+function toggleCompare(i, on) {
+  state.compare = state.compare.filter((x) => x !== i);
+  if (on) state.compare.push(i);
+  while (state.compare.length > 2) {
+    const drop = state.compare.shift();
+    const box = document.querySelector(`#candidates tbody tr[data-index="${drop}"] input`);
+    if (box) box.checked = false;
+  }
+  renderCompare();
+}
+
+function renderCompare() {
+  const thead = $("#compare thead"), tbody = $("#compare tbody");
+  if (state.compare.length !== 2) {
+    thead.replaceChildren(); tbody.replaceChildren();
+    $("#compare-note").hidden = false;
+    return;
+  }
+  $("#compare-note").hidden = true;
+  const [a, b] = state.compare.map((i) => state.doc.candidates[i]);
+  thead.replaceChildren(el("tr", {}, el("th", { scope: "col", class: "cfg", text: "term" }),
+    el("th", { scope: "col", class: "cfg", text: `#${a.rank} ${a.config_string}` }),
+    el("th", { scope: "col", class: "cfg", text: `#${b.rank} ${b.config_string}` }), el("th", { scope: "col", text: "second − first" })));
+  const row = (name, x, y, d) => el("tr", {}, el("td", { class: "cfg", text: name }), el("td", { text: fmt(x, d) }), el("td", { text: fmt(y, d) }),
+    el("td", { class: Math.abs(y - x) > 1e-9 ? (y > x ? "bad" : "") : "", text: (y - x >= 0 ? "+" : "") + fmt(y - x, d) }));
+  const rows = [row("iteration time (s)", a.prediction.iteration_time_s, b.prediction.iteration_time_s, 3)];
+  for (const [k, label] of TERMS) {
+    const x = a.prediction.breakdown_s[k] || 0, y = b.prediction.breakdown_s[k] || 0;
+    if (x || y) rows.push(row(label + " (s)", x, y, 3));
+  }
+  for (const k of MEMORY) rows.push(row(`memory ${k} (GiB)`, a.prediction.memory_GiB[k], b.prediction.memory_GiB[k], 2));
+  tbody.replaceChildren(...rows);
+}
+
+// ?select=RANK, ?compare=RANK,RANK and ?sweep=FIELD open a plan the way a
+// shared link describes it.
+async function applyLinkOptions() {
+  const q = new URLSearchParams(location.search);
+  const n = state.doc.candidates.length;
+  const sel = parseInt(q.get("select") || "", 10);
+  if (sel >= 1 && sel <= n) select(sel - 1);
+  const cmp = (q.get("compare") || "").split(",").map((x) => parseInt(x, 10)).filter((x) => x >= 1 && x <= n);
+  for (const r of cmp.slice(0, 2)) {
+    const box = document.querySelector(`#candidates tbody tr[data-index="${r - 1}"] input`);
+    if (box) { box.checked = true; toggleCompare(r - 1, true); }
+  }
+  const dim = q.get("sweep");
+  if (dim && SWEEPS[dim]) {
+    $("#sweep-dim").value = dim;
+    await runSweep();
+  }
+}
+
+// ---------- start ----------
+async function init() {
+  $("#plan-form").addEventListener("submit", onSubmit);
+  $("#sweep").addEventListener("click", runSweep);
+  $("#copy").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("#emit-text").textContent));
+  const q = new URLSearchParams(location.search);
+  if (q.get("token")) $("#token").value = q.get("token");
+  try {
+    const presets = await api("GET", "/v1/presets");
+    fillSelect($("#model"), presets.models, q.get("model") || "llama3-8b",
+      (m) => `${m.name} (${m.params_B.toFixed(m.params_B < 10 ? 1 : 0)} B)`);
+    fillSelect($("#cluster"), presets.clusters, q.get("cluster") || "dgx-h100", (c) => `${c.name} (${c.gpus_per_node}× ${c.gpu})`);
+  } catch (e) {
+    setStatus("cannot load presets: " + e.message, true);
+    document.body.dataset.state = "error";
+    return;
+  }
+  for (const k of ["gpus", "global_batch", "seq_len", "space", "objective", "top", "fix"]) {
+    if (q.get(k) != null) $("#" + k).value = q.get(k);
+  }
+  await setupEmit();
+  document.body.dataset.state = "ready";
+  // ?autorun=1 submits the form as a person pressing "Plan" would (used by the browser test and for links).
+  if (q.get("autorun") === "1") $("#plan-form").requestSubmit();
+}
+
+init();
