@@ -10,7 +10,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "executor/run/runner.h"
 
 // The version string; the executable's build defines it, a bare library build does not.

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
-#include "executor/backend/nvml_topology.h"
+#include "backend/backend.h"
+#include "backend/nvml_topology.h"
 #include "profiler/profile.h"
 #include "topology/cluster.h"
 

@@ -1,6 +1,6 @@
 // CreateBackend: names, fault wrapping, and backends whose runtime is missing
 // failing with kUnavailable and a reason rather than crashing.
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "executor/backend/fake.h"
+#include "backend/fake.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
 #include "planner/plans.h"

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "profiler/cache.h"
 #include "profiler/profile.h"
 #include "test_util.h"

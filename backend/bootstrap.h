@@ -1,4 +1,4 @@
-// executor/backend/bootstrap.h: the out-of-band process group that starts a
+// backend/bootstrap.h: the out-of-band process group that starts a
 // multi-process backend (nccl-tests' bootstrap: MPI ranks, rank 0 makes the NCCL
 // unique id and broadcasts it) and carries the host control plane (barriers,
 // max-reduction of timings, gathers of host names). Two implementations: MPI

@@ -1,4 +1,4 @@
-#include "executor/backend/cuda_nccl.h"
+#include "backend/cuda_nccl.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "executor/backend/cuda_kernels.h"
+#include "backend/cuda_kernels.h"
 
 namespace paratune::backend {
 namespace {

@@ -1,4 +1,4 @@
-// executor/backend/factory.h: makes a Backend by name, optionally wrapped in the
+// backend/factory.h: makes a Backend by name, optionally wrapped in the
 // fault injector. The only place that knows which implementations this build
 // compiled (mpi-cpu needs MPI; cuda needs the CUDA toolkit and NCCL).
 #pragma once
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
-#include "executor/backend/cuda_nccl.h"
-#include "executor/backend/fake.h"
-#include "executor/backend/fault.h"
-#include "executor/backend/mpi_cpu.h"
+#include "backend/backend.h"
+#include "backend/cuda_nccl.h"
+#include "backend/fake.h"
+#include "backend/fault.h"
+#include "backend/mpi_cpu.h"
 
 namespace paratune::backend {
 

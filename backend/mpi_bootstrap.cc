@@ -1,4 +1,4 @@
-#include "executor/backend/mpi_bootstrap.h"
+#include "backend/mpi_bootstrap.h"
 
 #include <mpi.h>
 

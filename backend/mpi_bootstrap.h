@@ -1,4 +1,4 @@
-// executor/backend/mpi_bootstrap.h: the MPI process group (compiled when MPI is
+// backend/mpi_bootstrap.h: the MPI process group (compiled when MPI is
 // found). Initialises MPI on first use (MPI_Init_thread, FUNNELED) and
 // finalises it at process exit if it was the one to initialise it; all traffic
 // runs on a private duplicate of MPI_COMM_WORLD with errors returned, not fatal.
@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "executor/backend/bootstrap.h"
+#include "backend/bootstrap.h"
 
 namespace paratune::backend {
 

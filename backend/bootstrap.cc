@@ -1,4 +1,4 @@
-#include "executor/backend/bootstrap.h"
+#include "backend/bootstrap.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 
 #if PARATUNE_BACKEND_MPI
-#include "executor/backend/mpi_bootstrap.h"
+#include "backend/mpi_bootstrap.h"
 #endif
 
 namespace paratune::backend {
