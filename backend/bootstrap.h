@@ -54,6 +54,18 @@ struct HostLayout {
 };
 Result<HostLayout> DiscoverHostLayout(Bootstrap& boot);
 
+// Whether a launch can give each rank a device of its own: kInvalidArgument
+// (a launch that cannot work; retrying does not help) when `requested_device`
+// ≥ 0 is not below `devices`, or when no device is requested and the host of
+// `rank` runs more ranks than it has devices (the message names the host and
+// the launcher flag). `devices` is the count visible on this host.
+Status CheckOneDevicePerRank(const HostLayout& layout, int rank, int devices, int requested_device);
+
+// True when this process looks launched by mpirun/srun (OMPI_COMM_WORLD_SIZE,
+// PMI_SIZE, PMIX_RANK or SLURM_PROCID in the environment). Reads the
+// environment only, so it needs no MPI library.
+bool LaunchedUnderMpi();
+
 // This machine's host name (gethostname), "localhost" when it cannot be read.
 std::string LocalHostName();
 

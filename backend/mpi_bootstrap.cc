@@ -74,14 +74,6 @@ class MpiBootstrap final : public Bootstrap {
 
 }  // namespace
 
-bool LaunchedUnderMpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID",
-                        "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"}) {
-    if (std::getenv(v)) return true;
-  }
-  return false;
-}
-
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -13,8 +13,4 @@ namespace paratune::backend {
 // Fails with kUnavailable when MPI cannot be initialised.
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap();
 
-// True when this process looks launched by mpirun/srun (OMPI_COMM_WORLD_SIZE,
-// PMI_SIZE, PMIX_RANK or SLURM_PROCID in the environment).
-bool LaunchedUnderMpi();
-
 }  // namespace paratune::backend
