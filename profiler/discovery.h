@@ -48,8 +48,8 @@ struct Discovery {
   CpuInfo cpu;                                // rank 0's host
 };
 
-// Collective over all ranks. Fails (kFailedPrecondition) when ranks report
-// different devices: profiles describe homogeneous clusters.
+// Collective over all ranks. Fails (kInvalidArgument: the launch is wrong)
+// when ranks report different devices: profiles describe homogeneous clusters.
 Result<Discovery> Discover(backend::Backend& b);
 
 // The cluster description implied by `d` (see the header comment). GPUs that
