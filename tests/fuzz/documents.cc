@@ -103,12 +103,14 @@ std::vector<std::string> Harness::Seeds(Document d) {
       return {R"({"schema": "paratune.predict_request/v1", "model": "gpt3-1.3b",
                   "cluster": "dgx-a100-80gb", "gpus": 16,
                   "training": {"seq_len": 2048, "global_batch": 64, "precision": "bf16",
-                               "attention": "flash", "headroom": 0.1},
-                  "config": {"tp": 2, "pp": 2, "mbs": 1, "recompute": "selective", "zero": 1}})",
+                               "attention": "flash", "headroom": 0.1,
+                               "framework": "megatron-deepspeed"},
+                  "config": {"tp": 2, "pp": 2, "mbs": 1, "recompute": "full", "zero": 1}})",
               R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 32000},
                   "cluster": {"gpu": "v100-32gb", "gpus_per_node": 8, "intra_node_GBps": 130,
                               "inter_node_GBps_per_gpu": 12},
-                  "gpus": 8, "training": {"global_batch": 32, "precision": "fp16"},
+                  "gpus": 8, "training": {"global_batch": 32, "precision": "fp16",
+                                          "framework": "axonn"},
                   "config": {"gx": 2, "gy": 2, "gdata": 2}})"};
     case Document::kPlanRequest:
       return {R"({"model": "gpt3-125m", "cluster": "dgx-h100", "gpus": 8,
