@@ -43,5 +43,6 @@ int RunValidate(const Args& args, Io io);
 int RunProfile(const Args& args, Io io);
 int RunConfirm(const Args& args, Io io);
 int RunCalibrate(const Args& args, Io io);
+int RunReplan(const Args& args, Io io);
 
 }  // namespace paratune::cli

@@ -21,6 +21,7 @@ Plan a training run before spending GPU-hours on it:
   confirm    run the top plans on real kernels (cuBLAS + NCCL, or MPI/CPU) and report
              measured vs predicted
   calibrate  fit correction factors from run reports into a profile
+  replan     nodes lost or added: the next best plan and the reshard map to it
   version    print the version
 
 Quick start:
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
       {"profile", RunProfile},
       {"confirm", RunConfirm},
       {"calibrate", RunCalibrate},
+      {"replan", RunReplan},
   };
   Io io{std::cin, std::cout, std::cerr, ProgressWanted()};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
