@@ -2,6 +2,7 @@
 // report measured against predicted. Thin: parse flags, make the backend,
 // call executor::ConfirmCandidates, print.
 #include <iomanip>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -10,7 +11,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "executor/run/runner.h"
 
 // The version string; the executable's build defines it, a bare library build does not.
@@ -86,7 +87,8 @@ failed collective call ends the whole job (MPI collectives cannot time out);
 the report then holds the candidates finished before it.
 
 exit codes: 0 every candidate ran (ok, oom or waived: the report says which);
-            2 bad flags or an invalid plans document;
+            2 bad flags, an invalid plans document, or a launch that cannot
+              work (more ranks on a host than it has GPUs);
             4 a candidate failed, or the backend is unavailable here.
 
 example:
@@ -195,12 +197,13 @@ int RunConfirm(const Args& args, Io io) {
   if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + backend_name));
   backend::Backend& be = **b;
   const bool root = be.rank() == 0;
-  if (root) {
+  if (root && io.progress) {
     io.err << "[confirm] " << input->candidates.size() << " candidate(s) of a " << input->job.gpus
            << "-GPU plan for " << input->job.model.name << " on " << be.world_size() << " "
            << be.name() << " process(es)" << std::endl;
   }
-  auto progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
+  std::function<void(const std::string&)> progress;
+  if (io.progress) progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
   auto on_fatal = [&io, &be](const Status& s) {
     io.err << "paratune confirm: rank " << be.rank() << ": " << s.message()
            << " (ending every process: its peers would wait forever)" << std::endl;

@@ -33,7 +33,8 @@ free), predicts the rest and ranks them. Nothing is launched: a dry run.
   --headroom, --profile    as in `paratune predict --help`
   --gpus A:B[:STEP]  a range: every multiple of STEP (default: doubling from A)
                      up to B; shows what more GPUs buy (best plan per count and
-                     the Pareto front of GPUs vs tokens/s)
+                     the Pareto front of GPUs vs tokens/s). At most 64 counts,
+                     B <= 16777216 (exit 2 beyond)
   --framework F      the training stack you will run: megatron (Megatron-LM/Core,
                      NeMo; TE), megatron-deepspeed, deepspeed, fsdp (PyTorch FSDP1:
                      llm-foundry, HF), torchtitan (FSDP2), axonn. Only what it can
@@ -80,26 +81,37 @@ planner::SearchResult RunThreaded(const planner::Search& search, int threads) {
   return RunSearchThreaded(search, threads);
 }
 
+// The largest GPU count a job may name (the request's /gpus cap, ParseJob) and
+// the most counts one range may hold: a plan is a search per count.
+constexpr int64_t kMaxGpus = int64_t{1} << 24;
+constexpr size_t kMaxGpuCounts = 64;
+
 Result<std::vector<int>> GpuCounts(const std::string& spec) {
   std::vector<std::string> parts = Split(spec, ':');
+  const std::string range = "--gpus must be in [1, " + std::to_string(kMaxGpus) + "]";
   if (parts.size() == 1) {
     PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(parts[0], "--gpus"));
-    if (n < 1) return Status::InvalidArgument("--gpus must be positive");
+    if (n < 1 || n > kMaxGpus) return Status::InvalidArgument(range);
     return std::vector<int>{static_cast<int>(n)};
   }
   if (parts.size() > 3) return Status::InvalidArgument("--gpus: expected N, A:B or A:B:STEP");
   PT_ASSIGN_OR_RETURN(int64_t a, ParseInt(parts[0], "--gpus"));
   PT_ASSIGN_OR_RETURN(int64_t b, ParseInt(parts[1], "--gpus"));
   if (a < 1 || b < a) return Status::InvalidArgument("--gpus A:B needs 1 <= A <= B");
-  std::vector<int> out;
+  if (b > kMaxGpus) return Status::InvalidArgument(range);
+  int64_t step = 0;  // 0: doubling
   if (parts.size() == 3) {
-    PT_ASSIGN_OR_RETURN(int64_t step, ParseInt(parts[2], "--gpus"));
+    PT_ASSIGN_OR_RETURN(step, ParseInt(parts[2], "--gpus"));
     if (step < 1) return Status::InvalidArgument("--gpus: STEP must be positive");
-    for (int64_t g = a; g <= b; g += step) out.push_back(static_cast<int>(g));
-  } else {
-    for (int64_t g = a; g <= b; g *= 2) out.push_back(static_cast<int>(g));
   }
-  if (out.size() > 64) return Status::InvalidArgument("--gpus: the range has more than 64 counts");
+  std::vector<int> out;
+  for (int64_t g = a; g <= b; g = step > 0 ? g + step : g * 2) {
+    if (out.size() == kMaxGpuCounts) {
+      return Status::InvalidArgument("--gpus: the range has more than " + std::to_string(kMaxGpuCounts) +
+                                     " counts (raise STEP)");
+    }
+    out.push_back(static_cast<int>(g));
+  }
   return out;
 }
 
@@ -141,7 +153,11 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
 
 void PrintSummary(const planner::PlanSection& s, std::ostream& out) {
   out << s.job.model.name << " on " << s.job.gpus << " × " << s.job.cluster.gpu.name << " (" << s.job.cluster.name
-      << "), seq " << s.job.training.seq_len << ", global batch " << s.job.training.global_batch << "\n";
+      << "), seq " << s.job.training.seq_len << ", global batch " << s.job.training.global_batch << ", "
+      << topology::PrecisionName(s.job.training.precision)
+      << (s.job.precision_defaulted ? " (the best " + s.job.cluster.gpu.name + " supports; --precision to choose)"
+                                    : std::string())
+      << "\n";
   out << "searched " << s.result.evaluated << " configurations in " << FormatFixed(s.search_time_s, 3)
       << " s: " << s.result.feasible << " fit";
   std::vector<std::pair<int64_t, int>> rej;
@@ -240,7 +256,8 @@ int RunPlan(const Args& args, Io io) {
   if (auto p = flags.Get("--profile")) base["profile"] = *p;
 
   std::vector<planner::PlanSection> sections;
-  for (int gpus : counts) {
+  for (size_t ci = 0; ci < counts.size(); ++ci) {
+    const int gpus = counts[ci];
     Json req = base;
     req["gpus"] = gpus;
     if (req.contains("config")) req.erase("config");
@@ -263,7 +280,10 @@ int RunPlan(const Args& args, Io io) {
     if (named && !flags.Has("--space")) opt.family = planner::FamilyOf(sec.job.training.framework);
     const std::vector<const planner::CostModel*> model_ptrs = space->Pointers();
     planner::Search search(model_ptrs, opt);
-    if (counts.size() > 1) io.err << "plan: searching " << gpus << " GPUs...\n";
+    if (counts.size() > 1 && io.progress) {
+      io.err << "[plan] searching " << gpus << " GPUs (" << ci + 1 << "/" << counts.size()
+             << ")" << std::endl;
+    }
     Timer timer;
     sec.result = RunThreaded(search, threads);
     sec.search_time_s = timer.Seconds();

@@ -34,7 +34,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
   --gpus N          total GPUs
   --global-batch B  sequences per iteration
   --seq S           sequence length (default: the model's context length)
-  --precision P     fp32 | tf32 | bf16 (default) | fp16 | fp8
+  --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (default: the best the
+                    GPU supports: bf16, else fp16, else tf32, else fp32)
   --attention A     flash (default) | unfused (materialised softmax, Megatron 2022)
   --framework F     the training stack: megatron (default; Megatron-LM/Core, NeMo),
                     megatron-deepspeed, deepspeed, fsdp (FSDP1: llm-foundry, HF),

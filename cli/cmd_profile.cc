@@ -3,6 +3,7 @@
 // profiler::RunProfile / ImportProfile, print.
 #include <sys/stat.h>
 
+#include <functional>
 #include <iostream>
 #include <ostream>
 
@@ -24,7 +25,8 @@ namespace {
 
 constexpr const char* kHelp =
     R"(usage: paratune profile --backend cuda|mpi-cpu [--quick] [-b MIN -e MAX -f FACTOR] --out FILE
-       paratune profile import LOG... --out FILE [--collective NAME] [--in-place] [--cluster C]
+       paratune profile import LOG... --out FILE [--collective NAME] [--ranks N] [--in-place]
+                               [--cluster C]
 
 Measures the machine a job will run on, the way nccl-tests and nvbandwidth do,
 and fits what the planner needs: alpha (latency per rank) and beta (bus
@@ -81,12 +83,22 @@ import:
                        out-of-place and in-place columns, #wrong N/A, NCCL INFO
                        lines in between are fine; NCCL_TESTS_SPLIT groups are
                        read from the "#  Rank .. Group .." lines)
-  --collective NAME    for logs that do not say which test they are
+                       A pasted fragment (data rows, no header, one or no
+                       "#  Rank" line) is read too: the collective from the
+                       file name (all_reduce*.log) or the columns (a reduction
+                       with busbw > algbw is all_reduce, < algbw
+                       reduce_scatter), the group size from busbw/algbw
+                       (2(n-1)/n all_reduce, (n-1)/n gathers and alltoall)
+  --collective NAME    for logs that do not say which test they are and whose
+                       columns do not tell (all_gather vs alltoall, sendrecv)
+  --ranks N            ranks per group, for fragments whose columns do not
+                       tell it (sendrecv)
   --in-place           fit the in-place columns instead of out-of-place
   --cluster C          tie the profile to this cluster (fingerprint, GEMM peaks)
   --out FILE           the profile (required)
 
-exit codes: 0 ok; 2 bad flags or input (a malformed log line is named);
+exit codes: 0 ok; 2 bad flags or input (a malformed log line is named), or a
+              launch that cannot work (more ranks on a host than it has GPUs);
             4 a measurement failed or the backend is unavailable here (no GPU,
               a rank died, an NCCL error, a timeout); 75 the cache is locked by
               another paratune profiling the same cluster: try again later.
@@ -123,7 +135,7 @@ Result<int> PositiveIntFlag(const Flags& f, const std::string& name) {
 }
 
 int RunImport(const Args& args, Io io) {
-  Flags f({"--out", "--collective", "--cluster"}, {"--in-place", "--help"});
+  Flags f({"--out", "--collective", "--ranks", "--cluster"}, {"--in-place", "--help"});
   if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
   if (f.Has("--help")) {
     io.out << kHelp;
@@ -134,6 +146,14 @@ int RunImport(const Args& args, Io io) {
   o.out_path = f.GetOr("--out", "");
   o.import.in_place = f.Has("--in-place");
   o.import.collective = f.GetOr("--collective", "");
+  if (auto r = f.Get("--ranks")) {
+    auto v = ParseInt(*r, "--ranks");
+    if (!v.ok()) return Fail(io, v.status());
+    if (*v < 2 || *v > (1 << 20)) {
+      return Fail(io, Status::InvalidArgument("--ranks must be in [2, 1048576]"));
+    }
+    o.import.ranks = static_cast<int>(*v);
+  }
   o.tool = std::string("paratune ") + PARATUNE_VERSION;
   o.argv = {"paratune", "profile", "import"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
@@ -257,7 +277,8 @@ int RunProfile(const Args& args, Io io) {
   o.argv = {"paratune", "profile"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
 
-  auto progress = [&io](const std::string& line) { io.err << "[profile] " << line << std::endl; };
+  std::function<void(const std::string&)> progress;
+  if (io.progress) progress = [&io](const std::string& line) { io.err << "[profile] " << line << std::endl; };
   auto on_fatal = [&io](const Status& s) {
     io.err << "paratune profile: " << s.message() << std::endl;
     return ExitCodeFor(s, /*measuring=*/true);

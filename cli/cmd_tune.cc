@@ -23,7 +23,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "executor/run/runner.h"
 #include "planner/emit.h"
 #include "planner/plans.h"

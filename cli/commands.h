@@ -22,7 +22,16 @@ struct Io {
   std::istream& in;
   std::ostream& out;
   std::ostream& err;
+  // Report progress of long work (profile, confirm, a plan over a GPU range)
+  // on `err`. main() sets it when stderr is a terminal (or PARATUNE_PROGRESS=1;
+  // PARATUNE_PROGRESS=0 turns it off): piped or logged stderr gets nothing
+  // extra. Warnings, errors and "wrote FILE" lines do not depend on it.
+  bool progress = false;
 };
+
+// What main() puts in Io::progress: isatty(stderr), overridden by
+// PARATUNE_PROGRESS=0|1.
+bool ProgressWanted();
 
 using Args = std::vector<std::string>;
 

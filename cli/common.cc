@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +27,8 @@ int ExitCodeFor(const Status& s, bool measuring) {
     case StatusCode::kParseError:
     case StatusCode::kIoError:
       return kExitUsage;
+    // Only the profile cache lock: retrying later can help (EX_TEMPFAIL). A
+    // launch that cannot work is kInvalidArgument (exit 2).
     case StatusCode::kFailedPrecondition: return kExitTempFail;
     case StatusCode::kUnavailable:
     case StatusCode::kTimeout: return kExitMeasureFailed;
@@ -106,6 +109,11 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 }  // namespace paratune::cli
 
 namespace paratune::cli {
+
+bool ProgressWanted() {
+  if (const char* v = std::getenv("PARATUNE_PROGRESS"); v && *v) return std::string(v) != "0";
+  return ::isatty(STDERR_FILENO) != 0;
+}
 
 Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster) {
   PT_ASSIGN_OR_RETURN(profiler::Profile p, profiler::LoadProfile(path));

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       {"serve", RunServe},
 #endif
   };
-  Io io{std::cin, std::cout, std::cerr};
+  Io io{std::cin, std::cout, std::cerr, ProgressWanted()};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::cout << kUsage;

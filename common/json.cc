@@ -19,6 +19,9 @@ Result<Json> ParseJson(std::string_view text, const std::string& what) {
   } catch (const nlohmann::json::parse_error& e) {
     return Status::ParseError(what + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                               e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond double ("1e999"), found by the fuzzer.
+    return Status::ParseError(what + ": invalid JSON: " + e.what());
   }
 }
 

@@ -12,9 +12,14 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   ObjectReader r(j, pointer);
   t.seq_len = model.max_seq_len > 0 ? model.max_seq_len : 2048;
   PT_RETURN_IF_ERROR(r.OptInt("seq_len", &t.seq_len));
-  if (t.seq_len < 1) return r.Error("seq_len", "must be a positive integer");
+  if (t.seq_len < 1 || t.seq_len > kMaxModelSeqLen) {
+    return r.Error("seq_len", "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
+  }
   PT_RETURN_IF_ERROR(r.Integer("global_batch", &t.global_batch));
-  if (t.global_batch < 1) return r.Error("global_batch", "must be a positive integer");
+  // The search enumerates the divisors of the batch: bounded, it stays fast.
+  if (t.global_batch < 1 || t.global_batch > kMaxGlobalBatch) {
+    return r.Error("global_batch", "must be in [1, " + std::to_string(kMaxGlobalBatch) + "]");
+  }
   std::string s = "bf16";
   PT_RETURN_IF_ERROR(r.OptString("precision", &s));
   auto prec = topology::ParsePrecision(s);
@@ -60,6 +65,14 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   return j;
 }
 
+topology::Precision BestTrainingPrecision(const topology::GpuSpec& gpu) {
+  using topology::Precision;
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kTf32}) {
+    if (gpu.PeakTflops(p) > 0) return p;
+  }
+  return Precision::kFp32;
+}
+
 Result<Job> ParseJob(const Json& request, ObjectReader& r) {
   Job job;
   if (!r.Has("model")) return r.Error("model", "is required (a preset name or an object)");
@@ -76,7 +89,12 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
                                " nodes × " + std::to_string(job.cluster.gpus_per_node) + " GPUs)");
   }
   if (!r.Has("training")) return r.Error("training", "is required ({seq_len, global_batch, ...})");
-  PT_ASSIGN_OR_RETURN(job.training, ParseTraining(r.Raw("training"), r.PointerOf("training"), job.model));
+  Json training = r.Raw("training");
+  if (training.is_object() && !training.contains("precision")) {
+    training["precision"] = topology::PrecisionName(BestTrainingPrecision(job.cluster.gpu));
+    job.precision_defaulted = true;
+  }
+  PT_ASSIGN_OR_RETURN(job.training, ParseTraining(training, r.PointerOf("training"), job.model));
   if (!(job.cluster.gpu.PeakTflops(job.training.precision) > 0)) {
     return Status::InvalidArgument(r.PointerOf("training") + "/precision: " + job.cluster.gpu.name +
                                    " has no " + topology::PrecisionName(job.training.precision) +

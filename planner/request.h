@@ -23,13 +23,24 @@ struct Job {          // what is trained, where: everything but the parallel con
   topology::ClusterSpec cluster;
   int gpus = 0;
   TrainingSpec training;
+  // training.precision was not given: it is BestTrainingPrecision(cluster.gpu).
+  bool precision_defaulted = false;
 };
+
+// The precision a job trains in when the request names none: the best the
+// GPU has a peak for, in the order bf16, fp16, tf32, fp32 (fp8 is never a
+// default: it needs a recipe the request must ask for).
+topology::Precision BestTrainingPrecision(const topology::GpuSpec& gpu);
 
 struct PredictRequest {
   Job job;
   ParallelConfig config;
   std::string profile_path;  // optional measured profile to apply to the cluster
 };
+
+// Sequences per iteration a request may ask for (2^30): caps the search's
+// enumeration of micro-batch sizes (documented in docs/cli.md).
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;
 
 // Parses the `training` object. `model` supplies the default seq_len (its
 // max_seq_len) when absent. Strict.

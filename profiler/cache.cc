@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "executor/backend/bootstrap.h"
+#include "backend/bootstrap.h"
 
 namespace paratune::profiler {
 namespace {

@@ -136,7 +136,7 @@ Result<Discovery> Discover(backend::Backend& b) {
   if (distinct.size() > 1) {
     std::string list;
     for (const std::string& n : distinct) list += (list.empty() ? "" : "; ") + n;
-    return Status::FailedPrecondition("ranks run different devices (" + list +
+    return Status::InvalidArgument("ranks run different devices (" + list +
                                       "): a profile describes one kind of GPU");
   }
   if (d.device.kind == "cuda") {

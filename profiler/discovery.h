@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
-#include "executor/backend/nvml_topology.h"
+#include "backend/backend.h"
+#include "backend/nvml_topology.h"
 #include "profiler/profile.h"
 #include "topology/cluster.h"
 
@@ -48,8 +48,8 @@ struct Discovery {
   CpuInfo cpu;                                // rank 0's host
 };
 
-// Collective over all ranks. Fails (kFailedPrecondition) when ranks report
-// different devices: profiles describe homogeneous clusters.
+// Collective over all ranks. Fails (kInvalidArgument: the launch is wrong)
+// when ranks report different devices: profiles describe homogeneous clusters.
 Result<Discovery> Discover(backend::Backend& b);
 
 // The cluster description implied by `d` (see the header comment). GPUs that

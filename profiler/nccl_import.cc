@@ -113,6 +113,54 @@ bool ParseRankLine(const std::vector<std::string>& t, RankInfo* out) {
   return true;
 }
 
+// The median busbw/algbw ratio of the rows precise enough to read it from
+// (algbw ≥ 1 GB/s: the columns have two decimals); 0 when there are none.
+double BusAlgRatio(const std::vector<SeriesRow>& rows) {
+  std::vector<double> q;
+  for (const SeriesRow& r : rows) {
+    if (r.algbw_GBps >= 1.0 && r.busbw_GBps > 0 && r.wrong <= 0) q.push_back(r.busbw_GBps / r.algbw_GBps);
+  }
+  if (q.empty()) return 0;
+  std::sort(q.begin(), q.end());
+  return q[q.size() / 2];
+}
+
+// The collective of a section that names none, from its columns where they
+// are unambiguous: busbw/algbw is 2(n-1)/n ≥ 1 for all_reduce, (n-1)/n < 1
+// for reduce_scatter, all_gather and alltoall, 1 for sendrecv; the redop
+// column tells reductions (sum, ...) from the rest ("none").
+Result<std::string> CollectiveFromColumns(const Section& s) {
+  const std::string unnamed = s.origin +
+                              ": the log does not say which collective it measured (no "
+                              "\"# Collective test starting\" line, and the file name does not "
+                              "start with one)";
+  const double q = BusAlgRatio(s.rows);
+  if (!(q > 0)) {
+    return Status::ParseError(unnamed +
+                              " and no row is large enough to read busbw/algbw from; pass "
+                              "--collective");
+  }
+  const bool reduces = !s.redop.empty() && s.redop != "none";
+  const std::string ratio = "busbw/algbw = " + FormatFixed(q, 3);
+  if (std::fabs(q - 1.0) < 0.01) {
+    // nccl-tests prints redop "none" for sendrecv (2.13 on); all_reduce on 2
+    // ranks has the same ratio but a reduction, as older sendrecv builds print.
+    if (!reduces) return std::string("sendrecv");
+    return Status::ParseError(unnamed + ": " + ratio +
+                              " with a reduction fits all_reduce on 2 ranks and older "
+                              "sendrecv builds alike; pass --collective");
+  }
+  if (q > 1.0) {
+    if (reduces) return std::string("all_reduce");
+    return Status::ParseError(unnamed + ": " + ratio + " is all_reduce's, but redop is '" +
+                              s.redop + "'; pass --collective");
+  }
+  if (reduces) return std::string("reduce_scatter");
+  return Status::ParseError(unnamed + ": " + ratio +
+                            " without a reduction fits all_gather and alltoall alike; pass "
+                            "--collective all_gather or --collective alltoall");
+}
+
 // The group size from the busbw/algbw ratio of the most precise rows.
 int GroupSizeFromRatios(Collective c, const std::vector<SeriesRow>& rows) {
   std::vector<double> ns;
@@ -165,9 +213,9 @@ Status FinishSection(const Section& s, const ImportOptions& options, const std::
     }
   }
   if (name.empty()) {
-    return Status::ParseError(s.origin +
-                              ": the log does not say which collective it measured "
-                              "(no \"# Collective test starting\" line); pass --collective");
+    PT_ASSIGN_OR_RETURN(name, CollectiveFromColumns(s));
+    out->warnings.push_back(s.origin + ": the log does not name its test; " + name +
+                            " read from the redop and busbw/algbw columns");
   }
   PT_ASSIGN_OR_RETURN(series.collective, CollectiveFromTestName(name));
   const Collective c = series.collective;
@@ -179,8 +227,13 @@ Status FinishSection(const Section& s, const ImportOptions& options, const std::
     if (seen.insert(r.rank).second) groups[r.group].push_back(&r);
   }
   int n = 0;
-  if (!groups.empty()) {
-    n = static_cast<int>(groups.begin()->second.size());
+  const int listed = groups.empty() ? 0 : static_cast<int>(groups.begin()->second.size());
+  if (listed >= 2 && options.ranks > 0 && options.ranks != listed) {
+    return Status::ParseError(s.origin + ": the log lists " + std::to_string(listed) +
+                              " ranks per group, --ranks says " + std::to_string(options.ranks));
+  }
+  if (listed >= 2) {
+    n = listed;
     for (const auto& [g, members] : groups) {
       if (static_cast<int>(members.size()) != n) {
         return Status::ParseError(s.origin +
@@ -188,15 +241,23 @@ Status FinishSection(const Section& s, const ImportOptions& options, const std::
                                   "not supported");
       }
     }
+  } else if (options.ranks > 0) {
+    n = options.ranks;  // a fragment pasted without its device lines: the caller says
   } else {
+    // A fragment: at most one "#  Rank" line (a paste from one rank's output).
     n = GroupSizeFromRatios(c, s.rows);
-    if (n == 0 && s.n_gpus_total > 0) n = s.n_gpus_total;
+    if (n == 0 && s.n_gpus_total > 1) n = s.n_gpus_total;
     if (n < 2) {
-      return Status::ParseError(s.origin +
-                                ": cannot tell the group size (no \"#  Rank\" lines "
-                                "and no busbw/algbw ratio to read it from)");
+      return Status::ParseError(
+          s.origin + ": cannot tell the group size (" +
+          (listed == 1 ? std::string("one \"#  Rank\" line") : std::string("no \"#  Rank\" lines")) +
+          " and no busbw/algbw ratio to read it from" +
+          (c == Collective::kSendRecv ? ": sendrecv's is 1 at any size" : "") +
+          "); pass --ranks N");
     }
-    out->warnings.push_back(s.origin + ": no device lines; group size " + std::to_string(n) +
+    out->warnings.push_back(s.origin + ": " +
+                            (listed == 1 ? "one device line" : "no device lines") +
+                            "; group size " + std::to_string(n) +
                             " read from busbw/algbw, tier assumed intra_node");
   }
   if (n < 2) return Status::ParseError(s.origin + ": a collective over one rank cannot be fitted");

@@ -19,6 +19,7 @@ namespace paratune::profiler {
 struct ImportOptions {
   bool in_place = false;   // take the in-place columns instead of out-of-place
   std::string collective;  // force the collective when the log does not name it ("" = infer)
+  int ranks = 0;           // ranks per group when the log does not list them (0 = infer)
 };
 
 struct ImportResult {
@@ -31,8 +32,15 @@ struct ImportResult {
 };
 
 // Parses nccl-tests text output. `name` labels errors ("file.log:42: ...").
-// Fails with kParseError on a malformed data row, a "Test failure" line, a log
-// without any data row, or a test whose collective cannot be told.
+// A pasted fragment (no header, one or no "#  Rank" line) is read too: the
+// collective comes from the test name, else options.collective, else the
+// file name, else the columns where they tell it (a reduction with busbw >
+// algbw is all_reduce, with busbw < algbw reduce_scatter); the group size
+// from the rank lines when they list two or more, else options.ranks, else
+// busbw/algbw (2(n-1)/n for all_reduce, (n-1)/n for the gathers and
+// alltoall). Fails with kParseError on a malformed data row, a "Test
+// failure" line, a log without any data row, or a test whose collective or
+// group size cannot be told (the message names --collective or --ranks).
 Result<ImportResult> ParseNcclTestsText(const std::string& text, const std::string& name,
                                         const ImportOptions& options);
 

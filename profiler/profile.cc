@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -57,9 +58,18 @@ Status NonNegativeNumber(ObjectReader* r, std::string_view key, double* out) {
   return Status::Ok();
 }
 
-Status PositiveInt(ObjectReader* r, std::string_view key, int64_t min, int64_t* out) {
+// Ranks counted in a profile (group sizes, strides, groups) stay within a
+// job's GPU cap (2^24), so they fit an int (a fuzzed 2^32 wrapped to 0).
+constexpr int64_t kMaxRanks = int64_t{1} << 24;
+
+Status PositiveInt(ObjectReader* r, std::string_view key, int64_t min, int64_t* out,
+                   int64_t max = std::numeric_limits<int64_t>::max()) {
   PT_RETURN_IF_ERROR(r->Integer(key, out));
-  if (*out < min) return r->Error(key, "must be >= " + std::to_string(min));
+  if (*out < min || *out > max) {
+    return max == std::numeric_limits<int64_t>::max()
+               ? r->Error(key, "must be >= " + std::to_string(min))
+               : r->Error(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
   return Status::Ok();
 }
 
@@ -72,15 +82,15 @@ Result<CollectiveEntry> ParseCollectiveEntry(const Json& j, const std::string& p
   if (!c.ok()) return r.Error("collective", c.status().message());
   e.collective = *c;
   int64_t v = 0;
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "group_size", 2, &v));
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "group_size", 2, &v, kMaxRanks));
   e.group_size = static_cast<int>(v);
   v = 1;
   PT_RETURN_IF_ERROR(r.OptInteger("stride", &v));
-  if (v < 1) return r.Error("stride", "must be >= 1");
+  if (v < 1 || v > kMaxRanks) return r.Error("stride", "must be in [1, 16777216]");
   e.stride = static_cast<int>(v);
   v = 1;
   PT_RETURN_IF_ERROR(r.OptInteger("concurrent_groups", &v));
-  if (v < 1) return r.Error("concurrent_groups", "must be >= 1");
+  if (v < 1 || v > kMaxRanks) return r.Error("concurrent_groups", "must be in [1, 16777216]");
   e.concurrent_groups = static_cast<int>(v);
   PT_RETURN_IF_ERROR(r.String("tier", &s));
   auto t = ParseTier(s);

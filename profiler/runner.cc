@@ -159,6 +159,13 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
       say("using the cached profile " + result.cache_path + " (measured " +
           cached->environment.created_at + "); --refresh measures again");
       PT_RETURN_IF_ERROR(WriteProfile(*cached, o.out_path));
+      // The measure → plan flow reads this file on every run, not only the first.
+      if (!o.cluster_out_path.empty()) {
+        PT_RETURN_IF_ERROR(WriteFileAtomic(
+            o.cluster_out_path,
+            topology::ClusterSpecToJson(cached->cluster ? *cached->cluster : *base).dump(2) +
+                "\n"));
+      }
       result.profile = std::move(*cached);
     }
     return result;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "profiler/measurements.h"
 #include "profiler/nccl_import.h"
 #include "profiler/profile.h"

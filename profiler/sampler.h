@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 #include "profiler/measurements.h"
 #include "profiler/nccl_format.h"
 #include "topology/cluster.h"

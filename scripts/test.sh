@@ -11,5 +11,22 @@ export PARATUNE_EXTRA_PACKAGES="${PARATUNE_EXTRA_PACKAGES:-} chromium"
 scripts/setup.sh
 # Open MPI refuses to run as root without these (CI runs as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc)" --timeout 300 "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" --timeout 300 "$@")
+
+# The sanitizer tier: a CPU-only ASan + UBSan build (no CUDA, no MPI, no
+# benchmarks) running the unit and CLI tests, the mutation fuzzer included;
+# any report fails the run. PARATUNE_SANITIZER_TIER=0 skips it. Warnings are
+# not errors here: GCC's flow warnings misfire under -fsanitize (boost::optional
+# "used uninitialized"); the main build enforces them.
+if [ "${PARATUNE_SANITIZER_TIER:-1}" = 1 ]; then
+  ASAN_DIR=${ASAN_BUILD_DIR:-build-asan}
+  if [ ! -f "$ASAN_DIR/build.ninja" ]; then
+    cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DPARATUNE_SANITIZE=ON -DPARATUNE_ENABLE_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
+          -DPARATUNE_BUILD_BENCH=OFF -DPARATUNE_WERROR=OFF >&2
+  fi
+  cmake --build "$ASAN_DIR" -j "$(nproc)" >&2
+  export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  (cd "$ASAN_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 600 -L unit)
+fi

@@ -148,7 +148,7 @@ const CollectiveFit* FindFit(const ClusterSpec& c, Collective coll, Tier tier, i
   for (const CollectiveFit& f : c.fits) {
     if (f.collective != coll || f.tier != tier) continue;
     const double d = std::fabs(std::log2(static_cast<double>(f.group_size) / size));
-    if (d < best_dist || (d == best_dist && f.busbw_GBps < best->busbw_GBps)) {
+    if (best == nullptr || d < best_dist || (d == best_dist && f.busbw_GBps < best->busbw_GBps)) {
       best = &f;
       best_dist = d;
     }

@@ -36,7 +36,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 #include "executor/run/report.h"
 #include "executor/run/workload.h"
 #include "planner/request.h"

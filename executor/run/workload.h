@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 #include "planner/config.h"
 #include "planner/request.h"
 

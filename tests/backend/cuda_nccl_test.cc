@@ -1,7 +1,7 @@
 // The cuda backend (GPU tier): compiled wherever CUDA and NCCL are found,
 // skipped when this machine has no usable device (no driver, no GPU). On a GPU
 // it checks real results and that a large bf16 GEMM runs at a plausible rate.
-#include "executor/backend/cuda_nccl.h"
+#include "backend/cuda_nccl.h"
 
 #include <gtest/gtest.h>
 

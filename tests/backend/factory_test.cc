@@ -1,6 +1,8 @@
 // CreateBackend: names, fault wrapping, and backends whose runtime is missing
 // failing with kUnavailable and a reason rather than crashing.
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
+
+#include "backend/bootstrap.h"
 
 #include <gtest/gtest.h>
 
@@ -50,6 +52,22 @@ TEST(Factory, CudaWithoutADeviceIsUnavailableNotACrash) {
   EXPECT_EQ(b.status().code(), StatusCode::kUnavailable) << b.status().ToString();
   EXPECT_NE(b.status().message().find(compiled ? "CUDA" : "without CUDA"), std::string::npos)
       << b.status().message();
+}
+
+TEST(Factory, MoreRanksThanGpusIsAUsageErrorNotTryAgainLater) {
+  // Two ranks on host n1, one GPU there: the launch cannot work (issue 14: not 75).
+  HostLayout layout;
+  layout.hosts = {"n1", "n1"};
+  layout.local_rank = 1;
+  layout.local_size = 2;
+  Status s = CheckOneDevicePerRank(layout, 1, /*devices=*/1, /*requested_device=*/-1);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("host n1 runs 2 ranks but has 1 GPUs"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("--ntasks-per-node=1"), std::string::npos);
+  EXPECT_TRUE(CheckOneDevicePerRank(layout, 1, 2, -1).ok());
+  EXPECT_EQ(CheckOneDevicePerRank(layout, 0, 2, 2).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckOneDevicePerRank(layout, 0, 1, 0).ok());  // an explicit device: the user's call
 }
 
 }  // namespace

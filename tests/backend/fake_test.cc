@@ -1,7 +1,7 @@
 // The fake backend: its α-β and GEMM model, its validation, communicator
 // splits with ncclCommSplit semantics, the op log, and the in-process world's
 // host collectives.
-#include "executor/backend/fake.h"
+#include "backend/fake.h"
 
 #include <gtest/gtest.h>
 

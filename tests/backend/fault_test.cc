@@ -1,13 +1,13 @@
 // The fault injector: each fault fires at the Nth counted call, on the chosen
 // rank only, and leaves the state a real failure would (a dead rank stays
 // dead, a broken communicator stays broken, a hung stream times out).
-#include "executor/backend/fault.h"
+#include "backend/fault.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "executor/backend/fake.h"
+#include "backend/fake.h"
 
 namespace paratune::backend {
 namespace {

@@ -1,7 +1,7 @@
 // The mpi-cpu backend on real MPI processes (run under mpirun -np 4): every
 // collective moves and reduces real buffers to the values NCCL semantics
 // promise, splits follow MPI_Comm_split, GEMMs match a naive product.
-#include "executor/backend/mpi_cpu.h"
+#include "backend/mpi_cpu.h"
 
 #include <gtest/gtest.h>
 

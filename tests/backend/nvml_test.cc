@@ -3,7 +3,7 @@
 // without the driver instead of crashing.
 #include <gtest/gtest.h>
 
-#include "executor/backend/nvml_topology.h"
+#include "backend/nvml_topology.h"
 
 namespace paratune::backend {
 namespace {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "common/json.h"
 
 namespace paratune::cli {
@@ -78,7 +79,7 @@ TEST(Predict, BadInputExitsTwoNamingFieldAndRule) {
          "training": {"global_batch": 8, "precision": "fp7"}})", "/training/precision"},
       {{"--request", "-"}, R"({"model": "llama2-7b", "cluster": {"gpu": "v100-32gb", "gpus_per_node": 8,
          "intra_node_GBps": 130, "inter_node_GBps_per_gpu": 12}, "gpus": 8,
-         "training": {"global_batch": 8}})", "/training/precision"},
+         "training": {"global_batch": 8, "precision": "bf16"}})", "/training/precision"},
       {{"--request", "-"}, "{not json", "invalid JSON"},
       {{"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8"}, "", "--global-batch"},
       {{"--bogus"}, "", "unknown flag"},
@@ -213,6 +214,39 @@ TEST(Presets, ListAndShow) {
   ASSERT_EQ(show.code, kExitOk);
   EXPECT_EQ(Json::parse(show.out)["gpus_per_node"], 8);
   EXPECT_EQ(Call(RunPresets, {"show", "nope"}).code, kExitUsage);
+}
+
+TEST(Plan, DefaultPrecisionIsTheBestTheGpuSupportsAndSaysSo) {
+  // V100 has fp16 tensor cores and no bf16: the default must not be bf16 (issue 12).
+  const std::string v100 = R"({"model": "gpt3-1.3b", "cluster": {"gpu": "v100-32gb",
+    "gpus_per_node": 8, "intra_node_GBps": 130, "inter_node_GBps_per_gpu": 12}, "gpus": 8,
+    "training": {"global_batch": 64}})";
+  Outcome r = Call(RunPlan, {"--request", "-", "--top", "1"}, v100);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("fp16 (the best v100-32gb supports; --precision to choose)"), std::string::npos)
+      << r.out;
+  Outcome j = Call(RunPlan, {"--request", "-", "--top", "1", "--format", "json"}, v100);
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  EXPECT_NE(j.out.find("\"precision\": \"fp16\""), std::string::npos);
+  // Where bf16 exists it stays the default, and an explicit choice is not annotated.
+  Outcome h = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                             "--global-batch", "64", "--top", "1"});
+  ASSERT_EQ(h.code, kExitOk) << h.err;
+  EXPECT_NE(h.out.find(", bf16 (the best h100"), std::string::npos) << h.out;
+  Outcome e = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                             "--global-batch", "64", "--top", "1", "--precision", "fp16"});
+  ASSERT_EQ(e.code, kExitOk) << e.err;
+  EXPECT_NE(e.out.find(", fp16\n"), std::string::npos) << e.out;
+}
+
+TEST(ExitCodes, OnlyALockedCacheIsTryAgainLater) {
+  // A launch that cannot work (more ranks than GPUs) is kInvalidArgument: exit 2,
+  // never 75 (issue 14); 75 stays for the cache lock (kFailedPrecondition).
+  EXPECT_EQ(ExitCodeFor(Status::InvalidArgument("host n1 runs 2 ranks but has 1 GPUs"), true),
+            kExitUsage);
+  EXPECT_EQ(ExitCodeFor(Status::FailedPrecondition("locked by n1 pid 7"), true), kExitTempFail);
+  EXPECT_EQ(ExitCodeFor(Status::Unavailable("the CUDA backend is unusable"), true),
+            kExitMeasureFailed);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "executor/backend/fake.h"
+#include "backend/fake.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
 #include "planner/plans.h"
@@ -25,11 +25,11 @@ struct Outcome {
   std::string out, err;
 };
 
-Outcome Call(int (*cmd)(const Args&, Io), const Args& args) {
+Outcome Call(int (*cmd)(const Args&, Io), const Args& args, bool progress = false) {
   std::istringstream in;
   std::ostringstream out, err;
   Outcome r;
-  r.code = cmd(args, Io{in, out, err});
+  r.code = cmd(args, Io{in, out, err, progress});
   r.out = out.str();
   r.err = err.str();
   return r;
@@ -89,9 +89,14 @@ TEST_F(CliTest, HelpTeachesAndBadFlagsAreUsageErrors) {
 
 TEST_F(CliTest, ConfirmThenCalibrate) {
   Outcome c = Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake",
-                                "--out", Path("run.json"), "--samples", "2"});
+                                "--out", Path("run.json"), "--samples", "2"}, /*progress=*/true);
   ASSERT_EQ(c.code, kExitOk) << c.err;
   EXPECT_NE(c.err.find("[confirm] candidate 1/2"), std::string::npos) << c.err;
+  // stderr not a terminal: the outcome only, no progress lines.
+  Outcome quiet = Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake",
+                                    "--out", Path("run2.json"), "--samples", "2"});
+  ASSERT_EQ(quiet.code, kExitOk) << quiet.err;
+  EXPECT_EQ(quiet.err, "[confirm] wrote " + Path("run2.json") + "\n");
   EXPECT_NE(c.out.find("measured_s"), std::string::npos) << c.out;
   auto rep = executor::LoadRunReport(Path("run.json"));
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();

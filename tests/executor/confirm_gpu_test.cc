@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "executor/backend/cuda_nccl.h"
+#include "backend/cuda_nccl.h"
 #include "executor/run/runner.h"
 #include "planner/model.h"
 #include "planner/search.h"

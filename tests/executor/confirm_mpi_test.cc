@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "executor/backend/mpi_cpu.h"
+#include "backend/mpi_cpu.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/runner.h"
 #include "planner/cost_model.h"

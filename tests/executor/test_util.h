@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "executor/backend/fake.h"
-#include "executor/backend/fault.h"
+#include "backend/fake.h"
+#include "backend/fault.h"
 #include "planner/request.h"
 #include "topology/cluster.h"
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 #include "profiler/cache.h"
 #include "profiler/profile.h"
 #include "test_util.h"
@@ -19,11 +19,11 @@ struct Ran {
   std::string out, err;
 };
 
-Ran Profile(const Args& args) {
+Ran Profile(const Args& args, bool progress = true) {
   std::istringstream in;
   std::ostringstream out, err;
   Ran r;
-  r.code = RunProfile(args, Io{in, out, err});
+  r.code = RunProfile(args, Io{in, out, err, progress});
   r.out = out.str();
   r.err = err.str();
   return r;
@@ -66,7 +66,12 @@ TEST_F(CmdProfileTest, BadFlagsAreUsageErrors) {
 TEST_F(CmdProfileTest, ProfilesWithProgressOnStderrAndFitsOnStdout) {
   Ran r = Profile(Fake({"--report", "-", "--json", dir_ + "/m.json"}));
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_NE(r.err.find("[profile]"), std::string::npos);
+  EXPECT_NE(r.err.find("[profile] backend fake"), std::string::npos) << r.err;
+  // stderr not a terminal: no progress, only what was written.
+  Ran quiet = Profile(Fake({"--refresh"}), /*progress=*/false);
+  ASSERT_EQ(quiet.code, kExitOk) << quiet.err;
+  EXPECT_EQ(quiet.err.find("[profile] backend"), std::string::npos) << quiet.err;
+  EXPECT_NE(quiet.err.find("[profile] wrote"), std::string::npos) << quiet.err;
   EXPECT_NE(r.out.find("# GEMM bf16"), std::string::npos);
   EXPECT_NE(r.out.find("WAIVED"), std::string::npos);  // report: one rank, no collectives
   EXPECT_TRUE(profiler::LoadProfile(dir_ + "/p.json").ok());

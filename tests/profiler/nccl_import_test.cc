@@ -81,12 +81,19 @@ TEST(NcclImport, OlderReleaseWithoutTestNameAndUncheckedRows) {
   EXPECT_EQ(r->hosts.front(), "gpu-st-p4d-24xlarge-1");
   ASSERT_FALSE(r->warnings.empty());
   EXPECT_NE(r->warnings.front().find("file name"), std::string::npos);
-  // Under a name that says nothing, the caller must name the collective.
+  // Under a name that says nothing, the columns do: a reduction (sum) whose
+  // busbw/algbw is 7/8 < 1 can only be reduce_scatter (issue 12).
   auto text = ReadFileToString(DataPath("reduce_scatter_8xA100_old.log"));
   ASSERT_TRUE(text.ok());
   auto anonymous = ParseNcclTestsText(*text, "job-81234.out", {});
-  ASSERT_FALSE(anonymous.ok());
-  EXPECT_NE(anonymous.status().message().find("--collective"), std::string::npos);
+  ASSERT_TRUE(anonymous.ok()) << anonymous.status().ToString();
+  EXPECT_EQ(anonymous->series.at(0).collective, Collective::kReduceScatter);
+  bool said = false;
+  for (const std::string& w : anonymous->warnings) {
+    said = said || w.find("reduce_scatter read from the redop and busbw/algbw columns") !=
+                       std::string::npos;
+  }
+  EXPECT_TRUE(said);
   EXPECT_TRUE(ParseNcclTestsText(*text, "job-81234.out", {false, "reduce_scatter"}).ok());
 }
 
@@ -187,6 +194,82 @@ TEST(NcclImport, CollectiveNamesIncludeMpiBuildsAndPaths) {
   EXPECT_EQ(*CollectiveFromTestName("./build/all_gather_perf_mpi"), Collective::kAllGather);
   EXPECT_EQ(*CollectiveFromTestName("alltoall_perf"), Collective::kAllToAll);
   EXPECT_FALSE(CollectiveFromTestName("broadcast_perf").ok());
+}
+
+// A fragment pasted from one rank's terminal (rows of all_reduce_8xA100.log, one
+// "#  Rank" line, no header): issue 12. The group size follows from busbw/algbw.
+const std::string kAllReduceFragment =
+    "#  Rank  0 Group  0 Pid  41532 on dgx-a100-01 device  0 [0000:07:00] NVIDIA A100-SXM4-80GB\n"
+    "     1048576        262144     float     sum      -1    35.63   29.43   51.51       0"
+    "    36.07   29.07   50.88       0\n"
+    "    16777216       4194304     float     sum      -1   155.46  107.92  188.86       0"
+    "   154.41  108.65  190.15       0\n"
+    "   268435456      67108864     float     sum      -1  2041.71  131.48  230.08       0"
+    "  2035.72  131.86  230.76       0\n";
+
+TEST(NcclImport, FragmentWithOneRankLineTakesTheGroupSizeFromTheColumns) {
+  auto r = ParseNcclTestsText(kAllReduceFragment, "pasted.txt", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CollectiveSeries& s = r->series.at(0);
+  EXPECT_EQ(s.collective, Collective::kAllReduce);  // sum, busbw/algbw = 1.75 > 1
+  EXPECT_EQ(s.group_size, 8);                       // 2(n-1)/n = 1.75
+  EXPECT_EQ(s.rows.size(), 3u);
+  bool said = false;
+  for (const std::string& w : r->warnings) said = said || w.find("group size 8") != std::string::npos;
+  EXPECT_TRUE(said);
+  // --ranks wins where the rank lines do not tell.
+  ImportOptions o;
+  o.ranks = 4;
+  auto forced = ParseNcclTestsText(kAllReduceFragment, "pasted.txt", o);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->series[0].group_size, 4);
+}
+
+TEST(NcclImport, FragmentCollectiveFromColumnsOnlyWhereUnambiguous) {
+  // Rows of reduce_scatter_8xA100_old.log: a reduction with busbw/algbw = 7/8.
+  const std::string rs =
+      "    16777216        524288     float     sum      -1    86.58  193.77  169.55    N/A"
+      "    86.89  193.08  168.95    N/A\n"
+      "   268435456       8388608     float     sum      -1  1062.52  252.64  221.06    N/A"
+      "  1062.35  252.68  221.10    N/A\n";
+  auto r = ParseNcclTestsText(rs, "paste.txt", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->series[0].collective, Collective::kReduceScatter);
+  EXPECT_EQ(r->series[0].group_size, 8);
+  // The same ratio without a reduction is all_gather or alltoall: ask.
+  std::string gather = rs;
+  for (size_t at; (at = gather.find(" sum ")) != std::string::npos;) gather.replace(at, 5, " none ");
+  auto amb = ParseNcclTestsText(gather, "paste.txt", {});
+  ASSERT_FALSE(amb.ok());
+  EXPECT_EQ(amb.status().code(), StatusCode::kParseError);
+  EXPECT_NE(amb.status().message().find("--collective all_gather or --collective alltoall"),
+            std::string::npos)
+      << amb.status().message();
+  ImportOptions o;
+  o.collective = "alltoall";
+  auto told = ParseNcclTestsText(gather, "paste.txt", o);
+  ASSERT_TRUE(told.ok()) << told.status().ToString();
+  EXPECT_EQ(told->series[0].collective, Collective::kAllToAll);
+  // The file name decides before the columns are asked.
+  auto named = ParseNcclTestsText(gather, "logs/all_gather_2n.txt", {});
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->series[0].collective, Collective::kAllGather);
+}
+
+TEST(NcclImport, SendrecvFragmentNeedsRanks) {
+  const std::string sr =
+      "    16777216       4194304     float    none      -1    90.00  186.41  186.41       0"
+      "    90.50  185.38  185.38       0\n";
+  auto r = ParseNcclTestsText(sr, "paste.txt", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pass --ranks N"), std::string::npos)
+      << r.status().message();
+  ImportOptions o;
+  o.ranks = 2;
+  auto told = ParseNcclTestsText(sr, "paste.txt", o);
+  ASSERT_TRUE(told.ok()) << told.status().ToString();
+  EXPECT_EQ(told->series[0].collective, Collective::kSendRecv);
+  EXPECT_EQ(told->series[0].group_size, 2);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "executor/backend/cuda_nccl.h"
+#include "backend/cuda_nccl.h"
 #include "profiler/profile.h"
 #include "profiler/runner.h"
 

@@ -64,11 +64,19 @@ TEST_F(RunnerTest, TheSecondRunUsesTheCacheUnlessRefreshed) {
   auto first = RunProfile(o_, nullptr, nullptr);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   std::filesystem::remove(o_.out_path);
+  std::filesystem::remove(o_.cluster_out_path);
   auto second = RunProfile(o_, nullptr, nullptr);
   ASSERT_TRUE(second.ok());
   EXPECT_TRUE(second->from_cache);
   EXPECT_EQ(ProfileFingerprint(second->profile), ProfileFingerprint(first->profile));
   EXPECT_TRUE(std::filesystem::exists(o_.out_path));
+  // --cluster-out is written from the cache too (README: measure → plan, run twice),
+  // and it is the cluster the cached profile is tied to.
+  auto text = ReadFileToString(o_.cluster_out_path);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto cluster = topology::ResolveCluster(Json::parse(*text), "");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(topology::Fingerprint(*cluster), second->profile.cluster_fingerprint);
   o_.refresh = true;
   auto third = RunProfile(o_, nullptr, nullptr);
   ASSERT_TRUE(third.ok());

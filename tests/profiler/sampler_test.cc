@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "executor/backend/fake.h"
-#include "executor/backend/fault.h"
+#include "backend/fake.h"
+#include "backend/fault.h"
 #include "profiler/nccl_import.h"
 #include "profiler/profile.h"
 #include "profiler/report.h"

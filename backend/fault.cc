@@ -1,4 +1,4 @@
-#include "executor/backend/fault.h"
+#include "backend/fault.h"
 
 #include <algorithm>
 

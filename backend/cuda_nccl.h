@@ -1,4 +1,4 @@
-// executor/backend/cuda_nccl.h: the GPU Backend. One process drives one GPU
+// backend/cuda_nccl.h: the GPU Backend. One process drives one GPU
 // (the rank's local rank picks it, as nccl-tests does with -g 1 under
 // mpirun/srun). GEMMs run through cuBLAS (cublasGemmEx; FP8 through cuBLASLt,
 // TN layout), collectives through NCCL: the world communicator is bootstrapped
@@ -13,8 +13,8 @@
 
 #include <memory>
 
-#include "executor/backend/backend.h"
-#include "executor/backend/bootstrap.h"
+#include "backend/backend.h"
+#include "backend/bootstrap.h"
 
 namespace paratune::backend {
 

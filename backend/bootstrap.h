@@ -1,4 +1,4 @@
-// executor/backend/bootstrap.h: the out-of-band process group that starts a
+// backend/bootstrap.h: the out-of-band process group that starts a
 // multi-process backend (nccl-tests' bootstrap: MPI ranks, rank 0 makes the NCCL
 // unique id and broadcasts it) and carries the host control plane (barriers,
 // max-reduction of timings, gathers of host names). Two implementations: MPI
@@ -53,6 +53,18 @@ struct HostLayout {
   int local_size = 1;
 };
 Result<HostLayout> DiscoverHostLayout(Bootstrap& boot);
+
+// Whether a launch can give each rank a device of its own: kInvalidArgument
+// (a launch that cannot work; retrying does not help) when `requested_device`
+// ≥ 0 is not below `devices`, or when no device is requested and the host of
+// `rank` runs more ranks than it has devices (the message names the host and
+// the launcher flag). `devices` is the count visible on this host.
+Status CheckOneDevicePerRank(const HostLayout& layout, int rank, int devices, int requested_device);
+
+// True when this process looks launched by mpirun/srun (OMPI_COMM_WORLD_SIZE,
+// PMI_SIZE, PMIX_RANK or SLURM_PROCID in the environment). Reads the
+// environment only, so it needs no MPI library.
+bool LaunchedUnderMpi();
 
 // This machine's host name (gethostname), "localhost" when it cannot be read.
 std::string LocalHostName();

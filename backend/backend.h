@@ -1,4 +1,4 @@
-// executor/backend/backend.h: the one seam between paratune and hardware.
+// backend/backend.h: the one seam between paratune and hardware.
 //
 // Everything that touches a GPU, a NIC or another process goes through a
 // Backend, the way leveldb reaches the disk only through Env: GEMMs, collectives

@@ -1,4 +1,4 @@
-// executor/backend/fake.h: a deterministic backend for unit tests of the
+// backend/fake.h: a deterministic backend for unit tests of the
 // profiler and the executor. Each rank of a FakeWorld is a Backend; ranks run
 // in the caller's threads (RunRanks gives one thread per rank) and meet at host
 // collectives and communicator splits like real processes. Nothing touches
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 
 namespace paratune::backend {
 

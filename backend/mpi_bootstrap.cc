@@ -1,4 +1,4 @@
-#include "executor/backend/mpi_bootstrap.h"
+#include "backend/mpi_bootstrap.h"
 
 #include <mpi.h>
 
@@ -73,14 +73,6 @@ class MpiBootstrap final : public Bootstrap {
 };
 
 }  // namespace
-
-bool LaunchedUnderMpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID",
-                        "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"}) {
-    if (std::getenv(v)) return true;
-  }
-  return false;
-}
 
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap() {
   int initialized = 0, finalized = 0;

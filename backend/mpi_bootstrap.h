@@ -1,4 +1,4 @@
-// executor/backend/mpi_bootstrap.h: the MPI process group (compiled when MPI is
+// backend/mpi_bootstrap.h: the MPI process group (compiled when MPI is
 // found). Initialises MPI on first use (MPI_Init_thread, FUNNELED) and
 // finalises it at process exit if it was the one to initialise it; all traffic
 // runs on a private duplicate of MPI_COMM_WORLD with errors returned, not fatal.
@@ -6,15 +6,11 @@
 
 #include <memory>
 
-#include "executor/backend/bootstrap.h"
+#include "backend/bootstrap.h"
 
 namespace paratune::backend {
 
 // Fails with kUnavailable when MPI cannot be initialised.
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap();
-
-// True when this process looks launched by mpirun/srun (OMPI_COMM_WORLD_SIZE,
-// PMI_SIZE, PMIX_RANK or SLURM_PROCID in the environment).
-bool LaunchedUnderMpi();
 
 }  // namespace paratune::backend

@@ -1,4 +1,4 @@
-// executor/backend/mpi_cpu.h: a Backend made of real MPI processes on CPUs.
+// backend/mpi_cpu.h: a Backend made of real MPI processes on CPUs.
 // Buffers are host memory (Allocate refuses beyond this rank's share of
 // MemAvailable: the "device memory" of a CPU rank), collectives are MPI collectives on
 // communicators split with MPI_Comm_split, GEMMs run through Eigen (fp32; one thread per rank, so
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 
 namespace paratune::backend {
 

@@ -1,4 +1,4 @@
-// executor/backend/nvml_topology.h: the GPUs of this host and how they are
+// backend/nvml_topology.h: the GPUs of this host and how they are
 // wired, read from NVML the way `nvidia-smi topo -m` reads it (ecosystem.md
 // §1.3–1.4). libnvidia-ml is opened with dlopen at run time, so paratune needs
 // neither nvml.h nor the driver to build, and a host without the driver gets

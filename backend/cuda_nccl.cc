@@ -1,4 +1,4 @@
-#include "executor/backend/cuda_nccl.h"
+#include "backend/cuda_nccl.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "executor/backend/cuda_kernels.h"
+#include "backend/cuda_kernels.h"
 
 namespace paratune::backend {
 namespace {
@@ -632,7 +632,7 @@ class CudaNcclBackend final : public Backend {
 
   Status Usable() const {
     if (aborted_)
-      return Status::FailedPrecondition("the CUDA backend is unusable: " + abort_reason_);
+      return Status::Unavailable("the CUDA backend is unusable: " + abort_reason_);
     return Status::Ok();
   }
 
@@ -825,18 +825,8 @@ Result<std::unique_ptr<Backend>> CreateCudaNcclBackend(std::unique_ptr<Bootstrap
   PT_CHECK(boot != nullptr);
   PT_ASSIGN_OR_RETURN(int count, CudaDeviceCount());
   PT_ASSIGN_OR_RETURN(HostLayout layout, DiscoverHostLayout(*boot));
-  int device = options.device >= 0 ? options.device : layout.local_rank % count;
-  if (device >= count) {
-    return Status::InvalidArgument("CUDA device " + std::to_string(device) + " requested, " +
-                                   std::to_string(count) + " visible");
-  }
-  if (options.device < 0 && layout.local_size > count) {
-    return Status::FailedPrecondition(
-        "host " + layout.hosts[static_cast<size_t>(boot->rank())] + " runs " +
-        std::to_string(layout.local_size) + " ranks but has " + std::to_string(count) +
-        " GPUs: NCCL needs one GPU per rank (launch with --ntasks-per-node=" +
-        std::to_string(count) + ")");
-  }
+  PT_RETURN_IF_ERROR(CheckOneDevicePerRank(layout, boot->rank(), count, options.device));
+  const int device = options.device >= 0 ? options.device : layout.local_rank % count;
   auto backend =
       std::make_unique<CudaNcclBackend>(std::move(boot), std::move(layout), device, options);
   PT_RETURN_IF_ERROR(backend->Init());

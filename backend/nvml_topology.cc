@@ -1,4 +1,4 @@
-#include "executor/backend/nvml_topology.h"
+#include "backend/nvml_topology.h"
 
 #include <dlfcn.h>
 

@@ -1,6 +1,9 @@
-// executor/backend/factory.h: makes a Backend by name, optionally wrapped in the
+// backend/factory.h: makes a Backend by name, optionally wrapped in the
 // fault injector. The only place that knows which implementations this build
-// compiled (mpi-cpu needs MPI; cuda needs the CUDA toolkit and NCCL).
+// compiled (mpi-cpu needs MPI; cuda needs the CUDA toolkit and NCCL). fake
+// and fault are in this library; cuda and mpi-cpu are run-time modules
+// (module.h) opened on first use, so linking this library pulls in no CUDA,
+// NCCL or MPI library.
 #pragma once
 
 #include <memory>
@@ -8,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
-#include "executor/backend/cuda_nccl.h"
-#include "executor/backend/fake.h"
-#include "executor/backend/fault.h"
-#include "executor/backend/mpi_cpu.h"
+#include "backend/backend.h"
+#include "backend/cuda_nccl.h"
+#include "backend/fake.h"
+#include "backend/fault.h"
+#include "backend/mpi_cpu.h"
 
 namespace paratune::backend {
 
@@ -31,7 +34,9 @@ struct BackendOptions {
 std::vector<std::string> CompiledBackends();
 
 // kInvalidArgument for an unknown name; kUnavailable when the backend was not
-// compiled in or its hardware/runtime is missing (with the reason).
+// compiled in, its module or a library the module needs is missing (named:
+// "the cuda backend needs libnccl.so.2: not found (...)"), or its hardware
+// or runtime is missing (with the reason).
 Result<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options);
 
 }  // namespace paratune::backend

@@ -2,7 +2,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "executor/backend/cuda_kernels.h"
+#include "backend/cuda_kernels.h"
 
 namespace paratune::backend::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// executor/backend/fault.h: a Backend that wraps another and injects one
+// backend/fault.h: a Backend that wraps another and injects one
 // failure, so that the profiler's and the executor's handling of a dying rank,
 // an NCCL error, a hang or an out-of-memory is tested without breaking real
 // hardware. Every call is forwarded until the fault fires.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 
 namespace paratune::backend {
 

@@ -1,4 +1,4 @@
-#include "executor/backend/fake.h"
+#include "backend/fake.h"
 
 #include <algorithm>
 #include <chrono>

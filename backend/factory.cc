@@ -1,8 +1,6 @@
-#include "executor/backend/factory.h"
+#include "backend/factory.h"
 
-#if PARATUNE_BACKEND_MPI
-#include "executor/backend/mpi_bootstrap.h"
-#endif
+#include "backend/module.h"
 
 namespace paratune::backend {
 
@@ -29,7 +27,8 @@ Result<std::unique_ptr<Backend>> CreateBare(const BackendOptions& o) {
   }
   if (o.name == "mpi-cpu") {
 #if PARATUNE_BACKEND_MPI
-    return CreateMpiCpuBackend(o.mpi_cpu);
+    PT_ASSIGN_OR_RETURN(const ModuleApi* mpi, LoadBackendModule("mpi"));
+    return mpi->create_mpi_cpu(o.mpi_cpu);
 #else
     return Status::Unavailable(
         "this paratune was built without MPI: the mpi-cpu backend is absent");
@@ -38,20 +37,21 @@ Result<std::unique_ptr<Backend>> CreateBare(const BackendOptions& o) {
   if (o.name == "cuda") {
 #if PARATUNE_BACKEND_CUDA
     std::unique_ptr<Bootstrap> boot;
+    if (o.cuda_use_mpi.value_or(LaunchedUnderMpi())) {
 #if PARATUNE_BACKEND_MPI
-    const bool use_mpi = o.cuda_use_mpi.value_or(LaunchedUnderMpi());
-    if (use_mpi) {
-      PT_ASSIGN_OR_RETURN(boot, CreateMpiBootstrap());
-    }
+      PT_ASSIGN_OR_RETURN(const ModuleApi* mpi, LoadBackendModule("mpi"));
+      PT_ASSIGN_OR_RETURN(boot, mpi->create_mpi_bootstrap());
 #else
-    if (o.cuda_use_mpi.value_or(false)) {
-      return Status::Unavailable(
-          "this paratune was built without MPI: multi-process cuda runs "
-          "need it (one process per GPU)");
-    }
+      if (o.cuda_use_mpi.value_or(false)) {
+        return Status::Unavailable(
+            "this paratune was built without MPI: multi-process cuda runs "
+            "need it (one process per GPU)");
+      }
 #endif
+    }
+    PT_ASSIGN_OR_RETURN(const ModuleApi* cuda, LoadBackendModule("cuda"));
     if (!boot) boot = CreateSingleProcessBootstrap();
-    return CreateCudaNcclBackend(std::move(boot), o.cuda);
+    return cuda->create_cuda(std::move(boot), o.cuda);
 #else
     return Status::Unavailable(
         "this paratune was built without CUDA and NCCL: the cuda backend is absent");

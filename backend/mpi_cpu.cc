@@ -1,4 +1,4 @@
-#include "executor/backend/mpi_cpu.h"
+#include "backend/mpi_cpu.h"
 
 #include <mpi.h>
 #include <sched.h>
@@ -17,8 +17,8 @@
 #include <sstream>
 #include <vector>
 
-#include "executor/backend/bootstrap.h"
-#include "executor/backend/mpi_bootstrap.h"
+#include "backend/bootstrap.h"
+#include "backend/mpi_bootstrap.h"
 
 namespace paratune::backend {
 namespace {

@@ -1,4 +1,4 @@
-#include "executor/backend/backend.h"
+#include "backend/backend.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-// executor/backend/cuda_kernels.h: the few device kernels the CUDA backend
+// backend/cuda_kernels.h: the few device kernels the CUDA backend
 // needs, behind plain host functions (implemented in cuda_kernels.cu, the only
 // file nvcc compiles): the nvbandwidth-style stream gate and buffer fills.
 // Errors come back as cudaError_t from the launch.

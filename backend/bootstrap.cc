@@ -1,8 +1,9 @@
-#include "executor/backend/bootstrap.h"
+#include "backend/bootstrap.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace paratune::backend {
@@ -78,6 +79,35 @@ Result<HostLayout> DiscoverHostLayout(Bootstrap& boot) {
     ++layout.local_size;
   }
   return layout;
+}
+
+bool LaunchedUnderMpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID",
+                        "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"}) {
+    if (std::getenv(v)) return true;
+  }
+  return false;
+}
+
+Status CheckOneDevicePerRank(const HostLayout& layout, int rank, int devices, int requested_device) {
+  if (requested_device >= 0) {
+    if (requested_device >= devices) {
+      return Status::InvalidArgument("device " + std::to_string(requested_device) + " requested, " +
+                                     std::to_string(devices) + " visible");
+    }
+    return Status::Ok();
+  }
+  if (layout.local_size > devices) {
+    const std::string host = rank >= 0 && static_cast<size_t>(rank) < layout.hosts.size()
+                                 ? layout.hosts[static_cast<size_t>(rank)]
+                                 : LocalHostName();
+    return Status::InvalidArgument("host " + host + " runs " + std::to_string(layout.local_size) +
+                                   " ranks but has " + std::to_string(devices) +
+                                   " GPUs: NCCL needs one GPU per rank (launch with "
+                                   "--ntasks-per-node=" +
+                                   std::to_string(devices) + ")");
+  }
+  return Status::Ok();
 }
 
 }  // namespace paratune::backend
