@@ -38,8 +38,15 @@ bool AnyFits(const planner::ModelSpec& model, planner::TrainingSpec training,
   opt.fixed.push_back({"mbs", "1"});
   opt.memory_only = true;
   opt.top_k = 1;
-  planner::CostModel cm(model, training, cluster, gpus);
-  planner::Search search(cm, opt);
+  std::vector<planner::CostModel> models;
+  for (planner::Framework f : planner::FrameworksOf(opt.family)) {
+    training.framework = f;
+    training.compile = false;
+    models.emplace_back(model, training, cluster, gpus);
+  }
+  std::vector<const planner::CostModel*> ptrs;
+  for (const auto& m : models) ptrs.push_back(&m);
+  planner::Search search(ptrs, opt);
   planner::SearchResult r = search.RunAll();
   if (r.top.empty()) return false;
   if (best) *best = r.top.front();
@@ -118,14 +125,17 @@ int RunCapacity(const Args& args, Io io) {
     // Sequence: grow by doubling, then bisect in steps of 1024 tokens.
     int64_t lo = 0, hi = 0;
     planner::Candidate at_lo;
+    // Every doubling is tried, not only up to the first failure: FPDT's
+    // offloaded chunks make memory fall as sequences grow past a few chunks,
+    // so a length can fit when a shorter one does not.
     for (int64_t s = 1024; s <= max_seq; s *= 2) {
       planner::Candidate c;
       if (AnyFits(job.model, job.training, job.cluster, job.gpus, static_cast<int>(s), opt, &c)) {
         lo = s;
         at_lo = c;
-      } else {
+        hi = 0;
+      } else if (hi == 0) {
         hi = s;
-        break;
       }
     }
     if (lo > 0 && hi > 0) {
@@ -158,7 +168,7 @@ int RunCapacity(const Args& args, Io io) {
     row["max_seq_capped"] = lo > 0 && hi == 0;
     if (lo > 0) {
       row["config"] = planner::ConfigToJson(at_lo.config);
-      row["memory_GiB"] = at_lo.prediction.memory.total_GiB;
+      row["memory_GiB"] = at_lo.prediction.memory.reserved_GiB;
     }
     row["largest_model"] = largest.empty() ? OrderedJson(nullptr) : OrderedJson(largest);
     row["largest_model_params_B"] = largest_b;

@@ -16,6 +16,7 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
                      [--seq S] [--precision bf16] [--attention flash|unfused]
+                     [--framework F] [--compile] [--allow-lossy]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
                      [--objective time|tokens_per_s|mfu|memory] [--top K] [--headroom F]
                      [--explain "tp=8,pp=16,..."] [--pareto] [--threads T]
@@ -33,15 +34,27 @@ free), predicts the rest and ranks them. Nothing is launched: a dry run.
   --gpus A:B[:STEP]  a range: every multiple of STEP (default: doubling from A)
                      up to B; shows what more GPUs buy (best plan per count and
                      the Pareto front of GPUs vs tokens/s)
-  --space F          the family your framework supports (default all):
-                       megatron   TP(+SP), PP(+interleaving), CP ring/a2a, distributed optimizer
-                       deepspeed  Megatron-DS TP, PP, ZeRO 0-3 + ZeRO++, Ulysses/FPDT
-                       axonn      AxoNN 3D tensor gx·gy·gz + data
-                       fsdp       torchtitan: TP(+SP), FSDP/HSDP, PP, ring CP
-                     Overlaps are on where the family offers them.
+  --framework F      the training stack you will run: megatron (Megatron-LM/Core,
+                     NeMo; TE), megatron-deepspeed, deepspeed, fsdp (PyTorch FSDP1:
+                     llm-foundry, HF), torchtitan (FSDP2), axonn. Only what it can
+                     express is searched, costed as it runs (its fused kernels,
+                     loss, host overhead, overlap; docs/frameworks.md)
+  --compile          the model runs under torch.compile (fsdp, deepspeed, torchtitan)
+  --space F          without --framework: which stacks to compare (default all),
+                     each configuration costed by the framework that runs it:
+                       megatron   megatron: TP(+SP), PP(+interleaving, uneven stages), CP ring/a2a,
+                                  distributed optimizer
+                       deepspeed  megatron-deepspeed: TP, PP, ZeRO 0-3 + ZeRO++, Ulysses/FPDT
+                       axonn      axonn: 3D tensor gx·gy·gz + data
+                       fsdp       fsdp (FSDP/HSDP) and torchtitan (FSDP2 + TP/SP, PP, ring CP)
+                     Overlaps are on where the framework offers them.
+  --allow-lossy      also offer ZeRO++'s quantized collectives (qwZ int8 weights,
+                     qgZ int4 gradients): they change the training numerics
   --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config)
   --objective O      rank by time (default), tokens_per_s, mfu or memory
-  --top K            candidates to keep (default 10)
+  --top K            candidates to keep (default 10). Rows whose predictions are
+                     identical collapse into one ("+N same"); leaders within the
+                     winner's uncertainty band (marked ~) are ordered simplest first
   --pareto           also print the time vs memory-per-GPU Pareto front
   --explain SPEC     why this configuration was rejected, or where it ranks and
                      what separates it from the winner
@@ -106,22 +119,33 @@ std::string TopTerms(const planner::Prediction& p) {
       {b.compute_s, "compute"}, {b.comm_x_s, "comm_x"}, {b.comm_y_s, "comm_tp"},
       {b.comm_z_s, "comm_z"}, {b.comm_cp_s, "comm_cp"}, {b.comm_data_s, "comm_dp"},
       {b.comm_pp_s, "comm_pp"}, {b.bubble_s, "bubble"}, {b.optimizer_s, "optimizer"},
-      {b.offload_s, "offload"}};
+      {b.offload_s, "offload"}, {b.host_s, "host"}};
   std::sort(std::begin(terms), std::end(terms), [](auto& x, auto& y) { return x.first > y.first; });
   return std::string(terms[0].second) + " " + FormatFixed(100 * terms[0].first / p.iteration_time_s, 0) +
          "%, " + terms[1].second + " " + FormatFixed(100 * terms[1].first / p.iteration_time_s, 0) + "%";
 }
 
-void PrintCandidates(const std::vector<planner::Candidate>& cands, std::ostream& out) {
-  out << std::right << std::setw(4) << "rank" << "  " << std::left << std::setw(52) << "config"
-      << std::right << std::setw(10) << "time_s" << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%"
-      << std::setw(9) << "mem_GiB" << "  top terms\n";
-  for (size_t i = 0; i < cands.size(); ++i) {
-    const auto& p = cands[i].prediction;
-    out << std::setw(4) << i + 1 << "  " << std::left << std::setw(52) << planner::ConfigToString(cands[i].config)
-        << std::right << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(11)
-        << FormatFixed(p.tokens_per_s, 0) << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
-        << FormatFixed(p.memory.total_GiB, 1) << "  " << TopTerms(p) << "\n";
+void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream& out) {
+  out << std::right << std::setw(4) << "rank" << "  " << std::left << std::setw(19) << "framework"
+      << std::setw(52) << "config" << std::right << std::setw(10) << "time_s" << std::setw(8) << "±%"
+      << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  top terms\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& p = rows[i].best.prediction;
+    std::string cfg = planner::ConfigToString(rows[i].best.config);
+    if (!rows[i].alternatives.empty()) cfg += " (+" + std::to_string(rows[i].alternatives.size()) + " same)";
+    out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left << std::setw(19)
+        << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg << std::right
+        << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
+        << FormatFixed(100 * p.uncertainty, 0) << std::setw(11) << FormatFixed(p.tokens_per_s, 0)
+        << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
+        << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p) << "\n";
+  }
+  int within = 0;
+  for (const auto& r : rows) within += r.within_band;
+  if (within > 1) {
+    out << "~ " << within << " leaders are within the winner's uncertainty band (±"
+        << FormatFixed(100 * rows.front().best.prediction.uncertainty, 0)
+        << " %): among them the simpler configuration is ranked first (docs/model.md, Ranking)\n";
   }
 }
 
@@ -147,7 +171,8 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
       {a.comm_y_s - b.comm_y_s, "comm tp/y"}, {a.comm_z_s - b.comm_z_s, "comm z"},
       {a.comm_cp_s - b.comm_cp_s, "comm cp"}, {a.comm_data_s - b.comm_data_s, "comm data"},
       {a.comm_pp_s - b.comm_pp_s, "comm pp"}, {a.bubble_s - b.bubble_s, "bubble"},
-      {a.optimizer_s - b.optimizer_s, "optimizer"}, {a.offload_s - b.offload_s, "offload"}};
+      {a.optimizer_s - b.optimizer_s, "optimizer"}, {a.offload_s - b.offload_s, "offload"},
+      {a.host_s - b.host_s, "host"}};
   std::sort(std::begin(d), std::end(d), [](auto& x, auto& y) { return std::abs(x.first) > std::abs(y.first); });
   for (auto& [v, name] : d) {
     if (std::abs(v) < 1e-4 * best.iteration_time_s) continue;
@@ -161,8 +186,8 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
 int RunPlan(const Args& args, Io io) {
   Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
-               "--explain", "--threads", "--format"},
-              {"--help", "--pareto"}, {{"-h", "--help"}});
+               "--explain", "--threads", "--format", "--framework"},
+              {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "plan", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
@@ -182,6 +207,7 @@ int RunPlan(const Args& args, Io io) {
     }
     opt.top_k = static_cast<int>(*top);
     opt.keep_pareto = flags.Has("--pareto");
+    opt.allow_lossy = flags.Has("--allow-lossy");
     if (auto fix = flags.Get("--fix")) {
       auto kv = ParseKeyValueList(*fix);
       if (!kv.ok()) return UsageError(io, "plan", kv.status().WithContext("--fix"));
@@ -239,8 +265,32 @@ int RunPlan(const Args& args, Io io) {
     } else if (Status s = ApplyCachedProfile(&sec.job.cluster, io.err); !s.ok()) {
       return UsageError(io, "plan", s);
     }
-    planner::CostModel cm(sec.job.model, sec.job.training, sec.job.cluster, sec.job.gpus);
-    planner::Search search(cm, opt);
+    // One cost model per framework searched: the one the request names, or
+    // every framework of --space, each costing what it would run.
+    const bool named = req.contains("training") && req["training"].contains("framework");
+    std::vector<planner::Framework> frameworks = planner::FrameworksOf(opt.family);
+    if (named) {
+      if (flags.Has("--space") && planner::FamilyOf(sec.job.training.framework) != opt.family &&
+          opt.family != planner::Family::kAll) {
+        return UsageError(io, "plan", Status::InvalidArgument(
+            std::string("--framework ") + planner::FrameworkName(sec.job.training.framework) +
+            " runs the " + planner::FamilyName(planner::FamilyOf(sec.job.training.framework)) +
+            " space, not --space " + planner::FamilyName(opt.family)));
+      }
+      frameworks = {sec.job.training.framework};
+      if (!flags.Has("--space")) opt.family = planner::FamilyOf(sec.job.training.framework);
+    }
+    std::vector<planner::CostModel> models;
+    models.reserve(frameworks.size());
+    for (planner::Framework f : frameworks) {
+      planner::TrainingSpec t = sec.job.training;
+      t.framework = f;
+      t.compile = t.compile && planner::FrameworkPreset(f).support.compile;
+      models.emplace_back(sec.job.model, t, sec.job.cluster, sec.job.gpus);
+    }
+    std::vector<const planner::CostModel*> model_ptrs;
+    for (const auto& m : models) model_ptrs.push_back(&m);
+    planner::Search search(model_ptrs, opt);
     if (counts.size() > 1) io.err << "plan: searching " << gpus << " GPUs...\n";
     Timer timer;
     sec.result = RunThreaded(search, threads);
@@ -254,6 +304,16 @@ int RunPlan(const Args& args, Io io) {
       OrderedJson ej;
       ej["schema"] = "paratune.explain/v1";
       ej["config"] = planner::ConfigToJson(*cfg);
+      // Explain under the first searched framework that can run the config.
+      const planner::CostModel* ecm = &models.front();
+      for (const auto& m : models) {
+        if (m.Supports(*cfg)) {
+          ecm = &m;
+          break;
+        }
+      }
+      const planner::CostModel& cm = *ecm;
+      ej["framework"] = planner::FrameworkName(cm.training().framework);
       const planner::Reason r = cm.CheckRules(*cfg);
       if (r != planner::Reason::kOk) {
         ej["status"] = "rejected";
@@ -273,7 +333,7 @@ int RunPlan(const Args& args, Io io) {
           o2.count_faster_than_s = p.iteration_time_s;
           o2.top_k = 1;
           o2.keep_pareto = false;
-          planner::Search s2(cm, o2);
+          planner::Search s2(model_ptrs, o2);
           planner::SearchResult r2 = RunThreaded(s2, threads);
           ej["status"] = "feasible";
           ej["rank"] = r2.faster + 1;
@@ -321,11 +381,11 @@ int RunPlan(const Args& args, Io io) {
       if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
       } else {
-        PrintCandidates(s.result.top, io.out);
+        PrintCandidates(planner::RankForTrust(s.result.top, opt.objective), io.out);
       }
       if (flags.Has("--pareto") && !s.result.pareto.empty()) {
         io.out << "\nPareto front (time vs memory per GPU):\n";
-        PrintCandidates(s.result.pareto, io.out);
+        PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory), io.out);
       }
     }
     if (sections.size() > 1) {

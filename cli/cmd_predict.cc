@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
        paratune predict --model M --cluster C --gpus N --global-batch B
                         [--seq S] [--precision bf16] [--attention flash|unfused]
+                        [--framework megatron] [--compile]
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.1]
                         [--profile PROFILE.json] [--format json|table]
 
@@ -25,7 +26,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
 
   --request FILE    a JSON request ("-" reads stdin); see docs/cli.md. Keys:
                     model, cluster, gpus, training{seq_len, global_batch,
-                    precision, attention, main_grads_fp32, headroom}, config
+                    precision, attention, main_grads_fp32, headroom, framework,
+                    compile}, config
   --model M         a preset (paratune presets models), a model JSON file, or a
                     Hugging Face config.json
   --cluster C       a preset (paratune presets clusters) or a cluster JSON file
@@ -34,11 +36,17 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
   --seq S           sequence length (default: the model's context length)
   --precision P     fp32 | tf32 | bf16 (default) | fp16 | fp8
   --attention A     flash (default) | unfused (materialised softmax, Megatron 2022)
+  --framework F     the training stack: megatron (default; Megatron-LM/Core, NeMo),
+                    megatron-deepspeed, deepspeed, fsdp (FSDP1: llm-foundry, HF),
+                    torchtitan (FSDP2), axonn; a config it cannot run is refused
+  --compile         the model runs under torch.compile (fsdp, deepspeed, torchtitan)
   --config SPEC     comma-separated key=value: tp pp vpp dp cp cp_kind sp gx gy gz
                     gdata zero distributed_optimizer qwz hpz qgz mbs recompute
                     oar ors oag overlap_grad_reduce overlap_param_gather
-                    tp_comm_overlap overlap_p2p placement. Omitted degrees are 1,
-                    flags off; dp is derived from --gpus.
+                    tp_comm_overlap overlap_p2p placement first_stage_layers
+                    last_stage_layers. Omitted degrees are 1, flags off; dp is
+                    derived from --gpus. Uneven stages: layers % pp != 0 needs
+                    first_stage_layers/last_stage_layers under megatron.
   --headroom F      memory kept free for a "fits" verdict (default 0.1)
   --profile FILE    a measured profile (paratune profile) to use for this cluster
   --format F        json (default) | table
@@ -57,16 +65,20 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   const auto& m = p.memory;
   out << job.model.name << " on " << job.gpus << " × " << job.cluster.gpu.name << " ("
       << job.cluster.name << "), seq " << job.training.seq_len << ", global batch "
-      << job.training.global_batch << ", " << topology::PrecisionName(job.training.precision) << "\n";
+      << job.training.global_batch << ", " << topology::PrecisionName(job.training.precision) << ", "
+      << planner::FrameworkName(job.training.framework) << (job.training.compile ? " (compiled)" : "")
+      << "\n";
   out << "config        " << planner::ConfigToString(c) << "  (" << p.micro_batches
       << " micro-batches)\n";
-  out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s    "
-      << FormatFixed(p.tokens_per_s, 0) << " tokens/s\n";
+  out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s ± "
+      << FormatFixed(100 * p.uncertainty, 0) << " %    " << FormatFixed(p.tokens_per_s, 0) << " tokens/s\n";
   out << "per GPU       " << FormatFixed(p.model_tflops_per_gpu, 1) << " model TFLOP/s (MFU "
       << FormatFixed(100 * p.mfu, 1) << " %), " << FormatFixed(p.hardware_tflops_per_gpu, 1)
       << " hardware TFLOP/s (HFU " << FormatFixed(100 * p.hfu, 1) << " %)\n";
-  out << "memory/GPU    " << FormatFixed(m.total_GiB, 2) << " GiB of " << FormatFixed(m.usable_GiB, 2)
-      << " usable  -> " << (p.fits ? "fits" : "DOES NOT FIT") << "\n";
+  out << "memory/GPU    " << FormatFixed(m.reserved_GiB, 2) << " GiB reserved at the peak ("
+      << FormatFixed(m.peak_allocated_GiB, 2) << " allocated, " << FormatFixed(m.total_GiB, 2)
+      << " steady) of " << FormatFixed(m.usable_GiB, 2) << " usable  -> "
+      << (p.fits ? "fits" : "DOES NOT FIT") << "\n";
   out << "  params " << FormatFixed(m.params_GiB, 2) << "  grads " << FormatFixed(m.grads_GiB, 2)
       << "  optimizer " << FormatFixed(m.optimizer_GiB, 2) << "  activations "
       << FormatFixed(m.activations_GiB, 2) << "  buffers " << FormatFixed(m.buffers_GiB, 2)
@@ -89,14 +101,16 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   row("bubble", b.bubble_s);
   row("optimizer", b.optimizer_s);
   row("offload", b.offload_s);
+  row("host", b.host_s);
 }
 
 }  // namespace
 
 int RunPredict(const Args& args, Io io) {
   Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq",
-               "--precision", "--attention", "--config", "--headroom", "--profile", "--format"},
-              {"--help"}, {{"-h", "--help"}});
+               "--precision", "--attention", "--config", "--headroom", "--profile", "--format",
+               "--framework"},
+              {"--help", "--compile"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "predict", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
@@ -105,7 +119,7 @@ int RunPredict(const Args& args, Io io) {
   Json request;
   if (auto path = flags.Get("--request")) {
     for (const char* f : {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
-                          "--attention", "--config", "--headroom"}) {
+                          "--attention", "--config", "--headroom", "--framework", "--compile"}) {
       if (flags.Has(f)) {
         return UsageError(io, "predict",
                           Status::InvalidArgument(std::string(f) + " cannot be combined with --request"));

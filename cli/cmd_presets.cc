@@ -5,17 +5,20 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "planner/framework.h"
 #include "planner/model.h"
 #include "topology/cluster.h"
 
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune presets [models|gpus|clusters] [--format table|json]
+constexpr const char* kHelp = R"(usage: paratune presets [models|gpus|clusters|frameworks] [--format table|json]
        paratune presets show NAME
 
-Lists the built-in presets (every number has a source: docs/presets.md), or
-prints one preset as JSON, ready to copy into a request and edit.
+Lists the built-in presets (every number has a source: docs/presets.md and
+docs/frameworks.md), or prints one model, cluster or GPU preset as JSON, ready
+to copy into a request and edit. Frameworks are chosen by name
+(training.framework / --framework).
 )";
 
 }  // namespace
@@ -45,9 +48,10 @@ int RunPresets(const Args& args, Io io) {
     return kExitOk;
   }
   const std::string kind = pos.empty() ? "all" : pos[0];
-  if (kind != "all" && kind != "models" && kind != "gpus" && kind != "clusters") {
-    return UsageError(io, "presets", Status::InvalidArgument("unknown kind '" + kind +
-                                                             "' (models | gpus | clusters | show NAME)"));
+  if (kind != "all" && kind != "models" && kind != "gpus" && kind != "clusters" && kind != "frameworks") {
+    return UsageError(io, "presets", Status::InvalidArgument(
+                                         "unknown kind '" + kind +
+                                         "' (models | gpus | clusters | frameworks | show NAME)"));
   }
   OrderedJson doc;
   doc["schema"] = "paratune.presets/v1";
@@ -98,6 +102,19 @@ int RunPresets(const Args& args, Io io) {
       }
     }
     doc["clusters"] = arr;
+  }
+  if (kind == "all" || kind == "frameworks") {
+    OrderedJson arr = OrderedJson::array();
+    if (format == "table") io.out << "frameworks\n";
+    for (planner::Framework f : planner::AllFrameworks()) {
+      const planner::FrameworkSpec& spec = planner::FrameworkPreset(f);
+      arr.push_back({{"name", spec.name}, {"display_name", spec.display_name},
+                     {"compile", spec.support.compile}});
+      if (format == "table") {
+        io.out << "  " << std::left << std::setw(20) << spec.name << spec.display_name << "\n";
+      }
+    }
+    doc["frameworks"] = arr;
   }
   if (format == "json") io.out << doc.dump(2) << "\n";
   return kExitOk;

@@ -1,6 +1,8 @@
 // `paratune validate`: predictions against published measured runs.
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -11,91 +13,189 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune validate --calibration FILE [--cluster dgx-a100-80gb] [--format table|json]
+constexpr const char* kHelp = R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
+                         [--format table|json]
 
-Predicts every published run in a calibration file (the format of
-shared/calibration/korthikanti2022.json) with one cluster preset and no per-run
-knobs, and prints predicted vs measured iteration time and the error.
-Mapping rules: docs/model.md, "Validation".
+Predicts published measured runs with the built-in presets and no per-run
+knobs, and prints predicted vs measured with the error, then per source the
+median |error| and the median signed error of throughput (positive =
+optimistic: predicted faster than measured).
 
-  --calibration FILE  the published runs
-  --cluster C         the cluster preset that stands for their hardware
-  --format F          table (default) | json
+  --calibration FILE  Korthikanti-style rows (shared/calibration/korthikanti2022.json):
+                      every row on one cluster preset (--cluster)
+  --runs FILE         public runs (shared/calibration/public_runs.json): each row on
+                      its GPU's preset, with its source's framework (llm-foundry →
+                      fsdp; Megatron-LM, NeMo, MLPerf → megatron)
+  --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
+  --format F          table (default) | json (schema paratune.validation/v1)
+
+Mapping rules and assumptions: docs/model.md, "Validation".
 )";
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
-  Flags flags({"--calibration", "--cluster", "--format"}, {"--help"}, {{"-h", "--help"}});
+  Flags flags({"--calibration", "--runs", "--cluster", "--format"}, {"--help"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "validate", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
     return kExitOk;
   }
-  auto path = flags.Get("--calibration");
-  if (!path) return UsageError(io, "validate", Status::InvalidArgument("--calibration is required"));
-  auto doc = LoadJsonArg(*path, "--calibration", io.in);
-  if (!doc.ok()) return UsageError(io, "validate", doc.status());
-  auto runs = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
-  if (!runs.ok()) return UsageError(io, "validate", runs.status());
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "validate", Status::InvalidArgument("--format must be table or json"));
+  }
+  auto cal_path = flags.Get("--calibration");
+  auto runs_path = flags.Get("--runs");
+  if (!cal_path && !runs_path) {
+    return UsageError(io, "validate", Status::InvalidArgument("--calibration or --runs is required"));
+  }
+  std::vector<planner::PublishedRun> runs;
+  if (cal_path) {
+    auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    auto r = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
+    if (!r.ok()) return UsageError(io, "validate", r.status());
+    runs.insert(runs.end(), r->begin(), r->end());
+  }
+  if (runs_path) {
+    auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    auto r = planner::PublishedRunsFromPublicRuns(*doc);
+    if (!r.ok()) return UsageError(io, "validate", r.status());
+    runs.insert(runs.end(), r->begin(), r->end());
   }
 
   OrderedJson out;
   out["schema"] = "paratune.validation/v1";
   out["runs"] = OrderedJson::array();
   double sum_abs = 0, max_abs = 0;
-  int n = 0;
+  int n = 0, unfit = 0;
+  std::map<std::string, std::vector<double>> by_source;
+  std::map<std::string, std::vector<double>> by_framework_gpu;  // signed log errors
   if (format == "table") {
-    io.out << std::left << std::setw(30) << "run" << std::right << std::setw(6) << "gpus"
-           << std::setw(12) << "measured_s" << std::setw(12) << "predicted_s" << std::setw(9)
-           << "error" << std::setw(8) << "MFU" << std::setw(10) << "pred MFU" << "\n";
+    io.out << std::left << std::setw(46) << "run" << std::setw(12) << "framework" << std::right
+           << std::setw(6) << "gpus" << std::setw(13) << "measured" << std::setw(13) << "predicted"
+           << std::setw(9) << "error" << "  metric\n";
   }
-  for (const auto& run : *runs) {
+  for (const auto& run : runs) {
     const auto& job = run.request.job;
     planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
     if (Status s = planner::ValidateConfig(cm, run.request.config); !s.ok()) {
       return UsageError(io, "validate", s.WithContext(run.id));
     }
-    planner::Prediction p = cm.Predict(run.request.config);
-    double err = 0;
-    if (run.measured_iteration_s > 0) {
-      err = (p.iteration_time_s - run.measured_iteration_s) / run.measured_iteration_s;
-      sum_abs += std::fabs(err);
-      max_abs = std::max(max_abs, std::fabs(err));
-      ++n;
-    }
+    const planner::Prediction p = cm.Predict(run.request.config);
+    const double err = planner::ThroughputError(run, p);
+    sum_abs += std::fabs(err);
+    max_abs = std::max(max_abs, std::fabs(err));
+    ++n;
+    unfit += !p.fits;
+    by_source[run.source_key].push_back(err);
+    by_framework_gpu[std::string(planner::FrameworkName(job.training.framework)) + " " +
+                     job.cluster.gpu.name].push_back(std::log1p(err));
+    const char* metric = run.measured_tokens_per_s > 0 ? "tokens/s"
+                         : run.measured_model_tflops > 0 ? "model TFLOP/s/GPU" : "iteration s";
+    const double measured = run.measured_tokens_per_s > 0 ? run.measured_tokens_per_s
+                            : run.measured_model_tflops > 0 ? run.measured_model_tflops
+                                                            : run.measured_iteration_s;
+    const double predicted = run.measured_tokens_per_s > 0 ? p.tokens_per_s
+                             : run.measured_model_tflops > 0 ? p.model_tflops_per_gpu
+                                                             : p.iteration_time_s;
     OrderedJson r;
     r["id"] = run.id;
+    r["source"] = run.source_key;
+    r["framework"] = planner::FrameworkName(job.training.framework);
+    r["gpu"] = job.cluster.gpu.name;
     r["gpus"] = job.gpus;
     r["config"] = planner::ConfigToString(run.request.config);
+    r["metric"] = metric;
+    r["measured"] = measured;
+    r["predicted"] = predicted;
+    r["error"] = err;
     r["measured_s"] = run.measured_iteration_s;
     r["predicted_s"] = p.iteration_time_s;
-    r["error"] = err;
     r["measured_mfu"] = run.measured_mfu;
     r["predicted_mfu"] = p.mfu;
     r["fits"] = p.fits;
+    r["reserved_GiB"] = p.memory.reserved_GiB;
+    r["assumed"] = run.assumed;
+    // The same question as a `paratune predict --request` document.
+    OrderedJson req;
+    req["schema"] = "paratune.predict_request/v1";
+    req["model"] = OrderedJson::parse(planner::ModelSpecToJson(job.model).dump());
+    req["cluster"] = job.cluster.name;
+    req["gpus"] = job.gpus;
+    req["training"] = planner::TrainingToJson(job.training);
+    req["config"] = planner::ConfigToJson(run.request.config);
+    r["request"] = req;
     out["runs"].push_back(r);
     if (format == "table") {
-      io.out << std::left << std::setw(30) << run.id << std::right << std::setw(6) << job.gpus
-             << std::setw(12) << (run.measured_iteration_s > 0 ? FormatFixed(run.measured_iteration_s, 2) : "-")
-             << std::setw(12) << FormatFixed(p.iteration_time_s, 2) << std::setw(8)
-             << (run.measured_iteration_s > 0 ? FormatFixed(100 * err, 1) + "%" : "-") << std::setw(8)
-             << (run.measured_mfu > 0 ? FormatFixed(100 * run.measured_mfu, 1) : "-") << std::setw(10)
-             << FormatFixed(100 * p.mfu, 1) << (p.fits ? "" : "  (does not fit)") << "\n";
+      io.out << std::left << std::setw(46) << run.id.substr(0, 45) << std::setw(12)
+             << planner::FrameworkName(job.training.framework) << std::right << std::setw(6) << job.gpus
+             << std::setw(13) << FormatFixed(measured, 2) << std::setw(13) << FormatFixed(predicted, 2)
+             << std::setw(8) << FormatFixed(100 * err, 1) << "%  " << metric
+             << (p.fits ? "" : "  (predicted not to fit)") << "\n";
     }
   }
+  OrderedJson sources = OrderedJson::array();
+  for (const auto& [src, errs] : by_source) {
+    std::vector<double> abs;
+    for (double e : errs) abs.push_back(std::fabs(e));
+    OrderedJson s;
+    s["source"] = src;
+    s["runs"] = errs.size();
+    s["median_abs_error"] = Median(abs);
+    s["median_signed_error"] = Median(errs);
+    sources.push_back(s);
+  }
+  // The residual spread per framework × GPU: the uncertainty band the
+  // framework presets carry (docs/model.md, Ranking).
+  OrderedJson spread = OrderedJson::array();
+  for (const auto& [key, logs] : by_framework_gpu) {
+    double mean = 0;
+    for (double v : logs) mean += v;
+    mean /= static_cast<double>(logs.size());
+    double var = 0;
+    for (double v : logs) var += (v - mean) * (v - mean);
+    OrderedJson s;
+    s["framework_gpu"] = key;
+    s["runs"] = logs.size();
+    s["rms_error"] = std::sqrt(var / static_cast<double>(logs.size()) + mean * mean);
+    spread.push_back(s);
+  }
+  out["sources"] = sources;
+  out["framework_gpu"] = spread;
   out["mean_abs_error"] = n ? sum_abs / n : 0.0;
   out["max_abs_error"] = max_abs;
+  out["predicted_not_to_fit"] = unfit;
   if (format == "json") {
     io.out << out.dump(2) << "\n";
-  } else {
-    io.out << "runs with a measured time: " << n << ", mean |error| "
-           << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1) << " %, max |error| "
-           << FormatFixed(100 * max_abs, 1) << " %\n";
+    return kExitOk;
   }
+  io.out << "\nper source (throughput error; + = optimistic):\n";
+  io.out << std::left << std::setw(36) << "source" << std::right << std::setw(6) << "runs" << std::setw(16)
+         << "median |error|" << std::setw(16) << "median signed" << "\n";
+  for (const auto& s : sources) {
+    io.out << std::left << std::setw(36) << s["source"].get<std::string>() << std::right << std::setw(6)
+           << s["runs"].get<int>() << std::setw(15) << FormatFixed(100 * s["median_abs_error"].get<double>(), 1)
+           << "%" << std::setw(15) << FormatFixed(100 * s["median_signed_error"].get<double>(), 1) << "%\n";
+  }
+  io.out << "per framework × GPU (rms of the log error):\n";
+  for (const auto& s : spread) {
+    io.out << "  " << std::left << std::setw(34) << s["framework_gpu"].get<std::string>() << std::right
+           << std::setw(6) << s["runs"].get<int>() << std::setw(15)
+           << FormatFixed(100 * s["rms_error"].get<double>(), 1) << "%\n";
+  }
+  io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
+         << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit
+         << "\n";
   return kExitOk;
 }
 

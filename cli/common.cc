@@ -84,6 +84,8 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
   }
   if (auto p = flags.Get("--precision")) training["precision"] = *p;
   if (auto a = flags.Get("--attention")) training["attention"] = *a;
+  if (auto f = flags.Get("--framework")) training["framework"] = *f;
+  if (flags.Has("--compile")) training["compile"] = true;
   if (auto h = flags.Get("--headroom")) {
     PT_ASSIGN_OR_RETURN(double v, ParseDouble(*h, "--headroom"));
     training["headroom"] = v;

@@ -120,6 +120,35 @@ Status PositiveInt(ObjectReader& r, const char* key, int* out) {
 
 }  // namespace
 
+StageLayers SplitLayers(int layers, const ParallelConfig& c) {
+  StageLayers s;
+  const int pp = std::max(1, c.pp);
+  if (pp == 1) {
+    s.first = s.last = s.max = layers;
+    return s;
+  }
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+    // Megatron: the stages not given explicitly share the rest evenly.
+    const int explicit_stages = (c.first_stage_layers > 0) + (c.last_stage_layers > 0);
+    const int rest_stages = pp - explicit_stages;
+    const int rest = layers - c.first_stage_layers - c.last_stage_layers;
+    const int each = rest_stages > 0 && rest > 0 ? rest / rest_stages : 0;
+    s.first = c.first_stage_layers > 0 ? c.first_stage_layers : each;
+    s.last = c.last_stage_layers > 0 ? c.last_stage_layers : each;
+    s.middle = pp > 2 ? each : 0;
+  } else {
+    // As evenly as possible, the first layers % pp stages one layer more
+    // (DeepSpeed's uniform partition, torchtitan's module split).
+    const int base = layers / pp, extra = layers % pp;
+    s.first = base + (extra > 0 ? 1 : 0);
+    s.last = base + (extra >= pp ? 1 : 0);
+    s.middle = pp > 2 ? base + (extra > 1 ? 1 : 0) : 0;
+  }
+  s.max = std::max({s.first, s.middle, s.last});
+  s.even = s.first == s.last && (pp <= 2 || s.middle == s.first) && s.first * pp == layers;
+  return s;
+}
+
 Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus) {
   ParallelConfig c;
   ObjectReader r(j, pointer);
@@ -147,6 +176,10 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(PositiveInt(r, "pp", &c.pp));
   PT_RETURN_IF_ERROR(PositiveInt(r, "vpp", &c.vpp));
   PT_RETURN_IF_ERROR(PositiveInt(r, "cp", &c.cp));
+  PT_RETURN_IF_ERROR(r.OptInt("first_stage_layers", &c.first_stage_layers));
+  PT_RETURN_IF_ERROR(r.OptInt("last_stage_layers", &c.last_stage_layers));
+  if (c.first_stage_layers < 0) return r.Error("first_stage_layers", "must be >= 0 (0 = automatic)");
+  if (c.last_stage_layers < 0) return r.Error("last_stage_layers", "must be >= 0 (0 = automatic)");
   std::string s;
   if (r.Has("cp_kind")) {
     PT_RETURN_IF_ERROR(r.String("cp_kind", &s));
@@ -238,6 +271,8 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["dp"] = c.gdata;
   j["pp"] = c.pp;
   j["vpp"] = c.vpp;
+  j["first_stage_layers"] = c.first_stage_layers;
+  j["last_stage_layers"] = c.last_stage_layers;
   j["cp"] = c.cp;
   j["cp_kind"] = CpKindName(c.cp_kind);
   j["sp"] = c.sp;
@@ -266,6 +301,9 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.gz > 1) os << " gz=" << c.gz;
   os << " pp=" << c.pp;
   if (c.vpp > 1) os << " vpp=" << c.vpp;
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+    os << " stages=" << c.first_stage_layers << "/../" << c.last_stage_layers;
+  }
   os << " dp=" << c.gdata;
   if (c.cp > 1) os << " cp=" << c.cp << "(" << CpKindName(c.cp_kind) << ")";
   if (c.sp) os << " sp";

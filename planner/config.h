@@ -38,11 +38,25 @@ struct Placement {
 std::string PlacementToString(const Placement& p);
 Result<Placement> ParsePlacement(const std::string& s);
 
+// Transformer layers per pipeline stage for `layers` layers under c's pp and
+// first/last stage counts. REQUIRES: pp >= 1.
+struct StageLayers {
+  int first = 0, middle = 0, last = 0;  // middle: every stage between (0 when pp <= 2)
+  int max = 0;                          // the most loaded stage
+  bool even = true;                     // every stage holds layers / pp
+};
+struct ParallelConfig;
+StageLayers SplitLayers(int layers, const ParallelConfig& c);
+
 struct ParallelConfig {
   // Degrees. Megatron tensor parallelism t is gy = t with gx = 1 (column- then
   // row-parallel layers = AxoNN's normal/transposed pair).
   int gx = 1, gy = 1, gz = 1, gdata = 1;
   int pp = 1, vpp = 1;  // pipeline stages, virtual stages per device (interleaved 1F1B)
+  // Uneven pipeline stages (Megatron's --decoder-first/last-pipeline-num-layers):
+  // layers on the first and last stage; 0 = automatic (layers split as evenly as
+  // possible, the first stages taking the remainder: DeepSpeed, torchtitan).
+  int first_stage_layers = 0, last_stage_layers = 0;
   int cp = 1;           // context/sequence-parallel degree
   CpKind cp_kind = CpKind::kRing;
   bool sp = false;      // Megatron sequence parallelism over the Y (tensor) group
@@ -75,7 +89,7 @@ struct ParallelConfig {
 
 // Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
-// mbs, recompute, oar, ors, oag, overlap_grad_reduce, overlap_param_gather,
+// mbs, recompute, first_stage_layers, last_stage_layers, oar, ors, oag, overlap_grad_reduce, overlap_param_gather,
 // tp_comm_overlap, overlap_p2p, placement. tp is an alias of gy (only with
 // gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is derived
 // from `gpus` (0 = do not derive). Strict; errors name JSON pointers.

@@ -34,9 +34,30 @@ constexpr double kAdamStateBytesRW = 24.0 + 4.0;
 // Performance Degradation", 2025): charge that share of the hidden time.
 constexpr double kOverlapSmShare = 24.0 / 132.0;
 
+// Fused attention's shape dependence (GPU preset: flash_head_dim_half,
+// flash_seq_half; 0 disables): FlashAttention-2 (Dao 2023, Fig. 4-5, A100 and
+// H100 benchmarks) runs head dimension 64 at about 0.85 of 128 and 512-token
+// sequences at about 0.7 of 8K: d/(d + 32) and s/(s + 256), relative to d =
+// 128, s = 4096, capped at 1.1.
+double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q) {
+  double f = 1.0;
+  if (g.flash_head_dim_half > 0) {
+    f *= (head_dim / (head_dim + g.flash_head_dim_half)) / (128.0 / (128.0 + g.flash_head_dim_half));
+  }
+  if (g.flash_seq_half > 0) f *= (s_q / (s_q + g.flash_seq_half)) / (4096.0 / (4096.0 + g.flash_seq_half));
+  return std::min(1.1, f);
+}
+
 // Exposed seconds of `comm` overlapped with `window` seconds of compute.
 double Overlapped(double comm, double window) {
   return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
+}
+// The same when only a fraction `eta` of the overlap a framework promises is
+// realised (prefetch depth, a single communication stream): the rest of the
+// hideable time stays exposed.
+double OverlappedPartly(double comm, double window, double eta) {
+  const double hidden = eta * std::min(comm, window);
+  return comm - hidden * (1.0 - kOverlapSmShare);
 }
 
 // The group over which weights are replicated and gradients reduced: the data
@@ -74,6 +95,7 @@ const char* ReasonName(Reason r) {
     case Reason::kSpNeedsTensor: return "sp_needs_tensor";
     case Reason::kZeroConflict: return "zero_conflict";
     case Reason::kOutOfMemory: return "out_of_memory";
+    case Reason::kFrameworkUnsupported: return "framework_unsupported";
   }
   return "unknown";
 }
@@ -95,6 +117,7 @@ const char* ReasonField(Reason r) {
     case Reason::kSpNeedsTensor: return "/config/sp";
     case Reason::kZeroConflict: return "/config/zero";
     case Reason::kOutOfMemory: return "/config";
+    case Reason::kFrameworkUnsupported: return "/training/framework";
   }
   return "";
 }
@@ -111,8 +134,20 @@ struct CostModel::LayerTimes {
 
 CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                      const topology::ClusterSpec& cluster, int gpus)
-    : model_(model), training_(training), cluster_(cluster), gpus_(gpus), comm_(cluster, gpus) {
+    : model_(model),
+      training_(training),
+      fw_(FrameworkPreset(training.framework)),
+      cluster_(cluster),
+      gpus_(gpus),
+      comm_(cluster, gpus) {
   using topology::Precision;
+  const bool compiled = training.compile && fw_.support.compile;
+  const FrameworkCosts& fc = fw_.costs;
+  elem_traffic_ = compiled ? fc.elementwise_traffic_compiled : fc.elementwise_traffic;
+  loss_bytes_ = compiled ? fc.loss_bytes_per_logit_compiled : fc.loss_bytes_per_logit;
+  loss_live_bytes_ = compiled ? fc.loss_live_bytes_per_logit_compiled : fc.loss_live_bytes_per_logit;
+  kernels_per_layer_ = compiled ? fc.kernels_per_layer_compiled : fc.kernels_per_layer;
+  host_s_per_layer_ = 1e-6 * (compiled ? fc.host_us_per_layer_compiled : fc.host_us_per_layer);
   const Precision p = training.precision;
   peak_flops_ = cluster.gpu.PeakTflops(p) * 1e12;
   stream_Bps_ = cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency;
@@ -164,7 +199,15 @@ double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_
 double CostModel::GemmSeconds(double m, double n, double k) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2.0 * m * n * k;
-  const double eff = GemmEfficiency(m, n, k);
+  // The curve is read at the cube-root size and was measured on square
+  // shapes; a short inner dimension amortises each output tile's prologue and
+  // epilogue over fewer MMA steps (CUTLASS's mainloop/epilogue split), so its
+  // efficiency scales by k/(k + k0) relative to a square GEMM of that size
+  // (k0: the GPU preset's gemm_k0, fitted to the small-model public runs).
+  const double k0 = cluster_.gpu.gemm_k0;
+  const double x = std::cbrt(m * n * k);
+  const double k_factor = k0 > 0 ? std::min(1.0, (k / (k + k0)) / (x / (x + k0))) : 1.0;
+  const double eff = GemmEfficiency(m, n, k) * k_factor;
   const double t_compute = flops / (peak_flops_ * eff);
   const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
   return std::max(t_compute, t_memory);
@@ -186,7 +229,25 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
   }
   if (m.hidden % c.gx != 0 || m.hidden % c.gy != 0) return Reason::kHiddenNotDivisible;
   if (m.ffn_hidden % c.gx != 0 || m.ffn_hidden % c.gy != 0) return Reason::kFfnNotDivisible;
-  if (m.layers % (c.pp * c.vpp) != 0) return Reason::kLayersNotDivisible;
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+    // Megatron's uneven stages: both stages exist (pp > 1), each keeps at least
+    // one layer, and the stages in between share the rest evenly, in vpp chunks.
+    if (c.pp < 2 || !fw_.support.uneven_pp) return Reason::kLayersNotDivisible;
+    const int explicit_stages = (c.first_stage_layers > 0) + (c.last_stage_layers > 0);
+    const int rest_stages = c.pp - explicit_stages;
+    const int rest = m.layers - c.first_stage_layers - c.last_stage_layers;
+    if (rest < 0 || (rest_stages == 0 && rest != 0) ||
+        (rest_stages > 0 && (rest <= 0 || rest % (rest_stages * c.vpp) != 0)) ||
+        c.first_stage_layers % c.vpp != 0 || c.last_stage_layers % c.vpp != 0) {
+      return Reason::kLayersNotDivisible;
+    }
+  } else if (m.layers % (c.pp * c.vpp) != 0) {
+    // As evenly as possible (DeepSpeed, torchtitan) without interleaving;
+    // Megatron needs the first/last stage counts stated.
+    const bool automatic = fw_.support.uneven_pp && c.vpp == 1 && m.layers >= c.pp &&
+                           training_.framework != Framework::kMegatron;
+    if (!automatic) return Reason::kLayersNotDivisible;
+  }
   const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
   if (training_.global_batch % per_step != 0) return Reason::kBatchNotDivisible;
   const int64_t n_mb = training_.global_batch / per_step;
@@ -207,8 +268,34 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
       ((c.qwz || c.hpz || c.qgz) && c.zero != 3)) {
     return Reason::kZeroConflict;
   }
+  if (!Supports(c)) return Reason::kFrameworkUnsupported;
   return Reason::kOk;
 }
+
+const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
+  const FrameworkSupport& f = fw_.support;
+  if (c.gx > 1 && !f.axonn_xy) return "no AxoNN X dimension (gx > 1)";
+  if (c.gy > 1 && !f.tp && !f.axonn_xy) return "no tensor parallelism (tp/gy > 1)";
+  if (c.gy > 1 && c.gx == 1 && !c.sp && !f.tp_without_sp && f.tp) return "tensor parallelism only with sequence parallelism (sp)";
+  if (c.sp && !f.sp) return "no sequence parallelism (sp)";
+  if (c.gz > 1 && !f.shard_z) return "no sharded-parameter dimension (gz > 1)";
+  if (c.pp > 1 && !f.pp) return "no pipeline parallelism (pp > 1)";
+  if (c.vpp > 1 && !f.vpp) return "no interleaved pipeline (vpp > 1)";
+  if (c.cp > 1) {
+    if (c.cp_kind == CpKind::kRing && !f.cp_ring) return "no ring context parallelism (cp_kind ring)";
+    if (c.cp_kind == CpKind::kUlysses && !f.cp_ulysses) return "no Ulysses (cp_kind ulysses)";
+    if (c.cp_kind == CpKind::kFpdt && !f.cp_fpdt) return "no FPDT (cp_kind fpdt)";
+    if (!f.cp_with_tp_pp && (c.gy > 1 || c.pp > 1)) return "sequence parallelism (cp) without tp or pp only";
+  }
+  if (!f.zero[c.zero]) return "this ZeRO stage is not offered (zero)";
+  if (c.distributed_optimizer && !f.distributed_optimizer) return "no Megatron distributed optimizer";
+  if ((c.qwz || c.hpz || c.qgz) && !f.zeropp) return "no ZeRO++ (qwz, hpz, qgz)";
+  if (c.pp > 1 && c.zero >= 2 && !f.pp_with_zero2) return "its pipeline engine refuses ZeRO-2/3";
+  if (!f.recompute[static_cast<int>(c.recompute)]) return "this recompute granularity is not offered";
+  return "";
+}
+
+bool CostModel::Supports(const ParallelConfig& c) const { return UnsupportedWhy(c)[0] == '\0'; }
 
 std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
   std::ostringstream os;
@@ -239,7 +326,17 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
          << ") and gy/tp (" << c.gy << ")";
       break;
     case Reason::kLayersNotDivisible:
-      os << "layers (" << m.layers << ") must be divisible by pp·vpp (" << c.pp * c.vpp << ")";
+      if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+        os << "first_stage_layers (" << c.first_stage_layers << ") and last_stage_layers ("
+           << c.last_stage_layers << ") need pp > 1, a framework with uneven stages, and the other "
+           << "stages sharing the remaining layers evenly in chunks of vpp (" << c.vpp
+           << "), as Megatron's --decoder-first/last-pipeline-num-layers require";
+      } else if (training_.framework == Framework::kMegatron && fw_.support.uneven_pp && c.vpp == 1) {
+        os << "layers (" << m.layers << ") are not divisible by pp (" << c.pp
+           << "): Megatron needs first_stage_layers / last_stage_layers for uneven stages";
+      } else {
+        os << "layers (" << m.layers << ") must be divisible by pp·vpp (" << c.pp * c.vpp << ")";
+      }
       break;
     case Reason::kBatchNotDivisible:
       os << "global_batch (" << training_.global_batch << ") must be divisible by mbs·gz·gdata ("
@@ -263,6 +360,10 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
     case Reason::kZeroConflict:
       return "zero must be 0-3; distributed_optimizer excludes zero > 0; qwz/hpz/qgz need zero = 3";
     case Reason::kOutOfMemory: return "needs more memory per GPU than is usable";
+    case Reason::kFrameworkUnsupported:
+      os << FrameworkName(training_.framework) << " cannot run this configuration: "
+         << UnsupportedWhy(c);
+      break;
   }
   return os.str();
 }
@@ -315,8 +416,9 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double scores = b * heads_loc * s_q * s;  // score elements per GPU
   if (training_.attention == Attention::kFlash) {
     const double exec = kCausalFraction * 4.0 * scores * d;
-    t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency);
-    t.attn_bwd = kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency);
+    const double shape = FlashShapeFactor(cluster_.gpu, d, s_q) * fw_.costs.attention_efficiency;
+    t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency * shape);
+    t.attn_bwd = kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency * shape);
   } else {
     // Batched GEMMs QKᵀ (s_q×d·d×s) and PV (s_q×s·s×d) per head over the full
     // square (the mask is applied afterwards), plus softmax and dropout as
@@ -340,7 +442,9 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double act_fn = T * (f / gy) * (m.gated_ffn ? 6.0 : 4.0) * scale;
   // The backward is charged 2 × elem_fwd, so a third of the FP8 cast traffic
   // (forward + backward) goes here and the rest lands in the backward.
-  t.elem_fwd = StreamSeconds(norm_res + act_fn + fp8_cast_bytes / 3.0);
+  // The framework's preset scales the fused baseline (eager stacks run each
+  // element-wise op as its own kernel).
+  t.elem_fwd = StreamSeconds(elem_traffic_ * (norm_res + act_fn) + fp8_cast_bytes / 3.0);
 
   // Last stage: logits GEMM (vocabulary split over the tensor ranks) forward and
   // its two backward GEMMs, and the fp32 cross-entropy (logits written, read and
@@ -348,7 +452,11 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   // its gradient scatter (memory-bound).
   const double V = m.vocab;
   t.logits_compute = 3.0 * GemmSeconds(T, V / c.tensor(), h / gx) +
-                     StreamSeconds(T * (V / c.tensor()) * 4.0 * 3.0);
+                     StreamSeconds(T * (V / c.tensor()) * loss_bytes_);
+  // Fixed costs of one layer's kernels (forward + backward) and the host time
+  // to issue them (framework preset); the layer runs no faster than either allows.
+  t.kernel_fixed = kernels_per_layer_ * cluster_.gpu.kernel_overhead_us * 1e-6;
+  t.host = host_s_per_layer_;
   t.embed = StreamSeconds(3.0 * T * (h / gx) * e);
 
   // Activation memory kept for the backward (planner/memory.h).
@@ -369,6 +477,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   t.attn_bwd *= fc;
   t.elem_fwd *= fc;
   t.logits_compute *= fc;
+  t.kernel_fixed *= fc;
   t.embed *= fm;
   return t;
 }
@@ -382,6 +491,9 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
   const double gx = c.gx, gy = c.gy;
   const double T = b * s / c.cp;
   const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY), sz = c.Stride(Dim::kZ);
+  // Transformer Engine's userbuffers overlap needs the tensor group inside one
+  // NVLink domain (CUDA IPC buffers): across nodes the option buys nothing.
+  const bool tp_overlap = c.tp_comm_overlap && int64_t{sy} * c.gy * c.gx <= cluster_.gpus_per_node;
 
   // --- Tensor-parallel communication per linear layer: the forward all-reduce
   // of the output over the group that split k, the backward all-reduce of the
@@ -405,9 +517,11 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
       }
     }
     if (c.gz > 1) {
-      const double w_bytes = k * n / c.tensor() * param_bytes_;
-      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w_bytes);
-      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w_bytes);
+      // Weights are gathered in the compute dtype; gradients reduce-scattered in
+      // the main-gradient dtype (FSDP's reduce_dtype, AxoNN's fp32 reduce-scatter).
+      const double w = k * n / c.tensor();
+      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * param_bytes_);
+      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * grad_bytes_);
     }
   }
   // Megatron sequence parallelism: each all-reduce becomes an all-gather of the
@@ -422,7 +536,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
     comm_y += 2 * ag + (c.oar ? Overlapped(2 * rs, t.normal_fwd) : 2 * rs) +
               (c.oar ? Overlapped(2 * ag, t.normal_fwd) : 2 * ag);
   }
-  if (c.tp_comm_overlap) {
+  if (tp_overlap) {
     // Transformer Engine userbuffers pipeline the collective through the GEMM.
     fwd_x = Overlapped(fwd_x, t.gemm_fwd);
     fwd_y = Overlapped(fwd_y, t.gemm_fwd);
@@ -430,8 +544,9 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
   comm_x += fwd_x;
   comm_y += fwd_y;
 
-  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd;
-  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd;
+  // A third of a layer's kernels run in the forward, two thirds in the backward.
+  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd + t.kernel_fixed / 3.0;
+  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd + 2.0 * t.kernel_fixed / 3.0;
   out->recompute = 0;
   if (c.recompute == Recompute::kSelective) out->recompute = t.attn_fwd;
   if (c.recompute == Recompute::kFull) {
@@ -448,9 +563,10 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
   if (c.gz > 1) {
     const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
-    out->comm_z = (c.oag ? Overlapped(z_ag, fwd_w) : z_ag) +
-                  (c.oag ? Overlapped(n_ag_b * z_ag, bwd_w) : n_ag_b * z_ag) +
-                  (c.ors ? Overlapped(z_rs, bwd_w) : z_rs);
+    const double eta = fw_.costs.shard_overlap;
+    out->comm_z = (c.oag ? OverlappedPartly(z_ag, fwd_w, eta) : z_ag) +
+                  (c.oag ? OverlappedPartly(n_ag_b * z_ag, bwd_w, eta) : n_ag_b * z_ag) +
+                  (c.ors ? OverlappedPartly(z_rs, bwd_w, eta) : z_rs);
   }
 
   // --- Context parallelism.
@@ -493,15 +609,18 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   const double t = c.tensor();
   const double V = m.vocab, h = m.hidden;
-  const double L_s = static_cast<double>(m.layers) / c.pp;
+  const StageLayers st = SplitLayers(m.layers, c);
   const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
   const double emb_shard = V * h / t;
   const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;
   const double first_extra = emb_shard + pos;
   const double last_extra = (!m.tied_embeddings || c.pp > 1 ? emb_shard : 0.0) + norm_params_;
-  const double stage_extra = c.pp == 1 ? first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_
-                                       : std::max(first_extra, last_extra);
-  return L_s * layer_shard + stage_extra / c.gz;
+  if (c.pp == 1) {
+    return m.layers * layer_shard +
+           (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz;
+  }
+  return std::max({st.first * layer_shard + first_extra / c.gz, st.last * layer_shard + last_extra / c.gz,
+                   st.middle * layer_shard});
 }
 
 MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
@@ -511,7 +630,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const double e = act_bytes_;
   const double h = m.hidden, V = m.vocab;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
-  const double L_s = static_cast<double>(m.layers) / c.pp;
+  const StageLayers st = SplitLayers(m.layers, c);
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
 
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
@@ -522,7 +641,9 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
   double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
   double working = t.act_bytes_full;  // the layer being recomputed
-  double logits_act = 4.0 * T * V / c.tensor();  // fp32 logits for the loss (Korthikanti §4.3)
+  // The loss's tensors on the last stage: Korthikanti §4.3 counts the fp32
+  // logits (4 bytes); the framework preset gives what its loss really holds.
+  double logits_act = loss_live_bytes_ * T * V / c.tensor();
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
     // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
     // computes the layers, and the loss, chunk by chunk.
@@ -530,19 +651,29 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     if (chunks > 2.0) {
       layer_act *= 2.0 / chunks;
       working *= 2.0 / chunks;
-      logits_act *= 2.0 / chunks;
+      // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
+      // the logits of the whole sequence never exist at once).
+      logits_act *= 1.0 / chunks;
     }
   }
   const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
   const double interleave = c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
-  const double act_first = (L_s * layer_act + embed_act) * in_flight * interleave;
-  const double act_last = L_s * layer_act + logits_act;
-  double act = c.pp == 1 ? act_first + logits_act : std::max(act_first, act_last);
+  const double act_first = (st.first * layer_act + embed_act) * in_flight * interleave;
+  const double act_last = st.last * layer_act + logits_act;
+  // The second stage holds one micro-batch fewer than the first (1F1B), with
+  // the middle stages' layer count: it is the peak when uneven stages give the
+  // first stage fewer layers.
+  const double act_mid = c.pp > 2 ? st.middle * layer_act * std::min<double>(c.pp - 1, n_mb) * interleave : 0.0;
+  double act = c.pp == 1 ? act_first + logits_act : std::max({act_first, act_last, act_mid});
   if (c.recompute == Recompute::kFull) act += working;
 
   double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB;
-  if (c.gz > 1 || c.zero == 3) buffers += 2.0 * (layer_params_ / c.tensor()) * param_bytes_;  // prefetch
+  // Gathered weights in flight (the layer in use and prefetched ones) and, for
+  // the framework's sharded execution, the layer's unsharded gradient before
+  // its reduce-scatter.
+  const double layer_block = layer_params_ / c.tensor();
+  if (c.gz > 1 || c.zero == 3) buffers += fw_.costs.gathered_layers * layer_block * param_bytes_;
   if (c.zero >= 1) buffers += std::min(psi, kDeepSpeedBucketElems) * param_bytes_;
   if (c.hpz && c.zero == 3) {
     const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
@@ -554,6 +685,15 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   mem.activations_GiB = act / kGiB;
   mem.buffers_GiB = buffers / kGiB;
   mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
+  // The step's peak adds, under sharded execution, the unsharded gradient of
+  // one layer before its reduce-scatter (the loss's tensors are already in
+  // the activations at the size the framework holds them).
+  double transient = 0;
+  if (c.gz > 1 || c.zero == 3) transient += layer_block * grad_bytes_;
+  const double runtime = cluster_.gpu.runtime_reserved_GiB;
+  mem.peak_allocated_GiB = mem.total_GiB + transient / kGiB;
+  // The CUDA context and library workspaces sit outside the caching allocator.
+  mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fw_.costs.allocator_fragmentation) + runtime;
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
   return mem;
@@ -571,7 +711,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double h = m.hidden, s = training_.seq_len;
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
   p.micro_batches = n_mb;
-  const double L_s = static_cast<double>(m.layers) / c.pp;  // layers per pipeline rank
+  const StageLayers st = SplitLayers(m.layers, c);
   const double T = static_cast<double>(c.mbs) * s / c.cp;
 
   LayerTimes lt;
@@ -595,24 +735,48 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd, bytes * (c.qgz ? 0.25 : 1.0));
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
     const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
-    zero3_layer = (c.overlap_param_gather ? Overlapped(ag_f, fwd_w) : ag_f) +
-                  (c.overlap_param_gather ? Overlapped(n_ag_b * ag_b, bwd_w) : n_ag_b * ag_b) +
-                  (c.overlap_grad_reduce ? Overlapped(rs, bwd_w) : rs);
+    const double eta = fw_.costs.shard_overlap;
+    zero3_layer = (c.overlap_param_gather ? OverlappedPartly(ag_f, fwd_w, eta) : ag_f) +
+                  (c.overlap_param_gather ? OverlappedPartly(n_ag_b * ag_b, bwd_w, eta) : n_ag_b * ag_b) +
+                  (c.overlap_grad_reduce ? OverlappedPartly(rs, bwd_w, eta) : rs);
   }
 
   // --- One micro-batch through this rank's layers.
   const double layer_compute = lt.fwd_compute + lt.bwd_compute + lt.recompute;
   const double layer_comm = lt.comm_x + lt.comm_y + lt.comm_z + lt.comm_cp + zero3_layer + lt.offload;
-  const double body = L_s * (layer_compute + layer_comm);
+  // The host issues the layer's kernels while the GPU runs earlier ones; when
+  // issuing takes longer (eager dispatch, small layers) the GPU waits. Full
+  // recompute issues the forward again (a third of the kernels).
+  const double host = terms.host * (c.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
+  const double layer_time = std::max(layer_compute + layer_comm, host);
+  const double host_stall = layer_time - (layer_compute + layer_comm);
   // The logits need the final hidden states gathered over Y, forward and backward.
   const double logits_comm =
       c.gy > 1 ? 2.0 * comm_.Seconds(c.sp ? Collective::kAllGather : Collective::kAllReduce,
                                      c.Stride(Dim::kY), c.gy, T * h * e)
                : 0.0;
-  const double last = body + terms.logits_compute + logits_comm;
-  const double first = body + terms.embed;
-  const double stage_max = c.pp == 1 ? last + terms.embed : std::max(first, last);
-  const double stage_avg = body + (terms.logits_compute + logits_comm + terms.embed) / c.pp;
+  // Stages may hold different layer counts (uneven pipelines): the slowest
+  // stage sets the pace of the steady state.
+  const double last = st.last * layer_time + terms.logits_compute + logits_comm;
+  const double first = st.first * layer_time + terms.embed;
+  const double middle = c.pp > 2 ? st.middle * layer_time : 0.0;
+  double stage_max = c.pp == 1 ? last + terms.embed : std::max({first, last, middle});
+  const double stage_avg = (m.layers * layer_time + terms.logits_compute + logits_comm + terms.embed) / c.pp;
+  // Layers of the critical stage and the extra work it carries.
+  double L_s = st.last;
+  double crit_extra = terms.logits_compute;
+  bool last_crit = true;
+  if (c.pp == 1) {
+    crit_extra = terms.logits_compute + terms.embed;
+  } else if (first > last && first >= middle) {
+    L_s = st.first;
+    crit_extra = terms.embed;
+    last_crit = false;
+  } else if (middle > last) {
+    L_s = st.middle;
+    crit_extra = 0;
+    last_crit = false;
+  }
 
   // 1F1B: n_mb slots at the slowest stage plus (pp − 1)/vpp slots of fill and
   // drain (Narayanan 2021 §2.2; interleaving divides the bubble by vpp).
@@ -645,7 +809,9 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     }
     const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
     const double fwd_stage = L_s * lt.fwd_compute;
-    const double red = c.overlap_grad_reduce ? Overlapped(reduce, bwd_stage) : reduce;
+    const double red = c.overlap_grad_reduce
+                           ? OverlappedPartly(reduce, bwd_stage, fw_.costs.grad_reduce_overlap)
+                           : reduce;
     comm_data += (c.zero == 2 ? n_mb : 1) * red;
     comm_data += c.overlap_param_gather ? Overlapped(gather, fwd_stage) : gather;
   }
@@ -654,18 +820,17 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // distributed optimizer; the local gradients are read for the norm and zeroed.
   const double opt_shard = (c.zero >= 1 || c.distributed_optimizer) ? nd : 1.0;
   const double copy_b = param_bytes_ < 4.0 ? 4.0 + param_bytes_ : 0.0;
-  const double opt_s = cluster_.corrections.memory_bound *
+  const double opt_s = cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
                        StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
 
   p.memory = mem ? *mem : MemoryWith(c, terms);
-  p.fits = p.memory.total_GiB <= p.memory.usable_GiB;
+  p.fits = p.memory.reserved_GiB <= p.memory.usable_GiB;
+  // The band: the framework × GPU residual, widened by a calibrated profile's own.
+  p.uncertainty = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
   p.reason = p.fits ? Reason::kOk : Reason::kOutOfMemory;
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.
-  const bool last_crit = c.pp == 1 || last >= first;
-  const double crit_extra = c.pp == 1 ? terms.logits_compute + terms.embed
-                                      : (last_crit ? terms.logits_compute : terms.embed);
   TimeBreakdown& br = p.breakdown;
   br.compute_s = n_mb * (L_s * layer_compute + crit_extra);
   br.recompute_s = n_mb * L_s * lt.recompute;
@@ -674,11 +839,12 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   br.comm_z_s = n_mb * L_s * lt.comm_z;
   br.comm_cp_s = n_mb * L_s * lt.comm_cp;
   br.offload_s = n_mb * L_s * lt.offload;
+  br.host_s = n_mb * L_s * host_stall;
   br.comm_data_s = comm_data;
   br.comm_pp_s = comm_pp;
   br.optimizer_s = opt_s;
   const double accounted = br.compute_s + br.comm_x_s + br.comm_y_s + br.comm_z_s + br.comm_cp_s +
-                           br.offload_s + zero3_in_pipeline;
+                           br.offload_s + br.host_s + zero3_in_pipeline;
   br.bubble_s = std::max(0.0, pipeline - accounted);
   p.iteration_time_s = pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s;
 

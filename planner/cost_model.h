@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "planner/config.h"
+#include "planner/framework.h"
 #include "planner/model.h"
 #include "topology/cluster.h"
 
@@ -35,6 +36,9 @@ struct TrainingSpec {
   bool main_grads_fp32 = true;
   double headroom = 0.10;         // fraction of GPU memory kept free for a "fits" verdict
   int fpdt_chunk_tokens = 65536;  // FPDT sequence chunk (DeepSpeed's default)
+  // The training stack (planner/framework.h): what it fuses, overlaps and allows.
+  Framework framework = Framework::kMegatron;
+  bool compile = false;  // torch.compile (frameworks whose preset supports it)
 };
 
 // Why a configuration cannot run, cheapest checks first. kOk = feasible.
@@ -54,8 +58,9 @@ enum class Reason : uint8_t {
   kSpNeedsTensor,        // sp needs Megatron TP: gy > 1 and gx == 1
   kZeroConflict,         // zero stage out of range, dist-opt with zero > 0, or ZeRO++ without zero 3
   kOutOfMemory,          // valid, but needs more memory than the GPU has (minus headroom)
+  kFrameworkUnsupported, // the training framework cannot express this configuration
 };
-inline constexpr int kNumReasons = 15;
+inline constexpr int kNumReasons = 16;
 const char* ReasonName(Reason r);  // stable snake_case key, e.g. "heads_not_divisible"
 // The config field a rule is about (JSON pointer relative to the request), e.g. "/config/tp".
 const char* ReasonField(Reason r);
@@ -66,7 +71,13 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   double optimizer_GiB = 0;
   double activations_GiB = 0;
   double buffers_GiB = 0;    // gathered weights, buckets, hpZ copy, runtime reserve
-  double total_GiB = 0;
+  double total_GiB = 0;      // the sum of the above: steady state between steps
+  // What the allocator reports at the step's peak: total plus the transient
+  // buffers (fp32 logits and their gradient, the layer being recomputed, the
+  // gathered weights in flight). `reserved` adds the caching allocator's
+  // fragmentation (framework preset); `fits` compares it with `usable`.
+  double peak_allocated_GiB = 0;
+  double reserved_GiB = 0;
   double capacity_GiB = 0;
   double usable_GiB = 0;     // capacity × (1 − headroom)
 };
@@ -83,6 +94,7 @@ struct TimeBreakdown {     // seconds per iteration; the terms add up to the ite
   double bubble_s = 0;     // pipeline fill/drain and stage imbalance
   double optimizer_s = 0;  // the optimizer step (memory-bound)
   double offload_s = 0;    // FPDT host traffic not hidden behind compute
+  double host_s = 0;       // GPU idle while the host issues kernels (eager dispatch)
 };
 
 struct Prediction {
@@ -94,6 +106,9 @@ struct Prediction {
   double hardware_tflops_per_gpu = 0;  // including recomputed FLOPs
   double mfu = 0;                      // model TFLOP/s / dense peak
   double hfu = 0;
+  // Uncertainty band of iteration_time_s: ± this fraction (one sigma of the
+  // framework × GPU calibration residuals, widened by a profile's own).
+  double uncertainty = 0;
   int64_t micro_batches = 0;           // per pipeline per iteration
   MemoryBreakdown memory;
   TimeBreakdown breakdown;
@@ -120,6 +135,8 @@ class CostModel {
     double elem_fwd = 0;        // memory-bound element-wise kernels, forward
     double logits_compute = 0;  // last stage: logits GEMMs fwd+bwd and the fp32 loss
     double embed = 0;           // first stage: embedding lookup and its gradient
+    double kernel_fixed = 0;    // per layer, fwd + bwd: fixed GPU time of its kernels
+    double host = 0;            // per layer, fwd + bwd: host time to issue it
     double act_bytes[3] = {};   // per layer kept for the backward, by Recompute
     double act_bytes_full = 0;  // without recompute (working set of a recomputed layer)
     double psi = 0;             // parameters held before data sharding (needs gx, gy, gz, pp too)
@@ -136,12 +153,16 @@ class CostModel {
   // still gets its times, with fits = false and reason = kOutOfMemory.
   Prediction Predict(const ParallelConfig& c) const;
 
+  // Whether the training framework can express `c`, and if not, why (a phrase).
+  bool Supports(const ParallelConfig& c) const;
+  const char* UnsupportedWhy(const ParallelConfig& c) const;
   // A sentence explaining a rule violation with the numbers involved.
   std::string Explain(Reason r, const ParallelConfig& c) const;
 
   const ModelSpec& model() const { return model_; }
   const TrainingSpec& training() const { return training_; }
   const topology::ClusterSpec& cluster() const { return cluster_; }
+  const FrameworkSpec& framework() const { return fw_; }
   int gpus() const { return gpus_; }
   // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
   double ModelFlopsPerIteration() const { return model_flops_; }
@@ -159,6 +180,8 @@ class CostModel {
 
   ModelSpec model_;
   TrainingSpec training_;
+  FrameworkSpec fw_;
+  double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;
   topology::ClusterSpec cluster_;
   int gpus_;
   topology::GroupCostTable comm_;

@@ -1,15 +1,31 @@
 #include "planner/plans.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace paratune::planner {
 namespace {
 
-OrderedJson CandidateJson(int rank, const Candidate& c, const CostModel& cm) {
+OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
+  const Candidate& c = r.best;
   OrderedJson j;
   j["rank"] = rank;
+  j["framework"] = FrameworkName(c.framework);
   j["config"] = ConfigToJson(c.config);
   j["config_string"] = ConfigToString(c.config);
+  j["within_band"] = r.within_band;
+  j["complexity"] = r.complexity;
+  OrderedJson alts = OrderedJson::array();
+  for (const ParallelConfig& a : r.alternatives) alts.push_back(ConfigToString(a));
+  j["alternatives"] = alts;
   j["prediction"] = PredictionFields(c.prediction, cm);
   return j;
+}
+
+bool SamePrediction(const Candidate& a, const Candidate& b) {
+  const double ta = a.prediction.iteration_time_s, tb = b.prediction.iteration_time_s;
+  return a.framework == b.framework && std::fabs(ta - tb) <= 1e-9 * std::max(ta, tb) &&
+         std::fabs(a.prediction.memory.reserved_GiB - b.prediction.memory.reserved_GiB) <= 1e-9;
 }
 
 OrderedJson JobJson(const Job& job) {
@@ -22,6 +38,40 @@ OrderedJson JobJson(const Job& job) {
 }
 
 }  // namespace
+
+int Complexity(const ParallelConfig& c, const FrameworkSpec& fw) {
+  int n = (c.gx > 1) + (c.gy > 1) + (c.gz > 1) + (c.pp > 1) + (c.cp > 1) + (c.vpp > 1) + c.zero +
+          c.qwz + c.hpz + c.qgz + (c.first_stage_layers > 0 || c.last_stage_layers > 0);
+  if (!fw.support.placements.empty() && c.pp > 1 &&
+      PlacementToString(c.placement) != fw.support.placements.front()) {
+    ++n;
+  }
+  return n;
+}
+
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objective objective) {
+  std::vector<RankedPlan> rows;
+  for (const Candidate& c : top) {
+    if (!rows.empty() && SamePrediction(rows.back().best, c)) {
+      rows.back().alternatives.push_back(c.config);
+      continue;
+    }
+    RankedPlan r;
+    r.best = c;
+    r.complexity = Complexity(c.config, FrameworkPreset(c.framework));
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty() || objective == Objective::kMemory) return rows;
+  const double t0 = rows.front().best.prediction.iteration_time_s;
+  const double band = rows.front().best.prediction.uncertainty;
+  size_t lead = 0;
+  while (lead < rows.size() && rows[lead].best.prediction.iteration_time_s <= t0 * (1.0 + band)) {
+    rows[lead++].within_band = true;
+  }
+  std::stable_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
+                   [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
+  return rows;
+}
 
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
   OrderedJson doc;
@@ -36,7 +86,11 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
     }
   }
   const PlanSection& s = sections[main];
-  CostModel cm(s.job.model, s.job.training, s.job.cluster, s.job.gpus);
+  auto model_for = [&](Framework f) {
+    TrainingSpec t = s.job.training;
+    t.framework = f;
+    return CostModel(s.job.model, t, s.job.cluster, s.job.gpus);
+  };
   doc["model"] = s.job.model.name;
   doc["cluster"] = s.job.cluster.name;
   doc["cluster_fingerprint"] = topology::Fingerprint(s.job.cluster);
@@ -47,7 +101,11 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   OrderedJson fixed = OrderedJson::object();
   for (const auto& [k, v] : options.fixed) fixed[k] = v;
   doc["fixed"] = fixed;
-  doc["job"] = JobJson(s.job);
+  // The job's framework is the winner's: each candidate names its own.
+  Job job = s.job;
+  const std::vector<RankedPlan> ranked = RankForTrust(s.result.top, options.objective);
+  if (!ranked.empty()) job.training.framework = ranked.front().best.framework;
+  doc["job"] = JobJson(job);
   doc["evaluated"] = s.result.evaluated;
   doc["feasible"] = s.result.feasible;
   OrderedJson rejected = OrderedJson::object();
@@ -55,16 +113,22 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["rejected"] = rejected;
   doc["search_time_s"] = s.search_time_s;
   OrderedJson cands = OrderedJson::array();
-  for (size_t i = 0; i < s.result.top.size(); ++i) cands.push_back(CandidateJson(static_cast<int>(i) + 1, s.result.top[i], cm));
+  int within = 0;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    within += ranked[i].within_band;
+    cands.push_back(CandidateJson(static_cast<int>(i) + 1, ranked[i], model_for(ranked[i].best.framework)));
+  }
   doc["candidates"] = cands;
+  doc["leaders_within_band"] = within;
   OrderedJson pareto = OrderedJson::array();
   for (const Candidate& c : s.result.pareto) {
     OrderedJson p;
+    p["framework"] = FrameworkName(c.framework);
     p["config_string"] = ConfigToString(c.config);
     p["config"] = ConfigToJson(c.config);
     p["iteration_time_s"] = c.prediction.iteration_time_s;
     p["tokens_per_s"] = c.prediction.tokens_per_s;
-    p["memory_GiB"] = c.prediction.memory.total_GiB;
+    p["memory_GiB"] = c.prediction.memory.reserved_GiB;
     pareto.push_back(p);
   }
   doc["pareto"] = pareto;
@@ -81,7 +145,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         row["best"] = nullptr;
         row["pareto"] = false;
       } else {
-        const Candidate& b = sec.result.top.front();
+        const Candidate& b = RankForTrust(sec.result.top, options.objective).front().best;
+        row["framework"] = FrameworkName(b.framework);
         row["config_string"] = ConfigToString(b.config);
         row["config"] = ConfigToJson(b.config);
         row["iteration_time_s"] = b.prediction.iteration_time_s;

@@ -15,6 +15,29 @@ namespace paratune::planner {
 
 inline constexpr const char* kPlansSchema = "paratune.plans/v1";
 
+// A ranked row of the plan: a candidate, the configurations whose
+// predictions are identical to it (placements or choices that change nothing),
+// whether it is within the winner's uncertainty band, and its simplicity.
+struct RankedPlan {
+  Candidate best;
+  std::vector<ParallelConfig> alternatives;
+  bool within_band = false;
+  int complexity = 0;  // Complexity(best.config)
+};
+
+// How many things a configuration asks of a team, lowest = simplest (the
+// documented preference among candidates inside the uncertainty band): one
+// point per parallel dimension above 1 (gx, gy, gz, pp, cp), one for
+// interleaving, one per ZeRO stage, one per ZeRO++ option, one for uneven
+// stages, one for a placement other than the framework's first.
+int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
+
+// Orders a search's top candidates for people: configurations with identical
+// predictions collapse into one row; among the rows within the fastest one's
+// uncertainty band (prediction.uncertainty) the simpler configuration ranks
+// first (then the faster); the rest follow by time.
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objective objective);
+
 // One GPU count's search, for the document.
 struct PlanSection {
   Job job;

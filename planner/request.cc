@@ -31,6 +31,17 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
   PT_RETURN_IF_ERROR(r.OptInt("fpdt_chunk_tokens", &t.fpdt_chunk_tokens));
   if (t.fpdt_chunk_tokens < 1) return r.Error("fpdt_chunk_tokens", "must be a positive integer");
+  s = FrameworkName(t.framework);
+  PT_RETURN_IF_ERROR(r.OptString("framework", &s));
+  auto fw = ParseFramework(s);
+  if (!fw.ok()) return r.Error("framework", fw.status().message());
+  t.framework = *fw;
+  PT_RETURN_IF_ERROR(r.OptBool("compile", &t.compile));
+  if (t.compile && !FrameworkPreset(t.framework).support.compile) {
+    return r.Error("compile", std::string(FrameworkName(t.framework)) +
+                                  " does not run the model under torch.compile (its fused kernels "
+                                  "come from its own code); drop compile or pick fsdp, deepspeed or torchtitan");
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return t;
 }
@@ -44,6 +55,8 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["main_grads_fp32"] = t.main_grads_fp32;
   j["headroom"] = t.headroom;
   j["fpdt_chunk_tokens"] = t.fpdt_chunk_tokens;
+  j["framework"] = FrameworkName(t.framework);
+  j["compile"] = t.compile;
   return j;
 }
 
@@ -107,12 +120,15 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   j["fits"] = p.fits;
   if (!p.fits) {
     j["reason"] = ReasonName(p.reason);
-    j["reason_detail"] = "needs " + FormatFixed(p.memory.total_GiB, 2) + " GiB per GPU, usable " +
+    j["reason_detail"] = "needs " + FormatFixed(p.memory.reserved_GiB, 2) +
+                         " GiB per GPU reserved at the peak, usable " +
                          FormatFixed(p.memory.usable_GiB, 2) + " GiB (capacity " +
                          FormatFixed(p.memory.capacity_GiB, 1) + " GiB less " +
                          FormatFixed(cm.training().headroom * 100, 0) + " % headroom)";
   }
   j["iteration_time_s"] = p.iteration_time_s;
+  j["iteration_time_s_range"] = {p.iteration_time_s * (1.0 - p.uncertainty),
+                                 p.iteration_time_s * (1.0 + p.uncertainty)};
   j["tokens_per_s"] = p.tokens_per_s;
   j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = p.hardware_tflops_per_gpu;
@@ -126,6 +142,8 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   mem["activations"] = p.memory.activations_GiB;
   mem["buffers"] = p.memory.buffers_GiB;
   mem["total"] = p.memory.total_GiB;
+  mem["peak_allocated"] = p.memory.peak_allocated_GiB;
+  mem["reserved"] = p.memory.reserved_GiB;
   mem["capacity"] = p.memory.capacity_GiB;
   mem["usable"] = p.memory.usable_GiB;
   j["memory_GiB"] = mem;
@@ -142,6 +160,7 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   br["bubble"] = b.bubble_s;
   br["optimizer"] = b.optimizer_s;
   br["offload"] = b.offload_s;
+  br["host"] = b.host_s;
   j["breakdown_s"] = br;
   return j;
 }

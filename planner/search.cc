@@ -26,78 +26,43 @@ struct ZeroChoice {
   bool dist_opt, qwz, hpz, qgz;
 };
 
-// What a framework family supports (ecosystem.md §2). Overlaps are policies, not
-// enumerated: in the model an overlap is never slower and costs no memory, so
-// the best configuration always has every overlap its framework offers; a
-// user pins one off with --fix.
-struct FamilyRules {
-  bool gx, gz, pp, vpp, cp_ring, cp_ulysses, cp_fpdt, sp_off, sp_on;
-  bool zero[4];
-  bool dist_opt, zeropp;
-  bool rc_none, rc_selective, rc_full;
-  std::vector<std::string> placements;
-};
-
-FamilyRules RulesFor(Family f) {
-  switch (f) {
-    case Family::kMegatron:
-      // TP/PP/VPP/CP (p2p ring or a2a), SP, distributed optimizer; orders
-      // tp-cp-dp-pp (default) and tp-cp-pp-dp (--use-tp-pp-dp-mapping).
-      return {false, false, true, true, true, true, false, true, true, {true, false, false, false},
-              true, false, true, true, true, {"x-y-cp-z-data-pp", "x-y-cp-z-pp-data"}};
-    case Family::kDeepSpeed:
-      // Megatron-DeepSpeed TP + DeepSpeed PP, ZeRO 0-3 and ZeRO++, Ulysses and
-      // FPDT; activation checkpointing is full-layer.
-      return {false, false, true, false, false, true, true, true, false, {true, true, true, true},
-              false, true, true, false, true, {"x-y-cp-z-data-pp"}};
-    case Family::kAxonn:
-      // 3D tensor (X, Y, Z) + data, rank order X→Y→Z→pipeline→data.
-      return {true, true, false, false, false, false, false, true, false, {true, false, false, false},
-              false, false, true, true, true, {"x-y-cp-z-pp-data"}};
-    case Family::kFsdp:
-      // torchtitan: TP (+SP), FSDP shard (Z) × replicate (data) = HSDP, PP with
-      // interleaving, ring CP.
-      return {false, true, true, true, true, false, false, false, true, {true, false, false, false},
-              false, false, true, true, true, {"x-y-cp-z-data-pp"}};
-    case Family::kAll:
-      break;
+// The framework's overlap policy for one configuration. Overlaps are policies,
+// not enumerated: in the model an overlap is never slower and costs no
+// memory, so the best configuration always has every overlap its framework
+// offers; a user pins one off with --fix.
+void ApplyOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
+  for (const std::string& o : fr.overlaps) {
+    if (o == "oar") c->oar = true;
+    else if (o == "ors") c->ors = c->gz > 1;
+    else if (o == "oag") c->oag = c->gz > 1;
+    else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = true;
+    else if (o == "overlap_param_gather") c->overlap_param_gather = c->distributed_optimizer || c->zero == 3;
+    else if (o == "tp_comm_overlap") c->tp_comm_overlap = c->sp;
+    else if (o == "overlap_p2p") c->overlap_p2p = c->vpp > 1;
   }
-  return {true, true, true, true, true, true, true, true, true, {true, true, true, true},
-          true, true, true, true, true,
-          {"x-y-cp-z-data-pp", "x-y-cp-z-pp-data", "x-y-cp-data-z-pp"}};
 }
 
-// Family overlap policy for one configuration.
-void ApplyOverlaps(Family f, ParallelConfig* c) {
-  switch (f) {
-    case Family::kMegatron:
-      c->oar = true;
-      c->overlap_grad_reduce = true;
-      c->overlap_param_gather = c->distributed_optimizer;
-      c->tp_comm_overlap = c->sp;
-      c->overlap_p2p = c->vpp > 1;
-      break;
-    case Family::kDeepSpeed:
-      c->oar = true;
-      c->overlap_grad_reduce = true;
-      c->overlap_param_gather = c->zero == 3;
-      break;
-    case Family::kAxonn:
-      c->oar = c->ors = c->oag = true;
-      break;
-    case Family::kFsdp:
-      c->oag = c->ors = true;
-      c->overlap_grad_reduce = true;
-      c->overlap_p2p = c->vpp > 1;
-      break;
-    case Family::kAll:
-      c->oar = c->ors = c->oag = true;
-      c->overlap_grad_reduce = true;
-      c->overlap_param_gather = true;
-      c->tp_comm_overlap = c->sp;
-      c->overlap_p2p = c->vpp > 1;
-      break;
+// Megatron's uneven stages for layers % pp != 0: the stages in between take
+// ceil(layers / pp) each and the first and last share the rest (as Megatron's
+// Llama 3.1 405B recipe does: 126 layers on 16 stages = 7 + 14 × 8 + 7).
+// Returns false when no such split exists.
+bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
+  if (pp < 3) {
+    if (pp != 2 || layers < 2) return false;
+    *first = layers / 2;
+    *last = layers - *first;
+    return true;
   }
+  for (int mid = (layers + pp - 1) / pp; mid <= layers; ++mid) {
+    const int rest = layers - mid * (pp - 2);
+    if (rest < 2) return false;
+    if (rest <= 2 * mid) {
+      *first = rest / 2;
+      *last = rest - *first;
+      return true;
+    }
+  }
+  return false;
 }
 
 constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
@@ -120,7 +85,7 @@ int BoolValue(const std::string& v) {
 // ascending (times strictly descending).
 bool ParetoDominated(const std::vector<Candidate>& front, double t, double mem) {
   auto it = std::upper_bound(front.begin(), front.end(), mem, [](double v, const Candidate& q) {
-    return v < q.prediction.memory.total_GiB;
+    return v < q.prediction.memory.reserved_GiB;
   });
   return it != front.begin() && std::prev(it)->prediction.iteration_time_s <= t;
 }
@@ -157,6 +122,30 @@ Result<Family> ParseFamily(const std::string& s) {
     if (s == FamilyName(f)) return f;
   }
   return Status::InvalidArgument("'" + s + "' is not a space (all | megatron | deepspeed | axonn | fsdp)");
+}
+
+std::vector<Framework> FrameworksOf(Family f) {
+  switch (f) {
+    case Family::kMegatron: return {Framework::kMegatron};
+    case Family::kDeepSpeed: return {Framework::kMegatronDeepSpeed};
+    case Family::kAxonn: return {Framework::kAxonn};
+    case Family::kFsdp: return {Framework::kFsdp, Framework::kTorchtitan};
+    case Family::kAll: break;
+  }
+  return {Framework::kMegatron, Framework::kMegatronDeepSpeed, Framework::kAxonn, Framework::kFsdp,
+          Framework::kTorchtitan};
+}
+
+Family FamilyOf(Framework f) {
+  switch (f) {
+    case Framework::kMegatron: return Family::kMegatron;
+    case Framework::kMegatronDeepSpeed:
+    case Framework::kDeepSpeed: return Family::kDeepSpeed;
+    case Framework::kAxonn: return Family::kAxonn;
+    case Framework::kFsdp:
+    case Framework::kTorchtitan: return Family::kFsdp;
+  }
+  return Family::kAll;
 }
 
 const char* ObjectiveName(Objective o) {
@@ -197,9 +186,18 @@ Status ValidateFixed(const FixedFields& fixed) {
   return Status::Ok();
 }
 
-Search::Search(const CostModel& cm, SearchOptions options) : cm_(cm), options_(std::move(options)) {
+Search::Search(std::vector<const CostModel*> models, SearchOptions options)
+    : models_(std::move(models)), options_(std::move(options)) {
   if (options_.memory_only) options_.objective = Objective::kMemory;
-  Enumerate();
+  placements_.resize(models_.size());
+  for (int i = 0; i < static_cast<int>(models_.size()); ++i) Enumerate(i);
+}
+
+const CostModel* Search::ModelFor(Framework f) const {
+  for (const CostModel* m : models_) {
+    if (m->training().framework == f) return m;
+  }
+  return nullptr;
 }
 
 bool Search::Allowed(const char* key, int value) const {
@@ -232,33 +230,37 @@ bool Search::AllowedPlacement(const Placement& p) const {
   return true;
 }
 
-void Search::Enumerate() {
-  const FamilyRules fr = RulesFor(options_.family);
-  const int n = cm_.gpus();
+void Search::Enumerate(int model) {
+  const CostModel& cm = *models_[model];
+  const FrameworkSupport& fr = cm.framework().support;
+  std::vector<Placement>& places = placements_[model];
   for (const std::string& s : fr.placements) {
     Placement p = *ParsePlacement(s);
-    if (AllowedPlacement(p)) placements_.push_back(p);
+    if (AllowedPlacement(p)) places.push_back(p);
   }
-  // A pinned placement outside the family's usual orders is still honoured.
+  // A pinned placement outside the framework's usual orders is still honoured.
   for (const auto& [k, v] : options_.fixed) {
-    if (k == "placement" && placements_.empty()) placements_.push_back(*ParsePlacement(v));
+    if (k == "placement" && places.empty()) places.push_back(*ParsePlacement(v));
   }
+  const int n = cm.gpus();
+  const bool tensor = fr.tp || fr.axonn_xy;
+  const bool any_cp = fr.cp_ring || fr.cp_ulysses || fr.cp_fpdt;
   for (int gx : Divisors(n)) {
-    if ((!fr.gx && gx > 1) || !Allowed("gx", gx)) continue;
+    if ((!fr.axonn_xy && gx > 1) || !Allowed("gx", gx)) continue;
     for (int gy : Divisors(n / gx)) {
-      if (!Allowed("gy", gy)) continue;
+      if ((!tensor && gy > 1) || !Allowed("gy", gy)) continue;
       const int r1 = n / gx / gy;
       for (int cp : Divisors(r1)) {
-        if ((cp > 1 && !fr.cp_ring && !fr.cp_ulysses && !fr.cp_fpdt) || !Allowed("cp", cp)) continue;
+        if ((cp > 1 && !any_cp) || !Allowed("cp", cp)) continue;
         const int r2 = r1 / cp;
         for (int pp : Divisors(r2)) {
           if ((!fr.pp && pp > 1) || !Allowed("pp", pp)) continue;
           const int r3 = r2 / pp;
           for (int gz : Divisors(r3)) {
-            if ((!fr.gz && gz > 1) || !Allowed("gz", gz)) continue;
+            if ((!fr.shard_z && gz > 1) || !Allowed("gz", gz)) continue;
             const int gdata = r3 / gz;
             if (!Allowed("gdata", gdata)) continue;
-            outer_.push_back({gx, gy, gz, gdata, pp, cp});
+            outer_.push_back({model, gx, gy, gz, gdata, pp, cp});
           }
         }
       }
@@ -274,33 +276,25 @@ bool Search::Better(const Candidate& a, const Candidate& b) const {
     case Objective::kTokensPerS: va = -pa.tokens_per_s; vb = -pb.tokens_per_s; break;
     case Objective::kMfu: va = -pa.mfu; vb = -pb.mfu; break;
     case Objective::kMemory:
-      if (pa.memory.total_GiB != pb.memory.total_GiB) return pa.memory.total_GiB < pb.memory.total_GiB;
+      if (pa.memory.reserved_GiB != pb.memory.reserved_GiB) return pa.memory.reserved_GiB < pb.memory.reserved_GiB;
       break;
   }
   if (va != vb) return va < vb;
-  return Key(a.config) < Key(b.config);
+  if (Key(a.config) != Key(b.config)) return Key(a.config) < Key(b.config);
+  return a.framework < b.framework;
 }
 
 bool Search::InSpace(const ParallelConfig& c) const {
-  const FamilyRules fr = RulesFor(options_.family);
-  if ((!fr.gx && c.gx > 1) || (!fr.gz && c.gz > 1) || (!fr.pp && c.pp > 1) || (!fr.vpp && c.vpp > 1)) return false;
-  if (c.cp > 1) {
-    if (c.cp_kind == CpKind::kRing && !fr.cp_ring) return false;
-    if (c.cp_kind == CpKind::kUlysses && !fr.cp_ulysses) return false;
-    if (c.cp_kind == CpKind::kFpdt && !fr.cp_fpdt) return false;
+  for (int i = 0; i < static_cast<int>(models_.size()); ++i) {
+    if (InSpaceOf(i, c)) return true;
   }
-  if ((c.sp && !fr.sp_on) || (!c.sp && c.gy > 1 && !fr.sp_off)) return false;
-  if (!fr.zero[c.zero] || (c.distributed_optimizer && !fr.dist_opt)) return false;
-  if ((c.qwz || c.hpz || c.qgz) && !fr.zeropp) return false;
-  if ((c.recompute == Recompute::kNone && !fr.rc_none) ||
-      (c.recompute == Recompute::kSelective && !fr.rc_selective) ||
-      (c.recompute == Recompute::kFull && !fr.rc_full)) {
-    return false;
-  }
-  if (options_.family == Family::kDeepSpeed) {
-    if (c.pp > 1 && c.zero >= 2) return false;                 // DeepSpeed PP excludes ZeRO-2/3
-    if (c.cp > 1 && (c.gy > 1 || c.pp > 1)) return false;      // Ulysses without TP/PP
-  }
+  return false;
+}
+
+bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
+  const CostModel& cm = *models_[model];
+  if (!cm.Supports(c)) return false;
+  if ((c.qwz || c.qgz) && !options_.allow_lossy) return false;
   const std::pair<const char*, int> pinned[] = {{"gx", c.gx},   {"gy", c.gy},     {"gz", c.gz},
                                                 {"gdata", c.gdata}, {"pp", c.pp}, {"vpp", c.vpp},
                                                 {"cp", c.cp},   {"zero", c.zero}, {"mbs", c.mbs}};
@@ -313,16 +307,20 @@ bool Search::InSpace(const ParallelConfig& c) const {
       !Allowed("recompute", static_cast<int>(c.recompute))) {
     return false;
   }
-  return AllowedPlacement(c.placement) || std::find(placements_.begin(), placements_.end(),
-                                                    c.placement) != placements_.end();
+  const std::vector<Placement>& places = placements_[model];
+  return AllowedPlacement(c.placement) ||
+         std::find(places.begin(), places.end(), c.placement) != places.end();
 }
 
 SearchResult Search::RunShard(int shard) const {
   SearchResult res;
-  const FamilyRules fr = RulesFor(options_.family);
   const Outer& o = outer_[shard];
-  const ModelSpec& m = cm_.model();
-  const int64_t batch = cm_.training().global_batch;
+  const CostModel& cm = *models_[o.model];
+  const FrameworkSupport& fr = cm.framework().support;
+  const Framework framework = cm.training().framework;
+  const std::vector<Placement>& placements = placements_[o.model];
+  const ModelSpec& m = cm.model();
+  const int64_t batch = cm.training().global_batch;
 
   // Inner choices for this tuple.
   std::vector<CpKind> kinds;
@@ -334,14 +332,21 @@ SearchResult Search::RunShard(int shard) const {
     if (fr.cp_fpdt && Allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
   }
   std::vector<int> vpps = {1};
-  if (o.pp > 1 && fr.vpp) {
+  // Uneven stages when layers % pp != 0 (frameworks that run them): Megatron
+  // with stated first/last stage counts, the others split as evenly as possible.
+  int first_layers = 0, last_layers = 0;
+  if (o.pp > 1 && m.layers % o.pp != 0) {
+    if (fr.uneven_pp && framework == Framework::kMegatron) {
+      if (!BalancedFirstLast(m.layers, o.pp, &first_layers, &last_layers)) first_layers = last_layers = 0;
+    }
+  } else if (o.pp > 1 && fr.vpp) {
     vpps.clear();
     for (int v : Divisors(m.layers / std::max(1, o.pp))) vpps.push_back(v);
   }
   std::vector<int> sps;
   if (o.gy > 1 && o.gx == 1) {
-    if (fr.sp_off && Allowed("sp", 0)) sps.push_back(0);
-    if (fr.sp_on && Allowed("sp", 1)) sps.push_back(1);
+    if (fr.tp_without_sp && Allowed("sp", 0)) sps.push_back(0);
+    if (fr.sp && Allowed("sp", 1)) sps.push_back(1);
   } else if (Allowed("sp", 0)) {
     sps.push_back(0);
   }
@@ -350,20 +355,21 @@ SearchResult Search::RunShard(int shard) const {
     if (!fr.zero[z] || !Allowed("zero", z)) continue;
     const int replicas = o.gdata * o.cp;  // ZeRO shards over data × cp (same weights)
     if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
-    for (int d = 0; d <= (z == 0 && fr.dist_opt && replicas > 1 ? 1 : 0); ++d) {
+    for (int d = 0; d <= (z == 0 && fr.distributed_optimizer && replicas > 1 ? 1 : 0); ++d) {
       if (!Allowed("distributed_optimizer", d)) continue;
       const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
       for (int q = 0; q <= pp_max; ++q) {
         ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0};
+        if ((zc.qwz || zc.qgz) && !options_.allow_lossy) continue;
         if (!Allowed("qwz", zc.qwz) || !Allowed("hpz", zc.hpz) || !Allowed("qgz", zc.qgz)) continue;
         zeros.push_back(zc);
       }
     }
   }
   std::vector<Recompute> rcs;
-  if (fr.rc_none && Allowed("recompute", 0)) rcs.push_back(Recompute::kNone);
-  if (fr.rc_selective && Allowed("recompute", 1)) rcs.push_back(Recompute::kSelective);
-  if (fr.rc_full && Allowed("recompute", 2)) rcs.push_back(Recompute::kFull);
+  for (int r = 0; r < 3; ++r) {
+    if (fr.recompute[r] && Allowed("recompute", r)) rcs.push_back(static_cast<Recompute>(r));
+  }
   std::vector<int> mbss;
   const int64_t per_mb = int64_t{o.gz} * o.gdata;
   if (batch % per_mb == 0) {
@@ -372,7 +378,7 @@ SearchResult Search::RunShard(int shard) const {
     }
   }
   const int64_t inner = static_cast<int64_t>(kinds.size()) * vpps.size() * sps.size() * zeros.size() *
-                        rcs.size() * placements_.size();
+                        rcs.size() * placements.size();
   if (mbss.empty() || kinds.empty() || sps.empty() || zeros.empty() || rcs.empty()) {
     // The batch cannot be split over gz·gdata (or a pin leaves nothing to try).
     res.evaluated += inner;
@@ -386,7 +392,7 @@ SearchResult Search::RunShard(int shard) const {
     ParallelConfig probe;
     probe.gx = o.gx; probe.gy = o.gy; probe.gz = o.gz; probe.gdata = o.gdata; probe.pp = o.pp; probe.cp = o.cp;
     std::vector<std::array<int, kNumDims>> seen;
-    for (const Placement& pl : placements_) {
+    for (const Placement& pl : placements) {
       probe.placement = pl;
       std::array<int, kNumDims> strides;
       for (int d = 0; d < kNumDims; ++d) {
@@ -404,7 +410,7 @@ SearchResult Search::RunShard(int shard) const {
   // Pruning by the lower bound is exact for every objective that ranks by time
   // at a fixed GPU count and batch (time, tokens/s, MFU), not for memory.
   const bool prune = options_.objective != Objective::kMemory && !options_.memory_only;
-  const double layers_per_stage = static_cast<double>(m.layers) / o.pp;
+  const double layers_per_stage = static_cast<double>(m.layers) / o.pp;  // a lower bound on the slowest stage
   std::vector<std::pair<double, double>> front;  // snapshot of finished shards' fronts
   if (options_.keep_pareto) {
     std::lock_guard<std::mutex> lock(front_mu_);
@@ -415,10 +421,10 @@ SearchResult Search::RunShard(int shard) const {
   auto worse = [this](const Candidate& a, const Candidate& b) { return Better(a, b); };
   auto offer = [&](const ParallelConfig& cfg, const Prediction& pred) {
     if (static_cast<int>(heap.size()) < options_.top_k) {
-      heap.push_back({cfg, pred});
+      heap.push_back({cfg, pred, framework});
       std::push_heap(heap.begin(), heap.end(), worse);
     } else if (options_.top_k > 0) {
-      Candidate cand{cfg, pred};
+      Candidate cand{cfg, pred, framework};
       if (Better(cand, heap.front())) {
         std::pop_heap(heap.begin(), heap.end(), worse);
         heap.back() = cand;
@@ -432,28 +438,33 @@ SearchResult Search::RunShard(int shard) const {
       // Non-dominated in (iteration time, memory per GPU). res.pareto is kept
       // sorted by memory ascending, so times are strictly descending: the entry
       // with the largest memory <= mem has the smallest time among those.
-      const double t = pred.iteration_time_s, mem = pred.memory.total_GiB;
+      const double t = pred.iteration_time_s, mem = pred.memory.reserved_GiB;
       auto& f = res.pareto;
       if (ParetoDominated(f, t, mem)) return;
       // Remove the entries the newcomer dominates: memory >= mem and time >= t.
       auto first = std::lower_bound(f.begin(), f.end(), mem, [](const Candidate& q, double v) {
-        return q.prediction.memory.total_GiB < v;
+        return q.prediction.memory.reserved_GiB < v;
       });
       auto last = first;
       while (last != f.end() && last->prediction.iteration_time_s >= t) ++last;
-      f.insert(f.erase(first, last), Candidate{cfg, pred});
+      f.insert(f.erase(first, last), Candidate{cfg, pred, framework});
     }
   };
 
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
+  c.first_stage_layers = first_layers;
+  c.last_stage_layers = last_layers;
   for (CpKind kind : kinds) {
     c.cp_kind = kind;
     // Shape rules that hold for the whole tuple are checked once and every
     // configuration they rule out is counted under its reason.
-    c.vpp = 1; c.mbs = mbss.front(); c.sp = false; c.zero = 0; c.distributed_optimizer = false;
+    // The probe takes the first choice of every inner field (each is one the
+    // framework supports, so a framework rule that fails here fails them all).
+    c.vpp = 1; c.mbs = mbss.front(); c.sp = sps.front() != 0; c.zero = 0; c.distributed_optimizer = false;
     c.qwz = c.hpz = c.qgz = false;
-    const Reason shape = cm_.CheckRules(c);
+    c.recompute = rcs.front();
+    const Reason shape = cm.CheckRules(c);
     if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible && shape != Reason::kMicroBatchesVsPp) {
       const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
       res.evaluated += n;
@@ -466,7 +477,7 @@ SearchResult Search::RunShard(int shard) const {
         c.mbs = mbs;
         c.vpp = 1;
         c.recompute = Recompute::kNone;
-        const CostModel::ComputeTerms terms = cm_.Compute(c);
+        const CostModel::ComputeTerms terms = cm.Compute(c);
         const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
         const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
         const double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
@@ -476,7 +487,7 @@ SearchResult Search::RunShard(int shard) const {
           // Every remaining rule depends on fields fixed at this level (layers vs
           // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
           c.zero = 0; c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
-          const Reason level = cm_.CheckRules(c);
+          const Reason level = cm.CheckRules(c);
           if (level != Reason::kOk) {
             const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
             res.evaluated += n;
@@ -493,7 +504,7 @@ SearchResult Search::RunShard(int shard) const {
                 c.placement = pl;
                 c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
                     c.tp_comm_overlap = c.overlap_p2p = false;
-                ApplyOverlaps(options_.family, &c);
+                ApplyOverlaps(fr, &c);
                 for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
                   const bool b = BoolValue(v) == 1;
                   if (k == "oar") c.oar = b;
@@ -505,14 +516,13 @@ SearchResult Search::RunShard(int shard) const {
                   else if (k == "overlap_p2p") c.overlap_p2p = b;
                 }
                 ++res.evaluated;
-                if (options_.family == Family::kDeepSpeed &&
-                    ((c.pp > 1 && c.zero >= 2) || (c.cp > 1 && (c.gy > 1 || c.pp > 1)))) {
-                  ++res.rejected[static_cast<int>(Reason::kZeroConflict)];
+                if (c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) {
+                  ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                   continue;
                 }
                 // Memory first: cheap, and most rejections are for memory.
-                const MemoryBreakdown mem = cm_.MemoryWith(c, terms);
-                if (mem.total_GiB > mem.usable_GiB) {
+                const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                if (mem.reserved_GiB > mem.usable_GiB) {
                   ++res.rejected[static_cast<int>(Reason::kOutOfMemory)];
                   continue;
                 }
@@ -527,7 +537,7 @@ SearchResult Search::RunShard(int shard) const {
                 if (prune) {
                   // Exact pruning: compute alone is a lower bound on the iteration
                   // time (every stage runs at least its layers' math n_mb times).
-                  const double lb = static_cast<double>(cm_.training().global_batch) /
+                  const double lb = static_cast<double>(cm.training().global_batch) /
                                     (static_cast<double>(c.mbs) * c.gz * c.gdata) *
                                     layers_per_stage * compute[static_cast<int>(rc)];
                   const bool out_of_top =
@@ -535,12 +545,12 @@ SearchResult Search::RunShard(int shard) const {
                       (static_cast<int>(heap.size()) == options_.top_k &&
                        lb > heap.front().prediction.iteration_time_s);
                   if (out_of_top && lb >= options_.count_faster_than_s &&
-                      (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.total_GiB) ||
-                       StrictlyDominated(front, lb, mem.total_GiB))) {
+                      (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.reserved_GiB) ||
+                       StrictlyDominated(front, lb, mem.reserved_GiB))) {
                     continue;
                   }
                 }
-                const Prediction pred = cm_.PredictWith(c, terms, &mem);
+                const Prediction pred = cm.PredictWith(c, terms, &mem);
                 if (pred.iteration_time_s < options_.count_faster_than_s) ++res.faster;
                 offer(c, pred);
               }
@@ -555,7 +565,7 @@ SearchResult Search::RunShard(int shard) const {
   if (options_.keep_pareto && !res.pareto.empty()) {
     std::lock_guard<std::mutex> lock(front_mu_);
     for (const Candidate& q : res.pareto) {
-      front_.emplace_back(q.prediction.memory.total_GiB, q.prediction.iteration_time_s);
+      front_.emplace_back(q.prediction.memory.reserved_GiB, q.prediction.iteration_time_s);
     }
     std::sort(front_.begin(), front_.end());
     std::vector<std::pair<double, double>> kept;
@@ -589,8 +599,8 @@ SearchResult Search::Merge(std::vector<SearchResult> parts) const {
   out.top = std::move(all_top);
   // Pareto of the union: sort by memory, then keep strictly improving times.
   std::sort(all_pareto.begin(), all_pareto.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.prediction.memory.total_GiB != b.prediction.memory.total_GiB) {
-      return a.prediction.memory.total_GiB < b.prediction.memory.total_GiB;
+    if (a.prediction.memory.reserved_GiB != b.prediction.memory.reserved_GiB) {
+      return a.prediction.memory.reserved_GiB < b.prediction.memory.reserved_GiB;
     }
     if (a.prediction.iteration_time_s != b.prediction.iteration_time_s) {
       return a.prediction.iteration_time_s < b.prediction.iteration_time_s;

@@ -18,12 +18,21 @@
 
 #include "common/status.h"
 #include "planner/cost_model.h"
+#include "planner/framework.h"
 
 namespace paratune::planner {
 
+// A search space (--space): the frameworks whose configurations it covers.
+// Each configuration is costed with the framework that would run it, so
+// families are compared as their real stacks run them.
 enum class Family : uint8_t { kAll = 0, kMegatron, kDeepSpeed, kAxonn, kFsdp };
 const char* FamilyName(Family f);  // "all" | "megatron" | "deepspeed" | "axonn" | "fsdp"
 Result<Family> ParseFamily(const std::string& s);
+// megatron → megatron; deepspeed → megatron-deepspeed; axonn → axonn;
+// fsdp → fsdp (FSDP1) and torchtitan (FSDP2 with TP/PP/CP); all → every one of those.
+std::vector<Framework> FrameworksOf(Family f);
+// The space a framework belongs to (megatron-deepspeed and deepspeed → deepspeed).
+Family FamilyOf(Framework f);
 
 enum class Objective : uint8_t { kTime = 0, kTokensPerS, kMfu, kMemory };
 const char* ObjectiveName(Objective o);  // "time" | "tokens_per_s" | "mfu" | "memory"
@@ -50,11 +59,15 @@ struct SearchOptions {
   // Memory only (for `paratune capacity`): fitting candidates get their memory
   // breakdown and no time; ranked by memory. Much cheaper than the full cost.
   bool memory_only = false;
+  // Lossy collectives (ZeRO++ qwZ int8 weights, qgZ int4 gradients) change the
+  // numerics of training: offered only when asked for (--allow-lossy).
+  bool allow_lossy = false;
 };
 
 struct Candidate {
   ParallelConfig config;
   Prediction prediction;
+  Framework framework = Framework::kMegatron;  // the stack that runs it (and costed it)
 };
 
 struct SearchResult {
@@ -68,8 +81,13 @@ struct SearchResult {
 
 class Search {
  public:
-  // REQUIRES: `cm` outlives the Search; options validated (ValidateFixed).
-  Search(const CostModel& cm, SearchOptions options);
+  // Searches the configurations each model's framework can express, costed by
+  // that model. REQUIRES: the models outlive the Search, share the job (model,
+  // training but for the framework, cluster, GPUs) and have distinct
+  // frameworks; options validated (ValidateFixed).
+  Search(std::vector<const CostModel*> models, SearchOptions options);
+  // One framework: the model's.
+  Search(const CostModel& cm, SearchOptions options) : Search(std::vector<const CostModel*>{&cm}, std::move(options)) {}
 
   int num_shards() const { return static_cast<int>(outer_.size()); }
   // Searches one shard. Thread-safe: shards may run concurrently.
@@ -81,21 +99,26 @@ class Search {
 
   // True when `a` ranks before `b` under the objective (ties: canonical order).
   bool Better(const Candidate& a, const Candidate& b) const;
-  // Whether `c` lies in the family's space and satisfies the pinned fields.
+  // Whether `c` lies in the space of some searched framework and satisfies the
+  // pinned fields.
   bool InSpace(const ParallelConfig& c) const;
+  // The searched model for framework f, or nullptr.
+  const CostModel* ModelFor(Framework f) const;
 
  private:
-  struct Outer {  // one tuple of degrees: the unit of sharding
+  struct Outer {  // one tuple of degrees for one framework: the unit of sharding
+    int model;     // index into models_
     int gx, gy, gz, gdata, pp, cp;
   };
-  void Enumerate();
+  void Enumerate(int model);
   bool Allowed(const char* key, int value) const;
   bool AllowedPlacement(const Placement& p) const;
+  bool InSpaceOf(int model, const ParallelConfig& c) const;
 
   // Lowers the shared bound to `t` (the K-th best time some shard holds).
   void LowerBound(double t) const;
 
-  const CostModel& cm_;
+  std::vector<const CostModel*> models_;
   SearchOptions options_;
   // The smallest K-th best iteration time any shard has seen: a configuration
   // whose time exceeds it is worse than K others, so it cannot be in the top K.
@@ -108,7 +131,7 @@ class Search {
   mutable std::mutex front_mu_;
   mutable std::vector<std::pair<double, double>> front_;
   std::vector<Outer> outer_;
-  std::vector<Placement> placements_;
+  std::vector<std::vector<Placement>> placements_;  // per model
 };
 
 }  // namespace paratune::planner

@@ -1,6 +1,7 @@
 #include "planner/validation.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace paratune::planner {
 namespace {
@@ -36,6 +37,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     PublishedRun run;
     run.id = id;
     run.source = row.value("source", std::string());
+    run.source_key = "korthikanti2022";
     ModelSpec& m = run.request.job.model;
     m.name = mj.value("name", id);
     m.layers = IntOr(mj, "layers", 0);
@@ -89,6 +91,186 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
       run.measured_iteration_s = meas["iter_time_s"].get<double>();
     }
     if (meas.contains("mfu") && meas["mfu"].is_number()) run.measured_mfu = meas["mfu"].get<double>();
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+double ThroughputError(const PublishedRun& run, const Prediction& p) {
+  if (run.measured_tokens_per_s > 0) return p.tokens_per_s / run.measured_tokens_per_s - 1.0;
+  if (run.measured_model_tflops > 0) return p.model_tflops_per_gpu / run.measured_model_tflops - 1.0;
+  if (run.measured_iteration_s > 0) return run.measured_iteration_s / p.iteration_time_s - 1.0;
+  return 0.0;
+}
+
+namespace {
+
+double NumOr(const Json& j, const char* key, double def) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return def;
+  return j[key].get<double>();
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+std::string StrOr(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
+  if (!doc.is_array()) return Status::InvalidArgument("runs: the document must be an array");
+  std::vector<PublishedRun> runs;
+  for (const Json& row : doc) {
+    const std::string id = row.value("id", std::string("?"));
+    if (row.value("row_type", std::string()) != "throughput") continue;
+    if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
+      return Status::InvalidArgument("runs row " + id + ": needs model, parallel, hardware");
+    }
+    const Json& mj = row["model"];
+    const Json& pj = row["parallel"];
+    const Json& hj = row["hardware"];
+    PublishedRun run;
+    run.id = id;
+    run.source = row.value("source", std::string());
+    run.source_key = run.source.substr(0, run.source.find(' '));
+    const bool foundry = run.source_key.find("llm-foundry") != std::string::npos;
+
+    // Hardware: the GPU's cluster preset.
+    const std::string gpu = Lower(StrOr(hj, "gpu"));
+    std::string preset;
+    if (gpu.find("a100") != std::string::npos && gpu.find("40gb") != std::string::npos) preset = "dgx-a100-40gb";
+    else if (gpu.find("a100") != std::string::npos) preset = "dgx-a100-80gb";
+    else if (gpu.find("h100") != std::string::npos) preset = "dgx-h100";
+    else if (gpu.find("h200") != std::string::npos) preset = "dgx-h200";
+    else return Status::InvalidArgument("runs row " + id + ": no cluster preset for GPU '" + gpu + "'");
+    PT_ASSIGN_OR_RETURN(run.request.job.cluster, topology::ClusterPreset(preset));
+    run.request.job.gpus = IntOr(hj, "num_gpus", 0);
+    if (IntOr(hj, "gpus_per_node", run.request.job.cluster.gpus_per_node) != run.request.job.cluster.gpus_per_node) {
+      return Status::InvalidArgument("runs row " + id + ": gpus_per_node differs from " + preset);
+    }
+
+    // Model: the family's architecture (the rows give shapes, not these details).
+    const std::string name = Lower(mj.value("name", id));
+    ModelSpec& m = run.request.job.model;
+    m.name = mj.value("name", id);
+    m.layers = IntOr(mj, "layers", 0);
+    m.hidden = IntOr(mj, "hidden", 0);
+    m.heads = IntOr(mj, "heads", 0);
+    m.kv_heads = IntOr(mj, "kv_heads", m.heads);
+    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m.hidden);
+    m.vocab = IntOr(mj, "vocab", 0);
+    const int seq = IntOr(mj, "seq_len", 2048);
+    if (m.vocab == 0) {
+      m.vocab = 50304;  // MLPerf GPT-3: GPT-2 BPE (50257) padded to a multiple of 128
+      run.assumed.push_back("vocab 50304 (GPT-2 BPE padded; the row states none)");
+    }
+    TrainingSpec& t = run.request.job.training;
+    if (name.find("mpt") != std::string::npos) {
+      // MPT (llm-foundry): ALiBi (no position table), no biases, no dropout,
+      // LayerNorm, GeLU 4h, tied embeddings.
+      m.norm = "layernorm";
+      m.gated_ffn = false;
+      m.tied_embeddings = true;
+      m.dropout = false;
+      m.linear_bias = false;
+      m.max_seq_len = 0;
+    } else if (name.find("llama") != std::string::npos) {
+      m.norm = "rmsnorm";
+      m.gated_ffn = true;
+      m.tied_embeddings = false;
+      m.dropout = false;
+      m.linear_bias = false;
+      m.max_seq_len = seq;
+    } else {
+      // Megatron's GPT: LayerNorm, GeLU, learned positions, biases; dropout 0.1
+      // in the 2022 NeMo launcher configs, off in MLPerf and the 2024 benchmarks.
+      m.norm = "layernorm";
+      m.gated_ffn = false;
+      m.tied_embeddings = mj.value("notes", std::string()).find("untied") == std::string::npos;
+      m.linear_bias = true;
+      m.dropout = run.source_key.find("Launcher") != std::string::npos;
+      m.max_seq_len = seq;
+    }
+    if (Status s = ValidateModel(m, "/model"); !s.ok()) return s.WithContext("runs row " + id);
+
+    // Training.
+    t.seq_len = seq;
+    const std::string prec = Lower(StrOr(hj, "precision"));
+    t.precision = prec.find("fp8") != std::string::npos ? topology::Precision::kFp8 : topology::Precision::kBf16;
+    // FlashAttention everywhere but the 2022 NeMo launcher (Megatron's fused softmax).
+    t.attention = run.source_key.find("Launcher") != std::string::npos ? Attention::kUnfused : Attention::kFlash;
+    t.framework = foundry ? Framework::kFsdp : Framework::kMegatron;
+    const std::string other = Lower(StrOr(pj, "other"));
+    // Composer's FSDP mixed precision: PURE reduces gradients in bf16, DEFAULT in fp32.
+    t.main_grads_fp32 = !(foundry && other.find("mode pure") != std::string::npos);
+    if (!pj.contains("global_batch") || !pj["global_batch"].is_number()) continue;
+    t.global_batch = pj["global_batch"].get<int64_t>();
+
+    // Parallel configuration.
+    ParallelConfig& c = run.request.config;
+    const int tp = IntOr(pj, "tp", 1), pp = IntOr(pj, "pp", 1), dp = IntOr(pj, "dp", 1);
+    c.gy = tp;
+    c.pp = pp;
+    c.vpp = std::max(1, IntOr(pj, "virtual_pp", 1));
+    const std::string spcp = Lower(StrOr(pj, "sp_or_cp"));
+    if (auto at = spcp.find("cp="); at != std::string::npos) c.cp = std::max(1, std::atoi(spcp.c_str() + at + 3));
+    c.sp = tp > 1 && spcp.find("sp") != std::string::npos;
+    const std::string zero = Lower(StrOr(pj, "zero_stage"));
+    if (foundry || zero.find("full_shard") != std::string::npos) {
+      c.gz = dp;  // FSDP FULL_SHARD over every data rank
+      c.gdata = 1;
+    } else {
+      c.gdata = dp;
+      c.distributed_optimizer = zero.find("distributed") != std::string::npos && dp * c.cp > 1;
+    }
+    c.mbs = IntOr(pj, "microbatch", 0);
+    if (c.mbs == 0) {
+      c.mbs = 1;
+      run.assumed.push_back("micro-batch 1 (not stated)");
+    }
+    const std::string rc = Lower(StrOr(pj, "recompute"));
+    if (rc.find("0 layers") != std::string::npos || rc.find("none") != std::string::npos || rc.empty()) {
+      c.recompute = Recompute::kNone;
+      if (rc.empty()) run.assumed.push_back("no recompute (not stated)");
+    } else if (rc.find("selective") != std::string::npos) {
+      c.recompute = Recompute::kSelective;
+    } else if (rc.find("full") != std::string::npos) {
+      c.recompute = Recompute::kFull;
+    }
+    // The framework's overlap policy (planner/presets/frameworks), as the search applies it.
+    const FrameworkSupport& fs = FrameworkPreset(t.framework).support;
+    for (const std::string& o : fs.overlaps) {
+      if (o == "oar") c.oar = true;
+      else if (o == "ors") c.ors = c.gz > 1;
+      else if (o == "oag") c.oag = c.gz > 1;
+      else if (o == "overlap_grad_reduce") c.overlap_grad_reduce = true;
+      else if (o == "overlap_param_gather") c.overlap_param_gather = c.distributed_optimizer;
+      else if (o == "tp_comm_overlap") c.tp_comm_overlap = c.sp && other.find("tp comm overlap") != std::string::npos;
+      else if (o == "overlap_p2p") c.overlap_p2p = c.vpp > 1;
+    }
+    if (run.request.job.gpus != c.world()) {
+      return Status::InvalidArgument("runs row " + id + ": degrees do not multiply to num_gpus");
+    }
+
+    // What was measured.
+    const Json& meas = row.value("measured", Json::object());
+    const double peak = NumOr(hj, "peak_tflops_per_gpu", 0);
+    run.measured_tokens_per_s = NumOr(meas, "tokens_per_s", 0);
+    if (run.measured_tokens_per_s <= 0) {
+      run.measured_model_tflops = NumOr(meas, "model_tflops_per_gpu_with_cp", NumOr(meas, "tflops_per_gpu", 0));
+      if (run.measured_model_tflops <= 0 && NumOr(meas, "mfu", 0) > 0) {
+        // MFU quoted against the bf16 dense peak (989 TFLOP/s on H100).
+        const double bf16 = run.request.job.cluster.gpu.PeakTflops(topology::Precision::kBf16);
+        run.measured_model_tflops = NumOr(meas, "mfu", 0) * (peak > 0 && prec.find("fp8") == std::string::npos ? peak : bf16);
+      }
+    }
+    if (run.measured_tokens_per_s <= 0 && run.measured_model_tflops <= 0) continue;
+    run.measured_mfu = NumOr(meas, "mfu", 0);
     runs.push_back(std::move(run));
   }
   return runs;

@@ -21,16 +21,38 @@ namespace paratune::planner {
 
 struct PublishedRun {
   std::string id;
-  std::string source;
+  std::string source;      // the full citation
+  std::string source_key;  // the repository (or "korthikanti2022"): the unit of per-source statistics
   PredictRequest request;
   double measured_iteration_s = 0;  // 0 when the row states none
   double measured_mfu = 0;          // 0 when the row states none
+  // What the row measured, as a throughput: tokens/s when stated, else model
+  // TFLOP/s per GPU (Megatron's FLOP count, Korthikanti Eq. 7 generalised),
+  // compared with the prediction's own model_tflops_per_gpu.
+  double measured_tokens_per_s = 0;
+  double measured_model_tflops = 0;
+  std::vector<std::string> assumed;  // settings the row does not state, and what was used
 };
+
+// The prediction's throughput relative to the row's: predicted / measured − 1
+// (positive = optimistic). REQUIRES: the row states a time, tokens/s or TFLOP/s.
+double ThroughputError(const PublishedRun& run, const Prediction& p);
 
 // Converts every "throughput" row that has a parallel configuration into a
 // request on `cluster_preset`. Rows of other types are skipped; a row whose
 // fields cannot be mapped is an error naming its id.
 Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
                                                                const std::string& cluster_preset);
+
+// Converts shared/calibration/public_runs.json rows (llm-foundry, Megatron-Core,
+// NeMo, MLPerf) into requests. The cluster is the preset of the row's GPU
+// (A100-SXM4-40GB → dgx-a100-40gb, A100-SXM4-80GB → dgx-a100-80gb, H100 →
+// dgx-h100): hardware is calibrated per preset, never per run. The framework
+// follows the source (llm-foundry → fsdp; Megatron-LM, NeMo, MLPerf →
+// megatron) with its overlap policy; model architecture follows the family
+// name (MPT: ALiBi, no biases, no dropout; LLAMA: RMSNorm, SwiGLU, untied;
+// GPT: Megatron's GPT). Unstated micro-batch = 1, unstated recompute = none;
+// each such assumption is listed in the run's `assumed`.
+Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc);
 
 }  // namespace paratune::planner

@@ -441,6 +441,8 @@ Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster) {
     cluster->corrections.compute = c.at("compute").get<double>();
     cluster->corrections.communication = c.at("communication").get<double>();
     cluster->corrections.memory_bound = c.at("memory_bound").get<double>();
+    const auto it = c.find("iteration_error_after");
+    if (it != c.end() && it->is_number()) cluster->corrections.residual = it->get<double>();
   }
   if (profile.collectives.empty() && profile.gemm.empty()) {
     return Status::InvalidArgument("the profile holds neither collective fits nor GEMM curves");

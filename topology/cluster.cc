@@ -323,6 +323,21 @@ Status CheckCommon(const ObjectReader& r, const ClusterSpec& c) {
   return Status::Ok();
 }
 
+// `gpu_memory_GiB` in any object form overrides the GPU's capacity (e.g. the
+// H100 NVL's 94 GB, an H100 96 GB part, or memory a site reserves).
+Status ReadMemoryOverride(ObjectReader* r, ClusterSpec* c) {
+  if (!r->Has("gpu_memory_GiB")) {
+    r->Ignore("gpu_memory_GiB");
+    return Status::Ok();
+  }
+  double v = 0;
+  PT_RETURN_IF_ERROR(r->Number("gpu_memory_GiB", &v));
+  if (!(v > 0) || v > 4096) return r->Error("gpu_memory_GiB", "must be in (0, 4096]");
+  c->gpu.memory_GiB = v;
+  c->gpu.sources["memory_GiB"] = "overridden by the cluster's gpu_memory_GiB";
+  return Status::Ok();
+}
+
 // The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
 // plus optional labels and latencies: one switch, one NIC per GPU.
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
@@ -351,6 +366,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
+  PT_RETURN_IF_ERROR(ReadMemoryOverride(r, &c));
   PT_RETURN_IF_ERROR(r->Finish());
   return c;
 }
@@ -431,6 +447,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     r->Ignore("corrections");
   }
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
+  PT_RETURN_IF_ERROR(ReadMemoryOverride(r, &c));
   PT_RETURN_IF_ERROR(r->Finish());
 
   // Every GPU must reach every other inside the node, or intra-node groups
@@ -665,11 +682,43 @@ const LinkCost& GroupCostTable::Get(Collective coll, int stride, int size) const
 }
 
 
+// The GPU-only form {gpu, gpu_memory_GiB?, name?, max_nodes?}: that GPU in
+// its usual node (docs/presets.md): the DGX/HGX preset of its generation with
+// the GPU swapped in, i.e. 8 GPUs on NVSwitch and one NIC per GPU (400 Gb/s
+// for Hopper, 200 Gb/s for Ampere and older); GH200 in Alps's 4-GPU node,
+// MI250X GCDs in Frontier's.
+Result<ClusterSpec> ParseGpuOnlyForm(ObjectReader* r) {
+  PT_RETURN_IF_ERROR(ReadSchema(r));
+  PT_ASSIGN_OR_RETURN(GpuSpec gpu, ResolveGpu(r));
+  const std::string& g = gpu.name;
+  std::string node = "dgx-a100-80gb";
+  if (g == "a100-40gb") node = "dgx-a100-40gb";
+  else if (g == "h100-sxm") node = "dgx-h100";
+  else if (g == "h200") node = "dgx-h200";
+  else if (g == "gh200") node = "alps";
+  else if (g == "mi250x-gcd") node = "frontier";
+  else if (g.rfind("h1", 0) == 0 || g.rfind("h2", 0) == 0 || g.rfind("b", 0) == 0) node = "dgx-h100";
+  PT_ASSIGN_OR_RETURN(ClusterSpec c, ClusterPreset(node));
+  const bool same_gpu = c.gpu.name == gpu.name;
+  c.gpu = std::move(gpu);
+  c.name = same_gpu ? node : "custom";
+  c.max_nodes = 0;
+  c.sources["gpu"] = "the GPU named by the request, in the usual node of its generation (" + node + ")";
+  PT_RETURN_IF_ERROR(r->OptString("name", &c.name));
+  PT_RETURN_IF_ERROR(r->OptInt("max_nodes", &c.max_nodes));
+  PT_RETURN_IF_ERROR(CheckCommon(*r, c));
+  PT_RETURN_IF_ERROR(ReadMemoryOverride(r, &c));
+  PT_RETURN_IF_ERROR(r->Finish());
+  return c;
+}
+
 Result<ClusterSpec> ParseClusterSpec(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   if (!j.is_object()) return r.Finish();  // "must be a JSON object", naming the pointer
-  if (r.Has("inter_node_GBps_per_gpu")) return ParseRequestForm(&r);
-  return ParseFullForm(&r);
+  Result<ClusterSpec> c = r.Has("inter_node_GBps_per_gpu")                    ? ParseRequestForm(&r)
+                          : (r.Has("gpu") && !r.Has("gpus_per_node"))         ? ParseGpuOnlyForm(&r)
+                                                                               : ParseFullForm(&r);
+  return c;
 }
 
 Json ClusterSpecToJson(const ClusterSpec& c) {

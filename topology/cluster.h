@@ -99,6 +99,9 @@ struct ClusterSpec {
     double compute = 1.0;        // GEMMs, attention, element-wise kernels
     double communication = 1.0;  // every collective and send/recv
     double memory_bound = 1.0;   // optimizer step, embedding, loss
+    // Mean relative iteration-time error left after the calibration fit
+    // (0 = not calibrated); widens every prediction's uncertainty band.
+    double residual = 0.0;
     bool operator==(const Corrections&) const = default;
   } corrections;
 

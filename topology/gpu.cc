@@ -27,7 +27,8 @@ const std::set<std::string>& GpuSourceKeys() {
       "display_name",         "memory_GiB",           "hbm_GBps",
       "hbm_efficiency",       "peak_tflops",          "gemm_efficiency",
       "flash_fwd_efficiency", "flash_bwd_efficiency", "host_link_GBps",
-      "runtime_reserved_GiB"};
+      "runtime_reserved_GiB", "kernel_overhead_us", "gemm_k0", "flash_head_dim_half",
+      "flash_seq_half"};
   return kKeys;
 }
 
@@ -179,6 +180,13 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
   }
   PT_RETURN_IF_ERROR(r.OptNumber("host_link_GBps", &g.host_link_GBps));
   if (!(g.host_link_GBps > 0)) return r.Error("host_link_GBps", "must be positive");
+  for (auto [key, field] : {std::pair{"kernel_overhead_us", &g.kernel_overhead_us},
+                            {"gemm_k0", &g.gemm_k0},
+                            {"flash_head_dim_half", &g.flash_head_dim_half},
+                            {"flash_seq_half", &g.flash_seq_half}}) {
+    PT_RETURN_IF_ERROR(r.OptNumber(key, field));
+    if (!(*field >= 0) || *field > 1e6) return r.Error(key, "must be in [0, 1e6]");
+  }
   PT_RETURN_IF_ERROR(r.OptNumber("runtime_reserved_GiB", &g.runtime_reserved_GiB));
   if (g.runtime_reserved_GiB < 0 || g.runtime_reserved_GiB >= g.memory_GiB) {
     return r.Error("runtime_reserved_GiB", "must be >= 0 and below memory_GiB");
@@ -213,6 +221,10 @@ Json GpuSpecToJson(const GpuSpec& g) {
   j["flash_bwd_efficiency"] = g.flash_bwd_efficiency;
   j["host_link_GBps"] = g.host_link_GBps;
   j["runtime_reserved_GiB"] = g.runtime_reserved_GiB;
+  j["kernel_overhead_us"] = g.kernel_overhead_us;
+  j["gemm_k0"] = g.gemm_k0;
+  j["flash_head_dim_half"] = g.flash_head_dim_half;
+  j["flash_seq_half"] = g.flash_seq_half;
   if (!g.source.empty()) j["source"] = g.source;
   if (!g.sources.empty()) j["sources"] = g.sources;
   return j;

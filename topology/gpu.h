@@ -45,6 +45,17 @@ struct GpuSpec {
   double flash_fwd_efficiency = 0.5;  // fused (flash) attention forward, fraction of peak
   double flash_bwd_efficiency = 0.4;  // fused attention backward, fraction of peak
   double host_link_GBps = 25;         // GPU<->host per direction (PCIe / NVLink-C2C), GB/s
+  // Fixed GPU time of one kernel beyond its math or bytes (launch gap,
+  // prologue, tail wave), microseconds. 0 = none (an ideal device).
+  double kernel_overhead_us = 2.5;
+  // GEMMs with a short inner dimension k reach (k/(k + k0)) / (x/(x + k0)) of
+  // the curve's efficiency at x = (mnk)^(1/3) (tile prologue/epilogue
+  // amortised over fewer MMA steps). 0 = no such penalty.
+  double gemm_k0 = 128;
+  // Fused attention's shape dependence: efficiency × d/(d + head_dim_half)
+  // and × s/(s + seq_half), relative to d = 128, s = 4096. 0 = none.
+  double flash_head_dim_half = 32;
+  double flash_seq_half = 256;
   double runtime_reserved_GiB = 1.0;  // CUDA context, cuBLAS workspace, NCCL buffers
   std::string source;                 // where the figures come from
   // Per-field provenance: JSON key ("hbm_GBps", "gemm_efficiency", ...) -> where

@@ -152,7 +152,7 @@ const char* ExtrapolationText() {
 }
 
 StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<StageTimes>& stages,
-                         double offload_s) {
+                         double offload_s, double host_s) {
   PT_CHECK(static_cast<int>(stages.size()) == c.pp && !stages.empty());
   StepEstimate est;
   std::vector<StageFigures> fig;
@@ -221,10 +221,11 @@ StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<Sta
   at(Term::kCommPp) = comm_pp;
   at(Term::kOptimizer) = optimizer;
   at(Term::kOffload) = offload_s;
+  at(Term::kHost) = host_s;
   const double accounted = at(Term::kCompute) + at(Term::kCommX) + at(Term::kCommY) +
                            at(Term::kCommZ) + at(Term::kCommCp) + data_in_pipeline;
   at(Term::kBubble) = std::max(0.0, pipeline - accounted);
-  est.iteration_s = pipeline + comm_pp + step_data + optimizer + offload_s;
+  est.iteration_s = pipeline + comm_pp + step_data + optimizer + offload_s + host_s;
 
   // Sources: the weakest figure that went into each term.
   est.sources.fill(Source::kMeasured);
@@ -239,6 +240,7 @@ StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<Sta
   if (c.pp > 1) est.sources[static_cast<size_t>(Term::kBubble)] = Source::kDerived;
   est.sources[static_cast<size_t>(Term::kOffload)] =
       offload_s > 0 ? Source::kModelled : Source::kMeasured;
+  est.sources[static_cast<size_t>(Term::kHost)] = host_s > 0 ? Source::kModelled : Source::kMeasured;
   return est;
 }
 

@@ -57,9 +57,10 @@ struct StepEstimate {
 
 // REQUIRES: stages.size() == c.pp, every stage's workload set, op_s and
 // op_source sized like its ops. `offload_s` (FPDT host traffic, not measured)
-// is added as modelled.
+// and `host_s` (the training framework's host dispatch stall, which the proxy
+// workload does not have) are added as modelled.
 StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<StageTimes>& stages,
-                         double offload_s);
+                         double offload_s, double host_s = 0.0);
 
 // The extrapolation above in one sentence, for the report.
 const char* ExtrapolationText();

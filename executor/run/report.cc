@@ -76,6 +76,7 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
   ObjectReader br(r.Raw("breakdown"), r.PointerOf("breakdown"));
   for (int i = 0; i < kNumTerms; ++i) {
     const char* key = TermName(static_cast<Term>(i));
+    if (static_cast<Term>(i) == Term::kHost && !br.Has(key)) continue;  // reports before v1.1 of the model
     if (!br.Has(key)) return br.Error(key, "is required");
     ObjectReader tr(br.Raw(key), br.PointerOf(key));
     TermTimes& t = c.breakdown[static_cast<size_t>(i)];
@@ -141,6 +142,8 @@ const char* TermName(Term t) {
       return "optimizer";
     case Term::kOffload:
       return "offload";
+    case Term::kHost:
+      return "host";
   }
   return "?";
 }

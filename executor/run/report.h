@@ -36,9 +36,10 @@ enum class Term : uint8_t {
   kBubble,
   kOptimizer,
   kOffload,
+  kHost,  // the framework's host dispatch stall: modelled, the proxy workload has none
 };
-inline constexpr int kNumTerms = 11;
-// "compute" | "recompute" | "comm_x" | ... | "bubble" | "optimizer" | "offload".
+inline constexpr int kNumTerms = 12;
+// "compute" | "recompute" | "comm_x" | ... | "bubble" | "optimizer" | "offload" | "host".
 const char* TermName(Term t);
 
 // Where a measured figure comes from.

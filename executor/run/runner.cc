@@ -758,7 +758,7 @@ void CandidateRun::TearDown() {
 
 CandidateReport CandidateRun::Run() {
   const auto t0 = std::chrono::steady_clock::now();
-  const planner::Job& job = in_.job;
+  const planner::Job job = JobFor(in_, index_);
   CandidateReport rep;
   rep.rank = in_.plan_ranks[index_];
   rep.config = c_;
@@ -769,7 +769,7 @@ CandidateReport CandidateRun::Run() {
   const planner::TimeBreakdown& pb = pred.breakdown;
   const double predicted[kNumTerms] = {pb.compute_s, pb.recompute_s, pb.comm_x_s,    pb.comm_y_s,
                                        pb.comm_z_s,  pb.comm_cp_s,   pb.comm_data_s, pb.comm_pp_s,
-                                       pb.bubble_s,  pb.optimizer_s, pb.offload_s};
+                                       pb.bubble_s,  pb.optimizer_s, pb.offload_s,   pb.host_s};
   for (int i = 0; i < kNumTerms; ++i)
     rep.breakdown[static_cast<size_t>(i)].predicted_s = predicted[i];
   rep.predicted_s = pred.iteration_time_s;
@@ -946,7 +946,7 @@ CandidateReport CandidateRun::Run() {
 // Rank 0: the plan-group time of each distinct collective, the stages'
 // figures, the extrapolation and the report's words.
 void CandidateRun::Finish(CandidateReport* rep, const std::vector<std::string>& gathered) {
-  const planner::Job& job = in_.job;
+  const planner::Job job = JobFor(in_, index_);
   const topology::ClusterSpec& cluster = job.cluster;
   const int W = b_.world_size(), gpn = std::max(1, cluster.gpus_per_node);
   std::vector<std::string> scaled_notes, modelled_notes;
@@ -1059,7 +1059,8 @@ void CandidateRun::Finish(CandidateReport* rep, const std::vector<std::string>& 
   rep->plan_ranks_run = ran;
 
   const StepEstimate est =
-      Extrapolate(c_, stages, rep->breakdown[static_cast<size_t>(Term::kOffload)].predicted_s);
+      Extrapolate(c_, stages, rep->breakdown[static_cast<size_t>(Term::kOffload)].predicted_s,
+                  rep->breakdown[static_cast<size_t>(Term::kHost)].predicted_s);
   for (int i = 0; i < kNumTerms; ++i) {
     rep->breakdown[static_cast<size_t>(i)].measured_s = est.terms[static_cast<size_t>(i)];
     rep->breakdown[static_cast<size_t>(i)].source = est.sources[static_cast<size_t>(i)];
@@ -1227,12 +1228,28 @@ Result<ConfirmInput> ConfirmInputFromPlans(const Json& plans, int top_k) {
     in.candidates.push_back(all[i]);
     int rank = static_cast<int>(i) + 1;
     const Json& cj = plans["candidates"][i];
+    planner::Framework fw = in.job.training.framework;
+    if (cj.contains("framework") && cj["framework"].is_string()) {
+      auto parsed = planner::ParseFramework(cj["framework"].get<std::string>());
+      if (!parsed.ok()) {
+        return Status::InvalidArgument("/candidates/" + std::to_string(i) +
+                                       "/framework: " + parsed.status().message());
+      }
+      fw = *parsed;
+    }
+    in.frameworks.push_back(fw);
     if (cj.contains("rank") && cj["rank"].is_number_integer()) rank = cj["rank"].get<int>();
     in.plan_ranks.push_back(rank);
   }
   if (plans.contains("profile") && plans["profile"].is_string())
     in.profile = plans["profile"].get<std::string>();
   return in;
+}
+
+planner::Job JobFor(const ConfirmInput& in, size_t i) {
+  planner::Job job = in.job;
+  if (i < in.frameworks.size()) job.training.framework = in.frameworks[i];
+  return job;
 }
 
 Result<RunReport> ConfirmCandidates(Backend& b, const ConfirmInput& in, const ConfirmOptions& o,

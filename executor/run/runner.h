@@ -65,6 +65,9 @@ struct ConfirmOptions {
 struct ConfirmInput {
   planner::Job job;
   std::vector<planner::ParallelConfig> candidates;
+  // The framework that runs each candidate (the plans document's
+  // candidates[i].framework); empty = job.training.framework for all.
+  std::vector<planner::Framework> frameworks;
   std::vector<int> plan_ranks;  // 1-based position of each in the plans document
   std::string profile;          // profile fingerprint the plan used ("" = none)
 };
@@ -73,6 +76,8 @@ struct ConfirmInput {
 // (paratune.plans/v1). kInvalidArgument naming the JSON pointer when it is
 // not one; top_k < 1 is an error; fewer candidates than top_k is not.
 Result<ConfirmInput> ConfirmInputFromPlans(const Json& plans, int top_k);
+// The job as candidate i runs it: in.job with that candidate's framework.
+planner::Job JobFor(const ConfirmInput& in, size_t i);
 
 using ProgressFn = std::function<void(const std::string&)>;
 // Reports a failure that ends a multi-process world and returns the exit code.

@@ -67,6 +67,14 @@ class Builder {
     norm_res_ = tok_rep * (static_cast<double>(h) / c.gx) *
                 (8.0 + 2.0 * (6.0 + (m_.dropout ? 1.0 : 0.0))) * scale;
     act_fn_ = T * (static_cast<double>(f) / c.gy) * (m_.gated_ffn ? 6.0 : 4.0) * scale;
+    // The training framework's element-wise and loss traffic (its preset: an
+    // eager stack moves more bytes than Transformer Engine's fused kernels).
+    const planner::FrameworkSpec& fw = planner::FrameworkPreset(job.training.framework);
+    const bool compiled = job.training.compile && fw.support.compile;
+    const double elem = compiled ? fw.costs.elementwise_traffic_compiled : fw.costs.elementwise_traffic;
+    norm_res_ *= elem;
+    act_fn_ *= elem;
+    loss_bytes_ = compiled ? fw.costs.loss_bytes_per_logit_compiled : fw.costs.loss_bytes_per_logit;
   }
 
   void Build() {
@@ -680,7 +688,8 @@ class Builder {
                   c_.sp ? OpKind::kAllGather : OpKind::kAllReduce, GroupKind::kY,
                   T * m_.hidden * e_, w_.precision.activation);
     AddGemm("stage.logits.fwd", Scope::kStage, Phase::kForward, -1, tokens_, v_loc, h_loc);
-    AddMemory("stage.loss", Scope::kStage, Phase::kForward, -1, tokens_ * v_loc * 12);
+    AddMemory("stage.loss", Scope::kStage, Phase::kForward, -1,
+              static_cast<int64_t>(static_cast<double>(tokens_ * v_loc) * loss_bytes_));
     AddGemm("stage.logits.dgrad", Scope::kStage, Phase::kBackward, -1, tokens_, h_loc, v_loc);
     AddGemm("stage.logits.wgrad", Scope::kStage, Phase::kBackward, -1, v_loc, h_loc, tokens_);
     AddCollective("stage.logits.bwd_reduce", Category::kCommY, Scope::kStage, Phase::kBackward, -1,
@@ -757,6 +766,7 @@ class Builder {
   double psi_ = 0, layer_shard_ = 0;
   int nd_ = 1;
   double norm_res_ = 0, act_fn_ = 0;
+  double loss_bytes_ = 12;  // bytes per logit the framework's loss moves
   std::vector<LayerWindows> windows_;
   std::vector<std::array<int, 4>> z_fwd_;
   std::vector<ZBackward> z_bwd_;

@@ -110,13 +110,36 @@ TEST(Plan, JsonDocumentAndRanking) {
   for (const char* k : {"candidates", "evaluated", "feasible", "rejected", "search_time_s", "job", "space"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
-  ASSERT_EQ(j["candidates"].size(), 5u);
-  double prev = 0;
+  ASSERT_GE(j["candidates"].size(), 1u);
+  ASSERT_LE(j["candidates"].size(), 5u);  // identical predictions collapse into one row
+  // docs/model.md, Ranking: the leaders within the fastest one's band come
+  // first, simplest first; the rest follow by time.
+  const size_t leaders = j["leaders_within_band"].get<size_t>();
+  double fastest = 1e300, band = 0;
   for (const Json& c : j["candidates"]) {
+    if (c["within_band"].get<bool>() && c["prediction"]["iteration_time_s"].get<double>() < fastest) {
+      fastest = c["prediction"]["iteration_time_s"];
+      const Json& range = c["prediction"]["iteration_time_s_range"];
+      band = range[1].get<double>() / fastest - 1.0;
+    }
+  }
+  double prev = 0;
+  int prev_complexity = -1;
+  for (size_t i = 0; i < j["candidates"].size(); ++i) {
+    const Json& c = j["candidates"][i];
     const double t = c["prediction"]["iteration_time_s"];
-    EXPECT_GE(t, prev);
-    prev = t;
     EXPECT_TRUE(c["prediction"]["fits"].get<bool>());
+    EXPECT_EQ(c["within_band"].get<bool>(), i < leaders);
+    EXPECT_TRUE(c.contains("framework"));
+    if (i < leaders) {
+      EXPECT_LE(t, fastest * (1.0 + band) * (1 + 1e-9));
+      EXPECT_GE(c["complexity"].get<int>(), prev_complexity);
+      prev_complexity = c["complexity"];
+    } else {
+      EXPECT_GE(t, prev);
+      EXPECT_GT(t, fastest * (1.0 + band));
+    }
+    prev = std::max(prev, t);
   }
   int64_t rejected = 0;
   for (auto& [k, v] : j["rejected"].items()) rejected += v.get<int64_t>();
@@ -184,7 +207,8 @@ TEST(Presets, ListAndShow) {
   ASSERT_EQ(list.code, kExitOk);
   Json j = Json::parse(list.out);
   EXPECT_GE(j["models"].size(), 30u);
-  EXPECT_EQ(j["clusters"].size(), 7u);
+  EXPECT_EQ(j["clusters"].size(), 8u);
+  EXPECT_EQ(j["frameworks"].size(), 6u);
   Outcome show = Call(RunPresets, {"show", "dgx-h100"});
   ASSERT_EQ(show.code, kExitOk);
   EXPECT_EQ(Json::parse(show.out)["gpus_per_node"], 8);

@@ -174,7 +174,10 @@ TEST(Calibration, FixesPredictionsOfFreshConfigsOnTheFake) {
     ConfirmInput in;
     in.job = job;
     in.candidates = configs;
-    for (size_t i = 0; i < configs.size(); ++i) in.plan_ranks.push_back(static_cast<int>(i) + 1);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      in.plan_ranks.push_back(static_cast<int>(i) + 1);
+      in.frameworks.push_back(testing::FrameworkFor(configs[i]));
+    }
     RunReport root;
     testing::RunWorld(fc, [&](backend::Backend& b) {
       auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);

@@ -29,7 +29,7 @@ ParallelConfig MegatronSp() {
   c.sp = true;
   c.pp = 2;
   c.gdata = 2;
-  c.zero = 1;
+  c.distributed_optimizer = true;  // Megatron's ZeRO-1 (the megatron framework's costs: the fused baseline)
   return c;
 }
 
@@ -37,7 +37,10 @@ ConfirmInput Input(const planner::Job& job, const std::vector<ParallelConfig>& c
   ConfirmInput in;
   in.job = job;
   in.candidates = configs;
-  for (size_t i = 0; i < configs.size(); ++i) in.plan_ranks.push_back(static_cast<int>(i) + 1);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    in.plan_ranks.push_back(static_cast<int>(i) + 1);
+    in.frameworks.push_back(testing::FrameworkFor(configs[i]));
+  }
   return in;
 }
 

@@ -51,6 +51,12 @@ inline topology::ClusterSpec FakeLikeCluster() {
   g.hbm_efficiency = 1.0;
   g.flash_fwd_efficiency = 1.0;
   g.flash_bwd_efficiency = 1.0;
+  // The fake backend charges math and bytes only: no launch gaps, no shape
+  // penalties (the ideal device these tests compare the executor against).
+  g.kernel_overhead_us = 0;
+  g.gemm_k0 = 0;
+  g.flash_head_dim_half = 0;
+  g.flash_seq_half = 0;
   g.memory_GiB = 80.0;
   c.gpus_per_node = 8;
   c.intra_node_fabric = "nvswitch";
@@ -72,6 +78,23 @@ inline planner::Job MakeJob(const planner::ModelSpec& m, const topology::Cluster
   job.training.seq_len = seq;
   job.training.global_batch = global_batch;
   job.training.precision = p;
+  return job;
+}
+
+// A training framework that can express `c` (the executor runs what the plan
+// names; these tests build plans by hand): AxoNN for its X/Z grid, DeepSpeed's
+// Megatron for ZeRO stages and FPDT, torchtitan for FSDP with TP/PP/CP,
+// Megatron otherwise.
+inline planner::Framework FrameworkFor(const planner::ParallelConfig& c) {
+  if (c.zero > 0 || (c.cp > 1 && c.cp_kind == planner::CpKind::kFpdt)) return planner::Framework::kMegatronDeepSpeed;
+  if (c.gx > 1) return planner::Framework::kAxonn;
+  if (c.gz > 1) {
+    return (c.pp > 1 || c.cp > 1 || c.sp) ? planner::Framework::kTorchtitan : planner::Framework::kAxonn;
+  }
+  return planner::Framework::kMegatron;
+}
+inline planner::Job WithFrameworkFor(planner::Job job, const planner::ParallelConfig& c) {
+  job.training.framework = FrameworkFor(c);
   return job;
 }
 

@@ -55,7 +55,7 @@ ParallelConfig Axonn() {
 }
 
 Workload Build(const planner::Job& job, const ParallelConfig& c, int rank) {
-  auto w = BuildWorkload(job, c, rank, WorkloadOptions{});
+  auto w = BuildWorkload(testing::WithFrameworkFor(job, c), c, rank, WorkloadOptions{});
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return std::move(*w);
 }
@@ -191,7 +191,12 @@ TEST(Workload, MegatronSpLayerOrderFollowsKorthikanti) {
 }
 
 TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
-  const Workload w = Build(TestJob(8), MegatronSp(), 0);
+  // Megatron's own ZeRO-1 (the distributed optimizer): the megatron
+  // framework's fused element-wise kernels and loss, the baseline bytes below.
+  ParallelConfig megatron = MegatronSp();
+  megatron.zero = 0;
+  megatron.distributed_optimizer = true;
+  const Workload w = Build(TestJob(8), megatron, 0);
   std::map<std::string, int64_t> traffic;
   for (const WorkOp& op : w.ops) {
     if (op.type == OpType::kMemoryBound) traffic[op.name] = op.traffic_bytes * op.calls;
@@ -204,12 +209,12 @@ TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   EXPECT_EQ(traffic["L0.fwd.activation"], kS * (kF / 2) * 4);
   EXPECT_EQ(traffic["L0.bwd.activation"], 2 * kS * (kF / 2) * 4);
   EXPECT_EQ(traffic["stage.embedding"], 3 * kS * kH * kE);
-  // Adam on the 1/2 shard (ZeRO-1): 28 bytes of fp32 state and gradient plus
+  // Adam on the 1/2 shard (distributed optimizer): 28 bytes of fp32 state and gradient plus
   // 6 to refresh the bf16 copy per parameter; the local fp32 main gradients
   // read (norm) and zeroed: 2 × 4 bytes per parameter.
   const planner::Job job = TestJob(8);
   const double psi =
-      planner::CostModel(job.model, job.training, job.cluster, 8).Compute(MegatronSp()).psi;
+      planner::CostModel(job.model, job.training, job.cluster, 8).Compute(megatron).psi;
   EXPECT_NEAR(static_cast<double>(traffic["step.optimizer"]), psi / 2 * 34 + psi * 2 * 4, 4.0);
 }
 

@@ -3,6 +3,8 @@
 // qualitative behaviour reported in the literature.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <thread>
 
 #include "planner/search.h"
@@ -30,10 +32,32 @@ Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int6
   return j;
 }
 
-// The space "all" as documented (cost-model.md §1, docs/cli.md), enumerated
-// independently of Search, with the default placement only.
-std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
+// The cost models of a space: one per framework it covers (FrameworksOf).
+struct SpaceModels {
+  std::vector<CostModel> models;
+  std::vector<const CostModel*> ptrs;
+};
+std::unique_ptr<SpaceModels> ModelsFor(const Job& j, Family f) {
+  auto out = std::make_unique<SpaceModels>();
+  for (Framework fw : FrameworksOf(f)) {
+    TrainingSpec t = j.training;
+    t.framework = fw;
+    out->models.emplace_back(j.model, t, j.cluster, j.gpus);
+  }
+  for (const CostModel& m : out->models) out->ptrs.push_back(&m);
+  return out;
+}
+
+// Every configuration the frameworks of `models` can run, enumerated
+// independently of Search (cost-model.md §1 superset, filtered by each
+// framework's Supports()), with the default placement only, each framework's
+// documented overlap policy, and no lossy ZeRO++ option.
+std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, int max_mbs) {
   std::vector<Candidate> out;
+  for (const CostModel* cmp : models) {
+  const CostModel& cm = *cmp;
+  const FrameworkSupport& fs = cm.framework().support;
+  auto has = [&](const char* o) { return std::find(fs.overlaps.begin(), fs.overlaps.end(), o) != fs.overlaps.end(); };
   const int n = cm.gpus();
   const ModelSpec& m = cm.model();
   for (int gx : Divs(n)) for (int gy : Divs(n / gx)) for (int cp : Divs(n / gx / gy))
@@ -48,6 +72,7 @@ std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
     for (int dopt = 0; dopt <= (zero == 0 && gdata * cp > 1 ? 1 : 0); ++dopt)
     for (int zpp = 0; zpp < (zero == 3 ? 8 : 1); ++zpp)
     for (int rc = 0; rc < 3; ++rc) {
+      if ((zpp & 1) || (zpp & 4)) continue;  // qwZ / qgZ are lossy: not offered by default
       const int64_t per = int64_t{gz} * gdata;
       if (cm.training().global_batch % per) continue;
       for (int mbs : Divs(cm.training().global_batch / per)) {
@@ -59,15 +84,19 @@ std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
         c.qwz = zpp & 1; c.hpz = zpp & 2; c.qgz = zpp & 4;
         c.recompute = static_cast<Recompute>(rc);
         c.mbs = mbs;
-        // The "all" family's overlap policy: every overlap on.
-        c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather = true;
-        c.tp_comm_overlap = c.sp;
-        c.overlap_p2p = c.vpp > 1;
+        c.oar = has("oar");
+        c.ors = has("ors") && gz > 1;
+        c.oag = has("oag") && gz > 1;
+        c.overlap_grad_reduce = has("overlap_grad_reduce");
+        c.overlap_param_gather = has("overlap_param_gather") && (dopt || zero == 3);
+        c.tp_comm_overlap = has("tp_comm_overlap") && c.sp;
+        c.overlap_p2p = has("overlap_p2p") && c.vpp > 1;
         if (cm.CheckRules(c) != Reason::kOk) continue;
         Prediction p = cm.Predict(c);
-        if (p.fits) out.push_back({c, p});
+        if (p.fits) out.push_back({c, p, cm.training().framework});
       }
     }
+  }
   }
   return out;
 }
@@ -75,13 +104,13 @@ std::vector<Candidate> BruteForce(const CostModel& cm, int max_mbs) {
 TEST(Search, ExhaustiveEqualsBruteForceOverPredict) {
   Job j = MakeJob("gpt3-350m", "dgx-a100-80gb", 16, 32, 2048);
   j.cluster.gpu.memory_GiB = 12;  // make memory bite
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  auto space = ModelsFor(j, Family::kAll);
   SearchOptions opt;
   opt.top_k = 50;
   opt.fixed = {{"placement", "x-y-cp-z-data-pp"}};
-  Search search(cm, opt);
+  Search search(space->ptrs, opt);
   SearchResult r = search.RunAll();
-  std::vector<Candidate> all = BruteForce(cm, opt.max_mbs);
+  std::vector<Candidate> all = BruteForce(space->ptrs, opt.max_mbs);
   ASSERT_GT(all.size(), 100u);
   EXPECT_EQ(r.feasible, static_cast<int64_t>(all.size()));
   EXPECT_GT(r.rejected[static_cast<int>(Reason::kOutOfMemory)], 0);
@@ -90,16 +119,17 @@ TEST(Search, ExhaustiveEqualsBruteForceOverPredict) {
   for (size_t i = 0; i < r.top.size(); ++i) {
     EXPECT_EQ(r.top[i].config, all[i].config) << "rank " << i + 1 << ": " << ConfigToString(r.top[i].config)
                                               << " vs " << ConfigToString(all[i].config);
+    EXPECT_EQ(r.top[i].framework, all[i].framework);
     EXPECT_DOUBLE_EQ(r.top[i].prediction.iteration_time_s, all[i].prediction.iteration_time_s);
   }
   // The Pareto front of the brute force, by memory then time.
   SearchOptions popt = opt;
   popt.keep_pareto = true;
-  Search ps(cm, popt);
+  Search ps(space->ptrs, popt);
   SearchResult pr = ps.RunAll();
   std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
-    return a.prediction.memory.total_GiB < b.prediction.memory.total_GiB ||
-           (a.prediction.memory.total_GiB == b.prediction.memory.total_GiB &&
+    return a.prediction.memory.reserved_GiB < b.prediction.memory.reserved_GiB ||
+           (a.prediction.memory.reserved_GiB == b.prediction.memory.reserved_GiB &&
             a.prediction.iteration_time_s < b.prediction.iteration_time_s);
   });
   std::vector<double> front;
@@ -135,27 +165,30 @@ TEST(Search, ShardsInParallelGiveTheSameAnswer) {
 
 // A configuration that breaks a framework's rules never appears under that
 // framework's --space (ecosystem.md §2).
-TEST(Search, FamiliesRespectTheirFrameworkRules) {
+TEST(Search, FrameworksNeverOfferWhatTheyCannotRun) {
   Job j = MakeJob("llama2-13b", "dgx-a100-80gb", 64, 256, 4096);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
-  for (Family f : {Family::kMegatron, Family::kDeepSpeed, Family::kAxonn, Family::kFsdp}) {
+  for (Framework f : AllFrameworks()) {
+    TrainingSpec t = j.training;
+    t.framework = f;
+    CostModel cm(j.model, t, j.cluster, j.gpus);
     SearchOptions opt;
-    opt.family = f;
     opt.top_k = 500;
     opt.keep_pareto = true;
     Search s(cm, opt);
     SearchResult r = s.RunAll();
-    ASSERT_FALSE(r.top.empty()) << FamilyName(f);
+    ASSERT_FALSE(r.top.empty()) << FrameworkName(f);
     std::vector<Candidate> seen = r.top;
     seen.insert(seen.end(), r.pareto.begin(), r.pareto.end());
     for (const Candidate& c : seen) {
       const ParallelConfig& k = c.config;
-      SCOPED_TRACE(std::string(FamilyName(f)) + ": " + ConfigToString(k));
+      SCOPED_TRACE(std::string(FrameworkName(f)) + ": " + ConfigToString(k));
+      EXPECT_EQ(c.framework, f);
       EXPECT_TRUE(s.InSpace(k));
       EXPECT_EQ(cm.CheckRules(k), Reason::kOk);
       EXPECT_TRUE(c.prediction.fits);
+      EXPECT_FALSE(k.qwz || k.qgz);  // lossy options need allow_lossy
       switch (f) {
-        case Family::kMegatron:
+        case Framework::kMegatron:  // megatron/training/arguments.py: no ZeRO-3, no FPDT, no AxoNN X
           EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.gz, 1); EXPECT_EQ(k.zero, 0);
           EXPECT_NE(k.cp_kind == CpKind::kFpdt && k.cp > 1, true);
           EXPECT_EQ(j.model.heads % k.gy, 0); EXPECT_EQ(j.model.kv_heads % k.gy, 0);
@@ -163,8 +196,8 @@ TEST(Search, FamiliesRespectTheirFrameworkRules) {
             EXPECT_EQ(c.prediction.micro_batches % k.pp, 0);
           }
           break;
-        case Family::kDeepSpeed:
-          EXPECT_EQ(k.vpp, 1); EXPECT_FALSE(k.distributed_optimizer); EXPECT_FALSE(k.sp);
+        case Framework::kMegatronDeepSpeed:  // the DeepSpeed pipeline engine refuses ZeRO-2/3
+          EXPECT_EQ(k.vpp, 1); EXPECT_FALSE(k.distributed_optimizer); EXPECT_EQ(k.gz, 1);
           if (k.pp > 1) {
             EXPECT_LE(k.zero, 1);
           }
@@ -173,11 +206,14 @@ TEST(Search, FamiliesRespectTheirFrameworkRules) {
           }
           EXPECT_NE(k.recompute, Recompute::kSelective);
           break;
-        case Family::kAxonn:
-          EXPECT_EQ(k.pp, 1); EXPECT_EQ(k.cp, 1); EXPECT_EQ(k.zero, 0);
-          EXPECT_EQ(PlacementToString(k.placement), "x-y-cp-z-pp-data");
+        case Framework::kDeepSpeed:  // an HF model on the engine: ZeRO and Ulysses only
+          EXPECT_EQ(k.gy, 1); EXPECT_EQ(k.pp, 1); EXPECT_EQ(k.gz, 1);
           break;
-        case Family::kFsdp:
+        case Framework::kFsdp:  // FSDP1 trainers: shard (gz) × replicate (data) only
+          EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.gy, 1); EXPECT_EQ(k.pp, 1); EXPECT_EQ(k.cp, 1);
+          EXPECT_EQ(k.zero, 0);
+          break;
+        case Framework::kTorchtitan:  // TP always with SP; ring CP; no ZeRO stages
           EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.zero, 0);
           if (k.gy > 1) {
             EXPECT_TRUE(k.sp);
@@ -186,7 +222,10 @@ TEST(Search, FamiliesRespectTheirFrameworkRules) {
             EXPECT_EQ(k.cp_kind, CpKind::kRing);
           }
           break;
-        case Family::kAll: break;
+        case Framework::kAxonn:
+          EXPECT_EQ(k.pp, 1); EXPECT_EQ(k.cp, 1); EXPECT_EQ(k.zero, 0);
+          EXPECT_EQ(PlacementToString(k.placement), "x-y-cp-z-pp-data");
+          break;
       }
     }
   }
@@ -194,6 +233,7 @@ TEST(Search, FamiliesRespectTheirFrameworkRules) {
 
 TEST(Search, FixedFieldsArePinned) {
   Job j = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
+  j.training.framework = Framework::kMegatronDeepSpeed;  // a framework with ZeRO-3
   CostModel cm(j.model, j.training, j.cluster, j.gpus);
   SearchOptions opt;
   opt.fixed = {{"pp", "1"}, {"zero", "3"}, {"recompute", "full"}};
@@ -214,10 +254,10 @@ TEST(Search, FixedFieldsArePinned) {
 // GPUs prefers Z (FSDP-like) + data over wide X/Y, and X/Y stay small.
 TEST(Qualitative, LargeBatchPretrainingPrefersZAndData) {
   Job j = MakeJob("axonn-20b", "perlmutter", 256, 2048, 2048);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  auto space = ModelsFor(j, Family::kAxonn);
   SearchOptions opt;
   opt.family = Family::kAxonn;
-  SearchResult r = Search(cm, opt).RunAll();
+  SearchResult r = Search(space->ptrs, opt).RunAll();
   ASSERT_FALSE(r.top.empty());
   const ParallelConfig& best = r.top.front().config;
   EXPECT_LE(best.gx * best.gy, 4) << ConfigToString(best);
@@ -227,11 +267,11 @@ TEST(Qualitative, LargeBatchPretrainingPrefersZAndData) {
 // Tensor groups stay inside a node (Narayanan 2021 §3.3: TP beyond the node is slow).
 TEST(Qualitative, TensorGroupsStayInsideANode) {
   Job j = MakeJob("gpt3-175b", "dgx-a100-80gb", 1024, 1536, 2048);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  auto space = ModelsFor(j, Family::kMegatron);
   SearchOptions opt;
   opt.family = Family::kMegatron;
   opt.top_k = 20;
-  SearchResult r = Search(cm, opt).RunAll();
+  SearchResult r = Search(space->ptrs, opt).RunAll();
   ASSERT_EQ(r.top.size(), 20u);
   for (const Candidate& c : r.top) EXPECT_LE(c.config.tensor(), 8) << ConfigToString(c.config);
 }
@@ -255,12 +295,13 @@ TEST(Qualitative, LongSequencesUseContextParallelism) {
 // A model that does not fit as plain data parallelism gets ZeRO-3 or a pipeline.
 TEST(Qualitative, ModelThatDoesNotFitGetsShardingOrPipelining) {
   Job j = MakeJob("llama2-70b", "dgx-a100-80gb", 64, 256, 4096);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  auto space = ModelsFor(j, Family::kDeepSpeed);
+  const CostModel& cm = space->models.front();
   SearchOptions opt;
   opt.family = Family::kDeepSpeed;
   opt.fixed = {{"tp", "1"}};
   opt.top_k = 20;
-  SearchResult r = Search(cm, opt).RunAll();
+  SearchResult r = Search(space->ptrs, opt).RunAll();
   ASSERT_FALSE(r.top.empty());
   for (const Candidate& c : r.top) {
     EXPECT_TRUE(c.config.zero == 3 || c.config.pp > 1) << ConfigToString(c.config);

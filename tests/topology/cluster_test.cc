@@ -16,7 +16,7 @@ using testing::MustCluster;
 using testing::MustParse;
 
 const std::vector<std::string> kClusterPresets = {
-    "alps", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "frontier", "perlmutter", "polaris"};
+    "alps", "dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "frontier", "perlmutter", "polaris"};
 constexpr Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
                                           Collective::kReduceScatter, Collective::kAllToAll,
                                           Collective::kSendRecv};
@@ -522,6 +522,44 @@ TEST(GroupCostTableTest, NodeLocalSizesAreTabulated) {
   const GroupCostTable odd(c, 9);
   EXPECT_EQ(odd.Get(Collective::kSendRecv, 3, 2).busbw_GBps,
             GroupCost(c, Collective::kSendRecv, 3, 2).busbw_GBps);
+}
+
+// An inline cluster naming only a GPU takes that GPU's usual node
+// (docs/presets.md): 8 GPUs on NVSwitch, one 400 Gb/s (Hopper) or 200 Gb/s
+// (Ampere) NIC per GPU.
+TEST(ClusterSpecTest, GpuOnlyFormTakesTheUsualNode) {
+  Result<ClusterSpec> h = ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm"})"), "/cluster");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->gpus_per_node, 8);
+  EXPECT_EQ(h->intra_node_fabric, "nvswitch");
+  EXPECT_EQ(h->nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(h->nic_GBps, 50.0);  // 400 Gb/s
+  Result<ClusterSpec> a = ParseClusterSpec(Json::parse(R"({"gpu": "a100-40gb"})"), "/cluster");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_DOUBLE_EQ(a->nic_GBps, 25.0);  // 200 Gb/s
+  EXPECT_EQ(a->gpu.name, "a100-40gb");
+  // Unknown keys still fail, naming the field.
+  Result<ClusterSpec> bad = ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "nics": 4})"), "/cluster");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/cluster/nics"), std::string::npos);
+}
+
+// gpu_memory_GiB overrides the preset's capacity in every object form.
+TEST(ClusterSpecTest, GpuMemoryOverride) {
+  Result<ClusterSpec> c =
+      ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "gpu_memory_GiB": 89.4})"), "/cluster");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->gpu.memory_GiB, 89.4);
+  Result<ClusterSpec> r = ParseClusterSpec(
+      Json::parse(R"({"gpu": "h100-sxm", "gpus_per_node": 8, "intra_node_GBps": 370,
+                     "inter_node_GBps_per_gpu": 46, "gpu_memory_GiB": 93})"),
+      "/cluster");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->gpu.memory_GiB, 93.0);
+  Result<ClusterSpec> neg =
+      ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "gpu_memory_GiB": -1})"), "/cluster");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("/cluster/gpu_memory_GiB"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,127 @@
+// planner/framework.h: the training stack as an input of the cost model
+// (issue 8). The same parallel configuration runs at different speeds in
+// Megatron-Core with Transformer Engine, in an eager PyTorch FSDP trainer and
+// in torchtitan: they fuse different element-wise kernels, compute the loss
+// differently, spend different host time per layer, overlap sharded-parameter
+// traffic differently and can express different families. Each framework is a
+// preset file (planner/presets/frameworks/*.json) that states those figures,
+// each with a source; docs/frameworks.md explains them. Pure data: parsing and
+// lookup only, thread-safe after the first call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace paratune::planner {
+
+enum class Framework : uint8_t {
+  kMegatron = 0,       // Megatron-LM / Megatron-Core / NeMo with Transformer Engine (default)
+  kMegatronDeepSpeed,  // Megatron-DeepSpeed: Megatron's model code on the DeepSpeed engine
+  kDeepSpeed,          // the DeepSpeed engine on an eager PyTorch model (HF Transformers)
+  kFsdp,               // PyTorch FSDP1 trainers (llm-foundry/Composer, HF Trainer/Accelerate)
+  kTorchtitan,         // torchtitan: FSDP2 (per-parameter DTensor sharding), TP, PP, CP
+  kAxonn,              // AxoNN (Megatron-AxoNN): 3D tensor parallelism + data
+};
+inline constexpr int kNumFrameworks = 6;
+const char* FrameworkName(Framework f);  // "megatron" | "megatron-deepspeed" | "deepspeed" | ...
+Result<Framework> ParseFramework(const std::string& name);
+// Every framework, in enum order.
+std::array<Framework, kNumFrameworks> AllFrameworks();
+
+// What a framework can express: the configuration families it supports
+// (ecosystem.md §2). The search never offers a configuration outside them.
+struct FrameworkSupport {
+  bool tp = false;         // Megatron-style tensor parallelism (gy with gx = 1)
+  bool sp = false;         // sequence parallelism over the tensor group
+  bool tp_without_sp = true;  // TP may run without SP
+  bool axonn_xy = false;   // AxoNN's X and Y (gx, gy; gx > 1 allowed)
+  bool shard_z = false;    // parameter sharding as its own dimension (AxoNN Z, FSDP shard group)
+  bool pp = false;         // pipeline parallelism
+  bool vpp = false;        // interleaved (virtual) pipeline stages
+  bool uneven_pp = false;  // layers % pp != 0 (as evenly as possible, or first/last stage counts)
+  bool cp_ring = false, cp_ulysses = false, cp_fpdt = false;
+  std::array<bool, 4> zero{true, false, false, false};  // ZeRO stages 0..3 over the data group
+  bool distributed_optimizer = false;  // Megatron's optimizer-state sharding
+  bool zeropp = false;                  // qwZ / hpZ / qgZ
+  bool pp_with_zero2 = true;            // DeepSpeed's pipeline engine refuses ZeRO-2/3
+  bool cp_with_tp_pp = true;            // DeepSpeed Ulysses runs without Megatron TP/PP
+  std::array<bool, 3> recompute{true, true, true};  // none, selective, full
+  bool compile = false;                 // torch.compile applies to the model
+  std::vector<std::string> placements;  // rank orders, innermost first ("x-y-cp-z-data-pp")
+  // Overlaps the framework turns on (config keys: oar, ors, oag,
+  // overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p).
+  // "overlap_param_gather" and "tp_comm_overlap" apply where meaningful
+  // (distributed optimizer / ZeRO-3; sp), "overlap_p2p" with vpp > 1.
+  std::vector<std::string> overlaps;
+};
+
+// How fast the framework's kernels and host code are, relative to the cost
+// model's fused baseline (Megatron-Core + TE). Each value "eager" applies
+// without torch.compile, "compiled" with it (for frameworks that support it).
+struct FrameworkCosts {
+  // Multiplier on the element-wise (norm, activation, residual, dropout) HBM
+  // bytes of the fused baseline: separate kernels each read and write their tensors.
+  double elementwise_traffic = 1.0;
+  double elementwise_traffic_compiled = 1.0;
+  // Bytes moved per logit element by the loss, forward and backward (the
+  // logits' upcast, softmax, its gradient and the downcast).
+  double loss_bytes_per_logit = 12.0;
+  double loss_bytes_per_logit_compiled = 12.0;
+  // Bytes per logit element held at the loss's peak (the logits themselves,
+  // an fp32 copy, the saved softmax): the last stage's largest transient.
+  double loss_live_bytes_per_logit = 6.0;
+  double loss_live_bytes_per_logit_compiled = 6.0;
+  // GPU kernels per transformer layer for one micro-batch, forward + backward
+  // (each costs the GPU's fixed per-kernel time), and host (CPU) time to issue
+  // one layer's forward + backward: the layer cannot run faster than its host
+  // issues it (eager PyTorch dispatch, autograd, hooks).
+  double kernels_per_layer = 35;
+  double kernels_per_layer_compiled = 35;
+  double host_us_per_layer = 250;
+  double host_us_per_layer_compiled = 250;
+  // Multiplier on the GPU preset's fused-attention efficiencies: the
+  // framework's attention kernel (cuDNN/TE fused attention, FlashAttention-2,
+  // Triton flash attention with ALiBi biases, ...).
+  double attention_efficiency = 1.0;
+  // Fraction of the sharded-parameter traffic (FSDP / ZeRO-3 / AxoNN Z
+  // gathers and reduce-scatters) that the framework can hide behind compute
+  // when its overlap is on; the rest is exposed.
+  double shard_overlap = 1.0;
+  // Fraction of the data-parallel gradient reduction hidden when overlapped.
+  double grad_reduce_overlap = 1.0;
+  // Multiplier on the optimizer step's HBM bytes (fused multi-tensor Adam = 1).
+  double optimizer_traffic = 1.0;
+  // Caching-allocator fragmentation: reserved = peak allocated × (1 + this).
+  double allocator_fragmentation = 0.05;
+  // Gathered-parameter buffers held at once by sharded (FSDP/ZeRO-3/Z)
+  // execution, in layers (the layer in use plus prefetched ones).
+  double gathered_layers = 2.0;
+};
+
+struct FrameworkSpec {
+  std::string name;          // preset key, e.g. "fsdp"
+  std::string display_name;  // "PyTorch FSDP1 (llm-foundry, HF Trainer)"
+  FrameworkSupport support;
+  FrameworkCosts costs;
+  // Relative 1-sigma prediction error of iteration time, by GPU preset name
+  // prefix ("a100", "h100", ...; "default" for the rest): the residuals of
+  // `paratune validate` on public runs of this framework (docs/model.md).
+  std::map<std::string, double> uncertainty;
+  std::string source;
+  std::map<std::string, std::string> sources;  // per-field provenance
+
+  // The relative band for a GPU preset name (e.g. "h100-sxm" → the "h100" entry).
+  double Uncertainty(const std::string& gpu_name) const;
+};
+
+Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& pointer);
+// The compiled-in preset of `f` (planner/presets/frameworks/<name>.json).
+const FrameworkSpec& FrameworkPreset(Framework f);
+
+}  // namespace paratune::planner
