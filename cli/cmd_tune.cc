@@ -425,6 +425,7 @@ int RunTune(const Args& args, Io io) {
         if (!v.ok()) return bad(v.status());
         training["headroom"] = *v;
       }
+      if (auto fw = f.Get("--framework")) training["framework"] = *fw;
       req["training"] = training;
       auto parsed = planner::ParsePredictRequest(req);
       if (!parsed.ok()) return bad(parsed.status());
@@ -433,8 +434,20 @@ int RunTune(const Args& args, Io io) {
       if (profile) {
         if (Status s = profiler::ApplyProfile(*profile, &sec.job.cluster); !s.ok()) return bad(s);
       }
-      planner::CostModel cm(sec.job.model, sec.job.training, sec.job.cluster, sec.job.gpus);
-      planner::Search search(cm, opt);
+      // One cost model per framework searched (as `paratune plan`): the named
+      // one, or every framework of the space, each costing what it would run.
+      std::vector<planner::Framework> frameworks = planner::FrameworksOf(opt.family);
+      if (f.Has("--framework")) frameworks = {sec.job.training.framework};
+      std::vector<planner::CostModel> models;
+      models.reserve(frameworks.size());
+      for (planner::Framework fw : frameworks) {
+        planner::TrainingSpec t = sec.job.training;
+        t.framework = fw;
+        models.emplace_back(sec.job.model, t, sec.job.cluster, sec.job.gpus);
+      }
+      std::vector<const planner::CostModel*> model_ptrs;
+      for (const auto& m : models) model_ptrs.push_back(&m);
+      planner::Search search(model_ptrs, opt);
       const Timer timer;
       sec.result = RunThreaded(search, *threads);
       sec.search_time_s = timer.Seconds();
