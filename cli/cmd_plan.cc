@@ -77,17 +77,7 @@ struct Timer {
 };
 
 planner::SearchResult RunThreaded(const planner::Search& search, int threads) {
-  const int n = search.num_shards();
-  std::vector<planner::SearchResult> parts(n);
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i = next++; i < n; i = next++) parts[i] = search.RunShard(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  return search.Merge(std::move(parts));
+  return RunSearchThreaded(search, threads);
 }
 
 Result<std::vector<int>> GpuCounts(const std::string& spec) {

@@ -36,5 +36,6 @@ int RunConfirm(const Args& args, Io io);
 int RunCalibrate(const Args& args, Io io);
 int RunEmit(const Args& args, Io io);
 int RunTune(const Args& args, Io io);
+int RunReplan(const Args& args, Io io);
 
 }  // namespace paratune::cli

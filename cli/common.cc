@@ -2,7 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include <iterator>
 #include <ostream>
@@ -119,6 +123,20 @@ Status ApplyCachedProfile(topology::ClusterSpec* cluster, std::ostream& err) {
   err << "paratune: using the cached profile " << cluster->profile_fingerprint << " for cluster "
       << cluster->name << " (" << profiler::DefaultCacheDir() << "; PARATUNE_NO_CACHE=1 to ignore)\n";
   return Status::Ok();
+}
+
+planner::SearchResult RunSearchThreaded(const planner::Search& search, int threads) {
+  const int n = search.num_shards();
+  std::vector<planner::SearchResult> parts(n);
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) parts[i] = search.RunShard(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return search.Merge(std::move(parts));
 }
 
 }  // namespace paratune::cli

@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/status.h"
+#include "planner/search.h"
 #include "topology/cluster.h"
 
 namespace paratune::cli {
@@ -43,5 +44,9 @@ Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster)
 // cluster's fingerprint, applies it and says so on `err`. No profile: nothing
 // happens. PARATUNE_NO_CACHE=1 turns the lookup off.
 Status ApplyCachedProfile(topology::ClusterSpec* cluster, std::ostream& err);
+
+// Runs every shard of `search` on up to `threads` threads and merges the
+// results (deterministic: the same answer for any thread count).
+planner::SearchResult RunSearchThreaded(const planner::Search& search, int threads);
 
 }  // namespace paratune::cli

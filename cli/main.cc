@@ -24,6 +24,7 @@ Plan a training run before spending GPU-hours on it:
   emit       write a plan as Megatron-LM / DeepSpeed / AxoNN / torchtitan config or shell exports
   tune       in a job script: find the allocation, profile (cached), plan, confirm,
              and print `export TP=... PP=...` lines for eval
+  replan     nodes lost or added: the next best plan and the reshard map to it
   version    print the version
 
 Quick start:
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
       {"calibrate", RunCalibrate},
       {"emit", RunEmit},
       {"tune", RunTune},
+      {"replan", RunReplan},
   };
   Io io{std::cin, std::cout, std::cerr};
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||

@@ -1,0 +1,258 @@
+// `paratune replan`: the next best plan when nodes fail or capacity appears,
+// and the reshard map from the running layout to it (docs/replan.md).
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/strings.h"
+#include "planner/replan.h"
+
+namespace paratune::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: paratune replan --from FILE [--rank N]
+                       (--gpus N | --lost-nodes K | --lost-node-ids 3,7 | --add-nodes K)
+                       [--keep-global-batch | --allow-global-batch-change]
+                       [--space F] [--fix SPEC] [--top K] [--min-gpus N] [--gpu-step S]
+                       [--max-counts C] [--fs-GBps BW] [--reshard-rank N]
+                       [--fragments-of RANK|all] [--include-gradients]
+                       [--profile PROFILE.json] [--threads T] [--format table|json]
+
+Answers "three nodes died (or sixty GPUs came free): what now?". Takes the
+running configuration, searches every configuration on the GPUs now
+available, ranks the ones that fit by throughput against the running one, and
+computes how the saved state must be re-sharded to reach the chosen one: for
+every tensor (QKV, projection, FC1, FC2, norms, embeddings) and every state
+(bf16/fp16 params, fp32 master, Adam m and v), which old rank holds each
+fragment the new ranks need, as [row, col) ranges of the unsharded tensor
+(Universal Checkpointing's consolidated coordinates), and the predicted time
+to load it from a consolidated checkpoint versus from the surviving ranks.
+
+  --from FILE        the running state: a plans document (paratune plan --format
+                     json; --rank picks the candidate, default 1; its --space and
+                     --fix are kept) or a predict request (model, cluster, gpus,
+                     training, config). "-" reads stdin.
+  --gpus N           GPUs now available in total (fewer: the highest-numbered are gone)
+  --lost-nodes K     the last K nodes of the run are gone
+  --lost-node-ids L  these nodes (0-based, rank r ran on node r / gpus_per_node) are gone
+  --add-nodes K      K more nodes joined
+  --keep-global-batch          keep the global batch (the default)
+  --allow-global-batch-change  also try the batch rounded to the new data width;
+                     a change is reported on stderr and in "global_batch_changed"
+  --min-gpus N       also search whole-node counts down to N (default: half of
+                     what is available): an odd GPU count often fits nothing
+  --gpu-step S       step between those counts (default: one node)
+  --max-counts C     stop after C counts with a fitting plan (default 3)
+  --space, --fix, --top, --threads, --profile   as in `paratune plan`
+  --fs-GBps BW       parallel-filesystem read bandwidth the job gets, GB/s
+                     (default 500: a tenth of Perlmutter scratch's >5 TB/s)
+  --reshard-rank N   compute the reshard map for candidate N (default 1; 0 = none)
+  --fragments-of R   list the fragments new rank R needs (default 0), or "all"
+  --include-gradients  map gradients too (ZeRO-2/3 shard them; they are zeroed
+                     after every step, so a checkpoint does not hold them)
+  --format F         table (default) | json (schema paratune.replan/v1)
+
+exit codes: 0 ok, 2 invalid input, 3 no configuration fits
+
+examples:
+  paratune plan --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 --global-batch 1536 \
+      --space megatron --format json > plans.json
+  paratune replan --from plans.json --lost-nodes 3
+  paratune replan --from plans.json --lost-nodes 3 --allow-global-batch-change --format json
+)";
+
+std::string GiB(double bytes) { return FormatFixed(bytes / (1024.0 * 1024 * 1024), 2); }
+
+std::string Secs(const OrderedJson& v) { return v.is_null() ? "unreachable" : FormatFixed(v.get<double>(), 2) + " s"; }
+
+void PrintTable(const OrderedJson& d, std::ostream& out) {
+  const auto& from = d["from"];
+  const auto& a = d["allocation"];
+  out << "running   " << from["config_string"].get<std::string>() << " on " << a["old_gpus"].get<int>() << " GPUs: "
+      << FormatFixed(from["prediction"]["iteration_time_s"].get<double>(), 3) << " s/step predicted ("
+      << d["model"].get<std::string>() << ", " << d["cluster"].get<std::string>() << ", global batch "
+      << from["global_batch"].get<int64_t>() << ")\n";
+  out << "now       " << a["available_gpus"].get<int>() << " GPUs available";
+  if (a["lost_gpus"].get<int>() > 0) {
+    out << " (lost " << a["lost_gpus"].get<int>() << " GPUs on nodes";
+    for (const auto& n : a["lost_nodes"]) out << " " << n.get<int>();
+    out << ")";
+  }
+  if (a["added_gpus"].get<int>() > 0) out << " (" << a["added_gpus"].get<int>() << " GPUs added)";
+  out << "\nsearched ";
+  for (const auto& s : d["searched"]) {
+    out << " " << s["gpus"].get<int>() << (s["global_batch"] != from["global_batch"] ? "@B=" + std::to_string(s["global_batch"].get<int64_t>()) : "")
+        << ":" << s["feasible"].get<int64_t>();
+  }
+  out << "  (GPUs:fitting configs)\n";
+  if (d["candidates"].empty()) {
+    out << "no configuration fits\n";
+    return;
+  }
+  out << "\n" << std::setw(4) << "rank" << std::setw(6) << "gpus" << "  " << std::left << std::setw(52) << "config"
+      << std::right << std::setw(9) << "time_s" << std::setw(10) << "vs_now" << std::setw(11) << "tokens/s"
+      << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  batch\n";
+  for (const auto& c : d["candidates"]) {
+    const auto& p = c["prediction"];
+    out << std::setw(4) << c["rank"].get<int>() << std::setw(6) << c["gpus"].get<int>() << "  " << std::left
+        << std::setw(52) << c["config_string"].get<std::string>() << std::right << std::setw(9)
+        << FormatFixed(p["iteration_time_s"].get<double>(), 3) << std::setw(9)
+        << FormatFixed(c["relative_step_time"].get<double>(), 3) << "x" << std::setw(11)
+        << FormatFixed(p["tokens_per_s"].get<double>(), 0) << std::setw(7) << FormatFixed(100 * p["mfu"].get<double>(), 1)
+        << std::setw(9) << FormatFixed(p["memory_GiB"]["total"].get<double>(), 1) << "  "
+        << c["global_batch"].get<int64_t>() << (c["global_batch_changed"].get<bool>() ? " (CHANGED)" : "") << "\n";
+  }
+  if (d["reshard"].is_null()) return;
+  const auto& r = d["reshard"];
+  out << "\nreshard to candidate " << d["reshard_candidate"].get<int>() << ": " << GiB(r["total_bytes"].get<double>())
+      << " GiB to place, at most " << GiB(r["bytes_per_rank_max"].get<double>()) << " GiB per rank, "
+      << r["fragment_count"].get<int64_t>() << " fragments\n";
+  out << "  partitions  from";
+  for (auto& [k, v] : r["from"]["partition"].items()) out << " " << k << "=" << v.get<std::string>();
+  out << "\n              to  ";
+  for (auto& [k, v] : r["to"]["partition"].items()) out << " " << k << "=" << v.get<std::string>();
+  out << "\n  " << std::left << std::setw(12) << "class" << std::right;
+  std::vector<std::string> states;
+  for (auto& [k, v] : r["bytes_per_element"].items()) states.push_back(k);
+  for (const auto& s : states) out << std::setw(12) << s;
+  out << std::setw(12) << "total" << "   (GiB)\n";
+  for (const auto& row : r["by_class"]) {
+    out << "  " << std::left << std::setw(12) << row["class"].get<std::string>() << std::right;
+    for (const auto& s : states) out << std::setw(12) << GiB(row[s + "_bytes"].get<double>());
+    out << std::setw(12) << GiB(row["total_bytes"].get<double>()) << "\n";
+  }
+  const auto& ck = r["load"]["checkpoint"];
+  const auto& pp = r["load"]["peer_to_peer"];
+  out << "  load from a consolidated checkpoint: " << Secs(ck["time_s"]) << " (" << GiB(ck["bytes"].get<double>())
+      << " GiB read at " << FormatFixed(ck["fs_GBps"].get<double>(), 0) << " GB/s; bound by "
+      << ck["bottleneck"].get<std::string>() << ")\n";
+  out << "  load peer-to-peer from survivors:    " << Secs(pp["time_s"]) << " (local "
+      << GiB(pp["local_bytes"].get<double>()) << ", intra-node " << GiB(pp["intra_node_bytes"].get<double>())
+      << ", inter-node " << GiB(pp["inter_node_bytes"].get<double>()) << ", from checkpoint "
+      << GiB(pp["checkpoint_fallback_bytes"].get<double>()) << " GiB; bound by " << pp["bottleneck"].get<std::string>()
+      << ")\n";
+  const auto& frags = r["fragments"];
+  if (!frags.empty()) {
+    const size_t show = std::min<size_t>(frags.size(), 12);
+    out << "  fragments of new rank " << r["fragments_of"].dump() << " (" << show << " of " << frags.size()
+        << "; --format json lists all):\n";
+    for (size_t i = 0; i < show; ++i) {
+      const auto& f = frags[i];
+      out << "    " << std::left << std::setw(30) << f["tensor"].get<std::string>() << std::setw(11)
+          << f["state"].get<std::string>() << std::right << " rows [" << f["rows"][0].get<int64_t>() << ", "
+          << f["rows"][1].get<int64_t>() << ") cols [" << f["cols"][0].get<int64_t>() << ", "
+          << f["cols"][1].get<int64_t>() << ")  " << f["bytes"].get<int64_t>() << " B  from "
+          << (f["old_rank"].is_null() ? std::string("checkpoint") : "rank " + std::to_string(f["old_rank"].get<int>()))
+          << " (" << f["route"].get<std::string>() << ")\n";
+    }
+  }
+}
+
+}  // namespace
+
+int RunReplan(const Args& args, Io io) {
+  Flags flags({"--from", "--rank", "--gpus", "--lost-nodes", "--lost-node-ids", "--add-nodes", "--space", "--fix",
+               "--top", "--min-gpus", "--gpu-step", "--max-counts", "--fs-GBps", "--reshard-rank", "--fragments-of",
+               "--profile", "--threads", "--format"},
+              {"--help", "--keep-global-batch", "--allow-global-batch-change", "--include-gradients"},
+              {{"-h", "--help"}});
+  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "replan", s);
+  if (flags.Has("--help")) {
+    io.out << kHelp;
+    return kExitOk;
+  }
+  const std::string format = flags.GetOr("--format", "table");
+  if (format != "table" && format != "json") {
+    return UsageError(io, "replan", Status::InvalidArgument("--format must be table or json"));
+  }
+  if (flags.Has("--keep-global-batch") && flags.Has("--allow-global-batch-change")) {
+    return UsageError(io, "replan",
+                      Status::InvalidArgument("--keep-global-batch and --allow-global-batch-change exclude each other"));
+  }
+  auto path = flags.Get("--from");
+  if (!path) return UsageError(io, "replan", Status::InvalidArgument("--from is required (a plans document or a predict request)"));
+  auto from = LoadJsonArg(*path, "--from", io.in);
+  if (!from.ok()) return UsageError(io, "replan", from.status());
+
+  // The flags become a replan request (the REST body), parsed by the library.
+  Json req;
+  req["from"] = *from;
+  auto int_flag = [&](const char* flag, const char* key) -> Status {
+    if (auto v = flags.Get(flag)) {
+      auto n = ParseInt(*v, flag);
+      if (!n.ok()) return n.status();
+      req[key] = *n;
+    }
+    return Status::Ok();
+  };
+  for (auto [flag, key] : {std::pair{"--rank", "rank"}, {"--gpus", "gpus"}, {"--lost-nodes", "lost_nodes"},
+                           {"--add-nodes", "add_nodes"}, {"--top", "top"}, {"--min-gpus", "min_gpus"},
+                           {"--gpu-step", "gpu_step"}, {"--max-counts", "max_counts"},
+                           {"--reshard-rank", "reshard_candidate"}}) {
+    if (Status s = int_flag(flag, key); !s.ok()) return UsageError(io, "replan", s);
+  }
+  if (auto ids = flags.Get("--lost-node-ids")) {
+    Json list = Json::array();
+    for (const std::string& piece : Split(*ids, ',')) {
+      auto n = ParseInt(piece, "--lost-node-ids");
+      if (!n.ok()) return UsageError(io, "replan", n.status());
+      list.push_back(*n);
+    }
+    req["lost_node_ids"] = list;
+  }
+  if (auto f = flags.Get("--fs-GBps")) {
+    auto v = ParseDouble(*f, "--fs-GBps");
+    if (!v.ok()) return UsageError(io, "replan", v.status());
+    req["fs_GBps"] = *v;
+  }
+  if (auto f = flags.Get("--fragments-of")) {
+    if (*f == "all") {
+      req["fragments_of"] = "all";
+    } else {
+      auto n = ParseInt(*f, "--fragments-of");
+      if (!n.ok()) return UsageError(io, "replan", n.status());
+      req["fragments_of"] = *n;
+    }
+  }
+  if (auto s = flags.Get("--space")) req["space"] = *s;
+  if (auto s = flags.Get("--fix")) req["fix"] = *s;
+  req["allow_global_batch_change"] = flags.Has("--allow-global-batch-change");
+  req["include_gradients"] = flags.Has("--include-gradients");
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto t = flags.Get("--threads")) {
+    auto n = ParseInt(*t, "--threads");
+    if (!n.ok() || *n < 1 || *n > 1024) {
+      return UsageError(io, "replan", Status::InvalidArgument("--threads must be in [1, 1024]"));
+    }
+    threads = static_cast<int>(*n);
+  }
+
+  auto in = planner::ParseReplanRequest(req);
+  if (!in.ok()) return UsageError(io, "replan", in.status());
+  const std::string profile = flags.GetOr("--profile", in->profile_path);
+  if (!profile.empty()) {
+    if (Status s = ApplyProfileFile(profile, &in->job.cluster); !s.ok()) return UsageError(io, "replan", s);
+  } else if (Status s = ApplyCachedProfile(&in->job.cluster, io.err); !s.ok()) {
+    return UsageError(io, "replan", s);
+  }
+  auto result = planner::Replan(in->job, in->config, in->options,
+                                [threads](const planner::Search& s) { return RunSearchThreaded(s, threads); });
+  if (!result.ok()) return UsageError(io, "replan", result.status());
+  if (result->global_batch_changed) {
+    io.err << "paratune replan: WARNING: candidates marked CHANGED run a different global batch than the "
+           << in->job.training.global_batch << " sequences the run uses (--allow-global-batch-change): "
+           << "the optimisation changes; compare tokens/s, not step time\n";
+  }
+  const OrderedJson doc = planner::ReplanToJson(*result, in->options);
+  if (format == "json") {
+    io.out << doc.dump(2) << "\n";
+  } else {
+    PrintTable(doc, io.out);
+  }
+  return result->candidates.empty() ? kExitNoFeasible : kExitOk;
+}
+
+}  // namespace paratune::cli

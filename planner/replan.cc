@@ -1,0 +1,382 @@
+#include "planner/replan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "common/strings.h"
+
+namespace paratune::planner {
+namespace {
+
+// The running allocation and what is left of it: old rank r ran on GPU r, node
+// r / gpus_per_node. Lost GPUs are removed; added GPUs are whole new nodes
+// numbered after the running ones. New rank r runs on available[r].
+Status BuildAllocation(const Job& job, const ReplanOptions& o, ReplanResult* r) {
+  const int gpn = std::max(1, job.cluster.gpus_per_node);
+  const int old = job.gpus;
+  const int old_nodes = (old + gpn - 1) / gpn;
+  const int given = (o.gpus > 0) + (o.lost_nodes > 0 || !o.lost_node_ids.empty()) + (o.add_nodes > 0);
+  if (given != 1) {
+    return Status::InvalidArgument("give exactly one of gpus, lost_nodes (or lost_node_ids), add_nodes");
+  }
+  std::set<int> lost;
+  int added = 0;
+  if (o.gpus > 0) {
+    if (o.gpus < old) {
+      for (int n = 0; n < old_nodes; ++n) {
+        if (n * gpn >= o.gpus) lost.insert(n);
+      }
+    } else {
+      added = o.gpus - old;
+    }
+  } else if (o.add_nodes > 0) {
+    added = o.add_nodes * gpn;
+  } else {
+    if (o.lost_nodes > 0 && !o.lost_node_ids.empty()) {
+      return Status::InvalidArgument("lost_nodes and lost_node_ids exclude each other");
+    }
+    if (o.lost_nodes >= old_nodes) {
+      return Status::InvalidArgument("lost_nodes: " + std::to_string(o.lost_nodes) + " of " +
+                                     std::to_string(old_nodes) + " nodes leaves no GPU");
+    }
+    for (int k = 0; k < o.lost_nodes; ++k) lost.insert(old_nodes - 1 - k);
+    for (int id : o.lost_node_ids) {
+      if (id < 0 || id >= old_nodes) {
+        return Status::InvalidArgument("lost_node_ids: " + std::to_string(id) + " is not a node of the run (0-" +
+                                       std::to_string(old_nodes - 1) + ")");
+      }
+      lost.insert(id);
+    }
+    if (static_cast<int>(lost.size()) >= old_nodes) {
+      return Status::InvalidArgument("lost_node_ids: every node of the run is lost");
+    }
+  }
+  Allocation& a = r->allocation;
+  a.gpus_per_node = gpn;
+  for (int g = 0; g < old; ++g) {
+    if (o.gpus > 0 && o.gpus < old) {
+      if (g >= o.gpus) continue;
+    } else if (lost.count(g / gpn)) {
+      continue;
+    }
+    a.surviving.push_back(g);
+    a.new_gpus.push_back(g);
+  }
+  for (int k = 0; k < added; ++k) a.new_gpus.push_back(old_nodes * gpn + k);
+  r->lost_nodes.assign(lost.begin(), lost.end());
+  r->added_gpus = added;
+  r->available_gpus = static_cast<int>(a.new_gpus.size());
+  const int64_t nodes_now = old_nodes - static_cast<int64_t>(lost.size()) + (added + gpn - 1) / gpn;
+  if (job.cluster.max_nodes > 0 && nodes_now > job.cluster.max_nodes) {
+    return Status::InvalidArgument("the new allocation (" + std::to_string(nodes_now) + " nodes) exceeds the cluster (" +
+                                   std::to_string(job.cluster.max_nodes) + " nodes)");
+  }
+  return Status::Ok();
+}
+
+bool Faster(const ReplanCandidate& a, const ReplanCandidate& b) {
+  if (a.candidate.prediction.tokens_per_s != b.candidate.prediction.tokens_per_s) {
+    return a.candidate.prediction.tokens_per_s > b.candidate.prediction.tokens_per_s;
+  }
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;  // the same speed on fewer GPUs
+  return ConfigToString(a.candidate.config) < ConfigToString(b.candidate.config);
+}
+
+}  // namespace
+
+Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config, const ReplanOptions& options,
+                            const SearchRunner& run) {
+  ReplanResult r;
+  r.old_job = old_job;
+  r.old_config = old_config;
+  {
+    CostModel cm(old_job.model, old_job.training, old_job.cluster, old_job.gpus);
+    PT_RETURN_IF_ERROR(ValidateConfig(cm, old_config).WithContext("the running configuration"));
+    r.old_prediction = cm.Predict(old_config);
+  }
+  PT_RETURN_IF_ERROR(BuildAllocation(old_job, options, &r));
+  if (options.search.top_k < 1) return Status::InvalidArgument("top must be >= 1");
+  PT_RETURN_IF_ERROR(ValidateFixed(options.search.fixed));
+
+  const int avail = r.available_gpus;
+  const int gpn = std::max(1, old_job.cluster.gpus_per_node);
+  const int step = options.gpu_step > 0 ? options.gpu_step : (avail >= gpn ? gpn : 1);
+  const int min_gpus = options.min_gpus > 0 ? std::min(options.min_gpus, avail) : std::max(1, (avail + 1) / 2);
+  // Counts: every GPU available, then whole steps below it.
+  std::vector<int> counts = {avail};
+  for (int g = (avail % step == 0 ? avail - step : avail / step * step); g >= min_gpus && counts.size() < 64; g -= step) {
+    if (g >= 1) counts.push_back(g);
+  }
+  const int64_t B = old_job.training.global_batch;
+  // The running layout's model-parallel block (everything but plain data
+  // parallelism): with the batch allowed to change, the new data width is
+  // g / block and the batch is rounded to a multiple of it.
+  const int64_t block = old_config.world() / old_config.gdata;
+  SearchOptions sopt = options.search;
+  sopt.objective = Objective::kTime;
+  sopt.keep_pareto = false;
+  sopt.memory_only = false;
+  sopt.count_faster_than_s = -1;
+  int fitting_counts = 0;
+  std::vector<ReplanCandidate> all;
+  for (int g : counts) {
+    std::vector<int64_t> batches = {B};
+    if (options.allow_global_batch_change && g % block == 0) {
+      const int64_t q = (g / block) * int64_t{old_config.gz};
+      const int64_t b2 = std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q);
+      if (b2 != B) batches.push_back(b2);
+    }
+    bool any = false;
+    for (int64_t batch : batches) {
+      Job job = old_job;
+      job.gpus = g;
+      job.training.global_batch = batch;
+      CostModel cm(job.model, job.training, job.cluster, g);
+      Search search(cm, sopt);
+      SearchResult res = run ? run(search) : search.RunAll();
+      r.searched.push_back({g, batch, res.evaluated, res.feasible});
+      for (const Candidate& c : res.top) {
+        ReplanCandidate rc;
+        rc.candidate = c;
+        rc.gpus = g;
+        rc.global_batch = batch;
+        rc.relative_step_time = c.prediction.iteration_time_s / r.old_prediction.iteration_time_s;
+        rc.relative_tokens_per_s = c.prediction.tokens_per_s / r.old_prediction.tokens_per_s;
+        all.push_back(rc);
+        any = true;
+      }
+    }
+    if (any && ++fitting_counts >= options.max_counts) break;
+  }
+  std::sort(all.begin(), all.end(), Faster);
+  if (static_cast<int>(all.size()) > options.search.top_k) all.resize(options.search.top_k);
+  r.candidates = std::move(all);
+  for (const auto& c : r.candidates) r.global_batch_changed = r.global_batch_changed || c.global_batch != B;
+
+  if (options.reshard_candidate > 0 && !r.candidates.empty()) {
+    if (options.reshard_candidate > static_cast<int>(r.candidates.size())) {
+      return Status::InvalidArgument("reshard_candidate: " + std::to_string(options.reshard_candidate) + " but only " +
+                                     std::to_string(r.candidates.size()) + " candidates");
+    }
+    const ParallelConfig& to = r.candidates[options.reshard_candidate - 1].candidate.config;
+    PT_ASSIGN_OR_RETURN(Layout from_l, Layout::Make(old_job.model, old_config, old_job.training.precision,
+                                                    old_job.training.main_grads_fp32));
+    PT_ASSIGN_OR_RETURN(Layout to_l, Layout::Make(old_job.model, to, old_job.training.precision,
+                                                  old_job.training.main_grads_fp32));
+    if (options.reshard.keep_rank >= to_l.world()) {
+      return Status::InvalidArgument("fragments_of: rank " + std::to_string(options.reshard.keep_rank) +
+                                     " but the candidate has " + std::to_string(to_l.world()) + " ranks");
+    }
+    r.reshard = ComputeReshard(from_l, to_l, r.allocation, old_job.cluster, options.reshard);
+    r.reshard_from = std::move(from_l);
+    r.reshard_to = std::move(to_l);
+  }
+  return r;
+}
+
+OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
+  CostModel old_cm(r.old_job.model, r.old_job.training, r.old_job.cluster, r.old_job.gpus);
+  OrderedJson doc;
+  doc["schema"] = kReplanSchema;
+  doc["model"] = r.old_job.model.name;
+  doc["cluster"] = r.old_job.cluster.name;
+  doc["cluster_fingerprint"] = topology::Fingerprint(r.old_job.cluster);
+  OrderedJson from;
+  from["gpus"] = r.old_job.gpus;
+  from["global_batch"] = r.old_job.training.global_batch;
+  from["config"] = ConfigToJson(r.old_config);
+  from["config_string"] = ConfigToString(r.old_config);
+  from["prediction"] = PredictionFields(r.old_prediction, old_cm);
+  doc["from"] = from;
+  OrderedJson alloc;
+  alloc["gpus_per_node"] = r.allocation.gpus_per_node;
+  alloc["old_gpus"] = r.old_job.gpus;
+  alloc["lost_nodes"] = r.lost_nodes;
+  alloc["lost_gpus"] = r.old_job.gpus - static_cast<int>(r.allocation.surviving.size());
+  alloc["added_gpus"] = r.added_gpus;
+  alloc["available_gpus"] = r.available_gpus;
+  doc["allocation"] = alloc;
+  doc["global_batch_policy"] = options.allow_global_batch_change ? "allow_change" : "keep";
+  doc["global_batch_changed"] = r.global_batch_changed;
+  OrderedJson warnings = OrderedJson::array();
+  if (r.global_batch_changed) {
+    warnings.push_back("some candidates change the global batch from " + std::to_string(r.old_job.training.global_batch) +
+                       " sequences: the optimisation changes (learning-rate schedule, tokens per step); "
+                       "compare relative_tokens_per_s, not relative_step_time");
+  }
+  if (r.candidates.empty()) {
+    warnings.push_back("no configuration fits on " + std::to_string(r.available_gpus) +
+                       " GPUs or the counts below it that were searched" +
+                       (options.allow_global_batch_change ? "" : "; --allow-global-batch-change may help"));
+  }
+  doc["warnings"] = warnings;
+  doc["space"] = FamilyName(options.search.family);
+  OrderedJson fixed = OrderedJson::object();
+  for (const auto& [k, v] : options.search.fixed) fixed[k] = v;
+  doc["fixed"] = fixed;
+  doc["ranked_by"] = "tokens_per_s";
+  OrderedJson searched = OrderedJson::array();
+  for (const auto& s : r.searched) {
+    OrderedJson row;
+    row["gpus"] = s.gpus;
+    row["global_batch"] = s.global_batch;
+    row["evaluated"] = s.evaluated;
+    row["feasible"] = s.feasible;
+    searched.push_back(row);
+  }
+  doc["searched"] = searched;
+  OrderedJson cands = OrderedJson::array();
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const ReplanCandidate& c = r.candidates[i];
+    Job job = r.old_job;
+    job.gpus = c.gpus;
+    job.training.global_batch = c.global_batch;
+    CostModel cm(job.model, job.training, job.cluster, c.gpus);
+    OrderedJson cj;
+    cj["rank"] = static_cast<int>(i) + 1;
+    cj["gpus"] = c.gpus;
+    cj["idle_gpus"] = r.available_gpus - c.gpus;
+    cj["global_batch"] = c.global_batch;
+    cj["global_batch_changed"] = c.global_batch != r.old_job.training.global_batch;
+    cj["config"] = ConfigToJson(c.candidate.config);
+    cj["config_string"] = ConfigToString(c.candidate.config);
+    cj["prediction"] = PredictionFields(c.candidate.prediction, cm);
+    cj["relative_step_time"] = c.relative_step_time;
+    cj["relative_tokens_per_s"] = c.relative_tokens_per_s;
+    cands.push_back(cj);
+  }
+  doc["candidates"] = cands;
+  if (r.reshard) {
+    doc["reshard_candidate"] = options.reshard_candidate;
+    doc["reshard"] = ReshardToJson(*r.reshard, *r.reshard_from, *r.reshard_to, options.reshard);
+  } else {
+    doc["reshard_candidate"] = nullptr;
+    doc["reshard"] = nullptr;
+  }
+  return doc;
+}
+
+Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::string& pointer) {
+  ReplanInput in;
+  if (!from.is_object()) return Status::InvalidArgument(pointer + ": must be a plans document or a predict request");
+  if (from.value("schema", std::string()) == kPlansSchema) {
+    auto job = JobFromPlans(from);
+    if (!job.ok()) return job.status().WithContext(pointer);
+    in.job = *job;
+    auto listed = CandidatesFromPlans(from);
+    if (!listed.ok()) return listed.status().WithContext(pointer);
+    const std::vector<ParallelConfig>& cands = *listed;
+    if (rank < 1 || rank > static_cast<int>(cands.size())) {
+      return Status::InvalidArgument(pointer + "/candidates: rank " + std::to_string(rank) + " but the document has " +
+                                     std::to_string(cands.size()) + " candidates");
+    }
+    in.config = cands[rank - 1];
+    // The running job uses the framework of the chosen candidate (a run does
+    // not change stacks when it is replanned).
+    const Json& cj = from["candidates"][static_cast<size_t>(rank - 1)];
+    if (cj.contains("framework") && cj["framework"].is_string()) {
+      auto fw = ParseFramework(cj["framework"].get<std::string>());
+      if (!fw.ok()) {
+        return Status::InvalidArgument(pointer + "/candidates/" + std::to_string(rank - 1) +
+                                       "/framework: " + fw.status().message());
+      }
+      in.job.training.framework = *fw;
+    }
+    if (from.contains("space") && from["space"].is_string()) {
+      PT_ASSIGN_OR_RETURN(in.options.search.family, ParseFamily(from["space"].get<std::string>()));
+    }
+    if (from.contains("fixed") && from["fixed"].is_object()) {
+      for (auto& [k, v] : from["fixed"].items()) {
+        if (!v.is_string()) return Status::InvalidArgument(pointer + "/fixed/" + k + ": must be a string");
+        in.options.search.fixed.push_back({k, v.get<std::string>()});
+      }
+    }
+    return in;
+  }
+  if (rank != 1) return Status::InvalidArgument("rank: only a plans document has ranked candidates");
+  auto req = ParsePredictRequest(from);
+  if (!req.ok()) return req.status().WithContext(pointer);
+  in.job = req->job;
+  in.config = req->config;
+  in.profile_path = req->profile_path;
+  return in;
+}
+
+Result<ReplanInput> ParseReplanRequest(const Json& j) {
+  ObjectReader r(j, "");
+  if (r.Has("schema")) {
+    std::string schema;
+    PT_RETURN_IF_ERROR(r.String("schema", &schema));
+    if (schema != kReplanRequestSchema) return r.Error("schema", "must be \"" + std::string(kReplanRequestSchema) + "\"");
+  }
+  if (!r.Has("from")) return r.Error("from", "is required (a plans document or a predict request)");
+  int rank = 1;
+  PT_RETURN_IF_ERROR(r.OptInt("rank", &rank));
+  PT_ASSIGN_OR_RETURN(ReplanInput in, ParseReplanFrom(r.Raw("from"), rank, "/from"));
+  ReplanOptions& o = in.options;
+  PT_RETURN_IF_ERROR(r.OptInt("gpus", &o.gpus));
+  PT_RETURN_IF_ERROR(r.OptInt("lost_nodes", &o.lost_nodes));
+  PT_RETURN_IF_ERROR(r.OptInt("add_nodes", &o.add_nodes));
+  if (o.gpus < 0 || o.lost_nodes < 0 || o.add_nodes < 0) {
+    return Status::InvalidArgument("gpus, lost_nodes and add_nodes must be >= 0");
+  }
+  if (r.Has("lost_node_ids")) {
+    const Json& ids = r.Raw("lost_node_ids");
+    if (!ids.is_array()) return r.Error("lost_node_ids", "must be an array of node indices");
+    for (const Json& v : ids) {
+      if (!v.is_number_integer()) return r.Error("lost_node_ids", "must be an array of node indices");
+      o.lost_node_ids.push_back(v.get<int>());
+    }
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("allow_global_batch_change", &o.allow_global_batch_change));
+  std::string space;
+  PT_RETURN_IF_ERROR(r.OptString("space", &space));
+  if (!space.empty()) {
+    auto f = ParseFamily(space);
+    if (!f.ok()) return r.Error("space", f.status().message());
+    o.search.family = *f;
+  }
+  std::string fix;
+  PT_RETURN_IF_ERROR(r.OptString("fix", &fix));
+  if (!fix.empty()) {
+    auto kv = ParseKeyValueList(fix);
+    if (!kv.ok()) return r.Error("fix", kv.status().message());
+    o.search.fixed = *kv;
+    if (Status s = ValidateFixed(o.search.fixed); !s.ok()) return r.Error("fix", s.message());
+  }
+  PT_RETURN_IF_ERROR(r.OptInt("top", &o.search.top_k));
+  if (o.search.top_k < 1 || o.search.top_k > 10000) return r.Error("top", "must be in [1, 10000]");
+  PT_RETURN_IF_ERROR(r.OptInt("min_gpus", &o.min_gpus));
+  PT_RETURN_IF_ERROR(r.OptInt("gpu_step", &o.gpu_step));
+  PT_RETURN_IF_ERROR(r.OptInt("max_counts", &o.max_counts));
+  if (o.min_gpus < 0 || o.gpu_step < 0 || o.max_counts < 1) {
+    return Status::InvalidArgument("min_gpus and gpu_step must be >= 0, max_counts >= 1");
+  }
+  o.reshard.fs_GBps = kDefaultFsGBps;
+  PT_RETURN_IF_ERROR(r.OptNumber("fs_GBps", &o.reshard.fs_GBps));
+  if (!(o.reshard.fs_GBps > 0)) return r.Error("fs_GBps", "must be > 0");
+  PT_RETURN_IF_ERROR(r.OptInt("reshard_candidate", &o.reshard_candidate));
+  if (o.reshard_candidate < 0) return r.Error("reshard_candidate", "must be >= 0 (0 = no reshard map)");
+  if (r.Has("fragments_of")) {
+    const Json& f = r.Raw("fragments_of");
+    if (f.is_string() && f.get<std::string>() == "all") {
+      o.reshard.keep_all = true;
+    } else if (f.is_number_integer() && f.get<int64_t>() >= 0) {
+      o.reshard.keep_rank = f.get<int>();
+    } else {
+      return r.Error("fragments_of", "must be a new rank (>= 0) or \"all\"");
+    }
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("include_gradients", &o.reshard.include_gradients));
+  PT_RETURN_IF_ERROR(r.Finish());
+  return in;
+}
+
+Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run) {
+  PT_ASSIGN_OR_RETURN(ReplanInput in, ParseReplanRequest(request));
+  PT_ASSIGN_OR_RETURN(ReplanResult r, Replan(in.job, in.config, in.options, run));
+  return ReplanToJson(r, in.options);
+}
+
+}  // namespace paratune::planner

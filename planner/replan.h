@@ -1,0 +1,126 @@
+// planner/replan.h: elastic replanning (issue 11, docs/replan.md). A run
+// trains under one configuration; nodes die or capacity appears. Replan runs the
+// real search (planner/search.h) on the GPUs now available (and on a few whole-
+// node counts below, because an odd GPU count often admits no configuration),
+// ranks the fitting configurations by throughput against the running one's
+// prediction, and computes the reshard map (planner/reshard.h) from the running
+// layout to the chosen candidate. The global batch is kept unless the caller
+// allows it to change; a change is reported in the document.
+//
+// Pure: the search is run through a caller-supplied SearchRunner (the CLI and
+// the web service run shards on threads; the default runs them in the calling
+// thread). No I/O or printing.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "planner/plans.h"
+#include "planner/request.h"
+#include "planner/reshard.h"
+#include "planner/search.h"
+
+namespace paratune::planner {
+
+inline constexpr const char* kReplanSchema = "paratune.replan/v1";
+inline constexpr const char* kReplanRequestSchema = "paratune.replan_request/v1";
+// Aggregate parallel-filesystem read bandwidth a job gets by default, GB/s: a
+// tenth of Perlmutter scratch's ">5 TB/s aggregate" (NERSC docs,
+// docs.nersc.gov/filesystems/perlmutter-scratch), since one job rarely has the
+// whole filesystem. An assumption; --fs-GBps sets the real figure.
+inline constexpr double kDefaultFsGBps = 500;
+
+struct ReplanOptions {
+  // The new allocation; exactly one of: gpus (total now available), lost_nodes
+  // (the last K nodes of the running allocation are gone), lost_node_ids (these
+  // node indices, 0-based, of the running allocation are gone), add_nodes.
+  int gpus = 0;
+  int lost_nodes = 0;
+  std::vector<int> lost_node_ids;
+  int add_nodes = 0;
+  bool allow_global_batch_change = false;
+  // Space, pinned fields and top_k; the ranking is by throughput (tokens/s),
+  // which is step time when the global batch is kept.
+  SearchOptions search;
+  int min_gpus = 0;    // smallest GPU count tried (0 = half the available GPUs)
+  int gpu_step = 0;    // step between counts tried (0 = one node)
+  int max_counts = 3;  // stop after this many counts with a fitting plan
+  int reshard_candidate = 1;  // 1-based candidate to compute the reshard map for; 0 = none
+  ReshardOptions reshard;
+};
+
+struct ReplanCandidate {
+  Candidate candidate;
+  int gpus = 0;
+  int64_t global_batch = 0;
+  double relative_step_time = 0;     // candidate iteration time / running iteration time
+  double relative_tokens_per_s = 0;  // candidate tokens/s / running tokens/s
+};
+
+struct ReplanResult {
+  Job old_job;
+  ParallelConfig old_config;
+  Prediction old_prediction;
+  Allocation allocation;        // physical GPUs of the new ranks (all available GPUs)
+  std::vector<int> lost_nodes;  // node indices of the running allocation that are gone
+  int available_gpus = 0;
+  int added_gpus = 0;
+  struct Searched {
+    int gpus = 0;
+    int64_t global_batch = 0;
+    int64_t evaluated = 0, feasible = 0;
+  };
+  std::vector<Searched> searched;
+  std::vector<ReplanCandidate> candidates;  // best first
+  bool global_batch_changed = false;        // some candidate runs another global batch
+  // The reshard map to candidate reshard_candidate (absent with none).
+  std::optional<ReshardMap> reshard;
+  std::optional<Layout> reshard_from, reshard_to;
+};
+
+using SearchRunner = std::function<SearchResult(const Search&)>;
+
+// Replans `old_config` of `old_job` (job.gpus = the running GPU count).
+// Errors (kInvalidArgument): no or several allocation changes, an allocation
+// with no GPU left or beyond the cluster's nodes, a running config that breaks
+// a rule, reshard_candidate out of range. No fitting configuration is not an
+// error: `candidates` is empty. `run` null = Search::RunAll.
+Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config, const ReplanOptions& options,
+                            const SearchRunner& run = nullptr);
+
+// The paratune.replan/v1 document.
+OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options);
+
+// A parsed replan request: the running job and config, and the options.
+struct ReplanInput {
+  Job job;
+  ParallelConfig config;
+  ReplanOptions options;
+  std::string profile_path;  // a predict request's "profile" (CLI only)
+};
+
+// Parses the running state from `from`: a plans document (paratune.plans/v1;
+// `rank` picks the candidate, 1-based; its space and pinned fields become the
+// defaults) or a predict request (model, cluster, gpus, training, config).
+// Errors name JSON pointers under `pointer`.
+Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::string& pointer);
+
+// Parses a replan request (POST /v1/replans; the CLI builds the same object):
+// {"schema"?: "paratune.replan_request/v1", "from": <plans document or predict
+// request>, "rank"?: 1, one of "gpus" | "lost_nodes" | "lost_node_ids" |
+// "add_nodes", "allow_global_batch_change"?: false, "space"?, "fix"?: "pp=1,...",
+// "top"?: 10, "min_gpus"?, "gpu_step"?, "max_counts"?, "fs_GBps"?: 500,
+// "reshard_candidate"?: 1, "fragments_of"?: 0 | "all", "include_gradients"?: false}.
+// Strict: unknown keys are errors naming their pointer.
+Result<ReplanInput> ParseReplanRequest(const Json& j);
+
+// Request in, document out: ParseReplanRequest + Replan + ReplanToJson, for
+// the REST route. Measured profiles are not applied here (the cluster object
+// in `from` is used as given).
+Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run = nullptr);
+
+}  // namespace paratune::planner

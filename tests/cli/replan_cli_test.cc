@@ -1,0 +1,101 @@
+// Contract of `paratune replan` (docs/cli.md, docs/replan.md): the keys scripts
+// read, the exit codes, and the loud global-batch warning.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/json.h"
+
+namespace paratune::cli {
+namespace {
+
+const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
+  std::istringstream in(stdin_text);
+  std::ostringstream out, err;
+  int code = fn(args, Io{in, out, err});
+  return {code, out.str(), err.str()};
+}
+
+const char* kRunning = R"({"model": "llama2-7b", "cluster": "dgx-a100-80gb", "gpus": 64,
+  "training": {"seq_len": 4096, "global_batch": 256},
+  "config": {"tp": 2, "pp": 2, "distributed_optimizer": true}})";
+
+TEST(ReplanCli, HelpTeaches) {
+  Outcome r = Call(RunReplan, {"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  for (const char* k : {"--lost-nodes", "--add-nodes", "--allow-global-batch-change", "--fs-GBps", "consolidated"}) {
+    EXPECT_NE(r.out.find(k), std::string::npos) << k;
+  }
+}
+
+TEST(ReplanCli, JsonHasTheContractKeys) {
+  Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "3", "--space", "megatron", "--top", "2",
+                               "--format", "json"}, kRunning);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json d = Json::parse(r.out);
+  EXPECT_EQ(d["schema"], "paratune.replan/v1");
+  EXPECT_EQ(d["allocation"]["available_gpus"], 40);
+  EXPECT_EQ(d["global_batch_policy"], "keep");
+  ASSERT_EQ(d["candidates"].size(), 2u);
+  EXPECT_TRUE(d["candidates"][0].contains("relative_step_time"));
+  EXPECT_LE(d["candidates"][0]["gpus"].get<int>(), 40);
+  for (const char* k : {"bytes_per_rank", "total_bytes", "fragments", "load"}) {
+    EXPECT_TRUE(d["reshard"].contains(k)) << k;
+  }
+  EXPECT_TRUE(d["reshard"]["load"]["checkpoint"].contains("time_s"));
+  EXPECT_TRUE(d["reshard"]["load"]["peer_to_peer"].contains("time_s"));
+  EXPECT_EQ(r.err.find("WARNING"), std::string::npos);
+}
+
+TEST(ReplanCli, FromAPlansDocumentWithRank) {
+  Outcome plan = Call(RunPlan, {"--model", "llama2-7b", "--cluster", "dgx-a100-80gb", "--gpus", "64",
+                                "--global-batch", "256", "--seq", "4096", "--space", "megatron", "--top", "3",
+                                "--format", "json"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  Outcome r = Call(RunReplan, {"--from", "-", "--rank", "2", "--add-nodes", "1", "--max-counts", "1",
+                               "--format", "json"}, plan.out);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Json d = Json::parse(r.out);
+  EXPECT_EQ(d["from"]["config"], Json::parse(plan.out)["candidates"][1]["config"]);
+  EXPECT_EQ(d["space"], "megatron");  // kept from the plans document
+  EXPECT_EQ(d["allocation"]["available_gpus"], 72);
+}
+
+TEST(ReplanCli, TableAndLoudBatchChange) {
+  Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--space", "megatron", "--top", "3",
+                               "--allow-global-batch-change"}, kRunning);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("WARNING"), std::string::npos);
+  EXPECT_NE(r.out.find("CHANGED"), std::string::npos);
+  EXPECT_NE(r.out.find("reshard to candidate 1"), std::string::npos);
+  EXPECT_NE(r.out.find("peer-to-peer"), std::string::npos);
+}
+
+TEST(ReplanCli, BadInputExitsTwo) {
+  EXPECT_EQ(Call(RunReplan, {"--from", "-"}, kRunning).code, kExitUsage);  // no allocation change
+  EXPECT_EQ(Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--add-nodes", "1"}, kRunning).code, kExitUsage);
+  EXPECT_EQ(Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--keep-global-batch",
+                             "--allow-global-batch-change"}, kRunning).code, kExitUsage);
+  EXPECT_EQ(Call(RunReplan, {"--lost-nodes", "1"}).code, kExitUsage);
+  Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--fragments-of", "9999"}, kRunning);
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("fragments_of"), std::string::npos) << r.err;
+}
+
+TEST(ReplanCli, NothingFitsExitsThree) {
+  // One GPU left: Llama 2 7B with mixed-precision Adam needs about 16 B × 6.7e9 > 80 GB.
+  Outcome r = Call(RunReplan, {"--from", "-", "--gpus", "1", "--space", "megatron"}, kRunning);
+  EXPECT_EQ(r.code, kExitNoFeasible) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace paratune::cli
