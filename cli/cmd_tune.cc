@@ -426,6 +426,7 @@ int RunTune(const Args& args, Io io) {
         if (!v.ok()) return bad(v.status());
         training["headroom"] = *v;
       }
+      if (auto fw = f.Get("--framework")) training["framework"] = *fw;
       req["training"] = training;
       auto parsed = planner::ParsePredictRequest(req);
       if (!parsed.ok()) return bad(parsed.status());

@@ -288,10 +288,8 @@ Status CheckDeepSpeed(const Plan& p) {
                      "parallelism is Ulysses all-to-all or FPDT); use --format megatron");
   }
   if (c.vpp > 1) return Refuse(f, "DeepSpeed's pipeline engine has no interleaved (virtual) stages");
-  if (c.sp) {
-    return Refuse(f, "Megatron sequence parallelism (sp) is a Megatron-LM flag, not a DeepSpeed "
-                     "config; use --format megatron");
-  }
+  // Megatron sequence parallelism (sp) is a Megatron-DeepSpeed launch flag
+  // (--sequence-parallel, SP=1 in the env format), not a ds_config key.
   if (c.pp > 1 && c.zero >= 2) {
     return Refuse(f, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (PP = " + Str(c.pp) +
                          ", stage " + Str(c.zero) + ")");
