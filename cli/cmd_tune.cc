@@ -124,20 +124,6 @@ struct Timer {
   }
 };
 
-planner::SearchResult RunThreaded(const planner::Search& search, int threads) {
-  const int n = search.num_shards();
-  std::vector<planner::SearchResult> parts(n);
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i = next++; i < n; i = next++) parts[i] = search.RunShard(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  return search.Merge(std::move(parts));
-}
-
 const char* EnvOrNull(const char* name) { return std::getenv(name); }
 
 // `s` as one shell word: unchanged when it has only safe characters, else in
@@ -441,7 +427,7 @@ int RunTune(const Args& args, Io io) {
       if (!space.ok()) return bad(space.status());
       planner::Search search(space->Pointers(), opt);
       const Timer timer;
-      sec.result = RunThreaded(search, *threads);
+      sec.result = RunSearchThreaded(search, *threads);
       sec.search_time_s = timer.Seconds();
       std::vector<planner::PlanSection> sections;
       sections.push_back(std::move(sec));
