@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 
 namespace paratune::planner {
 namespace {
@@ -114,10 +116,17 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
     }
   }
   const PlanSection& s = sections[main];
-  auto model_for = [&](Framework f) {
-    TrainingSpec t = s.job.training;
-    t.framework = f;
-    return CostModel(s.job.model, t, s.job.cluster, s.job.gpus);
+  // One cost model per framework among the candidates (PredictionFields reads
+  // the training spec from it), built once.
+  std::map<Framework, std::unique_ptr<CostModel>> models;
+  auto model_for = [&](Framework f) -> const CostModel& {
+    auto& m = models[f];
+    if (!m) {
+      TrainingSpec t = s.job.training;
+      t.framework = f;
+      m = std::make_unique<CostModel>(s.job.model, t, s.job.cluster, s.job.gpus);
+    }
+    return *m;
   };
   doc["model"] = s.job.model.name;
   doc["cluster"] = s.job.cluster.name;
