@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/web/test_util.h"
 #include "web/problem.h"
@@ -401,7 +403,19 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
   PostJson("/v1/predict", kPredict);
   PostJson("/v1/predict", "{");
   client_->Get("/v1/jobs/does-not-exist");
+  // A request is counted when its handler returns, which can trail the
+  // client's receipt of the response by a moment: read until the last of the
+  // three is there (bounded), then check everything.
   auto m = client_->Get("/metrics");
+  auto counted = [&] {
+    return m && m->body.find("route=\"/v1/jobs/{id}\",method=\"GET\",code=\"404\"") != std::string::npos &&
+           m->body.find("route=\"/v1/predict\",method=\"POST\",code=\"400\"") != std::string::npos &&
+           m->body.find("route=\"/v1/predict\",method=\"POST\",code=\"200\"") != std::string::npos;
+  };
+  for (int i = 0; i < 200 && !counted(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    m = client_->Get("/metrics");
+  }
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
   EXPECT_EQ(m->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
