@@ -199,6 +199,18 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
   return f;
 }
 
+void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
+  for (const std::string& o : fr.overlaps) {
+    if (o == "oar") c->oar = true;
+    else if (o == "ors") c->ors = c->gz > 1;
+    else if (o == "oag") c->oag = c->gz > 1;
+    else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = true;
+    else if (o == "overlap_param_gather") c->overlap_param_gather = c->distributed_optimizer || c->zero == 3;
+    else if (o == "tp_comm_overlap") c->tp_comm_overlap = c->sp;
+    else if (o == "overlap_p2p") c->overlap_p2p = c->vpp > 1;
+  }
+}
+
 const FrameworkSpec& FrameworkPreset(Framework f) {
   static const std::array<FrameworkSpec, kNumFrameworks>* table = [] {
     auto* t = new std::array<FrameworkSpec, kNumFrameworks>;

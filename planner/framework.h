@@ -17,6 +17,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "planner/config.h"
 
 namespace paratune::planner {
 
@@ -121,6 +122,11 @@ struct FrameworkSpec {
 };
 
 Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& pointer);
+// Turns on in `c` every overlap the framework offers where it applies
+// (FrameworkSupport::overlaps): the policy the search and validation share.
+// Overlaps it does not offer are left as they are.
+void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c);
+
 // The compiled-in preset of `f` (planner/presets/frameworks/<name>.json).
 const FrameworkSpec& FrameworkPreset(Framework f);
 

@@ -26,22 +26,6 @@ struct ZeroChoice {
   bool dist_opt, qwz, hpz, qgz;
 };
 
-// The framework's overlap policy for one configuration. Overlaps are policies,
-// not enumerated: in the model an overlap is never slower and costs no
-// memory, so the best configuration always has every overlap its framework
-// offers; a user pins one off with --fix.
-void ApplyOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
-  for (const std::string& o : fr.overlaps) {
-    if (o == "oar") c->oar = true;
-    else if (o == "ors") c->ors = c->gz > 1;
-    else if (o == "oag") c->oag = c->gz > 1;
-    else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = true;
-    else if (o == "overlap_param_gather") c->overlap_param_gather = c->distributed_optimizer || c->zero == 3;
-    else if (o == "tp_comm_overlap") c->tp_comm_overlap = c->sp;
-    else if (o == "overlap_p2p") c->overlap_p2p = c->vpp > 1;
-  }
-}
-
 // Megatron's uneven stages for layers % pp != 0: the stages in between take
 // ceil(layers / pp) each and the first and last share the rest (as Megatron's
 // Llama 3.1 405B recipe does: 126 layers on 16 stages = 7 + 14 × 8 + 7).
@@ -504,7 +488,7 @@ SearchResult Search::RunShard(int shard) const {
                 c.placement = pl;
                 c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
                     c.tp_comm_overlap = c.overlap_p2p = false;
-                ApplyOverlaps(fr, &c);
+                ApplyFrameworkOverlaps(fr, &c);  // never slower in the model: not enumerated
                 for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
                   const bool b = BoolValue(v) == 1;
                   if (k == "oar") c.oar = b;

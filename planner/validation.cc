@@ -242,17 +242,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     } else if (rc.find("full") != std::string::npos) {
       c.recompute = Recompute::kFull;
     }
-    // The framework's overlap policy (planner/presets/frameworks), as the search applies it.
-    const FrameworkSupport& fs = FrameworkPreset(t.framework).support;
-    for (const std::string& o : fs.overlaps) {
-      if (o == "oar") c.oar = true;
-      else if (o == "ors") c.ors = c.gz > 1;
-      else if (o == "oag") c.oag = c.gz > 1;
-      else if (o == "overlap_grad_reduce") c.overlap_grad_reduce = true;
-      else if (o == "overlap_param_gather") c.overlap_param_gather = c.distributed_optimizer;
-      else if (o == "tp_comm_overlap") c.tp_comm_overlap = c.sp && other.find("tp comm overlap") != std::string::npos;
-      else if (o == "overlap_p2p") c.overlap_p2p = c.vpp > 1;
-    }
+    // The framework's overlap policy, as the search applies it; TE's TP comm
+    // overlap only where the row states it.
+    ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
+    c.tp_comm_overlap = c.tp_comm_overlap && other.find("tp comm overlap") != std::string::npos;
     if (run.request.job.gpus != c.world()) {
       return Status::InvalidArgument("runs row " + id + ": degrees do not multiply to num_gpus");
     }
