@@ -61,7 +61,7 @@ From training logs (--logs): the runs a team already has are the truest
 calibration. Each log is read (Megatron-LM / Megatron-Core / NeMo, Megatron-
 DeepSpeed, DeepSpeed, torchtitan, Hugging Face Trainer; lines of several ranks
 may be interleaved), warm-up (the first logged step), intervals with skipped
-iterations and outliers (beyond 3.5 scaled MADs) are dropped, and the median
+iterations and outliers (beyond 3.5 scaled MADs and 5 %) are dropped, and the median
 step time is the run's measured time. What the log states (Megatron's
 arguments block, torchtitan's mesh and batch line, DeepSpeed's config print)
 wins; what it does not state comes from the flags below, and the command lists
@@ -215,7 +215,8 @@ int RunCalibrateLogs(const Flags& f, Io io) {
   section["logs_method"] =
       "per framework x GPU: one scale s on all three factors of the cluster's own corrections, "
       "minimising sum(((T_i(s) - m_i) / m_i)^2) over the key's logged runs (median step time "
-      "after warm-up, skipped intervals and 3.5-MAD outliers), s kept so factors stay in "
+      "after warm-up, skipped intervals and outliers beyond 3.5 MADs and 5 %), s kept so factors "
+      "stay in "
       "(0.06, 19)";
   std::string text;
   if (doc) {

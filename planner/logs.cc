@@ -51,6 +51,13 @@ Line SplitRank(std::string s) {
       std::regex(R"(^\s*(\d{1,5}): )"),
   };
   Line line;
+  // Cheap test first: the regexes run only on lines that could carry a prefix.
+  const size_t first = s.find_first_not_of(' ');
+  if (first == std::string::npos ||
+      !(s[first] == '[' || std::isdigit(static_cast<unsigned char>(s[first])))) {
+    line.text = std::move(s);
+    return line;
+  }
   for (const std::regex& re : kPrefixes) {
     std::smatch m;
     if (std::regex_search(s, m, re)) {
@@ -258,6 +265,9 @@ const char* LogFormatName(LogFormat f) {
 Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& name) {
   LoggedRun run;
   const bool megatron = Contains(text, "elapsed time per iteration (ms)");
+  // NeMo 2 (Megatron-Core under Lightning) prints "train_step_timing in s: X"
+  // (its progress printer; "=X" in the progress bar of NeMo 1).
+  const bool nemo = Contains(text, "train_step_timing in s");
   const bool titan = Contains(text, "tps:") && Contains(text, "step:");
   const bool ds_rate = Contains(text, "SamplesPerSec=");
   const bool hf = Contains(text, "train_runtime") || Contains(text, "train_steps_per_second");
@@ -268,7 +278,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   const std::string whole(text);
   const bool ds_marks = Contains(text, "[config.py:") || Contains(text, "DeepSpeed info:") ||
                         std::regex_search(whole, kDsArg);
-  if (megatron) {
+  if (megatron || nemo) {
     run.format = ds_marks ? LogFormat::kMegatronDeepSpeed : LogFormat::kMegatron;
     run.unit = StepUnit::kSeconds;
   } else if (titan) {
@@ -301,6 +311,9 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
 
   static const std::regex kMegIter(
       R"(iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.eE+-]+))");
+  static const std::regex kNemoStep(R"(train_step_timing in s[:=]\s*([0-9.eE+-]+))");
+  static const std::regex kNemoGlobalStep(R"(global_step[:=]\s*([0-9.]+))");
+  static const std::regex kNemoBatch(R"(global_batch_size[:=]\s*(\d+))");
   static const std::regex kMegSkipped(R"(number of skipped iterations:\s*(\d+))");
   static const std::regex kMegBatch(R"(global batch size:\s*(\d+))");
   static const std::regex kWorld(R"(using world size:\s*(\d+))");
@@ -339,7 +352,21 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
     switch (run.format) {
       case LogFormat::kMegatron:
       case LogFormat::kMegatronDeepSpeed: {
-        if (std::regex_search(s, m, kMegIter)) {
+        if (Contains(s, "train_step_timing in s") && std::regex_search(s, m, kNemoStep)) {
+          if (!from_step_rank(l)) break;
+          LogStep st;
+          st.value = std::stod(m[1].str());
+          std::smatch k;
+          if (std::regex_search(s, k, kNemoGlobalStep)) {
+            st.iteration = static_cast<int64_t>(std::stod(k[1].str()));
+          }
+          if (std::regex_search(s, k, kNemoBatch) && !run.global_batch) {
+            run.global_batch = std::stoll(k[1].str());
+          }
+          const size_t before = run.steps.size();
+          AddStep(&run, &seen, st);
+          duplicates += run.steps.size() == before;
+        } else if (Contains(s, "elapsed time per iteration") && std::regex_search(s, m, kMegIter)) {
           if (!from_step_rank(l)) break;
           LogStep st;
           st.iteration = std::stoll(m[1].str());
@@ -352,19 +379,19 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           const size_t before = run.steps.size();
           AddStep(&run, &seen, st);
           duplicates += run.steps.size() == before;
-        } else if (std::regex_search(s, m, kWorld)) {
+        } else if (Contains(s, "using world size") && std::regex_search(s, m, kWorld)) {
           run.world_size = std::stoi(m[1].str());
           std::smatch k;
           if (std::regex_search(s, k, kTpSize)) run.tp = std::stoi(k[1].str());
           if (std::regex_search(s, k, kPpSize)) run.pp = std::stoi(k[1].str());
           if (std::regex_search(s, k, kCpSize)) run.cp = std::stoi(k[1].str());
-        } else if (std::regex_search(s, m, kPaddedVocab)) {
+        } else if (Contains(s, "padded vocab") && std::regex_search(s, m, kPaddedVocab)) {
           run.vocab = std::stoi(m[1].str());
         }
         break;
       }
       case LogFormat::kTorchtitan: {
-        if (std::regex_search(s, m, kTitanStep)) {
+        if (Contains(s, "tps:") && std::regex_search(s, m, kTitanStep)) {
           if (!from_step_rank(l)) break;
           LogStep st;
           st.iteration = std::stoll(m[1].str());
@@ -372,11 +399,11 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           const size_t before = run.steps.size();
           AddStep(&run, &seen, st);
           duplicates += run.steps.size() == before;
-        } else if (std::regex_search(s, m, kTitanStart)) {
+        } else if (Contains(s, "Training starts") && std::regex_search(s, m, kTitanStart)) {
           run.micro_batch = std::stoll(m[1].str());
           run.global_batch = std::stoll(m[2].str());
           run.seq_len = std::stoi(m[3].str());
-        } else if (std::regex_search(s, m, kTitanMesh)) {
+        } else if (Contains(s, "device mesh") && std::regex_search(s, m, kTitanMesh)) {
           // Mesh dimension names and sizes, outermost first.
           static const std::regex kName(R"('([a-z_]+)')");
           std::vector<std::string> names;
@@ -405,17 +432,17 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
             }
             if (!run.world_size) run.world_size = world;
           }
-        } else if (std::regex_search(s, m, kTitanGpu)) {
+        } else if (Contains(s, "GPU capacity") && std::regex_search(s, m, kTitanGpu)) {
           run.gpu_device = m[1].str();
         }
         break;
       }
       case LogFormat::kDeepSpeed: {
-        if (std::regex_search(s, m, kDsStep)) {
+        if (Contains(s, "skipped=") && std::regex_search(s, m, kDsStep)) {
           const int64_t k = std::stoll(m[2].str());
           if (ds_skipped >= 0 && k > ds_skipped) ds_new_skip = true;
           ds_skipped = k;
-        } else if (std::regex_search(s, m, kDsRate)) {
+        } else if (Contains(s, "SamplesPerSec=") && std::regex_search(s, m, kDsRate)) {
           if (!from_step_rank(l)) break;
           LogStep st;
           if (m[1].matched) {
@@ -455,7 +482,9 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           }
           if (st.value != 0) run.steps.push_back(st);
         }
-        if (std::regex_search(s, m, kHfBatch)) {
+        if (!Contains(s, " = ")) {
+          // Not a line of the "Running training" block.
+        } else if (std::regex_search(s, m, kHfBatch)) {
           run.global_batch = static_cast<int64_t>(ToNumber(m[1].str()).value_or(0));
         } else if (std::regex_search(s, m, kHfSteps)) {
           hf_total_steps = static_cast<int64_t>(ToNumber(m[1].str()).value_or(0));
@@ -522,7 +551,8 @@ Result<StepSummary> SummarizeSteps(const LoggedRun& run, const StepSummaryOption
   const double mad = 1.4826 * median(dev);
   std::vector<double> kept;
   for (double x : v) {
-    if (mad > 0 && std::fabs(x - med) > options.outlier_mads * mad) {
+    if (std::fabs(x - med) >
+        std::max(options.outlier_mads * mad, options.outlier_min_fraction * std::fabs(med))) {
       ++sum.outliers_dropped;
     } else {
       kept.push_back(x);

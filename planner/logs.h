@@ -101,6 +101,9 @@ struct StepSummaryOptions {
   // absolute deviation, the normal-consistent estimate) from the median is an
   // outlier (checkpoint save, evaluation, a straggler).
   double outlier_mads = 3.5;
+  // ... and more than this fraction of the median away: steady logs have MADs
+  // of a fraction of a percent, and a step 2 % slow is not an event.
+  double outlier_min_fraction = 0.05;
 };
 struct StepSummary {
   double median = 0;  // in the run's unit

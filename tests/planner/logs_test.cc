@@ -110,6 +110,23 @@ TEST(LogsTest, MegatronWithoutArgumentsTakesTheConfigurationFromFlags) {
   EXPECT_EQ(req->config.gdata, 8);
 }
 
+TEST(LogsTest, NemoTwoStepTimingLines) {
+  const LoggedRun run = Parse("nemo2_steps.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);  // NeMo runs Megatron-Core
+  EXPECT_EQ(run.unit, StepUnit::kSeconds);
+  EXPECT_EQ(run.global_batch, 1);
+  ASSERT_EQ(run.steps.size(), 6u);
+  EXPECT_EQ(run.steps[0].iteration, 120);
+  EXPECT_DOUBLE_EQ(run.steps[0].value, 0.03146);
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->warmup_dropped, 1);
+  // 0.03163 0.03215 0.03157 0.0317 0.03147: 0.03215 is 5 scaled MADs out but
+  // only 1.6 % above the median: not an outlier.
+  EXPECT_EQ(sum->outliers_dropped, 0);
+  EXPECT_DOUBLE_EQ(sum->median, 0.03163);
+}
+
 TEST(LogsTest, TorchtitanRankPrefixedLines) {
   const LoggedRun run = Parse("torchtitan_rank0.log");
   EXPECT_EQ(run.format, LogFormat::kTorchtitan);
