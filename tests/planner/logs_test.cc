@@ -212,6 +212,48 @@ TEST(LogsTest, HuggingFaceTrainerWholeRunFigures) {
   EXPECT_DOUBLE_EQ(rs->median, 5.783);
 }
 
+// The model of a log with an arguments block: the preset with its
+// architecture, else one built from it (what it lacks listed as assumed).
+TEST(LogsTest, ModelFromTheArgumentsBlock) {
+  LoggedRun run;
+  run.steps.push_back({10, 1.0, false});
+  run.steps.push_back({20, 1.0, false});
+  run.world_size = 8;
+  run.global_batch = 64;
+  run.seq_len = 4096;
+  // Llama 2 7B (Touvron et al. 2023, Table 1 / its config.json): 32 layers,
+  // hidden 4096, 32 heads, SwiGLU FFN 11008.
+  run.layers = 32;
+  run.hidden = 4096;
+  run.heads = 32;
+  run.ffn_hidden = 11008;
+  run.swiglu = true;
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->request["model"], "llama2-7b");
+  EXPECT_TRUE(Mentions(lr->read_from_log, "model llama2-7b"));
+  // An architecture no preset has: built from the log, vocab assumed.
+  run.layers = 7;
+  lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  ASSERT_TRUE(lr->request["model"].is_object());
+  EXPECT_EQ(lr->request["model"]["layers"], 7);
+  EXPECT_EQ(lr->request["model"]["ffn_hidden"], 11008);
+  EXPECT_EQ(lr->request["model"]["gated_ffn"], true);
+  EXPECT_TRUE(Mentions(lr->assumed, "vocab 50257"));
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->job.model.vocab, 50257);
+  // A flag that contradicts the log: a warning, the log wins.
+  flags.gpus = 16;
+  lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(lr->request["gpus"], 8);
+  EXPECT_TRUE(Mentions(lr->warnings, "--gpus 16 contradicts"));
+}
+
 TEST(LogsTest, UnknownTextIsRefused) {
   auto r = ParseTrainingLog("epoch 1 done\nloss 2.3\n", "x.log");
   ASSERT_FALSE(r.ok());
