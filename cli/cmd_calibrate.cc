@@ -61,19 +61,19 @@ From training logs (--logs): the runs a team already has are the truest
 calibration. Each log is read (Megatron-LM / Megatron-Core / NeMo, Megatron-
 DeepSpeed, DeepSpeed, torchtitan, Hugging Face Trainer; lines of several ranks
 may be interleaved), warm-up (the first logged step), intervals with skipped
-iterations and outliers (beyond 3.5 scaled MADs and 5 %) are dropped, and the median
-step time is the run's measured time. What the log states (Megatron's
-arguments block, torchtitan's mesh and batch line, DeepSpeed's config print)
-wins; what it does not state comes from the flags below, and the command lists
-for each run what it read and what it assumed. A log has one number, so one
-scale per framework x GPU is fitted over that key's runs (least squares of the
-relative error, each run weighted by 1 / its measured time) and multiplies all
-three factors: one run is reproduced, several are fitted. The profile's
-"calibration" gets an "entries" list keyed by framework and GPU; the planner
-applies an entry only to candidates of that framework on that GPU, so other
-frameworks and GPUs predict as before. Without --profile the output is a
-profile holding only that calibration (and the cluster it was fitted on); the
-profile cache is not read.
+iterations and outliers (beyond 3.5 scaled MADs and 5 %) are dropped, and
+the median step time is the run's measured time. What the log states
+(Megatron's arguments block, torchtitan's mesh and batch line, DeepSpeed's
+config print) wins; what it does not state comes from the flags below, and
+the command lists for each run what it read and what it assumed. A log has
+one number, so one scale per framework x GPU is fitted over that key's runs
+(least squares of the relative error, each run weighted by 1 / its measured
+time) and multiplies all three factors: one run is reproduced, several are
+fitted. The profile's "calibration" gets an "entries" list keyed by framework
+and GPU; the planner applies an entry only to candidates of that framework on
+that GPU, so other frameworks and GPUs predict as before. Without --profile
+the output is a profile holding only that calibration (and the cluster it was
+fitted on); the profile cache is not read.
 
   --logs FILE...     training logs (text); repeat the flag or list several
   --cluster C        the cluster the runs ran on (a preset or a file; a log
@@ -81,7 +81,8 @@ profile cache is not read.
   --model M          the model, when the log has no arguments block (else the
                      preset matching the log's layers/hidden/heads, or a model
                      built from them)
-  --gpus N, --global-batch B, --seq S, --precision P, --framework F,
+  --gpus N, --global-batch B, --seq S, --precision P, --attention A,
+  --framework F,
   --config SPEC      fill in what a log does not state (as in `paratune
                      predict`); a flag that contradicts the log is a warning
                      and the log wins (--framework overrides the log format's)
