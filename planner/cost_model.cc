@@ -150,9 +150,9 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
     : model_(model),
       training_(training),
       fw_(std::move(framework)),
-      cluster_(cluster),
+      cluster_(ClusterForFramework(cluster, training.framework)),
       gpus_(gpus),
-      comm_(cluster, gpus) {
+      comm_(cluster_, gpus) {
   using topology::Precision;
   const bool compiled = training.compile && fw_.support.compile;
   const FrameworkCosts& fc = fw_.costs;

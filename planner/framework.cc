@@ -249,4 +249,16 @@ const FrameworkSpec& FrameworkPreset(Framework f) {
   return (*table)[static_cast<int>(f)];
 }
 
+topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, Framework f) {
+  topology::ClusterSpec out = cluster;
+  const std::string name = FrameworkName(f);
+  for (const topology::ClusterSpec::FrameworkCorrections& e : cluster.framework_corrections) {
+    if (e.framework == name && e.gpu == cluster.gpu.name) {
+      out.corrections = e.corrections;
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace paratune::planner

@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "planner/config.h"
+#include "topology/cluster.h"
 
 namespace paratune::planner {
 
@@ -141,5 +142,12 @@ void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c);
 
 // The compiled-in preset of `f` (planner/presets/frameworks/<name>.json).
 const FrameworkSpec& FrameworkPreset(Framework f);
+
+// `cluster` as a cost model of framework `f` sees it: when
+// cluster.framework_corrections has an entry for FrameworkName(f) and
+// cluster.gpu.name, its factors replace cluster.corrections (calibration from
+// training logs, planner/logs.h, is per framework x GPU); otherwise the
+// cluster unchanged. The entries are kept. Pure; thread-safe.
+topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, Framework f);
 
 }  // namespace paratune::planner
