@@ -75,6 +75,22 @@ class Builder {
     norm_res_ *= elem;
     act_fn_ *= elem;
     loss_bytes_ = compiled ? fw.costs.loss_bytes_per_logit_compiled : fw.costs.loss_bytes_per_logit;
+    // ... and in as many kernels as the stack launches (docs/executor.md §1,
+    // "Frameworks"): of a layer's kernels_per_layer (forward + backward) a
+    // third run in the forward, four of them the linears' GEMMs and one the
+    // attention kernel; the rest are its memory-bound kernels, shared by the
+    // norm/residual and activation sections by bytes (the backward launches
+    // twice as many, moving twice the bytes). The loss runs as one kernel per
+    // 6 bytes per logit it moves (a bf16→fp32 upcast reads 2 and writes 4; an
+    // fp32 pass reads and writes 4 + 4): Megatron's fused vocab-parallel
+    // cross entropy (12) in 2, an eager upcast + log-softmax + NLL (30) in 5.
+    const double kpl = compiled ? fw.costs.kernels_per_layer_compiled : fw.costs.kernels_per_layer;
+    const double ew = std::clamp(std::round(kpl / 3.0) - 5.0, 3.0, 40.0);
+    const double total = norm_res_ + act_fn_;
+    const double norm_share = total > 0 ? norm_res_ / total : 0.5;
+    norm_kernels_ = std::max(1, static_cast<int>(std::lround(ew * norm_share / 2.0)));
+    act_kernels_ = std::max(1, static_cast<int>(std::lround(ew * (1.0 - norm_share))));
+    loss_kernels_ = std::max(1, static_cast<int>(std::lround(loss_bytes_ / 6.0)));
   }
 
   void Build() {
@@ -143,8 +159,10 @@ class Builder {
 
   // A memory-bound kernel moving `traffic` bytes (read + written), issued as
   // device copies of at most max_call_bytes each (a copy of N bytes moves 2N).
+  // `kernels`: the stack runs this traffic as that many separate kernels
+  // (each its own call), at least.
   int AddMemory(const std::string& name, Scope scope, Phase phase, int layer, int64_t traffic,
-                Category category = Category::kCompute) {
+                Category category = Category::kCompute, int kernels = 1) {
     WorkOp op;
     op.type = OpType::kMemoryBound;
     op.category = category;
@@ -153,7 +171,9 @@ class Builder {
     op.layer = layer;
     op.name = name;
     traffic = std::max<int64_t>(2, traffic);
-    op.calls = static_cast<int>(CeilDiv(traffic, 2 * o_.max_call_bytes));
+    op.calls = std::max<int>(std::max(1, kernels),
+                             static_cast<int>(CeilDiv(traffic, 2 * o_.max_call_bytes)));
+    op.calls = static_cast<int>(std::min<int64_t>(op.calls, traffic / 2));
     op.traffic_bytes = CeilDiv(CeilDiv(traffic, op.calls), 2) * 2;
     return Push(std::move(op));
   }
@@ -463,7 +483,8 @@ class Builder {
     // input before QKV/FC1 and a reduce-scatter after proj/FC2 over Y.
     const bool tp_ar = !c_.sp && c_.tensor() > 1;
 
-    AddMemory(L(l, ph, "norm_residual.attention"), Scope::kLayer, phase, l, Whole(norm_res_ / 2));
+    AddMemory(L(l, ph, "norm_residual.attention"), Scope::kLayer, phase, l, Whole(norm_res_ / 2),
+              Category::kCompute, norm_kernels_);
     if (c_.sp) {
       TpForward(l, phase, "sp_all_gather.attention", OpKind::kAllGather, GroupKind::kY, T * h * e_);
     }
@@ -501,7 +522,8 @@ class Builder {
       TpForward(l, phase, "sp_reduce_scatter.attention", OpKind::kReduceScatter, GroupKind::kY,
                 T * h * e_);
     }
-    AddMemory(L(l, ph, "norm_residual.mlp"), Scope::kLayer, phase, l, Whole(norm_res_ / 2));
+    AddMemory(L(l, ph, "norm_residual.mlp"), Scope::kLayer, phase, l, Whole(norm_res_ / 2),
+              Category::kCompute, norm_kernels_);
     if (c_.sp)
       TpForward(l, phase, "sp_all_gather.mlp", OpKind::kAllGather, GroupKind::kY, T * h * e_);
     gemm(kFc1);
@@ -509,7 +531,8 @@ class Builder {
       TpForward(l, phase, "fc1.all_reduce", OpKind::kAllReduce, GroupKind::kX,
                 T * NLocal(kFc1) * e_);
     }
-    AddMemory(L(l, ph, "activation"), Scope::kLayer, phase, l, Whole(act_fn_));
+    AddMemory(L(l, ph, "activation"), Scope::kLayer, phase, l, Whole(act_fn_), Category::kCompute,
+              act_kernels_);
     gemm(kFc2);
     if (tp_ar) {
       TpForward(l, phase, "fc2.all_reduce", OpKind::kAllReduce, GroupKind::kY,
@@ -634,10 +657,11 @@ class Builder {
       }
     }
     LinearBackward(l, kFc2);
-    AddMemory(L(l, "bwd", "activation"), Scope::kLayer, Phase::kBackward, l, Whole(2 * act_fn_));
+    AddMemory(L(l, "bwd", "activation"), Scope::kLayer, Phase::kBackward, l, Whole(2 * act_fn_),
+              Category::kCompute, 2 * act_kernels_);
     LinearBackward(l, kFc1);
     AddMemory(L(l, "bwd", "norm_residual.mlp"), Scope::kLayer, Phase::kBackward, l,
-              Whole(norm_res_));
+              Whole(norm_res_), Category::kCompute, 2 * norm_kernels_);
     LinearBackward(l, kProj);
     const double T = static_cast<double>(tokens_);
     if (ulysses_) {
@@ -664,7 +688,7 @@ class Builder {
     }
     LinearBackward(l, kQkv);
     AddMemory(L(l, "bwd", "norm_residual.attention"), Scope::kLayer, Phase::kBackward, l,
-              Whole(norm_res_));
+              Whole(norm_res_), Category::kCompute, 2 * norm_kernels_);
     if (c_.zero == 3 && nd_ > 1) {
       // qgZ: int4 gradients, moved as a quarter of the bytes.
       AddCollective(
@@ -689,7 +713,8 @@ class Builder {
                   T * m_.hidden * e_, w_.precision.activation);
     AddGemm("stage.logits.fwd", Scope::kStage, Phase::kForward, -1, tokens_, v_loc, h_loc);
     AddMemory("stage.loss", Scope::kStage, Phase::kForward, -1,
-              static_cast<int64_t>(static_cast<double>(tokens_ * v_loc) * loss_bytes_));
+              static_cast<int64_t>(static_cast<double>(tokens_ * v_loc) * loss_bytes_),
+              Category::kCompute, loss_kernels_);
     AddGemm("stage.logits.dgrad", Scope::kStage, Phase::kBackward, -1, tokens_, h_loc, v_loc);
     AddGemm("stage.logits.wgrad", Scope::kStage, Phase::kBackward, -1, v_loc, h_loc, tokens_);
     AddCollective("stage.logits.bwd_reduce", Category::kCommY, Scope::kStage, Phase::kBackward, -1,
@@ -766,6 +791,7 @@ class Builder {
   double psi_ = 0, layer_shard_ = 0;
   int nd_ = 1;
   double norm_res_ = 0, act_fn_ = 0;
+  int norm_kernels_ = 1, act_kernels_ = 1, loss_kernels_ = 1;  // per section, forward
   double loss_bytes_ = 12;  // bytes per logit the framework's loss moves
   std::vector<LayerWindows> windows_;
   std::vector<std::array<int, 4>> z_fwd_;

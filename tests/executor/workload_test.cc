@@ -205,10 +205,16 @@ TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   // Norms + residual adds over the T/tp tokens this rank holds with sp, no
   // dropout: (8 + 2·6) bytes per element of h (bf16), half per sub-layer;
   // GeLU reads and writes T·(f/tp) at 2 bytes each way.
+  // Split over the stack's kernels, each call's bytes rounded up to whole
+  // 2-byte elements: a few bytes over at most.
   const int64_t norm_half = (kS / 2) * kH * 20 / 2;
-  EXPECT_EQ(traffic["L0.fwd.norm_residual.attention"], norm_half);
-  EXPECT_EQ(traffic["L0.fwd.activation"], kS * (kF / 2) * 4);
-  EXPECT_EQ(traffic["L0.bwd.activation"], 2 * kS * (kF / 2) * 4);
+  auto near = [&](const char* name, int64_t want) {
+    EXPECT_GE(traffic[name], want) << name;
+    EXPECT_LE(traffic[name], want + 64) << name;
+  };
+  near("L0.fwd.norm_residual.attention", norm_half);
+  near("L0.fwd.activation", kS * (kF / 2) * 4);
+  near("L0.bwd.activation", 2 * kS * (kF / 2) * 4);
   EXPECT_EQ(traffic["stage.embedding"], 3 * kS * kH * kE);
   // Adam on the 1/2 shard (distributed optimizer): 28 bytes of fp32 state and gradient plus
   // 6 to refresh the bf16 copy per parameter; the local fp32 main gradients
@@ -217,6 +223,53 @@ TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   const double psi =
       planner::CostModel(job.model, job.training, job.cluster, 8).Compute(megatron).psi;
   EXPECT_NEAR(static_cast<double>(traffic["step.optimizer"]), psi / 2 * 34 + psi * 2 * 4, 4.0);
+}
+
+// Issue 14: the element-wise work and the loss run the way the stack runs
+// them. DeepSpeed on a Hugging Face model, eager (deepspeed.json: 80 kernels
+// per layer, 1.6x the fused element-wise bytes, 30 bytes per logit in the
+// loss) against the same under torch.compile (35 kernels, 1.0x, 10 bytes):
+// by the rule of docs/executor.md, round(80/3) - 5 = 22 forward memory-bound
+// kernels per layer against round(35/3) - 5 = 7, and the loss in
+// round(30/6) = 5 kernels against round(10/6) = 2.
+TEST(Workload, EagerStacksRunMoreSmallerElementwiseKernels) {
+  ParallelConfig c;
+  c.gdata = 8;
+  c.zero = 1;
+  planner::Job job = TestJob(8);
+  job.training.framework = planner::Framework::kDeepSpeed;
+  auto count = [&](bool compile, int* fwd_kernels, int64_t* fwd_bytes, int* loss_kernels,
+                   int64_t* loss_bytes) {
+    planner::Job j = job;
+    j.training.compile = compile;
+    auto w = BuildWorkload(j, c, 0, WorkloadOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    *fwd_kernels = 0;
+    *fwd_bytes = 0;
+    for (const WorkOp& op : w->ops) {
+      if (op.type != OpType::kMemoryBound) continue;
+      const int64_t bytes = op.traffic_bytes * op.calls;
+      if (op.name == "L0.fwd.norm_residual.attention" || op.name == "L0.fwd.norm_residual.mlp" ||
+          op.name == "L0.fwd.activation") {
+        *fwd_kernels += op.calls;
+        *fwd_bytes += bytes;
+      }
+      if (op.name == "stage.loss") {
+        *loss_kernels = op.calls;
+        *loss_bytes = bytes;
+      }
+    }
+  };
+  int ek = 0, ck = 0, elk = 0, clk = 0;
+  int64_t eb = 0, cb = 0, elb = 0, clb = 0;
+  count(false, &ek, &eb, &elk, &elb);
+  count(true, &ck, &cb, &clk, &clb);
+  EXPECT_NEAR(ek, 22, 1);  // the sections' shares round separately
+  EXPECT_NEAR(ck, 7, 1);
+  EXPECT_NEAR(static_cast<double>(eb) / static_cast<double>(cb), 1.6, 0.01);
+  EXPECT_EQ(elk, 5);
+  EXPECT_EQ(clk, 2);
+  EXPECT_NEAR(static_cast<double>(elb) / static_cast<double>(clb), 3.0, 0.01);
 }
 
 TEST(Workload, AxonnGridIssuesTheExpectedGemmsAndCollectives) {
