@@ -93,6 +93,9 @@ class Builder {
     loss_kernels_ = std::max(1, static_cast<int>(std::lround(loss_bytes_ / 6.0)));
   }
 
+  void SetZCachedLayers(int n) { z_cached_layers_ = n; }
+  bool ZCached(int layer) const { return layer < z_cached_layers_; }
+
   void Build() {
     const int S = w_.slice_layers;
     windows_.resize(static_cast<size_t>(S));
@@ -463,7 +466,7 @@ class Builder {
     }
     // Linear i: its Z gather (already in flight with OAG, else now, exposed), then the GEMM.
     auto gemm = [&](int i) {
-      if (c_.gz > 1) {
+      if (c_.gz > 1 && !(recompute && ZCached(l))) {
         if (c_.oag) {
           pending_.push_back(zf[static_cast<size_t>(i)]);
         } else {
@@ -575,7 +578,7 @@ class Builder {
           OpKind::kAllGather, GroupKind::kY, T * h * e_, w_.precision.activation,
           c_.oar ? StreamRole::kTensorComm : StreamRole::kCompute, regather_window);
     }
-    if (c_.gz > 1) {
+    if (c_.gz > 1 && !ZCached(l)) {
       std::array<int, 4>& zb = z_bwd_[static_cast<size_t>(l)].backward;
       if (c_.oag) {
         pending_.push_back(zb[static_cast<size_t>(i)]);
@@ -630,7 +633,7 @@ class Builder {
     // Prefetches in the backward: the first backward layer's gathers, then one
     // layer ahead (OAG for Z; overlap_param_gather for ZeRO-3).
     auto prefetch = [&](int layer) {
-      if (c_.gz > 1 && c_.oag) {
+      if (c_.gz > 1 && c_.oag && !ZCached(layer)) {
         ZBackward& zb = z_bwd_[static_cast<size_t>(layer)];
         if (full) IssueZGathers(layer, Phase::kRecompute, &zb.recompute);
         IssueZGathers(layer, Phase::kBackward, &zb.backward);
@@ -792,6 +795,7 @@ class Builder {
   int nd_ = 1;
   double norm_res_ = 0, act_fn_ = 0;
   int norm_kernels_ = 1, act_kernels_ = 1, loss_kernels_ = 1;  // per section, forward
+  int z_cached_layers_ = 0;  // slice layers whose Z gathers are not repeated
   double loss_bytes_ = 12;  // bytes per logit the framework's loss moves
   std::vector<LayerWindows> windows_;
   std::vector<std::array<int, 4>> z_fwd_;
@@ -1088,6 +1092,14 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
     w.groups.push_back(std::move(g));
   }
   Builder b(job, c, options, cm.Compute(c), &w);
+  // AxoNN weight caching (the cost model's MemoryBreakdown::z_cached_layers):
+  // the slice's first round(fraction × slice) layers keep their forward
+  // gathers for the recompute and the backward.
+  if (c.gz > 1) {
+    const int stage_layers = std::max(1, planner::SplitLayers(job.model.layers, c).max);
+    const double fraction = std::min(1.0, cm.Memory(c).z_cached_layers / double(stage_layers));
+    b.SetZCachedLayers(static_cast<int>(std::lround(fraction * w.slice_layers)));
+  }
   b.Build();
   return w;
 }

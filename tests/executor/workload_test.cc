@@ -304,10 +304,17 @@ TEST(Workload, AxonnGridIssuesTheExpectedGemmsAndCollectives) {
   add(OpKind::kAllReduce, GroupKind::kY, T * (kH / 2) * kE, 4);      // QKV, FC1 bwd
   add(OpKind::kAllReduce, GroupKind::kX, T * (kH / 2) * kE, 2);      // proj bwd
   add(OpKind::kAllReduce, GroupKind::kX, T * (kF / 2) * kE, 2);      // FC2 bwd
-  // Z: each weight block k·n/(gx·gy) gathered forward and backward and its
-  // gradient reduce-scattered, per linear.
+  // Z: each weight block k·n/(gx·gy) gathered forward and its gradient
+  // reduce-scattered, per linear. This small model leaves room to cache every
+  // layer's gathered blocks (AxoNN --cache-all, the cost model's
+  // z_cached_layers), so the backward gathers nothing again.
+  {
+    const planner::Job axjob = testing::WithFrameworkFor(job, c);
+    const planner::CostModel cm(axjob.model, axjob.training, axjob.cluster, axjob.gpus);
+    ASSERT_EQ(cm.Memory(c).z_cached_layers, axjob.model.layers);
+  }
   for (int64_t kn : {kH * 3 * kH, kH * kH, kH * kF, kF * kH}) {
-    add(OpKind::kAllGather, GroupKind::kZ, kn / 4 * kE, 4);
+    add(OpKind::kAllGather, GroupKind::kZ, kn / 4 * kE, 2);
     add(OpKind::kReduceScatter, GroupKind::kZ, kn / 4 * kE, 2);
   }
   // The logits: the hidden states over Y forward and backward (no sp: all-reduce).
