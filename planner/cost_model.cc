@@ -709,8 +709,10 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
       ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer, param_bytes_,
                       c.zero >= 1 ? param_bytes_ : grad_bytes_);
   // ZeRO-Offload / Infinity: the offloaded states live in host memory.
-  const OffloadedStates placed =
-      OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
+  OffloadedStates placed{all_states, 0.0};
+  if (c.offload_optimizer || c.offload_param) {  // off the hot path otherwise
+    placed = OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
+  }
   const ModelStates& states = placed.gpu;
   double host_act = 0;  // FPDT's offloaded chunks, per layer
   // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
@@ -773,7 +775,11 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fw_.costs.allocator_fragmentation) + runtime;
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
-  HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
+  if (placed.host_bytes > 0 || host_act > 0 || c.offload_optimizer || c.offload_param) {
+    HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
+  } else {
+    mem.host_usable_GiB = cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
+  }
   return mem;
 }
 
@@ -791,13 +797,6 @@ void CostModel::HostMemory(const ParallelConfig& c, double states_bytes, double 
 }
 
 int CostModel::RanksPerNode() const { return std::max(1, std::min(gpus_, cluster_.gpus_per_node)); }
-
-Reason MemoryBreakdown::Verdict() const {
-  if (reserved_GiB > usable_GiB) return Reason::kOutOfMemory;
-  if (offloads && !(host_usable_GiB > 0)) return Reason::kOutOfHostMemory;
-  if (host_usable_GiB > 0 && host_node_GiB > host_usable_GiB) return Reason::kOutOfHostMemory;
-  return Reason::kOk;
-}
 
 const char* MemoryBreakdown::Binding() const {
   const double gpu = usable_GiB > 0 ? reserved_GiB / usable_GiB : 0.0;
@@ -848,7 +847,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   }
 
   // ZeRO-Infinity: each gather first fetches this rank's partition from host memory.
-  lt.offload += OffloadLayerSeconds(c, lt, layer_shard * param_bytes_, nd);
+  if (c.offload_param) lt.offload += OffloadLayerSeconds(c, lt, layer_shard * param_bytes_, nd);
 
   // --- One micro-batch through this rank's layers.
   const double layer_compute = lt.fwd_compute + lt.bwd_compute + lt.recompute;

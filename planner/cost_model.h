@@ -92,7 +92,13 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   double host_usable_GiB = 0;
   bool offloads = false;  // the configuration offloads optimizer or parameters
   // kOk, kOutOfMemory (GPU) or kOutOfHostMemory; GPU memory is checked first.
-  Reason Verdict() const;
+  // Inline: the search asks it for every candidate.
+  Reason Verdict() const {
+    if (reserved_GiB > usable_GiB) return Reason::kOutOfMemory;
+    if (offloads && !(host_usable_GiB > 0)) return Reason::kOutOfHostMemory;
+    if (host_usable_GiB > 0 && host_node_GiB > host_usable_GiB) return Reason::kOutOfHostMemory;
+    return Reason::kOk;
+  }
   // The resource nearest its limit: "gpu_memory" or "host_memory" (the larger
   // of reserved / usable and host_node / host_usable).
   const char* Binding() const;
