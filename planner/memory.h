@@ -57,7 +57,8 @@ OffloadedStates OffloadStateBytes(const ModelStates& states, double psi, int dat
 inline constexpr double kCpuAdamBytesPerParam = 4.0 * 4.0 + 3.0 * 4.0 + 2.0;
 // The achieved fraction of peak DRAM bandwidth, from ZeRO-Offload's CPU-Adam
 // measurement (Ren et al. 2021, Table 3: 10B parameters in 2.57 s on a DGX-2's
-// two Xeon Platinum 8168, 6 × DDR4-2666 each = 256 GB/s peak):
+// two Xeon Platinum 8168, 6 × DDR4-2666 each = 256 GB/s peak; the table's
+// figure as recalled, not re-read from the paper here, see docs/model.md):
 // 10e9 × 30 B / 2.57 s / 256e9 B/s = 0.456.
 inline constexpr double kCpuAdamDramEfficiency = 10e9 * kCpuAdamBytesPerParam / 2.57 / 256e9;
 double CpuAdamSeconds(double params_per_node, double host_memory_GBps);

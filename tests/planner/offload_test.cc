@@ -312,6 +312,18 @@ TEST(Offload, FpdtTwoMillionTokensOnFourA100s) {
   ParallelConfig no = c;
   no.offload_optimizer = no.offload_param = false;
   EXPECT_EQ(cm.Predict(no).reason, Reason::kOutOfMemory);
+  // Efficiency against length: attention's s² work grows faster than the
+  // per-chunk overheads, so MFU does not fall as the sequence grows (the
+  // paper's sweep from 256K to 2M on the same 4 GPUs rises).
+  double last_mfu = 0;
+  for (int64_t seq = 256 * 1024; seq <= 2 * 1024 * 1024; seq *= 2) {
+    TrainingSpec ts = t;
+    ts.seq_len = static_cast<int>(seq);
+    const Prediction q = CostModel(m, ts, *topology::ClusterPreset("dgx-a100-40gb"), 4).Predict(c);
+    EXPECT_TRUE(q.fits) << seq;
+    EXPECT_GE(q.mfu, last_mfu) << seq;
+    last_mfu = q.mfu;
+  }
   // One token more than 32 chunks is not a whole number of chunks.
   TrainingSpec odd = t;
   odd.seq_len += 1024;
