@@ -14,7 +14,8 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
+constexpr const char* kHelp =
+    R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
                      [--seq S] [--precision bf16] [--attention flash|unfused]
                      [--framework F] [--compile] [--allow-lossy]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
@@ -142,9 +143,9 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
     const auto& p = rows[i].best.prediction;
     std::string cfg = planner::ConfigToString(rows[i].best.config);
     if (!rows[i].alternatives.empty()) cfg += " (+" + std::to_string(rows[i].alternatives.size()) + " same)";
-    out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left << std::setw(19)
-        << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg << std::right
-        << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
+    out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left
+        << std::setw(19) << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg
+        << std::right << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
         << FormatFixed(100 * p.uncertainty, 0) << std::setw(11) << FormatFixed(p.tokens_per_s, 0)
         << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
         << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p);

@@ -711,7 +711,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // ZeRO-Offload / Infinity: the offloaded states live in host memory.
   OffloadedStates placed{all_states, 0.0};
   if (c.offload_optimizer || c.offload_param) {  // off the hot path otherwise
-    placed = OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
+    placed =
+        OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
   }
   const ModelStates& states = placed.gpu;
   double host_act = 0;  // FPDT's offloaded chunks, per layer
@@ -778,7 +779,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   if (placed.host_bytes > 0 || host_act > 0 || c.offload_optimizer || c.offload_param) {
     HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
   } else {
-    mem.host_usable_GiB = cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
+    mem.host_usable_GiB =
+        cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
   }
   return mem;
 }
