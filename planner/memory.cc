@@ -25,7 +25,9 @@ OffloadedStates OffloadStateBytes(const ModelStates& states, double psi, int dat
   if (offload_optimizer && zero >= 1) {
     o.host_bytes += states.optimizer_bytes + 4.0 * partition;
     o.gpu.optimizer_bytes = 0;
-    o.gpu.grads_bytes = 0;
+    // ZeRO-2/3 copy each reduced bucket to the host as it fills; ZeRO-1 keeps
+    // the full gradients in param.grad until the accumulation boundary.
+    if (zero >= 2) o.gpu.grads_bytes = 0;
   }
   if (offload_param && zero == 3) {
     o.host_bytes += states.params_bytes;

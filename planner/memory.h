@@ -32,9 +32,11 @@ ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distribu
 // live when DeepSpeed's offload_optimizer / offload_param (device "cpu") are
 // on. `states` is ModelStateBytes(psi, data_degree, zero, false, pb, gb).
 //   offload_optimizer (zero >= 1): the optimizer states (fp32 master and two
-//   moments) and the rank's gradient partition go to host memory; the GPU
-//   keeps only the reduce buckets (costed as buffers), so its optimizer and
-//   gradient bytes are 0. DeepSpeed keeps that partition's gradients in fp32
+//   moments) and the rank's gradient partition go to host memory. Under
+//   ZeRO-2/3 the GPU keeps only the reduce buckets (costed as buffers), so its
+//   optimizer and gradient bytes are 0; under ZeRO-1 the full gradients stay
+//   on the GPU until the accumulation boundary (DeepSpeed stage_1_and_2.py
+//   partitions them only then). DeepSpeed keeps that partition's gradients in fp32
 //   on the host (stage_1_and_2.py / stage3.py: the fp32 partition's .grad):
 //   4 bytes per parameter of the partition.
 //   offload_param (zero = 3): the parameter partition too (pb per parameter).

@@ -72,6 +72,11 @@ TEST(Offload, StatesSplitAsZeroOffloadPaper) {
   EXPECT_DOUBLE_EQ(o.gpu.total(), 2.0 * psi);
   EXPECT_GE(o.host_bytes, 14.0 * psi);  // the paper's 12 + 2
   EXPECT_LE(o.host_bytes, 16.0 * psi);  // DeepSpeed's fp32 gradient partition
+  // ZeRO-1 keeps its full gradients on the GPU until the boundary.
+  const ModelStates s1 = ModelStateBytes(psi, 8, 1, false, 2.0, 2.0);
+  const OffloadedStates o1 = OffloadStateBytes(s1, psi, 8, 1, true, false);
+  EXPECT_DOUBLE_EQ(o1.gpu.total(), 4.0 * psi);  // 2 B params + 2 B gradients
+  EXPECT_DOUBLE_EQ(o1.host_bytes, (12.0 + 4.0) * psi / 8);
   // ZeRO-Infinity (offload_param, stage 3) leaves no model state on the GPU.
   const ModelStates s3 = ModelStateBytes(psi, 8, 3, false, 2.0, 2.0);
   const OffloadedStates inf = OffloadStateBytes(s3, psi, 8, 3, true, true);
