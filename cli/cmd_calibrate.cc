@@ -1,6 +1,7 @@
 // `paratune calibrate`: fit the cost model's correction factors to run
-// reports and store them in a profile. Thin: load, call
-// executor::FitCalibration, write, print.
+// reports (executor::FitCalibration) or to training logs
+// (planner::FitLogCalibration, one scale per framework x GPU) and store them
+// in a profile. Thin: load, fit, write, print.
 #include <iomanip>
 #include <iostream>
 
@@ -11,7 +12,9 @@
 #include "common/strings.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
+#include "planner/logs.h"
 #include "profiler/profile.h"
+#include "topology/cluster.h"
 
 namespace paratune::cli {
 namespace {
@@ -19,6 +22,9 @@ namespace {
 constexpr const char* kHelp =
     R"(usage: paratune calibrate --reports FILE [FILE...] --profile FILE --out FILE
                           [--cluster-out FILE]
+       paratune calibrate --logs FILE [FILE...] --out FILE [--profile FILE]
+                          [--cluster C] [--model M] [--gpus N] [--global-batch B]
+                          [--seq S] [--precision P] [--framework F] [--config SPEC]
 
 Fits the three factors the cost model multiplies its terms by (the cluster's
 "corrections": compute, communication, memory_bound) to what `paratune
@@ -51,11 +57,47 @@ reports the residual and the mean step-time error before and after.
 exit codes: 0 ok; 2 bad flags, an invalid report or profile, or no candidate
             that ran ok (nothing to fit).
 
+From training logs (--logs): the runs a team already has are the truest
+calibration. Each log is read (Megatron-LM / Megatron-Core / NeMo, Megatron-
+DeepSpeed, DeepSpeed, torchtitan, Hugging Face Trainer; lines of several ranks
+may be interleaved), warm-up (the first logged step), intervals with skipped
+iterations and outliers (beyond 3.5 scaled MADs and 5 %) are dropped, and
+the median step time is the run's measured time. What the log states
+(Megatron's arguments block, torchtitan's mesh and batch line, DeepSpeed's
+config print) wins; what it does not state comes from the flags below, and
+the command lists for each run what it read and what it assumed. A log has
+one number, so one scale per framework x GPU is fitted over that key's runs
+(least squares of the relative error, each run weighted by 1 / its measured
+time) and multiplies all three factors: one run is reproduced, several are
+fitted. The profile's "calibration" gets an "entries" list keyed by framework
+and GPU; the planner applies an entry only to candidates of that framework on
+that GPU, so other frameworks and GPUs predict as before. Without --profile
+the output is a profile holding only that calibration (and the cluster it was
+fitted on); the profile cache is not read.
+
+  --logs FILE...     training logs (text); repeat the flag or list several
+  --cluster C        the cluster the runs ran on (a preset or a file; a log
+                     never says); default: the --profile's embedded cluster
+  --model M          the model, when the log has no arguments block (else the
+                     preset matching the log's layers/hidden/heads, or a model
+                     built from them)
+  --gpus N, --global-batch B, --seq S, --precision P, --attention A,
+  --framework F,
+  --config SPEC      fill in what a log does not state (as in `paratune
+                     predict`); a flag that contradicts the log is a warning
+                     and the log wins (--framework overrides the log format's)
+
+exit codes (--logs): 0 ok; 2 a log that reads as no supported format, a
+            missing fact (the message names the flag to pass) or a config that
+            breaks a rule.
+
 example:
   mpirun -np 8 paratune confirm --plans plan.json --top 5 --backend cuda --out run.json
   paratune calibrate --reports run.json --profile h100.json --out h100-cal.json
   paratune plan --model gpt3-13b --cluster dgx-h100 --gpus 64 --global-batch 512 \
       --profile h100-cal.json
+  paratune calibrate --logs run1.log run2.log --cluster dgx-h100 --out h100-logs.json
+  paratune predict --log run1.log --cluster dgx-h100 --profile h100-logs.json
 )";
 
 int Fail(Io io, const Status& s) { return UsageError(io, "calibrate", s); }
@@ -66,14 +108,192 @@ Result<OrderedJson> LoadOrdered(const std::string& path) {
   return OrderedJson::parse(text);
 }
 
+std::string Pct(double predicted, double measured) {
+  const double e = 100 * (predicted - measured) / measured;
+  return (e >= 0 ? "+" : "") + FormatFixed(e, 1) + " %";
+}
+
+// `calibrate --logs`: one scale per framework x GPU from training logs.
+int RunCalibrateLogs(const Flags& f, Io io) {
+  std::vector<std::string> paths = f.GetAll("--logs");
+  for (const std::string& p : f.positionals()) paths.push_back(p);
+  const std::string out_path = f.GetOr("--out", "");
+  if (out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  if (f.Has("--reports")) {
+    return Fail(io, Status::InvalidArgument("--logs and --reports are separate calibrations"));
+  }
+  auto lf = LogFlagsFromFlags(f, io.in);
+  if (!lf.ok()) return Fail(io, lf.status());
+  std::optional<OrderedJson> doc;
+  std::optional<profiler::Profile> profile;
+  if (auto pp = f.Get("--profile")) {
+    auto d = LoadOrdered(*pp);
+    if (!d.ok()) return Fail(io, d.status());
+    auto prof = profiler::ParseProfile(Json::parse(d->dump()));
+    if (!prof.ok()) return Fail(io, prof.status().WithContext("--profile " + *pp));
+    doc = std::move(*d);
+    profile = std::move(*prof);
+    if (!lf->cluster) {
+      if (!profile->cluster) {
+        return Fail(io, Status::InvalidArgument("--cluster is required: " + *pp +
+                                                " embeds no cluster description"));
+      }
+      topology::ClusterSpec c = *profile->cluster;
+      c.framework_corrections.clear();
+      lf->cluster = topology::ClusterSpecToJson(c);
+    }
+  }
+  const planner::StepSummaryOptions options;
+  std::vector<planner::LogCalibrationRun> runs;
+  std::vector<planner::LogRequest> built;
+  for (const std::string& path : paths) {
+    auto text = ReadFileToString(path);
+    if (!text.ok()) return Fail(io, text.status().WithContext("--logs"));
+    auto run = planner::ParseTrainingLog(*text, path);
+    if (!run.ok()) return Fail(io, run.status());
+    auto lr = planner::RequestFromLog(*run, *lf, options);
+    if (!lr.ok()) return Fail(io, lr.status().WithContext(path));
+    auto req = planner::ParsePredictRequest(lr->request);
+    if (!req.ok()) return Fail(io, req.status().WithContext(path));
+    if (profile) {
+      if (Status s = profiler::ApplyProfile(*profile, &req->job.cluster); !s.ok()) {
+        return Fail(io, s.WithContext("--profile"));
+      }
+    }
+    for (const std::string& n : run->notes)
+      io.err << "paratune calibrate: " << path << ": " << n << "\n";
+    for (const std::string& w : lr->warnings) {
+      io.err << "paratune calibrate: warning: " << path << ": " << w << "\n";
+    }
+    runs.push_back({path, std::move(*req), lr->measured_iteration_s});
+    built.push_back(std::move(*lr));
+  }
+  if (runs.empty()) return Fail(io, Status::InvalidArgument("--logs FILE... is required"));
+  auto fit = planner::FitLogCalibration(runs);
+  if (!fit.ok()) return Fail(io, fit.status());
+
+  // The section: the profile's own (its factors kept), entries replaced by key.
+  const topology::ClusterSpec& base = runs.front().request.job.cluster;
+  OrderedJson section;
+  if (doc && doc->contains("calibration")) {
+    section = (*doc)["calibration"];
+  } else {
+    section["compute"] = base.corrections.compute;
+    section["communication"] = base.corrections.communication;
+    section["memory_bound"] = base.corrections.memory_bound;
+  }
+  OrderedJson entries = OrderedJson::array();
+  if (section.contains("entries")) {
+    for (const auto& e : section["entries"]) {
+      bool replaced = false;
+      for (const auto& n : fit->entries) {
+        replaced |= e.value("framework", "") == n.framework && e.value("gpu", "") == n.gpu;
+      }
+      if (!replaced) entries.push_back(e);
+    }
+  }
+  const std::string now = executor::UtcNowIso8601();
+  for (const planner::LogCalibrationEntry& e : fit->entries) {
+    OrderedJson j;
+    j["framework"] = e.framework;
+    j["gpu"] = e.gpu;
+    j["compute"] = e.factors.compute;
+    j["communication"] = e.factors.communication;
+    j["memory_bound"] = e.factors.memory_bound;
+    j["residual"] = e.factors.residual;
+    j["scale"] = e.scale;
+    j["runs"] = e.runs.size();
+    OrderedJson logs = OrderedJson::array();
+    for (size_t i : e.runs) logs.push_back(runs[i].label);
+    j["logs"] = logs;
+    j["error_before"] = e.error_before;
+    j["error_after"] = e.error_after;
+    j["at_bound"] = e.at_bound;
+    j["created_at"] = now;
+    entries.push_back(j);
+  }
+  section["entries"] = entries;
+  section["logs_method"] =
+      "per framework x GPU: one scale s on all three factors of the cluster's own corrections, "
+      "minimising sum(((T_i(s) - m_i) / m_i)^2) over the key's logged runs (median step time "
+      "after warm-up, skipped intervals and outliers beyond 3.5 MADs and 5 %), s kept so factors "
+      "stay in "
+      "(0.06, 19)";
+  std::string text;
+  if (doc) {
+    text = executor::WithCalibration(*doc, section).dump(2) + "\n";
+  } else {
+    profiler::Profile p;
+    topology::ClusterSpec c = base;
+    c.framework_corrections.clear();
+    c.profile_fingerprint.clear();
+    p.cluster = c;
+    p.cluster_fingerprint = topology::Fingerprint(c);
+    p.environment.tool = "paratune calibrate --logs";
+    p.environment.backend = "logs";
+    p.environment.created_at = now;
+    p.environment.sources = paths;
+    p.calibration = Json::parse(section.dump());
+    text = profiler::ProfileToJson(p).dump(2) + "\n";
+  }
+  if (Status s = WriteFileAtomic(out_path, text); !s.ok()) return Fail(io, s);
+
+  io.out << "calibration from " << runs.size() << " training log(s)\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const planner::LogRequest& b = built[i];
+    const auto& job = runs[i].request.job;
+    io.out << runs[i].label << "  (" << planner::FrameworkName(job.training.framework) << " on "
+           << job.gpus << " x " << job.cluster.gpu.name << ", " << job.model.name << ", "
+           << planner::ConfigToString(runs[i].request.config) << ")\n";
+    io.out << "  measured " << FormatFixed(b.measured_iteration_s, 4) << " s/iteration (median of "
+           << b.summary.used << " step(s); dropped " << b.summary.warmup_dropped << " warm-up, "
+           << b.summary.skipped_dropped << " skipped, " << b.summary.outliers_dropped
+           << " outlier)\n";
+    io.out << "  predicted before " << FormatFixed(fit->predicted_before_s[i], 4) << " s ("
+           << Pct(fit->predicted_before_s[i], b.measured_iteration_s) << "), after "
+           << FormatFixed(fit->predicted_after_s[i], 4) << " s ("
+           << Pct(fit->predicted_after_s[i], b.measured_iteration_s) << ")\n";
+    for (const std::string& r : b.read_from_log) io.out << "  read:    " << r << "\n";
+    for (const std::string& a : b.assumed) io.out << "  assumed: " << a << "\n";
+  }
+  io.out << "  framework           gpu            scale   compute  comm  memory  error before -> "
+            "after\n";
+  for (const planner::LogCalibrationEntry& e : fit->entries) {
+    io.out << "  " << std::left << std::setw(20) << e.framework << std::setw(14) << e.gpu
+           << std::right << std::setw(7) << FormatFixed(e.scale, 3) << std::setw(9)
+           << FormatFixed(e.factors.compute, 3) << std::setw(7)
+           << FormatFixed(e.factors.communication, 3) << std::setw(8)
+           << FormatFixed(e.factors.memory_bound, 3) << "   "
+           << FormatFixed(100 * e.error_before, 1) << " % -> "
+           << FormatFixed(100 * e.error_after, 1) << " %\n";
+    if (e.at_bound) {
+      io.err << "paratune calibrate: warning: " << e.framework << " on " << e.gpu
+             << ": the scale hit the factors' bound; the model and these runs disagree by more "
+                "than a factor can say\n";
+    }
+  }
+  io.err << "paratune calibrate: wrote " << out_path << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCalibrate(const Args& args, Io io) {
-  Flags f({"--reports", "--profile", "--out", "--cluster-out"}, {"--help"}, {{"-h", "--help"}});
+  Flags f({"--reports", "--profile", "--out", "--cluster-out", "--logs", "--cluster", "--model",
+           "--gpus", "--global-batch", "--seq", "--precision", "--attention", "--framework",
+           "--config"},
+          {"--help"}, {{"-h", "--help"}});
   if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
   if (f.Has("--help")) {
     io.out << kHelp;
     return kExitOk;
+  }
+  if (f.Has("--logs")) return RunCalibrateLogs(f, io);
+  for (const char* only : {"--cluster", "--model", "--gpus", "--global-batch", "--seq",
+                           "--precision", "--attention", "--framework", "--config"}) {
+    if (f.Has(only)) {
+      return Fail(io, Status::InvalidArgument(std::string(only) + " goes with --logs"));
+    }
   }
   std::vector<std::string> paths = f.GetAll("--reports");
   for (const std::string& p : f.positionals()) paths.push_back(p);

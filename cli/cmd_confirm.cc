@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -13,6 +14,7 @@
 #include "common/strings.h"
 #include "backend/factory.h"
 #include "executor/run/runner.h"
+#include "topology/gpu.h"
 
 // The version string; the executable's build defines it, a bare library build does not.
 #ifndef PARATUNE_VERSION
@@ -26,6 +28,7 @@ constexpr const char* kHelp =
     R"(usage: paratune confirm --plans FILE --backend cuda|mpi-cpu|fake --out FILE [--top K]
                         [--layers N] [--samples N] [--warmup N] [--comm-iters N]
                         [--no-overlapped-slice] [--timeout S] [--inject-fault F]
+                        [--strict-gpu] [--fake-gpu GPU]
 
 A prediction is a promise; confirm keeps it honest. It takes a plans document
 (`paratune plan --format json`), runs each of the top K candidates as the real
@@ -78,6 +81,18 @@ modelled_parts plainly.
   --no-overlapped-slice  skip the overlapped run: price overlap with the cost
                        model's rule on measured times instead
   --timeout S          cuda: seconds before a hung collective is aborted (300)
+  --strict-gpu         refuse (exit 2) when the device measured is not the
+                       plan's GPU, or is not a known GPU preset
+  --fake-gpu GPU       fake backend: claim to be this GPU preset (its name,
+                       memory, peak rates at 80 %, HBM rate), e.g. h100-sxm
+
+Like with like: confirm reads the device it runs on (name and memory from the
+backend) and matches it to a GPU preset. When that is not the plan's GPU, the
+candidates are predicted again for the measured GPU (the plan's cluster with
+its GPU swapped: same nodes, links and network) and compared with that; the
+plan's own prediction stays beside it (plan_predicted_s), and the report and
+the table name both (plan_gpu, measured_gpu). mpi-cpu measures no GPU: its
+predictions stay the plan's.
   --inject-fault F     exercise the failure paths: KIND@N[:rank=R], KIND one of
                        rank_dies, collective_error, timeout, oom
 
@@ -117,16 +132,23 @@ std::string Cell(const std::optional<double>& v, int digits) {
 void PrintTable(const executor::RunReport& r, std::ostream& out) {
   out << r.model << " on " << r.gpus << " GPU(s) of " << r.cluster << ", confirmed on "
       << r.environment.world_size << " " << r.environment.backend << " process(es)\n";
+  const bool swapped = !r.measured_gpu.empty() && r.measured_gpu != r.plan_gpu;
+  if (swapped) {
+    out << "plan made for " << r.plan_gpu << ", measured on " << r.measured_gpu
+        << ": predicted_s and error are for " << r.measured_gpu << " (the plan's own: plan_s)\n";
+  }
   out << std::setw(5) << "rank" << std::setw(8) << "status" << std::setw(14) << "predicted_s"
-      << std::setw(14) << "measured_s" << std::setw(9) << "error" << std::setw(10) << "measured"
-      << "  config\n";
+      << std::setw(14) << "measured_s" << std::setw(9) << "error" << std::setw(10) << "measured";
+  if (swapped) out << std::setw(12) << "plan_s";
+  out << "  config\n";
   for (const executor::CandidateReport& c : r.candidates) {
     const std::string err = c.error ? FormatFixed(100.0 * *c.error, 1) + " %" : std::string("-");
     out << std::setw(5) << c.rank << std::setw(8) << executor::OutcomeName(c.status)
         << std::setw(14) << FormatFixed(c.predicted_s, 5) << std::setw(14) << Cell(c.measured_s, 5)
         << std::setw(9) << err << std::setw(10)
-        << (c.measured_rank ? std::to_string(*c.measured_rank) : std::string("-")) << "  "
-        << planner::ConfigToString(c.config) << "\n";
+        << (c.measured_rank ? std::to_string(*c.measured_rank) : std::string("-"));
+    if (swapped) out << std::setw(12) << Cell(c.plan_predicted_s, 4);
+    out << "  " << planner::ConfigToString(c.config) << "\n";
     if (c.status != executor::Outcome::kOk) out << "      " << c.reason << "\n";
   }
 }
@@ -135,8 +157,8 @@ void PrintTable(const executor::RunReport& r, std::ostream& out) {
 
 int RunConfirm(const Args& args, Io io) {
   Flags f({"--plans", "--top", "--backend", "--out", "--layers", "--samples", "--warmup",
-           "--comm-iters", "--timeout", "--inject-fault"},
-          {"--no-overlapped-slice", "--help"}, {{"-h", "--help"}});
+           "--comm-iters", "--timeout", "--inject-fault", "--fake-gpu"},
+          {"--no-overlapped-slice", "--strict-gpu", "--help"}, {{"-h", "--help"}});
   if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
   if (f.Has("--help")) {
     io.out << kHelp;
@@ -187,6 +209,24 @@ int RunConfirm(const Args& args, Io io) {
     bo.fault = *plan;
   }
 
+  if (auto g = f.Get("--fake-gpu")) {
+    if (backend_name != "fake") {
+      return Fail(io, Status::InvalidArgument("--fake-gpu applies to --backend fake only"));
+    }
+    auto gpu = topology::GpuPreset(*g);
+    if (!gpu.ok()) return Fail(io, gpu.status().WithContext("--fake-gpu"));
+    backend::FakeConfig& fc = bo.fake;
+    fc.device_name = gpu->display_name.empty() ? gpu->name : gpu->display_name;
+    fc.memory_bytes = static_cast<int64_t>(gpu->memory_GiB * double(int64_t{1} << 30));
+    // Sustained rates: 80 % of the datasheet peaks (the order of backend::GemmPrecision).
+    const topology::Precision order[] = {topology::Precision::kFp32, topology::Precision::kTf32,
+                                         topology::Precision::kBf16, topology::Precision::kFp16,
+                                         topology::Precision::kFp8};
+    for (int i = 0; i < backend::kNumGemmPrecisions; ++i)
+      fc.gemm_tflops[static_cast<size_t>(i)] = 0.8 * gpu->PeakTflops(order[i]);
+    fc.copy_GBps = gpu->hbm_GBps * gpu->hbm_efficiency;
+  }
+
   // Every process reads the plan (a shared filesystem, like the launchers assume).
   auto plans = LoadJsonArg(plans_path, "--plans", io.in);
   if (!plans.ok()) return Fail(io, plans.status());
@@ -197,6 +237,34 @@ int RunConfirm(const Args& args, Io io) {
   if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + backend_name));
   backend::Backend& be = **b;
   const bool root = be.rank() == 0;
+  // Like with like: the device this process measures, as a GPU preset.
+  {
+    auto dev = be.DescribeDevice();
+    std::optional<std::string> measured;
+    if (dev.ok() && dev->kind != "cpu") measured = executor::GpuPresetFor(*dev);
+    const std::string plan_gpu = input->job.cluster.gpu.name;
+    const std::string device = dev.ok() ? dev->name : std::string("unknown");
+    if (f.Has("--strict-gpu") && measured.value_or("") != plan_gpu) {
+      return Fail(io, Status::InvalidArgument(
+                          "--strict-gpu: the plan is for " + plan_gpu + " but this device is " +
+                          device + (measured ? " (" + *measured + ")" : " (no GPU preset matches)") +
+                          "; plan for this GPU, or drop --strict-gpu to compare with this GPU's "
+                          "prediction"));
+    }
+    if (measured) {
+      if (Status s = executor::MeasureOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
+    }
+    if (measured && *measured != plan_gpu) {
+      if (root) {
+        io.err << "[confirm] the plan is for " << plan_gpu << "; this device is " << device << " ("
+               << *measured << "): comparing with the predictions for " << *measured
+               << " (the plan's own are kept as plan_predicted_s)" << std::endl;
+      }
+    } else if (!measured && root && dev.ok() && dev->kind == "cuda") {
+      io.err << "[confirm] warning: " << device << " matches no GPU preset; comparing with the "
+             << "plan's " << plan_gpu << " predictions" << std::endl;
+    }
+  }
   if (root && io.progress) {
     io.err << "[confirm] " << input->candidates.size() << " candidate(s) of a " << input->job.gpus
            << "-GPU plan for " << input->job.model.name << " on " << be.world_size() << " "

@@ -59,7 +59,8 @@ a dry run.
                      Overlaps are on where the framework offers them.
   --allow-lossy      also offer ZeRO++'s quantized collectives (qwZ int8 weights,
                      qgZ int4 gradients): they change the training numerics
-  --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config)
+  --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config;
+                     also uneven_pp=false: whole pipeline stages only)
   --objective O      rank by time (default), tokens_per_s, mfu or memory
   --top K            candidates to keep (default 10). Rows whose predictions are
                      identical collapse into one ("+N same"); leaders within the

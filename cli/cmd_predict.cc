@@ -1,4 +1,5 @@
-// `paratune predict`: one configuration in, its predicted time and memory out.
+// `paratune predict`: one configuration in, its predicted time and memory out;
+// or (--log) a training log in, its measured and predicted step time out.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,12 +9,15 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
+#include "planner/logs.h"
 #include "planner/request.h"
 
 namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
+       paratune predict --log FILE --cluster C [--model M] [--gpus N] [...]
+                        [--profile PROFILE.json] [--format json|table]
        paratune predict --model M --cluster C --gpus N --global-batch B
                         [--seq S] [--precision bf16] [--attention flash|unfused]
                         [--framework megatron] [--compile]
@@ -52,12 +56,23 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
   --profile FILE    a measured profile (paratune profile) to use for this cluster
   --format F        json (default) | table
 
+--log FILE answers "what would paratune have predicted for this run": the
+training log (Megatron-LM/Core, NeMo, Megatron-DeepSpeed, DeepSpeed,
+torchtitan, Hugging Face Trainer; see `paratune calibrate --help`) gives the
+configuration it states and its median step time (warm-up, skipped intervals
+and outliers dropped); the flags above fill in what it does not state
+(--cluster always: a log never names it). One line comes out: with --format
+json (default) an object with log, framework, gpu, measured_iteration_s,
+predicted_iteration_s, error ((predicted - measured) / measured),
+read_from_log, assumed and warnings; with --format table a sentence.
+
 exit codes: 0 ok (also when the config does not fit: "fits": false),
             2 invalid request (the message names the field and the rule)
 
 example:
   paratune predict --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 \
       --seq 2048 --global-batch 1536 --config "tp=8,pp=16,mbs=1,recompute=full"
+  paratune predict --log megatron-run.log --cluster dgx-h100 --format table
 )";
 
 void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
@@ -105,18 +120,76 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   row("host", b.host_s);
 }
 
+// `predict --log`: the run a training log describes, predicted and compared.
+int PredictLog(const Flags& flags, const std::string& path, Io io) {
+  if (flags.Has("--request")) {
+    return UsageError(io, "predict",
+                      Status::InvalidArgument("--log cannot be combined with --request"));
+  }
+  auto lf = LogFlagsFromFlags(flags, io.in);
+  if (!lf.ok()) return UsageError(io, "predict", lf.status());
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return UsageError(io, "predict", text.status().WithContext("--log"));
+  auto run = planner::ParseTrainingLog(*text, path);
+  if (!run.ok()) return UsageError(io, "predict", run.status());
+  auto lr = planner::RequestFromLog(*run, *lf, planner::StepSummaryOptions{});
+  if (!lr.ok()) return UsageError(io, "predict", lr.status().WithContext(path));
+  auto req = planner::ParsePredictRequest(lr->request);
+  if (!req.ok()) return UsageError(io, "predict", req.status().WithContext(path));
+  if (auto p = flags.Get("--profile")) {
+    if (Status s = ApplyProfileFile(*p, &req->job.cluster); !s.ok()) {
+      return UsageError(io, "predict", s);
+    }
+  } else if (Status s = ApplyCachedProfile(&req->job.cluster, io.err); !s.ok()) {
+    return UsageError(io, "predict", s);
+  }
+  const planner::CostModel cm(req->job.model, req->job.training, req->job.cluster, req->job.gpus);
+  if (Status s = planner::ValidateConfig(cm, req->config); !s.ok()) {
+    return UsageError(io, "predict", s.WithContext(path));
+  }
+  const double predicted = cm.Predict(req->config).iteration_time_s;
+  const double measured = lr->measured_iteration_s;
+  const double error = (predicted - measured) / measured;
+  const std::string format = flags.GetOr("--format", "json");
+  if (format == "json") {
+    OrderedJson j;
+    j["log"] = path;
+    j["framework"] = planner::FrameworkName(req->job.training.framework);
+    j["gpu"] = req->job.cluster.gpu.name;
+    j["config"] = planner::ConfigToString(req->config);
+    j["measured_iteration_s"] = measured;
+    j["predicted_iteration_s"] = predicted;
+    j["error"] = error;
+    j["read_from_log"] = lr->read_from_log;
+    j["assumed"] = lr->assumed;
+    j["warnings"] = lr->warnings;
+    io.out << j.dump() << "\n";
+  } else if (format == "table") {
+    io.out << path << ": measured " << FormatFixed(measured, 3) << " s/iteration, predicted "
+           << FormatFixed(predicted, 3) << " s (" << (error >= 0 ? "+" : "")
+           << FormatFixed(100 * error, 1) << " %) for "
+           << planner::FrameworkName(req->job.training.framework) << " "
+           << planner::ConfigToString(req->config) << " on " << req->job.gpus << " x "
+           << req->job.cluster.gpu.name << "\n";
+  } else {
+    return UsageError(io, "predict", Status::InvalidArgument("--format must be json or table"));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunPredict(const Args& args, Io io) {
-  Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq",
-               "--precision", "--attention", "--config", "--headroom", "--profile", "--format",
-               "--framework"},
-              {"--help", "--compile"}, {{"-h", "--help"}});
+  Flags flags(
+      {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
+       "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log"},
+      {"--help", "--compile"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "predict", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
     return kExitOk;
   }
+  if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   Json request;
   if (auto path = flags.Get("--request")) {
     for (const char* f : {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",

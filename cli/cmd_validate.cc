@@ -8,13 +8,14 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "planner/seeds.h"
 #include "planner/validation.h"
 
 namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp = R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
-                         [--format table|json]
+                         [--seeds] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -27,7 +28,17 @@ optimistic: predicted faster than measured).
                       its GPU's preset, with its source's framework (llm-foundry →
                       fsdp; Megatron-LM, NeMo, MLPerf → megatron)
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
+  --seeds             the headline results of the papers paratune is built on
+                      (AxoNN vs Megatron-LM, FPDT's 2M tokens, ZeRO++ on slow and
+                      fast networks, Ulysses vs Megatron-SP), each beside
+                      paratune's answer to the same question: the configuration
+                      each side used, the figures, what was assumed where the
+                      paper is silent, and whether paratune lands in the band
+                      the result defines (json: schema paratune.seeds/v1)
   --format F          table (default) | json (schema paratune.validation/v1)
+
+exit codes: 0 ok (also when a seed is not reproduced: the table says so),
+            2 bad flags or an unreadable file
 
 Mapping rules and assumptions: docs/model.md, "Validation".
 )";
@@ -39,10 +50,44 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+int PrintSeeds(const std::string& format, Io io) {
+  auto seeds = planner::RunSeeds();
+  if (!seeds.ok()) return UsageError(io, "validate", seeds.status());
+  if (format == "json") {
+    io.out << planner::SeedsToJson(*seeds).dump(2) << "\n";
+    return kExitOk;
+  }
+  int reproduced = 0;
+  for (const planner::SeedResult& s : *seeds) {
+    reproduced += s.reproduced ? 1 : 0;
+    io.out << "== " << s.title << "  [" << (s.reproduced ? "reproduced" : "NOT reproduced") << "]\n"
+           << "   source:    " << s.source << "\n"
+           << "   published: " << s.published << "\n"
+           << "   criterion: " << s.criterion << "\n";
+    for (const planner::SeedSide& d : s.sides) {
+      io.out << "   - " << d.label << " (" << d.framework << "): "
+             << (d.config.empty() ? "nothing fits" : d.config);
+      if (d.iteration_s > 0) {
+        io.out << ", " << FormatFixed(d.iteration_s, 3) << " s, HFU " << FormatFixed(100 * d.hfu, 1)
+               << " %, MFU " << FormatFixed(100 * d.mfu, 1) << " %";
+      }
+      if (d.max_seq > 0) io.out << ", longest sequence " << d.max_seq;
+      if (!d.binding.empty()) io.out << " (bound by " << d.binding << ")";
+      io.out << "\n";
+    }
+    for (const std::string& f : s.figures) io.out << "   paratune:  " << f << "\n";
+    for (const std::string& a : s.assumed) io.out << "   assumed:   " << a << "\n";
+    io.out << "\n";
+  }
+  io.out << reproduced << " of " << seeds->size() << " seed results reproduced (docs/model.md, Seed papers)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
-  Flags flags({"--calibration", "--runs", "--cluster", "--format"}, {"--help"}, {{"-h", "--help"}});
+  Flags flags({"--calibration", "--runs", "--cluster", "--format"}, {"--help", "--seeds"},
+              {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "validate", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
@@ -54,8 +99,16 @@ int RunValidate(const Args& args, Io io) {
   }
   auto cal_path = flags.Get("--calibration");
   auto runs_path = flags.Get("--runs");
+  if (flags.Has("--seeds")) {
+    if (cal_path || runs_path) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--seeds runs on its own (not with --calibration or --runs)"));
+    }
+    return PrintSeeds(format, io);
+  }
   if (!cal_path && !runs_path) {
-    return UsageError(io, "validate", Status::InvalidArgument("--calibration or --runs is required"));
+    return UsageError(io, "validate",
+                      Status::InvalidArgument("--calibration, --runs or --seeds is required"));
   }
   std::vector<planner::PublishedRun> runs;
   if (cal_path) {

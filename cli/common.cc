@@ -106,6 +106,42 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
   return req;
 }
 
+Result<planner::LogFlags> LogFlagsFromFlags(const Flags& flags, std::istream& in) {
+  planner::LogFlags lf;
+  if (auto m = flags.Get("--model")) {
+    PT_ASSIGN_OR_RETURN(Json j, PresetOrFile(*m, "--model", in));
+    lf.model = j;
+  }
+  if (auto c = flags.Get("--cluster")) {
+    PT_ASSIGN_OR_RETURN(Json j, PresetOrFile(*c, "--cluster", in));
+    lf.cluster = j;
+  }
+  if (auto g = flags.Get("--gpus")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*g, "--gpus"));
+    if (n < 1 || n > (int64_t{1} << 24))
+      return Status::InvalidArgument("--gpus: must be in [1, 2^24]");
+    lf.gpus = static_cast<int>(n);
+  }
+  if (auto b = flags.Get("--global-batch")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*b, "--global-batch"));
+    lf.global_batch = n;
+  }
+  if (auto s = flags.Get("--seq")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*s, "--seq"));
+    if (n < 1 || n > planner::kMaxModelSeqLen)
+      return Status::InvalidArgument("--seq: out of range");
+    lf.seq_len = static_cast<int>(n);
+  }
+  if (auto p = flags.Get("--precision")) lf.precision = *p;
+  if (auto a = flags.Get("--attention")) lf.attention = *a;
+  if (auto f = flags.Get("--framework")) lf.framework = *f;
+  if (auto c = flags.Get("--config")) {
+    PT_ASSIGN_OR_RETURN(Json j, planner::ConfigStringToJson(*c));
+    lf.config = j;
+  }
+  return lf;
+}
+
 }  // namespace paratune::cli
 
 namespace paratune::cli {

@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/status.h"
+#include "planner/logs.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
 
@@ -36,6 +37,11 @@ Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::
 // --precision --attention --headroom (and --config when with_config). With
 // gpus > 0 that count is used and --gpus is not read (plan's ranges).
 Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream& in, int gpus = 0);
+
+// What --model --cluster --gpus --global-batch --seq --precision --attention
+// --framework --config supply for a training log (planner::RequestFromLog):
+// each only when given.
+Result<planner::LogFlags> LogFlagsFromFlags(const Flags& flags, std::istream& in);
 
 // Loads a paratune.profile/v1 file and merges its fits into `cluster`.
 Status ApplyProfileFile(const std::string& path, topology::ClusterSpec* cluster);

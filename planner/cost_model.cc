@@ -60,6 +60,15 @@ double HiddenByCopyEngine(double copy, double window, double eta) {
 double Overlapped(double comm, double window) {
   return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
 }
+// Exposed seconds of a collective of `comm` seconds that follows a GEMM of
+// `gemm` seconds, both cut into `chunks` pieces of the micro-batch: piece i's
+// collective runs while piece i+1's GEMM computes, so every piece but the last
+// hides behind a GEMM piece (AxoNN's batch-split forward all-reduce).
+double Pipelined(double comm, double gemm, double chunks) {
+  if (chunks <= 1.0) return comm;
+  const double c = comm / chunks, g = gemm / chunks;
+  return c + (chunks - 1.0) * Overlapped(c, g);
+}
 // The same when only a fraction `eta` of the overlap a framework promises is
 // realised (prefetch depth, a single communication stream): the rest of the
 // hideable time stays exposed.
@@ -146,12 +155,16 @@ struct CostModel::LayerTimes {
 
 CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                      const topology::ClusterSpec& cluster, int gpus)
+    : CostModel(model, training, cluster, gpus, FrameworkPreset(training.framework)) {}
+
+CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
+                     const topology::ClusterSpec& cluster, int gpus, FrameworkSpec framework)
     : model_(model),
       training_(training),
-      fw_(FrameworkPreset(training.framework)),
-      cluster_(cluster),
+      fw_(std::move(framework)),
+      cluster_(ClusterForFramework(cluster, training.framework)),
       gpus_(gpus),
-      comm_(cluster, gpus) {
+      comm_(cluster_, gpus) {
   using topology::Precision;
   const bool compiled = training.compile && fw_.support.compile;
   const FrameworkCosts& fc = fw_.costs;
@@ -517,7 +530,8 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   return t;
 }
 
-void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerTimes* out) const {
+void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
+                          LayerTimes* out) const {
   const ModelSpec& m = model_;
   const double e = act_bytes_;
   const double h = m.hidden, a = m.heads, kv = m.kv_heads;
@@ -540,12 +554,17 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
     const bool transposed = (i % 2) == 1;
     const double k = kn[i][0], n = kn[i][1];
     if (!c.sp && c.tensor() > 1) {
+      // The forward all-reduce, pipelined over batch chunks where the
+      // framework does so (1 chunk: fully exposed).
+      const double chunks = c.oar ? fw_.costs.forward_allreduce_chunks : 1.0;
       if (transposed) {
-        fwd_y += comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (n / gx) * e);
+        fwd_y += Pipelined(comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (n / gx) * e),
+                           t.linear_fwd[i], chunks);
         const double bwd = comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (k / gy) * e);
         comm_x += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
       } else {
-        fwd_x += comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (n / gy) * e);
+        fwd_x += Pipelined(comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (n / gy) * e),
+                           t.linear_fwd[i], chunks);
         const double bwd = comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (k / gx) * e);
         // OAR: a layer's input-gradient all-reduce runs while its weight-gradient GEMM computes.
         comm_y += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
@@ -553,10 +572,12 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
     }
     if (c.gz > 1) {
       // Weights are gathered in the compute dtype; gradients reduce-scattered in
-      // the main-gradient dtype (FSDP's reduce_dtype, AxoNN's fp32 reduce-scatter).
+      // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
+      // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
       const double w = k * n / c.tensor();
       z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * param_bytes_);
-      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * grad_bytes_);
+      const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
+      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * rs_bytes);
     }
   }
   // Megatron sequence parallelism: each all-reduce becomes an all-gather of the
@@ -597,7 +618,9 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerT
   out->comm_z = 0;
   if (c.gz > 1) {
     const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
-    const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
+    // Cached layers keep the forward's gathered block for the recompute and
+    // the backward: they gather once per micro-batch.
+    const double n_ag_b = (c.recompute == Recompute::kFull ? 2.0 : 1.0) * (1.0 - z_cached);
     const double eta = fw_.costs.shard_overlap;
     out->comm_z = (c.oag ? OverlappedPartly(z_ag, fwd_w, eta) : z_ag) +
                   (c.oag ? OverlappedPartly(n_ag_b * z_ag, bwd_w, eta) : n_ag_b * z_ag) +
@@ -776,11 +799,25 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fw_.costs.allocator_fragmentation) + runtime;
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
+  // Z weight caching: as many layers' gathered blocks as the room left holds
+  // (what a user sets AxoNN's caching layer count to).
+  if (fw_.costs.z_weight_cache > 0 && c.gz > 1 && mem.reserved_GiB < mem.usable_GiB) {
+    const double per_layer = layer_block * param_bytes_ * (1.0 + fw_.costs.allocator_fragmentation) / kGiB;
+    const int stage = st.max;
+    const int n = std::min(stage, static_cast<int>((mem.usable_GiB - mem.reserved_GiB) / per_layer));
+    if (n > 0) {
+      const double bytes = n * layer_block * param_bytes_ / kGiB;
+      mem.z_cached_layers = n;
+      mem.buffers_GiB += bytes;
+      mem.total_GiB += bytes;
+      mem.peak_allocated_GiB += bytes;
+      mem.reserved_GiB += n * per_layer;
+    }
+  }
   if (placed.host_bytes > 0 || host_act > 0 || c.offload_optimizer || c.offload_param) {
     HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
   } else {
-    mem.host_usable_GiB =
-        cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
+    mem.host_usable_GiB = cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
   }
   return mem;
 }
@@ -821,8 +858,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const StageLayers st = SplitLayers(m.layers, c);
   const double T = static_cast<double>(c.mbs) * s / c.cp;
 
+  p.memory = mem ? *mem : MemoryWith(c, terms);
   LayerTimes lt;
-  LayerCost(c, terms, &lt);
+  const double stage_layers = std::max(1, st.max);
+  LayerCost(c, terms, std::min(1.0, p.memory.z_cached_layers / stage_layers), &lt);
 
   // --- ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z,
   // on the block the GPU still holds after tensor and Z sharding.
@@ -846,6 +885,17 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     zero3_layer = (c.overlap_param_gather ? OverlappedPartly(ag_f, fwd_w, eta) : ag_f) +
                   (c.overlap_param_gather ? OverlappedPartly(n_ag_b * ag_b, bwd_w, eta) : n_ag_b * ag_b) +
                   (c.overlap_grad_reduce ? OverlappedPartly(rs, bwd_w, eta) : rs);
+    // ZeRO++'s (de)quantization kernels run on the GPU beside the layer's own
+    // work (Wang et al. 2023 §4.1, §4.3): qwZ dequantizes every gathered
+    // block (read int8, write the parameter dtype); qgZ quantizes the
+    // gradient to int4, then dequantizes, reduces and re-quantizes after the
+    // intra-node all-to-all and again after the inter-node one (≈ twice
+    // (gradient + int4) bytes per element). Memory-bound, not hidden.
+    const double block = layer_shard;  // the gathered layer block, elements
+    const double n_qw = c.qwz ? (1.0 + (c.hpz ? 0.0 : n_ag_b)) : 0.0;
+    zero3_layer += cluster_.corrections.memory_bound *
+                   StreamSeconds(n_qw * block * (1.0 + param_bytes_) +
+                                 (c.qgz ? 2.0 * block * (param_bytes_ + 0.5) : 0.0));
   }
 
   // ZeRO-Infinity: each gather first fetches this rank's partition from host memory.
@@ -941,7 +991,6 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     opt_s = offload_step.cpu_adam_s;
   }
 
-  p.memory = mem ? *mem : MemoryWith(c, terms);
   p.reason = p.memory.Verdict();
   p.fits = p.reason == Reason::kOk;
   // The band: the framework × GPU residual, widened by a calibrated profile's own.

@@ -102,6 +102,11 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   // The resource nearest its limit: "gpu_memory" or "host_memory" (the larger
   // of reserved / usable and host_node / host_usable).
   const char* Binding() const;
+  // Layers of the stage whose gathered Z weight block stays cached between the
+  // forward and the backward (frameworks with z_weight_cache: AxoNN's
+  // --num-layers-for-caching-weights-in-depth-tensor-parallel-all-gather),
+  // chosen as many as fit; their memory is in buffers_GiB. A count, not GiB.
+  int z_cached_layers = 0;
 };
 
 struct TimeBreakdown {     // seconds per iteration; the terms add up to the iteration time
@@ -144,6 +149,10 @@ class CostModel {
   // Compiles inputs for `gpus` ranks. REQUIRES: model validated, gpus >= 1.
   CostModel(const ModelSpec& model, const TrainingSpec& training,
             const topology::ClusterSpec& cluster, int gpus);
+  // The same with an explicit framework description instead of the preset of
+  // training.framework (an earlier release of a stack: planner/seeds.h).
+  CostModel(const ModelSpec& model, const TrainingSpec& training,
+            const topology::ClusterSpec& cluster, int gpus, FrameworkSpec framework);
 
   // Divisibility and framework rules only (no memory, no time). Cheap.
   Reason CheckRules(const ParallelConfig& c) const;
@@ -194,7 +203,10 @@ class CostModel {
 
  private:
   struct LayerTimes;
-  void LayerCost(const ParallelConfig& c, const ComputeTerms& t, LayerTimes* out) const;
+  // `z_cached` in [0, 1]: the fraction of layers whose gathered Z weights stay
+  // cached from the forward to the backward (MemoryBreakdown::z_cached_layers).
+  void LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
+                 LayerTimes* out) const;
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
   double ParamsBeforeData(const ParallelConfig& c) const;
   double GemmSeconds(double m, double n, double k) const;

@@ -518,6 +518,21 @@ std::string EmitAxonn(const Plan& p) {
     os << "# Note: the output layer (" << m.hidden << "->" << m.vocab
        << ") stays sequential: vocab is not divisible by G_intra_r; pad the vocabulary to parallelize it.\n";
   }
+  if (c.gz > 1) {
+    // The plan's time assumes the gathered Z weights of as many layers as fit
+    // stay cached from the forward to the backward (framework preset
+    // z_weight_cache; docs/frameworks.md).
+    TrainingSpec t = p.job.training;
+    t.framework = Framework::kAxonn;
+    const CostModel cm(m, t, p.job.cluster, p.job.gpus);
+    const int cached = cm.Memory(c).z_cached_layers;
+    if (cached > 0) {
+      os << "# The plan caches the gathered weights of " << cached << " of " << m.layers
+         << " layers between forward and backward: in Megatron-AxoNN,\n"
+         << "#   --num-layers-for-caching-weights-in-depth-tensor-parallel-all-gather " << cached
+         << " --layer-caching-level 2\n";
+    }
+  }
   os << "\nwith auto_parallelize():\n";
   os << "    model = build_model()  # every divisible nn.Linear becomes an AxoNN tensor-parallel Linear\n\n";
   os << "loader = ax.create_dataloader(dataset, global_batch_size=GLOBAL_BATCH_SIZE,\n";

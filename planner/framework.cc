@@ -139,6 +139,15 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (!(*field >= 0)) return r.Error(key, "must be >= 0");
   }
+  PT_RETURN_IF_ERROR(r.OptNumber("forward_allreduce_chunks", &c.forward_allreduce_chunks));
+  if (!(c.forward_allreduce_chunks >= 1) || c.forward_allreduce_chunks > 64) {
+    return r.Error("forward_allreduce_chunks", "must be in [1, 64]");
+  }
+  for (auto [key, field] : {std::pair{"z_weight_cache", &c.z_weight_cache},
+                            {"z_reduce_in_param_dtype", &c.z_reduce_in_param_dtype}}) {
+    PT_RETURN_IF_ERROR(r.OptNumber(key, field));
+    if (*field != 0 && *field != 1) return r.Error(key, "must be 0 or 1");
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return c;
 }
@@ -248,6 +257,18 @@ const FrameworkSpec& FrameworkPreset(Framework f) {
     return t;
   }();
   return (*table)[static_cast<int>(f)];
+}
+
+topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, Framework f) {
+  topology::ClusterSpec out = cluster;
+  const std::string name = FrameworkName(f);
+  for (const topology::ClusterSpec::FrameworkCorrections& e : cluster.framework_corrections) {
+    if (e.framework == name && e.gpu == cluster.gpu.name) {
+      out.corrections = e.corrections;
+      break;
+    }
+  }
+  return out;
 }
 
 }  // namespace paratune::planner

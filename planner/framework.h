@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "planner/config.h"
+#include "topology/cluster.h"
 
 namespace paratune::planner {
 
@@ -105,6 +106,18 @@ struct FrameworkCosts {
   // Gathered-parameter buffers held at once by sharded (FSDP/ZeRO-3/Z)
   // execution, in layers (the layer in use plus prefetched ones).
   double gathered_layers = 2.0;
+  // The forward tensor all-reduce (X/Y) is pipelined over this many chunks of
+  // the micro-batch: a chunk's all-reduce runs while the next chunk's GEMM
+  // computes, so only the last chunk's waits in full (1 = not pipelined).
+  double forward_allreduce_chunks = 1.0;
+  // 1: gathered Z weight blocks are kept from the forward to the backward
+  // (and the recompute) for as many layers as GPU memory leaves room for, so
+  // those layers gather once per micro-batch instead of two or three times.
+  double z_weight_cache = 0.0;
+  // 1: the Z reduce-scatter moves weight gradients in the parameter dtype
+  // (bf16 weight.grad, accumulated into fp32 main gradients after it); 0: in
+  // the main-gradient dtype (FSDP's reduce_dtype = fp32).
+  double z_reduce_in_param_dtype = 0.0;
 };
 
 struct FrameworkSpec {
@@ -131,5 +144,12 @@ void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c);
 
 // The compiled-in preset of `f` (planner/presets/frameworks/<name>.json).
 const FrameworkSpec& FrameworkPreset(Framework f);
+
+// `cluster` as a cost model of framework `f` sees it: when
+// cluster.framework_corrections has an entry for FrameworkName(f) and
+// cluster.gpu.name, its factors replace cluster.corrections (calibration from
+// training logs, planner/logs.h, is per framework x GPU); otherwise the
+// cluster unchanged. The entries are kept. Pure; thread-safe.
+topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, Framework f);
 
 }  // namespace paratune::planner

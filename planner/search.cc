@@ -52,20 +52,10 @@ bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
 
 constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
                                     "cp", "zero", "mbs"};
-constexpr const char* kBoolKeys[] = {"sp",
-                                     "distributed_optimizer",
-                                     "qwz",
-                                     "hpz",
-                                     "qgz",
-                                     "offload_optimizer",
-                                     "offload_param",
-                                     "oar",
-                                     "ors",
-                                     "oag",
-                                     "overlap_grad_reduce",
-                                     "overlap_param_gather",
-                                     "tp_comm_overlap",
-                                     "overlap_p2p"};
+constexpr const char* kBoolKeys[] = {"sp", "distributed_optimizer", "qwz", "hpz", "qgz",
+                                     "offload_optimizer", "offload_param", "oar", "ors", "oag",
+                                     "overlap_grad_reduce", "overlap_param_gather",
+                                     "tp_comm_overlap", "overlap_p2p", "uneven_pp"};
 
 bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
   return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;
@@ -299,6 +289,7 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
     if (!Allowed(key, value)) return false;
   }
   if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
+  if (!Allowed("uneven_pp", c.pp > 1 && cm.model().layers % c.pp != 0)) return false;
   if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||
       !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
       !Allowed("offload_optimizer", c.offload_optimizer) ||
@@ -334,6 +325,9 @@ SearchResult Search::RunShard(int shard) const {
   // Uneven stages when layers % pp != 0 (frameworks that run them): Megatron
   // with stated first/last stage counts, the others split as evenly as possible.
   int first_layers = 0, last_layers = 0;
+  // uneven_pp=false pins whole stages (Megatron-LM before Megatron-Core 0.9
+  // asserted num_layers % pipeline size == 0).
+  if (o.pp > 1 && m.layers % o.pp != 0 && !Allowed("uneven_pp", 1)) return res;
   if (o.pp > 1 && m.layers % o.pp != 0) {
     if (fr.uneven_pp && framework == Framework::kMegatron) {
       if (!BalancedFirstLast(m.layers, o.pp, &first_layers, &last_layers)) first_layers = last_layers = 0;

@@ -417,6 +417,25 @@ Result<Profile> ParseProfile(const Json& j) {
       PT_RETURN_IF_ERROR(cr.Number(key, &f));
       if (!(f > 0.05 && f < 20)) return cr.Error(key, "must be in (0.05, 20)");
     }
+    // Per framework x GPU entries (`paratune calibrate --logs`).
+    if (cal.contains("entries")) {
+      const Json& entries = cal["entries"];
+      if (!entries.is_array()) return cr.Error("entries", "must be an array");
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const Json& e = entries[i];
+        const std::string ptr = "/calibration/entries/" + std::to_string(i);
+        if (!e.is_object() || !e.contains("framework") || !e["framework"].is_string() ||
+            !e.contains("gpu") || !e["gpu"].is_string()) {
+          return Status::InvalidArgument(ptr + ": needs framework and gpu strings");
+        }
+        for (const char* key : {"compute", "communication", "memory_bound"}) {
+          if (!e.contains(key) || !e[key].is_number() ||
+              !(e[key].get<double>() > 0.05 && e[key].get<double>() < 20)) {
+            return Status::InvalidArgument(ptr + "/" + key + ": must be a number in (0.05, 20)");
+          }
+        }
+      }
+    }
     p.calibration = cal;
   } else {
     r.Ignore("calibration");
@@ -453,8 +472,28 @@ Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster) {
     cluster->corrections.memory_bound = c.at("memory_bound").get<double>();
     const auto it = c.find("iteration_error_after");
     if (it != c.end() && it->is_number()) cluster->corrections.residual = it->get<double>();
+    // Entries for one framework on one GPU replace the cluster's entry for
+    // the same key (ParseProfile checked their shape).
+    if (const auto en = c.find("entries"); en != c.end()) {
+      for (const Json& e : *en) {
+        topology::ClusterSpec::FrameworkCorrections fc;
+        fc.framework = e.at("framework").get<std::string>();
+        fc.gpu = e.at("gpu").get<std::string>();
+        fc.corrections.compute = e.at("compute").get<double>();
+        fc.corrections.communication = e.at("communication").get<double>();
+        fc.corrections.memory_bound = e.at("memory_bound").get<double>();
+        if (const auto r = e.find("residual"); r != e.end() && r->is_number()) {
+          fc.corrections.residual = r->get<double>();
+        }
+        auto& list = cluster->framework_corrections;
+        std::erase_if(
+            list, [&](const auto& x) { return x.framework == fc.framework && x.gpu == fc.gpu; });
+        list.push_back(fc);
+      }
+    }
   }
-  if (profile.collectives.empty() && profile.gemm.empty()) {
+  // A profile written from training logs alone carries only its calibration.
+  if (profile.collectives.empty() && profile.gemm.empty() && !profile.calibration) {
     return Status::InvalidArgument("the profile holds neither collective fits nor GEMM curves");
   }
   // One fit per (collective, tier, group size): the smallest stride measured.

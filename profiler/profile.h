@@ -80,7 +80,8 @@ struct Profile {
   // Written by `paratune calibrate` (executor/run/calibrate.h): the fitted
   // factors under "compute", "communication", "memory_bound" plus its own
   // bookkeeping, kept verbatim. ApplyProfile copies the factors into
-  // ClusterSpec::corrections.
+  // ClusterSpec::corrections; its optional "entries" (per framework x GPU,
+  // from training logs) go to ClusterSpec::framework_corrections.
   std::optional<Json> calibration;
 };
 
@@ -119,7 +120,10 @@ std::string ProfileFingerprint(const Profile& p);
 //    re-expressed against the cluster GPU's peak (its peak is taken from the
 //    profile where the cluster has none);
 //  - cluster->profile_fingerprint = ProfileFingerprint(profile).
-// Fails (kInvalidArgument) when the profile has neither fits nor curves, or
+//  - the calibration's per framework x GPU "entries" (`paratune calibrate
+//    --logs`) replace the cluster's framework_corrections of the same key;
+// Fails (kInvalidArgument) when the profile has neither fits nor curves nor a
+// calibration (a profile written from training logs alone has only that), or
 // when its measured GEMM rate exceeds the cluster GPU's peak (another GPU).
 Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster);
 

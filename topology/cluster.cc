@@ -473,6 +473,32 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   } else {
     r->Ignore("corrections");
   }
+  if (r->Has("framework_corrections")) {
+    const std::string fp = r->PointerOf("framework_corrections");
+    const Json& arr = r->Raw("framework_corrections");
+    if (!arr.is_array()) return Status::InvalidArgument(fp + ": must be an array");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      ObjectReader er(arr[i], fp + "/" + std::to_string(i));
+      ClusterSpec::FrameworkCorrections e;
+      PT_RETURN_IF_ERROR(er.String("framework", &e.framework));
+      PT_RETURN_IF_ERROR(er.String("gpu", &e.gpu));
+      PT_RETURN_IF_ERROR(er.Number("compute", &e.corrections.compute));
+      PT_RETURN_IF_ERROR(er.Number("communication", &e.corrections.communication));
+      PT_RETURN_IF_ERROR(er.Number("memory_bound", &e.corrections.memory_bound));
+      PT_RETURN_IF_ERROR(er.OptNumber("residual", &e.corrections.residual));
+      PT_RETURN_IF_ERROR(er.Finish());
+      for (double f :
+           {e.corrections.compute, e.corrections.communication, e.corrections.memory_bound}) {
+        if (!(f > 0.05 && f < 20)) return er.Error("compute", "factors must be in (0.05, 20)");
+      }
+      if (!(e.corrections.residual >= 0 && e.corrections.residual < 10)) {
+        return er.Error("residual", "must be in [0, 10)");
+      }
+      c.framework_corrections.push_back(std::move(e));
+    }
+  } else {
+    r->Ignore("framework_corrections");
+  }
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
   PT_RETURN_IF_ERROR(ReadMemoryOverride(r, &c));
   PT_RETURN_IF_ERROR(r->Finish());
@@ -800,6 +826,18 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
     j["corrections"] = {{"compute", c.corrections.compute},
                         {"communication", c.corrections.communication},
                         {"memory_bound", c.corrections.memory_bound}};
+  }
+  if (!c.framework_corrections.empty()) {
+    Json arr = Json::array();
+    for (const ClusterSpec::FrameworkCorrections& e : c.framework_corrections) {
+      arr.push_back({{"framework", e.framework},
+                     {"gpu", e.gpu},
+                     {"compute", e.corrections.compute},
+                     {"communication", e.corrections.communication},
+                     {"memory_bound", e.corrections.memory_bound},
+                     {"residual", e.corrections.residual}});
+    }
+    j["framework_corrections"] = std::move(arr);
   }
   return j;
 }

@@ -113,6 +113,21 @@ struct ClusterSpec {
     double residual = 0.0;
     bool operator==(const Corrections&) const = default;
   } corrections;
+  // Corrections that hold for one training framework on one GPU only
+  // (`paratune calibrate --logs`: a training log calibrates the stack that
+  // produced it, not the cluster). The planner uses an entry in place of
+  // `corrections` for a cost model whose framework name ("megatron", ...) and
+  // gpu.name both match (planner::ClusterForFramework); every other framework
+  // or GPU keeps `corrections`. Absolute factors, like `corrections`. Not part
+  // of the fingerprint. JSON key "framework_corrections": [{framework, gpu,
+  // compute, communication, memory_bound, residual?}].
+  struct FrameworkCorrections {
+    std::string framework;  // planner::FrameworkName, e.g. "torchtitan"
+    std::string gpu;        // GpuSpec::name, e.g. "h100-sxm"
+    Corrections corrections;
+    bool operator==(const FrameworkCorrections&) const = default;
+  };
+  std::vector<FrameworkCorrections> framework_corrections;
 
   // Node injection bandwidth for collectives, GB/s: nics × nic_GBps × nic_efficiency.
   double NodeInjectionGBps() const;

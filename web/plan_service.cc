@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "planner/cost_model.h"
 #include "planner/emit.h"
+#include "planner/replan.h"
 #include "planner/request.h"
 #include "profiler/cache.h"
 
@@ -339,6 +340,48 @@ Result<std::string> PlanService::Predict(const Json& request) {
       .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// A slot among the concurrent searches, so a burst of distinct requests
+// queues instead of oversubscribing the cores.
+Status PlanService::AcquireSlot() {
+  std::unique_lock<std::mutex> lock(slots_mu_);
+  const bool got =
+      slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
+                         [&] { return running_searches_ < options_.max_concurrent_searches; });
+  if (!got) {
+    return Status::Unavailable("every search slot stayed busy for " +
+                               FormatFixed(options_.queue_wait_limit_s, 0) + " s; retry later");
+  }
+  ++running_searches_;
+  return Status::Ok();
+}
+
+PlanService::SlotRelease::~SlotRelease() {
+  std::lock_guard<std::mutex> lock(s->slots_mu_);
+  --s->running_searches_;
+  s->slots_cv_.notify_one();
+}
+
+Result<std::string> PlanService::Replan(const Json& request) {
+  PT_RETURN_IF_ERROR(AcquireSlot());
+  SlotRelease release{this};
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.search_time_limit_s));
+  Status late = Status::Ok();
+  const planner::SearchRunner run = [&](const planner::Search& search) {
+    auto r = RunSearch(search, deadline);
+    if (!r.ok()) {
+      late = r.status();
+      return planner::SearchResult{};
+    }
+    return *std::move(r);
+  };
+  auto doc = planner::ReplanDocument(request, run);
+  if (!late.ok()) return late;
+  if (!doc.ok()) return doc.status();
+  return doc->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 Result<planner::SearchResult> PlanService::RunSearch(
     const planner::Search& search, std::chrono::steady_clock::time_point deadline) {
   const int n = search.num_shards();
@@ -405,27 +448,8 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     if (!body_key.empty()) by_body_.Put(body_key, doc);
     return Served{doc, true};
   }
-  // A slot among the concurrent searches, so a burst of distinct requests
-  // queues instead of oversubscribing the cores.
-  {
-    std::unique_lock<std::mutex> lock(slots_mu_);
-    const bool got =
-        slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
-                           [&] { return running_searches_ < options_.max_concurrent_searches; });
-    if (!got) {
-      return Status::Unavailable("every search slot stayed busy for " +
-                                 FormatFixed(options_.queue_wait_limit_s, 0) + " s; retry later");
-    }
-    ++running_searches_;
-  }
-  struct Release {
-    PlanService* s;
-    ~Release() {
-      std::lock_guard<std::mutex> lock(s->slots_mu_);
-      --s->running_searches_;
-      s->slots_cv_.notify_one();
-    }
-  } release{this};
+  PT_RETURN_IF_ERROR(AcquireSlot());
+  SlotRelease release{this};
 
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(

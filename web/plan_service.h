@@ -133,6 +133,12 @@ class PlanService {
   // reject is kInvalidArgument saying which rule.
   Result<std::pair<std::string, std::string>> Emit(const Json& body);
 
+  // POST /v1/replans: planner::ReplanDocument on the service's search threads,
+  // under the same slot queue and time limit as POST /v1/plans (kTimeout past
+  // it, kUnavailable when every slot stays busy). Returns the
+  // paratune.replan/v1 document (compact JSON). Errors name the JSON pointer.
+  Result<std::string> Replan(const Json& request);
+
   ProfileStore& profiles() { return profiles_; }
   // Drops every cached plans document (a profile was added or replaced).
   void InvalidateCache();
@@ -141,6 +147,11 @@ class PlanService {
   // Applies the profile selected by `profile` (see PlanRequest) to `cluster`.
   // Returns the applied profile's fingerprint ("" = none).
   Result<std::string> ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster);
+  Status AcquireSlot();  // waits up to queue_wait_limit_s for a search slot
+  struct SlotRelease {   // gives the slot back when it leaves scope
+    PlanService* s;
+    ~SlotRelease();
+  };
   Result<planner::SearchResult> RunSearch(const planner::Search& search,
                                           std::chrono::steady_clock::time_point deadline);
 

@@ -520,6 +520,22 @@ void Server::Routes() {
              res.set_content(out->second, "text/plain; charset=utf-8");
            }));
   only("/v1/emit", "/v1/emit", "POST");
+  svr.Post("/v1/replans", route("/v1/replans", [this](const Request& req, Response& res) {
+             auto body = JsonBody(req, res, options_.max_json_depth);
+             if (!body) return;
+             auto out = plans_->Replan(*body);
+             if (!out.ok()) {
+               Problem p = ProblemFromStatus(out.status());
+               if (out.status().code() == StatusCode::kTimeout) {
+                 p.status = 422;
+                 p.type = "urn:paratune:problem:search-time-limit";
+                 p.title = "The search is larger than this service's time limit";
+               }
+               return SendProblem(res, req, p);
+             }
+             SendJson(res, 200, *out);
+           }));
+  only("/v1/replans", "/v1/replans", "POST");
 
   // ---- profiles ----
   svr.Get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {

@@ -316,7 +316,7 @@ Result<std::optional<topology::ClusterSpec::Corrections>> CorrectionsFromProfile
   }
   for (const char* key : {"previous", "points", "candidates", "residual_before", "residual_after",
                           "iteration_error_before", "iteration_error_after", "fixed", "at_bound",
-                          "reports", "method", "created_at"}) {
+                          "reports", "method", "created_at", "entries", "logs_method"}) {
     r.Ignore(key);
   }
   PT_RETURN_IF_ERROR(r.Finish());

@@ -62,6 +62,13 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
   } else {
     r.Ignore("error");
   }
+  if (r.Has("plan_predicted_s")) {
+    double v = 0;
+    PT_RETURN_IF_ERROR(NonNegative(&r, "plan_predicted_s", &v, true));
+    c.plan_predicted_s = v;
+  } else {
+    r.Ignore("plan_predicted_s");
+  }
   if (r.Has("measured_rank")) {
     int v = 0;
     PT_RETURN_IF_ERROR(r.OptInt("measured_rank", &v));
@@ -208,6 +215,8 @@ OrderedJson RunReportToJson(const RunReport& r) {
   j["cluster_fingerprint"] = r.cluster_fingerprint;
   j["profile"] = r.profile;
   j["gpus"] = r.gpus;
+  j["plan_gpu"] = r.plan_gpu;
+  j["measured_gpu"] = r.measured_gpu;
   j["corrections"] = {{"compute", r.corrections.compute},
                       {"communication", r.corrections.communication},
                       {"memory_bound", r.corrections.memory_bound}};
@@ -239,6 +248,7 @@ OrderedJson RunReportToJson(const RunReport& r) {
     cj["predicted_s"] = c.predicted_s;
     cj["measured_s"] = OptionalNumber(c.measured_s);
     cj["error"] = OptionalNumber(c.error);
+    cj["plan_predicted_s"] = OptionalNumber(c.plan_predicted_s);
     cj["measured_rank"] = c.measured_rank ? OrderedJson(*c.measured_rank) : OrderedJson(nullptr);
     OrderedJson br;
     for (int i = 0; i < kNumTerms; ++i) {
@@ -282,6 +292,8 @@ Result<RunReport> ParseRunReport(const Json& j) {
   PT_RETURN_IF_ERROR(r.Integer("gpus", &gpus));
   if (gpus < 1) return r.Error("gpus", "must be >= 1");
   rep.gpus = static_cast<int>(gpus);
+  PT_RETURN_IF_ERROR(r.OptString("plan_gpu", &rep.plan_gpu));  // absent before they were added
+  PT_RETURN_IF_ERROR(r.OptString("measured_gpu", &rep.measured_gpu));
   if (!r.Has("corrections")) return r.Error("corrections", "is required");
   {
     ObjectReader cr(r.Raw("corrections"), r.PointerOf("corrections"));

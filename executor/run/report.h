@@ -72,6 +72,9 @@ struct CandidateReport {
   // (predicted − measured) / measured: negative when the model promised a
   // faster step than the hardware delivered (ok only).
   std::optional<double> error;
+  // The plan's own prediction, for the plan's GPU, when the run measured
+  // another GPU (predicted_s and error are then for the GPU measured).
+  std::optional<double> plan_predicted_s;
   std::optional<int> measured_rank;              // 1 = fastest measured among the ok candidates
   std::array<TermTimes, kNumTerms> breakdown{};  // measured figures valid when ok
   std::vector<std::string> measured_parts;
@@ -102,6 +105,12 @@ struct RunReport {
   std::string cluster_fingerprint;
   std::string profile;  // profile fingerprint the plan used ("" = none)
   int gpus = 0;
+  // The plan's GPU preset and the preset the measured device matched ("" =
+  // none matched, or a report written before these keys). When they differ,
+  // every predicted figure is for measured_gpu (the plan's cluster with its
+  // GPU swapped) and candidates carry plan_predicted_s.
+  std::string plan_gpu;
+  std::string measured_gpu;
   // The calibration factors in effect when the predictions were made
   // (calibrate divides them out before fitting).
   topology::ClusterSpec::Corrections corrections;

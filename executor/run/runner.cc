@@ -4,6 +4,7 @@
 #include "executor/run/runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -774,6 +775,12 @@ CandidateReport CandidateRun::Run() {
     rep.breakdown[static_cast<size_t>(i)].predicted_s = predicted[i];
   rep.predicted_s = pred.iteration_time_s;
   rep.memory_predicted_GiB = pred.memory.total_GiB;
+  if (in_.plan_job && why == planner::Reason::kOk) {
+    planner::Job planned = *in_.plan_job;
+    planned.training.framework = job.training.framework;
+    const planner::CostModel pcm(planned.model, planned.training, planned.cluster, planned.gpus);
+    if (pcm.CheckRules(c_) == planner::Reason::kOk) rep.plan_predicted_s = pcm.Predict(c_).iteration_time_s;
+  }
   auto done = [&](Outcome o, const std::string& reason) {
     rep.status = o;
     rep.reason = reason;
@@ -1246,6 +1253,49 @@ Result<ConfirmInput> ConfirmInputFromPlans(const Json& plans, int top_k) {
   return in;
 }
 
+std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device) {
+  auto lower = [](std::string t) {
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return t;
+  };
+  const std::string name = lower(device.name);
+  if (name.empty()) return std::nullopt;
+  std::vector<topology::GpuSpec> presets;
+  for (const std::string& p : topology::GpuPresetNames()) {
+    auto g = topology::GpuPreset(p);
+    if (g.ok()) presets.push_back(*g);
+  }
+  for (const topology::GpuSpec& g : presets) {
+    if (!g.display_name.empty() && lower(g.display_name) == name) return g.name;
+  }
+  // Family tokens, longest first (a GH200's name also contains "h200").
+  for (const char* family : {"gh200", "mi250x", "a100", "h100", "h200", "v100"}) {
+    if (name.find(family) == std::string::npos) continue;
+    const double mem_GiB = device.memory_bytes / double(int64_t{1} << 30);
+    std::optional<std::string> best;
+    double best_gap = 0.15;
+    for (const topology::GpuSpec& g : presets) {
+      if (g.name.rfind(family, 0) != 0) continue;
+      const double gap = mem_GiB > 0 ? std::abs(g.memory_GiB - mem_GiB) / g.memory_GiB : 0.0;
+      if (gap <= best_gap) {
+        best_gap = gap;
+        best = g.name;
+      }
+    }
+    return best;
+  }
+  return std::nullopt;
+}
+
+Status MeasureOnDevice(ConfirmInput* in, const std::string& measured_gpu) {
+  in->measured_gpu = measured_gpu;
+  if (measured_gpu.empty() || measured_gpu == in->job.cluster.gpu.name) return Status::Ok();
+  PT_ASSIGN_OR_RETURN(topology::GpuSpec gpu, topology::GpuPreset(measured_gpu));
+  if (!in->plan_job) in->plan_job = in->job;
+  in->job.cluster.gpu = gpu;
+  return Status::Ok();
+}
+
 planner::Job JobFor(const ConfirmInput& in, size_t i) {
   planner::Job job = in.job;
   if (i < in.frameworks.size()) job.training.framework = in.frameworks[i];
@@ -1267,6 +1317,8 @@ Result<RunReport> ConfirmCandidates(Backend& b, const ConfirmInput& in, const Co
   report.cluster_fingerprint = topology::Fingerprint(in.job.cluster);
   report.profile = in.profile;
   report.gpus = in.job.gpus;
+  report.plan_gpu = in.plan_job ? in.plan_job->cluster.gpu.name : in.job.cluster.gpu.name;
+  report.measured_gpu = in.measured_gpu;
   report.corrections = in.job.cluster.corrections;
   RunEnvironment& env = report.environment;
   env.tool = o.tool;

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,27 @@ struct ConfirmInput {
   std::vector<planner::Framework> frameworks;
   std::vector<int> plan_ranks;  // 1-based position of each in the plans document
   std::string profile;          // profile fingerprint the plan used ("" = none)
+  // Set by MeasureOnDevice when the device measured is not the plan's GPU:
+  // `job` then carries the measured GPU (predictions are made for it) and
+  // `plan_job` the job as planned (its predictions are kept beside them).
+  std::optional<planner::Job> plan_job;
+  // The GPU preset the measured device matched ("" = none matched).
+  std::string measured_gpu;
 };
+
+// The GPU preset a device is: its display name exactly (case-insensitive),
+// else the preset of the same family (a100, h100, h200, gh200, v100, mi250x
+// in the device name) whose memory is closest to the device's, within 15 %.
+// nullopt when none (a CPU, an unknown GPU).
+std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device);
+
+// Compares like with like: when `measured_gpu` (a GPU preset name) is not the
+// plan's GPU, swaps it into the plan's cluster (same nodes, links and network;
+// the GPU's memory, peaks, curves) so every prediction the run compares with
+// is for the GPU measured, and keeps the plan's job in `plan_job`. No-op when
+// they are the same or `measured_gpu` is empty. kInvalidArgument for an
+// unknown preset.
+Status MeasureOnDevice(ConfirmInput* in, const std::string& measured_gpu);
 
 // The job and the first `top_k` candidates of a plans document
 // (paratune.plans/v1). kInvalidArgument naming the JSON pointer when it is

@@ -10,12 +10,15 @@
 #include "backend/fake.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
+#include "executor/run/runner.h"
 #include "planner/plans.h"
 #include "planner/search.h"
 #include "profiler/discovery.h"
 #include "profiler/profile.h"
 #include "profiler/sampler.h"
 #include "tests/executor/test_util.h"
+#include "topology/cluster.h"
+#include "topology/gpu.h"
 
 namespace paratune::cli {
 namespace {
@@ -148,6 +151,85 @@ TEST_F(CliTest, FaultsAreReportedWithTheirExitCodes) {
   Outcome k = Call(RunCalibrate, {"--reports", Path("dead.json"), "--profile", Path("profile.json"),
                                   "--out", Path("x.json")});
   EXPECT_EQ(k.code, kExitUsage);
+}
+
+// Like with like (issue 14): a plan made for A100-80GB, confirmed on a
+// device claiming to be an H100. The report names both GPUs, compares with
+// the H100 prediction and keeps the plan's own beside it; --strict-gpu
+// refuses the mismatch.
+TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
+  planner::Job job = executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
+                                                *topology::ClusterPreset("dgx-a100-80gb"), 8, 2048, 16);
+  ASSERT_EQ(job.cluster.gpu.name, "a100-80gb");
+  planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  planner::SearchOptions so;
+  so.top_k = 2;
+  so.family = planner::Family::kMegatron;
+  planner::Search search(cm, so);
+  planner::PlanSection sec{job, search.RunAll(), 0.0};
+  ASSERT_GE(sec.result.top.size(), 1u);
+  ASSERT_TRUE(WriteFileAtomic(Path("a100.json"), planner::PlansToJson({sec}, so).dump(2)).ok());
+
+  Outcome strict = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
+                                     "h100-sxm", "--strict-gpu", "--top", "1", "--out", Path("s.json")});
+  EXPECT_EQ(strict.code, kExitUsage);
+  EXPECT_NE(strict.err.find("a100-80gb"), std::string::npos) << strict.err;
+  EXPECT_NE(strict.err.find("h100-sxm"), std::string::npos) << strict.err;
+  EXPECT_FALSE(std::filesystem::exists(Path("s.json")));
+
+  Outcome run = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
+                                  "h100-sxm", "--top", "1", "--samples", "1", "--out", Path("r.json")});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_NE(run.out.find("plan made for a100-80gb, measured on h100-sxm"), std::string::npos) << run.out;
+  auto rep = executor::LoadRunReport(Path("r.json"));
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(rep->plan_gpu, "a100-80gb");
+  EXPECT_EQ(rep->measured_gpu, "h100-sxm");
+  ASSERT_EQ(rep->candidates.size(), 1u);
+  const executor::CandidateReport& c = rep->candidates[0];
+  ASSERT_TRUE(c.plan_predicted_s.has_value());
+  // predicted_s is the H100's prediction for the same job: the plan's cluster with its GPU swapped.
+  planner::Job h100 = job;
+  h100.cluster.gpu = *topology::GpuPreset("h100-sxm");
+  const planner::CostModel hm(h100.model, h100.training, h100.cluster, h100.gpus);
+  EXPECT_DOUBLE_EQ(c.predicted_s, hm.Predict(c.config).iteration_time_s);
+  EXPECT_DOUBLE_EQ(*c.plan_predicted_s, cm.Predict(c.config).iteration_time_s);
+  EXPECT_LT(c.predicted_s, *c.plan_predicted_s) << "an H100 step is predicted faster than an A100 one";
+
+  // The same plan on a device claiming its own GPU: nothing swapped, strict passes.
+  Outcome same = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
+                                   "a100-80gb", "--strict-gpu", "--top", "1", "--samples", "1",
+                                   "--out", Path("same.json")});
+  ASSERT_EQ(same.code, kExitOk) << same.err;
+  auto rs = executor::LoadRunReport(Path("same.json"));
+  ASSERT_TRUE(rs.ok());
+  EXPECT_EQ(rs->measured_gpu, "a100-80gb");
+  EXPECT_FALSE(rs->candidates[0].plan_predicted_s.has_value());
+  EXPECT_DOUBLE_EQ(rs->candidates[0].predicted_s, *c.plan_predicted_s);
+  EXPECT_EQ(Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
+                              "tpu-v9", "--out", Path("x.json")}).code,
+            kExitUsage);
+}
+
+// The matcher: exact display names, then family and memory.
+TEST(GpuPresetFor, NamesAndMemory) {
+  backend::DeviceInfo d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "h100-sxm");
+  d.name = "NVIDIA A100-SXM4-40GB";
+  EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "a100-40gb");
+  d.name = "NVIDIA A100 80GB PCIe";  // not a display name: family + memory
+  d.memory_bytes = int64_t{80} << 30;
+  EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "a100-80gb");
+  d.memory_bytes = int64_t{40} << 30;
+  EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "a100-40gb");
+  d.name = "NVIDIA GH200 480GB";
+  d.memory_bytes = int64_t{95} << 30;
+  EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "gh200");
+  d.name = "NVIDIA L4";
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
+  d.name = "fake";
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
 }
 
 }  // namespace

@@ -287,6 +287,40 @@ TEST_F(ServerTest, PlanErrors) {
   ExpectProblem(client_->Get("/v1/plans"), 405);
 }
 
+// POST /v1/replans answers what `paratune replan --format json` answers for
+// the same running plan and allocation change, and refuses bad requests
+// naming the field.
+TEST_F(ServerTest, ReplanIsTheCliDocument) {
+  auto plan = PostJson("/v1/plans", kPlan);
+  ASSERT_EQ(plan->status, 200);
+  const std::string path = dir_ + "/running.json";
+  std::ofstream(path) << plan->body;
+  Json req = {{"from", Json::parse(plan->body)}, {"lost_nodes", 1}};
+  auto r = PostJson("/v1/replans", req.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto [cli, code] = RunCli("replan --from " + path + " --lost-nodes 1 --format json");
+  ASSERT_EQ(code, 0);
+  const Json served = BodyJson(r), local = Json::parse(cli);
+  EXPECT_EQ(served["schema"], "paratune.replan/v1");
+  EXPECT_EQ(served["candidates"], local["candidates"]);
+  EXPECT_EQ(served["reshard"], local["reshard"]);
+  EXPECT_EQ(served["allocation"], local["allocation"]);
+  ASSERT_FALSE(served["candidates"].empty());
+  EXPECT_LT(served["candidates"][0]["gpus"].get<int>(), Json::parse(kPlan)["gpus"].get<int>());
+  // Two allocation changes at once, an unknown key, a body that is not JSON.
+  Json two = req;
+  two["add_nodes"] = 1;
+  ExpectProblem(PostJson("/v1/replans", two.dump()), 422);
+  Json unknown = req;
+  unknown["lost_nodez"] = 1;
+  ExpectProblem(PostJson("/v1/replans", unknown.dump()), 422);
+  ExpectProblem(PostJson("/v1/replans", "{"), 400);
+  auto get = client_->Get("/v1/replans");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+}
+
 TEST_F(ServerTest, EmitIsTheCliText) {
   auto plan = PostJson("/v1/plans", kPlan);
   ASSERT_EQ(plan->status, 200);
@@ -570,7 +604,7 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   EXPECT_EQ(spec["openapi"], "3.1.0");
   EXPECT_EQ(spec["info"]["version"], "test");
   for (const char* p :
-       {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles",
+       {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/replans", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles",
         "/v1/jobs", "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
     EXPECT_TRUE(spec["paths"].contains(p)) << p;
   }
@@ -589,6 +623,9 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   check("Profiles", BodyJson(client_->Get("/v1/profiles")));
   check("Version", BodyJson(client_->Get("/v1/version")));
   check("Jobs", BodyJson(client_->Get("/v1/jobs")));
+  const Json replan_req = {{"from", plans}, {"lost_nodes", 1}};
+  check("ReplanRequest", replan_req);
+  check("Replan", BodyJson(PostJson("/v1/replans", replan_req.dump())));
   check("Problem", BodyJson(PostJson("/v1/predict", "{")));
   Json bad = Json::parse(kPredict);
   bad["config"]["tp"] = 64;

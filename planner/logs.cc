@@ -1,0 +1,954 @@
+#include "planner/logs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "common/strings.h"
+#include "planner/config.h"
+#include "planner/cost_model.h"
+#include "planner/model.h"
+
+namespace paratune::planner {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Lines.
+
+// Removes ANSI colour codes (torchtitan colours its step lines).
+std::string StripAnsi(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == ';')) ++j;
+      if (j < s.size()) {
+        i = j;  // skips the final letter too
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+struct Line {
+  std::string text;  // without rank prefix and colours
+  int rank = -1;     // from a prefix; -1 = none
+};
+
+// Strips the launcher prefixes that tag a line with its rank: torchrun
+// --tee/--log-dir ("[rank3]:", "[default3]:"), srun -l ("3: "), Open MPI
+// --tag-output ("[1,3]<stdout>:").
+Line SplitRank(std::string s) {
+  static const std::regex kPrefixes[] = {
+      std::regex(R"(^\[rank(\d+)\]:\s?)"),
+      std::regex(R"(^\[default(\d+)\]:\s?)"),
+      std::regex(R"(^\[\d+,(\d+)\]<std(?:out|err)>:\s?)"),
+      std::regex(R"(^\s*(\d{1,5}): )"),
+  };
+  Line line;
+  // Cheap test first: the regexes run only on lines that could carry a prefix.
+  const size_t first = s.find_first_not_of(' ');
+  if (first == std::string::npos ||
+      !(s[first] == '[' || std::isdigit(static_cast<unsigned char>(s[first])))) {
+    line.text = std::move(s);
+    return line;
+  }
+  for (const std::regex& re : kPrefixes) {
+    std::smatch m;
+    if (std::regex_search(s, m, re)) {
+      line.rank = std::stoi(m[1].str());
+      s = m.suffix().str();
+      break;
+    }
+  }
+  line.text = std::move(s);
+  return line;
+}
+
+std::vector<Line> SplitLines(std::string_view text) {
+  std::vector<Line> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view raw = text.substr(start, end - start);
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    if (!raw.empty()) out.push_back(SplitRank(StripAnsi(raw)));
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::optional<double> ToNumber(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  if (s.empty()) return std::nullopt;
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<int> ToInt(const std::string& s) {
+  auto v = ToNumber(s);
+  if (!v || *v != std::floor(*v) || std::fabs(*v) > 2e9) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+std::optional<bool> ToBool(const std::string& s) {
+  if (s == "True" || s == "true") return true;
+  if (s == "False" || s == "false") return false;
+  return std::nullopt;
+}
+
+// "  key ........ value" (Megatron's arguments block; DeepSpeed's config
+// print after its "[config.py:NNN:print]" tag; GPT-NeoX/Megatron-DeepSpeed's
+// "value.....default" variant). First occurrence wins.
+void ReadKeyValue(const std::string& text, std::map<std::string, std::string>* kv) {
+  static const std::regex kRe(R"((?:^|\s)([A-Za-z_][A-Za-z0-9_]*) \.{2,}\s*(.*?)\s*$)");
+  std::smatch m;
+  if (!std::regex_search(text, m, kRe)) return;
+  std::string value = m[2].str();
+  static const std::regex kTrail(R"(\.{2,}(?:default|updated)$)");
+  value = std::regex_replace(value, kTrail, "");
+  kv->emplace(m[1].str(), value);
+}
+
+// ---------------------------------------------------------------------------
+// Interpreting the key/value settings (Megatron arguments, DeepSpeed config).
+
+struct KvReader {
+  const std::map<std::string, std::string>& kv;
+  std::optional<std::string> Str(const char* key) const {
+    auto it = kv.find(key);
+    if (it == kv.end() || it->second == "None" || it->second.empty()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<int> Int(const char* key) const {
+    auto s = Str(key);
+    return s ? ToInt(*s) : std::nullopt;
+  }
+  std::optional<double> Num(const char* key) const {
+    auto s = Str(key);
+    return s ? ToNumber(*s) : std::nullopt;
+  }
+  std::optional<bool> Bool(const char* key) const {
+    auto s = Str(key);
+    return s ? ToBool(*s) : std::nullopt;
+  }
+};
+
+template <typename T>
+void SetIf(std::optional<T>* field, std::optional<T> v) {
+  if (!*field && v) *field = v;
+}
+
+void InterpretMegatronArgs(const KvReader& r, LoggedRun* run) {
+  SetIf(&run->layers, r.Int("num_layers"));
+  SetIf(&run->hidden, r.Int("hidden_size"));
+  SetIf(&run->ffn_hidden, r.Int("ffn_hidden_size"));
+  SetIf(&run->heads, r.Int("num_attention_heads"));
+  if (r.Bool("group_query_attention").value_or(false))
+    SetIf(&run->kv_heads, r.Int("num_query_groups"));
+  SetIf(&run->seq_len, r.Int("seq_length"));
+  SetIf(&run->max_positions, r.Int("max_position_embeddings"));
+  if (auto v = r.Int("micro_batch_size")) SetIf(&run->micro_batch, std::optional<int64_t>(*v));
+  if (auto v = r.Int("global_batch_size")) SetIf(&run->global_batch, std::optional<int64_t>(*v));
+  SetIf(&run->tp, r.Int("tensor_model_parallel_size"));
+  SetIf(&run->pp, r.Int("pipeline_model_parallel_size"));
+  SetIf(&run->vpp, r.Int("virtual_pipeline_model_parallel_size"));
+  if (!run->vpp) {
+    auto per = r.Int("num_layers_per_virtual_pipeline_stage");
+    auto layers = r.Int("num_layers");
+    auto pp = r.Int("pipeline_model_parallel_size");
+    if (per && layers && pp && *per > 0 && *pp > 0 && *layers % (*per * *pp) == 0) {
+      run->vpp = *layers / (*per * *pp);
+    }
+  }
+  SetIf(&run->cp, r.Int("context_parallel_size"));
+  SetIf(&run->world_size, r.Int("world_size"));
+  SetIf(&run->sp, r.Bool("sequence_parallel"));
+  SetIf(&run->distributed_optimizer, r.Bool("use_distributed_optimizer"));
+  SetIf(&run->overlap_grad_reduce, r.Bool("overlap_grad_reduce"));
+  SetIf(&run->overlap_param_gather, r.Bool("overlap_param_gather"));
+  SetIf(&run->tp_comm_overlap, r.Bool("tp_comm_overlap"));
+  if (auto g = r.Str("recompute_granularity")) {
+    if (*g == "full" || *g == "selective") run->recompute = *g;
+  } else if (r.kv.count("recompute_granularity")) {
+    // Printed as None: no recomputation, unless an older flag below says so.
+    if (r.Bool("recompute_activations").value_or(false)) {
+      run->recompute = "selective";
+    } else if (r.Bool("checkpoint_activations").value_or(false)) {
+      run->recompute = "full";
+    } else {
+      run->recompute = "none";
+    }
+  } else if (auto ca = r.Bool("checkpoint_activations")) {
+    run->recompute = *ca ? "full" : "none";  // Megatron-LM before 2022, Megatron-DeepSpeed
+  }
+  SetIf(&run->swiglu, r.Bool("swiglu"));
+  SetIf(&run->untied_embeddings, r.Bool("untie_embeddings_and_output_weights"));
+  if (auto n = r.Str("normalization")) run->rmsnorm = (*n == "RMSNorm");
+  SetIf(&run->linear_bias, r.Bool("add_bias_linear"));
+  {
+    auto hd = r.Num("hidden_dropout");
+    auto ad = r.Num("attention_dropout");
+    if (hd || ad) run->dropout = hd.value_or(0) > 0 || ad.value_or(0) > 0;
+  }
+  SetIf(&run->vocab, r.Int("padded_vocab_size"));
+  if (auto bf = r.Bool("bf16"); bf && *bf) run->precision = "bf16";
+  if (auto fp = r.Bool("fp16"); fp && *fp && !run->precision) run->precision = "fp16";
+  if (!run->precision && r.kv.count("bf16") && r.kv.count("fp16")) run->precision = "fp32";
+  SetIf(&run->zero, r.Int("zero_stage"));  // Megatron-DeepSpeed
+}
+
+void InterpretDeepSpeedConfig(const KvReader& r, LoggedRun* run) {
+  if (auto v = r.Int("train_batch_size")) SetIf(&run->global_batch, std::optional<int64_t>(*v));
+  if (auto v = r.Int("train_micro_batch_size_per_gpu")) {
+    SetIf(&run->micro_batch, std::optional<int64_t>(*v));
+  }
+  SetIf(&run->world_size, r.Int("world_size"));
+  SetIf(&run->zero, r.Int("zero_optimization_stage"));
+  if (!run->zero) {
+    if (auto zc = r.Str("zero_config")) {
+      static const std::regex kStage(R"(stage=(\d))");
+      std::smatch m;
+      if (std::regex_search(*zc, m, kStage)) run->zero = std::stoi(m[1].str());
+    }
+  }
+  if (r.Bool("bfloat16_enabled").value_or(false) || r.Bool("bf16_enabled").value_or(false)) {
+    run->precision = "bf16";
+  } else if (r.Bool("fp16_enabled").value_or(false) && !run->precision) {
+    run->precision = "fp16";
+  }
+}
+
+bool Contains(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+// Adds a step, one per step number (several ranks log the same step).
+void AddStep(LoggedRun* run, std::set<int64_t>* seen, LogStep s) {
+  if (s.iteration > 0) {
+    if (!seen->insert(s.iteration).second) return;
+  }
+  run->steps.push_back(s);
+}
+
+}  // namespace
+
+const char* LogFormatName(LogFormat f) {
+  switch (f) {
+    case LogFormat::kMegatron:
+      return "megatron";
+    case LogFormat::kMegatronDeepSpeed:
+      return "megatron-deepspeed";
+    case LogFormat::kDeepSpeed:
+      return "deepspeed";
+    case LogFormat::kTorchtitan:
+      return "torchtitan";
+    case LogFormat::kHfTrainer:
+      return "hf-trainer";
+  }
+  return "?";
+}
+
+Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& name) {
+  LoggedRun run;
+  const bool megatron = Contains(text, "elapsed time per iteration (ms)");
+  // NeMo 2 (Megatron-Core under Lightning) prints "train_step_timing in s: X"
+  // (its progress printer; "=X" in the progress bar of NeMo 1).
+  const bool nemo = Contains(text, "train_step_timing in s");
+  const bool titan = Contains(text, "tps:") && Contains(text, "step:");
+  const bool ds_rate = Contains(text, "SamplesPerSec=");
+  const bool hf = Contains(text, "train_runtime") || Contains(text, "train_steps_per_second");
+  // DeepSpeed ran: its engine's config print ("[config.py:NNN:print]"), its
+  // start-up banner ("DeepSpeed info:"), or Megatron-DeepSpeed's --deepspeed
+  // argument printed as True.
+  static const std::regex kDsArg(R"((?:^|\n)\s*deepspeed \.{2,}\s*True)");
+  const std::string whole(text);
+  const bool ds_marks = Contains(text, "[config.py:") || Contains(text, "DeepSpeed info:") ||
+                        std::regex_search(whole, kDsArg);
+  if (megatron || nemo) {
+    run.format = ds_marks ? LogFormat::kMegatronDeepSpeed : LogFormat::kMegatron;
+    run.unit = StepUnit::kSeconds;
+  } else if (titan) {
+    run.format = LogFormat::kTorchtitan;
+    run.unit = StepUnit::kTokensPerSecPerGpu;
+  } else if (ds_rate) {
+    run.format = LogFormat::kDeepSpeed;
+    run.unit = StepUnit::kSamplesPerSec;
+  } else if (hf) {
+    run.format = ds_marks ? LogFormat::kDeepSpeed : LogFormat::kHfTrainer;
+    run.unit = StepUnit::kSeconds;
+    run.whole_run_average = true;
+  } else {
+    return Status::InvalidArgument(
+        name +
+        ": no step time found: expected Megatron \"elapsed time per iteration (ms)\", "
+        "torchtitan \"step: ... tps:\", DeepSpeed \"SamplesPerSec=\" or Hugging Face "
+        "\"train_runtime\" lines");
+  }
+
+  const std::vector<Line> lines = SplitLines(text);
+  std::map<std::string, std::string> kv;
+  std::set<int> ranks;
+  int step_rank = -2;  // the rank whose step lines are read (-2 = none yet)
+  std::set<int64_t> seen;
+  int duplicates = 0;
+  int64_t ds_skipped = -1;  // DeepSpeed's running skipped count
+  bool ds_new_skip = false;
+  std::optional<int64_t> hf_total_steps;
+
+  static const std::regex kMegIter(
+      R"(iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.eE+-]+))");
+  static const std::regex kNemoStep(R"(train_step_timing in s[:=]\s*([0-9.eE+-]+))");
+  static const std::regex kNemoGlobalStep(R"(global_step[:=]\s*([0-9.]+))");
+  static const std::regex kNemoBatch(R"(global_batch_size[:=]\s*(\d+))");
+  static const std::regex kMegSkipped(R"(number of skipped iterations:\s*(\d+))");
+  static const std::regex kMegBatch(R"(global batch size:\s*(\d+))");
+  static const std::regex kWorld(R"(using world size:\s*(\d+))");
+  static const std::regex kTpSize(R"(tensor-model-parallel size:\s*(\d+))");
+  static const std::regex kPpSize(R"(pipeline-model-parallel size:\s*(\d+))");
+  static const std::regex kCpSize(R"((?:^|[^-])context-parallel size:\s*(\d+))");
+  static const std::regex kPaddedVocab(
+      R"(padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\))");
+  static const std::regex kTitanStep(R"(step:\s*(\d+)\s+loss:.*?tps:\s*([0-9,]+))");
+  static const std::regex kTitanStart(
+      R"(local batch size (\d+), global batch size (\d+), sequence length (\d+))");
+  static const std::regex kTitanMesh(
+      R"(Building \d-D device mesh with \[([^\]]*)\], \[([0-9, ]*)\])");
+  static const std::regex kTitanGpu(R"(GPU capacity: (.+?) \(\d+\) with)");
+  static const std::regex kDsStep(R"(step=(\d+), skipped=(\d+))");
+  static const std::regex kDsRate(
+      R"((?:global_step=(\d+),.*?CurrSamplesPerSec=([0-9.eE+-]+))|(?:(\d+)/(\d+), SamplesPerSec=([0-9.eE+-]+)))");
+  static const std::regex kHfNumber(
+      R"('(train_runtime|train_steps_per_second|train_samples_per_second)': ([0-9.eE+-]+))");
+  static const std::regex kHfBatch(
+      R"(Total train batch size \(w\. parallel, distributed & accumulation\) = ([0-9,]+))");
+  static const std::regex kHfSteps(R"(Total optimization steps = ([0-9,]+))");
+  static const std::regex kHfMicro(R"(Instantaneous batch size per device = ([0-9,]+))");
+
+  // Step lines are read from one rank: the first that logs one.
+  auto from_step_rank = [&](const Line& l) {
+    if (step_rank == -2) step_rank = l.rank;
+    return l.rank == step_rank;
+  };
+
+  for (const Line& l : lines) {
+    const std::string& s = l.text;
+    if (l.rank >= 0) ranks.insert(l.rank);
+    std::smatch m;
+    if (Contains(s, " ..")) ReadKeyValue(s, &kv);
+    switch (run.format) {
+      case LogFormat::kMegatron:
+      case LogFormat::kMegatronDeepSpeed: {
+        if (Contains(s, "train_step_timing in s") && std::regex_search(s, m, kNemoStep)) {
+          if (!from_step_rank(l)) break;
+          LogStep st;
+          st.value = std::stod(m[1].str());
+          std::smatch k;
+          if (std::regex_search(s, k, kNemoGlobalStep)) {
+            st.iteration = static_cast<int64_t>(std::stod(k[1].str()));
+          }
+          if (std::regex_search(s, k, kNemoBatch) && !run.global_batch) {
+            run.global_batch = std::stoll(k[1].str());
+          }
+          const size_t before = run.steps.size();
+          AddStep(&run, &seen, st);
+          duplicates += run.steps.size() == before;
+        } else if (Contains(s, "elapsed time per iteration") && std::regex_search(s, m, kMegIter)) {
+          if (!from_step_rank(l)) break;
+          LogStep st;
+          st.iteration = std::stoll(m[1].str());
+          st.value = std::stod(m[2].str()) / 1000.0;
+          std::smatch k;
+          if (std::regex_search(s, k, kMegSkipped)) st.skipped = std::stoi(k[1].str()) > 0;
+          if (std::regex_search(s, k, kMegBatch) && !run.global_batch) {
+            run.global_batch = std::stoll(k[1].str());
+          }
+          const size_t before = run.steps.size();
+          AddStep(&run, &seen, st);
+          duplicates += run.steps.size() == before;
+        } else if (Contains(s, "using world size") && std::regex_search(s, m, kWorld)) {
+          run.world_size = std::stoi(m[1].str());
+          std::smatch k;
+          if (std::regex_search(s, k, kTpSize)) run.tp = std::stoi(k[1].str());
+          if (std::regex_search(s, k, kPpSize)) run.pp = std::stoi(k[1].str());
+          if (std::regex_search(s, k, kCpSize)) run.cp = std::stoi(k[1].str());
+        } else if (Contains(s, "padded vocab") && std::regex_search(s, m, kPaddedVocab)) {
+          run.vocab = std::stoi(m[1].str());
+        }
+        break;
+      }
+      case LogFormat::kTorchtitan: {
+        if (Contains(s, "tps:") && std::regex_search(s, m, kTitanStep)) {
+          if (!from_step_rank(l)) break;
+          LogStep st;
+          st.iteration = std::stoll(m[1].str());
+          st.value = ToNumber(m[2].str()).value_or(0);
+          const size_t before = run.steps.size();
+          AddStep(&run, &seen, st);
+          duplicates += run.steps.size() == before;
+        } else if (Contains(s, "Training starts") && std::regex_search(s, m, kTitanStart)) {
+          run.micro_batch = std::stoll(m[1].str());
+          run.global_batch = std::stoll(m[2].str());
+          run.seq_len = std::stoi(m[3].str());
+        } else if (Contains(s, "device mesh") && std::regex_search(s, m, kTitanMesh)) {
+          // Mesh dimension names and sizes, outermost first.
+          static const std::regex kName(R"('([a-z_]+)')");
+          std::vector<std::string> names;
+          std::string ns = m[1].str();
+          for (std::sregex_iterator it(ns.begin(), ns.end(), kName), end; it != end; ++it) {
+            names.push_back((*it)[1].str());
+          }
+          std::vector<int> sizes;
+          for (const std::string& part : Split(m[2].str(), ',')) {
+            if (auto v = ToInt(Trim(part))) sizes.push_back(*v);
+          }
+          if (names.size() == sizes.size() && !sizes.empty()) {
+            int world = 1;
+            for (size_t i = 0; i < names.size(); ++i) {
+              world *= sizes[i];
+              if (names[i] == "tp") {
+                run.tp = sizes[i];
+                run.sp = sizes[i] > 1;  // torchtitan's TP always shards norms (SP)
+              } else if (names[i] == "pp") {
+                run.pp = sizes[i];
+              } else if (names[i] == "cp") {
+                run.cp = sizes[i];
+              } else if (names[i] == "dp_shard") {
+                run.zero = 3;  // FSDP2 full sharding over the shard group
+              }
+            }
+            if (!run.world_size) run.world_size = world;
+          }
+        } else if (Contains(s, "GPU capacity") && std::regex_search(s, m, kTitanGpu)) {
+          run.gpu_device = m[1].str();
+        }
+        break;
+      }
+      case LogFormat::kDeepSpeed: {
+        if (Contains(s, "skipped=") && std::regex_search(s, m, kDsStep)) {
+          const int64_t k = std::stoll(m[2].str());
+          if (ds_skipped >= 0 && k > ds_skipped) ds_new_skip = true;
+          ds_skipped = k;
+        } else if (Contains(s, "SamplesPerSec=") && std::regex_search(s, m, kDsRate)) {
+          if (!from_step_rank(l)) break;
+          LogStep st;
+          if (m[1].matched) {
+            st.iteration = std::stoll(m[1].str());
+            st.value = std::stod(m[2].str());
+          } else {
+            st.iteration = std::stoll(m[4].str());
+            st.value = std::stod(m[5].str());
+          }
+          st.skipped = ds_new_skip;
+          ds_new_skip = false;
+          const size_t before = run.steps.size();
+          AddStep(&run, &seen, st);
+          duplicates += run.steps.size() == before;
+        }
+        [[fallthrough]];
+      }
+      case LogFormat::kHfTrainer: {
+        if (!run.whole_run_average) break;
+        // The final metrics dict (TrainOutput(...) repeats it: not counted twice).
+        if (Contains(s, "'train_runtime'") && !Contains(s, "TrainOutput(") && from_step_rank(l)) {
+          std::optional<double> runtime, steps_per_s, samples_per_s;
+          for (std::sregex_iterator it(s.begin(), s.end(), kHfNumber), end; it != end; ++it) {
+            const std::string key = (*it)[1].str();
+            const double v = std::stod((*it)[2].str());
+            if (key == "train_runtime") runtime = v;
+            if (key == "train_steps_per_second") steps_per_s = v;
+            if (key == "train_samples_per_second") samples_per_s = v;
+          }
+          LogStep st;
+          if (steps_per_s && *steps_per_s > 0) {
+            st.value = 1.0 / *steps_per_s;
+          } else if (runtime && hf_total_steps && *hf_total_steps > 0) {
+            st.value = *runtime / static_cast<double>(*hf_total_steps);
+          } else if (samples_per_s && *samples_per_s > 0) {
+            st.value = -*samples_per_s;  // samples/s: resolved after the loop
+          }
+          if (st.value != 0) run.steps.push_back(st);
+        }
+        if (!Contains(s, " = ")) {
+          // Not a line of the "Running training" block.
+        } else if (std::regex_search(s, m, kHfBatch)) {
+          run.global_batch = static_cast<int64_t>(ToNumber(m[1].str()).value_or(0));
+        } else if (std::regex_search(s, m, kHfSteps)) {
+          hf_total_steps = static_cast<int64_t>(ToNumber(m[1].str()).value_or(0));
+        } else if (std::regex_search(s, m, kHfMicro)) {
+          run.micro_batch = static_cast<int64_t>(ToNumber(m[1].str()).value_or(0));
+        }
+        break;
+      }
+    }
+  }
+  // HF: a dict with only samples/s (Trainer before 4.7 had no steps/s).
+  if (run.whole_run_average) {
+    const bool any_rate = std::any_of(run.steps.begin(), run.steps.end(),
+                                      [](const LogStep& st) { return st.value < 0; });
+    const bool any_time = std::any_of(run.steps.begin(), run.steps.end(),
+                                      [](const LogStep& st) { return st.value > 0; });
+    if (any_rate && !any_time) {
+      // Trainer before 4.7 reported samples/s only (huggingface/transformers#11818).
+      run.unit = StepUnit::kSamplesPerSec;
+      for (LogStep& st : run.steps) st.value = -st.value;
+    } else if (any_rate) {
+      std::erase_if(run.steps, [](const LogStep& st) { return st.value < 0; });
+    }
+  }
+  const KvReader r{kv};
+  InterpretMegatronArgs(r, &run);
+  InterpretDeepSpeedConfig(r, &run);
+  run.ranks_seen = static_cast<int>(ranks.size());
+  if (duplicates > 0) {
+    run.notes.push_back(std::to_string(duplicates) +
+                        " repeated step line(s) (several ranks) counted once");
+  }
+  if (run.steps.empty()) {
+    return Status::InvalidArgument(name + ": reads as a " + LogFormatName(run.format) +
+                                   " log but holds no step figure");
+  }
+  return run;
+}
+
+Result<StepSummary> SummarizeSteps(const LoggedRun& run, const StepSummaryOptions& options) {
+  StepSummary sum;
+  std::vector<double> v;
+  for (const LogStep& s : run.steps) {
+    if (s.skipped) {
+      ++sum.skipped_dropped;
+      continue;
+    }
+    v.push_back(s.value);
+  }
+  const int warm = run.whole_run_average ? 0 : options.warmup_steps;
+  if (warm > 0 && static_cast<int>(v.size()) > warm) {
+    v.erase(v.begin(), v.begin() + warm);
+    sum.warmup_dropped = warm;
+  }
+  if (v.empty()) return Status::InvalidArgument("no step left after dropping skipped intervals");
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    const size_t n = x.size();
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+  };
+  const double med = median(v);
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  const double mad = 1.4826 * median(dev);
+  std::vector<double> kept;
+  for (double x : v) {
+    if (std::fabs(x - med) >
+        std::max(options.outlier_mads * mad, options.outlier_min_fraction * std::fabs(med))) {
+      ++sum.outliers_dropped;
+    } else {
+      kept.push_back(x);
+    }
+  }
+  sum.median = median(kept);
+  sum.used = static_cast<int>(kept.size());
+  return sum;
+}
+
+namespace {
+
+std::string Describe(const char* what, const std::string& value, const char* source) {
+  return std::string(what) + " " + value + " (" + source + ")";
+}
+
+// The preset with the log's architecture, if any.
+std::optional<std::string> MatchPreset(const LoggedRun& run) {
+  for (const std::string& n : ModelPresetNames()) {
+    auto m = ModelPreset(n);
+    if (!m.ok()) continue;
+    if (m->layers != *run.layers || m->hidden != *run.hidden || m->heads != *run.heads) continue;
+    if (m->kv_heads != run.kv_heads.value_or(*run.heads)) continue;
+    if (run.ffn_hidden && m->ffn_hidden != *run.ffn_hidden) continue;
+    if (run.swiglu && m->gated_ffn != *run.swiglu) continue;
+    return n;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
+                                  const StepSummaryOptions& options) {
+  LogRequest out;
+  auto& read = out.read_from_log;
+  auto& assumed = out.assumed;
+  Json req = Json::object();
+  Json training = Json::object();
+
+  // Framework.
+  Framework fw = Framework::kMegatron;
+  switch (run.format) {
+    case LogFormat::kMegatron:
+      fw = Framework::kMegatron;
+      break;
+    case LogFormat::kMegatronDeepSpeed:
+      fw = Framework::kMegatronDeepSpeed;
+      break;
+    case LogFormat::kDeepSpeed:
+      fw = Framework::kDeepSpeed;
+      break;
+    case LogFormat::kTorchtitan:
+      fw = Framework::kTorchtitan;
+      break;
+    case LogFormat::kHfTrainer:
+      fw = Framework::kFsdp;
+      break;
+  }
+  if (flags.framework) {
+    PT_ASSIGN_OR_RETURN(fw, ParseFramework(*flags.framework));
+    assumed.push_back(Describe("framework", FrameworkName(fw), "--framework") +
+                      "; the log reads as " + LogFormatName(run.format));
+  } else if (run.format == LogFormat::kHfTrainer) {
+    assumed.push_back(
+        std::string("framework fsdp: the Hugging Face Trainer's PyTorch stack "
+                    "(pass --framework deepspeed if it ran DeepSpeed)"));
+  } else {
+    read.push_back(std::string("framework ") + FrameworkName(fw) + " (" +
+                   LogFormatName(run.format) + " log format)");
+  }
+  out.framework = fw;
+  training["framework"] = FrameworkName(fw);
+
+  // Cluster: logs do not describe the cluster.
+  if (!flags.cluster) {
+    return Status::InvalidArgument("a log does not describe the cluster: pass --cluster");
+  }
+  req["cluster"] = *flags.cluster;
+  assumed.push_back(
+      "cluster " +
+      (flags.cluster->is_string() ? flags.cluster->get<std::string>() : std::string("from file")) +
+      " (--cluster)");
+  if (run.gpu_device) read.push_back("device " + *run.gpu_device + " (GPU capacity line)");
+
+  // GPUs.
+  if (run.world_size) {
+    req["gpus"] = *run.world_size;
+    read.push_back(Describe("gpus", std::to_string(*run.world_size), "world size"));
+    if (flags.gpus && *flags.gpus != *run.world_size) {
+      out.warnings.push_back("--gpus " + std::to_string(*flags.gpus) + " contradicts the log's " +
+                             std::to_string(*run.world_size) + "; the log wins");
+    }
+  } else if (flags.gpus) {
+    req["gpus"] = *flags.gpus;
+    assumed.push_back(Describe("gpus", std::to_string(*flags.gpus), "--gpus"));
+  } else {
+    return Status::InvalidArgument("the log does not state the GPU count: pass --gpus");
+  }
+  const int gpus = req["gpus"].get<int>();
+
+  // Model.
+  if (flags.model) {
+    req["model"] = *flags.model;
+    assumed.push_back(
+        "model " +
+        (flags.model->is_string() ? flags.model->get<std::string>() : std::string("from file")) +
+        " (--model)");
+    if (run.layers && run.hidden && run.heads) {
+      auto m = ResolveModel(*flags.model, "--model");
+      if (m.ok() &&
+          (m->layers != *run.layers || m->hidden != *run.hidden || m->heads != *run.heads)) {
+        out.warnings.push_back("--model has " + std::to_string(m->layers) + " layers, hidden " +
+                               std::to_string(m->hidden) + ", " + std::to_string(m->heads) +
+                               " heads; the log states " + std::to_string(*run.layers) + ", " +
+                               std::to_string(*run.hidden) + ", " + std::to_string(*run.heads) +
+                               "; --model is used");
+      }
+    }
+  } else if (run.layers && run.hidden && run.heads) {
+    const std::string arch =
+        std::to_string(*run.layers) + " layers, hidden " + std::to_string(*run.hidden) + ", " +
+        std::to_string(*run.heads) + " heads" +
+        (run.kv_heads ? ", " + std::to_string(*run.kv_heads) + " kv heads" : "");
+    if (auto preset = MatchPreset(run)) {
+      req["model"] = *preset;
+      read.push_back("model " + *preset + " (the preset with the log's " + arch + ")");
+    } else {
+      Json m = Json::object();
+      m["name"] = "from-log";
+      m["layers"] = *run.layers;
+      m["hidden"] = *run.hidden;
+      m["heads"] = *run.heads;
+      m["kv_heads"] = run.kv_heads.value_or(*run.heads);
+      if (run.ffn_hidden) {
+        m["ffn_hidden"] = *run.ffn_hidden;
+      } else {
+        assumed.push_back("ffn_hidden 4 x hidden (not in the log)");
+      }
+      if (run.vocab) {
+        m["vocab"] = *run.vocab;
+      } else {
+        // GPT-2 BPE (Radford et al. 2019), Megatron's GPT default tokenizer.
+        m["vocab"] = 50257;
+        assumed.push_back("vocab 50257, GPT-2 BPE (not in the log; pass --model for another)");
+      }
+      m["gated_ffn"] = run.swiglu.value_or(false);
+      m["tied_embeddings"] = !run.untied_embeddings.value_or(false);
+      m["dropout"] = run.dropout.value_or(false);
+      m["linear_bias"] = run.linear_bias.value_or(true);
+      m["norm"] = run.rmsnorm.value_or(false) ? "rmsnorm" : "layernorm";
+      if (run.max_positions) m["max_seq_len"] = *run.max_positions;
+      req["model"] = m;
+      read.push_back("model built from the log's arguments (" + arch + ")");
+    }
+  } else {
+    return Status::InvalidArgument(
+        "the log does not state the model's architecture: pass --model (a preset or a file)");
+  }
+
+  // Batch and sequence.
+  if (run.global_batch) {
+    training["global_batch"] = *run.global_batch;
+    read.push_back(Describe("global batch", std::to_string(*run.global_batch), "log"));
+    if (flags.global_batch && *flags.global_batch != *run.global_batch) {
+      out.warnings.push_back("--global-batch contradicts the log; the log wins");
+    }
+  } else if (flags.global_batch) {
+    training["global_batch"] = *flags.global_batch;
+    assumed.push_back(
+        Describe("global batch", std::to_string(*flags.global_batch), "--global-batch"));
+  } else {
+    return Status::InvalidArgument("the log does not state the global batch: pass --global-batch");
+  }
+  if (run.seq_len) {
+    training["seq_len"] = *run.seq_len;
+    read.push_back(Describe("seq", std::to_string(*run.seq_len), "log"));
+  } else if (flags.seq_len) {
+    training["seq_len"] = *flags.seq_len;
+    assumed.push_back(Describe("seq", std::to_string(*flags.seq_len), "--seq"));
+  } else {
+    assumed.push_back("seq: the model's context length (not in the log; --seq)");
+  }
+  if (run.precision) {
+    training["precision"] = *run.precision;
+    read.push_back("precision " + *run.precision + " (log)");
+  } else if (flags.precision) {
+    training["precision"] = *flags.precision;
+    assumed.push_back(Describe("precision", *flags.precision, "--precision"));
+  } else {
+    assumed.push_back("precision: the GPU's best (not in the log; --precision)");
+  }
+  if (flags.attention) training["attention"] = *flags.attention;
+  req["training"] = training;
+
+  // Configuration: the log's statements, then --config for the rest.
+  Json config = Json::object();
+  auto put = [&](const char* key, const Json& v, const char* what) {
+    config[key] = v;
+    read.push_back(std::string(key) + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) +
+                   " (" + what + ")");
+  };
+  if (run.tp) put("tp", *run.tp, "tensor parallel size");
+  if (run.pp) put("pp", *run.pp, "pipeline parallel size");
+  if (run.vpp && *run.vpp > 1) put("vpp", *run.vpp, "virtual pipeline stages");
+  if (run.cp) put("cp", *run.cp, "context parallel size");
+  if (run.sp) put("sp", *run.sp, "sequence_parallel");
+  if (run.micro_batch) put("mbs", *run.micro_batch, "micro batch size");
+  if (run.recompute) put("recompute", *run.recompute, "recompute setting");
+  if (run.distributed_optimizer)
+    put("distributed_optimizer", *run.distributed_optimizer, "use_distributed_optimizer");
+  if (run.zero) {
+    if (run.format == LogFormat::kTorchtitan) {
+      // FSDP2's shard group is the planner's gz: the data ranks of the mesh.
+      const int rest = run.tp.value_or(1) * run.pp.value_or(1) * run.cp.value_or(1);
+      if (rest > 0 && gpus % rest == 0) put("gz", gpus / rest, "dp_shard mesh dimension");
+    } else {
+      put("zero", *run.zero, "ZeRO stage");
+    }
+  }
+  bool overlaps_stated = false;
+  if (run.overlap_grad_reduce)
+    put("overlap_grad_reduce", *run.overlap_grad_reduce, "log"), overlaps_stated = true;
+  if (run.overlap_param_gather)
+    put("overlap_param_gather", *run.overlap_param_gather, "log"), overlaps_stated = true;
+  if (run.tp_comm_overlap)
+    put("tp_comm_overlap", *run.tp_comm_overlap, "log"), overlaps_stated = true;
+  if (flags.config) {
+    for (auto it = flags.config->begin(); it != flags.config->end(); ++it) {
+      if (config.contains(it.key())) {
+        if (config[it.key()] != it.value()) {
+          out.warnings.push_back("--config " + it.key() + "=" + it.value().dump() +
+                                 " contradicts the log's " + config[it.key()].dump() +
+                                 "; the log wins");
+        }
+        continue;
+      }
+      config[it.key()] = it.value();
+      assumed.push_back(it.key() + "=" + it.value().dump() + " (--config)");
+      if (it.key() == "overlap_grad_reduce" || it.key() == "overlap_param_gather" ||
+          it.key() == "tp_comm_overlap" || it.key() == "oar" || it.key() == "ors" ||
+          it.key() == "oag" || it.key() == "overlap_p2p") {
+        overlaps_stated = true;
+      }
+    }
+  }
+  PT_ASSIGN_OR_RETURN(ParallelConfig pc, ParseConfig(config, "/config", gpus));
+  if (!overlaps_stated) {
+    ApplyFrameworkOverlaps(FrameworkPreset(fw).support, &pc);
+    assumed.push_back(std::string("overlaps: ") + FrameworkName(fw) +
+                      "'s defaults (the log states none)");
+  }
+  req["config"] = Json::parse(ConfigToJson(pc).dump());
+  out.request = req;
+
+  // Measured time.
+  PT_ASSIGN_OR_RETURN(out.summary, SummarizeSteps(run, options));
+  const double med = out.summary.median;
+  switch (run.unit) {
+    case StepUnit::kSeconds:
+      out.measured_iteration_s = med;
+      break;
+    case StepUnit::kSamplesPerSec:
+      out.measured_iteration_s = static_cast<double>(training["global_batch"].get<int64_t>()) / med;
+      assumed.push_back("iteration time = global batch / samples per second");
+      break;
+    case StepUnit::kTokensPerSecPerGpu: {
+      PT_ASSIGN_OR_RETURN(PredictRequest pr, ParsePredictRequest(req));
+      out.measured_iteration_s = static_cast<double>(pr.job.training.global_batch) *
+                                 pr.job.training.seq_len / (med * gpus);
+      read.push_back("iteration time = global batch x seq / (tps x gpus)");
+      break;
+    }
+  }
+  if (run.whole_run_average) {
+    assumed.push_back("the whole run's average (train_runtime): warm-up is inside it");
+  }
+  if (!(out.measured_iteration_s > 0) || !std::isfinite(out.measured_iteration_s)) {
+    return Status::InvalidArgument("the log's step figures give no positive iteration time");
+  }
+  return out;
+}
+
+double PredictIterationSeconds(const PredictRequest& r) {
+  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+  return cm.Predict(r.config).iteration_time_s;
+}
+
+namespace {
+
+double PredictScaled(const PredictRequest& r, double s) {
+  PredictRequest q = r;
+  topology::ClusterSpec& c = q.job.cluster;
+  c.framework_corrections.clear();
+  c.corrections.compute *= s;
+  c.corrections.communication *= s;
+  c.corrections.memory_bound *= s;
+  return PredictIterationSeconds(q);
+}
+
+}  // namespace
+
+Result<LogCalibrationFit> FitLogCalibration(const std::vector<LogCalibrationRun>& runs) {
+  constexpr double kLo = 0.06, kHi = 19.0;  // inside the cluster parser's (0.05, 20)
+  LogCalibrationFit fit;
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> keys;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PredictRequest& r = runs[i].request;
+    const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+    if (Status s = ValidateConfig(cm, r.config); !s.ok()) return s.WithContext(runs[i].label);
+    if (!(runs[i].measured_iteration_s > 0)) {
+      return Status::InvalidArgument(runs[i].label + ": no positive measured iteration time");
+    }
+    keys[{FrameworkName(r.job.training.framework), r.job.cluster.gpu.name}].push_back(i);
+    fit.predicted_before_s.push_back(PredictIterationSeconds(r));
+  }
+  if (runs.empty()) return Status::InvalidArgument("no run to calibrate on");
+  fit.predicted_after_s = fit.predicted_before_s;
+  for (const auto& [key, idx] : keys) {
+    double lo = 1e-300, hi = 1e300;
+    for (size_t i : idx) {
+      const auto& c = runs[i].request.job.cluster.corrections;
+      for (double f : {c.compute, c.communication, c.memory_bound}) {
+        lo = std::max(lo, kLo / f);
+        hi = std::min(hi, kHi / f);
+      }
+    }
+    auto cost = [&](double s) {
+      double j = 0;
+      for (size_t i : idx) {
+        const double e = (PredictScaled(runs[i].request, s) - runs[i].measured_iteration_s) /
+                         runs[i].measured_iteration_s;
+        j += e * e;
+      }
+      return j;
+    };
+    // A log grid, then golden section between the best point's neighbours.
+    constexpr int kGrid = 97;
+    const double llo = std::log(lo), lhi = std::log(hi);
+    int best = 0;
+    double best_j = std::numeric_limits<double>::infinity();
+    std::vector<double> grid(kGrid);
+    for (int g = 0; g < kGrid; ++g) {
+      grid[static_cast<size_t>(g)] = llo + (lhi - llo) * g / (kGrid - 1);
+      const double j = cost(std::exp(grid[static_cast<size_t>(g)]));
+      if (j < best_j) {
+        best_j = j;
+        best = g;
+      }
+    }
+    double a = grid[static_cast<size_t>(std::max(0, best - 1))];
+    double b = grid[static_cast<size_t>(std::min(kGrid - 1, best + 1))];
+    const double phi = (std::sqrt(5.0) - 1) / 2;
+    double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+    double f1 = cost(std::exp(x1)), f2 = cost(std::exp(x2));
+    while (b - a > 1e-7) {
+      if (f1 < f2) {
+        b = x2;
+        x2 = x1;
+        f2 = f1;
+        x1 = b - phi * (b - a);
+        f1 = cost(std::exp(x1));
+      } else {
+        a = x1;
+        x1 = x2;
+        f1 = f2;
+        x2 = a + phi * (b - a);
+        f2 = cost(std::exp(x2));
+      }
+    }
+    double s = std::exp(0.5 * (a + b));
+    if (cost(std::exp(grid[static_cast<size_t>(best)])) < cost(s)) {
+      s = std::exp(grid[static_cast<size_t>(best)]);
+    }
+    LogCalibrationEntry e;
+    e.framework = key.first;
+    e.gpu = key.second;
+    e.scale = s;
+    e.runs = idx;
+    e.at_bound = s <= lo * (1 + 1e-6) || s >= hi * (1 - 1e-6);
+    const auto& base = runs[idx.front()].request.job.cluster.corrections;
+    e.factors.compute = base.compute * s;
+    e.factors.communication = base.communication * s;
+    e.factors.memory_bound = base.memory_bound * s;
+    for (size_t i : idx) {
+      const double m = runs[i].measured_iteration_s;
+      fit.predicted_after_s[i] = PredictScaled(runs[i].request, s);
+      e.error_before += std::fabs(fit.predicted_before_s[i] - m) / m;
+      e.error_after += std::fabs(fit.predicted_after_s[i] - m) / m;
+    }
+    e.error_before /= static_cast<double>(idx.size());
+    e.error_after /= static_cast<double>(idx.size());
+    e.factors.residual = e.error_after;
+    fit.entries.push_back(std::move(e));
+  }
+  return fit;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,372 @@
+// Training-log readers and the per framework x GPU calibration
+// (planner/logs.h). The logs under tests/planner/data/logs/ are excerpts of
+// real published logs; each file's header names the GitHub thread it quotes.
+// Expected values are the figures printed in those lines.
+#include "planner/logs.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "planner/config.h"
+#include "planner/cost_model.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+namespace {
+
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/planner/data/logs/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+LoggedRun Parse(const std::string& name) {
+  auto r = ParseTrainingLog(ReadData(name), name);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : LoggedRun{};
+}
+
+bool Mentions(const std::vector<std::string>& lines, const std::string& what) {
+  for (const std::string& l : lines) {
+    if (l.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(LogsTest, MegatronArgumentsBlockAndSkippedIterations) {
+  const LoggedRun run = Parse("megatron_args_block.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);
+  EXPECT_EQ(run.unit, StepUnit::kSeconds);
+  // "using world size: 4, ..., tensor-model-parallel size: 2, pipeline-model-parallel size: 1"
+  EXPECT_EQ(run.world_size, 4);
+  EXPECT_EQ(run.tp, 2);
+  EXPECT_EQ(run.pp, 1);
+  // The arguments block.
+  EXPECT_EQ(run.layers, 32);
+  EXPECT_EQ(run.hidden, 1024);
+  EXPECT_EQ(run.seq_len, 1024);
+  EXPECT_EQ(run.sp, false);
+  EXPECT_EQ(run.recompute, "none");  // recompute_granularity None
+  EXPECT_EQ(run.precision, "fp16");
+  EXPECT_FALSE(run.heads.has_value());  // not in the quoted lines
+  EXPECT_FALSE(run.vpp.has_value());    // num_layers_per_virtual_pipeline_stage None
+  // The iteration lines: the measured interval's batch (4) is what ran.
+  EXPECT_EQ(run.global_batch, 4);
+  ASSERT_EQ(run.steps.size(), 2u);
+  EXPECT_EQ(run.steps[0].iteration, 10);
+  EXPECT_TRUE(run.steps[0].skipped);  // "number of skipped iterations:  10"
+  EXPECT_DOUBLE_EQ(run.steps[0].value, 0.3562);
+  EXPECT_FALSE(run.steps[1].skipped);
+  EXPECT_DOUBLE_EQ(run.steps[1].value, 0.1406);
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  // The skipped interval goes; the one left is not dropped as warm-up.
+  EXPECT_EQ(sum->skipped_dropped, 1);
+  EXPECT_EQ(sum->warmup_dropped, 0);
+  EXPECT_DOUBLE_EQ(sum->median, 0.1406);
+}
+
+TEST(LogsTest, MegatronWithoutArgumentsTakesTheConfigurationFromFlags) {
+  const LoggedRun run = Parse("megatron_no_args.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);
+  EXPECT_FALSE(run.layers.has_value());
+  EXPECT_EQ(run.global_batch, 1024);
+  ASSERT_EQ(run.steps.size(), 4u);
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->warmup_dropped, 1);  // iteration 122
+  EXPECT_EQ(sum->used, 3);
+  EXPECT_DOUBLE_EQ(sum->median, 89.0752);  // median of 87871.6, 89474.8, 89075.2 ms
+
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  auto missing = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--gpus"), std::string::npos);
+  flags.gpus = 512;
+  missing = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--model"), std::string::npos);
+
+  flags.model = Json("llama2-70b");
+  flags.seq_len = 4096;
+  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_DOUBLE_EQ(lr->measured_iteration_s, 89.0752);
+  EXPECT_EQ(lr->framework, Framework::kMegatron);
+  EXPECT_TRUE(Mentions(lr->read_from_log, "global batch 1024"));
+  EXPECT_TRUE(Mentions(lr->assumed, "gpus 512 (--gpus)"));
+  EXPECT_TRUE(Mentions(lr->assumed, "model llama2-70b (--model)"));
+  EXPECT_TRUE(Mentions(lr->assumed, "tp=8 (--config)"));
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->job.gpus, 512);
+  EXPECT_EQ(req->config.gy, 8);
+  EXPECT_EQ(req->config.pp, 8);
+  EXPECT_EQ(req->config.gdata, 8);
+}
+
+TEST(LogsTest, NemoTwoStepTimingLines) {
+  const LoggedRun run = Parse("nemo2_steps.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);  // NeMo runs Megatron-Core
+  EXPECT_EQ(run.unit, StepUnit::kSeconds);
+  EXPECT_EQ(run.global_batch, 1);
+  ASSERT_EQ(run.steps.size(), 6u);
+  EXPECT_EQ(run.steps[0].iteration, 120);
+  EXPECT_DOUBLE_EQ(run.steps[0].value, 0.03146);
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->warmup_dropped, 1);
+  // 0.03163 0.03215 0.03157 0.0317 0.03147: 0.03215 is 5 scaled MADs out but
+  // only 1.6 % above the median: not an outlier.
+  EXPECT_EQ(sum->outliers_dropped, 0);
+  EXPECT_DOUBLE_EQ(sum->median, 0.03163);
+}
+
+TEST(LogsTest, TorchtitanRankPrefixedLines) {
+  const LoggedRun run = Parse("torchtitan_rank0.log");
+  EXPECT_EQ(run.format, LogFormat::kTorchtitan);
+  EXPECT_EQ(run.unit, StepUnit::kTokensPerSecPerGpu);
+  EXPECT_EQ(run.ranks_seen, 1);
+  ASSERT_EQ(run.steps.size(), 8u);
+  EXPECT_EQ(run.steps.front().iteration, 14);
+  EXPECT_DOUBLE_EQ(run.steps.front().value, 7282);  // "tps: 7,282"
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->warmup_dropped, 1);
+  EXPECT_DOUBLE_EQ(sum->median, 7309);  // steps 15-21
+  // tps is per device: iteration = global batch x seq / (tps x gpus).
+  LogFlags flags;
+  flags.cluster = Json("dgx-h100");
+  flags.model = Json("llama3-8b");
+  flags.gpus = 8;
+  flags.global_batch = 8;
+  flags.seq_len = 2048;
+  flags.config = Json{{"gz", 8}};
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_NEAR(lr->measured_iteration_s, 8.0 * 2048 / (7309.0 * 8), 1e-12);
+}
+
+TEST(LogsTest, TorchtitanInterleavedRanksCountAStepOnce) {
+  const LoggedRun run = Parse("torchtitan_interleaved.log");
+  ASSERT_EQ(run.steps.size(), 2u);  // step 4 logged by seven ranks, step 5 once
+  EXPECT_EQ(run.steps[0].iteration, 4);
+  EXPECT_DOUBLE_EQ(run.steps[0].value, 10050);  // the first rank's line
+  EXPECT_EQ(run.steps[1].iteration, 5);
+  EXPECT_DOUBLE_EQ(run.steps[1].value, 10007);
+  EXPECT_TRUE(Mentions(run.notes, "6 repeated step line(s)"));
+}
+
+TEST(LogsTest, DeepSpeedThroughputLines) {
+  const LoggedRun run = Parse("deepspeed_steps.log");
+  EXPECT_EQ(run.format, LogFormat::kDeepSpeed);
+  EXPECT_EQ(run.unit, StepUnit::kSamplesPerSec);
+  ASSERT_EQ(run.steps.size(), 2u);
+  EXPECT_EQ(run.steps[0].iteration, 40);
+  EXPECT_DOUBLE_EQ(run.steps[0].value, 83.48609168106144);
+  EXPECT_FALSE(run.steps[1].skipped);  // skipped=2 at both steps: none new
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_DOUBLE_EQ(sum->median, 83.73838805358588);
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  flags.model = Json("gpt3-1.3b");
+  flags.gpus = 8;
+  flags.global_batch = 64;
+  flags.config = Json{{"zero", 2}};
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->framework, Framework::kDeepSpeed);
+  EXPECT_DOUBLE_EQ(lr->measured_iteration_s, 64 / 83.73838805358588);
+}
+
+TEST(LogsTest, HuggingFaceTrainerWholeRunFigures) {
+  const LoggedRun run = Parse("hf_trainer.log");
+  EXPECT_EQ(run.format, LogFormat::kHfTrainer);
+  EXPECT_TRUE(run.whole_run_average);
+  // Trainer 4.4 printed no steps/s; with "Total optimization steps = 203"
+  // the step time is train_runtime / 203.
+  EXPECT_EQ(run.unit, StepUnit::kSeconds);
+  EXPECT_EQ(run.global_batch, 10);
+  EXPECT_EQ(run.micro_batch, 10);
+  ASSERT_EQ(run.steps.size(), 3u);
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->warmup_dropped, 0);  // warm-up is inside a whole-run figure
+  EXPECT_DOUBLE_EQ(sum->median, 21.6148 / 203);
+
+  // Without the steps line only samples/s is left: iteration = batch / rate.
+  std::string text = ReadData("hf_trainer.log");
+  text.erase(text.find("[INFO|trainer.py:1162]"),
+             text.find("{'train_runtime'") - text.find("[INFO|trainer.py:1162]"));
+  auto rate = ParseTrainingLog(text, "hf");
+  ASSERT_TRUE(rate.ok());
+  EXPECT_EQ(rate->unit, StepUnit::kSamplesPerSec);
+  auto rs = SummarizeSteps(*rate, StepSummaryOptions{});
+  ASSERT_TRUE(rs.ok());
+  EXPECT_DOUBLE_EQ(rs->median, 5.783);
+}
+
+// The model of a log with an arguments block: the preset with its
+// architecture, else one built from it (what it lacks listed as assumed).
+TEST(LogsTest, ModelFromTheArgumentsBlock) {
+  LoggedRun run;
+  run.steps.push_back({10, 1.0, false});
+  run.steps.push_back({20, 1.0, false});
+  run.world_size = 8;
+  run.global_batch = 64;
+  run.seq_len = 4096;
+  // Llama 2 7B (Touvron et al. 2023, Table 1 / its config.json): 32 layers,
+  // hidden 4096, 32 heads, SwiGLU FFN 11008.
+  run.layers = 32;
+  run.hidden = 4096;
+  run.heads = 32;
+  run.ffn_hidden = 11008;
+  run.swiglu = true;
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->request["model"], "llama2-7b");
+  EXPECT_TRUE(Mentions(lr->read_from_log, "model llama2-7b"));
+  // An architecture no preset has: built from the log, vocab assumed.
+  run.layers = 7;
+  lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  ASSERT_TRUE(lr->request["model"].is_object());
+  EXPECT_EQ(lr->request["model"]["layers"], 7);
+  EXPECT_EQ(lr->request["model"]["ffn_hidden"], 11008);
+  EXPECT_EQ(lr->request["model"]["gated_ffn"], true);
+  EXPECT_TRUE(Mentions(lr->assumed, "vocab 50257"));
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->job.model.vocab, 50257);
+  // A flag that contradicts the log: a warning, the log wins.
+  flags.gpus = 16;
+  lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(lr->request["gpus"], 8);
+  EXPECT_TRUE(Mentions(lr->warnings, "--gpus 16 contradicts"));
+}
+
+TEST(LogsTest, UnknownTextIsRefused) {
+  auto r = ParseTrainingLog("epoch 1 done\nloss 2.3\n", "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("x.log"), std::string::npos);
+}
+
+TEST(LogsTest, OutliersAreDroppedFromTheMedianAndSkippedSteps) {
+  LoggedRun run;
+  for (int i = 1; i <= 9; ++i) run.steps.push_back({i, 1.0 + 0.01 * (i % 3), false});
+  run.steps.push_back({10, 12.0, false});  // a checkpoint save
+  run.steps.push_back({11, 50.0, true});   // an overflow interval
+  auto sum = SummarizeSteps(run, StepSummaryOptions{});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->outliers_dropped, 1);
+  EXPECT_EQ(sum->skipped_dropped, 1);
+  EXPECT_LT(sum->median, 1.03);
+}
+
+TEST(LogsTest, FrameworkCorrectionsSurviveTheClusterJson) {
+  auto c = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  topology::ClusterSpec::FrameworkCorrections e;
+  e.framework = "torchtitan";
+  e.gpu = c->gpu.name;
+  e.corrections.compute = 1.3;
+  e.corrections.communication = 1.3;
+  e.corrections.memory_bound = 1.3;
+  e.corrections.residual = 0.02;
+  c->framework_corrections.push_back(e);
+  auto back = topology::ParseClusterSpec(topology::ClusterSpecToJson(*c), "");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->framework_corrections.size(), 1u);
+  EXPECT_EQ(back->framework_corrections[0], e);
+  // Not part of the fingerprint: the cluster is the same hardware.
+  auto plain = topology::ClusterPreset("dgx-h100");
+  EXPECT_EQ(topology::Fingerprint(*back), topology::Fingerprint(*plain));
+}
+
+// Calibrating on one log reproduces it within 5 % and changes nothing for
+// another framework or another GPU.
+TEST(LogsTest, CalibrationReproducesTheRunAndStaysInItsKey) {
+  const LoggedRun run = Parse("megatron_no_args.log");
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  flags.model = Json("llama2-70b");
+  flags.gpus = 512;
+  flags.seq_len = 4096;
+  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok());
+  const double measured = lr->measured_iteration_s;
+  const double before = PredictIterationSeconds(*req);
+  ASSERT_GT(std::fabs(before - measured) / measured, 0.05) << "the test needs an error to fix";
+
+  auto fit = FitLogCalibration({{"megatron_no_args.log", *req, measured}});
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  ASSERT_EQ(fit->entries.size(), 1u);
+  const LogCalibrationEntry& e = fit->entries[0];
+  EXPECT_EQ(e.framework, "megatron");
+  EXPECT_EQ(e.gpu, "a100-80gb");
+  EXPECT_FALSE(e.at_bound);
+  EXPECT_NEAR(fit->predicted_after_s[0], measured, 0.05 * measured);
+  EXPECT_LT(e.error_after, 0.05);
+  EXPECT_DOUBLE_EQ(e.error_before, std::fabs(before - measured) / measured);
+
+  // The entry applied the way the planner applies it (a cluster with
+  // framework_corrections; the CostModel picks its key).
+  topology::ClusterSpec::FrameworkCorrections fc{e.framework, e.gpu, e.factors};
+  PredictRequest calibrated = *req;
+  calibrated.job.cluster.framework_corrections.push_back(fc);
+  EXPECT_NEAR(PredictIterationSeconds(calibrated), measured, 0.05 * measured);
+
+  // Another framework on the same cluster: unchanged.
+  PredictRequest other_fw = calibrated;
+  other_fw.job.training.framework = Framework::kMegatronDeepSpeed;
+  other_fw.config.sp = false;
+  PredictRequest other_fw_plain = other_fw;
+  other_fw_plain.job.cluster.framework_corrections.clear();
+  EXPECT_DOUBLE_EQ(PredictIterationSeconds(other_fw), PredictIterationSeconds(other_fw_plain));
+
+  // The same framework on another GPU: unchanged.
+  auto h100 = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(h100.ok());
+  PredictRequest other_gpu = *req;
+  other_gpu.job.cluster = *h100;
+  PredictRequest other_gpu_entry = other_gpu;
+  other_gpu_entry.job.cluster.framework_corrections.push_back(fc);
+  EXPECT_DOUBLE_EQ(PredictIterationSeconds(other_gpu_entry), PredictIterationSeconds(other_gpu));
+}
+
+// Two runs of one key: least squares between them; each key fitted alone.
+TEST(LogsTest, SeveralRunsAreFittedInTheLeastSquaresSense) {
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  flags.model = Json("llama2-70b");
+  flags.gpus = 512;
+  flags.seq_len = 4096;
+  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
+  auto lr = RequestFromLog(Parse("megatron_no_args.log"), flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok());
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok());
+  const double m = lr->measured_iteration_s;
+  // The same run logged twice, 10 % apart: the fit lands between them.
+  auto fit = FitLogCalibration({{"a", *req, m}, {"b", *req, 1.1 * m}});
+  ASSERT_TRUE(fit.ok());
+  ASSERT_EQ(fit->entries.size(), 1u);
+  EXPECT_EQ(fit->entries[0].runs.size(), 2u);
+  EXPECT_GT(fit->predicted_after_s[0], m);
+  EXPECT_LT(fit->predicted_after_s[0], 1.1 * m);
+}
+
+}  // namespace
+}  // namespace paratune::planner
