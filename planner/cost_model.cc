@@ -817,7 +817,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   if (placed.host_bytes > 0 || host_act > 0 || c.offload_optimizer || c.offload_param) {
     HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
   } else {
-    mem.host_usable_GiB = cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
+    mem.host_usable_GiB =
+        cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
   }
   return mem;
 }

@@ -52,10 +52,21 @@ bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
 
 constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
                                     "cp", "zero", "mbs"};
-constexpr const char* kBoolKeys[] = {"sp", "distributed_optimizer", "qwz", "hpz", "qgz",
-                                     "offload_optimizer", "offload_param", "oar", "ors", "oag",
-                                     "overlap_grad_reduce", "overlap_param_gather",
-                                     "tp_comm_overlap", "overlap_p2p", "uneven_pp"};
+constexpr const char* kBoolKeys[] = {"sp",
+                                     "distributed_optimizer",
+                                     "qwz",
+                                     "hpz",
+                                     "qgz",
+                                     "offload_optimizer",
+                                     "offload_param",
+                                     "oar",
+                                     "ors",
+                                     "oag",
+                                     "overlap_grad_reduce",
+                                     "overlap_param_gather",
+                                     "tp_comm_overlap",
+                                     "overlap_p2p",
+                                     "uneven_pp"};
 
 bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
   return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;

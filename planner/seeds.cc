@@ -167,7 +167,8 @@ Result<SeedSide> Longest(Json request, const Space& sp, std::string* config_at_m
     auto job = MakeJob(request);
     if (!job.ok()) return job.status();
     const int64_t chunk = job->training.fpdt_chunk_tokens;
-    for (int64_t n = (lo / chunk + 1) * chunk; lo >= chunk && n <= (int64_t{16} << 20); n += chunk) {
+    for (int64_t n = (lo / chunk + 1) * chunk; lo >= chunk && n <= (int64_t{16} << 20);
+         n += chunk) {
       Candidate c;
       auto ok = fits(n, false, &c);
       if (!ok.ok()) return ok.status();
