@@ -814,25 +814,20 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
       mem.reserved_GiB += n * per_layer;
     }
   }
-  if (placed.host_bytes > 0 || host_act > 0 || c.offload_optimizer || c.offload_param) {
-    HostMemory(c, placed.host_bytes, host_act * st.first * in_flight * interleave, &mem);
-  } else {
-    mem.host_usable_GiB =
-        cluster_.host_memory_GiB * (1.0 - training_.headroom);  // nothing kept there
-  }
+  HostMemory(c, placed.host_bytes + host_act * st.first * in_flight * interleave, &mem);
   return mem;
 }
 
-void CostModel::HostMemory(const ParallelConfig& c, double states_bytes, double chunks_bytes,
-                           MemoryBreakdown* mem) const {
+void CostModel::HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const {
   // Every rank of the node keeps its own partitions and chunks in the node's
   // DRAM; the OS, page cache and the ranks' own process memory are left to
   // the headroom. Offloading needs both host figures: capacity to hold the
   // states, DRAM bandwidth to run the CPU Adam step.
-  mem->offloads = c.offload_optimizer || c.offload_param;
-  mem->host_per_gpu_GiB = (states_bytes + chunks_bytes) / kGiB;
+  const bool offloads = c.offload_optimizer || c.offload_param;
+  if (offloads) mem->offloads = true;
+  mem->host_per_gpu_GiB = host_bytes * (1.0 / kGiB);
   mem->host_node_GiB = mem->host_per_gpu_GiB * RanksPerNode();
-  const bool costable = !mem->offloads || cluster_.host_memory_GBps > 0;
+  const bool costable = !offloads || cluster_.host_memory_GBps > 0;
   mem->host_usable_GiB = costable ? cluster_.host_memory_GiB * (1.0 - training_.headroom) : 0.0;
 }
 

@@ -229,10 +229,9 @@ class CostModel {
   };
   OffloadStep OffloadStepSeconds(const ParallelConfig& c, double psi, int nd, int64_t n_mb,
                                  double bwd_window_s) const;
-  // Fills mem's host fields: `states_bytes` of offloaded model states and
-  // `chunks_bytes` of FPDT chunks kept in host memory by this rank.
-  void HostMemory(const ParallelConfig& c, double states_bytes, double chunks_bytes,
-                  MemoryBreakdown* mem) const;
+  // Fills mem's host fields from `host_bytes` this rank keeps in host memory
+  // (offloaded model states and FPDT chunks).
+  void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;
   // Ranks of this job on one node: min(gpus, gpus_per_node).
   int RanksPerNode() const;
 
