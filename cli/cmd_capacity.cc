@@ -24,6 +24,13 @@ sequence per data-parallel replica, micro-batch 1), and the largest built-in
 model that fits at --seq (default: the model's context length). Only memory
 is modelled here; use `paratune plan` for the speed at that length.
 
+Memory is GPU memory and, where the cluster states it (host_memory_GiB),
+host memory: configurations may offload the optimizer and parameters to the
+host (ZeRO-Offload/Infinity, DeepSpeed spaces) and FPDT keeps all but two
+sequence chunks there. "binds" names what stops a longer sequence:
+gpu_memory, host_memory (it would fit with unlimited host memory), or max_seq
+(--max-seq reached). With "nothing fits", it names what would have to grow.
+
   --max-seq L     upper end of the sequence search (default 16M; K/M/G suffixes
                   are powers of 1024 as in nccl-tests: 16M = 16,777,216 tokens)
 exit codes: 0 ok, 2 invalid input, 3 nothing fits at all
@@ -114,8 +121,8 @@ int RunCapacity(const Args& args, Io io) {
            << job.cluster.name << "), micro-batch 1, one sequence per replica, "
            << FormatFixed(job.training.headroom * 100, 0) << " % headroom\n";
     io.out << std::left << std::setw(11) << "space" << std::right << std::setw(13) << "max seq"
-           << "  " << std::left << std::setw(48) << "config at max seq" << " largest preset at seq " << seq_at
-           << "\n";
+           << "  " << std::left << std::setw(48) << "config at max seq"
+           << " " << std::setw(22) << ("largest at " + std::to_string(seq_at)) << " binds\n";
   }
   bool any = false;
   for (planner::Family fam : families) {
@@ -151,6 +158,48 @@ int RunCapacity(const Args& args, Io io) {
         }
       }
     }
+    // FPDT runs whole chunks only (seq % fpdt_chunk_tokens == 0 past one
+    // chunk), so the 1024-token bisection can stop below a longer multiple of
+    // the chunk that still fits: step on by whole chunks from there.
+    const int64_t chunk = job.training.fpdt_chunk_tokens;
+    auto next_len = [&](int64_t l) {
+      const bool fpdt = at_lo.config.cp > 1 && at_lo.config.cp_kind == planner::CpKind::kFpdt;
+      return fpdt && l >= chunk ? (l / chunk + 1) * chunk : l + 1024;
+    };
+    if (lo > 0 && hi > 0) {
+      for (int64_t n = next_len(lo); n <= max_seq; n = next_len(lo)) {
+        planner::Candidate c;
+        if (!AnyFits(job.model, job.training, job.cluster, job.gpus, static_cast<int>(n), opt,
+                     &c)) {
+          hi = n;
+          break;
+        }
+        lo = n;
+        at_lo = c;
+        hi = 0;
+      }
+    }
+    // What stops the sequence from growing: at the first length that does not
+    // fit, would it fit if host memory were unlimited? Then host memory binds
+    // (offloaded optimizer/parameters, FPDT's chunks); otherwise GPU memory.
+    std::string binding = "max_seq";
+    if (lo > 0 && hi > 0) {
+      topology::ClusterSpec unlimited = job.cluster;
+      unlimited.host_memory_GiB = unlimited.host_memory_GiB > 0 ? 1e12 : 0.0;
+      binding =
+          unlimited.host_memory_GiB > 0 && AnyFits(job.model, job.training, unlimited, job.gpus,
+                                                   static_cast<int>(hi), opt, nullptr)
+              ? "host_memory"
+              : "gpu_memory";
+    } else if (lo == 0) {
+      binding = "gpu_memory";
+      if (job.cluster.host_memory_GiB > 0) {
+        topology::ClusterSpec unlimited = job.cluster;
+        unlimited.host_memory_GiB = 1e12;
+        if (AnyFits(job.model, job.training, unlimited, job.gpus, 1024, opt, nullptr))
+          binding = "host_memory";
+      }
+    }
     // Largest preset model that fits at seq_at.
     std::string largest;
     double largest_b = 0;
@@ -166,18 +215,23 @@ int RunCapacity(const Args& args, Io io) {
     row["space"] = planner::FamilyName(fam);
     row["max_seq_len"] = lo;
     row["max_seq_capped"] = lo > 0 && hi == 0;
+    row["binding"] = binding;
     if (lo > 0) {
       row["config"] = planner::ConfigToJson(at_lo.config);
       row["memory_GiB"] = at_lo.prediction.memory.reserved_GiB;
+      row["host_memory_GiB_per_node"] = at_lo.prediction.memory.host_node_GiB;
     }
     row["largest_model"] = largest.empty() ? OrderedJson(nullptr) : OrderedJson(largest);
     row["largest_model_params_B"] = largest_b;
     doc["families"].push_back(row);
     if (format == "table") {
-      io.out << std::left << std::setw(11) << planner::FamilyName(fam) << std::right << std::setw(12)
-             << (lo > 0 ? std::to_string(lo) : std::string("-")) << (lo > 0 && hi == 0 ? "+" : " ") << "  "
-             << std::left << std::setw(48) << (lo > 0 ? planner::ConfigToString(at_lo.config) : "nothing fits")
-             << " " << (largest.empty() ? "-" : largest + " (" + FormatFixed(largest_b, 1) + "B)") << "\n";
+      io.out << std::left << std::setw(11) << planner::FamilyName(fam) << std::right
+             << std::setw(12) << (lo > 0 ? std::to_string(lo) : std::string("-"))
+             << (lo > 0 && hi == 0 ? "+" : " ") << "  " << std::left << std::setw(48)
+             << (lo > 0 ? planner::ConfigToString(at_lo.config) : "nothing fits") << " "
+             << std::setw(22)
+             << (largest.empty() ? "-" : largest + " (" + FormatFixed(largest_b, 1) + "B)") << " "
+             << binding << "\n";
     }
   }
   if (format == "json") io.out << doc.dump(2) << "\n";

@@ -24,8 +24,9 @@ your training framework takes it, ready to paste or source:
   deepspeed   a complete ds_config.json: train_batch_size =
               train_micro_batch_size_per_gpu x gradient_accumulation_steps x DP,
               the ZeRO stage with its buckets, ZeRO++ (zero_quantized_weights,
-              zero_hpz_partition_size, zero_quantized_gradients), Ulysses
-              sequence_parallel_size, activation checkpointing
+              zero_hpz_partition_size, zero_quantized_gradients), host
+              offload (offload_optimizer / offload_param, device cpu or
+              none), Ulysses sequence_parallel_size, activation checkpointing
   axonn       Python: ax.init(G_inter, G_data, G_intra_r, G_intra_c, G_intra_d),
               batch constants and the optimize_communication(...) overlap context
   torchtitan  TOML: [training] batch sizes, [parallelism] degrees (FSDP shard =

@@ -14,7 +14,8 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
+constexpr const char* kHelp =
+    R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
                      [--seq S] [--precision bf16] [--attention flash|unfused]
                      [--framework F] [--compile] [--allow-lossy]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
@@ -25,9 +26,14 @@ constexpr const char* kHelp = R"(usage: paratune plan --model M --cluster C --gp
 Answers "what is the best way to train this model on these GPUs?": enumerates
 every configuration of the chosen framework family (tensor X/Y/Z, data,
 pipeline + interleaving, context parallelism ring/Ulysses/FPDT, sequence
-parallelism, ZeRO 0-3 and ZeRO++, recompute, micro-batch, placement), drops
-those that break a framework rule or do not fit in memory (with --headroom kept
-free), predicts the rest and ranks them. Nothing is launched: a dry run.
+parallelism, ZeRO 0-3 and ZeRO++, host offload of optimizer and parameters,
+recompute, micro-batch, placement), drops those that break a framework rule or
+do not fit in GPU memory or, for what they offload (ZeRO-Offload/Infinity, FPDT
+chunks), in the node's host memory (with --headroom kept free of both),
+predicts the rest and ranks them. "mem_GiB" is GPU memory; a configuration
+that keeps data in host memory shows "+host N" (GiB per node) after it, and
+"!" when host memory is the resource nearest its limit. Nothing is launched:
+a dry run.
 
   --model, --cluster, --gpus, --global-batch, --seq, --precision, --attention,
   --headroom, --profile    as in `paratune predict --help`
@@ -45,7 +51,9 @@ free), predicts the rest and ranks them. Nothing is launched: a dry run.
                      each configuration costed by the framework that runs it:
                        megatron   megatron: TP(+SP), PP(+interleaving, uneven stages), CP ring/a2a,
                                   distributed optimizer
-                       deepspeed  megatron-deepspeed: TP, PP, ZeRO 0-3 + ZeRO++, Ulysses/FPDT
+                       deepspeed  megatron-deepspeed: TP, PP, ZeRO 0-3 + ZeRO++, Ulysses/FPDT,
+                                  ZeRO-Offload/Infinity to host memory (clusters
+                                  that state host_memory_GiB)
                        axonn      axonn: 3D tensor gx·gy·gz + data
                        fsdp       fsdp (FSDP/HSDP) and torchtitan (FSDP2 + TP/SP, PP, ring CP)
                      Overlaps are on where the framework offers them.
@@ -136,12 +144,17 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
     const auto& p = rows[i].best.prediction;
     std::string cfg = planner::ConfigToString(rows[i].best.config);
     if (!rows[i].alternatives.empty()) cfg += " (+" + std::to_string(rows[i].alternatives.size()) + " same)";
-    out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left << std::setw(19)
-        << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg << std::right
-        << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
+    out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left
+        << std::setw(19) << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg
+        << std::right << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
         << FormatFixed(100 * p.uncertainty, 0) << std::setw(11) << FormatFixed(p.tokens_per_s, 0)
         << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
-        << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p) << "\n";
+        << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p);
+    if (p.memory.host_node_GiB > 0) {
+      out << "  +host " << FormatFixed(p.memory.host_node_GiB, 0)
+          << (std::string(p.memory.Binding()) == "host_memory" ? "!" : "");
+    }
+    out << "\n";
   }
   int within = 0;
   for (const auto& r : rows) within += r.within_band;

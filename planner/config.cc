@@ -196,6 +196,8 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("qwz", &c.qwz));
   PT_RETURN_IF_ERROR(r.OptBool("hpz", &c.hpz));
   PT_RETURN_IF_ERROR(r.OptBool("qgz", &c.qgz));
+  PT_RETURN_IF_ERROR(r.OptBool("offload_optimizer", &c.offload_optimizer));
+  PT_RETURN_IF_ERROR(r.OptBool("offload_param", &c.offload_param));
   PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
   if (r.Has("recompute")) {
     PT_RETURN_IF_ERROR(r.String("recompute", &s));
@@ -281,6 +283,8 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["qwz"] = c.qwz;
   j["hpz"] = c.hpz;
   j["qgz"] = c.qgz;
+  j["offload_optimizer"] = c.offload_optimizer;
+  j["offload_param"] = c.offload_param;
   j["mbs"] = c.mbs;
   j["recompute"] = RecomputeName(c.recompute);
   j["oar"] = c.oar;
@@ -312,6 +316,8 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.qwz) os << " qwz";
   if (c.hpz) os << " hpz";
   if (c.qgz) os << " qgz";
+  if (c.offload_optimizer) os << " offload=opt";
+  if (c.offload_param) os << (c.offload_optimizer ? "+param" : " offload=param");
   os << " mbs=" << c.mbs;
   if (c.recompute != Recompute::kNone) os << " rc=" << RecomputeName(c.recompute);
   if (!(c.placement == Placement{})) os << " place=" << PlacementToString(c.placement);

@@ -63,6 +63,11 @@ struct ParallelConfig {
   int zero = 0;         // ZeRO stage 0-3 over the data group
   bool distributed_optimizer = false;  // Megatron's optimizer-state sharding over data
   bool qwz = false, hpz = false, qgz = false;  // ZeRO++ (with zero = 3)
+  // ZeRO-Offload / ZeRO-Infinity (host memory, docs/model.md "Host memory and
+  // offload"): the optimizer states and gradient partition live in host memory
+  // and the Adam step runs on the CPU (zero >= 1); under zero = 3 the parameter
+  // partition too (DeepSpeed's offload_optimizer / offload_param, device "cpu").
+  bool offload_optimizer = false, offload_param = false;
   int mbs = 1;          // micro-batch: sequences per GPU per micro-batch
   Recompute recompute = Recompute::kNone;
   // Overlaps (all off unless set).
@@ -89,10 +94,10 @@ struct ParallelConfig {
 
 // Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
-// mbs, recompute, first_stage_layers, last_stage_layers, oar, ors, oag, overlap_grad_reduce, overlap_param_gather,
-// tp_comm_overlap, overlap_p2p, placement. tp is an alias of gy (only with
-// gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is derived
-// from `gpus` (0 = do not derive). Strict; errors name JSON pointers.
+// offload_optimizer, offload_param, mbs, recompute, first_stage_layers, last_stage_layers, oar,
+// ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement. tp
+// is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is
+// derived from `gpus` (0 = do not derive). Strict; errors name JSON pointers.
 Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus);
 // Parses the flag form "tp=8,pp=16,mbs=1,recompute=full" into the same object.
 Result<Json> ConfigStringToJson(const std::string& text);

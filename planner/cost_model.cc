@@ -48,6 +48,14 @@ double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q)
   return std::min(1.1, f);
 }
 
+// Exposed seconds of a host<->GPU copy of `copy` seconds of which a fraction
+// `eta` runs beside `window` seconds of compute. Pinned-memory copies run on
+// the GPU's DMA copy engines (CUDA programming guide, "asynchronous
+// concurrent execution"), so unlike a collective they take no SMs.
+double HiddenByCopyEngine(double copy, double window, double eta) {
+  return copy - eta * std::min(copy, window);
+}
+
 // Exposed seconds of `comm` overlapped with `window` seconds of compute.
 double Overlapped(double comm, double window) {
   return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
@@ -105,6 +113,8 @@ const char* ReasonName(Reason r) {
     case Reason::kZeroConflict: return "zero_conflict";
     case Reason::kOutOfMemory: return "out_of_memory";
     case Reason::kFrameworkUnsupported: return "framework_unsupported";
+    case Reason::kOutOfHostMemory:
+      return "out_of_host_memory";
   }
   return "unknown";
 }
@@ -127,6 +137,8 @@ const char* ReasonField(Reason r) {
     case Reason::kZeroConflict: return "/config/zero";
     case Reason::kOutOfMemory: return "/config";
     case Reason::kFrameworkUnsupported: return "/training/framework";
+    case Reason::kOutOfHostMemory:
+      return "/cluster/host_memory_GiB";
   }
   return "";
 }
@@ -268,6 +280,12 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
   if (c.cp > 1) {
     const int need = c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp;
     if (training_.seq_len % need != 0) return Reason::kSeqNotDivisible;
+    // FPDT: the sequence splits into whole chunks (DeepSpeed's FPDT_InputConstruct
+    // asserts global_seq_len % ds_sequence_parallel_fpdt_chunk_size == 0).
+    if (c.cp_kind == CpKind::kFpdt && training_.seq_len > training_.fpdt_chunk_tokens &&
+        training_.seq_len % training_.fpdt_chunk_tokens != 0) {
+      return Reason::kSeqNotDivisible;
+    }
   }
   if (c.gz > 1) {
     const int64_t h = m.hidden, f = m.ffn_hidden * (m.gated_ffn ? 2 : 1);
@@ -278,7 +296,8 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
   }
   if (c.sp && (c.gy < 2 || c.gx != 1)) return Reason::kSpNeedsTensor;
   if (c.zero < 0 || c.zero > 3 || (c.distributed_optimizer && c.zero > 0) ||
-      ((c.qwz || c.hpz || c.qgz) && c.zero != 3)) {
+      ((c.qwz || c.hpz || c.qgz) && c.zero != 3) || (c.offload_optimizer && c.zero < 1) ||
+      (c.offload_param && c.zero != 3)) {
     return Reason::kZeroConflict;
   }
   if (!Supports(c)) return Reason::kFrameworkUnsupported;
@@ -303,6 +322,9 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (!f.zero[c.zero]) return "this ZeRO stage is not offered (zero)";
   if (c.distributed_optimizer && !f.distributed_optimizer) return "no Megatron distributed optimizer";
   if ((c.qwz || c.hpz || c.qgz) && !f.zeropp) return "no ZeRO++ (qwz, hpz, qgz)";
+  if (c.offload_optimizer && !f.offload_optimizer)
+    return "no optimizer offload (offload_optimizer)";
+  if (c.offload_param && !f.offload_param) return "no parameter offload (offload_param)";
   if (c.pp > 1 && c.zero >= 2 && !f.pp_with_zero2) return "its pipeline engine refuses ZeRO-2/3";
   if (!f.recompute[static_cast<int>(c.recompute)]) return "this recompute granularity is not offered";
   return "";
@@ -364,6 +386,9 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
       os << "seq_len (" << training_.seq_len << ") must be divisible by "
          << (c.cp_kind == CpKind::kRing ? "2·cp (causal load balance)" : "cp") << " = "
          << (c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp);
+      if (c.cp_kind == CpKind::kFpdt && training_.seq_len > training_.fpdt_chunk_tokens) {
+        os << ", and by FPDT's chunk (fpdt_chunk_tokens = " << training_.fpdt_chunk_tokens << ")";
+      }
       break;
     case Reason::kZShardNotDivisible:
       os << "every weight block k·n/(gx·gy) must split evenly over gz (" << c.gz << ")";
@@ -371,8 +396,18 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
     case Reason::kSpNeedsTensor:
       return "sequence parallelism (sp) needs Megatron tensor parallelism: tp/gy > 1 and gx = 1";
     case Reason::kZeroConflict:
-      return "zero must be 0-3; distributed_optimizer excludes zero > 0; qwz/hpz/qgz need zero = 3";
+      return "zero must be 0-3; distributed_optimizer excludes zero > 0; qwz/hpz/qgz need zero = "
+             "3; "
+             "offload_optimizer needs zero >= 1 and offload_param zero = 3";
     case Reason::kOutOfMemory: return "needs more memory per GPU than is usable";
+    case Reason::kOutOfHostMemory:
+      if (!(cluster_.host_memory_GiB > 0 && cluster_.host_memory_GBps > 0)) {
+        return "offloads to host memory, but the cluster states no host_memory_GiB / "
+               "host_memory_GBps";
+      }
+      os << "needs more host memory per node than is usable ("
+         << cluster_.host_memory_GiB * (1.0 - training_.headroom) << " GiB)";
+      break;
     case Reason::kFrameworkUnsupported:
       os << FrameworkName(training_.framework) << " cannot run this configuration: "
          << UnsupportedWhy(c);
@@ -621,7 +656,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     const double chunks = std::max(1.0, s / training_.fpdt_chunk_tokens);
     if (chunks > 2.0) {
       const double off = out->act_bytes * (1.0 - 2.0 / chunks);
-      const double t_host = 2.0 * off / (cluster_.gpu.host_link_GBps * 1e9);
+      const double t_host = 2.0 * off / (cluster_.HostLinkGBps() * 1e9);
       out->act_bytes *= 2.0 / chunks;
       out->offload = std::max(0.0, t_host - (out->fwd_compute + out->bwd_compute));
     }
@@ -646,6 +681,41 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
                    st.middle * layer_shard});
 }
 
+double CostModel::OffloadLayerSeconds(const ParallelConfig& c, const LayerTimes& lt,
+                                      double layer_bytes, int nd) const {
+  if (!c.offload_param || c.zero != 3) return 0.0;
+  // This rank's partition of the layer comes from host memory before each
+  // all-gather: forward, backward and again for a full recompute. DeepSpeed
+  // prefetches it with the gathers (stage3_prefetch_bucket_size) when
+  // overlap_param_gather is on, as far as the framework's shard overlap goes.
+  const double n_fetch = c.recompute == Recompute::kFull ? 3.0 : 2.0;
+  const double fetch = n_fetch * (layer_bytes / std::max(1, nd)) / (cluster_.HostLinkGBps() * 1e9);
+  const double eta = c.overlap_param_gather ? fw_.costs.shard_overlap : 0.0;
+  return HiddenByCopyEngine(fetch, lt.fwd_compute + lt.bwd_compute + lt.recompute, eta);
+}
+
+CostModel::OffloadStep CostModel::OffloadStepSeconds(const ParallelConfig& c, double psi, int nd,
+                                                     int64_t n_mb, double bwd_window_s) const {
+  OffloadStep o;
+  const double partition = psi / std::max(1, nd);
+  // Every rank of the node updates its partition at once, sharing the DRAM.
+  o.cpu_adam_s = CpuAdamSeconds(partition * RanksPerNode(), cluster_.host_memory_GBps);
+  const double link = cluster_.HostLinkGBps() * 1e9;
+  // Gradients: the reduced partition goes to the host in the parameter dtype
+  // as its buckets fill, every micro-batch under ZeRO-2/3 (accumulated on the
+  // host), once after the last backward under ZeRO-1; hidden behind that
+  // backward as far as overlap_comm hides the reduction.
+  const double rounds = c.zero >= 2 ? static_cast<double>(n_mb) : 1.0;
+  const double grads = rounds * partition * param_bytes_ / link;
+  const double eta = c.overlap_grad_reduce ? fw_.costs.grad_reduce_overlap : 0.0;
+  o.copies_s = HiddenByCopyEngine(grads, rounds * bwd_window_s, eta);
+  // The updated 16-bit partition goes back to the GPU after the CPU step
+  // (ZeRO-Offload §4.1: nothing overlaps it without the delayed update);
+  // under offload_param it stays on the host and is fetched per layer.
+  if (!c.offload_param) o.copies_s += partition * param_bytes_ / link;
+  return o;
+}
+
 MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
   const ModelSpec& m = model_;
   MemoryBreakdown mem;
@@ -658,8 +728,17 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
 
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
   const SyncGroup sync = WeightReplicas(c);
-  const ModelStates states = ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer,
-                                             param_bytes_, c.zero >= 1 ? param_bytes_ : grad_bytes_);
+  const ModelStates all_states =
+      ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer, param_bytes_,
+                      c.zero >= 1 ? param_bytes_ : grad_bytes_);
+  // ZeRO-Offload / Infinity: the offloaded states live in host memory.
+  OffloadedStates placed{all_states, 0.0};
+  if (c.offload_optimizer || c.offload_param) {  // off the hot path otherwise
+    placed =
+        OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
+  }
+  const ModelStates& states = placed.gpu;
+  double host_act = 0;  // FPDT's offloaded chunks, per layer
   // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
   // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
   double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
@@ -672,6 +751,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     // computes the layers, and the loss, chunk by chunk.
     const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
     if (chunks > 2.0) {
+      host_act = layer_act * (1.0 - 2.0 / chunks);
       layer_act *= 2.0 / chunks;
       working *= 2.0 / chunks;
       // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
@@ -734,7 +814,29 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
       mem.reserved_GiB += n * per_layer;
     }
   }
+  HostMemory(c, placed.host_bytes + host_act * st.first * in_flight * interleave, &mem);
   return mem;
+}
+
+void CostModel::HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const {
+  // Every rank of the node keeps its own partitions and chunks in the node's
+  // DRAM; the OS, page cache and the ranks' own process memory are left to
+  // the headroom. Offloading needs both host figures: capacity to hold the
+  // states, DRAM bandwidth to run the CPU Adam step.
+  const bool offloads = c.offload_optimizer || c.offload_param;
+  if (offloads) mem->offloads = true;
+  mem->host_per_gpu_GiB = host_bytes * (1.0 / kGiB);
+  mem->host_node_GiB = mem->host_per_gpu_GiB * RanksPerNode();
+  const bool costable = !offloads || cluster_.host_memory_GBps > 0;
+  mem->host_usable_GiB = costable ? cluster_.host_memory_GiB * (1.0 - training_.headroom) : 0.0;
+}
+
+int CostModel::RanksPerNode() const { return std::max(1, std::min(gpus_, cluster_.gpus_per_node)); }
+
+const char* MemoryBreakdown::Binding() const {
+  const double gpu = usable_GiB > 0 ? reserved_GiB / usable_GiB : 0.0;
+  const double host = host_usable_GiB > 0 ? host_node_GiB / host_usable_GiB : 0.0;
+  return host > gpu ? "host_memory" : "gpu_memory";
 }
 
 MemoryBreakdown CostModel::Memory(const ParallelConfig& c) const { return MemoryWith(c, Compute(c)); }
@@ -791,6 +893,9 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
                    StreamSeconds(n_qw * block * (1.0 + param_bytes_) +
                                  (c.qgz ? 2.0 * block * (param_bytes_ + 0.5) : 0.0));
   }
+
+  // ZeRO-Infinity: each gather first fetches this rank's partition from host memory.
+  if (c.offload_param) lt.offload += OffloadLayerSeconds(c, lt, layer_shard * param_bytes_, nd);
 
   // --- One micro-batch through this rank's layers.
   const double layer_compute = lt.fwd_compute + lt.bwd_compute + lt.recompute;
@@ -871,13 +976,21 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // distributed optimizer; the local gradients are read for the norm and zeroed.
   const double opt_shard = (c.zero >= 1 || c.distributed_optimizer) ? nd : 1.0;
   const double copy_b = param_bytes_ < 4.0 ? 4.0 + param_bytes_ : 0.0;
-  const double opt_s = cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
-                       StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
+  double opt_s =
+      cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
+      StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
 
-  p.fits = p.memory.reserved_GiB <= p.memory.usable_GiB;
+  // ZeRO-Offload: the Adam step runs on the host's CPUs instead.
+  OffloadStep offload_step;
+  if (c.offload_optimizer) {
+    offload_step = OffloadStepSeconds(c, psi, nd, n_mb, L_s * (lt.bwd_compute + lt.recompute));
+    opt_s = offload_step.cpu_adam_s;
+  }
+
+  p.reason = p.memory.Verdict();
+  p.fits = p.reason == Reason::kOk;
   // The band: the framework × GPU residual, widened by a calibrated profile's own.
   p.uncertainty = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
-  p.reason = p.fits ? Reason::kOk : Reason::kOutOfMemory;
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.
@@ -896,7 +1009,9 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double accounted = br.compute_s + br.comm_x_s + br.comm_y_s + br.comm_z_s + br.comm_cp_s +
                            br.offload_s + br.host_s + zero3_in_pipeline;
   br.bubble_s = std::max(0.0, pipeline - accounted);
-  p.iteration_time_s = pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s;
+  br.offload_s += offload_step.copies_s;
+  p.iteration_time_s =
+      pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s + offload_step.copies_s;
 
   const double tokens = static_cast<double>(training_.global_batch) * s;
   double hw_flops = model_flops_;

@@ -56,11 +56,14 @@ enum class Reason : uint8_t {
   kSeqNotDivisible,      // ring CP: seq % (2·cp); Ulysses/FPDT: seq % cp
   kZShardNotDivisible,   // AxoNN: (k·n/(gx·gy)) % gz for some linear
   kSpNeedsTensor,        // sp needs Megatron TP: gy > 1 and gx == 1
-  kZeroConflict,         // zero stage out of range, dist-opt with zero > 0, or ZeRO++ without zero 3
-  kOutOfMemory,          // valid, but needs more memory than the GPU has (minus headroom)
-  kFrameworkUnsupported, // the training framework cannot express this configuration
+  kZeroConflict,  // zero stage out of range, dist-opt with zero > 0, or ZeRO++ without zero 3
+  kOutOfMemory,   // valid, but needs more memory than the GPU has (minus headroom)
+  kFrameworkUnsupported,  // the training framework cannot express this configuration
+  kOutOfHostMemory,       // fits the GPU, but what it keeps in host memory (offloaded optimizer,
+                          // parameters, FPDT chunks) exceeds the node's usable host memory, or
+                          // it offloads on a cluster that states no host memory
 };
-inline constexpr int kNumReasons = 16;
+inline constexpr int kNumReasons = 17;
 const char* ReasonName(Reason r);  // stable snake_case key, e.g. "heads_not_divisible"
 // The config field a rule is about (JSON pointer relative to the request), e.g. "/config/tp".
 const char* ReasonField(Reason r);
@@ -80,6 +83,25 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   double reserved_GiB = 0;
   double capacity_GiB = 0;
   double usable_GiB = 0;     // capacity × (1 − headroom)
+  // Host (CPU) memory: what this GPU's rank keeps there (offloaded optimizer
+  // states, gradient and parameter partitions, FPDT's offloaded chunks), the
+  // node's total for the ranks it hosts, and the node's usable host memory
+  // (host_memory_GiB × (1 − headroom); 0 = the cluster states none).
+  double host_per_gpu_GiB = 0;
+  double host_node_GiB = 0;
+  double host_usable_GiB = 0;
+  bool offloads = false;  // the configuration offloads optimizer or parameters
+  // kOk, kOutOfMemory (GPU) or kOutOfHostMemory; GPU memory is checked first.
+  // Inline: the search asks it for every candidate.
+  Reason Verdict() const {
+    if (reserved_GiB > usable_GiB) return Reason::kOutOfMemory;
+    if (offloads && !(host_usable_GiB > 0)) return Reason::kOutOfHostMemory;
+    if (host_usable_GiB > 0 && host_node_GiB > host_usable_GiB) return Reason::kOutOfHostMemory;
+    return Reason::kOk;
+  }
+  // The resource nearest its limit: "gpu_memory" or "host_memory" (the larger
+  // of reserved / usable and host_node / host_usable).
+  const char* Binding() const;
   // Layers of the stage whose gathered Z weight block stays cached between the
   // forward and the backward (frameworks with z_weight_cache: AxoNN's
   // --num-layers-for-caching-weights-in-depth-tensor-parallel-all-gather),
@@ -98,7 +120,10 @@ struct TimeBreakdown {     // seconds per iteration; the terms add up to the ite
   double comm_pp_s = 0;
   double bubble_s = 0;     // pipeline fill/drain and stage imbalance
   double optimizer_s = 0;  // the optimizer step (memory-bound)
-  double offload_s = 0;    // FPDT host traffic not hidden behind compute
+  // Host traffic not hidden behind compute: FPDT's chunks, ZeRO-Offload's
+  // gradient (GPU→host) and updated-parameter (host→GPU) copies, ZeRO-Infinity's
+  // per-layer parameter fetches. The CPU Adam step itself is in optimizer_s.
+  double offload_s = 0;
   double host_s = 0;       // GPU idle while the host issues kernels (eager dispatch)
 };
 
@@ -189,6 +214,26 @@ class CostModel {
   // sizes computed once (the hot loop calls it millions of times).
   double GemmEfficiency(double m, double n, double k) const;
   double StreamSeconds(double bytes) const;
+  // ZeRO-Offload/Infinity (docs/model.md "Host memory and offload"). Per layer
+  // and micro-batch: exposed seconds of the parameter partition's host→GPU
+  // fetches and gradient partition's GPU→host copies under offload_param.
+  // `layer_bytes`: one all-gather buffer of the layer (bytes, before data
+  // sharding); `nd`: the data-sharding degree.
+  double OffloadLayerSeconds(const ParallelConfig& c, const LayerTimes& lt, double layer_bytes,
+                             int nd) const;
+  // Per iteration: the CPU Adam step over the node's partitions (seconds) and
+  // the exposed gradient and updated-parameter copies. REQUIRES: offload_optimizer.
+  struct OffloadStep {
+    double cpu_adam_s = 0;
+    double copies_s = 0;
+  };
+  OffloadStep OffloadStepSeconds(const ParallelConfig& c, double psi, int nd, int64_t n_mb,
+                                 double bwd_window_s) const;
+  // Fills mem's host fields from `host_bytes` this rank keeps in host memory
+  // (offloaded model states and FPDT chunks).
+  void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;
+  // Ranks of this job on one node: min(gpus, gpus_per_node).
+  int RanksPerNode() const;
 
   ModelSpec model_;
   TrainingSpec training_;

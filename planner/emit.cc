@@ -105,6 +105,12 @@ Status CheckMegatron(const Plan& p) {
     return Refuse(f, "FPDT is a DeepSpeed sequence-parallel mode; Megatron-LM's --cp-comm-type "
                      "offers p2p (ring) and a2a (Ulysses)");
   }
+  if (c.offload_optimizer || c.offload_param) {
+    return Refuse(f,
+                  "the plan offloads the optimizer or parameters to host memory the way "
+                  "DeepSpeed's ZeRO-Offload does (offload_optimizer / offload_param); "
+                  "use --format deepspeed");
+  }
   const int64_t model_size = int64_t{c.gy} * c.pp * c.cp;
   if (p.job.gpus % model_size != 0) {
     return Refuse(f, "world size " + Str(p.job.gpus) + " is not divisible by TP·PP·CP = " +
@@ -317,6 +323,15 @@ Status CheckDeepSpeed(const Plan& p) {
   if ((c.qwz || c.hpz || c.qgz) && c.zero != 3) {
     return Refuse(f, "ZeRO++ (qwZ, hpZ, qgZ) extends ZeRO stage 3; the plan has stage " + Str(c.zero));
   }
+  if (c.offload_optimizer && c.zero < 1) {
+    return Refuse(
+        f, "offload_optimizer (ZeRO-Offload) needs ZeRO stage 1, 2 or 3; the plan has stage " +
+               Str(c.zero));
+  }
+  if (c.offload_param && c.zero != 3) {
+    return Refuse(
+        f, "offload_param (ZeRO-Infinity) needs ZeRO stage 3; the plan has stage " + Str(c.zero));
+  }
   if (c.hpz) {
     if (c.tensor() > 1) {
       return Refuse(f, "hpZ partitions consecutive global ranks, but with TP = " + Str(c.tensor()) +
@@ -378,9 +393,20 @@ std::string EmitDeepSpeed(const Plan& p) {
     z["zero_quantized_weights"] = c.qwz;
     z["zero_hpz_partition_size"] = c.hpz ? HpzPartitionSize(p) : 1;
     z["zero_quantized_gradients"] = c.qgz;
-    z["offload_param"] = {{"device", "none"}};
+    // ZeRO-Infinity's CPU parameter offload (DeepSpeed docs, "Parameter offloading").
+    if (c.offload_param) {
+      z["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+    } else {
+      z["offload_param"] = {{"device", "none"}};
+    }
   }
-  z["offload_optimizer"] = {{"device", "none"}};
+  // ZeRO-Offload: optimizer states and the CPU Adam step on the host (DeepSpeed
+  // docs, "Optimizer offloading"; pinned buffers for the copy engines).
+  if (c.offload_optimizer) {
+    z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  } else {
+    z["offload_optimizer"] = {{"device", "none"}};
+  }
   j["zero_optimization"] = z;
   if (c.recompute == Recompute::kFull) {
     OrderedJson ac;

@@ -34,7 +34,8 @@ const char* EmitFormatName(EmitFormat f);
 // of a paratune.plans/v1 document, in `format`:
 //   kMegatron    bash: `export CUDA_DEVICE_MAX_CONNECTIONS=1`, then the arrays
 //                GPT_MODEL_ARGS, TRAINING_ARGS, MODEL_PARALLEL_ARGS
-//   kDeepSpeed   ds_config.json (a JSON object)
+//   kDeepSpeed   ds_config.json (a JSON object; offload_optimizer / offload_param
+//                device "cpu" when the plan offloads, "none" otherwise)
 //   kAxonn       Python: ax.init(...), batch constants, optimize_communication(...)
 //   kTorchtitan  TOML: [training], [parallelism], [activation_checkpoint] (+ [compile])
 //   kEnv         `export NAME=value` lines only: TP PP CP DP SP VP MBS GBS

@@ -66,6 +66,16 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     else if (k == "fpdt") s.cp_fpdt = true;
     else return r.Error("cp", "unknown kind '" + k + "' (ring | ulysses | fpdt)");
   }
+  list.clear();
+  PT_RETURN_IF_ERROR(ReadStringList(r, "offload", &list));
+  for (const std::string& k : list) {
+    if (k == "optimizer")
+      s.offload_optimizer = true;
+    else if (k == "param")
+      s.offload_param = true;
+    else
+      return r.Error("offload", "unknown '" + k + "' (optimizer | param)");
+  }
   if (r.Has("zero")) {
     const Json& z = r.Raw("zero");
     if (!z.is_array()) return r.Error("zero", "must be an array of stages 0-3");

@@ -51,6 +51,8 @@ struct FrameworkSupport {
   std::array<bool, 4> zero{true, false, false, false};  // ZeRO stages 0..3 over the data group
   bool distributed_optimizer = false;  // Megatron's optimizer-state sharding
   bool zeropp = false;                  // qwZ / hpZ / qgZ
+  // ZeRO-Offload / ZeRO-Infinity to host memory ("offload": ["optimizer", "param"]).
+  bool offload_optimizer = false, offload_param = false;
   bool pp_with_zero2 = true;            // DeepSpeed's pipeline engine refuses ZeRO-2/3
   bool cp_with_tp_pp = true;            // DeepSpeed Ulysses runs without Megatron TP/PP
   std::array<bool, 3> recompute{true, true, true};  // none, selective, full

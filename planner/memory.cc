@@ -17,6 +17,30 @@ ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distribu
   return m;
 }
 
+OffloadedStates OffloadStateBytes(const ModelStates& states, double psi, int data_degree, int zero,
+                                  bool offload_optimizer, bool offload_param) {
+  OffloadedStates o;
+  o.gpu = states;
+  const double partition = psi / data_degree;
+  if (offload_optimizer && zero >= 1) {
+    o.host_bytes += states.optimizer_bytes + 4.0 * partition;
+    o.gpu.optimizer_bytes = 0;
+    // ZeRO-2/3 copy each reduced bucket to the host as it fills; ZeRO-1 keeps
+    // the full gradients in param.grad until the accumulation boundary.
+    if (zero >= 2) o.gpu.grads_bytes = 0;
+  }
+  if (offload_param && zero == 3) {
+    o.host_bytes += states.params_bytes;
+    o.gpu.params_bytes = 0;
+  }
+  return o;
+}
+
+double CpuAdamSeconds(double params_per_node, double host_memory_GBps) {
+  return params_per_node * kCpuAdamBytesPerParam /
+         (host_memory_GBps * 1e9 * kCpuAdamDramEfficiency);
+}
+
 namespace {
 
 struct ActParts {

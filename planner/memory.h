@@ -27,6 +27,44 @@ struct ModelStates {
 ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distributed_optimizer,
                             double param_bytes, double grad_bytes);
 
+// ZeRO-Offload (Ren et al., USENIX ATC 2021, §4) and ZeRO-Infinity's CPU
+// offload (Rajbhandari et al., SC 2021): where the model states of one GPU
+// live when DeepSpeed's offload_optimizer / offload_param (device "cpu") are
+// on. `states` is ModelStateBytes(psi, data_degree, zero, false, pb, gb).
+//   offload_optimizer (zero >= 1): the optimizer states (fp32 master and two
+//   moments) and the rank's gradient partition go to host memory. Under
+//   ZeRO-2/3 the GPU keeps only the reduce buckets (costed as buffers), so its
+//   optimizer and gradient bytes are 0; under ZeRO-1 the full gradients stay
+//   on the GPU until the accumulation boundary (DeepSpeed stage_1_and_2.py
+//   partitions them only then). DeepSpeed keeps that partition's gradients in fp32
+//   on the host (stage_1_and_2.py / stage3.py: the fp32 partition's .grad):
+//   4 bytes per parameter of the partition.
+//   offload_param (zero = 3): the parameter partition too (pb per parameter).
+// Check (Ren et al. 2021, abstract and §6): 13B parameters train on one 32 GB
+// V100 with ZeRO-Offload: 2 bytes per parameter left on the GPU (26 GB), and
+// the 16 bytes per parameter of optimizer + gradients on the DGX-2's host.
+struct OffloadedStates {
+  ModelStates gpu;        // what stays in GPU memory
+  double host_bytes = 0;  // what this rank keeps in host memory
+};
+OffloadedStates OffloadStateBytes(const ModelStates& states, double psi, int data_degree, int zero,
+                                  bool offload_optimizer, bool offload_param);
+
+// DeepSpeed's CPU Adam (csrc/adam, AVX-512/AVX2 + OpenMP) is bound by the
+// host's DRAM bandwidth: per parameter it reads the fp32 master, gradient and
+// both moments and writes master, moments and the 16-bit copy (30 bytes).
+// Seconds for one step over `params_per_node` parameters updated at once by
+// the node's ranks, on a node of `host_memory_GBps` peak DRAM bandwidth.
+// REQUIRES: host_memory_GBps > 0.
+inline constexpr double kCpuAdamBytesPerParam = 4.0 * 4.0 + 3.0 * 4.0 + 2.0;
+// The achieved fraction of peak DRAM bandwidth, from ZeRO-Offload's CPU-Adam
+// measurement (Ren et al. 2021, Table 3: 10B parameters in 2.57 s on a DGX-2's
+// two Xeon Platinum 8168, 6 × DDR4-2666 each = 256 GB/s peak; the table's
+// figure as recalled, not re-read from the paper here, see docs/model.md):
+// 10e9 × 30 B / 2.57 s / 256e9 B/s = 0.456.
+inline constexpr double kCpuAdamDramEfficiency = 10e9 * kCpuAdamBytesPerParam / 2.57 / 256e9;
+double CpuAdamSeconds(double params_per_node, double host_memory_GBps);
+
 // Bytes one transformer layer keeps for its backward, per GPU, per micro-batch
 // (Korthikanti et al. 2022 §4, generalised to GQA, gated FFNs, dropout on/off,
 // fused attention, AxoNN's X/Y split and context parallelism). act_bytes is the

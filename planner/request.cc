@@ -136,7 +136,15 @@ Status ValidateConfig(const CostModel& cm, const ParallelConfig& c) {
 OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   OrderedJson j;
   j["fits"] = p.fits;
-  if (!p.fits) {
+  if (!p.fits && p.reason == Reason::kOutOfHostMemory) {
+    j["reason"] = ReasonName(p.reason);
+    j["reason_detail"] = p.memory.host_usable_GiB > 0
+                             ? "needs " + FormatFixed(p.memory.host_node_GiB, 1) +
+                                   " GiB of host memory per node, usable " +
+                                   FormatFixed(p.memory.host_usable_GiB, 1) + " GiB (less " +
+                                   FormatFixed(cm.training().headroom * 100, 0) + " % headroom)"
+                             : cm.Explain(Reason::kOutOfHostMemory, ParallelConfig{});
+  } else if (!p.fits) {
     j["reason"] = ReasonName(p.reason);
     j["reason_detail"] = "needs " + FormatFixed(p.memory.reserved_GiB, 2) +
                          " GiB per GPU reserved at the peak, usable " +
@@ -164,7 +172,11 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   mem["reserved"] = p.memory.reserved_GiB;
   mem["capacity"] = p.memory.capacity_GiB;
   mem["usable"] = p.memory.usable_GiB;
+  mem["host_per_gpu"] = p.memory.host_per_gpu_GiB;
+  mem["host_per_node"] = p.memory.host_node_GiB;
+  mem["host_usable"] = p.memory.host_usable_GiB;
   j["memory_GiB"] = mem;
+  j["binding"] = p.memory.Binding();
   const TimeBreakdown& b = p.breakdown;
   OrderedJson br;
   br["compute"] = b.compute_s;

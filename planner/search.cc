@@ -24,6 +24,7 @@ std::vector<int> Divisors(int64_t n) {
 struct ZeroChoice {
   int zero;
   bool dist_opt, qwz, hpz, qgz;
+  bool offload_opt, offload_param;  // ZeRO-Offload / Infinity to host memory
 };
 
 // Megatron's uneven stages for layers % pp != 0: the stages in between take
@@ -51,9 +52,21 @@ bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
 
 constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
                                     "cp", "zero", "mbs"};
-constexpr const char* kBoolKeys[] = {"sp", "distributed_optimizer", "qwz", "hpz", "qgz", "oar",
-                                     "ors", "oag", "overlap_grad_reduce", "overlap_param_gather",
-                                     "tp_comm_overlap", "overlap_p2p", "uneven_pp"};
+constexpr const char* kBoolKeys[] = {"sp",
+                                     "distributed_optimizer",
+                                     "qwz",
+                                     "hpz",
+                                     "qgz",
+                                     "offload_optimizer",
+                                     "offload_param",
+                                     "oar",
+                                     "ors",
+                                     "oag",
+                                     "overlap_grad_reduce",
+                                     "overlap_param_gather",
+                                     "tp_comm_overlap",
+                                     "overlap_p2p",
+                                     "uneven_pp"};
 
 bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
   return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;
@@ -84,8 +97,9 @@ bool StrictlyDominated(const std::vector<std::pair<double, double>>& front, doub
 // Canonical order for deterministic ties.
 auto Key(const ParallelConfig& c) {
   return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, static_cast<int>(c.cp_kind),
-                         c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz, c.mbs,
-                         static_cast<int>(c.recompute), c.placement.order);
+                         c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
+                         c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
+                         c.placement.order);
 }
 
 }  // namespace
@@ -289,6 +303,8 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
   if (!Allowed("uneven_pp", c.pp > 1 && cm.model().layers % c.pp != 0)) return false;
   if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||
       !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
+      !Allowed("offload_optimizer", c.offload_optimizer) ||
+      !Allowed("offload_param", c.offload_param) ||
       !Allowed("recompute", static_cast<int>(c.recompute))) {
     return false;
   }
@@ -339,6 +355,8 @@ SearchResult Search::RunShard(int shard) const {
     sps.push_back(0);
   }
   std::vector<ZeroChoice> zeros;
+  const topology::ClusterSpec& cluster = cm.cluster();
+  const bool host_known = cluster.host_memory_GiB > 0 && cluster.host_memory_GBps > 0;
   for (int z = 0; z <= 3; ++z) {
     if (!fr.zero[z] || !Allowed("zero", z)) continue;
     const int replicas = o.gdata * o.cp;  // ZeRO shards over data × cp (same weights)
@@ -347,10 +365,23 @@ SearchResult Search::RunShard(int shard) const {
       if (!Allowed("distributed_optimizer", d)) continue;
       const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
       for (int q = 0; q <= pp_max; ++q) {
-        ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0};
+        ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0, false, false};
         if ((zc.qwz || zc.qgz) && !options_.allow_lossy) continue;
         if (!Allowed("qwz", zc.qwz) || !Allowed("hpz", zc.hpz) || !Allowed("qgz", zc.qgz)) continue;
-        zeros.push_back(zc);
+        // Offload: none, the optimizer (ZeRO-Offload), or under ZeRO-3 the
+        // optimizer and the parameters (ZeRO-Infinity, CPU). Offered only where
+        // the cluster states its host memory and bandwidth.
+        const int off_max =
+            z >= 1 && fr.offload_optimizer && host_known ? (z == 3 && fr.offload_param ? 2 : 1) : 0;
+        for (int off = 0; off <= off_max; ++off) {
+          zc.offload_opt = off >= 1;
+          zc.offload_param = off == 2;
+          if (!Allowed("offload_optimizer", zc.offload_opt) ||
+              !Allowed("offload_param", zc.offload_param)) {
+            continue;
+          }
+          zeros.push_back(zc);
+        }
       }
     }
   }
@@ -451,6 +482,7 @@ SearchResult Search::RunShard(int shard) const {
     // framework supports, so a framework rule that fails here fails them all).
     c.vpp = 1; c.mbs = mbss.front(); c.sp = sps.front() != 0; c.zero = 0; c.distributed_optimizer = false;
     c.qwz = c.hpz = c.qgz = false;
+    c.offload_optimizer = c.offload_param = false;
     c.recompute = rcs.front();
     const Reason shape = cm.CheckRules(c);
     if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible && shape != Reason::kMicroBatchesVsPp) {
@@ -475,6 +507,7 @@ SearchResult Search::RunShard(int shard) const {
           // Every remaining rule depends on fields fixed at this level (layers vs
           // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
           c.zero = 0; c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
+          c.offload_optimizer = c.offload_param = false;
           const Reason level = cm.CheckRules(c);
           if (level != Reason::kOk) {
             const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
@@ -486,6 +519,8 @@ SearchResult Search::RunShard(int shard) const {
             c.zero = zc.zero;
             c.distributed_optimizer = zc.dist_opt;
             c.qwz = zc.qwz; c.hpz = zc.hpz; c.qgz = zc.qgz;
+            c.offload_optimizer = zc.offload_opt;
+            c.offload_param = zc.offload_param;
             for (Recompute rc : rcs) {
               c.recompute = rc;
               for (const Placement& pl : places) {
@@ -510,8 +545,8 @@ SearchResult Search::RunShard(int shard) const {
                 }
                 // Memory first: cheap, and most rejections are for memory.
                 const MemoryBreakdown mem = cm.MemoryWith(c, terms);
-                if (mem.reserved_GiB > mem.usable_GiB) {
-                  ++res.rejected[static_cast<int>(Reason::kOutOfMemory)];
+                if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
+                  ++res.rejected[static_cast<int>(verdict)];
                   continue;
                 }
                 ++res.feasible;

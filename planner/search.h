@@ -39,7 +39,8 @@ const char* ObjectiveName(Objective o);  // "time" | "tokens_per_s" | "mfu" | "m
 Result<Objective> ParseObjective(const std::string& s);
 
 // Pinned fields: key = a config key (tp, pp, vpp, dp, gx, gy, gz, gdata, cp,
-// cp_kind, sp, zero, distributed_optimizer, qwz, hpz, qgz, mbs, recompute, oar,
+// cp_kind, sp, zero, distributed_optimizer, qwz, hpz, qgz, offload_optimizer,
+// offload_param, mbs, recompute, oar,
 // ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
 // overlap_p2p, placement), value as in --config; also uneven_pp (false: only
 // pipelines whose stages hold whole, equal layer counts).

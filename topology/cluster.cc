@@ -27,10 +27,24 @@ constexpr const char* kSchema = "paratune.cluster/v1";
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const std::set<std::string>& ClusterSourceKeys() {
-  static const std::set<std::string> kKeys = {
-      "gpu",       "gpus_per_node",   "max_nodes",        "intra_node_fabric",   "intra_node_GBps",
-      "link_GBps", "link_efficiency", "intra_node_table", "intra_alpha_us",      "nics_per_node",
-      "nic_GBps",  "nic_efficiency",  "inter_alpha_us",   "alltoall_efficiency", "network"};
+  static const std::set<std::string> kKeys = {"gpu",
+                                              "gpus_per_node",
+                                              "max_nodes",
+                                              "intra_node_fabric",
+                                              "intra_node_GBps",
+                                              "link_GBps",
+                                              "link_efficiency",
+                                              "intra_node_table",
+                                              "intra_alpha_us",
+                                              "nics_per_node",
+                                              "nic_GBps",
+                                              "nic_efficiency",
+                                              "inter_alpha_us",
+                                              "alltoall_efficiency",
+                                              "network",
+                                              "host_memory_GiB",
+                                              "host_memory_GBps",
+                                              "host_link_GBps"};
   return kKeys;
 }
 
@@ -338,6 +352,17 @@ Status ReadMemoryOverride(ObjectReader* r, ClusterSpec* c) {
   return Status::Ok();
 }
 
+// The host side of a node (both forms): optional, each >= 0.
+Status ReadHost(ObjectReader* r, ClusterSpec* c) {
+  PT_RETURN_IF_ERROR(r->OptNumber("host_memory_GiB", &c->host_memory_GiB));
+  if (c->host_memory_GiB < 0) return r->Error("host_memory_GiB", "must be >= 0");
+  PT_RETURN_IF_ERROR(r->OptNumber("host_memory_GBps", &c->host_memory_GBps));
+  if (c->host_memory_GBps < 0) return r->Error("host_memory_GBps", "must be >= 0");
+  PT_RETURN_IF_ERROR(r->OptNumber("host_link_GBps", &c->host_link_GBps));
+  if (c->host_link_GBps < 0) return r->Error("host_link_GBps", "must be >= 0");
+  return Status::Ok();
+}
+
 // The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
 // plus optional labels and latencies: one switch, one NIC per GPU.
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
@@ -364,6 +389,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
+  PT_RETURN_IF_ERROR(ReadHost(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
   PT_RETURN_IF_ERROR(ReadMemoryOverride(r, &c));
@@ -426,6 +452,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
+  PT_RETURN_IF_ERROR(ReadHost(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
   PT_RETURN_IF_ERROR(ReadSources(r, ClusterSourceKeys(), &c.sources));
   if (r->Has("fits")) {
@@ -578,6 +605,11 @@ std::string CanonicalText(const ClusterSpec& c) {
   AppendField(&s, "inter_alpha_us", c.inter_alpha_us);
   AppendField(&s, "alltoall_efficiency", c.alltoall_efficiency);
   AppendField(&s, "network", c.network);
+  // Host fields only when stated, so clusters without them keep their
+  // fingerprints from before the fields existed.
+  if (c.host_memory_GiB > 0) AppendField(&s, "host_memory_GiB", c.host_memory_GiB);
+  if (c.host_memory_GBps > 0) AppendField(&s, "host_memory_GBps", c.host_memory_GBps);
+  if (c.host_link_GBps > 0) AppendField(&s, "host_link_GBps", c.host_link_GBps);
   std::vector<std::tuple<int, int, int, double, double>> fits;
   for (const CollectiveFit& f : c.fits) {
     fits.emplace_back(static_cast<int>(f.collective), static_cast<int>(f.tier), f.group_size,
@@ -773,6 +805,9 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
   j["inter_alpha_us"] = c.inter_alpha_us;
   j["alltoall_efficiency"] = c.alltoall_efficiency;
   j["network"] = c.network;
+  if (c.host_memory_GiB > 0) j["host_memory_GiB"] = c.host_memory_GiB;
+  if (c.host_memory_GBps > 0) j["host_memory_GBps"] = c.host_memory_GBps;
+  if (c.host_link_GBps > 0) j["host_link_GBps"] = c.host_link_GBps;
   if (!c.source.empty()) j["source"] = c.source;
   if (!c.sources.empty()) j["sources"] = c.sources;
   if (!c.fits.empty()) {

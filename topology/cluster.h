@@ -81,6 +81,15 @@ struct ClusterSpec {
   double inter_alpha_us = 12;        // latency per rank in the group, inter-node, µs
   double alltoall_efficiency = 0.6;  // all-to-all busbw relative to ring collectives
   std::string network = "fat-tree";  // "fat-tree" | "dragonfly" | ...
+  // Host (CPU) side of a node, for ZeRO-Offload/Infinity and FPDT's offloaded
+  // chunks (docs/model.md "Host memory and offload"). 0 = not stated: the
+  // model then checks no host memory and offers no optimizer/parameter offload.
+  double host_memory_GiB = 0;   // CPU DRAM per node, GiB (DIMM capacities are binary)
+  double host_memory_GBps = 0;  // peak CPU DRAM bandwidth per node, GB/s (all sockets)
+  // GPU<->host bandwidth per GPU and direction when every GPU of the node
+  // transfers at once, GB/s (PCIe switches shared by two GPUs halve it). 0 =
+  // the GPU preset's host_link_GBps.
+  double host_link_GBps = 0;
   std::string source;
   // Per-field provenance: JSON key ("nic_GBps", "intra_node_table", ...) -> where
   // that number comes from.
@@ -124,6 +133,8 @@ struct ClusterSpec {
   double NodeInjectionGBps() const;
   // Per-GPU share of it (the request form's inter_node_GBps_per_gpu).
   double InterNodeGBpsPerGpu() const { return NodeInjectionGBps() / gpus_per_node; }
+  // GPU<->host GB/s per GPU and direction: host_link_GBps, else the GPU's.
+  double HostLinkGBps() const { return host_link_GBps > 0 ? host_link_GBps : gpu.host_link_GBps; }
 };
 
 // The α-β cost of one collective on one placed group.

@@ -203,6 +203,44 @@ TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
   EXPECT_GE(megatron, 32768);
 }
 
+// FPDT as published (Yao et al. 2024): an 8B Llama at 2M tokens on 4 A100-40GB,
+// with the model states offloaded to host memory. On a DGX A100 (1 TB host
+// memory) it reaches 2M; on Perlmutter (256 GB per node) host memory binds
+// first. Every row names what binds.
+TEST(Capacity, FpdtWithOffloadReachesTwoMillionTokensOnFourA100_40GB) {
+  int64_t len[2] = {0, 0};
+  std::string binds[2];
+  const char* clusters[2] = {"dgx-a100-40gb", "perlmutter"};
+  for (int i = 0; i < 2; ++i) {
+    Outcome r = Call(RunCapacity, {"--model", "llama3-8b", "--cluster", clusters[i], "--gpus", "4",
+                                   "--space", "deepspeed", "--format", "json"});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    const Json j = Json::parse(r.out);
+    ASSERT_EQ(j["families"].size(), 1u);
+    const Json& f = j["families"][0];
+    len[i] = f["max_seq_len"];
+    binds[i] = f["binding"];
+    EXPECT_TRUE(binds[i] == "gpu_memory" || binds[i] == "host_memory") << binds[i];
+    EXPECT_EQ(f["config"]["cp_kind"], "fpdt");
+    EXPECT_TRUE(f["config"]["offload_optimizer"].get<bool>());
+    EXPECT_GT(f["host_memory_GiB_per_node"].get<double>(), 0);
+  }
+  EXPECT_GE(len[0], 2 * 1024 * 1024);
+  EXPECT_LT(len[1], len[0]);
+  EXPECT_EQ(binds[1], "host_memory");
+  // Never a length host memory cannot hold: 256 GB less 10 % headroom.
+  Outcome r =
+      Call(RunPredict, {"--model", "llama3-8b", "--cluster", "perlmutter", "--gpus", "4", "--seq",
+                        std::to_string(len[1]), "--global-batch", "1", "--framework",
+                        "megatron-deepspeed", "--format", "json", "--config",
+                        "cp=4,cp_kind=fpdt,zero=3,offload_optimizer=true,offload_param=true,"
+                        "recompute=full"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json p = Json::parse(r.out);
+  EXPECT_LE(p["memory_GiB"]["host_per_node"].get<double>(), 256 * 0.9);
+  EXPECT_TRUE(p.contains("binding"));
+}
+
 TEST(Presets, ListAndShow) {
   Outcome list = Call(RunPresets, {"--format", "json"});
   ASSERT_EQ(list.code, kExitOk);

@@ -583,6 +583,43 @@ TEST(EmitRules, DeepSpeedRefusals) {
             std::string::npos);
 }
 
+// ZeRO-Offload / ZeRO-Infinity plans become DeepSpeed's offload keys (docs:
+// zero_optimization.offload_optimizer / offload_param, device "cpu"); stages
+// that cannot offload and frameworks without it refuse.
+TEST(EmitRules, DeepSpeedOffloadKeys) {
+  const Json p = Load("llama3-8b-deepspeed.plans.json");
+  const Json base = {{"tp", 1},      {"pp", 1},      {"cp", 1},
+                     {"dp", 64},     {"qwz", false}, {"hpz", false},
+                     {"qgz", false}, {"mbs", 1},     {"recompute", "full"}};
+  Json z3 = Patched(Patched(p, base),
+                    {{"zero", 3}, {"offload_optimizer", true}, {"offload_param", true}});
+  const Json ds3 = Json::parse(Emit(z3, EmitFormat::kDeepSpeed));
+  EXPECT_EQ(ds3["zero_optimization"]["stage"], 3);
+  EXPECT_EQ(ds3["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_EQ(ds3["zero_optimization"]["offload_param"]["device"], "cpu");
+  Json z2 = Patched(Patched(p, base),
+                    {{"zero", 2}, {"offload_optimizer", true}, {"offload_param", false}});
+  const Json ds2 = Json::parse(Emit(z2, EmitFormat::kDeepSpeed));
+  EXPECT_EQ(ds2["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_FALSE(ds2["zero_optimization"].contains("offload_param"));
+  // Without offload the keys say "none", as before.
+  Json plain = Patched(Patched(p, base), {{"zero", 2}, {"offload_optimizer", false}});
+  EXPECT_EQ(Json::parse(Emit(
+                plain, EmitFormat::kDeepSpeed))["zero_optimization"]["offload_optimizer"]["device"],
+            "none");
+  EXPECT_NE(Refusal(Patched(z2, {{"offload_param", true}}), EmitFormat::kDeepSpeed)
+                .find("needs ZeRO stage 3"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Patched(z2, {{"zero", 0}}), EmitFormat::kDeepSpeed)
+                .find("needs ZeRO stage 1, 2 or 3"),
+            std::string::npos);
+  const Json m = Load("gpt3-175b-megatron.plans.json");
+  EXPECT_NE(Refusal(Patched(m, {{"distributed_optimizer", true}, {"offload_optimizer", true}}),
+                    EmitFormat::kMegatron)
+                .find("use --format deepspeed"),
+            std::string::npos);
+}
+
 TEST(EmitRules, AxonnRefusals) {
   const Json p = Load("axonn-20b-axonn.plans.json");
   EXPECT_NE(Refusal(Patched(p, {{"cp", 2}, {"dp", 1}}), EmitFormat::kAxonn).find("no context"), std::string::npos);

@@ -60,6 +60,7 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
   auto has = [&](const char* o) { return std::find(fs.overlaps.begin(), fs.overlaps.end(), o) != fs.overlaps.end(); };
   const int n = cm.gpus();
   const ModelSpec& m = cm.model();
+  const bool host_known = cm.cluster().host_memory_GiB > 0 && cm.cluster().host_memory_GBps > 0;
   for (int gx : Divs(n)) for (int gy : Divs(n / gx)) for (int cp : Divs(n / gx / gy))
   for (int pp : Divs(n / gx / gy / cp)) for (int gz : Divs(n / gx / gy / cp / pp)) {
     const int gdata = n / gx / gy / cp / pp / gz;
@@ -71,31 +72,49 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
     for (int zero = 0; zero <= (gdata * cp > 1 ? 3 : 0); ++zero)
     for (int dopt = 0; dopt <= (zero == 0 && gdata * cp > 1 ? 1 : 0); ++dopt)
     for (int zpp = 0; zpp < (zero == 3 ? 8 : 1); ++zpp)
-    for (int rc = 0; rc < 3; ++rc) {
-      if ((zpp & 1) || (zpp & 4)) continue;  // qwZ / qgZ are lossy: not offered by default
-      const int64_t per = int64_t{gz} * gdata;
-      if (cm.training().global_batch % per) continue;
-      for (int mbs : Divs(cm.training().global_batch / per)) {
-        if (mbs > max_mbs) continue;
-        ParallelConfig c;
-        c.gx = gx; c.gy = gy; c.gz = gz; c.gdata = gdata; c.pp = pp; c.vpp = vpp; c.cp = cp;
-        c.cp_kind = static_cast<CpKind>(kind);
-        c.sp = sp; c.zero = zero; c.distributed_optimizer = dopt;
-        c.qwz = zpp & 1; c.hpz = zpp & 2; c.qgz = zpp & 4;
-        c.recompute = static_cast<Recompute>(rc);
-        c.mbs = mbs;
-        c.oar = has("oar");
-        c.ors = has("ors") && gz > 1;
-        c.oag = has("oag") && gz > 1;
-        c.overlap_grad_reduce = has("overlap_grad_reduce");
-        c.overlap_param_gather = has("overlap_param_gather") && (dopt || zero == 3);
-        c.tp_comm_overlap = has("tp_comm_overlap") && c.sp;
-        c.overlap_p2p = has("overlap_p2p") && c.vpp > 1;
-        if (cm.CheckRules(c) != Reason::kOk) continue;
-        Prediction p = cm.Predict(c);
-        if (p.fits) out.push_back({c, p, cm.training().framework});
-      }
-    }
+      // Host offload: none, optimizer, optimizer + parameters (ZeRO-3), where the
+      // framework has it and the cluster states its host memory and bandwidth.
+      for (int off = 0; off <= (zero >= 1 && fs.offload_optimizer && host_known
+                                    ? (zero == 3 && fs.offload_param ? 2 : 1)
+                                    : 0);
+           ++off)
+        for (int rc = 0; rc < 3; ++rc) {
+          if ((zpp & 1) || (zpp & 4)) continue;  // qwZ / qgZ are lossy: not offered by default
+          const int64_t per = int64_t{gz} * gdata;
+          if (cm.training().global_batch % per) continue;
+          for (int mbs : Divs(cm.training().global_batch / per)) {
+            if (mbs > max_mbs) continue;
+            ParallelConfig c;
+            c.gx = gx;
+            c.gy = gy;
+            c.gz = gz;
+            c.gdata = gdata;
+            c.pp = pp;
+            c.vpp = vpp;
+            c.cp = cp;
+            c.cp_kind = static_cast<CpKind>(kind);
+            c.sp = sp;
+            c.zero = zero;
+            c.distributed_optimizer = dopt;
+            c.qwz = zpp & 1;
+            c.hpz = zpp & 2;
+            c.qgz = zpp & 4;
+            c.offload_optimizer = off >= 1;
+            c.offload_param = off == 2;
+            c.recompute = static_cast<Recompute>(rc);
+            c.mbs = mbs;
+            c.oar = has("oar");
+            c.ors = has("ors") && gz > 1;
+            c.oag = has("oag") && gz > 1;
+            c.overlap_grad_reduce = has("overlap_grad_reduce");
+            c.overlap_param_gather = has("overlap_param_gather") && (dopt || zero == 3);
+            c.tp_comm_overlap = has("tp_comm_overlap") && c.sp;
+            c.overlap_p2p = has("overlap_p2p") && c.vpp > 1;
+            if (cm.CheckRules(c) != Reason::kOk) continue;
+            Prediction p = cm.Predict(c);
+            if (p.fits) out.push_back({c, p, cm.training().framework});
+          }
+        }
   }
   }
   return out;

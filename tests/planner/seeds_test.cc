@@ -79,6 +79,20 @@ TEST(SeedsTest, UlyssesFitsLongerAndIsFasterThanMegatronSp2023) {
 
 // Megatron-LM of 2023 asserted num_layers % pipeline size == 0: the 42-layer
 // GPT-80B cannot run on 8 stages, which today's Megatron-Core can (7+...).
+// FPDT (Yao et al. 2024): an 8B Llama on 2M-token sequences with 4 A100-40GB.
+// With the model states in host memory (ZeRO-3 + CPU offload) the capacity
+// search reaches 2M on the paper's node, and names what binds.
+TEST(SeedsTest, FpdtReachesTwoMillionTokens) {
+  const SeedResult* s = Find("fpdt-2m");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->sides.size(), 1u);
+  EXPECT_GE(s->sides[0].max_seq, int64_t{2} << 20);
+  EXPECT_TRUE(s->sides[0].binding == "gpu_memory" || s->sides[0].binding == "host_memory")
+      << s->sides[0].binding;
+  EXPECT_NE(s->sides[0].config.find("fpdt"), std::string::npos) << s->sides[0].config;
+  EXPECT_TRUE(s->reproduced);
+}
+
 TEST(SeedsTest, Megatron2023HasWholeStagesOnly) {
   const FrameworkSpec f = Megatron2023();
   EXPECT_FALSE(f.support.uneven_pp);

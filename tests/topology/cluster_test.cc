@@ -83,7 +83,9 @@ TEST(ClusterPresetTest, EveryNumberHasASource) {
                                        "nic_efficiency",
                                        "inter_alpha_us",
                                        "alltoall_efficiency",
-                                       "network"};
+                                       "network",
+                                       "host_memory_GiB",
+                                       "host_memory_GBps"};
     if (c.intra_node_fabric == "mesh") {
       fields.push_back("link_GBps");
       fields.push_back("link_efficiency");
@@ -91,6 +93,7 @@ TEST(ClusterPresetTest, EveryNumberHasASource) {
       fields.push_back("intra_node_GBps");
     }
     if (!c.intra_node_table.empty()) fields.push_back("intra_node_table");
+    if (c.host_link_GBps > 0) fields.push_back("host_link_GBps");
     for (const std::string& f : fields) {
       EXPECT_TRUE(c.sources.count(f)) << name << " has no source for " << f;
     }
@@ -107,6 +110,52 @@ TEST(ClusterPresetTest, PublishedFigures) {
   EXPECT_DOUBLE_EQ(MustCluster("frontier").gpu.PeakTflops(Precision::kBf16), 191.5);
   EXPECT_EQ(MustCluster("frontier").gpus_per_node, 8);
   EXPECT_EQ(MustCluster("alps").gpu.name, "gh200");
+}
+
+// Host side of the nodes (docs/presets.md): datasheet capacities, and the
+// GPU<->host path each GPU gets when all transfer at once.
+TEST(ClusterPresetTest, HostMemoryAndLinks) {
+  for (const std::string& name : kClusterPresets) {
+    const ClusterSpec c = MustCluster(name);
+    EXPECT_GT(c.host_memory_GiB, 0) << name;
+    EXPECT_GT(c.host_memory_GBps, 0) << name;
+    EXPECT_GT(c.HostLinkGBps(), 0) << name;
+  }
+  EXPECT_DOUBLE_EQ(MustCluster("perlmutter").host_memory_GiB, 256);      // NERSC: 256 GB DDR4
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-a100-40gb").host_memory_GiB, 1024);  // DGX A100 320GB: 1 TB
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-a100-80gb").host_memory_GiB, 2048);  // DGX A100 640GB: 2 TB
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-h100").host_memory_GiB, 2048);       // DGX H100: 2 TB
+  // Perlmutter and Polaris A100s each have their own PCIe 4.0 x16 to the CPU;
+  // DGX A100 pairs two GPUs behind one switch uplink; GH200 is NVLink-C2C.
+  EXPECT_DOUBLE_EQ(MustCluster("perlmutter").HostLinkGBps(), 31.5);
+  EXPECT_DOUBLE_EQ(MustCluster("polaris").HostLinkGBps(), 31.5);
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-a100-40gb").HostLinkGBps(), 31.5 / 2);
+  EXPECT_DOUBLE_EQ(MustCluster("alps").HostLinkGBps(), 450);
+  // The GPU preset's figure stands where the cluster does not override it.
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-h100").HostLinkGBps(),
+                   MustCluster("dgx-h100").gpu.host_link_GBps);
+}
+
+TEST(ClusterSpecTest, HostFieldsParseAndRejectNegatives) {
+  Json j = ClusterSpecToJson(MustCluster("perlmutter"));
+  j["host_memory_GiB"] = -1;
+  Result<ClusterSpec> bad = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/cluster/host_memory_GiB"), std::string::npos)
+      << bad.status().ToString();
+  // A cluster without host fields keeps its fingerprint when they are added as 0.
+  Json none = ClusterSpecToJson(MustCluster("perlmutter"));
+  none.erase("host_memory_GiB");
+  none.erase("host_memory_GBps");
+  none.erase("host_link_GBps");
+  Result<ClusterSpec> a = ParseClusterSpec(none, "");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->host_memory_GiB, 0);
+  none["host_memory_GiB"] = 0;
+  Result<ClusterSpec> b = ParseClusterSpec(none, "");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(Fingerprint(*a), Fingerprint(*b));
+  EXPECT_NE(Fingerprint(*a), Fingerprint(MustCluster("perlmutter")));
 }
 
 TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
