@@ -49,7 +49,9 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     gdata zero distributed_optimizer qwz hpz qgz mbs recompute
                     oar ors oag overlap_grad_reduce overlap_param_gather
                     tp_comm_overlap overlap_p2p placement first_stage_layers
-                    last_stage_layers. Omitted degrees are 1, flags off; dp is
+                    last_stage_layers offload_optimizer offload_param (ZeRO-
+                    Offload/Infinity: states in host memory, the cluster must
+                    state host_memory_GiB). Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
                     first_stage_layers/last_stage_layers under megatron.
   --headroom F      memory kept free for a "fits" verdict (default 0.1)
