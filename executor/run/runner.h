@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "common/json.h"
 #include "common/status.h"
-#include "backend/backend.h"
 #include "executor/run/report.h"
 #include "executor/run/workload.h"
 #include "planner/request.h"
