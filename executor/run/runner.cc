@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/strings.h"
 #include "executor/run/extrapolate.h"
@@ -1276,6 +1277,15 @@ std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device) {
   // Family tokens, longest first (a GH200's name also contains "h200").
   for (const char* family : {"gh200", "mi250x", "a100", "h100", "h200", "v100"}) {
     if (name.find(family) == std::string::npos) continue;
+    // H100 PCIe and NVL are not the SXM part with other memory: 756 and 835
+    // dense bf16 TFLOP/s and 2.0 and 3.9 TB/s against the SXM's 989 and 3.35
+    // (NVIDIA H100 Tensor Core GPU datasheet). No preset describes them, so
+    // they match none rather than h100-sxm. (A100 PCIe keeps the SXM's 312
+    // TFLOP/s and 1.94 against 2.04 TB/s, NVIDIA A100 datasheet: it matches.)
+    if (std::string_view(family) == "h100" &&
+        (name.find("pcie") != std::string::npos || name.find("nvl") != std::string::npos)) {
+      return std::nullopt;
+    }
     const double mem_GiB = device.memory_bytes / double(int64_t{1} << 30);
     std::optional<std::string> best;
     double best_gap = 0.15;

@@ -225,6 +225,20 @@ TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
   for (const std::string& w : mixed->warnings)
     warned |= w.find("different GPUs") != std::string::npos;
   EXPECT_TRUE(warned);
+  // A report written before these keys still parses and calibrates the same.
+  Json old = Json::parse(executor::RunReportToJson(*rep).dump());
+  for (const char* k : {"plan_gpu", "measured_gpu"}) old.erase(k);
+  for (const char* k : {"device_memory_bytes", "device_sm_clock_GHz", "device_sm_clock_now_GHz",
+                        "device_sm_clock_max_GHz"}) {
+    old["environment"].erase(k);
+  }
+  for (Json& cj : old["candidates"]) cj.erase("plan_predicted_s");
+  auto parsed = executor::ParseRunReport(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->measured_gpu, "");
+  auto old_fit = executor::FitCalibration({*parsed});
+  ASSERT_TRUE(old_fit.ok());
+  EXPECT_NEAR(old_fit->iteration_error_before, fit->iteration_error_before, 1e-9);
 
   // The same plan on a device claiming its own GPU: nothing swapped, strict passes.
   Outcome same = Call(RunConfirm,
@@ -257,6 +271,12 @@ TEST(GpuPresetFor, NamesAndMemory) {
   d.name = "NVIDIA GH200 480GB";
   d.memory_bytes = int64_t{95} << 30;
   EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "gh200");
+  d.name = "NVIDIA H100 PCIe";  // 80 GB, but 756 not 989 TFLOP/s: not h100-sxm
+  d.memory_bytes = int64_t{80} << 30;
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
+  d.name = "NVIDIA H100 NVL";
+  d.memory_bytes = int64_t{94} << 30;
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
   d.name = "NVIDIA L4";
   EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
   d.name = "fake";
