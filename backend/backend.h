@@ -123,8 +123,13 @@ struct DeviceInfo {
   int device_index = 0;      // CUDA ordinal on this host
   int64_t memory_bytes = 0;  // total device memory (CPU: this rank's share of host RAM)
   int compute_major = 0, compute_minor = 0;
-  int multiprocessors = 0;      // SMs (CPU: hardware threads visible to this process)
-  double clock_GHz = 0;         // SM clock, GHz
+  int multiprocessors = 0;  // SMs (CPU: hardware threads visible to this process)
+  double clock_GHz = 0;     // SM clock, GHz (CUDA's cudaDevAttrClockRate: the peak)
+  // NVML's SM clocks, GHz: at the time of the query (a throttled or
+  // application-clocked GPU runs below clock_GHz) and the maximum. 0 = unknown
+  // (no NVML, or not a GPU).
+  double clock_now_GHz = 0;
+  double clock_max_GHz = 0;
   double memory_peak_GBps = 0;  // theoretical memory bandwidth, GB/s (0 = unknown)
   std::string pci_bus_id;       // "0000:07:00.0"
   std::string uuid;

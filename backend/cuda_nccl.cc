@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cuda_kernels.h"
+#include "backend/nvml_topology.h"
 
 namespace paratune::backend {
 namespace {
@@ -182,6 +183,14 @@ class CudaNcclBackend final : public Backend {
                   u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
                   u[14], u[15]);
     d.uuid = uuid;
+    // NVML's clocks when the driver's library is there (dlopen, never a link
+    // dependency); without it the fields stay 0.
+    if (auto topo = QueryNvmlTopology(); topo.ok()) {
+      if (const NvmlGpu* g = FindNvmlGpu(*topo, d.pci_bus_id)) {
+        d.clock_now_GHz = g->sm_clock_MHz / 1e3;
+        d.clock_max_GHz = g->sm_clock_max_MHz / 1e3;
+      }
+    }
     return d;
   }
 
@@ -631,8 +640,7 @@ class CudaNcclBackend final : public Backend {
   };
 
   Status Usable() const {
-    if (aborted_)
-      return Status::Unavailable("the CUDA backend is unusable: " + abort_reason_);
+    if (aborted_) return Status::Unavailable("the CUDA backend is unusable: " + abort_reason_);
     return Status::Ok();
   }
 

@@ -16,6 +16,7 @@ using NvmlDevice = struct NvmlDeviceOpaque*;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr int kNvmlMaxLinks = 18;         // NVML_NVLINK_MAX_LINKS
 constexpr int kNvmlDeviceTypeSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
+constexpr int kNvmlClockSm = 1;           // NVML_CLOCK_SM of nvmlClockType_t
 struct NvmlPciInfo {
   char bus_id_legacy[16];
   unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
@@ -41,6 +42,8 @@ struct Nvml {
   NvmlReturn (*link_remote_pci)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
   NvmlReturn (*link_remote_type)(NvmlDevice, unsigned, int*) = nullptr;  // may be absent
   NvmlReturn (*common_ancestor)(NvmlDevice, NvmlDevice, int*) = nullptr;
+  NvmlReturn (*clock)(NvmlDevice, int, unsigned*) = nullptr;      // may be absent
+  NvmlReturn (*max_clock)(NvmlDevice, int, unsigned*) = nullptr;  // may be absent
 
   ~Nvml() {
     if (shutdown) shutdown();
@@ -124,6 +127,8 @@ Result<NvmlTopology> QueryNvmlTopology() {
             Load(nvml.lib, "nvmlDeviceGetTopologyCommonAncestor", &nvml.common_ancestor);
   if (!ok) return Status::Unavailable("NVML too old: a required symbol is missing");
   Load(nvml.lib, "nvmlDeviceGetNvLinkRemoteDeviceType", &nvml.link_remote_type);
+  Load(nvml.lib, "nvmlDeviceGetClockInfo", &nvml.clock);
+  Load(nvml.lib, "nvmlDeviceGetMaxClockInfo", &nvml.max_clock);
   NvmlReturn r = nvml.init();
   if (r != kNvmlSuccess) return Status::Unavailable("nvmlInit failed: " + nvml.Error(r));
   Load(nvml.lib, "nvmlShutdown", &nvml.shutdown);
@@ -153,6 +158,11 @@ Result<NvmlTopology> QueryNvmlTopology() {
     NvmlMemory mem{};
     if (nvml.memory(devs[i], &mem) == kNvmlSuccess)
       g.memory_bytes = static_cast<int64_t>(mem.total);
+    unsigned mhz = 0;
+    if (nvml.clock && nvml.clock(devs[i], kNvmlClockSm, &mhz) == kNvmlSuccess)
+      g.sm_clock_MHz = static_cast<int>(mhz);
+    if (nvml.max_clock && nvml.max_clock(devs[i], kNvmlClockSm, &mhz) == kNvmlSuccess)
+      g.sm_clock_max_MHz = static_cast<int>(mhz);
     topo.gpus.push_back(g);
   }
   // NVLink: count links per remote GPU (the NV# of nvidia-smi) and links to a switch.
@@ -192,6 +202,14 @@ Result<NvmlTopology> QueryNvmlTopology() {
     }
   }
   return topo;
+}
+
+const NvmlGpu* FindNvmlGpu(const NvmlTopology& topo, const std::string& pci_bus_id) {
+  const std::string want = NormalizeBusId(pci_bus_id.c_str());
+  for (const NvmlGpu& g : topo.gpus) {
+    if (!g.pci_bus_id.empty() && NormalizeBusId(g.pci_bus_id.c_str()) == want) return &g;
+  }
+  return nullptr;
 }
 
 }  // namespace paratune::backend

@@ -21,6 +21,11 @@ struct NvmlGpu {
   int nvlinks_active = 0;     // active NVLink links
   int nvlinks_to_switch = 0;  // of which reach an NVSwitch
   int64_t memory_bytes = 0;
+  // SM clocks, MHz (nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo with
+  // NVML_CLOCK_SM): at the time of the query and the most the GPU may run at.
+  // 0 = unknown (the driver lacks the call or refuses it).
+  int sm_clock_MHz = 0;
+  int sm_clock_max_MHz = 0;
 };
 
 struct NvmlTopology {
@@ -35,6 +40,10 @@ struct NvmlTopology {
 // Reads the topology. kUnavailable when libnvidia-ml.so.1 cannot be loaded or
 // nvmlInit fails (no driver), with the loader's reason.
 Result<NvmlTopology> QueryNvmlTopology();
+
+// The entry of `topo` for the GPU at `pci_bus_id` (either spelling,
+// "0000:07:00.0" or NVML's "00000000:07:00.0"); nullptr when none is.
+const NvmlGpu* FindNvmlGpu(const NvmlTopology& topo, const std::string& pci_bus_id);
 
 // NVML nvmlGpuTopologyLevel_t → nvidia-smi legend: 0 "X"... 10 "PIX", 20 "PXB",
 // 30 "PHB", 40 "NODE", 50 "SYS"; other values "?".

@@ -1,18 +1,18 @@
 // `paratune confirm`: run the top candidates of a plan on real kernels and
 // report measured against predicted. Thin: parse flags, make the backend,
 // call executor::ConfirmCandidates, print.
-#include <iomanip>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
+#include "backend/factory.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "backend/factory.h"
 #include "executor/run/runner.h"
 #include "topology/gpu.h"
 
@@ -49,7 +49,11 @@ What runs, per candidate and rank (docs/executor.md):
     (AxoNN normal/transposed linears over X and Y, Megatron TP = gx 1),
     attention as FLOP-equivalent GEMMs, element-wise kernels, the optimizer
     step and TE FP8 casts as device copies of the same bytes; the embedding
-    and the logits on the first and last pipeline stage;
+    and the logits on the first and last pipeline stage; the element-wise
+    work and the loss as the plan's framework runs them (training.framework,
+    training.compile: an eager stack's many separate kernels, a fused or
+    compiled one's few; the loss's passes in fp32 where the stack upcasts
+    the logits, in bf16 where it fuses the cross entropy);
   - every collective on a communicator split per dimension (tensor/sequence
     parallel, AxoNN X/Y/Z, ring or Ulysses context parallel, pipeline
     hand-off, data-parallel/ZeRO sync), each timed alone nccl-tests style;
@@ -85,16 +89,17 @@ modelled_parts plainly.
                        plan's GPU, or is not a known GPU preset
   --fake-gpu GPU       fake backend: claim to be this GPU preset (its name,
                        memory, peak rates at 80 %, HBM rate), e.g. h100-sxm
-
-Like with like: confirm reads the device it runs on (name and memory from the
-backend) and matches it to a GPU preset. When that is not the plan's GPU, the
-candidates are predicted again for the measured GPU (the plan's cluster with
-its GPU swapped: same nodes, links and network) and compared with that; the
-plan's own prediction stays beside it (plan_predicted_s), and the report and
-the table name both (plan_gpu, measured_gpu). mpi-cpu measures no GPU: its
-predictions stay the plan's.
   --inject-fault F     exercise the failure paths: KIND@N[:rank=R], KIND one of
                        rank_dies, collective_error, timeout, oom
+
+Like with like: confirm reads the device it runs on (name, memory and SM
+clocks from the backend and NVML) and matches it to a GPU preset. When that is
+not the plan's GPU, the candidates are predicted again for the measured GPU
+(the plan's cluster with its GPU swapped: same nodes, links and network) and
+compared with that; the plan's own prediction stays beside it
+(plan_predicted_s), and the report and the table name both (plan_gpu,
+measured_gpu). A device no preset matches keeps the plan's predictions, and
+says so. mpi-cpu measures no GPU: its predictions stay the plan's.
 
 A candidate that fails (out of memory, a rank dies, a collective errors or
 hangs) is reported with its reason and the next one runs. Under mpi-cpu a
@@ -102,8 +107,9 @@ failed collective call ends the whole job (MPI collectives cannot time out);
 the report then holds the candidates finished before it.
 
 exit codes: 0 every candidate ran (ok, oom or waived: the report says which);
-            2 bad flags, an invalid plans document, or a launch that cannot
-              work (more ranks on a host than it has GPUs);
+            2 bad flags, an invalid plans document, a launch that cannot
+              work (more ranks on a host than it has GPUs), or --strict-gpu
+              and a device that is not the plan's GPU;
             4 a candidate failed, or the backend is unavailable here.
 
 example:
@@ -136,6 +142,9 @@ void PrintTable(const executor::RunReport& r, std::ostream& out) {
   if (swapped) {
     out << "plan made for " << r.plan_gpu << ", measured on " << r.measured_gpu
         << ": predicted_s and error are for " << r.measured_gpu << " (the plan's own: plan_s)\n";
+  } else if (r.measured_gpu.empty() && r.environment.backend.find("cuda") != std::string::npos) {
+    out << "measured on " << r.environment.device << ", which matches no GPU preset: predicted_s "
+        << "and error are the plan's " << r.plan_gpu << " predictions\n";
   }
   out << std::setw(5) << "rank" << std::setw(8) << "status" << std::setw(14) << "predicted_s"
       << std::setw(14) << "measured_s" << std::setw(9) << "error" << std::setw(10) << "measured";
@@ -245,11 +254,12 @@ int RunConfirm(const Args& args, Io io) {
     const std::string plan_gpu = input->job.cluster.gpu.name;
     const std::string device = dev.ok() ? dev->name : std::string("unknown");
     if (f.Has("--strict-gpu") && measured.value_or("") != plan_gpu) {
-      return Fail(io, Status::InvalidArgument(
-                          "--strict-gpu: the plan is for " + plan_gpu + " but this device is " +
-                          device + (measured ? " (" + *measured + ")" : " (no GPU preset matches)") +
-                          "; plan for this GPU, or drop --strict-gpu to compare with this GPU's "
-                          "prediction"));
+      return Fail(
+          io, Status::InvalidArgument(
+                  "--strict-gpu: the plan is for " + plan_gpu + " but this device is " + device +
+                  (measured ? " (" + *measured + ")" : " (no GPU preset matches)") +
+                  "; plan for this GPU, or drop --strict-gpu to compare with this GPU's "
+                  "prediction"));
     }
     if (measured) {
       if (Status s = executor::MeasureOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
@@ -271,7 +281,8 @@ int RunConfirm(const Args& args, Io io) {
            << be.name() << " process(es)" << std::endl;
   }
   std::function<void(const std::string&)> progress;
-  if (io.progress) progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
+  if (io.progress)
+    progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
   auto on_fatal = [&io, &be](const Status& s) {
     io.err << "paratune confirm: rank " << be.rank() << ": " << s.message()
            << " (ending every process: its peers would wait forever)" << std::endl;

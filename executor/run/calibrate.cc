@@ -126,6 +126,22 @@ Result<CalibrationFit> FitCalibration(const std::vector<RunReport>& reports) {
   };
   std::vector<Cand> cands;
   bool have_previous = false;
+  // One set of factors describes one machine: predicted_s is for the GPU each
+  // report measured (measured_gpu), so reports from different GPUs disagree.
+  std::string first_gpu;
+  bool mixed_gpus = false;
+  for (const RunReport& rep : reports) {
+    if (rep.measured_gpu.empty()) continue;
+    if (first_gpu.empty()) {
+      first_gpu = rep.measured_gpu;
+    } else if (rep.measured_gpu != first_gpu) {
+      mixed_gpus = true;
+    }
+  }
+  if (mixed_gpus) {
+    fit.warnings.push_back("the reports were measured on different GPUs (" + first_gpu +
+                           " and others); one set of factors is fitted to all of them");
+  }
   for (const RunReport& rep : reports) {
     const std::array<double, kFactors> old = AsArray(rep.corrections);
     if (!have_previous) {

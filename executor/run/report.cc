@@ -83,7 +83,8 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
   ObjectReader br(r.Raw("breakdown"), r.PointerOf("breakdown"));
   for (int i = 0; i < kNumTerms; ++i) {
     const char* key = TermName(static_cast<Term>(i));
-    if (static_cast<Term>(i) == Term::kHost && !br.Has(key)) continue;  // reports before v1.1 of the model
+    if (static_cast<Term>(i) == Term::kHost && !br.Has(key))
+      continue;  // reports before v1.1 of the model
     if (!br.Has(key)) return br.Error(key, "is required");
     ObjectReader tr(br.Raw(key), br.PointerOf(key));
     TermTimes& t = c.breakdown[static_cast<size_t>(i)];
@@ -228,6 +229,10 @@ OrderedJson RunReportToJson(const RunReport& r) {
   env["hosts"] = e.hosts;
   env["world_size"] = e.world_size;
   env["device"] = e.device;
+  env["device_memory_bytes"] = e.device_memory_bytes;
+  env["device_sm_clock_GHz"] = e.device_sm_clock_GHz;
+  env["device_sm_clock_now_GHz"] = e.device_sm_clock_now_GHz;
+  env["device_sm_clock_max_GHz"] = e.device_sm_clock_max_GHz;
   OrderedJson versions = OrderedJson::object();
   for (const auto& [k, v] : e.versions) versions[k] = v;
   env["versions"] = versions;
@@ -316,6 +321,11 @@ Result<RunReport> ParseRunReport(const Json& j) {
     PT_RETURN_IF_ERROR(StringList(&er, "hosts", &e.hosts));
     PT_RETURN_IF_ERROR(er.OptInt("world_size", &e.world_size));
     PT_RETURN_IF_ERROR(er.OptString("device", &e.device));
+    // Absent from reports written before them.
+    PT_RETURN_IF_ERROR(er.OptInteger("device_memory_bytes", &e.device_memory_bytes));
+    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_GHz", &e.device_sm_clock_GHz));
+    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_now_GHz", &e.device_sm_clock_now_GHz));
+    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_max_GHz", &e.device_sm_clock_max_GHz));
     if (er.Has("versions")) {
       const Json& v = er.Raw("versions");
       if (!v.is_object()) return er.Error("versions", "must be an object of strings");

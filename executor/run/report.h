@@ -94,6 +94,13 @@ struct RunEnvironment {
   std::vector<std::string> hosts;  // host of each process
   int world_size = 0;              // processes
   std::string device;              // rank 0's device name
+  // Rank 0's device identity (backend::DeviceInfo), 0 = unknown: memory,
+  // bytes; SM clock, GHz: the backend's peak (CUDA), and NVML's at the time
+  // of the run and maximum (a throttled GPU shows now < max).
+  int64_t device_memory_bytes = 0;
+  double device_sm_clock_GHz = 0;
+  double device_sm_clock_now_GHz = 0;
+  double device_sm_clock_max_GHz = 0;
   std::map<std::string, std::string> versions;
   std::string created_at;  // UTC ISO 8601
 };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/strings.h"
 #include "executor/run/extrapolate.h"
@@ -775,11 +776,15 @@ CandidateReport CandidateRun::Run() {
     rep.breakdown[static_cast<size_t>(i)].predicted_s = predicted[i];
   rep.predicted_s = pred.iteration_time_s;
   rep.memory_predicted_GiB = pred.memory.total_GiB;
-  if (in_.plan_job && why == planner::Reason::kOk) {
+  // The plan's own prediction beside the measured GPU's, also when the
+  // candidate does not fit the measured GPU (it was feasible as planned).
+  if (in_.plan_job) {
     planner::Job planned = *in_.plan_job;
     planned.training.framework = job.training.framework;
     const planner::CostModel pcm(planned.model, planned.training, planned.cluster, planned.gpus);
-    if (pcm.CheckRules(c_) == planner::Reason::kOk) rep.plan_predicted_s = pcm.Predict(c_).iteration_time_s;
+    if (pcm.CheckRules(c_) == planner::Reason::kOk) {
+      rep.plan_predicted_s = pcm.Predict(c_).iteration_time_s;
+    }
   }
   auto done = [&](Outcome o, const std::string& reason) {
     rep.status = o;
@@ -1255,7 +1260,8 @@ Result<ConfirmInput> ConfirmInputFromPlans(const Json& plans, int top_k) {
 
 std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device) {
   auto lower = [](std::string t) {
-    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(t.begin(), t.end(), t.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
     return t;
   };
   const std::string name = lower(device.name);
@@ -1271,6 +1277,15 @@ std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device) {
   // Family tokens, longest first (a GH200's name also contains "h200").
   for (const char* family : {"gh200", "mi250x", "a100", "h100", "h200", "v100"}) {
     if (name.find(family) == std::string::npos) continue;
+    // H100 PCIe and NVL are not the SXM part with other memory: 756 and 835
+    // dense bf16 TFLOP/s and 2.0 and 3.9 TB/s against the SXM's 989 and 3.35
+    // (NVIDIA H100 Tensor Core GPU datasheet). No preset describes them, so
+    // they match none rather than h100-sxm. (A100 PCIe keeps the SXM's 312
+    // TFLOP/s and 1.94 against 2.04 TB/s, NVIDIA A100 datasheet: it matches.)
+    if (std::string_view(family) == "h100" &&
+        (name.find("pcie") != std::string::npos || name.find("nvl") != std::string::npos)) {
+      return std::nullopt;
+    }
     const double mem_GiB = device.memory_bytes / double(int64_t{1} << 30);
     std::optional<std::string> best;
     double best_gap = 0.15;
@@ -1314,7 +1329,10 @@ Result<RunReport> ConfirmCandidates(Backend& b, const ConfirmInput& in, const Co
   RunReport report;
   report.model = in.job.model.name;
   report.cluster = in.job.cluster.name;
-  report.cluster_fingerprint = topology::Fingerprint(in.job.cluster);
+  // The plan's cluster (the one `cluster` names), also when its GPU was
+  // swapped for the one measured.
+  report.cluster_fingerprint =
+      topology::Fingerprint(in.plan_job ? in.plan_job->cluster : in.job.cluster);
   report.profile = in.profile;
   report.gpus = in.job.gpus;
   report.plan_gpu = in.plan_job ? in.plan_job->cluster.gpu.name : in.job.cluster.gpu.name;
@@ -1330,7 +1348,13 @@ Result<RunReport> ConfirmCandidates(Backend& b, const ConfirmInput& in, const Co
   env.created_at = UtcNowIso8601();
   if (root) {
     auto dev = b.DescribeDevice();
-    if (dev.ok()) env.device = dev->name;
+    if (dev.ok()) {
+      env.device = dev->name;
+      env.device_memory_bytes = dev->memory_bytes;
+      env.device_sm_clock_GHz = dev->clock_GHz;
+      env.device_sm_clock_now_GHz = dev->clock_now_GHz;
+      env.device_sm_clock_max_GHz = dev->clock_max_GHz;
+    }
   }
   report.slice_layers = o.workload.slice_layers;
   report.warmup = o.warmup;

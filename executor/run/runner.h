@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "common/json.h"
 #include "common/status.h"
-#include "backend/backend.h"
 #include "executor/run/report.h"
 #include "executor/run/workload.h"
 #include "planner/request.h"
@@ -82,7 +82,8 @@ struct ConfirmInput {
 // The GPU preset a device is: its display name exactly (case-insensitive),
 // else the preset of the same family (a100, h100, h200, gh200, v100, mi250x
 // in the device name) whose memory is closest to the device's, within 15 %.
-// nullopt when none (a CPU, an unknown GPU).
+// nullopt when none (a CPU, an unknown GPU, an H100 PCIe or NVL: no preset
+// has their peaks).
 std::optional<std::string> GpuPresetFor(const backend::DeviceInfo& device);
 
 // Compares like with like: when `measured_gpu` (a GPU preset name) is not the

@@ -71,7 +71,8 @@ class Builder {
     // eager stack moves more bytes than Transformer Engine's fused kernels).
     const planner::FrameworkSpec& fw = planner::FrameworkPreset(job.training.framework);
     const bool compiled = job.training.compile && fw.support.compile;
-    const double elem = compiled ? fw.costs.elementwise_traffic_compiled : fw.costs.elementwise_traffic;
+    const double elem =
+        compiled ? fw.costs.elementwise_traffic_compiled : fw.costs.elementwise_traffic;
     norm_res_ *= elem;
     act_fn_ *= elem;
     loss_bytes_ = compiled ? fw.costs.loss_bytes_per_logit_compiled : fw.costs.loss_bytes_per_logit;
@@ -80,17 +81,51 @@ class Builder {
     // third run in the forward, four of them the linears' GEMMs and one the
     // attention kernel; the rest are its memory-bound kernels, shared by the
     // norm/residual and activation sections by bytes (the backward launches
-    // twice as many, moving twice the bytes). The loss runs as one kernel per
-    // 6 bytes per logit it moves (a bf16→fp32 upcast reads 2 and writes 4; an
-    // fp32 pass reads and writes 4 + 4): Megatron's fused vocab-parallel
-    // cross entropy (12) in 2, an eager upcast + log-softmax + NLL (30) in 5.
+    // twice as many, moving twice the bytes).
     const double kpl = compiled ? fw.costs.kernels_per_layer_compiled : fw.costs.kernels_per_layer;
     const double ew = std::clamp(std::round(kpl / 3.0) - 5.0, 3.0, 40.0);
     const double total = norm_res_ + act_fn_;
     const double norm_share = total > 0 ? norm_res_ / total : 0.5;
     norm_kernels_ = std::max(1, static_cast<int>(std::lround(ew * norm_share / 2.0)));
     act_kernels_ = std::max(1, static_cast<int>(std::lround(ew * (1.0 - norm_share))));
-    loss_kernels_ = std::max(1, static_cast<int>(std::lround(loss_bytes_ / 6.0)));
+    LossPasses();
+  }
+
+  // The loss as the stack runs it, in its precision: the preset's
+  // loss_bytes_per_logit B split into the passes over the T × V/tp logits
+  // that move them (docs/executor.md, "Frameworks"; a = activation bytes).
+  // B ≥ 2(a + 4) (Megatron's vocab-parallel cross entropy, 12; Hugging Face /
+  // torchtitan eager, 30): the stack materializes fp32 logits. The forward
+  // upcasts them (reads a, writes 4 per logit: `logits.float()`), the backward
+  // casts the gradient back for the logits GEMM (reads 4, writes a), and the
+  // rest R = B − 2(a + 4) is fp32 passes each reading and writing a logits
+  // tensor (8 bytes), floor(R / 8) of them (log-softmax forward, its gradient
+  // backward). Otherwise the logits stay in the activation type with fp32
+  // math in registers (flash-attn's fused cross entropy, torch.compile): a
+  // forward reduction reads them once (a: the log-sum-exp), the backward reads
+  // them again and writes the gradient (the rest, B − a).
+  void LossPasses() {
+    const double a = static_cast<double>(e_), B = loss_bytes_;
+    loss_passes_.clear();
+    if (a < 4.0 && B >= 2.0 * (a + 4.0)) {
+      const double rest = B - 2.0 * (a + 4.0);
+      const int n = static_cast<int>(std::floor(rest / 8.0 + 1e-9));
+      // A remainder too small for an fp32 pass of its own rides on the casts.
+      const double cast = (a + 4.0) + (n == 0 ? rest / 2.0 : 0.0);
+      loss_passes_.push_back({"upcast", Phase::kForward, cast, DataType::kFloat32});
+      for (int i = 0; i < n; ++i) {
+        const bool fwd = i < (n + 1) / 2;
+        loss_passes_.push_back({fwd ? "log_softmax" : "log_softmax_grad",
+                                fwd ? Phase::kForward : Phase::kBackward, rest / n,
+                                DataType::kFloat32});
+      }
+      loss_passes_.push_back({"downcast", Phase::kBackward, cast, DataType::kFloat32});
+    } else if (B > a) {
+      loss_passes_.push_back({"logsumexp", Phase::kForward, a, w_.precision.activation});
+      loss_passes_.push_back({"gradient", Phase::kBackward, B - a, w_.precision.activation});
+    } else {
+      loss_passes_.push_back({"fused", Phase::kForward, B, w_.precision.activation});
+    }
   }
 
   void SetZCachedLayers(int n) { z_cached_layers_ = n; }
@@ -173,6 +208,7 @@ class Builder {
     op.phase = phase;
     op.layer = layer;
     op.name = name;
+    op.dtype = w_.precision.activation;
     traffic = std::max<int64_t>(2, traffic);
     op.calls = std::max<int>(std::max(1, kernels),
                              static_cast<int>(CeilDiv(traffic, 2 * o_.max_call_bytes)));
@@ -704,8 +740,8 @@ class Builder {
   }
 
   // Last stage: the logits GEMM (vocabulary split over the tensor ranks), its
-  // two backward GEMMs and the fp32 loss (logits written, read, gradient
-  // written: 12 bytes per logit); the final hidden states are gathered over Y
+  // two backward GEMMs and the loss in the stack's passes and precision
+  // (LossPasses); the final hidden states are gathered over Y
   // forward and their gradient backward (the cost model's logits terms).
   void Logits() {
     const int64_t v_loc = CeilDiv(m_.vocab, c_.tensor());
@@ -715,9 +751,19 @@ class Builder {
                   c_.sp ? OpKind::kAllGather : OpKind::kAllReduce, GroupKind::kY,
                   T * m_.hidden * e_, w_.precision.activation);
     AddGemm("stage.logits.fwd", Scope::kStage, Phase::kForward, -1, tokens_, v_loc, h_loc);
-    AddMemory("stage.loss", Scope::kStage, Phase::kForward, -1,
-              static_cast<int64_t>(static_cast<double>(tokens_ * v_loc) * loss_bytes_),
-              Category::kCompute, loss_kernels_);
+    // The loss, one kernel per pass, in the stack's precision (LossPasses):
+    // its forward passes here, its backward ones before the logits' dgrad.
+    const double logits = static_cast<double>(tokens_ * v_loc);
+    auto loss = [&](Phase phase) {
+      for (const LossPass& p : loss_passes_) {
+        if (p.phase != phase) continue;
+        const int op = AddMemory(std::string("stage.loss.") + p.name, Scope::kStage, phase, -1,
+                                 static_cast<int64_t>(logits * p.bytes_per_logit));
+        w_.ops[static_cast<size_t>(op)].dtype = p.dtype;
+      }
+    };
+    loss(Phase::kForward);
+    loss(Phase::kBackward);
     AddGemm("stage.logits.dgrad", Scope::kStage, Phase::kBackward, -1, tokens_, h_loc, v_loc);
     AddGemm("stage.logits.wgrad", Scope::kStage, Phase::kBackward, -1, v_loc, h_loc, tokens_);
     AddCollective("stage.logits.bwd_reduce", Category::kCommY, Scope::kStage, Phase::kBackward, -1,
@@ -794,9 +840,18 @@ class Builder {
   double psi_ = 0, layer_shard_ = 0;
   int nd_ = 1;
   double norm_res_ = 0, act_fn_ = 0;
-  int norm_kernels_ = 1, act_kernels_ = 1, loss_kernels_ = 1;  // per section, forward
+  int norm_kernels_ = 1, act_kernels_ = 1;  // per section, forward
+  // One kernel of the loss: its name, phase, bytes read + written per logit,
+  // and the element type it computes in.
+  struct LossPass {
+    const char* name;
+    Phase phase;
+    double bytes_per_logit;
+    DataType dtype;
+  };
+  std::vector<LossPass> loss_passes_;
   int z_cached_layers_ = 0;  // slice layers whose Z gathers are not repeated
-  double loss_bytes_ = 12;  // bytes per logit the framework's loss moves
+  double loss_bytes_ = 12;   // bytes per logit the framework's loss moves
   std::vector<LayerWindows> windows_;
   std::vector<std::array<int, 4>> z_fwd_;
   std::vector<ZBackward> z_bwd_;

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "backend/backend.h"
+#include "common/status.h"
 #include "planner/config.h"
 #include "planner/request.h"
 
@@ -112,11 +112,13 @@ struct WorkOp {
   // recipes, as the cost model prices it).
   int64_t m = 0, n = 0, k = 0;
   backend::GemmPrecision precision = backend::GemmPrecision::kBf16;
-  // kMemoryBound: bytes read + written per call.
+  // kMemoryBound: bytes read + written per call (the element type it computes
+  // in is `dtype`: the activations', or fp32 for a loss the stack upcasts).
   int64_t traffic_bytes = 0;
   // kCollective: per call. `bytes` is the nccl-tests size (the whole buffer:
   // all-gather output, reduce-scatter input, all-reduce buffer, all-to-all
-  // buffer, send/recv message); `dtype` the element type moved.
+  // buffer, send/recv message); `dtype` the element type moved (kMemoryBound:
+  // computed in).
   backend::OpKind collective = backend::OpKind::kAllReduce;
   GroupKind group = GroupKind::kX;
   int64_t bytes = 0;

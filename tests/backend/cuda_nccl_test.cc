@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/nvml_topology.h"
+
 namespace paratune::backend {
 namespace {
 
@@ -39,6 +41,12 @@ TEST_F(CudaBackendTest, DescribesTheDevice) {
   EXPECT_GT(d->memory_bytes, int64_t{1} << 30);
   EXPECT_GT(d->multiprocessors, 0);
   EXPECT_FALSE(b_->Versions().at("nccl").empty());
+  // NVML's SM clocks where the driver's library is there: the clock now never
+  // above the maximum (1 % for the MHz rounding).
+  if (QueryNvmlTopology().ok()) {
+    EXPECT_GT(d->clock_max_GHz, 0.0);
+    EXPECT_LE(d->clock_now_GHz, d->clock_max_GHz * 1.01);
+  }
 }
 
 TEST_F(CudaBackendTest, FillCopyAndSingleRankAllReduceKeepValues) {

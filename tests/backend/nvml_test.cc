@@ -52,5 +52,22 @@ TEST(Nvml, QueryEitherReadsTheGpusOrSaysWhyNot) {
   }
 }
 
+// The CUDA module finds its device's NVML entry (clocks) by PCI bus id: CUDA
+// spells the domain with 4 digits ("0000:07:00.0"), NVML with 8
+// ("00000000:07:00.0"), in either case.
+TEST(Nvml, FindsAGpuByEitherSpellingOfItsBusId) {
+  NvmlTopology t;
+  NvmlGpu a, b;
+  a.pci_bus_id = "00000000:07:00.0";
+  a.sm_clock_max_MHz = 1980;  // H100 SXM's maximum SM clock (NVIDIA H100 datasheet: 1.98 GHz)
+  b.pci_bus_id = "00000000:0F:00.0";
+  t.gpus = {a, b};
+  const NvmlGpu* g = FindNvmlGpu(t, "0000:07:00.0");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->sm_clock_max_MHz, 1980);
+  EXPECT_EQ(FindNvmlGpu(t, "0000:0f:00.0"), &t.gpus[1]);
+  EXPECT_EQ(FindNvmlGpu(t, "0000:08:00.0"), nullptr);
+}
+
 }  // namespace
 }  // namespace paratune::backend

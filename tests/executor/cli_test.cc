@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "cli/commands.h"
 #include "backend/fake.h"
+#include "cli/commands.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
 #include "executor/run/runner.h"
@@ -91,8 +91,10 @@ TEST_F(CliTest, HelpTeachesAndBadFlagsAreUsageErrors) {
 }
 
 TEST_F(CliTest, ConfirmThenCalibrate) {
-  Outcome c = Call(RunConfirm, {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake",
-                                "--out", Path("run.json"), "--samples", "2"}, /*progress=*/true);
+  Outcome c = Call(RunConfirm,
+                   {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake", "--out",
+                    Path("run.json"), "--samples", "2"},
+                   /*progress=*/true);
   ASSERT_EQ(c.code, kExitOk) << c.err;
   EXPECT_NE(c.err.find("[confirm] candidate 1/2"), std::string::npos) << c.err;
   // stderr not a terminal: the outcome only, no progress lines.
@@ -158,8 +160,9 @@ TEST_F(CliTest, FaultsAreReportedWithTheirExitCodes) {
 // the H100 prediction and keeps the plan's own beside it; --strict-gpu
 // refuses the mismatch.
 TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
-  planner::Job job = executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
-                                                *topology::ClusterPreset("dgx-a100-80gb"), 8, 2048, 16);
+  planner::Job job =
+      executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
+                                 *topology::ClusterPreset("dgx-a100-80gb"), 8, 2048, 16);
   ASSERT_EQ(job.cluster.gpu.name, "a100-80gb");
   planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
   planner::SearchOptions so;
@@ -170,17 +173,20 @@ TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
   ASSERT_GE(sec.result.top.size(), 1u);
   ASSERT_TRUE(WriteFileAtomic(Path("a100.json"), planner::PlansToJson({sec}, so).dump(2)).ok());
 
-  Outcome strict = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
-                                     "h100-sxm", "--strict-gpu", "--top", "1", "--out", Path("s.json")});
+  Outcome strict =
+      Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu", "h100-sxm",
+                        "--strict-gpu", "--top", "1", "--out", Path("s.json")});
   EXPECT_EQ(strict.code, kExitUsage);
   EXPECT_NE(strict.err.find("a100-80gb"), std::string::npos) << strict.err;
   EXPECT_NE(strict.err.find("h100-sxm"), std::string::npos) << strict.err;
   EXPECT_FALSE(std::filesystem::exists(Path("s.json")));
 
-  Outcome run = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
-                                  "h100-sxm", "--top", "1", "--samples", "1", "--out", Path("r.json")});
+  Outcome run =
+      Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu", "h100-sxm",
+                        "--top", "1", "--samples", "1", "--out", Path("r.json")});
   ASSERT_EQ(run.code, kExitOk) << run.err;
-  EXPECT_NE(run.out.find("plan made for a100-80gb, measured on h100-sxm"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("plan made for a100-80gb, measured on h100-sxm"), std::string::npos)
+      << run.out;
   auto rep = executor::LoadRunReport(Path("r.json"));
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   EXPECT_EQ(rep->plan_gpu, "a100-80gb");
@@ -194,12 +200,50 @@ TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
   const planner::CostModel hm(h100.model, h100.training, h100.cluster, h100.gpus);
   EXPECT_DOUBLE_EQ(c.predicted_s, hm.Predict(c.config).iteration_time_s);
   EXPECT_DOUBLE_EQ(*c.plan_predicted_s, cm.Predict(c.config).iteration_time_s);
-  EXPECT_LT(c.predicted_s, *c.plan_predicted_s) << "an H100 step is predicted faster than an A100 one";
+  EXPECT_LT(c.predicted_s, *c.plan_predicted_s)
+      << "an H100 step is predicted faster than an A100 one";
+  // The error is against the H100's prediction, not the plan's.
+  ASSERT_EQ(c.status, executor::Outcome::kOk) << c.reason;
+  ASSERT_TRUE(c.measured_s.has_value() && c.error.has_value());
+  EXPECT_NEAR(*c.error, (c.predicted_s - *c.measured_s) / *c.measured_s, 1e-9);
+  // The report still names the plan's cluster; the device is the one claimed.
+  EXPECT_EQ(rep->cluster_fingerprint, topology::Fingerprint(job.cluster));
+  EXPECT_EQ(rep->environment.device, topology::GpuPreset("h100-sxm")->display_name);
+  EXPECT_EQ(rep->environment.device_memory_bytes,
+            static_cast<int64_t>(topology::GpuPreset("h100-sxm")->memory_GiB * (1 << 30)));
+  // Calibration fits against the prediction for the GPU measured: its
+  // step-time error before fitting is this candidate's |error|.
+  auto fit = executor::FitCalibration({*rep});
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  EXPECT_NEAR(fit->iteration_error_before, std::abs(*c.error), 1e-9);
+  // Reports measured on different GPUs are fitted together, with a warning.
+  executor::RunReport other = *rep;
+  other.measured_gpu = "a100-80gb";
+  auto mixed = executor::FitCalibration({*rep, other});
+  ASSERT_TRUE(mixed.ok());
+  bool warned = false;
+  for (const std::string& w : mixed->warnings)
+    warned |= w.find("different GPUs") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // A report written before these keys still parses and calibrates the same.
+  Json old = Json::parse(executor::RunReportToJson(*rep).dump());
+  for (const char* k : {"plan_gpu", "measured_gpu"}) old.erase(k);
+  for (const char* k : {"device_memory_bytes", "device_sm_clock_GHz", "device_sm_clock_now_GHz",
+                        "device_sm_clock_max_GHz"}) {
+    old["environment"].erase(k);
+  }
+  for (Json& cj : old["candidates"]) cj.erase("plan_predicted_s");
+  auto parsed = executor::ParseRunReport(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->measured_gpu, "");
+  auto old_fit = executor::FitCalibration({*parsed});
+  ASSERT_TRUE(old_fit.ok());
+  EXPECT_NEAR(old_fit->iteration_error_before, fit->iteration_error_before, 1e-9);
 
   // The same plan on a device claiming its own GPU: nothing swapped, strict passes.
-  Outcome same = Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
-                                   "a100-80gb", "--strict-gpu", "--top", "1", "--samples", "1",
-                                   "--out", Path("same.json")});
+  Outcome same = Call(RunConfirm,
+                      {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu", "a100-80gb",
+                       "--strict-gpu", "--top", "1", "--samples", "1", "--out", Path("same.json")});
   ASSERT_EQ(same.code, kExitOk) << same.err;
   auto rs = executor::LoadRunReport(Path("same.json"));
   ASSERT_TRUE(rs.ok());
@@ -207,7 +251,8 @@ TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
   EXPECT_FALSE(rs->candidates[0].plan_predicted_s.has_value());
   EXPECT_DOUBLE_EQ(rs->candidates[0].predicted_s, *c.plan_predicted_s);
   EXPECT_EQ(Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu",
-                              "tpu-v9", "--out", Path("x.json")}).code,
+                              "tpu-v9", "--out", Path("x.json")})
+                .code,
             kExitUsage);
 }
 
@@ -226,6 +271,12 @@ TEST(GpuPresetFor, NamesAndMemory) {
   d.name = "NVIDIA GH200 480GB";
   d.memory_bytes = int64_t{95} << 30;
   EXPECT_EQ(executor::GpuPresetFor(d).value_or(""), "gh200");
+  d.name = "NVIDIA H100 PCIe";  // 80 GB, but 756 not 989 TFLOP/s: not h100-sxm
+  d.memory_bytes = int64_t{80} << 30;
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
+  d.name = "NVIDIA H100 NVL";
+  d.memory_bytes = int64_t{94} << 30;
+  EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
   d.name = "NVIDIA L4";
   EXPECT_FALSE(executor::GpuPresetFor(d).has_value());
   d.name = "fake";

@@ -225,21 +225,24 @@ TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   EXPECT_NEAR(static_cast<double>(traffic["step.optimizer"]), psi / 2 * 34 + psi * 2 * 4, 4.0);
 }
 
-// Issue 14: the element-wise work and the loss run the way the stack runs
-// them. DeepSpeed on a Hugging Face model, eager (deepspeed.json: 80 kernels
-// per layer, 1.6x the fused element-wise bytes, 30 bytes per logit in the
-// loss) against the same under torch.compile (35 kernels, 1.0x, 10 bytes):
-// by the rule of docs/executor.md, round(80/3) - 5 = 22 forward memory-bound
-// kernels per layer against round(35/3) - 5 = 7, and the loss in
-// round(30/6) = 5 kernels against round(10/6) = 2.
+// Issue 14: the element-wise work runs the way the stack runs it. DeepSpeed
+// on a Hugging Face model, eager (deepspeed.json: 80 kernels per layer, 1.6x
+// the fused element-wise bytes) against the same under torch.compile (35
+// kernels, 1.0x): by the rule of docs/executor.md, round(80/3) - 5 = 22
+// forward memory-bound kernels per layer against round(35/3) - 5 = 7.
 TEST(Workload, EagerStacksRunMoreSmallerElementwiseKernels) {
+  const planner::FrameworkCosts& fc =
+      planner::FrameworkPreset(planner::Framework::kDeepSpeed).costs;
+  ASSERT_EQ(fc.kernels_per_layer, 80);  // the published figures the expectations below follow
+  ASSERT_EQ(fc.kernels_per_layer_compiled, 35);
+  ASSERT_EQ(fc.elementwise_traffic, 1.6);
+  ASSERT_EQ(fc.elementwise_traffic_compiled, 1.0);
   ParallelConfig c;
   c.gdata = 8;
   c.zero = 1;
   planner::Job job = TestJob(8);
   job.training.framework = planner::Framework::kDeepSpeed;
-  auto count = [&](bool compile, int* fwd_kernels, int64_t* fwd_bytes, int* loss_kernels,
-                   int64_t* loss_bytes) {
+  auto count = [&](bool compile, int* fwd_kernels, int64_t* fwd_bytes) {
     planner::Job j = job;
     j.training.compile = compile;
     auto w = BuildWorkload(j, c, 0, WorkloadOptions{});
@@ -248,28 +251,112 @@ TEST(Workload, EagerStacksRunMoreSmallerElementwiseKernels) {
     *fwd_bytes = 0;
     for (const WorkOp& op : w->ops) {
       if (op.type != OpType::kMemoryBound) continue;
-      const int64_t bytes = op.traffic_bytes * op.calls;
       if (op.name == "L0.fwd.norm_residual.attention" || op.name == "L0.fwd.norm_residual.mlp" ||
           op.name == "L0.fwd.activation") {
         *fwd_kernels += op.calls;
-        *fwd_bytes += bytes;
-      }
-      if (op.name == "stage.loss") {
-        *loss_kernels = op.calls;
-        *loss_bytes = bytes;
+        *fwd_bytes += op.traffic_bytes * op.calls;
       }
     }
   };
-  int ek = 0, ck = 0, elk = 0, clk = 0;
-  int64_t eb = 0, cb = 0, elb = 0, clb = 0;
-  count(false, &ek, &eb, &elk, &elb);
-  count(true, &ck, &cb, &clk, &clb);
+  int ek = 0, ck = 0;
+  int64_t eb = 0, cb = 0;
+  count(false, &ek, &eb);
+  count(true, &ck, &cb);
   EXPECT_NEAR(ek, 22, 1);  // the sections' shares round separately
   EXPECT_NEAR(ck, 7, 1);
   EXPECT_NEAR(static_cast<double>(eb) / static_cast<double>(cb), 1.6, 0.01);
-  EXPECT_EQ(elk, 5);
-  EXPECT_EQ(clk, 2);
-  EXPECT_NEAR(static_cast<double>(elb) / static_cast<double>(clb), 3.0, 0.01);
+}
+
+// Issue 14: the logits and the loss in the stack's precision, one kernel per
+// pass over the T x V logits (docs/executor.md, "Frameworks"), the passes'
+// bytes adding up to the preset's loss_bytes_per_logit:
+// - Hugging Face eager (deepspeed.json, 30): logits.float() reads 2 and
+//   writes 4; two fp32 passes share the other 30 - 12 = 18 (log-softmax
+//   forward, its gradient backward), 9 each; the gradient cast back to bf16
+//   reads 4 and writes 2. All fp32.
+// - the same under torch.compile (10): the bf16 logits read once forward
+//   (log-sum-exp, 2), read again and the gradient written backward (8).
+// - llm-foundry's fused cross entropy (fsdp.json, 6): 2 forward, 2 + 2 back.
+// - Megatron's vocab-parallel cross entropy (megatron.json, 12): the fp32
+//   upcast (2 + 4) and the cast back (4 + 2).
+TEST(Workload, TheLossRunsInTheStacksPrecision) {
+  struct Pass {
+    std::string name;
+    Phase phase;
+    double bytes_per_logit;
+    DataType dtype;
+  };
+  struct Case {
+    planner::Framework framework;
+    bool compile;
+    double published;  // the preset's loss_bytes_per_logit
+    std::vector<Pass> want;
+  };
+  const Phase F = Phase::kForward, Bw = Phase::kBackward;
+  const DataType fp32 = DataType::kFloat32, bf16 = DataType::kBFloat16;
+  const std::vector<Case> cases = {
+      {planner::Framework::kDeepSpeed,
+       false,
+       30,
+       {{"stage.loss.upcast", F, 6, fp32},
+        {"stage.loss.log_softmax", F, 9, fp32},
+        {"stage.loss.log_softmax_grad", Bw, 9, fp32},
+        {"stage.loss.downcast", Bw, 6, fp32}}},
+      {planner::Framework::kDeepSpeed,
+       true,
+       10,
+       {{"stage.loss.logsumexp", F, 2, bf16}, {"stage.loss.gradient", Bw, 8, bf16}}},
+      {planner::Framework::kFsdp,
+       false,
+       6,
+       {{"stage.loss.logsumexp", F, 2, bf16}, {"stage.loss.gradient", Bw, 4, bf16}}},
+      {planner::Framework::kMegatron,
+       false,
+       12,
+       {{"stage.loss.upcast", F, 6, fp32}, {"stage.loss.downcast", Bw, 6, fp32}}},
+  };
+  ParallelConfig c;
+  c.gdata = 8;
+  WorkloadOptions o;
+  o.max_call_bytes = int64_t{1} << 40;  // one call per pass: count kernels, not slices
+  for (const Case& k : cases) {
+    SCOPED_TRACE(planner::FrameworkName(k.framework) + std::string(k.compile ? " compiled" : ""));
+    const planner::FrameworkCosts& fc = planner::FrameworkPreset(k.framework).costs;
+    ASSERT_EQ(k.compile ? fc.loss_bytes_per_logit_compiled : fc.loss_bytes_per_logit, k.published);
+    planner::Job job = TestJob(8);
+    job.training.framework = k.framework;
+    job.training.compile = k.compile;
+    auto w = BuildWorkload(job, c, 0, o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    // One micro-batch of s tokens on this rank, the whole vocabulary (tp = 1).
+    const double logits = static_cast<double>(kS * kV);
+    std::vector<const WorkOp*> got;
+    int logits_fwd = -1, logits_dgrad = -1;
+    for (size_t i = 0; i < w->ops.size(); ++i) {
+      const WorkOp& op = w->ops[i];
+      if (op.name.rfind("stage.loss", 0) == 0) got.push_back(&op);
+      if (op.name == "stage.logits.fwd") logits_fwd = static_cast<int>(i);
+      if (op.name == "stage.logits.dgrad") logits_dgrad = static_cast<int>(i);
+    }
+    ASSERT_EQ(got.size(), k.want.size());
+    double total = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const WorkOp& op = *got[i];
+      EXPECT_EQ(op.name, k.want[i].name);
+      EXPECT_EQ(op.type, OpType::kMemoryBound);
+      EXPECT_EQ(op.phase, k.want[i].phase) << op.name;
+      EXPECT_EQ(op.calls, 1) << op.name;
+      EXPECT_EQ(op.dtype, k.want[i].dtype) << op.name;
+      EXPECT_NEAR(static_cast<double>(op.traffic_bytes), logits * k.want[i].bytes_per_logit, 2.0)
+          << op.name;
+      total += static_cast<double>(op.traffic_bytes);
+      // Forward passes after the logits GEMM, backward ones before its dgrad.
+      const int at = static_cast<int>(got[i] - w->ops.data());
+      EXPECT_GT(at, logits_fwd) << op.name;
+      EXPECT_LT(at, logits_dgrad) << op.name;
+    }
+    EXPECT_NEAR(total, logits * k.published, 8.0);
+  }
 }
 
 TEST(Workload, AxonnGridIssuesTheExpectedGemmsAndCollectives) {
