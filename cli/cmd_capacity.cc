@@ -129,77 +129,17 @@ int RunCapacity(const Args& args, Io io) {
     planner::SearchOptions opt;
     opt.family = fam;
     io.err << "capacity: " << planner::FamilyName(fam) << "...\n";
-    // Sequence: grow by doubling, then bisect in steps of 1024 tokens.
-    int64_t lo = 0, hi = 0;
-    planner::Candidate at_lo;
-    // Every doubling is tried, not only up to the first failure: FPDT's
-    // offloaded chunks make memory fall as sequences grow past a few chunks,
-    // so a length can fit when a shorter one does not.
-    for (int64_t s = 1024; s <= max_seq; s *= 2) {
-      planner::Candidate c;
-      if (AnyFits(job.model, job.training, job.cluster, job.gpus, static_cast<int>(s), opt, &c)) {
-        lo = s;
-        at_lo = c;
-        hi = 0;
-      } else if (hi == 0) {
-        hi = s;
-      }
-    }
-    if (lo > 0 && hi > 0) {
-      while (hi - lo > 1024) {
-        int64_t mid = (lo + hi) / 2 / 1024 * 1024;
-        if (mid <= lo) break;
-        planner::Candidate c;
-        if (AnyFits(job.model, job.training, job.cluster, job.gpus, static_cast<int>(mid), opt, &c)) {
-          lo = mid;
-          at_lo = c;
-        } else {
-          hi = mid;
-        }
-      }
-    }
-    // FPDT runs whole chunks only (seq % fpdt_chunk_tokens == 0 past one
-    // chunk), so the 1024-token bisection can stop below a longer multiple of
-    // the chunk that still fits: step on by whole chunks from there.
-    const int64_t chunk = job.training.fpdt_chunk_tokens;
-    auto next_len = [&](int64_t l) {
-      const bool fpdt = at_lo.config.cp > 1 && at_lo.config.cp_kind == planner::CpKind::kFpdt;
-      return fpdt && l >= chunk ? (l / chunk + 1) * chunk : l + 1024;
+    auto fits = [&](int64_t seq, bool unlimited_host, planner::Candidate* best) -> Result<bool> {
+      topology::ClusterSpec cluster = job.cluster;
+      if (unlimited_host && cluster.host_memory_GiB > 0) cluster.host_memory_GiB = 1e12;
+      return AnyFits(job.model, job.training, cluster, job.gpus, static_cast<int>(seq), opt, best);
     };
-    if (lo > 0 && hi > 0) {
-      for (int64_t n = next_len(lo); n <= max_seq; n = next_len(lo)) {
-        planner::Candidate c;
-        if (!AnyFits(job.model, job.training, job.cluster, job.gpus, static_cast<int>(n), opt,
-                     &c)) {
-          hi = n;
-          break;
-        }
-        lo = n;
-        at_lo = c;
-        hi = 0;
-      }
-    }
-    // What stops the sequence from growing: at the first length that does not
-    // fit, would it fit if host memory were unlimited? Then host memory binds
-    // (offloaded optimizer/parameters, FPDT's chunks); otherwise GPU memory.
-    std::string binding = "max_seq";
-    if (lo > 0 && hi > 0) {
-      topology::ClusterSpec unlimited = job.cluster;
-      unlimited.host_memory_GiB = unlimited.host_memory_GiB > 0 ? 1e12 : 0.0;
-      binding =
-          unlimited.host_memory_GiB > 0 && AnyFits(job.model, job.training, unlimited, job.gpus,
-                                                   static_cast<int>(hi), opt, nullptr)
-              ? "host_memory"
-              : "gpu_memory";
-    } else if (lo == 0) {
-      binding = "gpu_memory";
-      if (job.cluster.host_memory_GiB > 0) {
-        topology::ClusterSpec unlimited = job.cluster;
-        unlimited.host_memory_GiB = 1e12;
-        if (AnyFits(job.model, job.training, unlimited, job.gpus, 1024, opt, nullptr))
-          binding = "host_memory";
-      }
-    }
+    auto longest =
+        planner::FindLongestSequence(fits, 1024, max_seq, job.training.fpdt_chunk_tokens);
+    if (!longest.ok()) return UsageError(io, "capacity", longest.status());
+    const int64_t lo = longest->max_seq, hi = longest->first_failing;
+    const planner::Candidate& at_lo = longest->at_max;
+    const std::string& binding = longest->binding;
     // Largest preset model that fits at seq_at.
     std::string largest;
     double largest_b = 0;

@@ -645,4 +645,60 @@ SearchResult Search::RunAll() const {
   return Merge(std::move(parts));
 }
 
+Result<LongestSequence> FindLongestSequence(const FitsAt& fits, int64_t start, int64_t max_seq,
+                                            int64_t fpdt_chunk) {
+  LongestSequence out;
+  int64_t lo = 0, hi = 0;
+  auto probe = [&](int64_t n) -> Result<bool> {
+    Candidate c;
+    PT_ASSIGN_OR_RETURN(bool ok, fits(n, false, &c));
+    if (ok) {
+      lo = n;
+      out.at_max = c;
+    }
+    return ok;
+  };
+  for (int64_t s = start; s <= max_seq; s *= 2) {
+    PT_ASSIGN_OR_RETURN(bool ok, probe(s));
+    if (ok) {
+      hi = 0;
+    } else if (hi == 0) {
+      hi = s;
+    }
+  }
+  if (lo > 0 && hi > 0) {
+    while (hi - lo > 1024) {
+      const int64_t mid = (lo + hi) / 2 / 1024 * 1024;
+      if (mid <= lo) break;
+      PT_ASSIGN_OR_RETURN(bool ok, probe(mid));
+      if (!ok) hi = mid;
+    }
+    // FPDT runs whole chunks only (seq % fpdt_chunk == 0 past one chunk), so
+    // the bisection can stop below a longer multiple of the chunk that fits.
+    auto next_len = [&](int64_t l) {
+      const bool fpdt = out.at_max.config.cp > 1 && out.at_max.config.cp_kind == CpKind::kFpdt;
+      return fpdt && l >= fpdt_chunk ? (l / fpdt_chunk + 1) * fpdt_chunk : l + 1024;
+    };
+    for (int64_t n = next_len(lo); n <= max_seq; n = next_len(lo)) {
+      PT_ASSIGN_OR_RETURN(bool ok, probe(n));
+      if (!ok) {
+        hi = n;
+        break;
+      }
+      hi = 0;
+    }
+  }
+  out.max_seq = lo;
+  out.first_failing = hi;
+  if (lo > 0 && hi == 0) {
+    out.binding = "max_seq";
+    return out;
+  }
+  // What stops the sequence from growing: would the first length that does
+  // not fit fit with unlimited host memory?
+  PT_ASSIGN_OR_RETURN(bool host, fits(lo > 0 ? hi : start, true, nullptr));
+  out.binding = host ? "host_memory" : "gpu_memory";
+  return out;
+}
+
 }  // namespace paratune::planner

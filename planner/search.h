@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,5 +136,26 @@ class Search {
   std::vector<Outer> outer_;
   std::vector<std::vector<Placement>> placements_;  // per model
 };
+
+// The longest sequence some configuration fits in memory (`paratune
+// capacity`, planner/seeds.h). `fits(seq, unlimited_host, best)` answers
+// whether any configuration fits at `seq` tokens (with host memory unlimited
+// when asked: that is how host memory is found to bind) and sets `best` to
+// one that does. Doubles from `start` to `max_seq` (every doubling: FPDT's
+// offloaded chunks let a longer sequence fit where a shorter one does not),
+// bisects in 1024-token steps, then steps on by whole FPDT chunks
+// (`fpdt_chunk` tokens) when the fitting configuration runs FPDT. Errors of
+// `fits` are returned as they are.
+struct LongestSequence {
+  int64_t max_seq = 0;        // 0: nothing fits at `start`
+  int64_t first_failing = 0;  // the shortest length tried past max_seq that fails; 0 = capped
+  Candidate at_max;           // a configuration that fits at max_seq
+  // What stops a longer sequence: "host_memory", "gpu_memory", or "max_seq"
+  // (it fits at the cap).
+  std::string binding;
+};
+using FitsAt = std::function<Result<bool>(int64_t seq, bool unlimited_host, Candidate* best)>;
+Result<LongestSequence> FindLongestSequence(const FitsAt& fits, int64_t start, int64_t max_seq,
+                                            int64_t fpdt_chunk);
 
 }  // namespace paratune::planner

@@ -107,10 +107,9 @@ Result<SeedSide> Best(const Json& request, const Space& sp) {
   return side;
 }
 
-// The longest sequence (a multiple of 1024 tokens, up to 16M) some
-// configuration of the space fits in memory, with the request's other fields,
-// and what stops a longer one: host memory when the next length would fit with
-// unlimited host memory, else GPU memory.
+// The longest sequence (up to 16M tokens) some configuration of the space
+// fits in memory, with the request's other fields, and what binds
+// (FindLongestSequence, as `paratune capacity` asks it).
 Result<SeedSide> Longest(Json request, const Space& sp, std::string* config_at_max) {
   auto fits = [&](int64_t seq, bool unlimited_host, Candidate* best) -> Result<bool> {
     request["training"]["seq_len"] = seq;
@@ -123,68 +122,16 @@ Result<SeedSide> Longest(Json request, const Space& sp, std::string* config_at_m
     if (best) *best = r.top[0];
     return true;
   };
+  auto job = MakeJob(request);
+  if (!job.ok()) return job.status();
+  PT_ASSIGN_OR_RETURN(LongestSequence l,
+                      FindLongestSequence(fits, 4096, int64_t{16} << 20, job->training.fpdt_chunk_tokens));
   SeedSide side;
   side.label = sp.label;
   side.framework = sp.spec ? sp.spec->name : FrameworkName(sp.framework);
-  int64_t lo = 0, hi = 0;
-  Candidate at_lo;
-  // Every doubling is tried, not only up to the first failure: FPDT keeps all
-  // but two chunks in host memory, so a length of three chunks can fit where
-  // one of two does not.
-  for (int64_t s = 4096; s <= (int64_t{16} << 20); s *= 2) {
-    Candidate c;
-    auto ok = fits(s, false, &c);
-    if (!ok.ok()) return ok.status();
-    if (*ok) {
-      lo = s;
-      at_lo = c;
-      hi = 0;
-    } else if (hi == 0) {
-      hi = s;
-    }
-  }
-  if (hi == 0) {  // fits at the cap
-    side.max_seq = lo;
-    if (lo > 0 && config_at_max) *config_at_max = ConfigToString(at_lo.config);
-    return side;
-  }
-  while (lo > 0 && hi - lo > 1024) {
-    const int64_t mid = (lo + hi) / 2 / 1024 * 1024;
-    if (mid <= lo) break;
-    Candidate c;
-    auto ok = fits(mid, false, &c);
-    if (!ok.ok()) return ok.status();
-    if (*ok) {
-      lo = mid;
-      at_lo = c;
-    } else {
-      hi = mid;
-    }
-  }
-  // FPDT runs whole chunks only (seq % fpdt_chunk_tokens == 0 past one chunk):
-  // step on by whole chunks from where the bisection stopped.
-  if (lo > 0 && at_lo.config.cp > 1 && at_lo.config.cp_kind == CpKind::kFpdt) {
-    auto job = MakeJob(request);
-    if (!job.ok()) return job.status();
-    const int64_t chunk = job->training.fpdt_chunk_tokens;
-    for (int64_t n = (lo / chunk + 1) * chunk; lo >= chunk && n <= (int64_t{16} << 20);
-         n += chunk) {
-      Candidate c;
-      auto ok = fits(n, false, &c);
-      if (!ok.ok()) return ok.status();
-      if (!*ok) {
-        hi = n;
-        break;
-      }
-      lo = n;
-      at_lo = c;
-    }
-  }
-  side.max_seq = lo;
-  if (lo > 0 && config_at_max) *config_at_max = ConfigToString(at_lo.config);
-  auto unlimited = fits(hi, true, nullptr);
-  if (!unlimited.ok()) return unlimited.status();
-  side.binding = *unlimited ? "host_memory" : "gpu_memory";
+  side.max_seq = l.max_seq;
+  side.binding = l.binding;
+  if (l.max_seq > 0 && config_at_max) *config_at_max = ConfigToString(l.at_max.config);
   return side;
 }
 
@@ -264,7 +211,7 @@ Result<SeedResult> Fpdt2M() {
   side->config = at_max;
   s.sides = {*side};
   s.figures.push_back("longest sequence with FPDT: " + std::to_string(side->max_seq) + " tokens (" +
-                      at_max + "), bound by " + (side->binding.empty() ? "nothing up to 16M" : side->binding));
+                      at_max + "), bound by " + (side->binding == "max_seq" ? "nothing up to 16M" : side->binding));
   s.reproduced = side->max_seq >= (int64_t{2} << 20);
   return s;
 }
