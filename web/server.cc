@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "common/embedded.h"
 #include "common/strings.h"
@@ -237,11 +238,19 @@ Result<int> Server::Bind() {
   return port;
 }
 
-void Server::Listen() { http_->listen_after_bind(); }
+void Server::Listen() {
+  listen_called_ = true;
+  if (!stopping_) http_->listen_after_bind();
+  listen_done_ = true;
+}
 
 void Server::Stop() {
   stopping_ = true;
-  if (http_) http_->stop();
+  if (!http_) return;
+  while (listen_called_ && !listen_done_ && !http_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  http_->stop();
 }
 
 std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {

@@ -81,6 +81,10 @@ class Server {
   std::unique_ptr<JobManager> jobs_;
   Metrics metrics_;
   std::atomic<bool> stopping_{false};
+  // Listen() was entered / has returned: Stop() waits for a listener that is
+  // starting (httplib's stop() is a no-op before its loop runs, and the loop
+  // would then never end).
+  std::atomic<bool> listen_called_{false}, listen_done_{false};
   std::atomic<uint64_t> request_counter_{0};
   int port_ = 0;
 };
