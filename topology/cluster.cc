@@ -41,6 +41,7 @@ const std::set<std::string>& ClusterSourceKeys() {
                                               "nic_efficiency",
                                               "inter_alpha_us",
                                               "alltoall_efficiency",
+                                              "allreduce_nic_efficiency",
                                               "network",
                                               "host_memory_GiB",
                                               "host_memory_GBps",
@@ -189,10 +190,17 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   } else {
     out.alpha_us = c.inter_alpha_us;
     busbw = c.NodeInjectionGBps() / sharing;
+    // The GPU's own path to the network carries nic_efficiency; an all-reduce
+    // measured apart scales it by its own figure.
+    double nic_scale = 1.0;
+    if (coll == Collective::kAllReduce && c.allreduce_nic_efficiency > 0) {
+      nic_scale = c.allreduce_nic_efficiency / c.nic_efficiency;
+      busbw *= nic_scale;
+    }
     const int local = stride < gpn ? std::min(size, gpn / stride) : 1;
     const double cap = (local >= 2 && coll != Collective::kSendRecv)
                            ? IntraGBps(m, coll, stride, local)
-                           : MinToNetworkGBps(m);
+                           : MinToNetworkGBps(m) * nic_scale;
     busbw = std::min(busbw, cap);
   }
   if (coll == Collective::kAllToAll) busbw *= c.alltoall_efficiency;
@@ -451,6 +459,12 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   if (!IsFraction(c.nic_efficiency)) return r->Error("nic_efficiency", "must be in (0, 1]");
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
+  if (r->Has("allreduce_nic_efficiency")) {
+    PT_RETURN_IF_ERROR(r->Number("allreduce_nic_efficiency", &c.allreduce_nic_efficiency));
+    if (!IsFraction(c.allreduce_nic_efficiency)) {
+      return r->Error("allreduce_nic_efficiency", "must be in (0, 1]");
+    }
+  }
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
   PT_RETURN_IF_ERROR(ReadHost(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
@@ -604,6 +618,8 @@ std::string CanonicalText(const ClusterSpec& c) {
   AppendField(&s, "nic_efficiency", c.nic_efficiency);
   AppendField(&s, "inter_alpha_us", c.inter_alpha_us);
   AppendField(&s, "alltoall_efficiency", c.alltoall_efficiency);
+  // Only when stated, so the other clusters keep their fingerprints.
+  if (c.allreduce_nic_efficiency > 0) AppendField(&s, "allreduce_nic_efficiency", c.allreduce_nic_efficiency);
   AppendField(&s, "network", c.network);
   // Host fields only when stated, so clusters without them keep their
   // fingerprints from before the fields existed.
@@ -804,6 +820,7 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
   j["nic_efficiency"] = c.nic_efficiency;
   j["inter_alpha_us"] = c.inter_alpha_us;
   j["alltoall_efficiency"] = c.alltoall_efficiency;
+  if (c.allreduce_nic_efficiency > 0) j["allreduce_nic_efficiency"] = c.allreduce_nic_efficiency;
   j["network"] = c.network;
   if (c.host_memory_GiB > 0) j["host_memory_GiB"] = c.host_memory_GiB;
   if (c.host_memory_GBps > 0) j["host_memory_GBps"] = c.host_memory_GBps;

@@ -80,6 +80,10 @@ struct ClusterSpec {
   double nic_efficiency = 0.94;      // achievable busbw / line rate
   double inter_alpha_us = 12;        // latency per rank in the group, inter-node, µs
   double alltoall_efficiency = 0.6;  // all-to-all busbw relative to ring collectives
+  // Inter-node all-reduce busbw / line rate where it was measured apart from
+  // the all-gather/reduce-scatter figure above (NCCL picks other algorithms
+  // for it: tree, or ring with different channel counts). 0: nic_efficiency.
+  double allreduce_nic_efficiency = 0;
   std::string network = "fat-tree";  // "fat-tree" | "dragonfly" | ...
   // Host (CPU) side of a node, for ZeRO-Offload/Infinity and FPDT's offloaded
   // chunks (docs/model.md "Host memory and offload"). 0 = not stated: the

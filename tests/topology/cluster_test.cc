@@ -359,7 +359,7 @@ TEST(GroupCostTest, PerlmutterAxonnRule) {
 
   // Stride 4 spans nodes: four group instances share each node's NICs.
   for (int size : {2, 4, 8, 64}) {
-    LinkCost z = GroupCost(c, Collective::kAllReduce, 4, size);
+    LinkCost z = GroupCost(c, Collective::kAllGather, 4, size);
     EXPECT_EQ(z.tier, Tier::kInterNode);
     EXPECT_DOUBLE_EQ(z.busbw_GBps, c.NodeInjectionGBps() / 4) << size;
     EXPECT_DOUBLE_EQ(z.alpha_us, 9);
@@ -372,6 +372,37 @@ TEST(GroupCostTest, PerlmutterAxonnRule) {
                    c.NodeInjectionGBps() / 2);
   // Stride 1 across nodes: the whole node injection, under the 4-GPU figure.
   EXPECT_DOUBLE_EQ(GroupCost(c, Collective::kAllGather, 1, 8).busbw_GBps, c.NodeInjectionGBps());
+}
+
+// Across nodes the 2025 fit is of all-gather (59.52 GB/s per node); the 2024
+// table measured all-reduce busbw (axonn-notes.md §2.3): 80 GB/s for a
+// stride-1 group of >= 8, 40 at stride 2, 20 at stride >= 4 on Perlmutter;
+// 40 (16 GCDs, stride 1), 20, 10 and 5 (stride >= 8) on Frontier.
+TEST(GroupCostTest, InterNodeAllReduceIsTheMeasuredTable) {
+  const ClusterSpec p = MustCluster("perlmutter");
+  EXPECT_NEAR(GroupCost(p, Collective::kAllReduce, 1, 8).busbw_GBps, 80, 1e-9);
+  EXPECT_NEAR(GroupCost(p, Collective::kAllReduce, 1, 64).busbw_GBps, 80, 1e-9);
+  EXPECT_NEAR(GroupCost(p, Collective::kAllReduce, 2, 4).busbw_GBps, 40, 1e-9);
+  EXPECT_NEAR(GroupCost(p, Collective::kAllReduce, 2, 16).busbw_GBps, 40, 1e-9);
+  for (int stride : {4, 8, 64}) {
+    for (int size : {2, 4, 8}) {
+      EXPECT_NEAR(GroupCost(p, Collective::kAllReduce, stride, size).busbw_GBps, 20, 1e-9)
+          << stride << " " << size;
+    }
+  }
+  EXPECT_NEAR(GroupCost(p, Collective::kReduceScatter, 4, 2).busbw_GBps, 59.52 / 4, 0.02);
+  // Inside a node the measured intra-node table still rules.
+  EXPECT_DOUBLE_EQ(GroupCost(p, Collective::kAllReduce, 1, 4).busbw_GBps, 225);
+
+  const ClusterSpec f = MustCluster("frontier");
+  EXPECT_NEAR(GroupCost(f, Collective::kAllReduce, 1, 16).busbw_GBps, 40, 1e-9);
+  EXPECT_NEAR(GroupCost(f, Collective::kAllReduce, 2, 8).busbw_GBps, 20, 1e-9);
+  EXPECT_NEAR(GroupCost(f, Collective::kAllReduce, 4, 4).busbw_GBps, 10, 1e-9);
+  EXPECT_NEAR(GroupCost(f, Collective::kAllReduce, 8, 2).busbw_GBps, 5, 1e-9);
+  // A cluster that states no separate figure uses one for every collective.
+  const ClusterSpec h = MustCluster("dgx-h100");
+  EXPECT_DOUBLE_EQ(GroupCost(h, Collective::kAllReduce, 8, 16).busbw_GBps,
+                   GroupCost(h, Collective::kAllGather, 8, 16).busbw_GBps);
 }
 
 TEST(GroupCostTest, CollectiveSecondsFormula) {
@@ -444,9 +475,9 @@ TEST(GroupCostTest, AllToAllEfficiency) {
   for (const std::string& name : kClusterPresets) {
     const ClusterSpec c = MustCluster(name);
     for (int stride : {1, 2, c.gpus_per_node, 2 * c.gpus_per_node}) {
-      const LinkCost ar = GroupCost(c, Collective::kAllReduce, stride, 4);
+      const LinkCost ag = GroupCost(c, Collective::kAllGather, stride, 4);
       const LinkCost a2a = GroupCost(c, Collective::kAllToAll, stride, 4);
-      EXPECT_NEAR(a2a.busbw_GBps, ar.busbw_GBps * c.alltoall_efficiency, 1e-9) << name;
+      EXPECT_NEAR(a2a.busbw_GBps, ag.busbw_GBps * c.alltoall_efficiency, 1e-9) << name;
     }
   }
 }
