@@ -313,6 +313,9 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (c.gz > 1 && !f.shard_z) return "no sharded-parameter dimension (gz > 1)";
   if (c.pp > 1 && !f.pp) return "no pipeline parallelism (pp > 1)";
   if (c.vpp > 1 && !f.vpp) return "no interleaved pipeline (vpp > 1)";
+  if (c.vpp > 1 && c.pp < f.vpp_min_pp) return "interleaved pipeline (vpp > 1) needs more pipeline stages (pp)";
+  if (c.overlap_grad_reduce && c.pp > 1 && !f.overlap_grad_reduce_with_pp)
+    return "overlap_grad_reduce only without pipeline parallelism (pp = 1)";
   if (c.cp > 1) {
     if (c.cp_kind == CpKind::kRing && !f.cp_ring) return "no ring context parallelism (cp_kind ring)";
     if (c.cp_kind == CpKind::kUlysses && !f.cp_ulysses) return "no Ulysses (cp_kind ulysses)";

@@ -55,8 +55,14 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
                             {"vpp", &s.vpp}, {"uneven_pp", &s.uneven_pp},
                             {"distributed_optimizer", &s.distributed_optimizer}, {"zeropp", &s.zeropp},
                             {"pp_with_zero2", &s.pp_with_zero2}, {"cp_with_tp_pp", &s.cp_with_tp_pp},
-                            {"compile", &s.compile}}) {
+                            {"compile", &s.compile},
+                            {"overlap_grad_reduce_with_pp", &s.overlap_grad_reduce_with_pp}}) {
     PT_RETURN_IF_ERROR(ReadBool(r, key, field));
+  }
+  if (r.Has("vpp_min_pp")) {
+    const Json& v = r.Raw("vpp_min_pp");
+    if (!v.is_number_integer() || v.get<int>() < 2) return r.Error("vpp_min_pp", "must be an integer >= 2");
+    s.vpp_min_pp = v.get<int>();
   }
   std::vector<std::string> list;
   PT_RETURN_IF_ERROR(ReadStringList(r, "cp", &list));
@@ -223,7 +229,7 @@ void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
     if (o == "oar") c->oar = true;
     else if (o == "ors") c->ors = c->gz > 1;
     else if (o == "oag") c->oag = c->gz > 1;
-    else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = true;
+    else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = c->pp == 1 || fr.overlap_grad_reduce_with_pp;
     else if (o == "overlap_param_gather") c->overlap_param_gather = c->distributed_optimizer || c->zero == 3;
     else if (o == "tp_comm_overlap") c->tp_comm_overlap = c->sp;
     else if (o == "overlap_p2p") c->overlap_p2p = c->vpp > 1;

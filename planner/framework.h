@@ -46,6 +46,7 @@ struct FrameworkSupport {
   bool shard_z = false;    // parameter sharding as its own dimension (AxoNN Z, FSDP shard group)
   bool pp = false;         // pipeline parallelism
   bool vpp = false;        // interleaved (virtual) pipeline stages
+  int vpp_min_pp = 2;      // interleaving needs pp >= this (Megatron-LM 2023 asserted pp > 2)
   bool uneven_pp = false;  // layers % pp != 0 (as evenly as possible, or first/last stage counts)
   bool cp_ring = false, cp_ulysses = false, cp_fpdt = false;
   std::array<bool, 4> zero{true, false, false, false};  // ZeRO stages 0..3 over the data group
@@ -63,6 +64,9 @@ struct FrameworkSupport {
   // "overlap_param_gather" and "tp_comm_overlap" apply where meaningful
   // (distributed optimizer / ZeRO-3; sp), "overlap_p2p" with vpp > 1.
   std::vector<std::string> overlaps;
+  // overlap_grad_reduce also with pipeline stages (Megatron-LM of 2023
+  // asserted pipeline_model_parallel_size == 1 for it).
+  bool overlap_grad_reduce_with_pp = true;
 };
 
 // How fast the framework's kernels and host code are, relative to the cost

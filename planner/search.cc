@@ -343,7 +343,7 @@ SearchResult Search::RunShard(int shard) const {
     if (fr.uneven_pp && framework == Framework::kMegatron) {
       if (!BalancedFirstLast(m.layers, o.pp, &first_layers, &last_layers)) first_layers = last_layers = 0;
     }
-  } else if (o.pp > 1 && fr.vpp) {
+  } else if (o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp) {
     vpps.clear();
     for (int v : Divisors(m.layers / std::max(1, o.pp))) vpps.push_back(v);
   }
@@ -539,7 +539,8 @@ SearchResult Search::RunShard(int shard) const {
                   else if (k == "overlap_p2p") c.overlap_p2p = b;
                 }
                 ++res.evaluated;
-                if (c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) {
+                if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
+                    (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
                   ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                   continue;
                 }

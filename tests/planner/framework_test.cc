@@ -3,8 +3,13 @@
 // collapse, the simpler leader first, the band), lossy options behind a flag.
 #include <gtest/gtest.h>
 
+#include "common/embedded.h"
 #include "planner/plans.h"
 #include "planner/search.h"
+
+namespace paratune {
+const std::vector<EmbeddedPreset>& EmbeddedPresets_frameworks();
+}  // namespace paratune
 
 namespace paratune::planner {
 namespace {
@@ -42,6 +47,48 @@ TEST(Framework, EveryPresetLoadsAndCitesItsCosts) {
     EXPECT_EQ(*ParseFramework(FrameworkName(f)), f);
   }
   EXPECT_FALSE(ParseFramework("jax").ok());
+}
+
+// A framework file may state version limits of its interleaved schedule and
+// gradient-reduce overlap; bad values name their field.
+TEST(Framework, VersionLimitsParseAndBind) {
+  Json j;
+  for (const EmbeddedPreset& p : EmbeddedPresets_frameworks()) {
+    if (p.name == "megatron") j = Json::parse(p.text);
+  }
+  ASSERT_FALSE(j.is_null());
+  j["supports"]["vpp_min_pp"] = 1;
+  auto bad = ParseFrameworkSpec(j, "/framework");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/framework/supports/vpp_min_pp"), std::string::npos)
+      << bad.status().message();
+  j["supports"]["vpp_min_pp"] = 3;
+  j["supports"]["overlap_grad_reduce_with_pp"] = false;
+  auto spec = ParseFrameworkSpec(j, "/framework");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->support.vpp_min_pp, 3);
+  EXPECT_FALSE(spec->support.overlap_grad_reduce_with_pp);
+  EXPECT_EQ(FrameworkPreset(Framework::kMegatron).support.vpp_min_pp, 2);
+
+  const Job job = MakeJob("gpt3-13b", "dgx-a100-80gb", 64, 512, 2048);
+  CostModel cm(job.model, job.training, job.cluster, job.gpus, *spec);
+  ParallelConfig c;
+  c.gy = 4;
+  c.sp = true;
+  c.pp = 2;
+  c.vpp = 2;
+  c.gdata = 8;
+  EXPECT_NE(std::string(cm.UnsupportedWhy(c)).find("pp"), std::string::npos);
+  c.vpp = 1;
+  c.overlap_grad_reduce = true;
+  EXPECT_NE(std::string(cm.UnsupportedWhy(c)).find("overlap_grad_reduce"), std::string::npos);
+  // The search never turns the overlap on where the framework cannot run it.
+  SearchOptions o;
+  o.top_k = 5;
+  for (const Candidate& cand : Search(cm, o).RunAll().top) {
+    EXPECT_TRUE(cand.config.pp == 1 || !cand.config.overlap_grad_reduce) << ConfigToString(cand.config);
+    EXPECT_TRUE(cand.config.vpp == 1 || cand.config.pp >= 3) << ConfigToString(cand.config);
+  }
 }
 
 // The same configuration runs slower in an eager PyTorch stack than in

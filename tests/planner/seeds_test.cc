@@ -111,6 +111,85 @@ TEST(SeedsTest, Megatron2023HasWholeStagesOnly) {
   EXPECT_FALSE(Search(today, o).RunAll().top.empty());
 }
 
+// AxoNN (Singh et al., arXiv 2305.13525v3): GPT-80B on 1024 Perlmutter GPUs,
+// AxoNN 26 % faster than Megatron-LM at 57 % of peak. The band: 10-40 %, at
+// >= 50 % of peak, against the best Megatron-LM configuration of the paper's
+// time.
+TEST(SeedsTest, AxonnBeatsMegatron2023OnPerlmutter) {
+  const SeedResult* s = Find("axonn-80b-perlmutter");
+  ASSERT_NE(s, nullptr);
+  const SeedSide* ax = Side(*s, "AxoNN");
+  const SeedSide* mg = Side(*s, "Megatron-LM (2023)");
+  ASSERT_NE(ax, nullptr);
+  ASSERT_NE(mg, nullptr);
+  ASSERT_GT(ax->iteration_s, 0);
+  ASSERT_GT(mg->iteration_s, 0);
+  const double gain = mg->iteration_s / ax->iteration_s - 1.0;
+  EXPECT_GE(gain, 0.10) << ax->config << " vs " << mg->config;
+  EXPECT_LE(gain, 0.40);
+  EXPECT_GE(ax->hfu, 0.50);
+  EXPECT_TRUE(s->reproduced);
+}
+
+// The paper does not state its batch; with more tokens per Z gather the
+// 4D algorithm's advantage only grows (its own model, axonn-notes.md §2.5,
+// pushes large batches to pure Z), so AxoNN stays ahead at a larger batch too.
+TEST(SeedsTest, AxonnAheadAtALargerBatch) {
+  ModelSpec m = *ModelPreset("axonn-80b");
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 2048;
+  const auto cluster = *topology::ClusterPreset("perlmutter");
+  t.framework = Framework::kAxonn;
+  CostModel axonn(m, t, cluster, 1024);
+  t.framework = Framework::kMegatron;
+  CostModel mega(m, t, cluster, 1024, Megatron2023());
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult a = Search(axonn, o).RunAll(), b = Search(mega, o).RunAll();
+  ASSERT_FALSE(a.top.empty());
+  ASSERT_FALSE(b.top.empty());
+  EXPECT_GT(b.top[0].prediction.iteration_time_s / a.top[0].prediction.iteration_time_s, 1.10);
+}
+
+// Megatron-LM as of 2023-09-29 (the base of Megatron-AxoNN; arguments.py):
+// interleaving needed pp > 2, --overlap-grad-reduce needed pp = 1, and there
+// was no --overlap-param-gather. Today's Megatron-Core has all three.
+TEST(SeedsTest, Megatron2023OverlapsAndInterleavingAsItsCode) {
+  ModelSpec m = *ModelPreset("axonn-80b");
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 1024;
+  const auto cluster = *topology::ClusterPreset("perlmutter");
+  CostModel old(m, t, cluster, 1024, Megatron2023());
+  CostModel today(m, t, cluster, 1024);
+  SearchOptions o;
+  o.top_k = 1;
+  o.fixed = {{"pp", "2"}, {"vpp", "3"}};
+  EXPECT_TRUE(Search(old, o).RunAll().top.empty());
+  EXPECT_FALSE(Search(today, o).RunAll().top.empty());
+
+  o.fixed = {{"pp", "2"}, {"tp", "8"}};
+  const SearchResult r = Search(old, o).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_FALSE(r.top[0].config.overlap_grad_reduce);
+  EXPECT_FALSE(r.top[0].config.overlap_param_gather);
+  const SearchResult now = Search(today, o).RunAll();
+  ASSERT_FALSE(now.top.empty());
+  EXPECT_TRUE(now.top[0].config.overlap_grad_reduce);
+  EXPECT_TRUE(now.top[0].config.overlap_param_gather);
+  // The same configuration costs more where the gradient reduction and the
+  // parameter gather cannot hide.
+  EXPECT_GT(r.top[0].prediction.breakdown.comm_data_s, now.top[0].prediction.breakdown.comm_data_s);
+
+  ParallelConfig c = r.top[0].config;
+  c.overlap_grad_reduce = true;
+  EXPECT_FALSE(old.Supports(c));
+  EXPECT_TRUE(today.Supports(c));
+  c.pp = 1;
+  EXPECT_EQ(std::string(old.UnsupportedWhy(c)), "");
+}
+
 // AxoNN's mechanisms as the 4D paper runs them are never slower in the model:
 // weight caching (fewer Z gathers) and the batch-split forward all-reduce.
 TEST(SeedsTest, AxonnCachingAndSplitAllReduceNeverSlower) {
