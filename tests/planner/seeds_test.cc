@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <tuple>
+
 #include "planner/cost_model.h"
 #include "planner/request.h"
 #include "planner/search.h"
@@ -188,6 +192,77 @@ TEST(SeedsTest, Megatron2023OverlapsAndInterleavingAsItsCode) {
   EXPECT_TRUE(today.Supports(c));
   c.pp = 1;
   EXPECT_EQ(std::string(old.UnsupportedWhy(c)), "");
+}
+
+// The authors' own communication model as a check of the X/Y/Z terms
+// (axonn-notes.md §2.2-2.3: Megatron-AxoNN examples/comm_model.py and its 2025
+// revision). Per layer and linear (in k, out n; m tokens per GPU), a normal
+// layer all-reduces m·n/Gy over X forward and m·k/Gx over Y backward, a
+// transposed one m·n/Gx over Y and m·k/Gy over X (true shapes: the fix of
+// §2.6.1); Z gathers the k·n/(GxGy) block forward and backward and
+// reduce-scatters it, 2 bytes each. t = α·p + bus factor·bytes/β(s, p) with
+// α = 9 µs; β inside a node from the measured table, across nodes the node's
+// bandwidth over min(s, 4) sharing groups: 80 GB/s for all-reduce (2024
+// table), 59.52 GB/s for all-gather and reduce-scatter (2025 fit). With every
+// overlap, the split all-reduce and the weight cache off and no recompute,
+// paratune's exposed X, Y and Z times must be exactly these sums (Y also
+// carries the logits' all-reduce, which the authors' layer model leaves out).
+TEST(SeedsTest, AxonnCommunicationTermsMatchTheAuthorsModel) {
+  const ModelSpec m = *ModelPreset("axonn-80b");
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 1024;
+  t.framework = Framework::kAxonn;
+  const auto cluster = *topology::ClusterPreset("perlmutter");
+  FrameworkSpec plain = FrameworkPreset(Framework::kAxonn);
+  plain.costs.z_weight_cache = 0;
+  plain.costs.forward_allreduce_chunks = 1;
+  CostModel cm(m, t, cluster, 1024, plain);
+
+  auto beta = [](bool allreduce, int s, int p) {  // GB/s
+    if (s * p <= 4) {
+      if (s == 1 && p == 4) return 225.0;
+      return 76.0;  // (1, 2) and (2, 2)
+    }
+    return (allreduce ? 80.0 : 59.52) / std::min(s, 4);
+  };
+  auto ar = [&](int s, int p, double elems) {
+    return p == 1 ? 0.0 : 9e-6 * p + 2.0 * (p - 1) / p * 2.0 * elems / (beta(true, s, p) * 1e9);
+  };
+  auto agrs = [&](int s, int p, double elems) {
+    return p == 1 ? 0.0 : 9e-6 * p + (p - 1.0) / p * 2.0 * elems / (beta(false, s, p) * 1e9);
+  };
+  const double h = 12288, L = 42;
+  const double kn[4][2] = {{h, 3 * h}, {h, h}, {h, 4 * h}, {4 * h, h}};
+  for (auto [gx, gy, gz] : {std::tuple{4, 2, 128}, {2, 4, 128}, {1, 4, 256}, {2, 2, 256}}) {
+    SCOPED_TRACE(std::to_string(gx) + "x" + std::to_string(gy) + "x" + std::to_string(gz));
+    ParallelConfig c;
+    c.gx = gx;
+    c.gy = gy;
+    c.gz = gz;
+    c.gdata = 1024 / (gx * gy * gz);
+    c.mbs = 1024 / (gz * c.gdata);
+    c.recompute = Recompute::kNone;
+    ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+    const double tokens = c.mbs * 2048.0;
+    double x = 0, y = 0, z = 0;
+    for (int i = 0; i < 4; ++i) {
+      const double k = kn[i][0], n = kn[i][1];
+      if (i % 2 == 0) {
+        x += ar(1, gx, tokens * n / gy);
+        y += ar(gx, gy, tokens * k / gx);
+      } else {
+        y += ar(gx, gy, tokens * n / gx);
+        x += ar(1, gx, tokens * k / gy);
+      }
+      z += 3 * agrs(gx * gy, gz, k * n / (gx * gy));
+    }
+    const double logits = 2 * ar(gx, gy, tokens * h);
+    const Prediction p = cm.Predict(c);
+    EXPECT_NEAR(p.breakdown.comm_x_s, L * x, 1e-9 * L * x);
+    EXPECT_NEAR(p.breakdown.comm_y_s - logits, L * y, 1e-9 * L * y);
+    EXPECT_NEAR(p.breakdown.comm_z_s, L * z, 1e-9 * L * z);
+  }
 }
 
 // AxoNN's mechanisms as the 4D paper runs them are never slower in the model:
