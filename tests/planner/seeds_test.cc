@@ -39,6 +39,28 @@ const SeedSide* Side(const SeedResult& s, const std::string& label) {
   return nullptr;
 }
 
+// The AxoNN paper's question: GPT-80B on 1024 Perlmutter GPUs, 2048-token
+// sequences, `batch` of them per step, costed by `fw` (its preset, or `spec`).
+CostModel Gpt80bOnPerlmutter(Framework fw, int64_t batch = 1024) {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = batch;
+  t.framework = fw;
+  return CostModel(*ModelPreset("axonn-80b"), t, *topology::ClusterPreset("perlmutter"), 1024);
+}
+CostModel Gpt80bOnPerlmutter(Framework fw, FrameworkSpec spec, int64_t batch = 1024) {
+  const CostModel preset = Gpt80bOnPerlmutter(fw, batch);
+  return CostModel(preset.model(), preset.training(), preset.cluster(), preset.gpus(), std::move(spec));
+}
+
+// AxoNN without its weight cache and with the forward all-reduce unsplit.
+FrameworkSpec PlainAxonn() {
+  FrameworkSpec plain = FrameworkPreset(Framework::kAxonn);
+  plain.costs.z_weight_cache = 0;
+  plain.costs.forward_allreduce_chunks = 1;
+  return plain;
+}
+
 // ZeRO++ (Wang et al. 2023): up to 2.16x over ZeRO-3 at 100 Gb/s between
 // nodes, 24-36 % at 400 Gb/s, on 384 V100s.
 TEST(SeedsTest, ZeroPlusPlusOverZero3OnSlowAndFastNetworks) {
@@ -102,16 +124,11 @@ TEST(SeedsTest, Megatron2023HasWholeStagesOnly) {
   EXPECT_FALSE(f.support.uneven_pp);
   EXPECT_FALSE(f.support.cp_ring);
   EXPECT_TRUE(FrameworkPreset(Framework::kMegatron).support.uneven_pp);
-  ModelSpec m = *ModelPreset("axonn-80b");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 1024;
-  const auto cluster = *topology::ClusterPreset("perlmutter");
-  CostModel old(m, t, cluster, 1024, f);
+  const CostModel old = Gpt80bOnPerlmutter(Framework::kMegatron, f);
   SearchOptions o;
   o.fixed = {{"pp", "8"}};
   EXPECT_TRUE(Search(old, o).RunAll().top.empty());
-  CostModel today(m, t, cluster, 1024);
+  const CostModel today = Gpt80bOnPerlmutter(Framework::kMegatron);
   EXPECT_FALSE(Search(today, o).RunAll().top.empty());
 }
 
@@ -139,15 +156,8 @@ TEST(SeedsTest, AxonnBeatsMegatron2023OnPerlmutter) {
 // 4D algorithm's advantage only grows (its own model, axonn-notes.md §2.5,
 // pushes large batches to pure Z), so AxoNN stays ahead at a larger batch too.
 TEST(SeedsTest, AxonnAheadAtALargerBatch) {
-  ModelSpec m = *ModelPreset("axonn-80b");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 2048;
-  const auto cluster = *topology::ClusterPreset("perlmutter");
-  t.framework = Framework::kAxonn;
-  CostModel axonn(m, t, cluster, 1024);
-  t.framework = Framework::kMegatron;
-  CostModel mega(m, t, cluster, 1024, Megatron2023());
+  const CostModel axonn = Gpt80bOnPerlmutter(Framework::kAxonn, 2048);
+  const CostModel mega = Gpt80bOnPerlmutter(Framework::kMegatron, Megatron2023(), 2048);
   SearchOptions o;
   o.top_k = 1;
   const SearchResult a = Search(axonn, o).RunAll(), b = Search(mega, o).RunAll();
@@ -160,13 +170,8 @@ TEST(SeedsTest, AxonnAheadAtALargerBatch) {
 // interleaving needed pp > 2, --overlap-grad-reduce needed pp = 1, and there
 // was no --overlap-param-gather. Today's Megatron-Core has all three.
 TEST(SeedsTest, Megatron2023OverlapsAndInterleavingAsItsCode) {
-  ModelSpec m = *ModelPreset("axonn-80b");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 1024;
-  const auto cluster = *topology::ClusterPreset("perlmutter");
-  CostModel old(m, t, cluster, 1024, Megatron2023());
-  CostModel today(m, t, cluster, 1024);
+  const CostModel old = Gpt80bOnPerlmutter(Framework::kMegatron, Megatron2023());
+  const CostModel today = Gpt80bOnPerlmutter(Framework::kMegatron);
   SearchOptions o;
   o.top_k = 1;
   o.fixed = {{"pp", "2"}, {"vpp", "3"}};
@@ -208,16 +213,7 @@ TEST(SeedsTest, Megatron2023OverlapsAndInterleavingAsItsCode) {
 // paratune's exposed X, Y and Z times must be exactly these sums (Y also
 // carries the logits' all-reduce, which the authors' layer model leaves out).
 TEST(SeedsTest, AxonnCommunicationTermsMatchTheAuthorsModel) {
-  const ModelSpec m = *ModelPreset("axonn-80b");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 1024;
-  t.framework = Framework::kAxonn;
-  const auto cluster = *topology::ClusterPreset("perlmutter");
-  FrameworkSpec plain = FrameworkPreset(Framework::kAxonn);
-  plain.costs.z_weight_cache = 0;
-  plain.costs.forward_allreduce_chunks = 1;
-  CostModel cm(m, t, cluster, 1024, plain);
+  const CostModel cm = Gpt80bOnPerlmutter(Framework::kAxonn, PlainAxonn());
 
   auto beta = [](bool allreduce, int s, int p) {  // GB/s
     if (s * p <= 4) {
@@ -268,17 +264,8 @@ TEST(SeedsTest, AxonnCommunicationTermsMatchTheAuthorsModel) {
 // AxoNN's mechanisms as the 4D paper runs them are never slower in the model:
 // weight caching (fewer Z gathers) and the batch-split forward all-reduce.
 TEST(SeedsTest, AxonnCachingAndSplitAllReduceNeverSlower) {
-  ModelSpec m = *ModelPreset("axonn-80b");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 1024;
-  t.framework = Framework::kAxonn;
-  const auto cluster = *topology::ClusterPreset("perlmutter");
-  FrameworkSpec plain = FrameworkPreset(Framework::kAxonn);
-  plain.costs.z_weight_cache = 0;
-  plain.costs.forward_allreduce_chunks = 1;
-  CostModel with(m, t, cluster, 1024);
-  CostModel without(m, t, cluster, 1024, plain);
+  const CostModel with = Gpt80bOnPerlmutter(Framework::kAxonn);
+  const CostModel without = Gpt80bOnPerlmutter(Framework::kAxonn, PlainAxonn());
   ParallelConfig c;
   c.gx = 4;
   c.gy = 2;
