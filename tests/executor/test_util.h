@@ -12,26 +12,14 @@
 #include "backend/fake.h"
 #include "backend/fault.h"
 #include "planner/request.h"
+#include "tests/planner/test_models.h"
 #include "topology/cluster.h"
 
 namespace paratune::executor::testing {
 
 // A GPT-style model (LayerNorm, GeLU FFN f = 4h, MHA).
 inline planner::ModelSpec Gpt(int layers, int hidden, int heads, int vocab, bool dropout = false) {
-  planner::ModelSpec m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.vocab = vocab;
-  m.dropout = dropout;
-  m.linear_bias = true;
-  m.tied_embeddings = true;
-  m.norm = "layernorm";
-  m.max_seq_len = 2048;
-  return m;
+  return planner::testing::GptLike(layers, hidden, heads, vocab, dropout);
 }
 
 // The fake backend's default model as a cluster description: 8 ranks per

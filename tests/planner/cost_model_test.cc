@@ -8,28 +8,14 @@
 #include "planner/cost_model.h"
 #include "planner/memory.h"
 #include "planner/request.h"
+#include "tests/planner/test_models.h"
 
 namespace paratune::planner {
 namespace {
 
 using topology::Collective;
 
-ModelSpec GptLike(int layers, int hidden, int heads, int vocab) {
-  ModelSpec m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.vocab = vocab;
-  m.dropout = true;
-  m.linear_bias = true;
-  m.tied_embeddings = true;
-  m.norm = "layernorm";
-  m.max_seq_len = 2048;
-  return m;
-}
+using testing::GptLike;
 
 // --- ZeRO (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, Nd = 64, fp16 mixed
 // precision with K = 12 → 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0-3.

@@ -9,27 +9,16 @@
 #include "planner/framework.h"
 #include "planner/memory.h"
 #include "planner/search.h"
+#include "tests/planner/test_models.h"
 
 namespace paratune::planner {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// GPT-style without dropout, 1024-token context.
 ModelSpec GptLike(int layers, int hidden, int heads, int vocab) {
-  ModelSpec m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.vocab = vocab;
-  m.dropout = false;
-  m.linear_bias = true;
-  m.tied_embeddings = true;
-  m.norm = "layernorm";
-  m.max_seq_len = 1024;
-  return m;
+  return testing::GptLike(layers, hidden, heads, vocab, /*dropout=*/false, /*max_seq_len=*/1024);
 }
 
 // The node of the ZeRO-Offload paper's single-GPU experiments (Ren et al.
