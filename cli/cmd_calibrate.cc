@@ -186,9 +186,13 @@ int RunCalibrateLogs(const Flags& f, Io io) {
   if (section.contains("entries")) {
     for (const auto& e : section["entries"]) {
       bool replaced = false;
-      for (const auto& n : fit->entries) {
-        replaced |= e.value("framework", "") == n.framework && e.value("gpu", "") == n.gpu;
-      }
+      // Entries of another shape are kept as they were, never an exception.
+      auto str = [&e](const char* k) {
+        return e.is_object() && e.contains(k) && e[k].is_string() ? e[k].get<std::string>()
+                                                                  : std::string();
+      };
+      for (const auto& n : fit->entries)
+        replaced |= str("framework") == n.framework && str("gpu") == n.gpu;
       if (!replaced) entries.push_back(e);
     }
   }

@@ -693,9 +693,6 @@ std::string EmitEnv(const Plan& p) {
 
 Result<Plan> LoadPlan(const Json& plans, int rank) {
   Plan p;
-  if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
-    return Status::InvalidArgument(std::string("/schema: must be \"") + kPlansSchema + "\"");
-  }
   PT_ASSIGN_OR_RETURN(p.job, JobFromPlans(plans));
   if (!plans.contains("candidates") || !plans["candidates"].is_array()) {
     return Status::InvalidArgument("/candidates: must be an array");

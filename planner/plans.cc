@@ -203,7 +203,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
 }
 
 Result<Job> JobFromPlans(const Json& plans) {
-  if (!plans.is_object() || plans.value("schema", std::string()) != kPlansSchema) {
+  if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string() ||
+      plans["schema"].get<std::string>() != kPlansSchema) {
     return Status::InvalidArgument("/schema: must be \"" + std::string(kPlansSchema) + "\"");
   }
   if (!plans.contains("job")) return Status::InvalidArgument("/job: is required");

@@ -260,7 +260,11 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
 Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::string& pointer) {
   ReplanInput in;
   if (!from.is_object()) return Status::InvalidArgument(pointer + ": must be a plans document or a predict request");
-  if (from.value("schema", std::string()) == kPlansSchema) {
+  if (from.contains("schema") && !from["schema"].is_string()) {
+    return Status::InvalidArgument(pointer + "/schema: must be \"" + std::string(kPlansSchema) +
+                                   "\" or a predict request's schema");
+  }
+  if (from.contains("schema") && from["schema"] == kPlansSchema) {
     auto job = JobFromPlans(from);
     if (!job.ok()) return job.status().WithContext(pointer);
     in.job = *job;

@@ -6,11 +6,16 @@
 namespace paratune::planner {
 namespace {
 
-bool Contains(const Json& j, const char* needle) {
-  if (!j.is_string()) return false;
-  std::string s = j.get<std::string>();
+bool Contains(std::string s, const char* needle) {
   std::transform(s.begin(), s.end(), s.begin(), ::tolower);
   return s.find(needle) != std::string::npos;
+}
+
+// A string field of a published-runs row, or `def` where the row lacks it or
+// holds another type (rows are user files: a wrong type is never an exception).
+std::string StrOr(const Json& j, const char* key, const std::string& def = "") {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return def;
+  return j[key].get<std::string>();
 }
 
 int IntOr(const Json& j, const char* key, int def) {
@@ -26,8 +31,8 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
   PT_ASSIGN_OR_RETURN(topology::ClusterSpec cluster, topology::ClusterPreset(cluster_preset));
   std::vector<PublishedRun> runs;
   for (const Json& row : doc) {
-    const std::string id = row.value("id", std::string("?"));
-    if (row.value("row_type", std::string()) != "throughput") continue;
+    const std::string id = StrOr(row, "id", "?");
+    if (StrOr(row, "row_type") != "throughput") continue;
     if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
       return Status::InvalidArgument("calibration row " + id + ": needs model, parallel, hardware");
     }
@@ -36,10 +41,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     const Json& hj = row["hardware"];
     PublishedRun run;
     run.id = id;
-    run.source = row.value("source", std::string());
+    run.source = StrOr(row, "source");
     run.source_key = "korthikanti2022";
     ModelSpec& m = run.request.job.model;
-    m.name = mj.value("name", id);
+    m.name = StrOr(mj, "name", id);
     m.layers = IntOr(mj, "layers", 0);
     m.hidden = IntOr(mj, "hidden", 0);
     m.heads = IntOr(mj, "heads", 0);
@@ -78,9 +83,12 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     c.vpp = std::max(1, IntOr(pj, "virtual_pp", 1));
     c.gdata = dp;
     c.mbs = mbs;
-    c.sp = Contains(pj["sp_or_cp"], "sequence parallel") || Contains(pj["sp_or_cp"], "sp");
-    if (Contains(pj["recompute"], "full")) c.recompute = Recompute::kFull;
-    else if (Contains(pj["recompute"], "selective")) c.recompute = Recompute::kSelective;
+    c.sp = Contains(StrOr(pj, "sp_or_cp"), "sequence parallel") ||
+           Contains(StrOr(pj, "sp_or_cp"), "sp");
+    if (Contains(StrOr(pj, "recompute"), "full"))
+      c.recompute = Recompute::kFull;
+    else if (Contains(StrOr(pj, "recompute"), "selective"))
+      c.recompute = Recompute::kSelective;
     c.oar = true;  // Megatron-LM's asynchronous tensor-parallel all-reduce (on by default)
     c.zero = IntOr(pj, "zero_stage", 0);
     if (run.request.job.gpus != c.world()) {
@@ -115,19 +123,14 @@ std::string Lower(std::string s) {
   return s;
 }
 
-std::string StrOr(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
-
 }  // namespace
 
 Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
   if (!doc.is_array()) return Status::InvalidArgument("runs: the document must be an array");
   std::vector<PublishedRun> runs;
   for (const Json& row : doc) {
-    const std::string id = row.value("id", std::string("?"));
-    if (row.value("row_type", std::string()) != "throughput") continue;
+    const std::string id = StrOr(row, "id", "?");
+    if (StrOr(row, "row_type") != "throughput") continue;
     if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
       return Status::InvalidArgument("runs row " + id + ": needs model, parallel, hardware");
     }
@@ -136,7 +139,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     const Json& hj = row["hardware"];
     PublishedRun run;
     run.id = id;
-    run.source = row.value("source", std::string());
+    run.source = StrOr(row, "source");
     run.source_key = run.source.substr(0, run.source.find(' '));
     const bool foundry = run.source_key.find("llm-foundry") != std::string::npos;
 
@@ -155,9 +158,9 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     }
 
     // Model: the family's architecture (the rows give shapes, not these details).
-    const std::string name = Lower(mj.value("name", id));
+    const std::string name = Lower(StrOr(mj, "name", id));
     ModelSpec& m = run.request.job.model;
-    m.name = mj.value("name", id);
+    m.name = StrOr(mj, "name", id);
     m.layers = IntOr(mj, "layers", 0);
     m.hidden = IntOr(mj, "hidden", 0);
     m.heads = IntOr(mj, "heads", 0);
@@ -191,7 +194,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
       // in the 2022 NeMo launcher configs, off in MLPerf and the 2024 benchmarks.
       m.norm = "layernorm";
       m.gated_ffn = false;
-      m.tied_embeddings = mj.value("notes", std::string()).find("untied") == std::string::npos;
+      m.tied_embeddings = StrOr(mj, "notes").find("untied") == std::string::npos;
       m.linear_bias = true;
       m.dropout = run.source_key.find("Launcher") != std::string::npos;
       m.max_seq_len = seq;

@@ -156,8 +156,7 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   } else if (j.kind == "confirm") {
     if (!r.Has("plans")) return r.Error("plans", "is required (a paratune.plans/v1 document)");
     const Json& plans = r.Raw("plans");
-    // Checked here too: planner::JobFromPlans throws (nlohmann type_error) on
-    // a non-string schema instead of returning a Status.
+    // The job kind's own message for a plans value that is no document at all.
     if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string()) {
       return r.Error("plans", "must be a paratune.plans/v1 object");
     }

@@ -89,6 +89,13 @@ TEST(ReplanCli, BadInputExitsTwo) {
   Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--fragments-of", "9999"}, kRunning);
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("fragments_of"), std::string::npos) << r.err;
+  // A plans document whose schema is not a string is bad input naming the
+  // field, not an internal error (JobFromPlans once threw a JSON type error).
+  for (const char* bad : {R"({"schema": 5, "job": {}})", R"({"schema": ["paratune.plans/v1"]})"}) {
+    Outcome b = Call(RunReplan, {"--from", "-", "--lost-nodes", "1"}, bad);
+    EXPECT_EQ(b.code, kExitUsage) << bad << ": " << b.err;
+    EXPECT_NE(b.err.find("schema"), std::string::npos) << b.err;
+  }
 }
 
 TEST(ReplanCli, NothingFitsExitsThree) {

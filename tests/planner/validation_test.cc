@@ -97,5 +97,29 @@ TEST(Validation, PublicRunsPerSourceMedians) {
   EXPECT_LE(std::fabs(median(errors["NVIDIA/Megatron-LM"])), 0.05);
 }
 
+// Published-run files are user input: rows of the wrong shape or type are
+// skipped or refused with a status naming the row, never a JSON exception.
+TEST(Validation, MistypedRowsAreBadInputNotExceptions) {
+  for (const char* text :
+       {R"([7, "row", null])", R"([{"id": 5, "row_type": "throughput"}])",
+        R"([{"id": "x", "row_type": 7}])",
+        R"([{"id": "x", "row_type": "throughput", "model": [], "parallel": 3, "hardware": {}}])",
+        R"([{"id": "x", "row_type": "throughput", "model": {"name": 4, "layers": "two"},
+                                "parallel": {"sp_or_cp": 1, "recompute": []}, "hardware": {"gpu": 9}}])"}) {
+    const Json doc = Json::parse(text);
+    Result<std::vector<PublishedRun>> a = Status::Internal("not run"),
+                                      b = Status::Internal("not run");
+    EXPECT_NO_THROW(a = PublishedRunsFromPublicRuns(doc)) << text;
+    EXPECT_NO_THROW(b = PublishedRunsFromCalibration(doc, "dgx-a100-80gb")) << text;
+    for (const auto* r : {&a, &b}) {
+      if (r->ok())
+        EXPECT_TRUE((*r)->empty()) << text;
+      else
+        EXPECT_EQ(r->status().code(), StatusCode::kInvalidArgument)
+            << text << ": " << r->status().ToString();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace paratune::planner
