@@ -232,7 +232,9 @@ double CostModel::GemmSeconds(double m, double n, double k) const {
   const double k0 = cluster_.gpu.gemm_k0;
   const double x = std::cbrt(m * n * k);
   const double k_factor = k0 > 0 ? std::min(1.0, (k / (k + k0)) / (x / (x + k0))) : 1.0;
-  const double eff = GemmEfficiency(m, n, k) * k_factor;
+  // The curve is a short-run (benchmark, profile) figure: a training run
+  // sustains the GPU preset's gemm_sustained_fraction of it.
+  const double eff = GemmEfficiency(m, n, k) * k_factor * cluster_.gpu.gemm_sustained_fraction;
   const double t_compute = flops / (peak_flops_ * eff);
   const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
   return std::max(t_compute, t_memory);

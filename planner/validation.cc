@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+
+#include "planner/cost_model.h"
+#include "planner/framework.h"
 
 namespace paratune::planner {
 namespace {
@@ -123,6 +127,54 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// Published benchmark runs are tuned by the people who ran them, so a knob a
+// row leaves unstated takes the value the model finds fastest among those the
+// framework accepts and that fit (docs/model.md, Validation): the micro-batch
+// (a divisor of the sequences per data-parallel rank, up to 16) and the
+// interleaved stages (a divisor of the layers per stage). Stated knobs stay,
+// and so does everything when no choice fits (the model's memory is then
+// pessimistic for a run that ran). Unstated recompute stays none: a tuned
+// run recomputes only what memory forces, and where the model thinks memory
+// forces it the run has shown otherwise.
+constexpr const char* kTuned = " (not stated: the fastest that fits)";
+
+void TuneUnstated(PredictRequest& req, bool mbs, bool vpp,
+                  const std::function<void(ParallelConfig*)>& overlaps) {
+  const Job& job = req.job;
+  const CostModel cm(job.model, job.training, job.cluster, static_cast<int>(job.gpus));
+  const ParallelConfig base = req.config;
+  const int64_t per_rank = job.training.global_batch / std::max<int64_t>(1, base.gdata * base.gz);
+  std::vector<int> mbss{base.mbs}, vpps{base.vpp};
+  if (mbs) {
+    mbss.clear();
+    for (int b = 1; b <= 16; ++b) {
+      if (per_rank % b == 0) mbss.push_back(b);
+    }
+  }
+  if (vpp) {
+    const int per_stage = job.model.layers / std::max(1, base.pp);
+    for (int v = 2; v <= per_stage; ++v) {
+      if (per_stage % v == 0) vpps.push_back(v);
+    }
+  }
+  double best = 0;
+  for (int b : mbss) {
+    for (int v : vpps) {
+      ParallelConfig c = base;
+      c.mbs = b;
+      c.vpp = v;
+      overlaps(&c);
+      if (cm.CheckRules(c) != Reason::kOk) continue;
+      const Prediction p = cm.Predict(c);
+      if (!p.fits) continue;
+      if (best == 0 || p.iteration_time_s < best) {
+        best = p.iteration_time_s;
+        req.config = c;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
@@ -232,26 +284,41 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
       c.distributed_optimizer = zero.find("distributed") != std::string::npos && dp * c.cp > 1;
     }
     c.mbs = IntOr(pj, "microbatch", 0);
-    if (c.mbs == 0) {
-      c.mbs = 1;
-      run.assumed.push_back("micro-batch 1 (not stated)");
-    }
+    const bool mbs_unstated = c.mbs == 0;
+    c.mbs = std::max(1, c.mbs);
     const std::string rc = Lower(StrOr(pj, "recompute"));
+    const bool rc_unstated = rc.empty();
     if (rc.find("0 layers") != std::string::npos || rc.find("none") != std::string::npos || rc.empty()) {
       c.recompute = Recompute::kNone;
-      if (rc.empty()) run.assumed.push_back("no recompute (not stated)");
     } else if (rc.find("selective") != std::string::npos) {
       c.recompute = Recompute::kSelective;
     } else if (rc.find("full") != std::string::npos) {
       c.recompute = Recompute::kFull;
     }
-    // The framework's overlap policy, as the search applies it; TE's TP comm
-    // overlap only where the row states it.
-    ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
-    c.tp_comm_overlap = c.tp_comm_overlap && other.find("tp comm overlap") != std::string::npos;
+    // A row that states its micro-batch transcribes a whole configuration (the
+    // NeMo launcher's YAML, an MLPerf log), where no interleaving means none.
+    const bool vpp_unstated = !pj.contains("virtual_pp") && pp > 1 && mbs_unstated;
+    // TE's TP comm overlap only where the row states it (in its notes, its SP
+    // field or the run's flags quoted in its source).
+    const std::string said = other + " " + spcp + " " + Lower(run.source);
+    const bool tp_overlap_stated = said.find("tp comm overlap") != std::string::npos ||
+                                   said.find("tp-comm-overlap") != std::string::npos;
     if (run.request.job.gpus != c.world()) {
       return Status::InvalidArgument("runs row " + id + ": degrees do not multiply to num_gpus");
     }
+    // The framework's overlap policy, as the search applies it.
+    auto overlaps = [&](ParallelConfig* x) {
+      ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, x);
+      x->tp_comm_overlap = x->tp_comm_overlap && tp_overlap_stated;
+    };
+    overlaps(&c);
+    if (mbs_unstated || vpp_unstated) {
+      TuneUnstated(run.request, mbs_unstated, vpp_unstated, overlaps);
+      if (mbs_unstated) run.assumed.push_back("micro-batch " + std::to_string(c.mbs) + kTuned);
+      if (vpp_unstated)
+        run.assumed.push_back("interleaved stages " + std::to_string(c.vpp) + kTuned);
+    }
+    if (rc_unstated) run.assumed.push_back("no recompute (not stated)");
 
     // What was measured.
     const Json& meas = row.value("measured", Json::object());

@@ -51,8 +51,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
 // follows the source (llm-foundry → fsdp; Megatron-LM, NeMo, MLPerf →
 // megatron) with its overlap policy; model architecture follows the family
 // name (MPT: ALiBi, no biases, no dropout; LLAMA: RMSNorm, SwiGLU, untied;
-// GPT: Megatron's GPT). Unstated micro-batch = 1, unstated recompute = none;
-// each such assumption is listed in the run's `assumed`.
+// GPT: Megatron's GPT). An unstated micro-batch (and, in a row that states no
+// micro-batch, unstated interleaving) takes the value the model finds fastest
+// among those that fit, as a tuned benchmark would run; unstated recompute =
+// none; each such assumption is listed in the run's `assumed`.
 Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc);
 
 }  // namespace paratune::planner

@@ -581,6 +581,9 @@ std::string CanonicalText(const ClusterSpec& c) {
     }
     s += ';';
   }
+  // Only when stated, so GPUs without it keep their fingerprints.
+  if (g.gemm_sustained_fraction != 1.0)
+    AppendField(&s, "gemm_sustained_fraction", g.gemm_sustained_fraction);
   AppendField(&s, "flash_fwd_efficiency", g.flash_fwd_efficiency);
   AppendField(&s, "flash_bwd_efficiency", g.flash_bwd_efficiency);
   AppendField(&s, "host_link_GBps", g.host_link_GBps);

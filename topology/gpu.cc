@@ -27,8 +27,8 @@ const std::set<std::string>& GpuSourceKeys() {
       "display_name",         "memory_GiB",           "hbm_GBps",
       "hbm_efficiency",       "peak_tflops",          "gemm_efficiency",
       "flash_fwd_efficiency", "flash_bwd_efficiency", "host_link_GBps",
-      "runtime_reserved_GiB", "kernel_overhead_us", "gemm_k0", "flash_head_dim_half",
-      "flash_seq_half"};
+      "runtime_reserved_GiB", "kernel_overhead_us",   "gemm_k0",
+      "flash_head_dim_half",  "flash_seq_half",       "gemm_sustained_fraction"};
   return kKeys;
 }
 
@@ -170,6 +170,10 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
     if (!any) return r.Error("gemm_efficiency", "must hold at least one curve (bf16 preferred)");
   }
 
+  PT_RETURN_IF_ERROR(r.OptNumber("gemm_sustained_fraction", &g.gemm_sustained_fraction));
+  if (!(g.gemm_sustained_fraction > 0 && g.gemm_sustained_fraction <= 1)) {
+    return r.Error("gemm_sustained_fraction", "must be in (0, 1]");
+  }
   PT_RETURN_IF_ERROR(r.OptNumber("flash_fwd_efficiency", &g.flash_fwd_efficiency));
   if (!(g.flash_fwd_efficiency > 0 && g.flash_fwd_efficiency <= 1)) {
     return r.Error("flash_fwd_efficiency", "must be in (0, 1]");
@@ -217,6 +221,7 @@ Json GpuSpecToJson(const GpuSpec& g) {
     curves[kPrecisionNames[i]] = std::move(arr);
   }
   j["gemm_efficiency"] = std::move(curves);
+  if (g.gemm_sustained_fraction != 1.0) j["gemm_sustained_fraction"] = g.gemm_sustained_fraction;
   j["flash_fwd_efficiency"] = g.flash_fwd_efficiency;
   j["flash_bwd_efficiency"] = g.flash_bwd_efficiency;
   j["host_link_GBps"] = g.host_link_GBps;

@@ -42,6 +42,11 @@ struct GpuSpec {
   // falls back to the bf16 curve (to the fp16 one on GPUs without bf16, e.g.
   // V100). Interpolated linearly in log2(size), clamped at both ends.
   std::array<std::vector<EfficiencyPoint>, kNumPrecisions> gemm_efficiency;
+  // The fraction of the curve's (short-run, benchmark or `paratune profile`)
+  // GEMM throughput that a training run sustains, in (0, 1]; the cost model
+  // multiplies every GEMM's efficiency by it. 1 where the curve was fitted to
+  // training runs (A100).
+  double gemm_sustained_fraction = 1.0;
   double flash_fwd_efficiency = 0.5;  // fused (flash) attention forward, fraction of peak
   double flash_bwd_efficiency = 0.4;  // fused attention backward, fraction of peak
   double host_link_GBps = 25;         // GPU<->host per direction (PCIe / NVLink-C2C), GB/s

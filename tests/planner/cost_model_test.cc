@@ -244,6 +244,36 @@ TEST_F(Properties, BreakdownAddsUpToIterationTime) {
   }
 }
 
+// The GPU's sustained fraction scales every GEMM's time by its inverse and
+// nothing else: attention, element-wise kernels and memory are untouched.
+TEST(GemmSustainedFraction, ScalesGemmsOnly) {
+  ModelSpec m = GptLike(24, 4096, 32, 51200);
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 64;
+  auto full = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(full->gpu.gemm_sustained_fraction, 1.0);
+  topology::ClusterSpec half = *full;
+  half.gpu.gemm_sustained_fraction = 0.5;
+  ParallelConfig c;
+  c.gy = 2;
+  c.gdata = 4;
+  c.mbs = 2;
+  const CostModel a(m, t, *full, 8), b(m, t, half, 8);
+  ASSERT_EQ(a.CheckRules(c), Reason::kOk);
+  const CostModel::ComputeTerms ta = a.Compute(c), tb = b.Compute(c);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(tb.linear_fwd[i], 2 * ta.linear_fwd[i], 1e-12) << i;
+  EXPECT_NEAR(tb.logits_compute, ta.logits_compute,
+              ta.logits_compute);  // GEMMs and a memory-bound loss
+  EXPECT_GT(tb.logits_compute, ta.logits_compute);
+  EXPECT_EQ(tb.attn_fwd, ta.attn_fwd);
+  EXPECT_EQ(tb.attn_bwd, ta.attn_bwd);
+  EXPECT_EQ(tb.elem_fwd, ta.elem_fwd);
+  EXPECT_EQ(a.Memory(c).reserved_GiB, b.Memory(c).reserved_GiB);
+  EXPECT_GT(b.Predict(c).iteration_time_s, a.Predict(c).iteration_time_s);
+}
+
 // --- Rule violations name the field.
 TEST(Rules, ViolationsNameFieldAndRule) {
   ModelSpec m = GptLike(24, 2048, 16, 51200);

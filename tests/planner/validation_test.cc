@@ -93,8 +93,42 @@ TEST(Validation, PublicRunsPerSourceMedians) {
     EXPECT_LE(median(abs), 0.08) << source;
     EXPECT_LE(std::fabs(median(errors[source])), 0.05) << source;
   }
-  // Megatron-Core's H100 table: signed error centred even where the spread is wider.
-  EXPECT_LE(std::fabs(median(errors["NVIDIA/Megatron-LM"])), 0.05);
+  // Megatron-Core's H100 bf16 table: centred and tight once its stated TP
+  // overlap, its unstated knobs at their fastest and Hopper's sustained GEMM
+  // fraction are in (12.5 % median |error| before).
+  std::vector<double> mcore;
+  for (double e : errors["NVIDIA/Megatron-LM"]) mcore.push_back(std::fabs(e));
+  EXPECT_LE(median(mcore), 0.06);
+  EXPECT_LE(std::fabs(median(errors["NVIDIA/Megatron-LM"])), 0.03);
+}
+
+// Megatron-Core's strong scaling of the 177B model at global batch 1152: MFU
+// 47 % on 96 GPUs, 42 % on 4608 (the README's figure). The model must fall
+// as the measurement does (the same ranking, and the ratio within 5 %).
+TEST(Validation, MegatronCoreStrongScalingFalls) {
+  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/public_runs.json");
+  if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
+  auto runs = PublishedRunsFromPublicRuns(*ParseJson(*text, "public_runs.json"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  double mfu96 = 0, mfu4608 = 0;
+  for (const auto& run : *runs) {
+    if (run.id != "mcore080_strong_177B_96gpu" && run.id != "mcore080_strong_177B_4608gpu")
+      continue;
+    const auto& job = run.request.job;
+    CostModel cm(job.model, job.training, job.cluster, job.gpus);
+    const Prediction p = cm.Predict(run.request.config);
+    EXPECT_TRUE(p.fits) << run.id;
+    (job.gpus == 96 ? mfu96 : mfu4608) = p.mfu;
+    // The micro-batch and interleaving are not stated: the fastest that fits.
+    bool tuned = false;
+    for (const std::string& a : run.assumed)
+      tuned |= a.find("the fastest that fits") != std::string::npos;
+    EXPECT_TRUE(tuned) << run.id;
+  }
+  ASSERT_GT(mfu96, 0);
+  ASSERT_GT(mfu4608, 0);
+  EXPECT_LT(mfu4608, mfu96);
+  EXPECT_NEAR(mfu4608 / mfu96, 0.42 / 0.47, 0.05 * 0.42 / 0.47);
 }
 
 // Published-run files are user input: rows of the wrong shape or type are

@@ -188,6 +188,10 @@ TEST(ApplyProfile, GemmCurvesReplaceThePresetsAndRefuseAnotherGpu) {
   ASSERT_TRUE(ApplyProfile(p, &c).ok());
   EXPECT_NEAR(c.gpu.GemmEfficiency(topology::Precision::kBf16, 8192, 8192, 8192), 0.81, 0.01);
   EXPECT_NE(c.gpu.sources.at("gemm_efficiency").find("measured"), std::string::npos);
+  // The profile's GEMMs are short runs like the preset's anchor: training
+  // still sustains the preset's fraction of them.
+  EXPECT_EQ(c.gpu.gemm_sustained_fraction, h100->gpu.gemm_sustained_fraction);
+  EXPECT_LT(c.gpu.gemm_sustained_fraction, 1.0);
   // An A100 (312 TFLOP/s bf16) cannot have run these 800 TFLOP/s GEMMs.
   auto a100 = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(a100.ok());

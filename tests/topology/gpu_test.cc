@@ -200,6 +200,7 @@ TEST(GpuSpecTest, JsonRoundTrip) {
       }
     }
     EXPECT_EQ(back->flash_fwd_efficiency, g.flash_fwd_efficiency);
+    EXPECT_EQ(back->gemm_sustained_fraction, g.gemm_sustained_fraction);
     EXPECT_EQ(back->host_link_GBps, g.host_link_GBps);
     EXPECT_EQ(back->runtime_reserved_GiB, g.runtime_reserved_GiB);
     EXPECT_EQ(back->sources, g.sources);
@@ -224,6 +225,27 @@ TEST(GpuSpecTest, MinimalObjectTakesDefaults) {
   EXPECT_DOUBLE_EQ(g->hbm_efficiency, GpuSpec{}.hbm_efficiency);
 }
 
+// The Hopper curves are short-run figures (the 798 TFLOP/s above); training
+// sustains a fitted fraction of them (docs/model.md, Validation). The A100
+// curve was fitted to training runs and needs none; a GPU object without the
+// key sustains its whole curve.
+TEST(GpuPresetTest, HopperSustainsAFractionOfItsShortRunCurve) {
+  for (const char* name : {"h100-sxm", "h200", "gh200"}) {
+    const GpuSpec g = MustGpu(name);
+    EXPECT_GT(g.gemm_sustained_fraction, 0.6) << name;
+    EXPECT_LT(g.gemm_sustained_fraction, 0.8) << name;
+    ASSERT_TRUE(g.sources.count("gemm_sustained_fraction")) << name;
+    EXPECT_NE(g.sources.at("gemm_sustained_fraction").find("Megatron-Core"), std::string::npos)
+        << name;
+  }
+  EXPECT_EQ(MustGpu("a100-80gb").gemm_sustained_fraction, 1.0);
+  EXPECT_EQ(MustGpu("a100-40gb").gemm_sustained_fraction, 1.0);
+  Result<GpuSpec> toy = ParseGpuSpec(MinimalGpu(), "/gpu");
+  ASSERT_TRUE(toy.ok());
+  EXPECT_EQ(toy->gemm_sustained_fraction, 1.0);
+  EXPECT_FALSE(GpuSpecToJson(*toy).contains("gemm_sustained_fraction"));
+}
+
 // Strict parsing: every error names the JSON pointer of the offending field.
 TEST(GpuSpecTest, StrictErrorsNameThePointer) {
   struct Case {
@@ -236,6 +258,8 @@ TEST(GpuSpecTest, StrictErrorsNameThePointer) {
       {"memory_GiB", -1, "/gpu/memory_GiB"},
       {"memory_GiB", "16", "/gpu/memory_GiB: must be a number"},
       {"hbm_efficiency", 1.5, "/gpu/hbm_efficiency"},
+      {"gemm_sustained_fraction", 0, "/gpu/gemm_sustained_fraction: must be in (0, 1]"},
+      {"gemm_sustained_fraction", 1.2, "/gpu/gemm_sustained_fraction: must be in (0, 1]"},
       {"sources", Json{{"hbm_Gbps", "typo"}}, "/gpu/sources/hbm_Gbps"},
   };
   for (const Case& c : cases) {
