@@ -87,12 +87,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     c.vpp = std::max(1, IntOr(pj, "virtual_pp", 1));
     c.gdata = dp;
     c.mbs = mbs;
-    c.sp = Contains(StrOr(pj, "sp_or_cp"), "sequence parallel") ||
-           Contains(StrOr(pj, "sp_or_cp"), "sp");
-    if (Contains(StrOr(pj, "recompute"), "full"))
-      c.recompute = Recompute::kFull;
-    else if (Contains(StrOr(pj, "recompute"), "selective"))
-      c.recompute = Recompute::kSelective;
+    const std::string spcp = StrOr(pj, "sp_or_cp"), rc = StrOr(pj, "recompute");
+    c.sp = Contains(spcp, "sequence parallel") || Contains(spcp, "sp");
+    if (Contains(rc, "full")) c.recompute = Recompute::kFull;
+    else if (Contains(rc, "selective")) c.recompute = Recompute::kSelective;
     c.oar = true;  // Megatron-LM's asynchronous tensor-parallel all-reduce (on by default)
     c.zero = IntOr(pj, "zero_stage", 0);
     if (run.request.job.gpus != c.world()) {

@@ -264,9 +264,9 @@ TEST(GemmSustainedFraction, ScalesGemmsOnly) {
   ASSERT_EQ(a.CheckRules(c), Reason::kOk);
   const CostModel::ComputeTerms ta = a.Compute(c), tb = b.Compute(c);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(tb.linear_fwd[i], 2 * ta.linear_fwd[i], 1e-12) << i;
-  EXPECT_NEAR(tb.logits_compute, ta.logits_compute,
-              ta.logits_compute);  // GEMMs and a memory-bound loss
+  // The logits GEMMs double, the memory-bound loss beside them does not.
   EXPECT_GT(tb.logits_compute, ta.logits_compute);
+  EXPECT_LT(tb.logits_compute, 2 * ta.logits_compute);
   EXPECT_EQ(tb.attn_fwd, ta.attn_fwd);
   EXPECT_EQ(tb.attn_bwd, ta.attn_bwd);
   EXPECT_EQ(tb.elem_fwd, ta.elem_fwd);
