@@ -12,7 +12,7 @@
 #include "common/strings.h"
 #include "executor/run/calibrate.h"
 #include "executor/run/report.h"
-#include "planner/logs.h"
+#include "frameworks/logs.h"
 #include "profiler/profile.h"
 #include "topology/cluster.h"
 

@@ -6,7 +6,7 @@
 #include "cli/common.h"
 #include "cli/flags.h"
 #include "common/strings.h"
-#include "planner/emit.h"
+#include "frameworks/emit.h"
 
 namespace paratune::cli {
 namespace {

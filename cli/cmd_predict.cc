@@ -9,7 +9,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/strings.h"
-#include "planner/logs.h"
+#include "frameworks/logs.h"
 #include "planner/request.h"
 
 namespace paratune::cli {

@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
-#include "planner/replan.h"
+#include "elastic/replan.h"
 
 namespace paratune::cli {
 namespace {

@@ -25,7 +25,7 @@
 #include "common/strings.h"
 #include "backend/factory.h"
 #include "executor/run/runner.h"
-#include "planner/emit.h"
+#include "frameworks/emit.h"
 #include "planner/plans.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"

@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
-#include "planner/seeds.h"
-#include "planner/validation.h"
+#include "validation/seeds.h"
+#include "validation/validation.h"
 
 namespace paratune::cli {
 namespace {

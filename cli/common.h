@@ -10,7 +10,7 @@
 #include "cli/flags.h"
 #include "common/json.h"
 #include "common/status.h"
-#include "planner/logs.h"
+#include "frameworks/logs.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
 

@@ -150,7 +150,7 @@ class CostModel {
   CostModel(const ModelSpec& model, const TrainingSpec& training,
             const topology::ClusterSpec& cluster, int gpus);
   // The same with an explicit framework description instead of the preset of
-  // training.framework (an earlier release of a stack: planner/seeds.h).
+  // training.framework (an earlier release of a stack: validation/seeds.h).
   CostModel(const ModelSpec& model, const TrainingSpec& training,
             const topology::ClusterSpec& cluster, int gpus, FrameworkSpec framework);
 
@@ -202,11 +202,27 @@ class CostModel {
   double ModelFlopsPerIteration() const { return model_flops_; }
 
  private:
+  // The terms live in planner/cost/ (one file per term); these structs carry
+  // one term's results to the next (planner/cost/internal.h).
   struct LayerTimes;
+  struct Schedule;
   // `z_cached` in [0, 1]: the fraction of layers whose gathered Z weights stay
   // cached from the forward to the backward (MemoryBreakdown::z_cached_layers).
   void LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
                  LayerTimes* out) const;
+  // Per layer and micro-batch: ZeRO-3's exposed gathers and reduce-scatter over
+  // the weight-replica group (stride `sd`, size `nd`) of `layer_shard` elements.
+  double Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& lt, double layer_shard,
+                           int sd, int nd) const;
+  // Per iteration: `comm_data` plus the exposed data-parallel gradient
+  // reduction and parameter gather (ZeRO < 3), `L_s` layers on the critical stage.
+  double DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi, double L_s,
+                         int64_t n_mb, int sd, int nd, double comm_data) const;
+  // The pipeline schedule: stage times, the critical stage, fill and drain,
+  // and the pipeline send/recv (planner/cost/pipeline.cc).
+  Schedule PipelineSchedule(const ParallelConfig& c, const ComputeTerms& terms,
+                            const LayerTimes& lt, double zero3_layer, const StageLayers& st,
+                            int64_t n_mb, double T, double logits_comm) const;
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
   double ParamsBeforeData(const ParallelConfig& c) const;
   double GemmSeconds(double m, double n, double k) const;

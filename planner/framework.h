@@ -152,7 +152,7 @@ const FrameworkSpec& FrameworkPreset(Framework f);
 // `cluster` as a cost model of framework `f` sees it: when
 // cluster.framework_corrections has an entry for FrameworkName(f) and
 // cluster.gpu.name, its factors replace cluster.corrections (calibration from
-// training logs, planner/logs.h, is per framework x GPU); otherwise the
+// training logs, frameworks/logs.h, is per framework x GPU); otherwise the
 // cluster unchanged. The entries are kept. Pure; thread-safe.
 topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, Framework f);
 

@@ -138,7 +138,7 @@ class Search {
 };
 
 // The longest sequence some configuration fits in memory (`paratune
-// capacity`, planner/seeds.h). `fits(seq, unlimited_host, best)` answers
+// capacity`, validation/seeds.h). `fits(seq, unlimited_host, best)` answers
 // whether any configuration fits at `seq` tokens (with host memory unlimited
 // when asked: that is how host memory is found to bind) and sets `best` to
 // one that does. Doubles from `start` to `max_seq` (every doubling: FPDT's

@@ -9,8 +9,8 @@
 
 #include "common/strings.h"
 #include "planner/cost_model.h"
-#include "planner/emit.h"
-#include "planner/replan.h"
+#include "frameworks/emit.h"
+#include "elastic/replan.h"
 #include "planner/request.h"
 #include "profiler/cache.h"
 

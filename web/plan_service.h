@@ -125,7 +125,7 @@ class PlanService {
   std::shared_ptr<const std::string> LookupBody(const std::string& raw_body);
 
   // POST /v1/emit: candidate `rank` (default 1) of a plans document as the
-  // configuration a framework takes (planner/emit.h), in `format` (default: the
+  // configuration a framework takes (frameworks/emit.h), in `format` (default: the
   // plan's own framework). The body names the plans either as "plans" (a
   // paratune.plans/v1 document) or as "request" (a plan request, answered as
   // POST /v1/plans would, from the cache when it can). Returns the format's

@@ -1,6 +1,6 @@
 // `paratune calibrate --logs` and `paratune predict --log` in process: the
 // profile they write and read, the one-line answer's keys (docs/cli.md) and
-// exit codes. The logs are the published excerpts of tests/planner/data/logs/.
+// exit codes. The logs are the published excerpts of tests/frameworks/data/logs/.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,7 +31,7 @@ Outcome Call(int (*fn)(const Args&, Io), Args args) {
 }
 
 std::string Log(const std::string& name) {
-  return std::string(PARATUNE_SOURCE_DIR) + "/tests/planner/data/logs/" + name;
+  return std::string(PARATUNE_SOURCE_DIR) + "/tests/frameworks/data/logs/" + name;
 }
 
 // The Megatron run without an arguments block: everything else from flags.

@@ -21,7 +21,7 @@
 #include "cli/allocation.h"
 #include "cli/commands.h"
 #include "common/json.h"
-#include "planner/emit.h"
+#include "frameworks/emit.h"
 #include "profiler/cache.h"
 
 extern char** environ;

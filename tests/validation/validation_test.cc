@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "planner/validation.h"
+#include "validation/validation.h"
 
 namespace paratune::planner {
 namespace {

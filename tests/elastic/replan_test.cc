@@ -1,7 +1,7 @@
 // Elastic replanning (docs/replan.md): allocations after losing or adding
 // nodes, candidates that never need more GPUs or memory than remain, the
 // global-batch policy, and the request → document path used by REST.
-#include "planner/replan.h"
+#include "elastic/replan.h"
 
 #include <gtest/gtest.h>
 

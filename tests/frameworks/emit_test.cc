@@ -1,6 +1,6 @@
-// Emitters (planner/emit.h). Three kinds of test:
+// Emitters (frameworks/emit.h). Three kinds of test:
 //  - golden: whole outputs for several plans, written by hand from each
-//    framework's documented format (tests/planner/data/emit/*.golden);
+//    framework's documented format (tests/frameworks/data/emit/*.golden);
 //  - rules: the start-up checks of each framework, re-implemented here from
 //    the framework's source (file and lines cited at each check), applied to
 //    every config the emitters produce over a sweep of several thousand
@@ -10,7 +10,7 @@
 // mirrors below stand in for them; each cites the snapshot it copies
 // (ecosystem.md: Megatron-LM d98e8a6, DeepSpeed edaa722 = 0.19.6, AxoNN
 // 660a224, torchtitan 238fa99 = the last TOML-config commit).
-#include "planner/emit.h"
+#include "frameworks/emit.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@
 namespace paratune::planner {
 namespace {
 
-const std::string kData = std::string(PARATUNE_SOURCE_DIR) + "/tests/planner/data/emit/";
+const std::string kData = std::string(PARATUNE_SOURCE_DIR) + "/tests/frameworks/data/emit/";
 
 Json Load(const std::string& name) {
   auto text = ReadFileToString(kData + name);

@@ -1,4 +1,4 @@
-// planner/logs.h: calibration from the training logs users already have
+// frameworks/logs.h: calibration from the training logs users already have
 // (issue 14 item 3; docs/model.md "Calibration from training logs").
 //
 // Three pure stages, no I/O:

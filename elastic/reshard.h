@@ -1,4 +1,4 @@
-// planner/reshard.h: the reshard map between two parallel configurations of one
+// elastic/reshard.h: the reshard map between two parallel configurations of one
 // model (docs/replan.md). Universal Checkpointing's idea (Lian et al. 2024,
 // arXiv 2406.18820): describe every piece of training state in the coordinates
 // of the consolidated (unsharded) tensor, so any layout can be mapped to any

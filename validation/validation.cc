@@ -1,4 +1,4 @@
-#include "planner/validation.h"
+#include "validation/validation.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "planner/emit.h"
+#include "frameworks/emit.h"
 
 #include <algorithm>
 #include <sstream>
@@ -77,7 +77,7 @@ std::string Header(const Plan& p, const char* comment, const char* what) {
 
 // ---------------------------------------------------------------- Megatron-LM
 //
-// Rules from NVIDIA/Megatron-LM @ d98e8a6 (tests/planner/emit_test.cc cites the
+// Rules from NVIDIA/Megatron-LM @ d98e8a6 (tests/frameworks/emit_test.cc cites the
 // lines): world % (TP·PP·CP) == 0; GBS % (MBS·DP) == 0; heads % TP == 0;
 // query groups a multiple or divisor of TP; layers % PP == 0 and, with the
 // interleaved schedule, (layers/PP) % layers-per-virtual-stage == 0 and PP > 1

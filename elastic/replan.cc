@@ -1,4 +1,4 @@
-#include "planner/replan.h"
+#include "elastic/replan.h"
 
 #include <algorithm>
 #include <cmath>

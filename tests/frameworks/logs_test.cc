@@ -1,8 +1,8 @@
 // Training-log readers and the per framework x GPU calibration
-// (planner/logs.h). The logs under tests/planner/data/logs/ are excerpts of
+// (frameworks/logs.h). The logs under tests/frameworks/data/logs/ are excerpts of
 // real published logs; each file's header names the GitHub thread it quotes.
 // Expected values are the figures printed in those lines.
-#include "planner/logs.h"
+#include "frameworks/logs.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ namespace paratune::planner {
 namespace {
 
 std::string ReadData(const std::string& name) {
-  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/planner/data/logs/" + name);
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/frameworks/data/logs/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

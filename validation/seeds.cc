@@ -1,4 +1,4 @@
-#include "planner/seeds.h"
+#include "validation/seeds.h"
 
 #include <algorithm>
 #include <cmath>

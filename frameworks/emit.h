@@ -1,4 +1,4 @@
-// planner/emit.h: one plan of a plans document (paratune.plans/v1) written the
+// frameworks/emit.h: one plan of a plans document (paratune.plans/v1) written the
 // way each training framework takes it (ecosystem.md §2): Megatron-LM bash
 // argument arrays, a DeepSpeed ds_config.json, an AxoNN `ax.init(...)` call
 // with its overlap context, a torchtitan TOML `[parallelism]` job config, shell
@@ -11,7 +11,7 @@
 // express at all (AxoNN's 3D grid in Megatron, ZeRO-3 in torchtitan), is
 // refused with the rule and the value that breaks it, never emitted. The
 // checks are mirrored, with the source file and lines they copy, in
-// tests/planner/emit_test.cc.
+// tests/frameworks/emit_test.cc.
 //
 // Pure functions of the document: no I/O, no clocks; thread-safe.
 #pragma once

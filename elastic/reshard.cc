@@ -1,4 +1,4 @@
-#include "planner/reshard.h"
+#include "elastic/reshard.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "planner/logs.h"
+#include "frameworks/logs.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
-// The seed papers' headline results (planner/seeds.h; issue 15). Each test
+// The seed papers' headline results (validation/seeds.h; issue 15). Each test
 // asserts the band a published figure defines, or a property the papers'
 // mechanisms imply; none compares with the code's own earlier output.
-#include "planner/seeds.h"
+#include "validation/seeds.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// planner/validation.h: published measured runs as prediction requests, so the
+// validation/validation.h: published measured runs as prediction requests, so the
 // model can be checked against them (`paratune validate`, tests, docs/model.md).
 // Reads the calibration format of ../shared/calibration/*.json (rows with
 // hardware, model, parallel, measured). Mapping rules, documented in

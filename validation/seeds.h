@@ -1,4 +1,4 @@
-// planner/seeds.h: the headline results of the papers paratune is built on,
+// validation/seeds.h: the headline results of the papers paratune is built on,
 // asked of the planner as the papers asked them (`paratune validate --seeds`,
 // tests, docs/model.md "Seed papers"). Each seed states the published claim,
 // the job paratune was given (model, GPUs, network, batch), what paratune

@@ -1,9 +1,9 @@
-// planner/replan.h: elastic replanning (issue 11, docs/replan.md). A run
+// elastic/replan.h: elastic replanning (issue 11, docs/replan.md). A run
 // trains under one configuration; nodes die or capacity appears. Replan runs the
 // real search (planner/search.h) on the GPUs now available (and on a few whole-
 // node counts below, because an odd GPU count often admits no configuration),
 // ranks the fitting configurations by throughput against the running one's
-// prediction, and computes the reshard map (planner/reshard.h) from the running
+// prediction, and computes the reshard map (elastic/reshard.h) from the running
 // layout to the chosen candidate. The global batch is kept unless the caller
 // allows it to change; a change is reported in the document.
 //
@@ -21,7 +21,7 @@
 #include "common/status.h"
 #include "planner/plans.h"
 #include "planner/request.h"
-#include "planner/reshard.h"
+#include "elastic/reshard.h"
 #include "planner/search.h"
 
 namespace paratune::planner {

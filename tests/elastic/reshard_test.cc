@@ -1,7 +1,7 @@
 // The reshard map (docs/replan.md): layouts tile every tensor, maps conserve
 // every element and round-trip, and hand-computed cases (TP 8 → 4 with DP
 // doubling, ZeRO-3 shard counts, pipeline boundaries that move).
-#include "planner/reshard.h"
+#include "elastic/reshard.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,214 @@
+// The communication terms of the cost model: per layer, the tensor-parallel
+// (X, Y), sharded-weight (Z), context-parallel and FPDT transfers
+// (CostModel::LayerCost) and ZeRO-3's gathers; per iteration, the
+// data-parallel gradient synchronisation. Each is charged what stays exposed
+// beside the compute it can overlap. docs/model.md describes every term.
+#include <algorithm>
+
+#include "planner/cost/internal.h"
+
+namespace paratune::planner {
+
+using cost::Overlapped;
+using cost::OverlappedPartly;
+using cost::Pipelined;
+using topology::Collective;
+
+void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
+                          LayerTimes* out) const {
+  const ModelSpec& m = model_;
+  const double e = act_bytes_;
+  const double h = m.hidden, a = m.heads, kv = m.kv_heads;
+  const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  const double s = training_.seq_len, b = c.mbs;
+  const double gx = c.gx, gy = c.gy;
+  const double T = b * s / c.cp;
+  const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY), sz = c.Stride(Dim::kZ);
+  // Transformer Engine's userbuffers overlap needs the tensor group inside one
+  // NVLink domain (CUDA IPC buffers): across nodes the option buys nothing.
+  const bool tp_overlap = c.tp_comm_overlap && int64_t{sy} * c.gy * c.gx <= cluster_.gpus_per_node;
+
+  // --- Tensor-parallel communication per linear layer: the forward all-reduce
+  // of the output over the group that split k, the backward all-reduce of the
+  // input gradient over the group that split n (AxoNN §1.3; Megatron TP = the
+  // gx = 1 case: 2 all-reduces of b·s·h forward and 2 backward per layer).
+  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  double comm_x = 0, comm_y = 0, fwd_x = 0, fwd_y = 0, z_ag = 0, z_rs = 0;
+  for (int i = 0; i < 4; ++i) {
+    const bool transposed = (i % 2) == 1;
+    const double k = kn[i][0], n = kn[i][1];
+    if (!c.sp && c.tensor() > 1) {
+      // The forward all-reduce, pipelined over batch chunks where the
+      // framework does so (1 chunk: fully exposed).
+      const double chunks = c.oar ? fw_.costs.forward_allreduce_chunks : 1.0;
+      if (transposed) {
+        fwd_y += Pipelined(comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (n / gx) * e),
+                           t.linear_fwd[i], chunks);
+        const double bwd = comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (k / gy) * e);
+        comm_x += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
+      } else {
+        fwd_x += Pipelined(comm_.Seconds(Collective::kAllReduce, sx, c.gx, T * (n / gy) * e),
+                           t.linear_fwd[i], chunks);
+        const double bwd = comm_.Seconds(Collective::kAllReduce, sy, c.gy, T * (k / gx) * e);
+        // OAR: a layer's input-gradient all-reduce runs while its weight-gradient GEMM computes.
+        comm_y += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
+      }
+    }
+    if (c.gz > 1) {
+      // Weights are gathered in the compute dtype; gradients reduce-scattered in
+      // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
+      // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
+      const double w = k * n / c.tensor();
+      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * param_bytes_);
+      const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
+      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * rs_bytes);
+    }
+  }
+  // Megatron sequence parallelism: each all-reduce becomes an all-gather of the
+  // layer input (before QKV, FC1) and a reduce-scatter of the output (after
+  // proj, FC2); the backward mirrors them and re-gathers the inputs for the
+  // weight gradients behind the dgrad GEMMs (Korthikanti 2022 §4.2.2).
+  if (c.sp) {
+    const double buf = T * h * e;
+    const double ag = comm_.Seconds(Collective::kAllGather, sy, c.gy, buf);
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sy, c.gy, buf);
+    fwd_y += 2 * ag + 2 * rs;
+    comm_y += 2 * ag + (c.oar ? Overlapped(2 * rs, t.normal_fwd) : 2 * rs) +
+              (c.oar ? Overlapped(2 * ag, t.normal_fwd) : 2 * ag);
+  }
+  if (tp_overlap) {
+    // Transformer Engine userbuffers pipeline the collective through the GEMM.
+    fwd_x = Overlapped(fwd_x, t.gemm_fwd);
+    fwd_y = Overlapped(fwd_y, t.gemm_fwd);
+  }
+  comm_x += fwd_x;
+  comm_y += fwd_y;
+
+  // A third of a layer's kernels run in the forward, two thirds in the backward.
+  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd + t.kernel_fixed / 3.0;
+  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd + 2.0 * t.kernel_fixed / 3.0;
+  out->recompute = 0;
+  if (c.recompute == Recompute::kSelective) out->recompute = t.attn_fwd;
+  if (c.recompute == Recompute::kFull) {
+    out->recompute = out->fwd_compute;
+    comm_x += fwd_x;  // the forward collectives run again
+    comm_y += fwd_y;
+  }
+  out->act_bytes = t.act_bytes[static_cast<int>(c.recompute)];
+
+  // --- Z (AxoNN depth / FSDP inside the tensor block): per micro-batch gather
+  // the weights forward and again backward (again for recompute), reduce-scatter
+  // the gradients. OAG prefetches one layer ahead; ORS defers the reduce-scatter.
+  out->comm_z = 0;
+  if (c.gz > 1) {
+    const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
+    // Cached layers keep the forward's gathered block for the recompute and
+    // the backward: they gather once per micro-batch.
+    const double n_ag_b = (c.recompute == Recompute::kFull ? 2.0 : 1.0) * (1.0 - z_cached);
+    const double eta = fw_.costs.shard_overlap;
+    out->comm_z = (c.oag ? OverlappedPartly(z_ag, fwd_w, eta) : z_ag) +
+                  (c.oag ? OverlappedPartly(n_ag_b * z_ag, bwd_w, eta) : n_ag_b * z_ag) +
+                  (c.ors ? OverlappedPartly(z_rs, bwd_w, eta) : z_rs);
+  }
+
+  // --- Context parallelism.
+  out->comm_cp = 0;
+  if (c.cp > 1) {
+    const int scp = c.Stride(Dim::kCp);
+    if (c.cp_kind == CpKind::kRing) {
+      // Each step passes this rank's K and V block to the next while the current
+      // block's attention computes: cp − 1 steps forward, twice that backward.
+      const double kv_block = 2.0 * b * (s / c.cp) * (h * kv / a) / gy * e;
+      const double step = comm_.Seconds(Collective::kSendRecv, scp, 2, kv_block);
+      out->comm_cp = Overlapped((c.cp - 1) * step, t.attn_fwd) +
+                     Overlapped(2.0 * (c.cp - 1) * step, t.attn_bwd);
+    } else {
+      // Ulysses / FPDT: all-to-all of Q, K, V in and of the output back, forward and backward.
+      const double qkv = T * (static_cast<double>(m.qkv_out()) / gy) * e;
+      const double fwd = comm_.Seconds(Collective::kAllToAll, scp, c.cp, qkv) +
+                         comm_.Seconds(Collective::kAllToAll, scp, c.cp, T * (h / gy) * e);
+      out->comm_cp = 2.0 * fwd + (c.recompute == Recompute::kFull ? fwd : 0.0);
+    }
+  }
+  out->comm_x = comm_x;
+  out->comm_y = comm_y;
+
+  // --- FPDT: the sequence in chunks; only two stay on the GPU, the others go to
+  // host memory and back, hidden behind the layer's compute when the link allows.
+  out->offload = 0;
+  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    const double chunks = std::max(1.0, s / training_.fpdt_chunk_tokens);
+    if (chunks > 2.0) {
+      const double off = out->act_bytes * (1.0 - 2.0 / chunks);
+      const double t_host = 2.0 * off / (cluster_.HostLinkGBps() * 1e9);
+      out->act_bytes *= 2.0 / chunks;
+      out->offload = std::max(0.0, t_host - (out->fwd_compute + out->bwd_compute));
+    }
+  }
+}
+
+// ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z, on
+// the block (`layer_shard` elements) the GPU still holds after tensor and Z
+// sharding; `sd`, `nd`: stride and size of the weight-replica group.
+double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& lt,
+                                    double layer_shard, int sd, int nd) const {
+  double zero3_layer = 0;
+  if (c.zero == 3 && nd > 1) {
+    const double bytes = layer_shard * param_bytes_;
+    int hp_group = nd;
+    if (c.hpz) {
+      const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
+      hp_group = std::max(1, std::min(nd, per_node));
+    }
+    const double ag_f = comm_.Seconds(Collective::kAllGather, sd, nd, bytes * (c.qwz ? 0.5 : 1.0));
+    const double ag_b = hp_group > 1 ? comm_.Seconds(Collective::kAllGather, sd, hp_group, bytes) : 0.0;
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd, bytes * (c.qgz ? 0.25 : 1.0));
+    const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
+    const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
+    const double eta = fw_.costs.shard_overlap;
+    zero3_layer = (c.overlap_param_gather ? OverlappedPartly(ag_f, fwd_w, eta) : ag_f) +
+                  (c.overlap_param_gather ? OverlappedPartly(n_ag_b * ag_b, bwd_w, eta) : n_ag_b * ag_b) +
+                  (c.overlap_grad_reduce ? OverlappedPartly(rs, bwd_w, eta) : rs);
+    // ZeRO++'s (de)quantization kernels run on the GPU beside the layer's own
+    // work (Wang et al. 2023 §4.1, §4.3): qwZ dequantizes every gathered
+    // block (read int8, write the parameter dtype); qgZ quantizes the
+    // gradient to int4, then dequantizes, reduces and re-quantizes after the
+    // intra-node all-to-all and again after the inter-node one (≈ twice
+    // (gradient + int4) bytes per element). Memory-bound, not hidden.
+    const double block = layer_shard;  // the gathered layer block, elements
+    const double n_qw = c.qwz ? (1.0 + (c.hpz ? 0.0 : n_ag_b)) : 0.0;
+    zero3_layer += cluster_.corrections.memory_bound *
+                   StreamSeconds(n_qw * block * (1.0 + param_bytes_) +
+                                 (c.qgz ? 2.0 * block * (param_bytes_ + 0.5) : 0.0));
+  }
+  return zero3_layer;
+}
+
+// Data-parallel synchronisation, once per iteration (ZeRO-2 reduces per
+// micro-batch; ZeRO-3 is costed per layer by Zero3LayerSeconds): returns
+// `comm_data` plus the exposed gradient reduction and parameter gather.
+double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi,
+                                  double L_s, int64_t n_mb, int sd, int nd,
+                                  double comm_data) const {
+  if (nd > 1 && c.zero < 3) {
+    const bool ds = c.zero > 0;  // DeepSpeed reduces in the parameter dtype
+    const double g_bytes = psi * (ds ? param_bytes_ : grad_bytes_);
+    double reduce, gather = 0;
+    if (c.zero == 0 && !c.distributed_optimizer) {
+      reduce = comm_.Seconds(Collective::kAllReduce, sd, nd, g_bytes);
+    } else {
+      reduce = comm_.Seconds(Collective::kReduceScatter, sd, nd, g_bytes);
+      gather = comm_.Seconds(Collective::kAllGather, sd, nd, psi * param_bytes_);
+    }
+    const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
+    const double fwd_stage = L_s * lt.fwd_compute;
+    const double red = c.overlap_grad_reduce
+                           ? OverlappedPartly(reduce, bwd_stage, fw_.costs.grad_reduce_overlap)
+                           : reduce;
+    comm_data += (c.zero == 2 ? n_mb : 1) * red;
+    comm_data += c.overlap_param_gather ? Overlapped(gather, fwd_stage) : gather;
+  }
+  return comm_data;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,211 @@
+// The compute term of the cost model: GEMMs on the GPU's efficiency curve,
+// attention, memory-bound element-wise kernels, the logits and the embedding
+// per micro-batch (CostModel::Compute), and the parameters a GPU holds.
+// docs/model.md describes every term and its source.
+#include <algorithm>
+#include <cmath>
+
+#include "planner/cost/internal.h"
+#include "planner/memory.h"
+
+namespace paratune::planner {
+namespace {
+
+// Causal attention: a fused kernel skips the masked upper triangle, so it
+// executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
+constexpr double kCausalFraction = 0.5;
+// Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
+// FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
+constexpr double kFlashBwdFlopRatio = 2.5;
+
+// Fused attention's shape dependence (GPU preset: flash_head_dim_half,
+// flash_seq_half; 0 disables): FlashAttention-2 (Dao 2023, Fig. 4-5, A100 and
+// H100 benchmarks) runs head dimension 64 at about 0.85 of 128 and 512-token
+// sequences at about 0.7 of 8K: d/(d + 32) and s/(s + 256), relative to d =
+// 128, s = 4096, capped at 1.1.
+double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q) {
+  double f = 1.0;
+  if (g.flash_head_dim_half > 0) {
+    f *= (head_dim / (head_dim + g.flash_head_dim_half)) / (128.0 / (128.0 + g.flash_head_dim_half));
+  }
+  if (g.flash_seq_half > 0) f *= (s_q / (s_q + g.flash_seq_half)) / (4096.0 / (4096.0 + g.flash_seq_half));
+  return std::min(1.1, f);
+}
+
+}  // namespace
+
+double CostModel::GemmEfficiency(double m, double n, double k) const {
+  const size_t np = curve_eff_.size();
+  if (np == 0) return 1.0;  // no curve: the ideal (peak) model, as GpuSpec does
+  // A GEMM's fixed costs (launch, prologue/epilogue, the last wave) take the
+  // same time at any precision while the math gets faster, so a GEMM at a
+  // precision with a measured curve of its own is read as is; one borrowing the
+  // bf16 curve at r× the bf16 peak reaches the efficiency a bf16 GEMM of 1/r
+  // the FLOPs reaches (size scaled by r^(-1/3)).
+  const double x = std::log2(m * n * k / curve_peak_ratio_) / 3.0;
+  if (x <= curve_log2_size_[0]) return curve_eff_[0];
+  for (size_t i = 1; i < np; ++i) {
+    if (x <= curve_log2_size_[i]) {
+      const double t = (x - curve_log2_size_[i - 1]) / (curve_log2_size_[i] - curve_log2_size_[i - 1]);
+      return curve_eff_[i - 1] + t * (curve_eff_[i] - curve_eff_[i - 1]);
+    }
+  }
+  return curve_eff_[np - 1];
+}
+
+double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_; }
+
+// A GEMM of (m×k)·(k×n): compute-bound time at the shape's efficiency, or the
+// time to stream its operands if that is longer (roofline).
+double CostModel::GemmSeconds(double m, double n, double k) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const double flops = 2.0 * m * n * k;
+  // The curve is read at the cube-root size and was measured on square
+  // shapes; a short inner dimension amortises each output tile's prologue and
+  // epilogue over fewer MMA steps (CUTLASS's mainloop/epilogue split), so its
+  // efficiency scales by k/(k + k0) relative to a square GEMM of that size
+  // (k0: the GPU preset's gemm_k0, fitted to the small-model public runs).
+  const double k0 = cluster_.gpu.gemm_k0;
+  const double x = std::cbrt(m * n * k);
+  const double k_factor = k0 > 0 ? std::min(1.0, (k / (k + k0)) / (x / (x + k0))) : 1.0;
+  // The curve is a short-run (benchmark, profile) figure: a training run
+  // sustains the GPU preset's gemm_sustained_fraction of it.
+  const double eff = GemmEfficiency(m, n, k) * k_factor * cluster_.gpu.gemm_sustained_fraction;
+  const double t_compute = flops / (peak_flops_ * eff);
+  const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
+  return std::max(t_compute, t_memory);
+}
+
+CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  ComputeTerms t;
+  const double e = act_bytes_;
+  const double h = m.hidden, a = m.heads, d = m.head_dim();
+  const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  const double s = training_.seq_len, b = c.mbs;
+  const double gx = c.gx, gy = c.gy;
+  const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
+  const double T = b * s / c.cp;  // tokens this GPU holds in the linear layers
+  // Attention runs in bf16 even in FP8 recipes (FlashAttention / cuDNN fused
+  // attention; Transformer Engine keeps it out of FP8 by default).
+  const double attn_peak = training_.precision == topology::Precision::kFp8
+                               ? cluster_.gpu.PeakTflops(topology::Precision::kBf16) * 1e12
+                               : peak_flops_;
+
+  // Linear layers: AxoNN's alternating normal/transposed pair (Megatron TP is
+  // the gx = 1 case). Normal: inputs split over X, outputs over Y; transposed:
+  // the reverse. The backward runs dgrad and wgrad GEMMs of the same size.
+  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  const bool fp8 = training_.precision == topology::Precision::kFp8;
+  double fp8_cast_bytes = 0;
+  for (int i = 0; i < 4; ++i) {
+    const bool transposed = (i % 2) == 1;
+    const double k_loc = kn[i][0] / (transposed ? gy : gx);
+    const double n_loc = kn[i][1] / (transposed ? gx : gy);
+    t.linear_fwd[i] = GemmSeconds(T, n_loc, k_loc);
+    t.gemm_fwd += t.linear_fwd[i];
+    if (!transposed) t.normal_fwd += t.linear_fwd[i];
+    if (fp8) {
+      // Transformer Engine FP8 (delayed scaling): forward, the input is read for
+      // its amax and cast from bf16 (read 2 + 2, write 1 byte) and the weight
+      // cast; backward, the output gradient likewise, and the input and gradient
+      // transposed for the wgrad GEMM (FP8 GEMMs take TN layouts only: cuBLASLt
+      // documentation). Weights are cast once per step (TE's fp8 weight cache),
+      // here once per micro-batch: an upper bound that matters only for small T.
+      fp8_cast_bytes += 5.0 * T * k_loc + 3.0 * k_loc * n_loc + 5.0 * T * n_loc +
+                        2.0 * (T * k_loc + T * n_loc);
+    }
+  }
+
+  // Attention core. Heads split over Y (and over the Ulysses group), the query
+  // sequence over a ring-CP group; replicated across X.
+  const double heads_loc = a / gy / (ulysses ? c.cp : 1);
+  const double s_q = ulysses ? s : s / c.cp;
+  const double scores = b * heads_loc * s_q * s;  // score elements per GPU
+  if (training_.attention == Attention::kFlash) {
+    const double exec = kCausalFraction * 4.0 * scores * d;
+    const double shape = FlashShapeFactor(cluster_.gpu, d, s_q) * fw_.costs.attention_efficiency;
+    t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency * shape);
+    t.attn_bwd = kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency * shape);
+  } else {
+    // Batched GEMMs QKᵀ (s_q×d·d×s) and PV (s_q×s·s×d) per head over the full
+    // square (the mask is applied afterwards), plus softmax and dropout as
+    // memory-bound kernels: forward reads+writes 2+2 bytes per score, dropout
+    // 2+2+1 (mask); backward 2+2+2 and 2+1+2.
+    const double per_head = GemmSeconds(s_q, s, d) + GemmSeconds(s_q, d, s);
+    const double gemm = per_head * b * heads_loc;
+    const double drop = m.dropout ? 5.0 : 0.0;
+    t.attn_fwd = gemm + StreamSeconds(scores * (4.0 + drop));
+    t.attn_bwd = 2 * gemm + StreamSeconds(scores * (6.0 + drop));
+  }
+
+  // Element-wise kernels (memory-bound). Per token, forward: two norms read and
+  // write h each (8h bytes at 2 B/element); two bias-dropout-residual adds read
+  // 2 tensors and write 1, plus a 1-byte mask with dropout: 2·(6h + h); the
+  // activation reads FC1's output and writes FC2's input (GeLU 2f+2f, SwiGLU
+  // 4f+2f). With sp the norm/residual tokens split over Y; AxoNN splits h over X.
+  const double scale = e / 2.0;
+  const double tok_rep = c.sp ? T / gy : T;
+  const double norm_res = tok_rep * (h / gx) * (8.0 + 2.0 * (6.0 + (m.dropout ? 1.0 : 0.0))) * scale;
+  const double act_fn = T * (f / gy) * (m.gated_ffn ? 6.0 : 4.0) * scale;
+  // The backward is charged 2 × elem_fwd, so a third of the FP8 cast traffic
+  // (forward + backward) goes here and the rest lands in the backward.
+  // The framework's preset scales the fused baseline (eager stacks run each
+  // element-wise op as its own kernel).
+  t.elem_fwd = StreamSeconds(elem_traffic_ * (norm_res + act_fn) + fp8_cast_bytes / 3.0);
+
+  // Last stage: logits GEMM (vocabulary split over the tensor ranks) forward and
+  // its two backward GEMMs, and the fp32 cross-entropy (logits written, read and
+  // their gradient written: 3 × 4 bytes). First stage: the embedding lookup and
+  // its gradient scatter (memory-bound).
+  const double V = m.vocab;
+  t.logits_compute = 3.0 * GemmSeconds(T, V / c.tensor(), h / gx) +
+                     StreamSeconds(T * (V / c.tensor()) * loss_bytes_);
+  // Fixed costs of one layer's kernels (forward + backward) and the host time
+  // to issue them (framework preset); the layer runs no faster than either allows.
+  t.kernel_fixed = kernels_per_layer_ * cluster_.gpu.kernel_overhead_us * 1e-6;
+  t.host = host_s_per_layer_;
+  t.embed = StreamSeconds(3.0 * T * (h / gx) * e);
+
+  // Activation memory kept for the backward (planner/memory.h).
+  const bool flash = training_.attention == Attention::kFlash;
+  ParallelConfig rc = c;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    rc.recompute = r;
+    t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc, fp8);
+  }
+  t.act_bytes_full = t.act_bytes[0];
+  t.psi = ParamsBeforeData(c);
+  // Calibration (paratune calibrate): measured runs rescale the compute side.
+  const double fc = cluster_.corrections.compute, fm = cluster_.corrections.memory_bound;
+  for (double& x : t.linear_fwd) x *= fc;
+  t.gemm_fwd *= fc;
+  t.normal_fwd *= fc;
+  t.attn_fwd *= fc;
+  t.attn_bwd *= fc;
+  t.elem_fwd *= fc;
+  t.logits_compute *= fc;
+  t.kernel_fixed *= fc;
+  t.embed *= fm;
+  return t;
+}
+
+double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  const double t = c.tensor();
+  const double V = m.vocab, h = m.hidden;
+  const StageLayers st = SplitLayers(m.layers, c);
+  const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
+  const double emb_shard = V * h / t;
+  const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;
+  const double first_extra = emb_shard + pos;
+  const double last_extra = (!m.tied_embeddings || c.pp > 1 ? emb_shard : 0.0) + norm_params_;
+  if (c.pp == 1) {
+    return m.layers * layer_shard +
+           (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz;
+  }
+  return std::max({st.first * layer_shard + first_extra / c.gz, st.last * layer_shard + last_extra / c.gz,
+                   st.middle * layer_shard});
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,98 @@
+// planner/cost/internal.h: what the cost model's terms share inside planner/
+// (the files of planner/cost/ and planner/cost_model.cc); not part of the API.
+// The overlap helpers say how much of a transfer stays exposed beside compute;
+// LayerTimes and Schedule carry one term's results to the next.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "planner/config.h"
+#include "planner/cost_model.h"
+
+namespace paratune::planner {
+namespace cost {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// DeepSpeed's default reduce bucket (reduce_bucket_size = 5e8 elements,
+// deepspeed/runtime/zero/config.py).
+inline constexpr double kDeepSpeedBucketElems = 5e8;
+// Adam with fp32 master weights touches, per parameter it updates: master,
+// exp_avg, exp_avg_sq read + written (24 bytes) and the fp32 gradient read (4)
+// (Apex/TE fused Adam); then the master is read (4) to write the low-precision
+// copy (Megatron's _copy_main_params_to_model_params).
+inline constexpr double kAdamStateBytesRW = 24.0 + 4.0;
+// A collective hidden behind compute still occupies SMs (NCCL runs one CTA per
+// channel: an all-gather took 24 of an H100's 132 SMs while overlapping a GEMM,
+// NVIDIA developer forum "Compute-Communication Overlap Causes Severe GEMM
+// Performance Degradation", 2025): charge that share of the hidden time.
+inline constexpr double kOverlapSmShare = 24.0 / 132.0;
+
+// Exposed seconds of a host<->GPU copy of `copy` seconds of which a fraction
+// `eta` runs beside `window` seconds of compute. Pinned-memory copies run on
+// the GPU's DMA copy engines (CUDA programming guide, "asynchronous
+// concurrent execution"), so unlike a collective they take no SMs.
+inline double HiddenByCopyEngine(double copy, double window, double eta) {
+  return copy - eta * std::min(copy, window);
+}
+
+// Exposed seconds of `comm` overlapped with `window` seconds of compute.
+inline double Overlapped(double comm, double window) {
+  return std::max(0.0, comm - window) + kOverlapSmShare * std::min(comm, window);
+}
+// Exposed seconds of a collective of `comm` seconds that follows a GEMM of
+// `gemm` seconds, both cut into `chunks` pieces of the micro-batch: piece i's
+// collective runs while piece i+1's GEMM computes, so every piece but the last
+// hides behind a GEMM piece (AxoNN's batch-split forward all-reduce).
+inline double Pipelined(double comm, double gemm, double chunks) {
+  if (chunks <= 1.0) return comm;
+  const double c = comm / chunks, g = gemm / chunks;
+  return c + (chunks - 1.0) * Overlapped(c, g);
+}
+// The same when only a fraction `eta` of the overlap a framework promises is
+// realised (prefetch depth, a single communication stream): the rest of the
+// hideable time stays exposed.
+inline double OverlappedPartly(double comm, double window, double eta) {
+  const double hidden = eta * std::min(comm, window);
+  return comm - hidden * (1.0 - kOverlapSmShare);
+}
+
+// The group over which weights are replicated and gradients reduced: the data
+// ranks and the context-parallel ranks (they hold the same weights; Megatron's
+// dp-cp group, DeepSpeed's sequence-data-parallel group). Its stride is the
+// inner of the two dimensions' strides.
+struct SyncGroup {
+  int size;
+  int stride;
+};
+inline SyncGroup WeightReplicas(const ParallelConfig& c) {
+  if (c.cp == 1) return {c.gdata, c.Stride(Dim::kData)};
+  if (c.gdata == 1) return {c.cp, c.Stride(Dim::kCp)};
+  return {c.gdata * c.cp, std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp))};
+}
+
+}  // namespace cost
+
+// Per micro-batch, per GPU, one transformer block; seconds.
+struct CostModel::LayerTimes {
+  double fwd_compute = 0;       // forward math
+  double bwd_compute = 0;       // backward math (excluding recompute)
+  double recompute = 0;         // forward math redone in the backward
+  double comm_x = 0, comm_y = 0, comm_z = 0, comm_cp = 0;  // exposed
+  double offload = 0;           // FPDT host traffic not hidden
+  double act_bytes = 0;         // activation bytes kept for the backward
+};
+
+// The pipeline schedule of one iteration (planner/cost/pipeline.cc): the time
+// of one micro-batch through a layer, the critical stage and the 1F1B total.
+struct CostModel::Schedule {
+  double layer_compute = 0;    // one layer's compute, fwd + bwd + recompute
+  double host_stall = 0;       // per layer: GPU idle while the host issues kernels
+  double critical_layers = 0;  // layers of the critical (slowest) stage
+  double critical_extra = 0;   // the logits and/or embedding work it carries
+  bool last_critical = true;   // the last stage is the critical one
+  double pipeline = 0;         // n_mb slots of the slowest stage plus fill and drain
+  double comm_pp = 0;          // exposed pipeline send/recv
+};
+
+}  // namespace paratune::planner

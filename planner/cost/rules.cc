@@ -1,0 +1,239 @@
+// The rules a configuration must satisfy before it is costed: divisibility,
+// ZeRO combinations and what the training framework can express, with the
+// stable names, fields and sentences the API reports for each violation.
+#include <sstream>
+
+#include "planner/cost_model.h"
+
+namespace paratune::planner {
+
+const char* ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kOk: return "ok";
+    case Reason::kBadDegree: return "bad_degree";
+    case Reason::kWorldMismatch: return "world_mismatch";
+    case Reason::kHeadsNotDivisible: return "heads_not_divisible";
+    case Reason::kKvHeadsNotDivisible: return "kv_heads_not_divisible";
+    case Reason::kHiddenNotDivisible: return "hidden_not_divisible";
+    case Reason::kFfnNotDivisible: return "ffn_not_divisible";
+    case Reason::kLayersNotDivisible: return "layers_not_divisible";
+    case Reason::kBatchNotDivisible: return "batch_not_divisible";
+    case Reason::kMicroBatchesVsPp: return "micro_batches_vs_pp";
+    case Reason::kSeqNotDivisible: return "seq_not_divisible";
+    case Reason::kZShardNotDivisible: return "z_shard_not_divisible";
+    case Reason::kSpNeedsTensor: return "sp_needs_tensor";
+    case Reason::kZeroConflict: return "zero_conflict";
+    case Reason::kOutOfMemory: return "out_of_memory";
+    case Reason::kFrameworkUnsupported: return "framework_unsupported";
+    case Reason::kOutOfHostMemory:
+      return "out_of_host_memory";
+  }
+  return "unknown";
+}
+
+const char* ReasonField(Reason r) {
+  switch (r) {
+    case Reason::kOk: return "";
+    case Reason::kBadDegree: return "/config";
+    case Reason::kWorldMismatch: return "/gpus";
+    case Reason::kHeadsNotDivisible: return "/config/tp";
+    case Reason::kKvHeadsNotDivisible: return "/config/tp";
+    case Reason::kHiddenNotDivisible: return "/config/tp";
+    case Reason::kFfnNotDivisible: return "/config/tp";
+    case Reason::kLayersNotDivisible: return "/config/pp";
+    case Reason::kBatchNotDivisible: return "/config/mbs";
+    case Reason::kMicroBatchesVsPp: return "/config/vpp";
+    case Reason::kSeqNotDivisible: return "/config/cp";
+    case Reason::kZShardNotDivisible: return "/config/gz";
+    case Reason::kSpNeedsTensor: return "/config/sp";
+    case Reason::kZeroConflict: return "/config/zero";
+    case Reason::kOutOfMemory: return "/config";
+    case Reason::kFrameworkUnsupported: return "/training/framework";
+    case Reason::kOutOfHostMemory:
+      return "/cluster/host_memory_GiB";
+  }
+  return "";
+}
+
+Reason CostModel::CheckRules(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  if (c.gx < 1 || c.gy < 1 || c.gz < 1 || c.gdata < 1 || c.pp < 1 || c.vpp < 1 || c.cp < 1 ||
+      c.mbs < 1 || (c.vpp > 1 && c.pp < 2)) {
+    return Reason::kBadDegree;
+  }
+  if (c.world() != gpus_) return Reason::kWorldMismatch;
+  const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
+  const int head_split = c.gy * (ulysses ? c.cp : 1);
+  if (m.heads % head_split != 0) return Reason::kHeadsNotDivisible;
+  if (m.kv_heads % c.gy != 0) return Reason::kKvHeadsNotDivisible;
+  if (ulysses && m.kv_heads % head_split != 0 && head_split % m.kv_heads != 0) {
+    return Reason::kKvHeadsNotDivisible;  // Ulysses replicates KV heads only when u is a multiple
+  }
+  if (m.hidden % c.gx != 0 || m.hidden % c.gy != 0) return Reason::kHiddenNotDivisible;
+  if (m.ffn_hidden % c.gx != 0 || m.ffn_hidden % c.gy != 0) return Reason::kFfnNotDivisible;
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+    // Megatron's uneven stages: both stages exist (pp > 1), each keeps at least
+    // one layer, and the stages in between share the rest evenly, in vpp chunks.
+    if (c.pp < 2 || !fw_.support.uneven_pp) return Reason::kLayersNotDivisible;
+    const int explicit_stages = (c.first_stage_layers > 0) + (c.last_stage_layers > 0);
+    const int rest_stages = c.pp - explicit_stages;
+    const int rest = m.layers - c.first_stage_layers - c.last_stage_layers;
+    if (rest < 0 || (rest_stages == 0 && rest != 0) ||
+        (rest_stages > 0 && (rest <= 0 || rest % (rest_stages * c.vpp) != 0)) ||
+        c.first_stage_layers % c.vpp != 0 || c.last_stage_layers % c.vpp != 0) {
+      return Reason::kLayersNotDivisible;
+    }
+  } else if (m.layers % (c.pp * c.vpp) != 0) {
+    // As evenly as possible (DeepSpeed, torchtitan) without interleaving;
+    // Megatron needs the first/last stage counts stated.
+    const bool automatic = fw_.support.uneven_pp && c.vpp == 1 && m.layers >= c.pp &&
+                           training_.framework != Framework::kMegatron;
+    if (!automatic) return Reason::kLayersNotDivisible;
+  }
+  const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
+  if (training_.global_batch % per_step != 0) return Reason::kBatchNotDivisible;
+  const int64_t n_mb = training_.global_batch / per_step;
+  if (c.vpp > 1 && n_mb % c.pp != 0) return Reason::kMicroBatchesVsPp;
+  if (c.cp > 1) {
+    const int need = c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp;
+    if (training_.seq_len % need != 0) return Reason::kSeqNotDivisible;
+    // FPDT: the sequence splits into whole chunks (DeepSpeed's FPDT_InputConstruct
+    // asserts global_seq_len % ds_sequence_parallel_fpdt_chunk_size == 0).
+    if (c.cp_kind == CpKind::kFpdt && training_.seq_len > training_.fpdt_chunk_tokens &&
+        training_.seq_len % training_.fpdt_chunk_tokens != 0) {
+      return Reason::kSeqNotDivisible;
+    }
+  }
+  if (c.gz > 1) {
+    const int64_t h = m.hidden, f = m.ffn_hidden * (m.gated_ffn ? 2 : 1);
+    const int64_t t = c.tensor();
+    for (int64_t kn : {h * m.qkv_out(), h * h, h * f, int64_t{m.ffn_hidden} * h}) {
+      if ((kn / t) % c.gz != 0) return Reason::kZShardNotDivisible;
+    }
+  }
+  if (c.sp && (c.gy < 2 || c.gx != 1)) return Reason::kSpNeedsTensor;
+  if (c.zero < 0 || c.zero > 3 || (c.distributed_optimizer && c.zero > 0) ||
+      ((c.qwz || c.hpz || c.qgz) && c.zero != 3) || (c.offload_optimizer && c.zero < 1) ||
+      (c.offload_param && c.zero != 3)) {
+    return Reason::kZeroConflict;
+  }
+  if (!Supports(c)) return Reason::kFrameworkUnsupported;
+  return Reason::kOk;
+}
+
+const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
+  const FrameworkSupport& f = fw_.support;
+  if (c.gx > 1 && !f.axonn_xy) return "no AxoNN X dimension (gx > 1)";
+  if (c.gy > 1 && !f.tp && !f.axonn_xy) return "no tensor parallelism (tp/gy > 1)";
+  if (c.gy > 1 && c.gx == 1 && !c.sp && !f.tp_without_sp && f.tp) return "tensor parallelism only with sequence parallelism (sp)";
+  if (c.sp && !f.sp) return "no sequence parallelism (sp)";
+  if (c.gz > 1 && !f.shard_z) return "no sharded-parameter dimension (gz > 1)";
+  if (c.pp > 1 && !f.pp) return "no pipeline parallelism (pp > 1)";
+  if (c.vpp > 1 && !f.vpp) return "no interleaved pipeline (vpp > 1)";
+  if (c.vpp > 1 && c.pp < f.vpp_min_pp) return "interleaved pipeline (vpp > 1) needs more pipeline stages (pp)";
+  if (c.overlap_grad_reduce && c.pp > 1 && !f.overlap_grad_reduce_with_pp)
+    return "overlap_grad_reduce only without pipeline parallelism (pp = 1)";
+  if (c.cp > 1) {
+    if (c.cp_kind == CpKind::kRing && !f.cp_ring) return "no ring context parallelism (cp_kind ring)";
+    if (c.cp_kind == CpKind::kUlysses && !f.cp_ulysses) return "no Ulysses (cp_kind ulysses)";
+    if (c.cp_kind == CpKind::kFpdt && !f.cp_fpdt) return "no FPDT (cp_kind fpdt)";
+    if (!f.cp_with_tp_pp && (c.gy > 1 || c.pp > 1)) return "sequence parallelism (cp) without tp or pp only";
+  }
+  if (!f.zero[c.zero]) return "this ZeRO stage is not offered (zero)";
+  if (c.distributed_optimizer && !f.distributed_optimizer) return "no Megatron distributed optimizer";
+  if ((c.qwz || c.hpz || c.qgz) && !f.zeropp) return "no ZeRO++ (qwz, hpz, qgz)";
+  if (c.offload_optimizer && !f.offload_optimizer)
+    return "no optimizer offload (offload_optimizer)";
+  if (c.offload_param && !f.offload_param) return "no parameter offload (offload_param)";
+  if (c.pp > 1 && c.zero >= 2 && !f.pp_with_zero2) return "its pipeline engine refuses ZeRO-2/3";
+  if (!f.recompute[static_cast<int>(c.recompute)]) return "this recompute granularity is not offered";
+  return "";
+}
+
+bool CostModel::Supports(const ParallelConfig& c) const { return UnsupportedWhy(c)[0] == '\0'; }
+
+std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
+  std::ostringstream os;
+  const ModelSpec& m = model_;
+  const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
+  switch (r) {
+    case Reason::kOk: return "feasible";
+    case Reason::kBadDegree:
+      return "every degree must be >= 1, and vpp > 1 needs pp > 1";
+    case Reason::kWorldMismatch:
+      os << "the product of degrees gx·gy·gz·gdata·pp·cp = " << c.world() << " must equal gpus = "
+         << gpus_;
+      break;
+    case Reason::kHeadsNotDivisible:
+      os << "attention heads (" << m.heads << ") must be divisible by the tensor degree gy/tp ("
+         << c.gy << ")" << (c.cp > 1 && c.cp_kind != CpKind::kRing ? " times the Ulysses degree cp" : "");
+      break;
+    case Reason::kKvHeadsNotDivisible:
+      os << "key/value heads (" << m.kv_heads << ") must be divisible by the tensor degree gy/tp ("
+         << c.gy << ")";
+      break;
+    case Reason::kHiddenNotDivisible:
+      os << "hidden size (" << m.hidden << ") must be divisible by gx (" << c.gx << ") and gy/tp ("
+         << c.gy << ")";
+      break;
+    case Reason::kFfnNotDivisible:
+      os << "ffn_hidden (" << m.ffn_hidden << ") must be divisible by gx (" << c.gx
+         << ") and gy/tp (" << c.gy << ")";
+      break;
+    case Reason::kLayersNotDivisible:
+      if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+        os << "first_stage_layers (" << c.first_stage_layers << ") and last_stage_layers ("
+           << c.last_stage_layers << ") need pp > 1, a framework with uneven stages, and the other "
+           << "stages sharing the remaining layers evenly in chunks of vpp (" << c.vpp
+           << "), as Megatron's --decoder-first/last-pipeline-num-layers require";
+      } else if (training_.framework == Framework::kMegatron && fw_.support.uneven_pp && c.vpp == 1) {
+        os << "layers (" << m.layers << ") are not divisible by pp (" << c.pp
+           << "): Megatron needs first_stage_layers / last_stage_layers for uneven stages";
+      } else {
+        os << "layers (" << m.layers << ") must be divisible by pp·vpp (" << c.pp * c.vpp << ")";
+      }
+      break;
+    case Reason::kBatchNotDivisible:
+      os << "global_batch (" << training_.global_batch << ") must be divisible by mbs·gz·gdata ("
+         << per_step << ")";
+      break;
+    case Reason::kMicroBatchesVsPp:
+      os << "the interleaved schedule needs the micro-batch count ("
+         << (per_step > 0 ? training_.global_batch / per_step : 0) << ") to be a multiple of pp ("
+         << c.pp << ")";
+      break;
+    case Reason::kSeqNotDivisible:
+      os << "seq_len (" << training_.seq_len << ") must be divisible by "
+         << (c.cp_kind == CpKind::kRing ? "2·cp (causal load balance)" : "cp") << " = "
+         << (c.cp_kind == CpKind::kRing ? 2 * c.cp : c.cp);
+      if (c.cp_kind == CpKind::kFpdt && training_.seq_len > training_.fpdt_chunk_tokens) {
+        os << ", and by FPDT's chunk (fpdt_chunk_tokens = " << training_.fpdt_chunk_tokens << ")";
+      }
+      break;
+    case Reason::kZShardNotDivisible:
+      os << "every weight block k·n/(gx·gy) must split evenly over gz (" << c.gz << ")";
+      break;
+    case Reason::kSpNeedsTensor:
+      return "sequence parallelism (sp) needs Megatron tensor parallelism: tp/gy > 1 and gx = 1";
+    case Reason::kZeroConflict:
+      return "zero must be 0-3; distributed_optimizer excludes zero > 0; qwz/hpz/qgz need zero = "
+             "3; "
+             "offload_optimizer needs zero >= 1 and offload_param zero = 3";
+    case Reason::kOutOfMemory: return "needs more memory per GPU than is usable";
+    case Reason::kOutOfHostMemory:
+      if (!(cluster_.host_memory_GiB > 0 && cluster_.host_memory_GBps > 0)) {
+        return "offloads to host memory, but the cluster states no host_memory_GiB / "
+               "host_memory_GBps";
+      }
+      os << "needs more host memory per node than is usable ("
+         << cluster_.host_memory_GiB * (1.0 - training_.headroom) << " GiB)";
+      break;
+    case Reason::kFrameworkUnsupported:
+      os << FrameworkName(training_.framework) << " cannot run this configuration: "
+         << UnsupportedWhy(c);
+      break;
+  }
+  return os.str();
+}
+
+}  // namespace paratune::planner
