@@ -85,6 +85,13 @@ Result<Precision> ParsePrecision(const std::string& name) {
                                  "' (valid: fp32, tf32, bf16, fp16, fp8)");
 }
 
+double GpuSpec::PublishedMfuCeiling(Precision p) const {
+  for (const MfuCeiling& c : published_mfu_ceilings) {
+    if (c.precision == p) return c.mfu;
+  }
+  return 0;
+}
+
 double GpuSpec::PeakTflops(Precision p) const {
   const double v = peak_tflops[static_cast<int>(p)];
   if (p == Precision::kFp8 && v <= 0) return peak_tflops[static_cast<int>(Precision::kBf16)];
@@ -195,6 +202,31 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
   if (g.runtime_reserved_GiB < 0 || g.runtime_reserved_GiB >= g.memory_GiB) {
     return r.Error("runtime_reserved_GiB", "must be >= 0 and below memory_GiB");
   }
+  if (r.Has("published_mfu_ceilings")) {
+    const Json& arr = r.Raw("published_mfu_ceilings");
+    const std::string cp = r.PointerOf("published_mfu_ceilings");
+    if (!arr.is_array()) {
+      return Status::InvalidArgument(cp + ": must be an array of {precision, mfu, source}");
+    }
+    for (size_t i = 0; i < arr.size(); ++i) {
+      ObjectReader er(arr[i], cp + "/" + std::to_string(i));
+      MfuCeiling c;
+      std::string precision;
+      PT_RETURN_IF_ERROR(er.String("precision", &precision));
+      auto prec = ParsePrecision(precision);
+      if (!prec.ok()) return er.Error("precision", prec.status().message());
+      c.precision = *prec;
+      PT_RETURN_IF_ERROR(er.Number("mfu", &c.mfu));
+      if (!(c.mfu > 0 && c.mfu <= 1)) return er.Error("mfu", "must be in (0, 1]");
+      PT_RETURN_IF_ERROR(er.String("source", &c.source));
+      if (c.source.empty()) return er.Error("source", "must name the publication");
+      PT_RETURN_IF_ERROR(er.Finish());
+      for (const MfuCeiling& other : g.published_mfu_ceilings) {
+        if (other.precision == c.precision) return er.Error("precision", "appears twice");
+      }
+      g.published_mfu_ceilings.push_back(std::move(c));
+    }
+  }
   PT_RETURN_IF_ERROR(r.OptString("source", &g.source));
   PT_RETURN_IF_ERROR(ReadSources(&r, GpuSourceKeys(), &g.sources));
   PT_RETURN_IF_ERROR(r.Finish());
@@ -230,6 +262,14 @@ Json GpuSpecToJson(const GpuSpec& g) {
   j["gemm_k0"] = g.gemm_k0;
   j["flash_head_dim_half"] = g.flash_head_dim_half;
   j["flash_seq_half"] = g.flash_seq_half;
+  if (!g.published_mfu_ceilings.empty()) {
+    Json arr = Json::array();
+    for (const MfuCeiling& c : g.published_mfu_ceilings) {
+      arr.push_back(
+          {{"precision", PrecisionName(c.precision)}, {"mfu", c.mfu}, {"source", c.source}});
+    }
+    j["published_mfu_ceilings"] = std::move(arr);
+  }
   if (!g.source.empty()) j["source"] = g.source;
   if (!g.sources.empty()) j["sources"] = g.sources;
   return j;

@@ -30,6 +30,15 @@ struct EfficiencyPoint {
   double efficiency = 0;
 };
 
+// The best model-FLOPs utilisation published for a GPU at one precision
+// (model FLOP/s over the dense peak at that precision), with its source.
+// A prediction above it is flagged and ranked no better than it.
+struct MfuCeiling {
+  Precision precision = Precision::kBf16;
+  double mfu = 0;      // in (0, 1]
+  std::string source;  // the publication (required)
+};
+
 struct GpuSpec {
   std::string name;              // preset key, e.g. "a100-80gb"
   std::string display_name;      // "NVIDIA A100-SXM4-80GB"
@@ -62,11 +71,15 @@ struct GpuSpec {
   double flash_head_dim_half = 32;
   double flash_seq_half = 256;
   double runtime_reserved_GiB = 1.0;  // CUDA context, cuBLAS workspace, NCCL buffers
+  // Best published MFU by precision (key published_mfu_ceilings); empty = none.
+  std::vector<MfuCeiling> published_mfu_ceilings;
   std::string source;                 // where the figures come from
   // Per-field provenance: JSON key ("hbm_GBps", "gemm_efficiency", ...) -> where
   // that number comes from (datasheet, paper, measurement, "estimate: ...").
   std::map<std::string, std::string> sources;
 
+  // The published MFU ceiling at precision p, 0 when the preset states none.
+  double PublishedMfuCeiling(Precision p) const;
   // Peak TFLOP/s at precision p (fp8 falls back to bf16 when unsupported).
   double PeakTflops(Precision p) const;
   // Efficiency for a GEMM of m×k by k×n at precision p, in (0, 1]: the curve
