@@ -149,12 +149,23 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
         << std::right << std::setw(10) << FormatFixed(p.iteration_time_s, 3) << std::setw(8)
         << FormatFixed(100 * p.uncertainty, 0) << std::setw(11) << FormatFixed(p.tokens_per_s, 0)
         << std::setw(7) << FormatFixed(100 * p.mfu, 1) << std::setw(9)
-        << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p);
+        << FormatFixed(p.memory.reserved_GiB, 1) << "  " << TopTerms(p)
+        << (p.above_published_mfu ? "  !MFU above published" : "");
     if (p.memory.host_node_GiB > 0) {
       out << "  +host " << FormatFixed(p.memory.host_node_GiB, 0)
           << (std::string(p.memory.Binding()) == "host_memory" ? "!" : "");
     }
     out << "\n";
+  }
+  int above = 0;
+  for (const auto& r : rows) above += r.best.prediction.above_published_mfu;
+  if (!rows.empty() && rows.front().best.prediction.pessimistic_time_s > 0) {
+    out << planner::kRankedBy << " (docs/model.md, Ranking)\n";
+  }
+  if (above > 0) {
+    out << "! " << above << " predicted above the best published MFU for this GPU and precision ("
+        << FormatFixed(100 * rows.front().best.prediction.published_mfu_ceiling, 0)
+        << " %): ranked as if at it\n";
   }
   int within = 0;
   for (const auto& r : rows) within += r.within_band;

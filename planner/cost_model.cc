@@ -63,7 +63,18 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
     const double bf16 = cluster.gpu.PeakTflops(Precision::kBf16);
     if (bf16 > 0) curve_peak_ratio_ = std::max(1.0, cluster.gpu.PeakTflops(p) / bf16);
   }
+  // The band before distance: the framework × GPU residual and a calibrated
+  // profile's own. A framework without evidence regions has no calibration
+  // rows at all, which its default band already states.
+  base_band_ = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
+  evidence_steps_ =
+      fw_.evidence.empty()
+          ? 0.0
+          : EvidenceSteps(fw_.evidence, cluster_.gpu.name, topology::PrecisionName(p), gpus,
+                          static_cast<double>(model.ParamCount()) / 1e9, ModelFamily(model));
 }
+
+const char* ModelFamily(const ModelSpec& m) { return m.gated_ffn ? "llama" : "gpt"; }
 
 Prediction CostModel::Predict(const ParallelConfig& c) const { return PredictWith(c, Compute(c)); }
 
@@ -126,8 +137,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   p.reason = p.memory.Verdict();
   p.fits = p.reason == Reason::kOk;
-  // The band: the framework × GPU residual, widened by a calibrated profile's own.
-  p.uncertainty = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
+  // The band: the framework × GPU residual, widened by a calibrated profile's
+  // own and by the job's distance from the framework's calibrated evidence.
+  p.evidence_steps = evidence_steps_;
+  p.uncertainty = std::hypot(base_band_, kBandPerEvidenceStep * evidence_steps_);
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.
@@ -159,6 +172,15 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   p.hardware_tflops_per_gpu = hw_flops / p.iteration_time_s / gpus_ / 1e12;
   p.mfu = p.model_tflops_per_gpu * 1e12 / peak_flops_;
   p.hfu = p.hardware_tflops_per_gpu * 1e12 / peak_flops_;
+  // Ranked by the pessimistic edge; above the best published MFU for this
+  // GPU and precision the prediction is flagged and ranked as if at it.
+  p.published_mfu_ceiling = cluster_.gpu.PublishedMfuCeiling(training_.precision);
+  p.above_published_mfu = p.published_mfu_ceiling > 0 && p.mfu > p.published_mfu_ceiling;
+  p.pessimistic_time_s = p.iteration_time_s * (1.0 + p.uncertainty);
+  if (p.above_published_mfu) {
+    p.pessimistic_time_s =
+        std::max(p.pessimistic_time_s, p.iteration_time_s * p.mfu / p.published_mfu_ceiling);
+  }
   return p;
 }
 

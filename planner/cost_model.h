@@ -64,6 +64,12 @@ enum class Reason : uint8_t {
                           // it offloads on a cluster that states no host memory
 };
 inline constexpr int kNumReasons = 17;
+
+// Widening of the uncertainty band per step of distance from calibrated
+// evidence (docs/model.md, "Ranking people can trust").
+inline constexpr double kBandPerEvidenceStep = 0.05;
+// The model family the evidence regions name: "llama" (gated FFN) or "gpt".
+const char* ModelFamily(const ModelSpec& m);
 const char* ReasonName(Reason r);  // stable snake_case key, e.g. "heads_not_divisible"
 // The config field a rule is about (JSON pointer relative to the request), e.g. "/config/tp".
 const char* ReasonField(Reason r);
@@ -137,8 +143,18 @@ struct Prediction {
   double mfu = 0;                      // model TFLOP/s / dense peak
   double hfu = 0;
   // Uncertainty band of iteration_time_s: ± this fraction (one sigma of the
-  // framework × GPU calibration residuals, widened by a profile's own).
+  // framework × GPU calibration residuals, widened by a profile's own and by
+  // the job's distance from the framework's calibrated evidence).
   double uncertainty = 0;
+  // The job's distance from the framework's calibration rows, in steps
+  // (planner::EvidenceSteps: 0 inside a calibrated region).
+  double evidence_steps = 0;
+  // The pessimistic edge the search ranks by: iteration_time_s × (1 +
+  // uncertainty), and never shorter than the time at which the MFU would
+  // equal the GPU's published ceiling for the precision.
+  double pessimistic_time_s = 0;
+  double published_mfu_ceiling = 0;    // 0: the GPU preset states none
+  bool above_published_mfu = false;    // mfu > published_mfu_ceiling
   int64_t micro_batches = 0;           // per pipeline per iteration
   MemoryBreakdown memory;
   TimeBreakdown breakdown;
@@ -254,6 +270,8 @@ class CostModel {
   ModelSpec model_;
   TrainingSpec training_;
   FrameworkSpec fw_;
+  double evidence_steps_ = 0;  // the job's distance from fw_.evidence
+  double base_band_ = 0;       // the band before the evidence distance
   double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;
   topology::ClusterSpec cluster_;
   int gpus_;

@@ -1,5 +1,7 @@
 #include "planner/framework.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -187,6 +189,64 @@ double FrameworkSpec::Uncertainty(const std::string& gpu_name) const {
   return it != uncertainty.end() ? it->second : 0.15;
 }
 
+double EvidenceSteps(const std::vector<Evidence>& evidence, const std::string& gpu_name,
+                     const std::string& precision, int gpus, double params_b,
+                     const std::string& family) {
+  double best = kNoEvidenceSteps;
+  auto outside = [](double v, double lo, double hi) {
+    if (!(v > 0) || !(lo > 0) || !(hi > 0)) return 0.0;
+    if (v < lo) return std::log(lo / v) / std::log(4.0);
+    if (v > hi) return std::log(v / hi) / std::log(4.0);
+    return 0.0;
+  };
+  for (const Evidence& e : evidence) {
+    if (gpu_name.rfind(e.gpu, 0) != 0) continue;
+    double d = e.precision == precision ? 0.0 : 1.0;
+    d += outside(gpus, e.gpus_min, e.gpus_max);
+    d += outside(params_b, e.params_b_min, e.params_b_max);
+    if (std::find(e.families.begin(), e.families.end(), family) == e.families.end()) d += 1.0;
+    best = std::min(best, d);
+  }
+  return best;
+}
+
+namespace {
+
+Result<Evidence> ParseEvidence(const Json& j, const std::string& pointer) {
+  ObjectReader r(j, pointer);
+  Evidence e;
+  PT_RETURN_IF_ERROR(r.String("gpu", &e.gpu));
+  PT_RETURN_IF_ERROR(r.String("precision", &e.precision));
+  auto range = [&r](const char* key, double* lo, double* hi) -> Status {
+    if (!r.Has(key)) return r.Error(key, "is required: [min, max]");
+    const Json& a = r.Raw(key);
+    if (!a.is_array() || a.size() != 2 || !a[0].is_number() || !a[1].is_number() ||
+        !(a[0].get<double>() > 0) || a[1].get<double>() < a[0].get<double>()) {
+      return r.Error(key, "must be [min, max] with 0 < min <= max");
+    }
+    *lo = a[0].get<double>();
+    *hi = a[1].get<double>();
+    return Status::Ok();
+  };
+  double gmin = 0, gmax = 0;
+  PT_RETURN_IF_ERROR(range("gpus", &gmin, &gmax));
+  e.gpus_min = static_cast<int>(gmin);
+  e.gpus_max = static_cast<int>(gmax);
+  PT_RETURN_IF_ERROR(range("params_B", &e.params_b_min, &e.params_b_max));
+  if (!r.Has("families") || !r.Raw("families").is_array())
+    return r.Error("families", "must be an array of strings");
+  for (const Json& f : r.Raw("families")) {
+    if (!f.is_string()) return r.Error("families", "must be an array of strings");
+    e.families.push_back(f.get<std::string>());
+  }
+  PT_RETURN_IF_ERROR(r.String("source", &e.source));
+  if (e.source.empty()) return r.Error("source", "must name the calibration rows");
+  PT_RETURN_IF_ERROR(r.Finish());
+  return e;
+}
+
+}  // namespace
+
 Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& pointer) {
   FrameworkSpec f;
   ObjectReader r(j, pointer);
@@ -209,6 +269,15 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
         return r.Error("uncertainty", "values must be fractions >= 0");
       }
       f.uncertainty[it.key()] = it.value().get<double>();
+    }
+  }
+  if (r.Has("evidence")) {
+    const Json& ev = r.Raw("evidence");
+    if (!ev.is_array()) return r.Error("evidence", "must be an array of regions");
+    for (size_t i = 0; i < ev.size(); ++i) {
+      PT_ASSIGN_OR_RETURN(Evidence e,
+                          ParseEvidence(ev[i], r.PointerOf("evidence") + "/" + std::to_string(i)));
+      f.evidence.push_back(std::move(e));
     }
   }
   PT_RETURN_IF_ERROR(r.OptString("source", &f.source));

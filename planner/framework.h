@@ -124,6 +124,28 @@ struct FrameworkCosts {
   double z_reduce_in_param_dtype = 0.0;
 };
 
+// A region of the job space where calibration rows of this framework exist:
+// the GPU (preset name prefix), precision, GPU count, model size and model
+// family they cover. A prediction's distance from the nearest region widens
+// its uncertainty band (docs/model.md, "Ranking people can trust").
+struct Evidence {
+  std::string gpu;        // GPU preset prefix: "a100", "h100"
+  std::string precision;  // "bf16", "fp8"
+  int gpus_min = 1, gpus_max = 1;
+  double params_b_min = 0, params_b_max = 0;  // billions of parameters
+  std::vector<std::string> families;          // "gpt", "llama" (planner::ModelFamily)
+  std::string source;                         // the calibration rows
+};
+
+// How far a job lies from the evidence: 0 inside a region; one step for a
+// precision or model family the region lacks, one per factor of 4 in GPU
+// count or model size outside it (log4 distance), and kNoEvidenceSteps where
+// no region names the GPU. The nearest region counts.
+inline constexpr double kNoEvidenceSteps = 3.0;
+double EvidenceSteps(const std::vector<Evidence>& evidence, const std::string& gpu_name,
+                     const std::string& precision, int gpus, double params_b,
+                     const std::string& family);
+
 struct FrameworkSpec {
   std::string name;          // preset key, e.g. "fsdp"
   std::string display_name;  // "PyTorch FSDP1 (llm-foundry, HF Trainer)"
@@ -133,6 +155,8 @@ struct FrameworkSpec {
   // prefix ("a100", "h100", ...; "default" for the rest): the residuals of
   // `paratune validate` on public runs of this framework (docs/model.md).
   std::map<std::string, double> uncertainty;
+  // Where this framework's calibration rows lie (preset key `evidence`).
+  std::vector<Evidence> evidence;
   std::string source;
   std::map<std::string, std::string> sources;  // per-field provenance
 

@@ -92,10 +92,11 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objectiv
     rows.push_back(std::move(r));
   }
   if (rows.empty() || objective == Objective::kMemory) return rows;
-  const double t0 = rows.front().best.prediction.iteration_time_s;
-  const double band = rows.front().best.prediction.uncertainty;
+  // The rows arrive ranked by their pessimistic edge; the leaders are those
+  // whose point prediction lies inside the first row's band.
+  const double edge = rows.front().best.prediction.pessimistic_time_s;
   size_t lead = 0;
-  while (lead < rows.size() && rows[lead].best.prediction.iteration_time_s <= t0 * (1.0 + band)) {
+  while (lead < rows.size() && rows[lead].best.prediction.iteration_time_s <= edge) {
     rows[lead++].within_band = true;
   }
   std::stable_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
@@ -135,6 +136,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["gpus"] = s.job.gpus;
   doc["space"] = FamilyName(options.family);
   doc["objective"] = ObjectiveName(options.objective);
+  if (options.objective != Objective::kMemory) doc["ranked_by"] = kRankedBy;
   OrderedJson fixed = OrderedJson::object();
   for (const auto& [k, v] : options.fixed) fixed[k] = v;
   doc["fixed"] = fixed;

@@ -15,6 +15,12 @@
 namespace paratune::planner {
 
 inline constexpr const char* kPlansSchema = "paratune.plans/v1";
+// How time-like objectives rank candidates (the plans document's `ranked_by`,
+// the table's footer): the slow end of each prediction's band.
+inline constexpr const char* kRankedBy =
+    "ranked by the pessimistic edge: iteration time x (1 + uncertainty), never faster than the "
+    "GPU's "
+    "published MFU ceiling";
 
 // A ranked row of the plan: a candidate, the configurations whose
 // predictions are identical to it (placements or choices that change nothing),

@@ -155,6 +155,12 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   j["iteration_time_s"] = p.iteration_time_s;
   j["iteration_time_s_range"] = {p.iteration_time_s * (1.0 - p.uncertainty),
                                  p.iteration_time_s * (1.0 + p.uncertainty)};
+  // What the search ranks by: the slow end of the band, never faster than the
+  // GPU's published MFU ceiling (docs/model.md, "Ranking people can trust").
+  j["pessimistic_iteration_time_s"] = p.pessimistic_time_s;
+  j["evidence_steps"] = p.evidence_steps;
+  j["published_mfu_ceiling"] = p.published_mfu_ceiling;
+  j["above_published_mfu"] = p.above_published_mfu;
   j["tokens_per_s"] = p.tokens_per_s;
   j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = p.hardware_tflops_per_gpu;

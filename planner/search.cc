@@ -268,11 +268,15 @@ void Search::Enumerate(int model) {
 
 bool Search::Better(const Candidate& a, const Candidate& b) const {
   const Prediction &pa = a.prediction, &pb = b.prediction;
-  double va = pa.iteration_time_s, vb = pb.iteration_time_s;
+  // Time, tokens/s and MFU rank alike at one job (same tokens and FLOPs per
+  // iteration): by the pessimistic edge of the time band, so a configuration
+  // whose error could be optimistic does not win on it (docs/model.md).
+  double va = pa.pessimistic_time_s, vb = pb.pessimistic_time_s;
   switch (options_.objective) {
-    case Objective::kTime: break;
-    case Objective::kTokensPerS: va = -pa.tokens_per_s; vb = -pb.tokens_per_s; break;
-    case Objective::kMfu: va = -pa.mfu; vb = -pb.mfu; break;
+    case Objective::kTime:
+    case Objective::kTokensPerS:
+    case Objective::kMfu:
+      break;
     case Objective::kMemory:
       if (pa.memory.reserved_GiB != pb.memory.reserved_GiB) return pa.memory.reserved_GiB < pb.memory.reserved_GiB;
       break;
@@ -451,7 +455,7 @@ SearchResult Search::RunShard(int shard) const {
       }
     }
     if (prune && static_cast<int>(heap.size()) == options_.top_k) {
-      LowerBound(heap.front().prediction.iteration_time_s);
+      LowerBound(heap.front().prediction.pessimistic_time_s);
     }
     if (options_.keep_pareto) {
       // Non-dominated in (iteration time, memory per GPU). res.pareto is kept
@@ -564,10 +568,9 @@ SearchResult Search::RunShard(int shard) const {
                   const double lb = static_cast<double>(cm.training().global_batch) /
                                     (static_cast<double>(c.mbs) * c.gz * c.gdata) *
                                     layers_per_stage * compute[static_cast<int>(rc)];
-                  const bool out_of_top =
-                      lb > bound_.load(std::memory_order_relaxed) ||
-                      (static_cast<int>(heap.size()) == options_.top_k &&
-                       lb > heap.front().prediction.iteration_time_s);
+                  const bool out_of_top = lb > bound_.load(std::memory_order_relaxed) ||
+                                          (static_cast<int>(heap.size()) == options_.top_k &&
+                                           lb > heap.front().prediction.pessimistic_time_s);
                   if (out_of_top && lb >= options_.count_faster_than_s &&
                       (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.reserved_GiB) ||
                        StrictlyDominated(front, lb, mem.reserved_GiB))) {
