@@ -8,19 +8,30 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "validation/fit.h"
+#include "validation/picks.h"
 #include "validation/seeds.h"
 #include "validation/validation.h"
 
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
+constexpr const char* kHelp =
+    R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
+                         [--holdout source|model|gpu|release] [--picks]
                          [--seeds] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
 median |error| and the median signed error of throughput (positive =
-optimistic: predicted faster than measured).
+optimistic: predicted faster than measured), in-sample and held out.
+
+Held out: the hardware and framework constants that are fitted to calibration
+rows (listed after the table, each with its preset key, its prior from a
+public source and the sources that inform it) are refitted without one group
+of rows, and that group is predicted with them. This is the error to expect
+on a stack or model with no calibration rows of its own. A constant that
+applies to the held-out group and to no other row keeps its prior.
 
   --calibration FILE  Korthikanti-style rows (shared/calibration/korthikanti2022.json):
                       every row on one cluster preset (--cluster)
@@ -28,6 +39,14 @@ optimistic: predicted faster than measured).
                       its GPU's preset, with its source's framework (llm-foundry →
                       fsdp; Megatron-LM, NeMo, MLPerf → megatron)
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
+  --holdout G         how rows are grouped for the held-out refit: source
+                      (default), model, gpu or release
+  --picks             the pick check: every question the rows answered by
+                      hand-tuning (same model, GPUs, batch, sequence, precision,
+                      framework; a sweep's fastest row answers it) asked of the
+                      planner; prints its pick's predicted throughput over the
+                      best measured (median and worst; > 1 = the pick promises
+                      more than the experts got)
   --seeds             the headline results of the papers paratune is built on
                       (AxoNN vs Megatron-LM, FPDT's 2M tokens, ZeRO++ on slow and
                       fast networks, Ulysses vs Megatron-SP), each beside
@@ -48,6 +67,12 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const std::string& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
 }
 
 int PrintSeeds(const std::string& format, Io io) {
@@ -86,8 +111,8 @@ int PrintSeeds(const std::string& format, Io io) {
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
-  Flags flags({"--calibration", "--runs", "--cluster", "--format"}, {"--help", "--seeds"},
-              {{"-h", "--help"}});
+  Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout"},
+              {"--help", "--seeds", "--picks"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "validate", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
@@ -97,6 +122,8 @@ int RunValidate(const Args& args, Io io) {
   if (format != "table" && format != "json") {
     return UsageError(io, "validate", Status::InvalidArgument("--format must be table or json"));
   }
+  auto holdout = planner::ParseHoldout(flags.GetOr("--holdout", "source"));
+  if (!holdout.ok()) return UsageError(io, "validate", holdout.status());
   auto cal_path = flags.Get("--calibration");
   auto runs_path = flags.Get("--runs");
   if (flags.Has("--seeds")) {
@@ -208,6 +235,48 @@ int RunValidate(const Args& args, Io io) {
     s["median_signed_error"] = Median(errs);
     sources.push_back(s);
   }
+  // Held out: the fitted constants refitted without each group.
+  const planner::CrossValidation cv = planner::LeaveOneGroupOut(runs, *holdout);
+  OrderedJson held = OrderedJson::array();
+  for (const planner::GroupError& g : cv.groups) {
+    OrderedJson h;
+    h["group"] = g.group;
+    h["runs"] = g.runs;
+    h["in_sample_median_abs_error"] = g.in_sample_abs;
+    h["in_sample_median_signed_error"] = g.in_sample_signed;
+    h["held_out_median_abs_error"] = g.held_out_abs;
+    h["held_out_median_signed_error"] = g.held_out_signed;
+    h["prior_only"] = g.prior_only;
+    held.push_back(h);
+  }
+  OrderedJson constants = OrderedJson::array();
+  for (const planner::FittableConstant& c : planner::FittableConstants()) {
+    OrderedJson k;
+    k["name"] = c.name;
+    k["preset"] = c.preset;
+    k["key"] = c.key;
+    k["informs"] = c.informs;
+    // The shipped value, read from the first row the constant applies to.
+    for (const auto& run : runs) {
+      if (!c.applies(run)) continue;
+      k["shipped"] = c.get(run.request.job.cluster.gpu,
+                           planner::FrameworkPreset(run.request.job.training.framework));
+      break;
+    }
+    k["fitted_to_all_rows"] = cv.all.values.at(c.name);
+    k["prior"] = c.prior;
+    k["prior_source"] = c.prior_source;
+    const auto& by = cv.all.informed_by.at(c.name);
+    k["informed_by"] = by;
+    k["single_source"] = by.size() == 1;
+    constants.push_back(k);
+  }
+  std::vector<planner::PickCheck> picks;
+  if (flags.Has("--picks")) {
+    auto p = planner::CheckPicks(runs);
+    if (!p.ok()) return UsageError(io, "validate", p.status());
+    picks = std::move(*p);
+  }
   // The residual spread per framework × GPU: the uncertainty band the
   // framework presets carry (docs/model.md, Ranking).
   OrderedJson spread = OrderedJson::array();
@@ -224,10 +293,25 @@ int RunValidate(const Args& args, Io io) {
     spread.push_back(s);
   }
   out["sources"] = sources;
+  out["holdout"] = planner::HoldoutName(*holdout);
+  out["held_out"] = held;
+  out["constants"] = constants;
   out["framework_gpu"] = spread;
   out["mean_abs_error"] = n ? sum_abs / n : 0.0;
   out["max_abs_error"] = max_abs;
   out["predicted_not_to_fit"] = unfit;
+  std::vector<double> ratios;
+  for (const auto& p : picks) {
+    if (p.ratio > 0) ratios.push_back(p.ratio);
+  }
+  if (flags.Has("--picks")) {
+    OrderedJson pj;
+    pj["ranked_by"] = "pessimistic edge";
+    pj["questions"] = planner::PicksToJson(picks);
+    pj["median_ratio"] = Median(ratios);
+    pj["worst_ratio"] = ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
+    out["picks"] = pj;
+  }
   if (format == "json") {
     io.out << out.dump(2) << "\n";
     return kExitOk;
@@ -239,6 +323,44 @@ int RunValidate(const Args& args, Io io) {
     io.out << std::left << std::setw(36) << s["source"].get<std::string>() << std::right << std::setw(6)
            << s["runs"].get<int>() << std::setw(15) << FormatFixed(100 * s["median_abs_error"].get<double>(), 1)
            << "%" << std::setw(15) << FormatFixed(100 * s["median_signed_error"].get<double>(), 1) << "%\n";
+  }
+  io.out << "\nheld out by " << planner::HoldoutName(*holdout)
+         << " (constants refitted without the group; + = optimistic):\n";
+  io.out << std::left << std::setw(36) << planner::HoldoutName(*holdout) << std::right
+         << std::setw(6) << "runs" << std::setw(16) << "in-sample |e|" << std::setw(16)
+         << "held-out |e|" << std::setw(16) << "held-out signed"
+         << "  kept their prior\n";
+  for (const planner::GroupError& g : cv.groups) {
+    io.out << std::left << std::setw(36) << g.group.substr(0, 35) << std::right << std::setw(6)
+           << g.runs << std::setw(15) << FormatFixed(100 * g.in_sample_abs, 1) << "%"
+           << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(15)
+           << FormatFixed(100 * g.held_out_signed, 1) << "%  " << Join(g.prior_only, ", ") << "\n";
+  }
+  io.out << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
+  for (const auto& k : constants) {
+    io.out << "  " << std::left << std::setw(34) << k["name"].get<std::string>() << std::right
+           << std::setw(9)
+           << (k.contains("shipped") ? FormatFixed(k["shipped"].get<double>(), 3)
+                                     : std::string("-"))
+           << std::setw(9) << FormatFixed(k["fitted_to_all_rows"].get<double>(), 3) << std::setw(9)
+           << FormatFixed(k["prior"].get<double>(), 3) << "  "
+           << Join(k["informed_by"].get<std::vector<std::string>>(), ", ")
+           << (k["single_source"].get<bool>() ? "  (one source only)" : "") << "\n";
+  }
+  if (flags.Has("--picks")) {
+    io.out << "\npick check (the planner's pick for each hand-tuned question, ranked by the "
+              "pessimistic "
+              "edge; ratio = pick's predicted / best measured):\n";
+    for (const auto& p : picks) {
+      io.out << "  " << std::left << std::setw(44) << p.run_id.substr(0, 43) << std::right
+             << std::setw(8) << FormatFixed(p.ratio, 3) << "  "
+             << (p.pick_config.empty() ? "nothing fits" : p.pick_config)
+             << (p.above_published_mfu ? "  (above the published MFU ceiling)" : "") << "\n";
+    }
+    io.out << "picks: " << ratios.size() << " questions, median ratio "
+           << FormatFixed(Median(ratios), 3) << ", worst "
+           << FormatFixed(ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()), 3)
+           << "\n";
   }
   io.out << "per framework × GPU (rms of the log error):\n";
   for (const auto& s : spread) {

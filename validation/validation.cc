@@ -191,6 +191,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     run.id = id;
     run.source = StrOr(row, "source");
     run.source_key = run.source.substr(0, run.source.find(' '));
+    run.release = StrOr(row, "release");
     const bool foundry = run.source_key.find("llm-foundry") != std::string::npos;
 
     // Hardware: the GPU's cluster preset.
@@ -304,10 +305,19 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     if (run.request.job.gpus != c.world()) {
       return Status::InvalidArgument("runs row " + id + ": degrees do not multiply to num_gpus");
     }
+    // The 2022 launcher's distributed_fused_adam is apex's DistributedFusedAdam,
+    // which overlapped its gradient reduce-scatter with the backward
+    // (overlap_grad_sync=True at NVIDIA/apex 2b0e8371, the release of the
+    // launcher's README table) but ran the parameter all-gather after the
+    // step: overlapping it with the forward came with apex c0a0b0f6
+    // (2023-02-06, "Distributed optimizer overlaps forward compute and param
+    // all-gather").
+    const bool launcher_2022 = run.source_key.find("Launcher") != std::string::npos;
     // The framework's overlap policy, as the search applies it.
     auto overlaps = [&](ParallelConfig* x) {
       ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, x);
       x->tp_comm_overlap = x->tp_comm_overlap && tp_overlap_stated;
+      if (launcher_2022) x->overlap_param_gather = false;
     };
     overlaps(&c);
     if (mbs_unstated || vpp_unstated) {
@@ -317,6 +327,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
         run.assumed.push_back("interleaved stages " + std::to_string(c.vpp) + kTuned);
     }
     if (rc_unstated) run.assumed.push_back("no recompute (not stated)");
+    if (launcher_2022 && c.distributed_optimizer) {
+      run.assumed.push_back(
+          "parameter all-gather after the step (apex DistributedFusedAdam of 2022)");
+    }
 
     // What was measured.
     const Json& meas = row.value("measured", Json::object());

@@ -23,6 +23,7 @@ struct PublishedRun {
   std::string id;
   std::string source;      // the full citation
   std::string source_key;  // the repository (or "korthikanti2022"): the unit of per-source statistics
+  std::string release;     // the framework release the row states ("" when none)
   PredictRequest request;
   double measured_iteration_s = 0;  // 0 when the row states none
   double measured_mfu = 0;          // 0 when the row states none

@@ -1,0 +1,326 @@
+#include "validation/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace paratune::planner {
+namespace {
+
+bool GpuIs(const PublishedRun& r, std::initializer_list<const char*> prefixes) {
+  const std::string& n = r.request.job.cluster.gpu.name;
+  for (const char* p : prefixes) {
+    if (n.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+bool Hopper(const PublishedRun& r) { return GpuIs(r, {"h100", "h200", "gh200"}); }
+bool Fp8(const PublishedRun& r) {
+  return r.request.job.training.precision == topology::Precision::kFp8;
+}
+bool Flash(const PublishedRun& r) { return r.request.job.training.attention == Attention::kFlash; }
+bool Runs(const PublishedRun& r, Framework f) { return r.request.job.training.framework == f; }
+
+double CurveAt(const std::vector<topology::EfficiencyPoint>& c, double size) {
+  for (const auto& pt : c) {
+    if (pt.size == size) return pt.efficiency;
+  }
+  return c.empty() ? 0.0 : c.back().efficiency;
+}
+
+std::vector<FittableConstant> MakeConstants() {
+  using topology::GpuSpec;
+  using topology::Precision;
+  const int bf16 = static_cast<int>(Precision::kBf16), fp8 = static_cast<int>(Precision::kFp8);
+  std::vector<FittableConstant> out;
+  {
+    FittableConstant c;
+    c.name = "hopper.gemm_sustained_fraction";
+    c.preset = "gpu h100-sxm, h200, gh200";
+    c.key = "gemm_sustained_fraction";
+    c.informs = "every Hopper row (GEMM time)";
+    c.prior = 1.0;
+    c.prior_source =
+        "1: the short-run GEMM curve as measured (798 TFLOP/s on one 8192^3 bf16 GEMM on an H100)";
+    c.lo = 0.5;
+    c.hi = 1.0;
+    c.applies = Hopper;
+    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_sustained_fraction; };
+    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_sustained_fraction = v; };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "hopper.fp8_gemm_ratio";
+    c.preset = "gpu h100-sxm, h200, gh200";
+    c.key = "gemm_efficiency.fp8 (÷ gemm_efficiency.bf16)";
+    c.informs = "Hopper FP8 rows (Transformer Engine recipes)";
+    c.prior = 1.0;
+    c.prior_source =
+        "1: FP8 GEMMs reach the same fraction of the doubled dense peak (H100 datasheet: FP8 1979 "
+        "= 2 x "
+        "BF16 989 TFLOP/s)";
+    c.lo = 0.5;
+    c.hi = 1.2;
+    c.applies = [](const PublishedRun& r) { return Hopper(r) && Fp8(r); };
+    c.get = [bf16, fp8](const GpuSpec& g, const FrameworkSpec&) {
+      const double b = CurveAt(g.gemm_efficiency[bf16], 8192);
+      return b > 0 ? CurveAt(g.gemm_efficiency[fp8], 8192) / b : 1.0;
+    };
+    c.set = [bf16, fp8](double v, GpuSpec* g, FrameworkSpec*) {
+      auto& f = g->gemm_efficiency[fp8];
+      f = g->gemm_efficiency[bf16];
+      for (auto& pt : f) pt.efficiency *= v;
+    };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "hopper.flash_efficiency";
+    c.preset = "gpu h100-sxm, h200, gh200";
+    c.key = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
+    c.informs = "Hopper rows with fused attention (attention-bound at long sequences)";
+    c.prior = 0.35;
+    c.prior_source =
+        "0.35: FlashAttention-2 reaches 35 % of the H100's peak (Shah et al. 2024, "
+        "FlashAttention-3, §1)";
+    c.lo = 0.2;
+    c.hi = 0.75;
+    c.applies = [](const PublishedRun& r) { return Hopper(r) && Flash(r); };
+    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.flash_fwd_efficiency; };
+    c.set = [](double v, GpuSpec* g, FrameworkSpec*) {
+      const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
+      g->flash_fwd_efficiency = v;
+      g->flash_bwd_efficiency = std::min(1.0, v * ratio);
+    };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "fsdp.attention_efficiency";
+    c.preset = "framework fsdp";
+    c.key = "costs.attention_efficiency";
+    c.informs = "FSDP1 rows with fused attention (llm-foundry's Triton kernel with ALiBi)";
+    c.prior = 0.53;
+    c.prior_source =
+        "1/1.9: FlashAttention-2 runs 1.3-2.5x faster than FlashAttention in Triton (Dao 2023, "
+        "FlashAttention-2, §4.1), the kernel family llm-foundry's ALiBi attention comes from";
+    c.lo = 0.3;
+    c.hi = 1.0;
+    c.applies = [](const PublishedRun& r) { return Runs(r, Framework::kFsdp) && Flash(r); };
+    c.get = [](const GpuSpec&, const FrameworkSpec& f) { return f.costs.attention_efficiency; };
+    c.set = [](double v, GpuSpec*, FrameworkSpec* f) { f->costs.attention_efficiency = v; };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "a100.gemm_sustained_fraction";
+    c.preset = "gpu a100-40gb, a100-80gb";
+    c.key = "gemm_sustained_fraction";
+    c.informs = "every A100 row (GEMM time)";
+    c.prior = 1.0;
+    c.prior_source = "1: the A100 curve as fitted to Korthikanti et al. 2022 Table 4 layer timings";
+    c.lo = 0.7;
+    c.hi = 1.0;
+    c.applies = [](const PublishedRun& r) { return GpuIs(r, {"a100"}); };
+    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_sustained_fraction; };
+    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_sustained_fraction = v; };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "gemm_k0";
+    c.preset = "gpu (every preset)";
+    c.key = "gemm_k0";
+    c.informs = "every row (GEMMs with a short inner dimension: small models, tensor-split FFNs)";
+    c.prior = 128;
+    c.prior_source =
+        "128: one K tile of a CUTLASS/cuBLAS Hopper and Ampere bf16 GEMM main loop (64-128)";
+    c.lo = 0;
+    c.hi = 1024;
+    c.applies = [](const PublishedRun&) { return true; };
+    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_k0; };
+    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_k0 = v; };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Mean over sources of the median |log error| of `rows` predicted with `values`.
+double Objective(const std::vector<const PublishedRun*>& rows, const ConstantValues& values) {
+  std::map<std::string, std::vector<double>> by_source;
+  for (const PublishedRun* r : rows) {
+    by_source[r->source_key].push_back(
+        std::fabs(LogThroughputError(*r, PredictWithConstants(*r, values))));
+  }
+  if (by_source.empty()) return 0;
+  double sum = 0;
+  for (const auto& [src, errs] : by_source) sum += Median(errs);
+  return sum / static_cast<double>(by_source.size());
+}
+
+}  // namespace
+
+const std::vector<FittableConstant>& FittableConstants() {
+  static const std::vector<FittableConstant> kConstants = MakeConstants();
+  return kConstants;
+}
+
+Prediction PredictWithConstants(const PublishedRun& run, const ConstantValues& values) {
+  const Job& job = run.request.job;
+  topology::ClusterSpec cluster = job.cluster;
+  FrameworkSpec fw = FrameworkPreset(job.training.framework);
+  for (const FittableConstant& c : FittableConstants()) {
+    auto it = values.find(c.name);
+    if (it != values.end() && c.applies(run)) c.set(it->second, &cluster.gpu, &fw);
+  }
+  const CostModel cm(job.model, job.training, cluster, static_cast<int>(job.gpus), std::move(fw));
+  return cm.Predict(run.request.config);
+}
+
+double LogThroughputError(const PublishedRun& run, const Prediction& p) {
+  return std::log1p(std::max(-0.999, ThroughputError(run, p)));
+}
+
+FitResult FitConstants(const std::vector<const PublishedRun*>& rows, const FitOptions& options) {
+  FitResult out;
+  const auto& constants = FittableConstants();
+  std::vector<std::vector<const PublishedRun*>> applies(constants.size());
+  for (size_t i = 0; i < constants.size(); ++i) {
+    std::set<std::string> sources;
+    for (const PublishedRun* r : rows) {
+      if (constants[i].applies(*r)) {
+        applies[i].push_back(r);
+        sources.insert(r->source_key);
+      }
+    }
+    out.informed_by[constants[i].name] = {sources.begin(), sources.end()};
+    out.values[constants[i].name] = constants[i].prior;
+  }
+  const double golden = (std::sqrt(5.0) - 1.0) / 2.0;
+  for (int pass = 0; pass < options.passes; ++pass) {
+    for (size_t i = 0; i < constants.size(); ++i) {
+      if (applies[i].empty()) continue;
+      const FittableConstant& c = constants[i];
+      ConstantValues trial = out.values;
+      auto f = [&](double v) {
+        trial[c.name] = v;
+        const double pull =
+            options.prior_weight * std::fabs(std::log((v + 1e-9) / (c.prior + 1e-9)));
+        return Objective(applies[i], trial) + pull;
+      };
+      double a = c.lo, b = c.hi;
+      double x1 = b - golden * (b - a), x2 = a + golden * (b - a);
+      double f1 = f(x1), f2 = f(x2);
+      for (int it = 0; it < options.iterations; ++it) {
+        if (f1 <= f2) {
+          b = x2;
+          x2 = x1;
+          f2 = f1;
+          x1 = b - golden * (b - a);
+          f1 = f(x1);
+        } else {
+          a = x1;
+          x1 = x2;
+          f1 = f2;
+          x2 = a + golden * (b - a);
+          f2 = f(x2);
+        }
+      }
+      // The bracket's better end, unless the current value is better still.
+      const double best = f1 <= f2 ? x1 : x2;
+      const double current = out.values[c.name];
+      if (f(best) <= f(current)) out.values[c.name] = best;
+    }
+  }
+  return out;
+}
+
+const char* HoldoutName(Holdout h) {
+  switch (h) {
+    case Holdout::kSource:
+      return "source";
+    case Holdout::kModel:
+      return "model";
+    case Holdout::kGpu:
+      return "gpu";
+    case Holdout::kRelease:
+      return "release";
+  }
+  return "?";
+}
+
+Result<Holdout> ParseHoldout(const std::string& s) {
+  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
+    if (s == HoldoutName(h)) return h;
+  }
+  return Status::InvalidArgument("--holdout: '" + s +
+                                 "' is not one of source, model, gpu, release");
+}
+
+std::string HoldoutKey(const PublishedRun& run, Holdout h) {
+  switch (h) {
+    case Holdout::kSource:
+      return run.source_key;
+    case Holdout::kModel:
+      return run.request.job.model.name;
+    case Holdout::kGpu:
+      return run.request.job.cluster.gpu.name;
+    case Holdout::kRelease:
+      return run.release.empty() ? "unstated" : run.release;
+  }
+  return "";
+}
+
+CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout holdout,
+                                 const FitOptions& options) {
+  CrossValidation cv;
+  cv.holdout = holdout;
+  std::vector<const PublishedRun*> all;
+  for (const PublishedRun& r : runs) all.push_back(&r);
+  cv.all = FitConstants(all, options);
+  std::map<std::string, std::vector<const PublishedRun*>> groups;
+  for (const PublishedRun& r : runs) groups[HoldoutKey(r, holdout)].push_back(&r);
+  const auto& constants = FittableConstants();
+  for (const auto& [key, members] : groups) {
+    std::vector<const PublishedRun*> rest;
+    for (const PublishedRun& r : runs) {
+      if (HoldoutKey(r, holdout) != key) rest.push_back(&r);
+    }
+    const FitResult fit = FitConstants(rest, options);
+    GroupError g;
+    g.group = key;
+    g.runs = static_cast<int>(members.size());
+    std::vector<double> in_abs, in_signed, out_abs, out_signed;
+    for (const PublishedRun* r : members) {
+      const double ein = ThroughputError(*r, PredictWithConstants(*r, {}));
+      const double eout = ThroughputError(*r, PredictWithConstants(*r, fit.values));
+      in_abs.push_back(std::fabs(ein));
+      in_signed.push_back(ein);
+      out_abs.push_back(std::fabs(eout));
+      out_signed.push_back(eout);
+    }
+    g.in_sample_abs = Median(in_abs);
+    g.in_sample_signed = Median(in_signed);
+    g.held_out_abs = Median(out_abs);
+    g.held_out_signed = Median(out_signed);
+    for (const FittableConstant& c : constants) {
+      const bool here = std::any_of(members.begin(), members.end(),
+                                    [&](const PublishedRun* r) { return c.applies(*r); });
+      const bool elsewhere = std::any_of(rest.begin(), rest.end(),
+                                         [&](const PublishedRun* r) { return c.applies(*r); });
+      if (here && !elsewhere) g.prior_only.push_back(c.name);
+    }
+    cv.groups.push_back(std::move(g));
+  }
+  return cv;
+}
+
+}  // namespace paratune::planner
