@@ -1,0 +1,246 @@
+// The fitted constants, the fitter and leave-one-source-out validation
+// (validation/fit.h), the published MFU ceilings of the GPU presets and
+// ranking by the pessimistic edge (docs/model.md, "Validation" and "Ranking
+// people can trust").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "planner/search.h"
+#include "topology/cluster.h"
+#include "validation/fit.h"
+#include "validation/validation.h"
+
+namespace paratune::planner {
+namespace {
+
+std::vector<PublishedRun> LoadAll() {
+  std::vector<PublishedRun> runs;
+  auto k = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json");
+  auto p = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/public_runs.json");
+  if (!k.ok() || !p.ok()) return runs;
+  auto kr = PublishedRunsFromCalibration(*ParseJson(*k, "k"), "dgx-a100-80gb");
+  auto pr = PublishedRunsFromPublicRuns(*ParseJson(*p, "p"));
+  if (!kr.ok() || !pr.ok()) return {};
+  runs.insert(runs.end(), kr->begin(), kr->end());
+  runs.insert(runs.end(), pr->begin(), pr->end());
+  return runs;
+}
+
+// Every fitted constant names where it lives and where its prior comes from,
+// and both its prior and the value the presets ship lie inside its bounds.
+TEST(Fit, ConstantsAreExplicitAndBounded) {
+  const auto runs = LoadAll();
+  std::set<std::string> names;
+  for (const FittableConstant& c : FittableConstants()) {
+    EXPECT_TRUE(names.insert(c.name).second) << c.name;
+    EXPECT_FALSE(c.preset.empty()) << c.name;
+    EXPECT_FALSE(c.key.empty()) << c.name;
+    EXPECT_FALSE(c.prior_source.empty()) << c.name;
+    EXPECT_LE(c.lo, c.prior) << c.name;
+    EXPECT_LE(c.prior, c.hi) << c.name;
+    for (const PublishedRun& r : runs) {
+      if (!c.applies(r)) continue;
+      const double shipped =
+          c.get(r.request.job.cluster.gpu, FrameworkPreset(r.request.job.training.framework));
+      EXPECT_GE(shipped, c.lo) << c.name;
+      EXPECT_LE(shipped, c.hi) << c.name;
+    }
+  }
+}
+
+// The fitter recovers a constant from rows measured with it: the llm-foundry
+// rows re-measured as the model predicts them at an attention efficiency of
+// 0.8 give back 0.8.
+TEST(Fit, RecoversAConstantFromRowsMadeWithIt) {
+  auto runs = LoadAll();
+  if (runs.empty()) GTEST_SKIP() << "calibration files not found";
+  std::vector<PublishedRun> foundry;
+  for (PublishedRun r : runs) {
+    if (r.source_key != "mosaicml/llm-foundry" || r.request.job.training.seq_len < 8192) continue;
+    const Prediction p = PredictWithConstants(r, {{"fsdp.attention_efficiency", 0.8}});
+    r.measured_tokens_per_s = p.tokens_per_s;
+    r.measured_model_tflops = 0;
+    foundry.push_back(r);
+  }
+  ASSERT_GE(foundry.size(), 20u);
+  std::vector<const PublishedRun*> rows;
+  for (const PublishedRun& r : foundry) rows.push_back(&r);
+  FitOptions options;
+  options.prior_weight = 0;
+  options.iterations = 24;
+  const FitResult fit = FitConstants(rows, options);
+  EXPECT_NEAR(fit.values.at("fsdp.attention_efficiency"), 0.8, 0.02);
+  EXPECT_EQ(fit.informed_by.at("fsdp.attention_efficiency"),
+            std::vector<std::string>{"mosaicml/llm-foundry"});
+  // A constant no row takes part in keeps its prior.
+  for (const FittableConstant& c : FittableConstants()) {
+    if (c.name.rfind("hopper.", 0) == 0) {
+      EXPECT_EQ(fit.values.at(c.name), c.prior) << c.name;
+    }
+  }
+}
+
+// The issue's target: refitted without it, every source with five rows or
+// more is predicted within 12 % median |error| (docs/model.md, Validation).
+// A constant that only one source informs keeps its public prior when that
+// source is held out, and is reported as such.
+TEST(Fit, LeaveOneSourceOut) {
+  const auto runs = LoadAll();
+  if (runs.empty()) GTEST_SKIP() << "calibration files not found";
+  const CrossValidation cv = LeaveOneGroupOut(runs, Holdout::kSource);
+  ASSERT_EQ(cv.groups.size(), 6u);
+  for (const GroupError& g : cv.groups) {
+    if (g.runs < 5) continue;
+    EXPECT_LE(g.held_out_abs, 0.12) << g.group;
+    if (g.group == "mosaicml/llm-foundry") {
+      EXPECT_NE(std::find(g.prior_only.begin(), g.prior_only.end(), "fsdp.attention_efficiency"),
+                g.prior_only.end());
+    }
+  }
+}
+
+TEST(Fit, HoldoutNames) {
+  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
+    auto parsed = ParseHoldout(HoldoutName(h));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, h);
+  }
+  auto bad = ParseHoldout("vendor");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--holdout"), std::string::npos);
+}
+
+// Every published MFU ceiling cites its publication, and the publication's
+// own figure gives the ceiling: a percentage equal to it, or a TFLOP/s figure
+// that divided by the dense peak at that precision equals it (within 1 %).
+TEST(Ceilings, ComeFromCitedSources) {
+  int with = 0;
+  for (const std::string& name : topology::GpuPresetNames()) {
+    auto gpu = topology::GpuPreset(name);
+    ASSERT_TRUE(gpu.ok()) << name;
+    for (const topology::MfuCeiling& c : gpu->published_mfu_ceilings) {
+      ++with;
+      EXPECT_GT(c.source.size(), 40u) << name;
+      bool quoted = false;
+      const std::regex number(R"((\d+(?:\.\d+)?)\s*(%|TFLOP/s| MFU))");
+      for (auto it = std::sregex_iterator(c.source.begin(), c.source.end(), number);
+           it != std::sregex_iterator(); ++it) {
+        const double v = std::stod((*it)[1]);
+        const std::string unit = (*it)[2];
+        double mfu = 0;
+        if (unit == "%")
+          mfu = v / 100;
+        else if (unit == " MFU")
+          mfu = v;
+        else
+          mfu = v / gpu->PeakTflops(c.precision);
+        quoted |= std::fabs(mfu - c.mfu) <= 0.01 * c.mfu;
+      }
+      EXPECT_TRUE(quoted) << name << " " << topology::PrecisionName(c.precision) << ": "
+                          << c.source;
+    }
+  }
+  // The A100s and Hopper parts state their bf16 ceiling.
+  for (const char* name : {"a100-40gb", "a100-80gb", "h100-sxm", "h200", "gh200"}) {
+    EXPECT_GT(topology::GpuPreset(name)->PublishedMfuCeiling(topology::Precision::kBf16), 0)
+        << name;
+  }
+  EXPECT_GE(with, 5);
+}
+
+TEST(Ceilings, ParserRefusesAnUncitedCeiling) {
+  auto gpu = topology::GpuPreset("a100-80gb");
+  ASSERT_TRUE(gpu.ok());
+  Json j = topology::GpuSpecToJson(*gpu);
+  j["published_mfu_ceilings"] =
+      Json::array({Json{{"precision", "bf16"}, {"mfu", 0.5}, {"source", ""}}});
+  auto bad = topology::ParseGpuSpec(j, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("published_mfu_ceilings/0/source"), std::string::npos);
+  j["published_mfu_ceilings"] =
+      Json::array({Json{{"precision", "bf16"}, {"mfu", 1.5}, {"source", "x"}}});
+  EXPECT_FALSE(topology::ParseGpuSpec(j, "").ok());
+}
+
+// The search ranks by the pessimistic edge: its top list is ordered by it,
+// every edge is at least the point time widened by the band, and a candidate
+// predicted above the GPU's published MFU ceiling is flagged and ranked as if
+// at the ceiling.
+TEST(Ranking, ByThePessimisticEdge) {
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  ModelSpec m;
+  m.name = "gpt-13b";
+  m.layers = 40;
+  m.hidden = 5120;
+  m.heads = 40;
+  m.kv_heads = 40;
+  m.ffn_hidden = 4 * 5120;
+  m.vocab = 51200;
+  m.max_seq_len = 2048;
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 512;
+  const CostModel cm(m, t, *cluster, 64);
+  SearchOptions o;
+  o.top_k = 20;
+  o.family = Family::kMegatron;
+  const SearchResult r = Search(cm, o).RunAll();
+  ASSERT_GE(r.top.size(), 2u);
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const Prediction& p = r.top[i].prediction;
+    EXPECT_GE(p.pessimistic_time_s, p.iteration_time_s * (1 + p.uncertainty) * (1 - 1e-12));
+    if (p.above_published_mfu) {
+      EXPECT_GE(p.pessimistic_time_s,
+                p.iteration_time_s * p.mfu / p.published_mfu_ceiling * (1 - 1e-12));
+    }
+    if (i > 0) {
+      EXPECT_LE(r.top[i - 1].prediction.pessimistic_time_s, p.pessimistic_time_s);
+    }
+  }
+}
+
+// The band widens with the distance from calibrated evidence: the same
+// Megatron job on 64 and on 65,536 H100s (the calibration rows reach 10,752).
+TEST(Ranking, BandWidensAwayFromEvidence) {
+  auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  ModelSpec m;
+  m.name = "gpt-175b";
+  m.layers = 96;
+  m.hidden = 12288;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.ffn_hidden = 4 * 12288;
+  m.vocab = 51200;
+  m.max_seq_len = 2048;
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 65536;
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 8;
+  c.sp = true;
+  c.distributed_optimizer = true;
+  c.gdata = 1;
+  const CostModel near(m, t, *cluster, 64);
+  c.gdata = 1024;
+  const CostModel far(m, t, *cluster, 65536);
+  ParallelConfig cn = c;
+  cn.gdata = 1;
+  ASSERT_EQ(near.CheckRules(cn), Reason::kOk);
+  ASSERT_EQ(far.CheckRules(c), Reason::kOk);
+  const Prediction pn = near.Predict(cn), pf = far.Predict(c);
+  EXPECT_EQ(pn.evidence_steps, 0);
+  EXPECT_GT(pf.evidence_steps, 0);
+  EXPECT_GT(pf.uncertainty, pn.uncertainty);
+}
+
+}  // namespace
+}  // namespace paratune::planner
