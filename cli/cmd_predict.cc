@@ -93,6 +93,12 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   out << "per GPU       " << FormatFixed(p.model_tflops_per_gpu, 1) << " model TFLOP/s (MFU "
       << FormatFixed(100 * p.mfu, 1) << " %), " << FormatFixed(p.hardware_tflops_per_gpu, 1)
       << " hardware TFLOP/s (HFU " << FormatFixed(100 * p.hfu, 1) << " %)\n";
+  out << "pessimistic   " << FormatFixed(p.pessimistic_time_s, 3) << " s (what `plan` ranks by; "
+      << FormatFixed(p.evidence_steps, 1) << " steps from calibrated evidence)\n";
+  if (p.above_published_mfu) {
+    out << "!             MFU above the best published for this GPU and precision ("
+        << FormatFixed(100 * p.published_mfu_ceiling, 1) << " %)\n";
+  }
   out << "memory/GPU    " << FormatFixed(m.reserved_GiB, 2) << " GiB reserved at the peak ("
       << FormatFixed(m.peak_allocated_GiB, 2) << " allocated, " << FormatFixed(m.total_GiB, 2)
       << " steady) of " << FormatFixed(m.usable_GiB, 2) << " usable  -> "
