@@ -12,7 +12,7 @@
 namespace paratune::planner {
 namespace {
 
-struct Reference {  // GPT-3 175B on 1024 A100s, seq 2048, batch 1536 (issue 3)
+struct Reference {  // GPT-3 175B on 1024 A100s, seq 2048, batch 1536
   ModelSpec model = *ModelPreset("gpt3-175b");
   TrainingSpec training = [] {
     TrainingSpec t;

@@ -1,4 +1,4 @@
-# The relocatable package (issue 14): `cmake --build build --target package`
+# The relocatable package: `cmake --build build --target package`
 # makes paratune-VERSION-Linux-x86_64.tar.gz holding
 #   bin/paratune                    links the base C/C++ runtime only
 #   lib/paratune/paratune_backend_{cuda,mpi}.so   the backend modules

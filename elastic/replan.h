@@ -1,4 +1,4 @@
-// elastic/replan.h: elastic replanning (issue 11, docs/replan.md). A run
+// elastic/replan.h: elastic replanning (docs/replan.md). A run
 // trains under one configuration; nodes die or capacity appears. Replan runs the
 // real search (planner/search.h) on the GPUs now available (and on a few whole-
 // node counts below, because an odd GPU count often admits no configuration),

@@ -1,5 +1,5 @@
 // frameworks/logs.h: calibration from the training logs users already have
-// (issue 14 item 3; docs/model.md "Calibration from training logs").
+// (docs/model.md "Calibration from training logs").
 //
 // Three pure stages, no I/O:
 //  1. ParseTrainingLog: the text of one log -> a LoggedRun: the step times it

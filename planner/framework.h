@@ -1,5 +1,5 @@
 // planner/framework.h: the training stack as an input of the cost model
-// (issue 8). The same parallel configuration runs at different speeds in
+// (docs/model.md). The same parallel configuration runs at different speeds in
 // Megatron-Core with Transformer Engine, in an eager PyTorch FSDP trainer and
 // in torchtitan: they fuse different element-wise kernels, compute the loss
 // differently, spend different host time per layer, overlap sharded-parameter

@@ -34,7 +34,7 @@ struct SeedResult {
   std::string title;
   std::string source;       // the paper
   std::string published;    // the claim, in the paper's words and figures
-  std::string criterion;    // the band paratune must land in (issue 15)
+  std::string criterion;    // the band paratune must land in
   std::vector<SeedSide> sides;
   std::vector<std::string> figures;  // paratune's answer, one line each
   std::vector<std::string> assumed;  // settings the paper does not state, and what was used

@@ -55,7 +55,7 @@ TEST(Factory, CudaWithoutADeviceIsUnavailableNotACrash) {
 }
 
 TEST(Factory, MoreRanksThanGpusIsAUsageErrorNotTryAgainLater) {
-  // Two ranks on host n1, one GPU there: the launch cannot work (issue 14: not 75).
+  // Two ranks on host n1, one GPU there: the launch cannot work (a usage error, not 75).
   HostLayout layout;
   layout.hosts = {"n1", "n1"};
   layout.local_rank = 1;

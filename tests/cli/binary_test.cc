@@ -1,4 +1,4 @@
-// The `paratune` executable as a user runs it (issue 12): it loads no CUDA,
+// The `paratune` executable as a user runs it: it loads no CUDA,
 // NCCL or MPI library, starts small, and plans without any of them.
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -255,7 +255,7 @@ TEST(Presets, ListAndShow) {
 }
 
 TEST(Plan, DefaultPrecisionIsTheBestTheGpuSupportsAndSaysSo) {
-  // V100 has fp16 tensor cores and no bf16: the default must not be bf16 (issue 12).
+  // V100 has fp16 tensor cores and no bf16: the default must not be bf16.
   const std::string v100 = R"({"model": "gpt3-1.3b", "cluster": {"gpu": "v100-32gb",
     "gpus_per_node": 8, "intra_node_GBps": 130, "inter_node_GBps_per_gpu": 12}, "gpus": 8,
     "training": {"global_batch": 64}})";
@@ -279,7 +279,7 @@ TEST(Plan, DefaultPrecisionIsTheBestTheGpuSupportsAndSaysSo) {
 
 TEST(ExitCodes, OnlyALockedCacheIsTryAgainLater) {
   // A launch that cannot work (more ranks than GPUs) is kInvalidArgument: exit 2,
-  // never 75 (issue 14); 75 stays for the cache lock (kFailedPrecondition).
+  // never 75; 75 stays for the cache lock (kFailedPrecondition).
   EXPECT_EQ(ExitCodeFor(Status::InvalidArgument("host n1 runs 2 ranks but has 1 GPUs"), true),
             kExitUsage);
   EXPECT_EQ(ExitCodeFor(Status::FailedPrecondition("locked by n1 pid 7"), true), kExitTempFail);

@@ -155,7 +155,7 @@ TEST_F(CliTest, FaultsAreReportedWithTheirExitCodes) {
   EXPECT_EQ(k.code, kExitUsage);
 }
 
-// Like with like (issue 14): a plan made for A100-80GB, confirmed on a
+// Like with like: a plan made for A100-80GB, confirmed on a
 // device claiming to be an H100. The report names both GPUs, compares with
 // the H100 prediction and keeps the plan's own beside it; --strict-gpu
 // refuses the mismatch.

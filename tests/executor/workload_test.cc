@@ -225,7 +225,7 @@ TEST(Workload, MemoryBoundTrafficIsTheCostModelsBytes) {
   EXPECT_NEAR(static_cast<double>(traffic["step.optimizer"]), psi / 2 * 34 + psi * 2 * 4, 4.0);
 }
 
-// Issue 14: the element-wise work runs the way the stack runs it. DeepSpeed
+// The element-wise work runs the way the stack runs it. DeepSpeed
 // on a Hugging Face model, eager (deepspeed.json: 80 kernels per layer, 1.6x
 // the fused element-wise bytes) against the same under torch.compile (35
 // kernels, 1.0x): by the rule of docs/executor.md, round(80/3) - 5 = 22
@@ -267,7 +267,7 @@ TEST(Workload, EagerStacksRunMoreSmallerElementwiseKernels) {
   EXPECT_NEAR(static_cast<double>(eb) / static_cast<double>(cb), 1.6, 0.01);
 }
 
-// Issue 14: the logits and the loss in the stack's precision, one kernel per
+// The logits and the loss in the stack's precision, one kernel per
 // pass over the T x V logits (docs/executor.md, "Frameworks"), the passes'
 // bytes adding up to the preset's loss_bytes_per_logit:
 // - Hugging Face eager (deepspeed.json, 30): logits.float() reads 2 and

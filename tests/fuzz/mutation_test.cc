@@ -1,5 +1,5 @@
-// A bounded, deterministic mutation run over every document paratune reads
-// (issue 12): from real seed documents, a fixed number of seeded mutations
+// A bounded, deterministic mutation run over every document paratune reads:
+// from real seed documents, a fixed number of seeded mutations
 // each — byte edits, splices, and JSON-aware edits that put extreme values
 // (huge, negative, zero, NaN-like, wrong types) where the parsers expect sane
 // ones — fed through the real CLI commands. Every input must end in exit 0,

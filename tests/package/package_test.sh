@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The relocatable package (issue 14): builds it with CPack, unpacks it in a
+# The relocatable package: builds it with CPack, unpacks it in a
 # temporary directory and checks, from there, that
 #  - every library bin/paratune and the mpi module load resolves inside the
 #    package or to the base system (ldd: nothing "not found"), and the cuda

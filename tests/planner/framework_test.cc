@@ -1,4 +1,4 @@
-// Tests of the training stack as an input (issue 8): framework presets,
+// Tests of the training stack as an input: framework presets,
 // uneven pipeline stages, ranking people can trust (equivalent configurations
 // collapse, the simpler leader first, the band), lossy options behind a flag.
 #include <gtest/gtest.h>

@@ -82,7 +82,7 @@ TEST(NcclImport, OlderReleaseWithoutTestNameAndUncheckedRows) {
   ASSERT_FALSE(r->warnings.empty());
   EXPECT_NE(r->warnings.front().find("file name"), std::string::npos);
   // Under a name that says nothing, the columns do: a reduction (sum) whose
-  // busbw/algbw is 7/8 < 1 can only be reduce_scatter (issue 12).
+  // busbw/algbw is 7/8 < 1 can only be reduce_scatter.
   auto text = ReadFileToString(DataPath("reduce_scatter_8xA100_old.log"));
   ASSERT_TRUE(text.ok());
   auto anonymous = ParseNcclTestsText(*text, "job-81234.out", {});
@@ -197,7 +197,7 @@ TEST(NcclImport, CollectiveNamesIncludeMpiBuildsAndPaths) {
 }
 
 // A fragment pasted from one rank's terminal (rows of all_reduce_8xA100.log, one
-// "#  Rank" line, no header): issue 12. The group size follows from busbw/algbw.
+// "#  Rank" line, no header). The group size follows from busbw/algbw.
 const std::string kAllReduceFragment =
     "#  Rank  0 Group  0 Pid  41532 on dgx-a100-01 device  0 [0000:07:00] NVIDIA A100-SXM4-80GB\n"
     "     1048576        262144     float     sum      -1    35.63   29.43   51.51       0"

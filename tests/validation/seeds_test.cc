@@ -1,4 +1,4 @@
-// The seed papers' headline results (validation/seeds.h; issue 15). Each test
+// The seed papers' headline results (validation/seeds.h). Each test
 // asserts the band a published figure defines, or a property the papers'
 // mechanisms imply; none compares with the code's own earlier output.
 #include "validation/seeds.h"
