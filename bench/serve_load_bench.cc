@@ -1,16 +1,24 @@
 // serve_load_bench: how fast `paratune serve` answers a cached POST /v1/plans
-// under load. Starts the real service in-process on an ephemeral loopback port,
-// plans once (the cache miss, timed separately), then C client threads, each
-// with its own keep-alive connection, send the same request until N requests
-// are done or T seconds pass. Reports latency percentiles, throughput and
-// errors; exits 1 on any error or when p99 misses the target.
+// under load while slow clients hold sockets. Starts the real service
+// in-process on an ephemeral loopback port, plans once (the cache miss, timed
+// separately), connects S slow clients that send request headers one byte a
+// second (reconnecting whenever the service closes them), then C client
+// threads, each with its own keep-alive connection, send the same request
+// until N requests are done or T seconds pass, while a prober asks /livez ten
+// times a second. Reports latency percentiles, throughput, errors and probe
+// failures; exits 1 on any error or probe failure, or when p99 misses the target.
 //
-//   build/bench/serve_load_bench [--connections 64] [--requests 20000]
-//                                [--seconds 30] [--target-p99-ms 20]
+//   build/bench/serve_load_bench [--connections 64] [--slow-clients 100]
+//                                [--requests 20000] [--seconds 30] [--target-p99-ms 20]
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -33,16 +41,75 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
+int ConnectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // completes in the background
+  return fd;
+}
+
+// S sockets sending "POST /v1/plans HTTP/1.1\r\nX-Slow: aaaa..." a byte a
+// second per socket; a socket the service closed (its header deadline) is
+// replaced, so S stay connected the whole time.
+class SlowClients {
+ public:
+  SlowClients(int port, int n) : port_(port) {
+    for (int i = 0; i < n; ++i) fds_.push_back(Open());
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SlowClients() {
+    stop_ = true;
+    thread_.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  int64_t reconnects() const { return reconnects_; }
+
+ private:
+  int Open() {
+    const int fd = ConnectLoopback(port_);
+    const char head[] = "POST /v1/plans HTTP/1.1\r\nX-Slow: ";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    (void)::send(fd, head, sizeof head - 1, MSG_NOSIGNAL);
+    return fd;
+  }
+  void Run() {
+    while (!stop_) {
+      for (int& fd : fds_) {
+        char buf[512];
+        const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        const bool closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) || r > 0;
+        if (closed || ::send(fd, "a", 1, MSG_NOSIGNAL) < 0) {
+          ::close(fd);
+          fd = Open();
+          ++reconnects_;
+        }
+      }
+      for (int i = 0; i < 10 && !stop_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  int port_;
+  std::vector<int> fds_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> reconnects_{0};
+  std::thread thread_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int connections = 64;
+  int connections = 64, slow_clients = 100;
   int64_t requests = 20000;
   double seconds = 30, target_ms = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     if (f == "--connections")
       connections = std::max(1, std::atoi(argv[i + 1]));
+    else if (f == "--slow-clients")
+      slow_clients = std::max(0, std::atoi(argv[i + 1]));
     else if (f == "--requests")
       requests = std::max<int64_t>(1, std::atoll(argv[i + 1]));
     else if (f == "--seconds")
@@ -60,7 +127,6 @@ int main(int argc, char** argv) {
   o.host = "127.0.0.1";
   o.port = 0;
   o.cache_dir = dir.string();
-  o.http_threads = connections + 8;  // a thread per keep-alive connection, plus room for probes
   o.plans.search_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto server = paratune::web::Server::Create(o);
   if (!server.ok()) {
@@ -89,6 +155,21 @@ int main(int argc, char** argv) {
   }
   const size_t body_bytes = first->body.size();
 
+  SlowClients slow(*port, slow_clients);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all connected
+  std::atomic<bool> load_done{false};
+  std::atomic<int64_t> probes{0}, probe_failures{0};
+  std::thread prober([&] {
+    httplib::Client p("127.0.0.1", *port);
+    p.set_read_timeout(5, 0);
+    p.set_connection_timeout(5, 0);
+    while (!load_done) {
+      auto r = p.Get("/livez");
+      ++probes;
+      if (!r || r->status != 200) ++probe_failures;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   std::atomic<int64_t> issued{0}, errors{0};
   std::vector<std::vector<double>> lat(connections);
   const auto t0 = std::chrono::steady_clock::now();
@@ -115,6 +196,8 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& t : clients) t.join();
+  load_done = true;
+  prober.join();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
@@ -141,6 +224,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  const int64_t reconnects = slow.reconnects();
   (*server)->Stop();
   listener.join();
   server->reset();
@@ -152,6 +236,10 @@ int main(int argc, char** argv) {
               body_bytes);
   std::printf("  first (uncached) plan  %.3f s\n", miss_s);
   std::printf("  connections            %d (keep-alive, loopback)\n", connections);
+  std::printf(
+      "  slow clients           %d (a header byte a second; %lld replaced after the "
+      "service closed them)\n",
+      slow_clients, static_cast<long long>(reconnects));
   std::printf("  requests               %zu in %.2f s = %.0f req/s\n", all.size(), wall,
               static_cast<double>(all.size()) / wall);
   std::printf("  latency ms  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
@@ -159,7 +247,10 @@ int main(int argc, char** argv) {
               Percentile(all, 1.0));
   std::printf("  in the service          p99 %s (its own latency histogram, /metrics)\n", server_p99.c_str());
   std::printf("  errors                 %lld\n", static_cast<long long>(errors.load()));
-  const bool pass = errors == 0 && p99 < target_ms;
-  std::printf("  target p99 < %.0f ms, no errors: %s\n", target_ms, pass ? "PASS" : "FAIL");
+  std::printf("  /livez probes          %lld, failed %lld\n", static_cast<long long>(probes.load()),
+              static_cast<long long>(probe_failures.load()));
+  const bool pass = errors == 0 && probe_failures == 0 && p99 < target_ms;
+  std::printf("  target p99 < %.0f ms, no errors, every probe answered: %s\n", target_ms,
+              pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -20,9 +21,11 @@ namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp =
-    R"(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
-                      [--max-body-bytes N] [--search-threads T] [--search-time-limit S]
-                      [--max-queued-jobs N]
+    R"help(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
+                      [--max-body-bytes N] [--max-connections N] [--workers N]
+                      [--header-timeout S] [--idle-timeout S] [--search-threads T]
+                      [--search-time-limit S] [--max-queued-jobs N]
+                      [--max-finished-jobs N] [--job-max-age-days D]
 
 Runs paratune as a service: the REST API under /v1 and the web page at /, from
 this one binary (the page is compiled in; nothing is fetched from elsewhere).
@@ -31,41 +34,64 @@ this one binary (the page is compiled in; nothing is fetched from elsewhere).
                       (identical requests are answered from memory)
   POST /v1/predict    the request of `paratune predict --request` -> paratune.prediction/v1
   GET  /v1/presets[/models|gpus|clusters[/NAME]]
-  GET  /v1/profiles, POST /v1/profiles (a profile, or nccl-tests logs ?cluster=NAME)
-  POST /v1/jobs       profiling or confirmation as a child process -> 202 + Location
-  GET|DELETE /v1/jobs/ID
+  GET  /v1/profiles[/FP]   cached profiles with their provenance
+  POST /v1/profiles   a profile, an nccl-tests -J document, or {"nccl_tests_log": TEXT}
+                      with ?cluster=NAME                               (token)
+  DELETE /v1/profiles/FP                                               (token)
+  POST /v1/jobs       profiling or confirmation as a child process -> 202 (token)
+  GET  /v1/jobs[?limit=N&after=ID], GET|DELETE /v1/jobs/ID      (DELETE: token)
   GET  /v1/openapi.json (OpenAPI 3.1), /livez, /readyz, /metrics (Prometheus)
 Errors are RFC 9457 application/problem+json naming the bad field by JSON pointer.
+
+Who may change what: reads are open to anyone who can reach loopback; every
+write (token) needs "Authorization: Bearer <token>". Without --token-file a
+fresh token is written at start to <cache-dir>/serve-token (mode 0600, readable
+only by the user running the service) and its path printed on stderr. Requests
+that change state from a web page on another origin are refused (403), and
+bodies are JSON only. docs/service.md has the threat model and every limit.
 
   --host H             address to listen on (default 127.0.0.1). Anything but
                        loopback requires --token-file.
   --port P             TCP port (default 8080; 0 = any free port, printed on stderr)
-  --token-file F       a file holding a bearer token; then every /v1 route and
-                       /metrics need "Authorization: Bearer <token>". Jobs that run
-                       hardware (backend cuda or mpi-cpu) are refused without one.
-  --cache-dir D        profiles and job records (default
-                       ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/paratune})
-  --max-body-bytes N   largest request body (default 1048576; larger: 413)
+  --token-file F       a file holding the bearer token (at least 16 characters);
+                       then reads (/v1, /metrics) need it too, not only writes
+  --cache-dir D        the state directory: profiles, job records, the token
+                       (default ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/paratune})
+  --max-body-bytes N   largest request body, however it is sent (default 1048576;
+                       larger: 413). Compressed bodies are refused (415).
+  --max-connections N  open connections (default 512); when full, the longest
+                       idle or slowest one is closed to make room
+  --workers N          requests handled at once (default 16); health probes
+                       have their own worker and never wait behind them
+  --header-timeout S   a request's headers must arrive within S s (default 10)
+  --idle-timeout S     a keep-alive connection idle S s is closed (default 5)
   --search-threads T   threads per plan search (default: all cores)
   --search-time-limit S  a plan search still running after S seconds is
                        abandoned with a 422 (default 30)
   --max-queued-jobs N  jobs waiting beyond the running one (default 8; more: 429)
+  --max-finished-jobs N  finished jobs kept (default 200; the oldest are pruned)
+  --job-max-age-days D   finished jobs older than D days are pruned (default 7)
 
 Job records survive restarts; a job that was running when the service stopped
-is marked failed ("interrupted").
+is marked failed ("interrupted"), and job processes die with the service.
 
 example:
   paratune serve --port 8080 &
   curl -s localhost:8080/v1/plans -H 'Content-Type: application/json' \
     -d '{"model":"llama3-8b","cluster":"dgx-h100","gpus":64,"training":{"global_batch":512}}'
-)";
+  curl -s localhost:8080/v1/jobs -H 'Content-Type: application/json' \
+    -H "Authorization: Bearer $(cat ~/.cache/paratune/serve-token)" \
+    -d '{"kind":"profile","backend":"fake"}'
+)help";
 
 }  // namespace
 
 int RunServe(const Args& args, Io io) {
-  Flags flags({"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes",
-               "--search-threads", "--search-time-limit", "--max-queued-jobs"},
-              {"--help"}, {{"-h", "--help"}});
+  Flags flags(
+      {"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes", "--search-threads",
+       "--search-time-limit", "--max-queued-jobs", "--max-connections", "--workers",
+       "--header-timeout", "--idle-timeout", "--max-finished-jobs", "--job-max-age-days"},
+      {"--help"}, {{"-h", "--help"}});
   if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "serve", s);
   if (flags.Has("--help")) {
     io.out << kHelp;
@@ -94,8 +120,30 @@ int RunServe(const Args& args, Io io) {
   auto body = int_flag("--max-body-bytes", 1 << 20, 1024, int64_t{1} << 30);
   auto threads = int_flag("--search-threads", hw, 1, 1024);
   auto queued = int_flag("--max-queued-jobs", 8, 0, 10000);
-  for (const Status& s : {port.status(), body.status(), threads.status(), queued.status()}) {
+  auto conns = int_flag("--max-connections", 512, 8, 65536);
+  auto workers = int_flag("--workers", 16, 1, 1024);
+  auto finished = int_flag("--max-finished-jobs", 200, 0, 100000);
+  for (const Status& s : {port.status(), body.status(), threads.status(), queued.status(),
+                          conns.status(), workers.status(), finished.status()}) {
     if (!s.ok()) return UsageError(io, "serve", s);
+  }
+  o.front.max_connections = static_cast<size_t>(*conns);
+  o.front.workers = static_cast<int>(*workers);
+  o.jobs.max_finished = static_cast<int>(*finished);
+  for (auto [name, out, lo, hi] : {std::tuple<const char*, double*, double, double>{
+                                       "--header-timeout", &o.front.header_timeout_s, 0.1, 3600},
+                                   {"--idle-timeout", &o.front.idle_timeout_s, 0.1, 3600},
+                                   {"--job-max-age-days", &o.jobs.max_age_s, 0, 3650}}) {
+    if (auto t = flags.Get(name)) {
+      auto v = ParseDouble(*t, name);
+      if (!v.ok() || *v < lo || *v > hi) {
+        return UsageError(
+            io, "serve",
+            Status::InvalidArgument(std::string(name) + " must be a number in [" +
+                                    FormatFixed(lo, 1) + ", " + FormatFixed(hi, 0) + "]"));
+      }
+      *out = std::string(name) == "--job-max-age-days" ? *v * 86400 : *v;
+    }
   }
   o.port = static_cast<int>(*port);
   o.max_body_bytes = static_cast<size_t>(*body);
@@ -141,8 +189,13 @@ int RunServe(const Args& args, Io io) {
   if (!bound.ok()) return UsageError(io, "serve", bound.status(), /*measuring=*/false);
   io.err << "paratune serve: listening on http://"
          << (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) << ":" << *bound
-         << "/ (cache " << o.cache_dir << (o.token.empty() ? "" : ", bearer token required") << ")"
-         << std::endl;
+         << "/ (state " << o.cache_dir
+         << (o.token.empty() ? "; reads open on loopback" : "; bearer token required") << ")\n";
+  if (!(*server)->token_file().empty()) {
+    io.err << "paratune serve: writes need \"Authorization: Bearer <token>\"; the token is in "
+           << (*server)->token_file() << " (mode 0600)\n";
+  }
+  io.err << std::flush;
   web::Server* srv = server->get();
   std::thread waiter([srv, set] {
     int sig = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 namespace paratune {
 
@@ -79,6 +80,32 @@ std::string FormatFixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+bool IsPathToken(std::string_view s) {
+  if (s.empty() || s.size() > kMaxPathTokenLength) return false;
+  for (char c : s) {
+    const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status CheckPathToken(std::string_view s, const std::string& what) {
+  if (IsPathToken(s)) return Status::Ok();
+  return Status::InvalidArgument(what + ": must be 1-" + std::to_string(kMaxPathTokenLength) +
+                                 " characters of A-Z a-z 0-9 _ - (it names a file)");
+}
+
+bool PathIsUnder(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  const auto p = std::filesystem::absolute(path, ec).lexically_normal();
+  if (ec) return false;
+  const auto r = std::filesystem::absolute(root, ec).lexically_normal();
+  if (ec) return false;
+  const auto rel = p.lexically_relative(r);
+  return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
 }
 
 }  // namespace paratune

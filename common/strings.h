@@ -29,4 +29,15 @@ Result<int64_t> ParseSizeBytes(std::string_view text);
 // "1.23", fixed with `digits` decimals.
 std::string FormatFixed(double v, int digits);
 
+// Identifiers that become file names (cluster fingerprints, job ids, cache
+// keys): 1 to kMaxPathTokenLength characters from [A-Za-z0-9_-]. No '/', no
+// '.', so no separator, no "..", no hidden file, and no NUL can reach a path.
+inline constexpr size_t kMaxPathTokenLength = 64;
+bool IsPathToken(std::string_view s);
+// kInvalidArgument "<what>: must be 1-64 characters of A-Z a-z 0-9 _ -" unless IsPathToken.
+Status CheckPathToken(std::string_view s, const std::string& what);
+// Whether `path`, made absolute and normalised lexically, lies inside `root`
+// (also absolute and normalised), so no ".." or absolute component escapes it.
+bool PathIsUnder(const std::string& path, const std::string& root);
+
 }  // namespace paratune

@@ -23,6 +23,8 @@ Status BuildAllocation(const Job& job, const ReplanOptions& o, ReplanResult* r) 
   std::set<int> lost;
   int added = 0;
   if (o.gpus > 0) {
+    if (o.gpus > kMaxGpus)
+      return Status::InvalidArgument("gpus: must be in [1, " + std::to_string(kMaxGpus) + "]");
     if (o.gpus < old) {
       for (int n = 0; n < old_nodes; ++n) {
         if (n * gpn >= o.gpus) lost.insert(n);
@@ -31,6 +33,12 @@ Status BuildAllocation(const Job& job, const ReplanOptions& o, ReplanResult* r) 
       added = o.gpus - old;
     }
   } else if (o.add_nodes > 0) {
+    // In 64 bits: the product of two request numbers must not wrap.
+    if (int64_t{o.add_nodes} * gpn + old > kMaxGpus) {
+      return Status::InvalidArgument("add_nodes: " + std::to_string(o.add_nodes) + " nodes of " +
+                                     std::to_string(gpn) + " GPUs exceed " +
+                                     std::to_string(kMaxGpus) + " GPUs");
+    }
     added = o.add_nodes * gpn;
   } else {
     if (o.lost_nodes > 0 && !o.lost_node_ids.empty()) {
@@ -325,12 +333,22 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
   if (o.gpus < 0 || o.lost_nodes < 0 || o.add_nodes < 0) {
     return Status::InvalidArgument("gpus, lost_nodes and add_nodes must be >= 0");
   }
+  for (const auto& [key, v] : {std::pair<const char*, int>{"gpus", o.gpus},
+                               {"lost_nodes", o.lost_nodes},
+                               {"add_nodes", o.add_nodes}}) {
+    if (v > kMaxGpus) return r.Error(key, "must be at most " + std::to_string(kMaxGpus));
+  }
   if (r.Has("lost_node_ids")) {
     const Json& ids = r.Raw("lost_node_ids");
     if (!ids.is_array()) return r.Error("lost_node_ids", "must be an array of node indices");
     for (const Json& v : ids) {
-      if (!v.is_number_integer()) return r.Error("lost_node_ids", "must be an array of node indices");
-      o.lost_node_ids.push_back(v.get<int>());
+      // Read as 64 bits and range-checked: 2^32+3 must not become node 3.
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxGpus)
+        return r.Error("lost_node_ids",
+                       "must be an array of node indices in [0, " + std::to_string(kMaxGpus) + ")");
+      if (ids.size() > static_cast<size_t>(kMaxGpus))
+        return r.Error("lost_node_ids", "lists more nodes than a run has");
+      o.lost_node_ids.push_back(static_cast<int>(v.get<int64_t>()));
     }
   }
   PT_RETURN_IF_ERROR(r.OptBool("allow_global_batch_change", &o.allow_global_batch_change));

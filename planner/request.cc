@@ -81,7 +81,8 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
   PT_ASSIGN_OR_RETURN(job.cluster, topology::ResolveCluster(r.Raw("cluster"), r.PointerOf("cluster")));
   int64_t gpus = 0;
   PT_RETURN_IF_ERROR(r.Integer("gpus", &gpus));
-  if (gpus < 1 || gpus > (int64_t{1} << 24)) return r.Error("gpus", "must be in [1, 16777216]");
+  if (gpus < 1 || gpus > kMaxGpus)
+    return r.Error("gpus", "must be in [1, " + std::to_string(kMaxGpus) + "]");
   job.gpus = static_cast<int>(gpus);
   if (job.cluster.max_nodes > 0 &&
       gpus > int64_t{job.cluster.max_nodes} * job.cluster.gpus_per_node) {

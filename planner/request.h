@@ -38,6 +38,11 @@ struct PredictRequest {
   std::string profile_path;  // optional measured profile to apply to the cluster
 };
 
+// GPUs a request may name (2^24), and so nodes too: every count parsed from a
+// request is checked against it before any arithmetic (documented in
+// docs/cli.md and docs/service.md).
+inline constexpr int64_t kMaxGpus = int64_t{1} << 24;
+
 // Sequences per iteration a request may ask for (2^30): caps the search's
 // enumeration of micro-batch sizes (documented in docs/cli.md).
 inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "backend/bootstrap.h"
+#include "common/strings.h"
 
 namespace paratune::profiler {
 namespace {
@@ -35,6 +36,7 @@ std::string CachedProfilePath(const std::string& dir, const std::string& fingerp
 }
 
 Result<CacheLock> CacheLock::TryAcquire(const std::string& dir, const std::string& fingerprint) {
+  PT_RETURN_IF_ERROR(CheckPathToken(fingerprint, "cluster fingerprint"));
   PT_RETURN_IF_ERROR(MakeDirs(dir + "/profiles"));
   const std::string path = dir + "/profiles/" + fingerprint + ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -77,6 +79,7 @@ CacheLock::~CacheLock() {
 
 Result<std::optional<Profile>> LoadCachedProfile(const std::string& dir,
                                                  const std::string& fingerprint) {
+  PT_RETURN_IF_ERROR(CheckPathToken(fingerprint, "cluster fingerprint"));
   const std::string path = CachedProfilePath(dir, fingerprint);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<Profile>();
@@ -90,8 +93,32 @@ Result<std::optional<Profile>> LoadCachedProfile(const std::string& dir,
 
 Status StoreCachedProfile(const std::string& dir, const Profile& p, const CacheLock&) {
   PT_CHECK(!p.cluster_fingerprint.empty());
+  PT_RETURN_IF_ERROR(CheckPathToken(p.cluster_fingerprint, "/cluster_fingerprint"));
+  if (IsSynthetic(p)) {
+    auto existing = LoadCachedProfile(dir, p.cluster_fingerprint);
+    if (existing.ok() && existing->has_value() && !IsSynthetic(**existing)) {
+      return Status::FailedPrecondition(
+          "a profile measured with the fake backend never replaces the measured profile of "
+          "cluster " +
+          p.cluster_fingerprint + " (backend " + (*existing)->environment.backend +
+          "); delete that one first if it is wrong");
+    }
+  }
   PT_RETURN_IF_ERROR(MakeDirs(dir + "/profiles"));
   return WriteProfile(p, CachedProfilePath(dir, p.cluster_fingerprint));
+}
+
+bool IsSynthetic(const Profile& p) { return p.environment.backend == "fake"; }
+
+Result<bool> DeleteCachedProfile(const std::string& dir, const std::string& fingerprint,
+                                 const CacheLock&) {
+  PT_RETURN_IF_ERROR(CheckPathToken(fingerprint, "cluster fingerprint"));
+  std::error_code ec;
+  const bool removed = std::filesystem::remove(CachedProfilePath(dir, fingerprint), ec);
+  if (ec)
+    return Status::IoError("cannot delete the cached profile of " + fingerprint + ": " +
+                           ec.message());
+  return removed;
 }
 
 }  // namespace paratune::profiler

@@ -17,7 +17,9 @@ namespace paratune::profiler {
 // ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/paratune}.
 std::string DefaultCacheDir();
 
-// <dir>/profiles/<fingerprint>.json.
+// <dir>/profiles/<fingerprint>.json. Every function below refuses (kInvalidArgument)
+// a fingerprint that is not a path token (common/strings.h IsPathToken), so no
+// name reaches outside <dir>/profiles.
 std::string CachedProfilePath(const std::string& dir, const std::string& fingerprint);
 
 // An exclusive, non-blocking flock on one fingerprint's lock file, released
@@ -43,8 +45,18 @@ class CacheLock {
 Result<std::optional<Profile>> LoadCachedProfile(const std::string& dir,
                                                  const std::string& fingerprint);
 
-// Stores `p` under its cluster_fingerprint. REQUIRES: the caller holds that
-// fingerprint's CacheLock; p.cluster_fingerprint is not empty.
+// Stores `p` under its cluster_fingerprint. A synthetic profile (measured
+// with the fake backend) never replaces one measured on hardware or imported:
+// kFailedPrecondition. REQUIRES: the caller holds that fingerprint's
+// CacheLock; p.cluster_fingerprint is not empty.
 Status StoreCachedProfile(const std::string& dir, const Profile& p, const CacheLock& held);
+
+// Whether `p` was made by the fake backend (no hardware was measured).
+bool IsSynthetic(const Profile& p);
+
+// Removes the cached profile of `fingerprint`; false when there was none.
+// REQUIRES: the caller holds that fingerprint's CacheLock.
+Result<bool> DeleteCachedProfile(const std::string& dir, const std::string& fingerprint,
+                                 const CacheLock& held);
 
 }  // namespace paratune::profiler

@@ -189,8 +189,13 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
   PT_ASSIGN_OR_RETURN(result.profile, BuildProfile(m, base, PeaksOf(*base), &result.warnings));
   result.report = FormatReport(m, &result.profile);
   if (lock) {
-    PT_RETURN_IF_ERROR(StoreCachedProfile(cache_dir, result.profile, *lock));
-    say("cached as " + result.cache_path);
+    if (Status s = StoreCachedProfile(cache_dir, result.profile, *lock);
+        s.code() == StatusCode::kFailedPrecondition && IsSynthetic(result.profile)) {
+      say("not cached: " + s.message());  // the measured profile stays; --out still gets this one
+    } else {
+      PT_RETURN_IF_ERROR(s);
+      say("cached as " + result.cache_path);
+    }
   }
   PT_RETURN_IF_ERROR(WriteProfile(result.profile, o.out_path));
   if (!o.report_path.empty()) PT_RETURN_IF_ERROR(WriteFileAtomic(o.report_path, result.report));

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <random>
 
+#include "common/strings.h"
 #include "planner/plans.h"
 #include "topology/cluster.h"
 
@@ -47,12 +48,20 @@ std::string LastLine(const std::string& text) {
                      end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
-bool ValidId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-')) return false;
-  }
-  return true;
+bool ValidId(const std::string& id) { return IsPathToken(id); }
+
+double AgeSeconds(const std::string& rfc3339) {
+  std::tm tm{};
+  if (!strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return 0;
+  const std::time_t t = timegm(&tm);
+  return std::difftime(std::time(nullptr), t);
+}
+
+// Whether process `pid` is running this job's work: its command line names
+// the job's folder (so a recycled pid is never killed).
+bool IsJobProcess(pid_t pid, const std::string& work) {
+  auto cmd = ReadFileToString("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmd.ok() && cmd->find(work + "/") != std::string::npos;
 }
 
 }  // namespace
@@ -87,11 +96,24 @@ Status JobManager::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<std::string, std::string>> queued;  // (created_at, id)
   for (const auto& f : files) {
+    // A record we cannot read was not written by us (writes are atomic): it
+    // is set aside as <name>.corrupt, and the service starts without it.
+    auto set_aside = [&](const std::string& why) {
+      std::error_code rec;
+      std::filesystem::rename(f, f.string() + ".corrupt", rec);
+      std::fprintf(stderr, "paratune serve: job record %s set aside: %s\n",
+                   f.filename().string().c_str(), why.c_str());
+    };
     auto text = ReadFileToString(f.string());
-    if (!text.ok()) return text.status();
-    auto doc = ParseJson(*text, f.string());
-    // A record we cannot read was not written by us (writes are atomic): say so.
-    if (!doc.ok()) return doc.status();
+    if (!text.ok()) {
+      set_aside(text.status().message());
+      continue;
+    }
+    auto doc = ParseJson(*text, f.filename().string());
+    if (!doc.ok()) {
+      set_aside(doc.status().message());
+      continue;
+    }
     const Json& d = *doc;
     Job j;
     try {
@@ -105,13 +127,20 @@ Status JobManager::Start() {
       j.finished_at = d.value("finished_at", "");
       j.error = d.value("error", "");
       if (d.contains("exit_code")) j.exit_code = d.at("exit_code").get<int>();
+      if (d.contains("pid")) j.pid = d.at("pid").get<pid_t>();
     } catch (const Json::exception& e) {
-      return Status::ParseError(f.string() + ": not a paratune.job/v1 record: " + e.what());
+      set_aside(std::string("not a paratune.job/v1 record: ") + e.what());
+      continue;
     }
     if (!ValidId(j.id) || f.stem().string() != j.id) {
-      return Status::ParseError(f.string() + ": the record's id does not match its file name");
+      set_aside("the record's id does not match its file name");
+      continue;
     }
     if (j.status == "running") {
+      // Its child died with the service (PR_SET_PDEATHSIG); what it started
+      // in its process group may not have: end that too.
+      if (j.pid > 0 && IsJobProcess(j.pid, options_.dir + "/" + j.id)) ::kill(-j.pid, SIGKILL);
+      j.pid = 0;
       j.status = "failed";
       j.error = "interrupted: the service stopped while the job ran";
       j.finished_at = NowRfc3339();
@@ -119,10 +148,12 @@ Status JobManager::Start() {
     } else if (j.status == "queued") {
       queued.emplace_back(j.created_at, j.id);
     }
+    j.pid = 0;
     jobs_[j.id] = std::move(j);
   }
   std::sort(queued.begin(), queued.end());
   for (auto& q : queued) queue_.push_back(q.second);
+  Prune();
   worker_ = std::thread([this] { Worker(); });
   return Status::Ok();
 }
@@ -248,16 +279,60 @@ std::optional<OrderedJson> JobManager::Get(const std::string& id) const {
   return ToJson(it->second, true);
 }
 
-std::vector<OrderedJson> JobManager::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+std::vector<const JobManager::Job*> JobManager::Newest() const {
   std::vector<const Job*> all;
   for (const auto& [id, j] : jobs_) all.push_back(&j);
   std::sort(all.begin(), all.end(), [](const Job* a, const Job* b) {
     return a->created_at != b->created_at ? a->created_at > b->created_at : a->id > b->id;
   });
+  return all;
+}
+
+std::vector<OrderedJson> JobManager::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<OrderedJson> out;
-  for (const Job* j : all) out.push_back(ToJson(*j, false));
+  for (const Job* j : Newest()) out.push_back(ToJson(*j, false));
   return out;
+}
+
+Result<std::vector<OrderedJson>> JobManager::Page(size_t limit, const std::string& after,
+                                                  bool* more) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::vector<const Job*> all = Newest();
+  size_t start = 0;
+  if (!after.empty()) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Job* j) { return j->id == after; });
+    if (it == all.end()) return Status::NotFound("after: no job '" + after + "'");
+    start = static_cast<size_t>(it - all.begin()) + 1;
+  }
+  std::vector<OrderedJson> out;
+  for (size_t i = start; i < all.size() && out.size() < limit; ++i)
+    out.push_back(ToJson(*all[i], false));
+  *more = start + out.size() < all.size();
+  return out;
+}
+
+void JobManager::Prune() {
+  std::vector<const Job*> finished;
+  for (const Job* j : Newest()) {
+    if (j->status != "queued" && j->status != "running") finished.push_back(j);
+  }
+  std::vector<std::string> drop;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const Job* j = finished[i];
+    const std::string& when = j->finished_at.empty() ? j->created_at : j->finished_at;
+    if (static_cast<int>(i) >= options_.max_finished || AgeSeconds(when) > options_.max_age_s)
+      drop.push_back(j->id);
+  }
+  for (const std::string& id : drop) {
+    std::error_code ec;
+    const std::string work = options_.dir + "/" + id;
+    if (ValidId(id) && PathIsUnder(work, options_.dir)) {
+      std::filesystem::remove(work + ".json", ec);
+      std::filesystem::remove_all(work, ec);
+    }
+    jobs_.erase(id);
+  }
 }
 
 std::map<std::string, int> JobManager::CountByStatus() const {
@@ -350,47 +425,54 @@ void JobManager::RunOne(const std::string& id) {
     argv = Argv(j);
   }
 
-  // Spawn in a new process group so a cancel reaches mpirun's children too.
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // The child runs in its own process group, so a cancel reaches whatever it
+  // starts too, and it is killed when the thread that started it (this
+  // worker, alive as long as the service) goes away, however the service
+  // ends (PR_SET_PDEATHSIG). Everything the child needs is prepared before
+  // fork: between fork and exec only async-signal-safe calls are made.
   const std::string log = work + "/log.txt";
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The child starts with default signal handling and an empty mask, whatever
-  // the service blocked or ignored (it waits for SIGINT/SIGTERM on a thread).
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
+  for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the service died before prctl
+    // Default signal handling and an empty mask, whatever the service blocked
+    // or ignored (it waits for SIGINT/SIGTERM on a thread).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM}) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) ::_exit(127);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execve(cargv[0], cargv.data(), environ);
+    ::_exit(127);
+  }
+  const int rc = pid < 0 ? errno : 0;
+  if (pid > 0) ::setpgid(pid, pid);  // also here: no race with the kill below
   if (rc != 0) {
     std::lock_guard<std::mutex> lock(mu_);
     Job& j = jobs_.at(id);
     j.status = "failed";
-    j.error = "cannot start " + argv[0] + ": " + std::strerror(rc);
+    j.error = std::string("cannot start the job: ") + std::strerror(rc);
     j.finished_at = NowRfc3339();
     (void)Persist(j);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.at(id).pid = pid;
+    Job& j = jobs_.at(id);
+    j.pid = pid;
+    (void)Persist(j);  // a restart finds the process group to end by this
   }
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -449,6 +531,7 @@ void JobManager::RunOne(const std::string& id) {
     j.error = last.empty() ? "exited with code " + std::to_string(j.exit_code.value_or(-1)) : last;
   }
   (void)Persist(j);
+  Prune();
 }
 
 }  // namespace paratune::web

@@ -4,7 +4,10 @@
 // ("schema": "paratune.job/v1") in <cache_dir>/jobs/<id>.json, rewritten
 // atomically (temp + rename) at each transition, so a restart loses nothing
 // that was acknowledged: queued jobs are queued again, and jobs that were
-// running when the service died are marked failed ("interrupted").
+// running when the service died are marked failed ("interrupted"), and what
+// is left of their process group is killed. A child dies with the service
+// (PR_SET_PDEATHSIG). Finished jobs are pruned by age and count (JobOptions);
+// job ids are path tokens, and every file a job writes stays under dir.
 // Thread-safe: handlers call Submit/Get/Cancel/List concurrently with the
 // worker thread.
 #pragma once
@@ -36,6 +39,8 @@ struct JobOptions {
   int max_queued = 8;          // queued jobs accepted beyond the running one; more → queue full
   double time_limit_s = 3600;  // a job still running after this is killed (failed, "timeout")
   double kill_grace_s = 2;     // SIGTERM, then SIGKILL after this many seconds
+  int max_finished = 200;      // finished jobs kept (oldest pruned first)
+  double max_age_s = 7 * 86400;  // finished jobs older than this are pruned
 };
 
 // Why Submit refused a job.
@@ -64,6 +69,10 @@ class JobManager {
   std::optional<OrderedJson> Cancel(const std::string& id);
   // Every record, newest first, without results.
   std::vector<OrderedJson> List() const;
+  // Up to `limit` records, newest first, starting after the job `after` ("" =
+  // from the newest); *more says whether older ones follow. kNotFound when
+  // `after` is not a job.
+  Result<std::vector<OrderedJson>> Page(size_t limit, const std::string& after, bool* more) const;
   // Jobs by status ("queued", "running", ...), for /metrics.
   std::map<std::string, int> CountByStatus() const;
   // Whether the request would run real hardware (any backend but "fake").
@@ -83,6 +92,10 @@ class JobManager {
   Status Persist(const Job& j) const;  // REQUIRES: mu_ held
   std::vector<std::string> Argv(const Job& j) const;
   void Worker();
+  // Drops finished jobs past max_age_s or beyond max_finished (records and
+  // work folders). REQUIRES: mu_ held.
+  void Prune();
+  std::vector<const Job*> Newest() const;  // REQUIRES: mu_ held
   void RunOne(const std::string& id);
 
   JobOptions options_;

@@ -25,13 +25,7 @@ Status UnderPointer(const Status& s, const std::string& prefix) {
   return Status(s.code(), prefix + ": " + m);
 }
 
-bool IsFingerprint(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
-           c == '_';
-  });
-}
+bool IsFingerprint(const std::string& s) { return IsPathToken(s); }
 
 // A --fix value from JSON: strings as they are, integers and booleans spelled
 // as the flag form spells them.
@@ -81,6 +75,9 @@ Result<std::vector<int>> ParseGpuCounts(const std::string& spec, const std::stri
     auto n = ParseInt(p, pointer);
     if (!n.ok())
       return bad("expected N, \"A:B\" or \"A:B:STEP\" with integers, not \"" + spec + "\"");
+    // Checked before any narrowing: "4294967552" must not become 256.
+    if (*n > planner::kMaxGpus)
+      return bad("each count must be at most " + std::to_string(planner::kMaxGpus));
     v.push_back(*n);
   }
   if (v.size() == 1) {
@@ -125,10 +122,17 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
   if (auto g = take("gpus")) {
     if (g->is_number_integer()) {
       const int64_t n = g->get<int64_t>();
-      if (n < 1 || n > (int64_t{1} << 30))
-        return Status::InvalidArgument("/gpus: must be a positive integer");
+      if (n < 1 || n > planner::kMaxGpus)
+        return Status::InvalidArgument("/gpus: must be an integer in [1, " +
+                                       std::to_string(planner::kMaxGpus) + "]");
       req.gpu_counts = {static_cast<int>(n)};
     } else if (g->is_string()) {
+      // A string is a range; one count is a JSON integer, never a string.
+      if (g->get<std::string>().find(':') == std::string::npos) {
+        return Status::InvalidArgument(
+            "/gpus: one GPU count must be a JSON integer, not a string (a string is a range "
+            "\"A:B[:STEP]\")");
+      }
       PT_ASSIGN_OR_RETURN(req.gpu_counts, ParseGpuCounts(g->get<std::string>(), "/gpus"));
     } else {
       return Status::InvalidArgument("/gpus: must be an integer or a range string \"A:B[:STEP]\"");
@@ -193,6 +197,7 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
 Result<std::optional<std::shared_ptr<const profiler::Profile>>> ProfileStore::Get(
     const std::string& fp) {
   using Out = std::optional<std::shared_ptr<const profiler::Profile>>;
+  PT_RETURN_IF_ERROR(CheckPathToken(fp, "cluster fingerprint"));
   const std::string path = profiler::CachedProfilePath(dir_, fp);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Out();
@@ -362,6 +367,21 @@ PlanService::SlotRelease::~SlotRelease() {
 }
 
 Result<std::string> PlanService::Replan(const Json& request) {
+  // The service's own bounds, beyond what the replan parser allows anyone.
+  if (request.is_object()) {
+    if (auto t = request.find("top");
+        t != request.end() && t->is_number() && t->get<double>() > options_.max_top) {
+      return Status::InvalidArgument("/top: at most " + std::to_string(options_.max_top) +
+                                     " on this service");
+    }
+    for (const char* key : {"gpus", "add_nodes", "lost_nodes"}) {
+      if (auto v = request.find(key);
+          v != request.end() && v->is_number() && v->get<double>() > options_.max_gpus) {
+        return Status::InvalidArgument(std::string("/") + key + ": at most " +
+                                       std::to_string(options_.max_gpus) + " on this service");
+      }
+    }
+  }
   PT_RETURN_IF_ERROR(AcquireSlot());
   SlotRelease release{this};
   const auto deadline = std::chrono::steady_clock::now() +
@@ -424,6 +444,10 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
       return Status::InvalidArgument(
           "/training/global_batch: at most 2^30 sequences on this service");
     }
+  }
+  if (req.options.top_k > options_.max_top) {
+    return Status::InvalidArgument("/top: at most " + std::to_string(options_.max_top) +
+                                   " on this service");
   }
   if (req.gpu_counts.back() > options_.max_gpus) {
     return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +

@@ -99,7 +99,8 @@ struct PlanServiceOptions {
   double search_time_limit_s = 30;  // a search still running after this fails (kTimeout)
   double queue_wait_limit_s = 10;   // waiting for a search slot longer fails (kUnavailable)
   size_t cache_entries = 256;       // plans documents kept (least recently used evicted)
-  int max_gpus = 1 << 20;           // largest GPU count accepted
+  int max_gpus = 1 << 17;           // largest GPU count (and added nodes) accepted
+  int max_top = 1000;               // most candidates one request may ask for
 };
 
 // A served document: the JSON text and whether it came from the cache.

@@ -32,6 +32,8 @@ const char* ReasonPhrase(int status) {
       return "URI Too Long";
     case 415:
       return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
     case 422:
       return "Unprocessable Content";
     case 429:
@@ -40,8 +42,12 @@ const char* ReasonPhrase(int status) {
       return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
     case 503:
       return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
     default:
       return status >= 500 ? "Server Error" : "Client Error";
   }

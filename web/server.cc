@@ -1,12 +1,17 @@
 #include "web/server.h"
 
+#include <fcntl.h>
 #include <httplib.h>
-#include <sys/socket.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <thread>
 
 #include "common/embedded.h"
@@ -29,26 +34,81 @@ using httplib::Request;
 using httplib::Response;
 
 // Per request, on the thread that serves it (httplib runs one request from
-// pre-routing to logging on one thread): its start, route pattern and id.
+// pre-routing to logging on one thread): its start, route pattern and id, and
+// the folders whose names never appear in a response.
 struct RequestContext {
   bool active = false;
   std::chrono::steady_clock::time_point t0;
   std::string route = "unmatched";
   uint64_t id = 0;
+  const std::vector<std::pair<std::string, std::string>>* hide = nullptr;
 };
 thread_local RequestContext tl_ctx;
 
-// cpp-httplib 0.11 listens with a backlog of 5: a burst of connections (64
-// clients starting at once) overflows it and the kernel drops SYNs, which the
-// clients retry after a second. The subclass reaches the listening socket so
-// Bind can raise the backlog (listen() again on a listening socket does that).
+// Runs httplib's request processing (parsing, routing, handlers, writing) on
+// a request the front end has already read whole.
 class HttpServer : public httplib::Server {
  public:
-  int listening_fd() const { return svr_sock_; }
+  bool Serve(httplib::Stream& s, bool close_connection, bool& connection_closed) {
+    return process_request(s, close_connection, connection_closed, nullptr);
+  }
 };
+
+// The stream a worker hands httplib: reads come from the request the front
+// end buffered, writes go to the client's socket.
+class ExchangeStream : public httplib::Stream {
+ public:
+  explicit ExchangeStream(const Exchange& ex) : ex_(ex) {}
+  bool is_readable() const override { return pos_ < ex_.request.size(); }
+  bool is_writable() const override { return !failed_; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, ex_.request.size() - pos_);
+    std::memcpy(ptr, ex_.request.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    const ssize_t n = WriteAll(ex_.fd, ptr, size, ex_.write_timeout_s);
+    if (n < 0) failed_ = true;
+    return n;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = ex_.remote_ip;
+    port = ex_.remote_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = ex_.local_ip;
+    port = ex_.local_port;
+  }
+  // httplib refuses descriptors past FD_SETSIZE (it would select() on them);
+  // this stream never needs select, so those are reported as invalid.
+  int socket() const override { return ex_.fd < FD_SETSIZE ? ex_.fd : -1; }
+  bool failed() const { return failed_; }
+
+ private:
+  const Exchange& ex_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+// `text` with the service's own folders replaced by their role ("$STATE"), so
+// no error body shows where the service keeps its files.
+std::string HidePaths(std::string text,
+                      const std::vector<std::pair<std::string, std::string>>* hide) {
+  if (!hide) return text;
+  for (const auto& [path, role] : *hide) {
+    if (path.size() < 2) continue;
+    for (size_t at = text.find(path); at != std::string::npos; at = text.find(path, at)) {
+      text.replace(at, path.size(), role);
+      at += role.size();
+    }
+  }
+  return text;
+}
 
 void SendProblem(Response& res, const Request& req, Problem p) {
   p.instance = req.path;
+  p.detail = HidePaths(p.detail, tl_ctx.hide);
   if (tl_ctx.active) p.request_id = std::to_string(tl_ctx.id);
   res.status = p.status;
   if (p.status == 429 || p.status == 503)
@@ -181,6 +241,17 @@ OrderedJson ProfileSummary(const std::string& name, const profiler::Profile& p) 
   o["collectives"] = p.collectives.size();
   o["gemm_curves"] = p.gemm.size();
   o["calibrated"] = p.calibration.has_value();
+  // Provenance: how the numbers were obtained, so a synthetic profile is
+  // never mistaken for a measurement.
+  OrderedJson prov;
+  prov["backend"] = p.environment.backend;
+  prov["synthetic"] = profiler::IsSynthetic(p);
+  prov["tool"] = p.environment.tool;
+  prov["created_at"] = p.environment.created_at;
+  prov["device"] = p.environment.device;
+  prov["nodes"] = p.environment.nodes;
+  prov["world_size"] = p.environment.world_size;
+  o["provenance"] = prov;
   o["links"] = {{"self", "/v1/profiles/" + name}};
   return o;
 }
@@ -196,8 +267,44 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {}
 
 Server::~Server() {
   Stop();
+  front_.reset();
   jobs_.reset();
 }
+
+namespace {
+
+// A fresh random token (256 bits, hex) written to `path` with mode 0600: the
+// file is created exclusively under a temporary name that nobody else can
+// open, then renamed over any old one.
+Result<std::string> WriteNewToken(const std::string& path) {
+  std::random_device rd;
+  std::string token;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t v = rd();
+    for (int b = 0; b < 4; ++b) {
+      token += kHex[(v >> (8 * b + 4)) & 15];
+      token += kHex[(v >> (8 * b)) & 15];
+    }
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return Status::IoError("cannot create the token file " + path + ": " + std::strerror(errno));
+  const std::string text = token + "\n";
+  const bool ok = ::fchmod(fd, 0600) == 0 &&
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot write the token file " + path);
+  }
+  return token;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   if (!IsLoopbackHost(o.host) && o.token.empty()) {
@@ -211,46 +318,75 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   if (ec)
     return Status::IoError("cannot create the cache directory " + o.cache_dir + ": " +
                            ec.message());
+  std::string token_file;
+  o.token_given = !o.token.empty();
+  if (o.token.empty()) {
+    token_file = o.cache_dir + "/serve-token";
+    PT_ASSIGN_OR_RETURN(o.token, WriteNewToken(token_file));
+  }
   o.plans.cache_dir = o.cache_dir;
   o.jobs.dir = o.cache_dir + "/jobs";
   o.jobs.cache_dir = o.cache_dir;
   o.jobs.executable = o.executable;
+  o.front.max_body_bytes = o.max_body_bytes;
   std::unique_ptr<Server> s(new Server(std::move(o)));
+  s->token_file_ = token_file;
+  {
+    auto& h = s->hide_;
+    const std::string dir = s->options_.cache_dir;
+    h.emplace_back(dir, "$STATE");
+    h.emplace_back(std::filesystem::absolute(dir, ec).lexically_normal().string(), "$STATE");
+    h.emplace_back(std::filesystem::weakly_canonical(dir, ec).string(), "$STATE");
+    h.emplace_back(s->options_.executable, "paratune");
+    h.emplace_back(std::filesystem::temp_directory_path(ec).string(), "$TMPDIR");
+    for (auto& [path, role] : h) {
+      while (path.size() > 1 && path.back() == '/') path.pop_back();
+    }
+    std::sort(h.begin(), h.end(),
+              [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  }
   s->plans_ = std::make_unique<PlanService>(s->options_.plans);
   s->jobs_ = std::make_unique<JobManager>(s->options_.jobs);
   PT_RETURN_IF_ERROR(s->jobs_->Start().WithContext("job records"));
   s->http_ = std::make_unique<HttpServer>();
   s->Routes();
+  Server* self = s.get();
+  s->front_ = std::make_unique<Front>(
+      s->options_.front,
+      [self](Exchange& ex) {
+        ExchangeStream stream(ex);
+        bool closed = false;
+        const bool ok =
+            static_cast<HttpServer*>(self->http_.get())->Serve(stream, ex.close_after, closed);
+        return ok && !closed && !stream.failed();
+      },
+      [self](int status, const std::string& type, const std::string& detail,
+             const std::string& path) {
+        Problem p;
+        p.status = status;
+        p.type = type;
+        p.detail = HidePaths(detail, &self->hide_);
+        p.instance = path;
+        return ProblemToJson(p).dump(-1, ' ', false, Json::error_handler_t::replace);
+      },
+      [self](int status, const std::string& method) {
+        self->metrics_.RecordRequest("front", method, status, 0);
+      });
   return s;
 }
 
 Result<int> Server::Bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-    if (port < 0) return Status::Unavailable("cannot bind " + options_.host + " to any port");
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    return Status::Unavailable("cannot bind " + options_.host + ":" + std::to_string(port) +
-                               " (in use, or not an address of this machine)");
-  }
-  ::listen(static_cast<HttpServer*>(http_.get())->listening_fd(), SOMAXCONN);
-  port_ = port;
-  return port;
+  PT_ASSIGN_OR_RETURN(port_, front_->Bind(options_.host, options_.port));
+  return port_;
 }
 
 void Server::Listen() {
-  listen_called_ = true;
-  if (!stopping_) http_->listen_after_bind();
-  listen_done_ = true;
+  if (!stopping_) front_->Run();
 }
 
 void Server::Stop() {
   stopping_ = true;
-  if (!http_) return;
-  while (listen_called_ && !listen_done_ && !http_->is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  http_->stop();
+  if (front_) front_->Stop();
 }
 
 std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {
@@ -259,52 +395,75 @@ std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {
       !planner::ModelPresetNames().empty() && !topology::ClusterPresetNames().empty();
   out.emplace_back("presets", presets, presets ? "loaded" : "no presets compiled in");
   const Status w = WriteFileAtomic(options_.cache_dir + "/.readyz", "ok\n");
-  out.emplace_back("cache", w.ok(), w.ok() ? options_.cache_dir + " writable" : w.message());
+  out.emplace_back("cache", w.ok(),
+                   w.ok() ? "state directory writable" : HidePaths(w.message(), &hide_));
   out.emplace_back("accepting", !stopping_, stopping_ ? "shutting down" : "yes");
+  return out;
+}
+
+std::string Server::Allowed(const std::string& path) const {
+  std::string out;
+  for (const char* m : {"GET", "POST", "DELETE"}) {
+    for (const auto& [re, method] : routes_) {
+      if (method == m && std::regex_match(path, re)) {
+        out += (out.empty() ? "" : ", ") + method;
+        break;
+      }
+    }
+  }
   return out;
 }
 
 void Server::Routes() {
   httplib::Server& svr = *http_;
-  const int threads = options_.http_threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  // The front end has enforced the limit already; httplib checks it again.
   svr.set_payload_max_length(options_.max_body_bytes);
-  // Scripts reuse connections: the default of 5 requests per connection
-  // would make a busy client reconnect all the time.
-  svr.set_keep_alive_max_count(1000);
-  // Headers and body go out in separate writes; with Nagle's algorithm the
-  // body waits for the peer's delayed ACK (40 ms on Linux) on every response.
-  svr.set_tcp_nodelay(true);
-  // A plans document is ~100 KB: with a send buffer that holds it, the write
-  // completes at once and the thread moves on, instead of waiting for a busy
-  // client to drain the socket. Accepted sockets inherit this from the
-  // listener. (Replacing the options drops httplib's SO_REUSEADDR: set again.)
-  svr.set_socket_options([](int sock) {
-    int one = 1, sndbuf = 1 << 20;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    ::setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-  });
-  const auto secs = [](double s) {
-    return std::pair<time_t, time_t>(static_cast<time_t>(s),
-                                     static_cast<time_t>((s - static_cast<time_t>(s)) * 1e6));
-  };
-  svr.set_read_timeout(secs(options_.read_timeout_s).first, secs(options_.read_timeout_s).second);
-  svr.set_write_timeout(secs(options_.write_timeout_s).first,
-                        secs(options_.write_timeout_s).second);
 
   svr.set_pre_routing_handler([this](const Request& req, Response& res) {
-    tl_ctx =
-        RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_};
+    tl_ctx = RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_,
+                            &hide_};
     res.set_header("X-Request-Id", std::to_string(tl_ctx.id));
     const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
-    if (api && !options_.token.empty()) {
+    const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
+    // State changes: profiles and jobs (their records and what they run).
+    const bool write =
+        !safe && (req.path.rfind("/v1/profiles", 0) == 0 || req.path.rfind("/v1/jobs", 0) == 0);
+    if (!safe) {
+      // A browser names the page's origin; a page on another origin must not
+      // drive this service (CSRF). Clients that are not browsers send neither.
+      const std::string origin = req.get_header_value("Origin");
+      const std::string site = req.get_header_value("Sec-Fetch-Site");
+      // Scheme aside (a TLS proxy in front makes it https), the origin must be
+      // the host the request was sent to.
+      std::string origin_host = origin;
+      for (const char* scheme : {"http://", "https://"}) {
+        if (origin_host.rfind(scheme, 0) == 0) origin_host = origin_host.substr(std::strlen(scheme));
+      }
+      const bool same = origin.empty() || (origin_host != origin &&
+                                           origin_host == req.get_header_value("Host"));
+      if (!same || (!site.empty() && site != "same-origin" && site != "none")) {
+        Problem p;
+        p.status = 403;
+        p.type = "urn:paratune:problem:cross-origin";
+        p.detail =
+            "requests that change state are accepted only from this service's own page "
+            "or from clients that are not browsers (Origin '" +
+            origin.substr(0, 100) + "')";
+        SendProblem(res, req, p);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if ((api && options_.token_given) || write) {
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
       if (auth.rfind(prefix, 0) != 0 || !SameSecret(auth.substr(prefix.size()), options_.token)) {
         Problem p;
         p.status = 401;
         p.type = "urn:paratune:problem:unauthorized";
-        p.detail = "this service needs \"Authorization: Bearer <token>\"";
+        p.detail = write && !options_.token_given
+                       ? "changing profiles or jobs needs \"Authorization: Bearer <token>\" with "
+                         "the token this service wrote to $STATE/serve-token at start"
+                       : "this service needs \"Authorization: Bearer <token>\"";
         res.set_header("WWW-Authenticate", "Bearer realm=\"paratune\"");
         SendProblem(res, req, p);
         return httplib::Server::HandlerResponse::Handled;
@@ -329,9 +488,18 @@ void Server::Routes() {
       p.type = "urn:paratune:problem:too-large";
       p.detail = "the body is larger than this service's limit of " +
                  std::to_string(options_.max_body_bytes) + " bytes";
+    } else if (res.status == 404 && tl_ctx.route == "unmatched" &&
+               !Allowed(req.path).empty()) {
+      // The path exists, the method does not.
+      const std::string allow = Allowed(req.path);
+      p.status = res.status = 405;
+      p.type = "urn:paratune:problem:method-not-allowed";
+      p.detail = req.method.substr(0, 16) + " is not allowed here; use " + allow;
+      res.set_header("Allow", allow);
     } else if (res.status == 404) {
       p.type = "urn:paratune:problem:not-found";
-      p.detail = "no route " + req.method + " " + req.path + " (GET /v1/openapi.json lists them)";
+      p.detail = "no route " + req.method.substr(0, 16) + " " + req.path.substr(0, 200) +
+                 " (GET /v1/openapi.json lists them)";
     } else {
       p.detail = std::string(ReasonPhrase(res.status));
     }
@@ -345,7 +513,7 @@ void Server::Routes() {
     try {
       if (ep) std::rethrow_exception(ep);
     } catch (const std::exception& e) {
-      p.detail = e.what();
+      p.detail = e.what();  // HidePaths (in SendProblem) removes the service's folders
     } catch (...) {
       p.detail = "unknown exception";
     }
@@ -368,21 +536,19 @@ void Server::Routes() {
       fn(req, res);
     };
   };
-  // 405 with Allow for the methods a path does not take.
-  auto only = [&svr, &route](const char* pattern, const char* label, const std::string& allow) {
-    Fn not_allowed = [allow](const Request& req, Response& res) {
-      Problem p;
-      p.status = 405;
-      p.type = "urn:paratune:problem:method-not-allowed";
-      p.detail = req.method + " is not allowed here; use " + allow;
-      res.set_header("Allow", allow);
-      SendProblem(res, req, p);
-    };
-    if (allow.find("GET") == std::string::npos) svr.Get(pattern, route(label, not_allowed));
-    if (allow.find("POST") == std::string::npos) svr.Post(pattern, route(label, not_allowed));
-    if (allow.find("PUT") == std::string::npos) svr.Put(pattern, route(label, not_allowed));
-    if (allow.find("DELETE") == std::string::npos) svr.Delete(pattern, route(label, not_allowed));
-    if (allow.find("PATCH") == std::string::npos) svr.Patch(pattern, route(label, not_allowed));
+  // Every route is recorded with its method, so a known path asked with
+  // another method gets 405 and Allow (see the error handler).
+  auto get = [this, &svr](const std::string& pattern, Fn fn) {
+    routes_.emplace_back(std::regex(pattern), "GET");
+    svr.Get(pattern, std::move(fn));
+  };
+  auto post = [this, &svr](const std::string& pattern, Fn fn) {
+    routes_.emplace_back(std::regex(pattern), "POST");
+    svr.Post(pattern, std::move(fn));
+  };
+  auto del = [this, &svr](const std::string& pattern, Fn fn) {
+    routes_.emplace_back(std::regex(pattern), "DELETE");
+    svr.Delete(pattern, std::move(fn));
   };
 
   // ---- the page and the OpenAPI document (compiled in) ----
@@ -394,9 +560,9 @@ void Server::Routes() {
       Json doc = Json::parse(body);  // checked by the tests; a broken file is a build bug
       doc["info"]["version"] = options_.version;
       const std::string text = doc.dump(2);
-      svr.Get("/v1/openapi.json", route("/v1/openapi.json", [text](const Request&, Response& res) {
-                SendJson(res, 200, text);
-              }));
+      get("/v1/openapi.json", route("/v1/openapi.json", [text](const Request&, Response& res) {
+            SendJson(res, 200, text);
+          }));
       continue;
     }
     Fn serve = [body, type](const Request&, Response& res) {
@@ -410,17 +576,17 @@ void Server::Routes() {
       res.set_content(body, type.c_str());
     };
     const std::string url = "/" + name;  // "/static/app.js"
-    svr.Get(url, route("/static", serve));
+    get(url, route("/static", serve));
     if (name == "static/index.html") {
-      svr.Get("/", route("/", serve));
-      svr.Get("/index.html", route("/", serve));
+      get("/", route("/", serve));
+      get("/index.html", route("/", serve));
     }
   }
 
   // ---- operators ----
-  svr.Get("/livez", route("/livez", [](const Request&, Response& res) {
-            res.set_content("ok\n", "text/plain");
-          }));
+  get("/livez", route("/livez", [](const Request&, Response& res) {
+        res.set_content("ok\n", "text/plain");
+      }));
   Fn readyz = [this](const Request& req, Response& res) {
     bool ok = true;
     std::string text;
@@ -436,9 +602,11 @@ void Server::Routes() {
                         : std::string(ok ? "ok\n" : "not ready\n"),
                     "text/plain");
   };
-  svr.Get("/readyz", route("/readyz", readyz));
-  svr.Get("/healthz", route("/healthz", readyz));  // deprecated combined form (ecosystem.md §4)
-  svr.Get("/metrics", route("/metrics", [this](const Request&, Response& res) {
+  get("/readyz", route("/readyz", readyz));
+  get("/healthz", route("/healthz", readyz));  // deprecated combined form (ecosystem.md §4)
+  get("/metrics",
+      route(
+          "/metrics", [this](const Request&, Response& res) {
             res.set_content(
                 metrics_.Render(
                     options_.version,
@@ -451,150 +619,197 @@ void Server::Routes() {
                     }),
                 kMetricsMediaType);
           }));
-  svr.Get("/v1/version", route("/v1/version", [this](const Request&, Response& res) {
-            OrderedJson j;
-            j["schema"] = "paratune.version/v1";
-            j["version"] = options_.version;
-            SendJson(res, 200, j.dump());
-          }));
+  get("/v1/version", route("/v1/version", [this](const Request&, Response& res) {
+        OrderedJson j;
+        j["schema"] = "paratune.version/v1";
+        j["version"] = options_.version;
+        SendJson(res, 200, j.dump());
+      }));
 
   // ---- presets ----
   for (const std::string kind : {"all", "models", "gpus", "clusters"}) {
     const std::string text = PresetsDocument(kind).dump();
     const std::string path = kind == "all" ? "/v1/presets" : "/v1/presets/" + kind;
-    svr.Get(path, route(kind == "all" ? "/v1/presets" : "/v1/presets/{kind}",
-                        [text](const Request&, Response& res) { SendJson(res, 200, text); }));
+    get(path, route(kind == "all" ? "/v1/presets" : "/v1/presets/{kind}",
+                    [text](const Request&, Response& res) { SendJson(res, 200, text); }));
   }
-  svr.Get(R"(/v1/presets/(models|gpus|clusters)/([A-Za-z0-9._-]+))",
-          route("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
-            const std::string kind = req.matches[1], name = req.matches[2];
-            if (kind == "models") {
-              if (auto m = planner::ModelPreset(name); m.ok())
-                return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
-            } else if (kind == "gpus") {
-              if (auto g = topology::GpuPreset(name); g.ok())
-                return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
-            } else if (auto c = topology::ClusterPreset(name); c.ok()) {
-              return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
-            }
-            Problem p;
-            p.status = 404;
-            p.type = "urn:paratune:problem:not-found";
-            p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name +
-                       "' (GET /v1/presets/" + kind + ")";
-            SendProblem(res, req, p);
-          }));
+  get(R"(/v1/presets/(models|gpus|clusters)/([A-Za-z0-9._-]+))",
+      route("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
+        const std::string kind = req.matches[1], name = req.matches[2];
+        if (kind == "models") {
+          if (auto m = planner::ModelPreset(name); m.ok())
+            return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
+        } else if (kind == "gpus") {
+          if (auto g = topology::GpuPreset(name); g.ok())
+            return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
+        } else if (auto c = topology::ClusterPreset(name); c.ok()) {
+          return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
+        }
+        Problem p;
+        p.status = 404;
+        p.type = "urn:paratune:problem:not-found";
+        p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name +
+                   "' (GET /v1/presets/" + kind + ")";
+        SendProblem(res, req, p);
+      }));
 
   // ---- planning ----
-  svr.Post("/v1/predict", route("/v1/predict", [this](const Request& req, Response& res) {
-             auto body = JsonBody(req, res, options_.max_json_depth);
-             if (!body) return;
-             auto out = plans_->Predict(*body);
-             if (!out.ok()) return SendStatus(res, req, out.status());
-             SendJson(res, 200, *out);
-           }));
-  only("/v1/predict", "/v1/predict", "POST");
-  svr.Post("/v1/plans", route("/v1/plans", [this](const Request& req, Response& res) {
-             if (IsJsonMediaType(MediaType(req))) {
-               if (auto doc = plans_->LookupBody(req.body)) {  // a repeat, byte for byte
-                 metrics_.RecordPlan(true);
-                 res.set_header("X-Paratune-Cache", "hit");
-                 return SendJson(res, 200, *doc);
-               }
-             }
-             auto body = JsonBody(req, res, options_.max_json_depth);
-             if (!body) return;
-             auto out = plans_->Plan(*body, req.body);
-             if (!out.ok()) {
-               Problem p = ProblemFromStatus(out.status());
-               if (out.status().code() == StatusCode::kTimeout) {
-                 p.status = 422;  // the request asks for more than the service does in time
-                 p.type = "urn:paratune:problem:search-time-limit";
-                 p.title = "The search is larger than this service's time limit";
-               }
-               return SendProblem(res, req, p);
-             }
-             metrics_.RecordPlan(out->cache_hit);
-             res.set_header("X-Paratune-Cache", out->cache_hit ? "hit" : "miss");
-             SendJson(res, 200, *out->body);
-           }));
-  only("/v1/plans", "/v1/plans", "POST");
-  svr.Post("/v1/emit", route("/v1/emit", [this](const Request& req, Response& res) {
-             auto body = JsonBody(req, res, options_.max_json_depth);
-             if (!body) return;
-             auto out = plans_->Emit(*body);
-             if (!out.ok()) return SendStatus(res, req, out.status());
-             res.set_header("X-Paratune-Format", out->first);
-             res.status = 200;
-             res.set_content(out->second, "text/plain; charset=utf-8");
-           }));
-  only("/v1/emit", "/v1/emit", "POST");
-  svr.Post("/v1/replans", route("/v1/replans", [this](const Request& req, Response& res) {
-             auto body = JsonBody(req, res, options_.max_json_depth);
-             if (!body) return;
-             auto out = plans_->Replan(*body);
-             if (!out.ok()) {
-               Problem p = ProblemFromStatus(out.status());
-               if (out.status().code() == StatusCode::kTimeout) {
-                 p.status = 422;
-                 p.type = "urn:paratune:problem:search-time-limit";
-                 p.title = "The search is larger than this service's time limit";
-               }
-               return SendProblem(res, req, p);
-             }
-             SendJson(res, 200, *out);
-           }));
-  only("/v1/replans", "/v1/replans", "POST");
+  post("/v1/predict", route("/v1/predict", [this](const Request& req, Response& res) {
+         auto body = JsonBody(req, res, options_.max_json_depth);
+         if (!body) return;
+         auto out = plans_->Predict(*body);
+         if (!out.ok()) return SendStatus(res, req, out.status());
+         SendJson(res, 200, *out);
+       }));
+  post("/v1/plans", route("/v1/plans", [this](const Request& req, Response& res) {
+         if (IsJsonMediaType(MediaType(req))) {
+           if (auto doc = plans_->LookupBody(req.body)) {  // a repeat, byte for byte
+             metrics_.RecordPlan(true);
+             res.set_header("X-Paratune-Cache", "hit");
+             return SendJson(res, 200, *doc);
+           }
+         }
+         auto body = JsonBody(req, res, options_.max_json_depth);
+         if (!body) return;
+         auto out = plans_->Plan(*body, req.body);
+         if (!out.ok()) {
+           Problem p = ProblemFromStatus(out.status());
+           if (out.status().code() == StatusCode::kTimeout) {
+             p.status = 422;  // the request asks for more than the service does in time
+             p.type = "urn:paratune:problem:search-time-limit";
+             p.title = "The search is larger than this service's time limit";
+           }
+           return SendProblem(res, req, p);
+         }
+         metrics_.RecordPlan(out->cache_hit);
+         res.set_header("X-Paratune-Cache", out->cache_hit ? "hit" : "miss");
+         SendJson(res, 200, *out->body);
+       }));
+  post("/v1/emit", route("/v1/emit", [this](const Request& req, Response& res) {
+         auto body = JsonBody(req, res, options_.max_json_depth);
+         if (!body) return;
+         auto out = plans_->Emit(*body);
+         if (!out.ok()) return SendStatus(res, req, out.status());
+         res.set_header("X-Paratune-Format", out->first);
+         res.status = 200;
+         res.set_content(out->second, "text/plain; charset=utf-8");
+       }));
+  post("/v1/replans", route("/v1/replans", [this](const Request& req, Response& res) {
+         auto body = JsonBody(req, res, options_.max_json_depth);
+         if (!body) return;
+         auto out = plans_->Replan(*body);
+         if (!out.ok()) {
+           Problem p = ProblemFromStatus(out.status());
+           if (out.status().code() == StatusCode::kTimeout) {
+             p.status = 422;
+             p.type = "urn:paratune:problem:search-time-limit";
+             p.title = "The search is larger than this service's time limit";
+           }
+           return SendProblem(res, req, p);
+         }
+         SendJson(res, 200, *out);
+       }));
 
   // ---- profiles ----
-  svr.Get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
-            auto listed = plans_->profiles().List();
-            if (!listed.ok()) return SendStatus(res, req, listed.status());
-            OrderedJson doc;
-            doc["schema"] = "paratune.profiles/v1";
-            doc["profiles"] = OrderedJson::array();
-            for (const auto& [name, p] : *listed) {
-              if (p.ok()) {
-                doc["profiles"].push_back(ProfileSummary(name, **p));
-              } else {
-                doc["profiles"].push_back(
-                    {{"cluster_fingerprint", name}, {"error", p.status().message()}});
-              }
-            }
-            SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
-          }));
-  svr.Get(R"(/v1/profiles/([A-Za-z0-9_-]+))",
-          route("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
-            auto got = plans_->profiles().Get(req.matches[1]);
-            if (!got.ok()) return SendStatus(res, req, got.status());
-            if (!got->has_value()) {
-              Problem p;
-              p.status = 404;
-              p.type = "urn:paratune:problem:not-found";
-              p.detail =
-                  "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
-              return SendProblem(res, req, p);
-            }
-            SendJson(res, 200, profiler::ProfileToJson(***got).dump());
-          }));
-  svr.Post(
-      "/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
-        const std::string mt = MediaType(req);
-        Result<profiler::Profile> profile = Status::Internal("unset");
-        std::optional<Json> doc;
-        if (IsJsonMediaType(mt)) {
-          doc = JsonBody(req, res, options_.max_json_depth);
-          if (!doc) return;
-        } else if (mt != "text/plain") {
+  get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
+        auto listed = plans_->profiles().List();
+        if (!listed.ok()) return SendStatus(res, req, listed.status());
+        OrderedJson doc;
+        doc["schema"] = "paratune.profiles/v1";
+        doc["profiles"] = OrderedJson::array();
+        for (const auto& [name, p] : *listed) {
+          if (p.ok()) {
+            doc["profiles"].push_back(ProfileSummary(name, **p));
+          } else {
+            doc["profiles"].push_back({{"cluster_fingerprint", name},
+                                       {"error", HidePaths(p.status().message(), &hide_)}});
+          }
+        }
+        SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
+      }));
+  // Path segments are checked as tokens here (400), not by the pattern, so a
+  // bad identifier is a problem document, not a missing route.
+  auto bad_token = [](const Request& req, Response& res, const std::string& what) {
+    const std::string id = req.matches[1];
+    Status t = CheckPathToken(id, what);
+    if (t.ok()) return false;
+    Problem p;
+    p.status = 400;
+    p.type = "urn:paratune:problem:bad-identifier";
+    p.title = "The identifier in the path is not acceptable";
+    p.detail = t.message();
+    SendProblem(res, req, p);
+    return true;
+  };
+  const char* profile_path = R"(/v1/profiles/([^/]+))";
+  get(profile_path,
+      route("/v1/profiles/{fingerprint}", [this, bad_token](const Request& req, Response& res) {
+        if (bad_token(req, res, "cluster fingerprint")) return;
+        auto got = plans_->profiles().Get(req.matches[1]);
+        if (!got.ok()) return SendStatus(res, req, got.status());
+        if (!got->has_value()) {
           Problem p;
-          p.status = 415;
-          p.type = "urn:paratune:problem:unsupported-media-type";
+          p.status = 404;
+          p.type = "urn:paratune:problem:not-found";
           p.detail =
-              "send a paratune.profile/v1 or nccl-tests -J document as application/json, "
-              "or nccl-tests text output as text/plain";
+              "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
           return SendProblem(res, req, p);
         }
-        if (doc && doc->is_object() && doc->contains("schema")) {
+        SendJson(res, 200, profiler::ProfileToJson(***got).dump());
+      }));
+  del(profile_path,
+      route("/v1/profiles/{fingerprint}", [this, bad_token](const Request& req, Response& res) {
+        if (bad_token(req, res, "cluster fingerprint")) return;
+        const std::string fp = req.matches[1];
+        auto lock = profiler::CacheLock::TryAcquire(options_.cache_dir, fp);
+        if (!lock.ok()) return SendStatus(res, req, lock.status());
+        auto removed = profiler::DeleteCachedProfile(options_.cache_dir, fp, *lock);
+        if (!removed.ok()) return SendStatus(res, req, removed.status());
+        if (!*removed) {
+          Problem p;
+          p.status = 404;
+          p.type = "urn:paratune:problem:not-found";
+          p.detail = "no cached profile for cluster fingerprint '" + fp + "'";
+          return SendProblem(res, req, p);
+        }
+        plans_->InvalidateCache();  // plans fall back to the preset's figures
+        res.status = 204;
+      }));
+  post(
+      "/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
+        // JSON only: a form or text/plain post from a page elsewhere never gets here.
+        Result<profiler::Profile> profile = Status::Internal("unset");
+        std::optional<Json> doc = JsonBody(req, res, options_.max_json_depth);
+        if (!doc) return;
+        // The fingerprint names the file: checked before anything else reads it.
+        auto bad_fingerprint = [&](const std::string& fp) {
+          Status t = CheckPathToken(fp, "/cluster_fingerprint");
+          if (t.ok()) return false;
+          Problem p;
+          p.status = 400;
+          p.type = "urn:paratune:problem:bad-identifier";
+          p.title = "An identifier in the request is not acceptable";
+          p.detail = t.message();
+          p.pointer = "/cluster_fingerprint";
+          SendProblem(res, req, p);
+          return true;
+        };
+        if (doc->is_object() && doc->contains("cluster_fingerprint") &&
+            (*doc)["cluster_fingerprint"].is_string() &&
+            bad_fingerprint((*doc)["cluster_fingerprint"].get<std::string>())) {
+          return;
+        }
+        // nccl-tests text output travels as {"nccl_tests_log": "<the text>"}.
+        std::optional<std::string> text_log;
+        if (doc->is_object() && doc->size() == 1 && doc->contains("nccl_tests_log")) {
+          if (!(*doc)["nccl_tests_log"].is_string()) {
+            return SendStatus(res, req,
+                              Status::InvalidArgument("/nccl_tests_log: must be a string (the "
+                                                      "text nccl-tests printed)"));
+          }
+          text_log = (*doc)["nccl_tests_log"].get<std::string>();
+        }
+        if (!text_log && doc->is_object() && doc->contains("schema")) {
           profile = profiler::ParseProfile(*doc);
           if (profile.ok() && profile->cluster_fingerprint.empty()) {
             profile = Status::InvalidArgument(
@@ -616,7 +831,7 @@ void Server::Routes() {
               std::error_code ec;
               std::filesystem::create_directories(tmp, ec);
               const std::string stem = tmp + "/import-" + std::to_string(tl_ctx.id);
-              const std::string log = stem + (doc ? ".json" : ".log");
+              const std::string log = stem + (text_log ? ".log" : ".json");
               profiler::ImportRunOptions o;
               o.logs = {log};
               o.cluster = *cluster;
@@ -626,7 +841,7 @@ void Server::Routes() {
               o.tool = "paratune " + options_.version + " (serve)";
               o.argv = {"POST", "/v1/profiles"};
               std::vector<std::string> warnings;
-              Status w = WriteFileAtomic(log, req.body);
+              Status w = WriteFileAtomic(log, text_log ? *text_log : req.body);
               profile =
                   w.ok() ? profiler::ImportProfile(o, &warnings) : Result<profiler::Profile>(w);
               std::filesystem::remove(log, ec);
@@ -635,6 +850,7 @@ void Server::Routes() {
           }
         }
         if (!profile.ok()) return SendStatus(res, req, profile.status());
+        if (bad_fingerprint(profile->cluster_fingerprint)) return;
         auto lock =
             profiler::CacheLock::TryAcquire(options_.cache_dir, profile->cluster_fingerprint);
         if (!lock.ok()) return SendStatus(res, req, lock.status());
@@ -647,49 +863,65 @@ void Server::Routes() {
                  ProfileSummary(profile->cluster_fingerprint, *profile)
                      .dump(-1, ' ', false, Json::error_handler_t::replace));
       }));
-  only("/v1/profiles", "/v1/profiles", "GET, POST");
 
   // ---- jobs ----
-  svr.Post(
-      "/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
-        auto body = JsonBody(req, res, options_.max_json_depth);
-        if (!body) return;
-        if (JobManager::UsesHardware(*body) && options_.token.empty()) {
-          Problem p;
-          p.status = 403;
-          p.type = "urn:paratune:problem:token-required";
-          p.detail =
-              "jobs that run hardware (backend other than \"fake\") need the service started with "
-              "--token-file and the token in \"Authorization: Bearer\"";
-          p.pointer = "/backend";
-          return SendProblem(res, req, p);
-        }
-        SubmitError why = SubmitError::kNone;
-        auto rec = jobs_->Submit(*body, &why);
-        if (!rec.ok()) {
-          Problem p = ProblemFromStatus(rec.status());
-          if (why == SubmitError::kQueueFull) {
-            p.status = 429;
-            p.type = "urn:paratune:problem:queue-full";
-            p.title = "The job queue is full";
-          } else if (why == SubmitError::kIo) {
-            p.status = 503;
-            p.type = "urn:paratune:problem:not-ready";
-            p.title = "The job could not be recorded";
+  post("/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
+         auto body = JsonBody(req, res, options_.max_json_depth);
+         if (!body) return;
+         SubmitError why = SubmitError::kNone;
+         auto rec = jobs_->Submit(*body, &why);
+         if (!rec.ok()) {
+           Problem p = ProblemFromStatus(rec.status());
+           if (why == SubmitError::kQueueFull) {
+             p.status = 429;
+             p.type = "urn:paratune:problem:queue-full";
+             p.title = "The job queue is full";
+           } else if (why == SubmitError::kIo) {
+             p.status = 503;
+             p.type = "urn:paratune:problem:not-ready";
+             p.title = "The job could not be recorded";
+           }
+           return SendProblem(res, req, p);
+         }
+         res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
+         SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+       }));
+  get("/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
+        // Newest first, a page at a time: ?limit=N (1-200, default 50) and
+        // ?after=ID (the last id of the previous page).
+        int64_t limit = 50;
+        if (req.has_param("limit")) {
+          auto n = ParseInt(req.get_param_value("limit"), "limit");
+          if (!n.ok() || *n < 1 || *n > 200) {
+            return SendStatus(res, req,
+                              Status::InvalidArgument("limit: must be an integer in [1, 200]"));
           }
-          return SendProblem(res, req, p);
+          limit = *n;
         }
-        res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
-        SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+        const std::string after = req.get_param_value("after");
+        if (!after.empty()) {
+          if (Status t = CheckPathToken(after, "after"); !t.ok()) {
+            Problem p;
+            p.status = 400;
+            p.type = "urn:paratune:problem:bad-identifier";
+            p.title = "An identifier in the request is not acceptable";
+            p.detail = t.message();
+            return SendProblem(res, req, p);
+          }
+        }
+        bool more = false;
+        auto page = jobs_->Page(static_cast<size_t>(limit), after, &more);
+        if (!page.ok()) return SendStatus(res, req, page.status());
+        OrderedJson doc;
+        doc["schema"] = "paratune.jobs/v1";
+        doc["jobs"] = OrderedJson::array();
+        for (auto& j : *page) doc["jobs"].push_back(std::move(j));
+        if (more) {
+          doc["next"] = "/v1/jobs?limit=" + std::to_string(limit) +
+                        "&after=" + doc["jobs"].back()["id"].get<std::string>();
+        }
+        SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
       }));
-  svr.Get("/v1/jobs", route("/v1/jobs", [this](const Request&, Response& res) {
-            OrderedJson doc;
-            doc["schema"] = "paratune.jobs/v1";
-            doc["jobs"] = OrderedJson::array();
-            for (auto& j : jobs_->List()) doc["jobs"].push_back(std::move(j));
-            SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
-          }));
-  only("/v1/jobs", "/v1/jobs", "GET, POST");
   auto job_missing = [](const Request& req, Response& res) {
     Problem p;
     p.status = 404;
@@ -697,19 +929,21 @@ void Server::Routes() {
     p.detail = "no job '" + std::string(req.matches[1]) + "'";
     SendProblem(res, req, p);
   };
-  const char* job_path = R"(/v1/jobs/([A-Za-z0-9_-]+))";
-  svr.Get(job_path, route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
-            auto rec = jobs_->Get(req.matches[1]);
-            if (!rec) return job_missing(req, res);
-            SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-          }));
-  svr.Delete(job_path,
-             route("/v1/jobs/{id}", [this, job_missing](const Request& req, Response& res) {
-               auto rec = jobs_->Cancel(req.matches[1]);
-               if (!rec) return job_missing(req, res);
-               SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-             }));
-  only(job_path, "/v1/jobs/{id}", "GET, DELETE");
+  const char* job_path = R"(/v1/jobs/([^/]+))";
+  get(job_path,
+      route("/v1/jobs/{id}", [this, job_missing, bad_token](const Request& req, Response& res) {
+        if (bad_token(req, res, "job id")) return;
+        auto rec = jobs_->Get(req.matches[1]);
+        if (!rec) return job_missing(req, res);
+        SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+      }));
+  del(job_path,
+      route("/v1/jobs/{id}", [this, job_missing, bad_token](const Request& req, Response& res) {
+        if (bad_token(req, res, "job id")) return;
+        auto rec = jobs_->Cancel(req.matches[1]);
+        if (!rec) return job_missing(req, res);
+        SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+      }));
 }
 
 }  // namespace paratune::web

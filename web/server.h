@@ -4,18 +4,26 @@
 // problem documents (web/problem.h); /livez, /readyz and /metrics serve
 // operators; the page and its scripts are compiled into the binary.
 //
-// Safety: binds to loopback unless a bearer token is configured; with a token
-// every /v1 route and /metrics need "Authorization: Bearer <token>"; jobs that
-// run real hardware (backend other than "fake") are refused unless a token is
-// configured. Bodies are capped (413), JSON nesting is capped (400), searches
-// run under a time limit, and the job queue is bounded (429).
+// Safety (docs/service.md has the threat model): connections are read whole
+// by a front end (web/front.h) under deadlines and size limits before a worker
+// runs them, and health probes have their own worker. Every write (profiles,
+// jobs) needs "Authorization: Bearer <token>": the token comes from
+// --token-file or is generated at start into <cache_dir>/serve-token (mode
+// 0600). Reads are open on loopback unless a token file was given (then every
+// /v1 route and /metrics need it); binding elsewhere needs a token file.
+// Requests that change state from another origin (Origin, Sec-Fetch-Site) are
+// refused, and bodies are JSON only, so a page elsewhere cannot post a form.
+// Bodies are capped (413), JSON nesting is capped (400), searches run under a
+// time limit, and the job queue is bounded (429).
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <regex>
 #include <string>
 
 #include "common/status.h"
+#include "web/front.h"
 #include "web/jobs.h"
 #include "web/metrics.h"
 #include "web/plan_service.h"
@@ -31,15 +39,14 @@ namespace paratune::web {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                            // 0 = any free port (see Server::Bind)
-  std::string token;                          // bearer token; "" = none (then loopback only)
+  std::string token;                          // bearer token; "" = generate one at start
+  bool token_given = false;  // set by Create: a token was given, so reads need it too
   std::string cache_dir;                      // profiles/ and jobs/ live here; required
   std::string executable = "/proc/self/exe";  // the paratune binary jobs run
   std::string version = "dev";
-  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413 (copied to front)
   int max_json_depth = 64;          // deeper nesting gets 400
-  double read_timeout_s = 10;       // per socket read
-  double write_timeout_s = 30;      // per socket write
-  int http_threads = 64;            // connections served at once
+  FrontOptions front;               // connections, timeouts, workers (web/front.h)
   PlanServiceOptions plans;         // cache_dir is filled in from cache_dir
   JobOptions jobs;                  // dir, cache_dir, executable filled in
 };
@@ -50,7 +57,8 @@ bool IsLoopbackHost(const std::string& host);
 class Server {
  public:
   // Checks the options (a non-loopback host needs a token; the cache folder
-  // must be creatable), loads the job records and starts the job worker.
+  // must be creatable), writes a generated token to token_file() when none
+  // was given, loads the job records and starts the job worker.
   // kInvalidArgument for bad options, kIoError when the cache cannot be used.
   static Result<std::unique_ptr<Server>> Create(ServerOptions options);
   ~Server();  // stops listening and the job worker
@@ -65,6 +73,10 @@ class Server {
   void Stop();
 
   int port() const { return port_; }
+  // Client connections open now (the front end's count).
+  size_t open_connections() const { return front_ ? front_->open_connections() : 0; }
+  // Where a generated token was written ("" when the token was given).
+  const std::string& token_file() const { return token_file_; }
   const ServerOptions& options() const { return options_; }
   PlanService& plans() { return *plans_; }
   JobManager& jobs() { return *jobs_; }
@@ -72,20 +84,23 @@ class Server {
  private:
   explicit Server(ServerOptions options);
   void Routes();
+  // The methods the routes matching `path` take ("GET, DELETE"); "" = none.
+  std::string Allowed(const std::string& path) const;
   // Readiness checks, each (name, ok, detail).
   std::vector<std::tuple<std::string, bool, std::string>> Checks();
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Front> front_;
   std::unique_ptr<PlanService> plans_;
   std::unique_ptr<JobManager> jobs_;
   Metrics metrics_;
   std::atomic<bool> stopping_{false};
-  // Listen() was entered / has returned: Stop() waits for a listener that is
-  // starting (httplib's stop() is a no-op before its loop runs, and the loop
-  // would then never end).
-  std::atomic<bool> listen_called_{false}, listen_done_{false};
   std::atomic<uint64_t> request_counter_{0};
+  // Route patterns and the method each takes, for 405 + Allow.
+  std::vector<std::pair<std::regex, std::string>> routes_;
+  std::string token_file_;
+  std::vector<std::pair<std::string, std::string>> hide_;  // (folder, role) for HidePaths
   int port_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // long MPI/CPU profile is cancelled; records survive a restart of the service
 // and a SIGKILL of a real `paratune serve` process.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -159,19 +160,34 @@ TEST_F(JobsTest, BadRequestsAreProblems) {
   EXPECT_TRUE(BodyJson(client_->Get("/v1/jobs"))["jobs"].empty());  // nothing refused was recorded
 }
 
-TEST(JobsAuth, HardwareJobsNeedAToken) {
+// Every job needs the token, fake backend included: a job writes shared state
+// (records, the profile cache). The server generated one at start.
+TEST(JobsAuth, JobsNeedTheToken) {
   const std::string dir = TempDir("jobs-auth");
-  TestServer s(TestOptions(dir));  // no token
+  TestServer s(TestOptions(dir));  // no token given: one is generated into the state directory
   ASSERT_TRUE(s.ok()) << s.error();
+  auto token_file = ReadFileToString(dir + "/serve-token");
+  ASSERT_TRUE(token_file.ok());
+  EXPECT_EQ(token_file->substr(0, token_file->find('\n')), s.token());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/serve-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto c = s.Client();
-  for (const char* b : {R"({"kind":"profile","backend":"mpi-cpu"})",
-                        R"({"kind":"profile","backend":"cuda"})", R"({"kind":"profile"})"}) {
-    Json p = ExpectProblem(c->Post("/v1/jobs", b, "application/json"), 403, "/backend");
-    EXPECT_EQ(p["type"], "urn:paratune:problem:token-required");
+  for (const char* b :
+       {R"({"kind":"profile","backend":"mpi-cpu"})", R"({"kind":"profile","backend":"cuda"})",
+        R"({"kind":"profile"})", R"({"kind":"profile","backend":"fake"})"}) {
+    Json p = ExpectProblem(c->Post("/v1/jobs", b, "application/json"), 401);
+    EXPECT_EQ(p["type"], "urn:paratune:problem:unauthorized");
   }
+  c->set_bearer_token_auth("not-the-token-0123456789");
+  ExpectProblem(c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json"),
+                401);
+  c->set_bearer_token_auth(s.token());
   EXPECT_EQ(
       c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json")->status,
       202);
+  // Reads stay open on loopback.
+  EXPECT_EQ(s.Client()->Get("/v1/jobs")->status, 200);
   s.Shutdown();
   std::filesystem::remove_all(dir);
 }
@@ -182,8 +198,9 @@ TEST(JobsLimits, AFullQueueSays429) {
   o.jobs.max_queued = 0;
   TestServer s(o);
   ASSERT_TRUE(s.ok()) << s.error();
-  auto r =
-      s.Client()->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json");
+  auto c = s.Client();
+  c->set_bearer_token_auth(s.token());
+  auto r = c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json");
   Json p = ExpectProblem(r, 429);
   EXPECT_EQ(p["type"], "urn:paratune:problem:queue-full");
   EXPECT_EQ(r->get_header_value("Retry-After"), "30");
@@ -286,8 +303,20 @@ TEST(JobsCrash, AJobRunningWhenTheServiceIsKilledIsMarkedInterrupted) {
   const std::string id = Json::parse(r->body)["id"];
   Json running = WaitForStatus(c, id, {"running"}, 60);
   ASSERT_TRUE(running.contains("pid"));
+  const pid_t child = running["pid"];
   first.Kill(SIGKILL);
-  ::kill(-running["pid"].get<pid_t>(), SIGKILL);  // the orphaned work, in its own process group
+  // The job's process dies with the service; it does not run on and write its
+  // result later (a zombie waiting for its new parent to reap it is dead).
+  auto alive = [](pid_t pid) {
+    auto stat = ReadFileToString("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat.ok()) return false;
+    const size_t paren = stat->rfind(')');
+    return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
+  };
+  for (int i = 0; i < 200 && alive(child); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(alive(child)) << "the job's process outlived the service";
+  ::kill(-child, SIGKILL);  // whatever is left of its process group, should the check fail
 
   ServeProcess second;
   ASSERT_TRUE(second.Start(dir, "second")) << ReadFileToString(second.log).value();

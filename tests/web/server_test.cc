@@ -645,14 +645,20 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   auto log = ReadFileToString(std::string(PARATUNE_SOURCE_DIR) +
                               "/tests/profiler/data/all_reduce_8xA100.log");
   ASSERT_TRUE(log.ok());
-  ExpectProblem(client_->Post("/v1/profiles", *log, "text/plain"), 422);  // no ?cluster
-  ExpectProblem(client_->Post("/v1/profiles?cluster=no-such-cluster", *log, "text/plain"), 422);
+  // Writes need the token the server wrote at start; nccl-tests text travels inside JSON.
+  const std::string text_log = Json{{"nccl_tests_log", *log}}.dump();
+  ExpectProblem(PostJson("/v1/profiles?cluster=dgx-a100-80gb", text_log), 401);
+  client_->set_bearer_token_auth(server_->token());
+  ExpectProblem(PostJson("/v1/profiles", text_log), 422);  // no ?cluster
+  ExpectProblem(PostJson("/v1/profiles?cluster=no-such-cluster", text_log), 422);
   ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", *log, "application/xml"), 415);
-  ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", "garbage\n", "text/plain"),
-                400);
+  ExpectProblem(client_->Post("/v1/profiles?cluster=dgx-a100-80gb", *log, "text/plain"), 415);
+  ExpectProblem(
+      PostJson("/v1/profiles?cluster=dgx-a100-80gb", Json{{"nccl_tests_log", "garbage\n"}}.dump()),
+      400);
   ExpectProblem(PostJson("/v1/profiles", R"({"schema":"paratune.profile/v1"})"), 422);
 
-  auto r = client_->Post("/v1/profiles?cluster=dgx-a100-80gb", *log, "text/plain");
+  auto r = PostJson("/v1/profiles?cluster=dgx-a100-80gb", text_log);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   Json summary = BodyJson(r);
@@ -664,6 +670,9 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   auto list = BodyJson(client_->Get("/v1/profiles"));
   ASSERT_EQ(list["profiles"].size(), 1u);
   EXPECT_EQ(list["profiles"][0]["cluster_fingerprint"], fp);
+  // Listed with where its numbers came from: an import of nccl-tests logs.
+  EXPECT_EQ(list["profiles"][0]["provenance"]["backend"], "nccl-tests");
+  EXPECT_EQ(list["profiles"][0]["provenance"]["synthetic"], false);
   Json doc = BodyJson(client_->Get(("/v1/profiles/" + fp).c_str()));
   EXPECT_EQ(doc["schema"], "paratune.profile/v1");
   ExpectProblem(client_->Get("/v1/profiles/ffffffffffffffff"), 404);
@@ -684,6 +693,21 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 201) << again->body;
   EXPECT_EQ(BodyJson(again)["profile_fingerprint"], summary["profile_fingerprint"]);
+  // The same profile relabelled as synthetic (fake backend) does not replace it.
+  Json fake = doc;
+  fake["environment"]["backend"] = "fake";
+  Json conflict = ExpectProblem(PostJson("/v1/profiles", fake.dump()), 409);
+  EXPECT_NE(conflict["detail"].get<std::string>().find("fake backend"), std::string::npos);
+  // Deleting needs the token, then the profile is gone and plans stop using it.
+  auto anon = server_->Client();
+  ExpectProblem(anon->Delete(("/v1/profiles/" + fp).c_str()), 401);
+  auto del = client_->Delete(("/v1/profiles/" + fp).c_str());
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 204);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/profiles/" + fp + ".json"));
+  ExpectProblem(client_->Delete(("/v1/profiles/" + fp).c_str()), 404);
+  req.erase("profile");
+  EXPECT_FALSE(BodyJson(PostJson("/v1/plans", req.dump())).contains("profile"));
 }
 
 TEST(ServeCommand, HelpAndRefusals) {
