@@ -848,6 +848,10 @@ MemoryBreakdown CostModel::Memory(const ParallelConfig& c) const { return Memory
 
 Prediction CostModel::Predict(const ParallelConfig& c) const { return PredictWith(c, Compute(c)); }
 
+double CostModel::Uncertainty() const {
+  return std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
+}
+
 Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& terms,
                                   const MemoryBreakdown* mem) const {
   const ModelSpec& m = model_;
@@ -994,8 +998,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   p.reason = p.memory.Verdict();
   p.fits = p.reason == Reason::kOk;
-  // The band: the framework × GPU residual, widened by a calibrated profile's own.
-  p.uncertainty = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
+  p.uncertainty = Uncertainty();
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.
