@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(g++ cmake ninja-build pkg-config
-          nlohmann-json3-dev libboost-graph-dev libeigen3-dev libcpp-httplib-dev
+          nlohmann-json3-dev libboost-graph-dev libeigen3-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libopenmpi-dev openmpi-bin ${PARATUNE_EXTRA_PACKAGES:-})
 
