@@ -62,9 +62,10 @@ a dry run.
   --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config;
                      also uneven_pp=false: whole pipeline stages only)
   --objective O      rank by time (default), tokens_per_s, mfu or memory
-  --top K            candidates to keep (default 10). Rows whose predictions are
-                     identical collapse into one ("+N same"); leaders within the
-                     winner's uncertainty band (marked ~) are ordered simplest first
+  --top K            rows to print (default 10), cut from the ranking of the whole
+                     space: rows whose predictions are identical collapse into
+                     one ("+N same"); leaders within the winner's uncertainty
+                     band (marked ~) are ordered simplest first
   --pareto           also print the time vs memory-per-GPU Pareto front
   --explain SPEC     why this configuration was rejected, or where it ranks and
                      what separates it from the winner
@@ -398,11 +399,13 @@ int RunPlan(const Args& args, Io io) {
       if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
       } else {
-        PrintCandidates(planner::RankForTrust(s.result.top, opt.objective), io.out);
+        PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
       }
       if (flags.Has("--pareto") && !s.result.pareto.empty()) {
         io.out << "\nPareto front (time vs memory per GPU):\n";
-        PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory), io.out);
+        PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory,
+                                              static_cast<int>(s.result.pareto.size())),
+                        io.out);
       }
     }
     if (sections.size() > 1) {
@@ -416,13 +419,17 @@ int RunPlan(const Args& args, Io io) {
           io.out << "   (nothing fits)\n";
           continue;
         }
-        const auto& p = s.result.top.front().prediction;
+        // The plan's first row, as the document's scaling rows have it.
+        const planner::Candidate& b =
+            planner::RankForTrust(s.result.pool, opt.objective, 1).front().best;
+        const auto& p = b.prediction;
         const bool front = p.tokens_per_s > best;
         best = std::max(best, p.tokens_per_s);
         io.out << std::setw(11) << FormatFixed(p.iteration_time_s, 3) << std::setw(12)
-               << FormatFixed(p.tokens_per_s, 0) << std::setw(13) << FormatFixed(p.tokens_per_s / s.job.gpus, 1)
-               << std::setw(7) << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
-               << planner::ConfigToString(s.result.top.front().config) << "\n";
+               << FormatFixed(p.tokens_per_s, 0) << std::setw(13)
+               << FormatFixed(p.tokens_per_s / s.job.gpus, 1) << std::setw(7)
+               << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
+               << planner::ConfigToString(b.config) << "\n";
       }
     }
   }

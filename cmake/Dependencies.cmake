@@ -1,18 +1,22 @@
 # Third-party dependencies. Required: nlohmann/json, Boost.Graph (headers),
-# Eigen. Optional: cpp-httplib (web/), MPI (MPI backend), CUDA + cuBLAS + NCCL
-# (GPU backend). Each optional part announces what it found.
+# Eigen, cpp-httplib (vendored, web/). Optional: MPI (MPI backend), CUDA +
+# cuBLAS + NCCL (GPU backend). Each optional part announces what it found.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Boost 1.74 REQUIRED)            # Boost.Graph is header-only
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
 
-find_path(HTTPLIB_INCLUDE_DIR httplib.h)
-if(HTTPLIB_INCLUDE_DIR)
-  add_library(paratune_httplib INTERFACE)
-  target_include_directories(paratune_httplib SYSTEM INTERFACE ${HTTPLIB_INCLUDE_DIR})
-  target_link_libraries(paratune_httplib INTERFACE Threads::Threads)
-  set(PARATUNE_HAVE_HTTPLIB ON)
-endif()
+# cpp-httplib, header-only, from third_party/cpp-httplib (its README says which
+# version and patch). Without its OpenSSL, zlib and brotli switches: the
+# binary then links nothing beyond the C/C++ runtime, TLS is left to a reverse
+# proxy and compressed request bodies are refused (415). The include directory
+# comes before the system's, so a distribution's split httplib.h (declarations
+# for a compiled libcpp-httplib) is never picked up instead.
+add_library(paratune_httplib INTERFACE)
+target_include_directories(paratune_httplib SYSTEM BEFORE INTERFACE
+                           ${PROJECT_SOURCE_DIR}/third_party/cpp-httplib)
+target_link_libraries(paratune_httplib INTERFACE Threads::Threads)
+set(PARATUNE_HAVE_HTTPLIB ON)
 
 find_package(MPI COMPONENTS CXX)
 set(PARATUNE_HAVE_MPI ${MPI_CXX_FOUND})

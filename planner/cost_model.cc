@@ -78,6 +78,10 @@ const char* ModelFamily(const ModelSpec& m) { return m.gated_ffn ? "llama" : "gp
 
 Prediction CostModel::Predict(const ParallelConfig& c) const { return PredictWith(c, Compute(c)); }
 
+double CostModel::Uncertainty() const {
+  return std::hypot(base_band_, kBandPerEvidenceStep * evidence_steps_);
+}
+
 Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& terms,
                                   const MemoryBreakdown* mem) const {
   const ModelSpec& m = model_;
@@ -137,10 +141,8 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   p.reason = p.memory.Verdict();
   p.fits = p.reason == Reason::kOk;
-  // The band: the framework × GPU residual, widened by a calibrated profile's
-  // own and by the job's distance from the framework's calibrated evidence.
   p.evidence_steps = evidence_steps_;
-  p.uncertainty = std::hypot(base_band_, kBandPerEvidenceStep * evidence_steps_);
+  p.uncertainty = Uncertainty();
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.

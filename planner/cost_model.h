@@ -214,6 +214,10 @@ class CostModel {
   const topology::ClusterSpec& cluster() const { return cluster_; }
   const FrameworkSpec& framework() const { return fw_; }
   int gpus() const { return gpus_; }
+  // The relative band of every prediction of this model (Prediction::uncertainty):
+  // the framework × GPU residual, widened by a calibrated profile's own and by
+  // the job's distance from the framework's calibrated evidence.
+  double Uncertainty() const;
   // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
   double ModelFlopsPerIteration() const { return model_flops_; }
 

@@ -24,12 +24,6 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   return j;
 }
 
-bool SamePrediction(const Candidate& a, const Candidate& b) {
-  const double ta = a.prediction.iteration_time_s, tb = b.prediction.iteration_time_s;
-  return a.framework == b.framework && std::fabs(ta - tb) <= 1e-9 * std::max(ta, tb) &&
-         std::fabs(a.prediction.memory.reserved_GiB - b.prediction.memory.reserved_GiB) <= 1e-9;
-}
-
 OrderedJson JobJson(const Job& job) {
   OrderedJson j;
   j["model"] = OrderedJson::parse(ModelSpecToJson(job.model).dump());
@@ -79,9 +73,10 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw) {
   return n;
 }
 
-std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objective objective) {
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
+                                     int max_rows) {
   std::vector<RankedPlan> rows;
-  for (const Candidate& c : top) {
+  for (const Candidate& c : pool) {
     if (!rows.empty() && SamePrediction(rows.back().best, c)) {
       rows.back().alternatives.push_back(c.config);
       continue;
@@ -91,7 +86,12 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objectiv
     r.complexity = Complexity(c.config, FrameworkPreset(c.framework));
     rows.push_back(std::move(r));
   }
-  if (rows.empty() || objective == Objective::kMemory) return rows;
+  auto truncated = [&rows, max_rows]() {
+    if (static_cast<int>(rows.size()) > max_rows)
+      rows.resize(static_cast<size_t>(std::max(max_rows, 0)));
+    return std::move(rows);
+  };
+  if (rows.empty() || objective == Objective::kMemory) return truncated();
   // The rows arrive ranked by their pessimistic edge; the leaders are those
   // whose point prediction lies inside the first row's band.
   const double edge = rows.front().best.prediction.pessimistic_time_s;
@@ -101,7 +101,7 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objectiv
   }
   std::stable_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
                    [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
-  return rows;
+  return truncated();
 }
 
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
@@ -142,7 +142,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["fixed"] = fixed;
   // The job's framework is the winner's: each candidate names its own.
   Job job = s.job;
-  const std::vector<RankedPlan> ranked = RankForTrust(s.result.top, options.objective);
+  const std::vector<RankedPlan> ranked =
+      RankForTrust(s.result.pool, options.objective, options.top_k);
   if (!ranked.empty()) job.training.framework = ranked.front().best.framework;
   doc["job"] = JobJson(job);
   doc["evaluated"] = s.result.evaluated;
@@ -184,7 +185,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         row["best"] = nullptr;
         row["pareto"] = false;
       } else {
-        const std::vector<RankedPlan> sec_ranked = RankForTrust(sec.result.top, options.objective);
+        const std::vector<RankedPlan> sec_ranked =
+            RankForTrust(sec.result.pool, options.objective, 1);
         const Candidate& b = sec_ranked.front().best;
         row["framework"] = FrameworkName(b.framework);
         row["config_string"] = ConfigToString(b.config);

@@ -39,11 +39,15 @@ struct RankedPlan {
 // stages, one for a placement other than the framework's first.
 int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 
-// Orders a search's top candidates for people: configurations with identical
-// predictions collapse into one row; among the rows within the fastest one's
-// uncertainty band (prediction.uncertainty) the simpler configuration ranks
-// first (then the faster); the rest follow by time.
-std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& top, Objective objective);
+// Orders a search's candidates for people (`pool`, best first: a
+// SearchResult's pool): configurations with identical predictions
+// (SamePrediction) collapse into one row; among the rows within the fastest
+// one's uncertainty band (prediction.uncertainty) the simpler configuration
+// ranks first (then the faster); the rest follow by time. Then the first
+// `max_rows` rows are kept: the ranking is made on the whole pool, so a
+// smaller `max_rows` returns a prefix of a larger one's rows.
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
+                                     int max_rows);
 
 // The cost models a search needs (docs/frameworks.md): one per framework of
 // `family` (FrameworksOf), each costing the configurations it runs; or, when

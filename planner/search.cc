@@ -1,6 +1,9 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
 #include <tuple>
 
 #include "common/strings.h"
@@ -439,23 +442,21 @@ SearchResult Search::RunShard(int shard) const {
     std::lock_guard<std::mutex> lock(front_mu_);
     front = front_;
   }
-  std::vector<Candidate> heap;  // max-heap: worst of the kept on top
-  heap.reserve(options_.top_k + 1);
-  auto worse = [this](const Candidate& a, const Candidate& b) { return Better(a, b); };
+  // The candidates the ranking may need, best first up to `sorted`, then
+  // newcomers; trimmed (Trim) whenever the newcomers have doubled it.
+  std::vector<Candidate> pool;
+  double keep = std::numeric_limits<double>::infinity();  // this shard's keep limit
+  size_t next_trim = 64;
+  const bool by_time = options_.objective != Objective::kMemory;
   auto offer = [&](const ParallelConfig& cfg, const Prediction& pred) {
-    if (static_cast<int>(heap.size()) < options_.top_k) {
-      heap.push_back({cfg, pred, framework});
-      std::push_heap(heap.begin(), heap.end(), worse);
-    } else if (options_.top_k > 0) {
-      Candidate cand{cfg, pred, framework};
-      if (Better(cand, heap.front())) {
-        std::pop_heap(heap.begin(), heap.end(), worse);
-        heap.back() = cand;
-        std::push_heap(heap.begin(), heap.end(), worse);
+    if (!by_time ||
+        pred.iteration_time_s <= std::min(keep, bound_.load(std::memory_order_relaxed))) {
+      pool.push_back({cfg, pred, framework});
+      if (pool.size() >= next_trim) {
+        keep = Trim(&pool);
+        next_trim = 2 * pool.size() + 16;
+        if (prune) LowerBound(keep);
       }
-    }
-    if (prune && static_cast<int>(heap.size()) == options_.top_k) {
-      LowerBound(heap.front().prediction.pessimistic_time_s);
     }
     if (options_.keep_pareto) {
       // Non-dominated in (iteration time, memory per GPU). res.pareto is kept
@@ -568,9 +569,7 @@ SearchResult Search::RunShard(int shard) const {
                   const double lb = static_cast<double>(cm.training().global_batch) /
                                     (static_cast<double>(c.mbs) * c.gz * c.gdata) *
                                     layers_per_stage * compute[static_cast<int>(rc)];
-                  const bool out_of_top = lb > bound_.load(std::memory_order_relaxed) ||
-                                          (static_cast<int>(heap.size()) == options_.top_k &&
-                                           lb > heap.front().prediction.pessimistic_time_s);
+                  const bool out_of_top = lb > bound_.load(std::memory_order_relaxed) || lb > keep;
                   if (out_of_top && lb >= options_.count_faster_than_s &&
                       (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.reserved_GiB) ||
                        StrictlyDominated(front, lb, mem.reserved_GiB))) {
@@ -587,8 +586,11 @@ SearchResult Search::RunShard(int shard) const {
       }
     }
   }
-  std::sort_heap(heap.begin(), heap.end(), worse);
-  res.top = std::move(heap);
+  keep = Trim(&pool);
+  if (prune) LowerBound(keep);
+  res.top.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(
+                                                  pool.size(), std::max(options_.top_k, 0))));
+  res.pool = std::move(pool);
   if (options_.keep_pareto && !res.pareto.empty()) {
     std::lock_guard<std::mutex> lock(front_mu_);
     for (const Candidate& q : res.pareto) {
@@ -604,6 +606,48 @@ SearchResult Search::RunShard(int shard) const {
   return res;
 }
 
+bool SamePrediction(const Candidate& a, const Candidate& b) {
+  const double ta = a.prediction.iteration_time_s, tb = b.prediction.iteration_time_s;
+  return a.framework == b.framework && std::fabs(ta - tb) <= 1e-9 * std::max(ta, tb) &&
+         std::fabs(a.prediction.memory.reserved_GiB - b.prediction.memory.reserved_GiB) <= 1e-9;
+}
+
+double Search::Trim(std::vector<Candidate>* pool) const {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<Candidate>& p = *pool;
+  std::sort(p.begin(), p.end(),
+            [this](const Candidate& a, const Candidate& b) { return Better(a, b); });
+  if (options_.top_k <= 0) {
+    p.clear();
+    return -kInf;
+  }
+  if (p.empty()) return kInf;
+  // Rows as RankForTrust forms them: a candidate joins the row whose first
+  // member has its prediction. The band is a prefix of rows; a row past the
+  // first top_k and past the band is needed by no ranking, nor is what follows.
+  const bool by_time = options_.objective != Objective::kMemory;
+  // Ranked by the pessimistic edge (Better); a candidate belongs to the band
+  // when its point prediction lies within the best's pessimistic edge.
+  const double band_limit = by_time ? p.front().prediction.pessimistic_time_s : -kInf;
+  int rows = 0;
+  size_t first = 0;   // the first member of the current row
+  double kth = kInf;  // the pessimistic edge of the top_k-th row
+  bool in_band = true;
+  size_t n = 0;
+  for (; n < p.size(); ++n) {
+    if (rows > 0 && SamePrediction(p[first], p[n])) continue;
+    in_band = in_band && p[n].prediction.iteration_time_s <= band_limit;
+    if (rows == options_.top_k && !in_band) break;
+    first = n;
+    if (++rows == options_.top_k) kth = p[n].prediction.pessimistic_time_s;
+  }
+  p.erase(p.begin() + static_cast<std::ptrdiff_t>(n), p.end());
+  if (!by_time || rows < options_.top_k) return kInf;
+  // A candidate slower than this starts a row after the top_k-th (the margin
+  // covers SamePrediction's tolerance) outside the band.
+  return std::max(kth, band_limit) * (1.0 + 1e-8);
+}
+
 void Search::LowerBound(double t) const {
   double cur = bound_.load(std::memory_order_relaxed);
   while (t < cur && !bound_.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
@@ -612,18 +656,21 @@ void Search::LowerBound(double t) const {
 
 SearchResult Search::Merge(std::vector<SearchResult> parts) const {
   SearchResult out;
-  std::vector<Candidate> all_top, all_pareto;
+  std::vector<Candidate> all_pool, all_pareto;
   for (SearchResult& p : parts) {
     out.evaluated += p.evaluated;
     out.feasible += p.feasible;
     out.faster += p.faster;
     for (int i = 0; i < kNumReasons; ++i) out.rejected[i] += p.rejected[i];
-    all_top.insert(all_top.end(), p.top.begin(), p.top.end());
+    all_pool.insert(all_pool.end(), std::make_move_iterator(p.pool.begin()),
+                    std::make_move_iterator(p.pool.end()));
     all_pareto.insert(all_pareto.end(), p.pareto.begin(), p.pareto.end());
   }
-  std::sort(all_top.begin(), all_top.end(), [this](const Candidate& a, const Candidate& b) { return Better(a, b); });
-  if (static_cast<int>(all_top.size()) > options_.top_k) all_top.resize(options_.top_k);
-  out.top = std::move(all_top);
+  Trim(&all_pool);
+  out.top.assign(all_pool.begin(),
+                 all_pool.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(
+                                        all_pool.size(), std::max(options_.top_k, 0))));
+  out.pool = std::move(all_pool);
   // Pareto of the union: sort by memory, then keep strictly improving times.
   std::sort(all_pareto.begin(), all_pareto.end(), [](const Candidate& a, const Candidate& b) {
     if (a.prediction.memory.reserved_GiB != b.prediction.memory.reserved_GiB) {

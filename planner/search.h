@@ -2,9 +2,11 @@
 // §1) for one job: enumerate → rules → memory → full cost → top-K and Pareto.
 // The space is restricted to what a framework family supports (--space) and
 // any field can be pinned (--fix). Work is split into shards (ranges of the
-// outer degree tuples) so callers can run them on threads; each shard keeps a
-// bounded top-K heap and a Pareto set, so memory stays bounded whatever the
-// space size. Pure and deterministic: ties break on the canonical config order.
+// outer degree tuples) so callers can run them on threads; each shard keeps
+// the candidates the ranking can need (the K best distinct predictions and
+// those within the uncertainty band of the best) and a Pareto set, so memory
+// stays bounded by those, whatever the space size. Pure and deterministic: ties break on the
+// canonical config order.
 #pragma once
 
 #include <array>
@@ -75,12 +77,22 @@ struct Candidate {
 
 struct SearchResult {
   std::vector<Candidate> top;     // best first, at most top_k, fitting configs only
+  // Best first: every fitting candidate the ranked rows of a plan need
+  // (RankForTrust with top_k rows), whatever top_k is: the candidates of the
+  // first top_k distinct predictions (SamePrediction), each with every
+  // configuration that shares its prediction, and every candidate within the
+  // widest uncertainty band of the best. `top` is its first top_k entries.
+  std::vector<Candidate> pool;
   std::vector<Candidate> pareto;  // by memory ascending (time descending)
   int64_t evaluated = 0;          // configurations enumerated
   int64_t feasible = 0;           // passed the rules and fit in memory
   std::array<int64_t, kNumReasons> rejected{};  // by Reason
   int64_t faster = 0;             // fitting candidates faster than count_faster_than_s
 };
+
+// Whether two candidates are one row of a plan: the same framework, iteration
+// time and memory per GPU (to 1e-9 relative), so nothing tells them apart.
+bool SamePrediction(const Candidate& a, const Candidate& b);
 
 class Search {
  public:
@@ -118,15 +130,20 @@ class Search {
   bool AllowedPlacement(const Placement& p) const;
   bool InSpaceOf(int model, const ParallelConfig& c) const;
 
-  // Lowers the shared bound to `t` (the K-th best time some shard holds).
+  // Lowers the shared bound to `t` (the keep limit some shard holds).
   void LowerBound(double t) const;
+  // Sorts `pool` best first and drops every candidate the ranking cannot need
+  // (SearchResult::pool). Returns the keep limit: no candidate of a larger
+  // iteration time is needed (infinity while fewer than top_k rows are held,
+  // and for the memory objective, which does not rank by time).
+  double Trim(std::vector<Candidate>* pool) const;
 
   std::vector<const CostModel*> models_;
   SearchOptions options_;
-  // The smallest K-th best iteration time any shard has seen: a configuration
-  // whose time exceeds it is worse than K others, so it cannot be in the top K.
-  // Shared by concurrent shards; pruning with it is exact, results do not
-  // depend on thread timing.
+  // The smallest keep limit any shard has seen (Trim): a configuration whose
+  // time exceeds it is slower than K distinct predictions and outside the
+  // band of a faster one, so no ranking needs it. Shared by concurrent
+  // shards; pruning with it is exact, results do not depend on thread timing.
   mutable std::atomic<double> bound_{std::numeric_limits<double>::infinity()};
   // The union of the fronts of finished shards, as (memory GiB, time s) sorted
   // by memory: a candidate strictly slower than a point with no more memory is

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Installs what paratune needs on Debian (12+) and builds it into build/.
+# Installs what paratune needs on Debian (12+) and builds it into build/:
+# only `paratune` and the backend modules it opens at run time (building the
+# executable builds them); scripts/test.sh builds the tests and benchmarks too.
 # Idempotent and quick when nothing changed: packages already present are not
 # re-installed, an existing build directory is reused, ninja rebuilds only what
 # changed. Environment: BUILD_DIR (default build), PARATUNE_WERROR (default OFF;
-# CI sets ON), PARATUNE_SKIP_APT=1 to skip the package step.
+# CI sets ON), PARATUNE_SKIP_APT=1 to skip the package step,
+# PARATUNE_BUILD_TARGETS (default paratune; `all` for everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(g++ cmake ninja-build pkg-config
-          nlohmann-json3-dev libboost-graph-dev libeigen3-dev libcpp-httplib-dev
+          nlohmann-json3-dev libboost-graph-dev libeigen3-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libopenmpi-dev openmpi-bin ${PARATUNE_EXTRA_PACKAGES:-})
 
@@ -38,4 +41,5 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 elif [ -n "${PARATUNE_WERROR:-}" ]; then
   cmake "$BUILD_DIR" -DPARATUNE_WERROR="$PARATUNE_WERROR" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$(nproc)" >&2
+read -r -a targets <<<"${PARATUNE_BUILD_TARGETS:-paratune}"
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}" >&2

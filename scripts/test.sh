@@ -8,7 +8,8 @@ export PARATUNE_WERROR=${PARATUNE_WERROR:-ON}
 # Debian's chromium runs the browser test of the web page (label browser); it
 # is only needed here, not to build or use paratune.
 export PARATUNE_EXTRA_PACKAGES="${PARATUNE_EXTRA_PACKAGES:-} chromium"
-scripts/setup.sh
+# Everything: the tests and benchmarks as well as paratune and its modules.
+PARATUNE_BUILD_TARGETS=all scripts/setup.sh
 # Open MPI refuses to run as root without these (CI runs as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" --timeout 300 "$@")

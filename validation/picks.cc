@@ -92,7 +92,7 @@ Result<std::vector<PickCheck>> CheckPicks(const std::vector<PublishedRun>& runs)
     PT_RETURN_IF_ERROR(ValidateFixed(options.fixed).WithContext(best->id));
     const Search search(cm, options);
     const SearchResult result = search.RunAll();
-    const std::vector<RankedPlan> ranked = RankForTrust(result.top, Objective::kTime);
+    const std::vector<RankedPlan> ranked = RankForTrust(result.pool, Objective::kTime, 1);
     if (!ranked.empty()) {
       const Candidate& pick = ranked.front().best;
       pc.pick_config = ConfigToString(pick.config);

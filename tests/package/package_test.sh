@@ -4,12 +4,15 @@
 #  - every library bin/paratune and the mpi module load resolves inside the
 #    package or to the base system (ldd: nothing "not found"), and the cuda
 #    module lacks only the CUDA/NCCL libraries a GPU node provides;
-#  - bin/paratune links no CUDA, NCCL or MPI library itself;
+#  - bin/paratune needs nothing beyond glibc (libc, libm, the loader and, on
+#    older glibc, its split-off libpthread/libdl/librt), libstdc++ and libgcc,
+#    and no glibc newer than the README states (its GLIBC_ symbol versions);
 #  - `paratune version` and a `plan` on a preset run, with a clean environment;
 #  - the mpi-cpu backend module is found beside the binary (../lib/paratune).
-# Usage: package_test.sh BUILD_DIR
+# Usage: package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
+src=$2
 cmake --build "$build" --target package >/dev/null
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 tarball="$build/paratune-$version-Linux-x86_64.tar.gz"
@@ -41,8 +44,20 @@ check_ldd() {  # FILE ALLOWED_MISSING_REGEX
   done < <(env -i PATH=/usr/bin:/bin ldd "$file")
 }
 check_ldd "$root/bin/paratune" ""
-if env -i ldd "$root/bin/paratune" | grep -E 'lib(cuda|cudart|cublas|nccl|mpi|open-pal|open-rte)'; then
-  echo "FAIL: bin/paratune links a CUDA, NCCL or MPI library"; fail=1
+# Every library bin/paratune needs, by name: the C/C++ runtime only.
+runtime='^(linux-vdso[.]so[.]1|/lib(64)?/ld-linux-x86-64[.]so[.]2|lib(c|m|pthread|dl|rt)[.]so[.][0-9]+|libstdc[+][+][.]so[.]6|libgcc_s[.]so[.]1)$'
+needed=$(env -i PATH=/usr/bin:/bin ldd "$root/bin/paratune" | awk '{print $1}')
+[ -n "$needed" ] || { echo "FAIL: ldd printed nothing for bin/paratune"; fail=1; }
+for lib in $needed; do
+  [[ "$lib" =~ $runtime ]] || { echo "FAIL: bin/paratune needs $lib (only glibc, libstdc++, libgcc and libm are allowed)"; fail=1; }
+done
+# The newest glibc symbol version it needs is at most the one the README names.
+glibc_need=$(objdump -T "$root/bin/paratune" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+glibc_claim=$(grep -o 'glibc [0-9]*[.][0-9]* or newer' "$src/README.md" | head -1 | awk '{print $2}')
+if [ -z "$glibc_need" ] || [ -z "$glibc_claim" ]; then
+  echo "FAIL: glibc needed '$glibc_need', README states '$glibc_claim' (want 'glibc X.Y or newer')"; fail=1
+elif [ "$(printf '%s\n%s\n' "$glibc_need" "$glibc_claim" | sort -V | tail -1)" != "$glibc_claim" ]; then
+  echo "FAIL: bin/paratune needs glibc $glibc_need, the README says $glibc_claim"; fail=1
 fi
 cuda_libs='^lib(cudart|cublas|cublasLt|nccl|cuda|nvidia-ml)[.]'
 for m in "$root"/lib/paratune/*.so; do
@@ -69,5 +84,6 @@ if [ -f "$root/lib/paratune/paratune_backend_mpi.so" ]; then
     echo "FAIL: the packaged binary cannot load its mpi module: $err"; fail=1
   fi
 fi
-[ $fail = 0 ] && echo "package OK: $(tar -tzf "$tarball" | grep -c .) entries in $(basename "$tarball")"
+[ $fail = 0 ] && echo "package OK: $(tar -tzf "$tarball" | grep -c .) entries in $(basename "$tarball");" \
+  "bin/paratune needs" $needed "(glibc $glibc_need)"
 exit $fail

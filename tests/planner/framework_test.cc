@@ -229,7 +229,7 @@ TEST(Ranking, IdenticalPredictionsCollapseIntoOneRow) {
   std::vector<Candidate> top = {{a, cm.Predict(a), Framework::kMegatron},
                                 {b, cm.Predict(b), Framework::kMegatron},
                                 {other, cm.Predict(other), Framework::kMegatron}};
-  const std::vector<RankedPlan> rows = RankForTrust(top, Objective::kTime);
+  const std::vector<RankedPlan> rows = RankForTrust(top, Objective::kTime, 10);
   ASSERT_EQ(rows.size(), 2u);
   ASSERT_EQ(rows[0].alternatives.size(), 1u);
   EXPECT_EQ(rows[0].alternatives[0], b);
@@ -258,10 +258,10 @@ TEST(Ranking, SimplerLeaderFirstWithinTheBand) {
   complex.cp = 2;
   ParallelConfig simple;  // data parallel only
   ParallelConfig simplest_far;
-  const std::vector<RankedPlan> rows = RankForTrust(
-      {{complex, fast, Framework::kMegatron}, {simple, close, Framework::kMegatron},
-       {simplest_far, far, Framework::kFsdp}},
-      Objective::kTime);
+  const std::vector<RankedPlan> rows = RankForTrust({{complex, fast, Framework::kMegatron},
+                                                     {simple, close, Framework::kMegatron},
+                                                     {simplest_far, far, Framework::kFsdp}},
+                                                    Objective::kTime, 10);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].best.config, simple);
   EXPECT_TRUE(rows[0].within_band);
@@ -269,6 +269,95 @@ TEST(Ranking, SimplerLeaderFirstWithinTheBand) {
   EXPECT_FALSE(rows[2].within_band);
   EXPECT_LT(Complexity(simple, FrameworkPreset(Framework::kMegatron)),
             Complexity(complex, FrameworkPreset(Framework::kMegatron)));
+}
+
+// The plan's rows do not depend on how many are asked for: ranking, the
+// band's preference for simpler configurations and the collapse of identical
+// predictions happen on the whole space, and `top` only cuts the list. So the
+// rows for any top are the first rows for a larger one, and #1 is the
+// simplest configuration (then the fastest) within the band of the fastest
+// in the whole space, found here by keeping every fitting configuration.
+TEST(Ranking, RowsDoNotDependOnHowManyAreAskedFor) {
+  struct Case {
+    const char* model;
+    const char* cluster;
+    int gpus;
+    int64_t batch;
+    int seq;
+    Family family;
+    Objective objective;
+  };
+  const Case cases[] = {
+      {"llama3-8b", "dgx-h100", 64, 512, 8192, Family::kAll, Objective::kTime},
+      {"llama3-70b", "dgx-h100", 256, 512, 4096, Family::kMegatron, Objective::kTime},
+      {"gpt3-2.7b", "dgx-a100-80gb", 16, 64, 2048, Family::kAll, Objective::kTokensPerS},
+      {"gpt3-1.3b", "dgx-h100", 8, 64, 2048, Family::kAll, Objective::kMemory},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.model) + " on " + std::to_string(k.gpus) + " " + k.cluster + ", " +
+                 ObjectiveName(k.objective));
+    planner::Job job;
+    job.model = *ModelPreset(k.model);
+    job.cluster = *topology::ClusterPreset(k.cluster);
+    job.gpus = k.gpus;
+    job.training.global_batch = k.batch;
+    job.training.seq_len = k.seq;
+    auto space = ModelsForSpace(job, k.family, true, false);
+    ASSERT_TRUE(space.ok());
+    auto rows_for = [&](int top) {
+      SearchOptions opt;
+      opt.family = k.family;
+      opt.objective = k.objective;
+      opt.top_k = top;
+      PlanSection sec{job, Search(space->Pointers(), opt).RunAll(), 0};
+      const OrderedJson doc = PlansToJson({sec}, opt);
+      std::vector<std::string> rows;
+      for (const auto& c : doc["candidates"]) {
+        std::string alts;
+        for (const auto& a : c["alternatives"]) alts += " | " + a.get<std::string>();
+        rows.push_back(c["framework"].get<std::string>() + " " +
+                       c["config_string"].get<std::string>() +
+                       (c["within_band"].get<bool>() ? " (band)" : "") + alts);
+      }
+      return rows;
+    };
+    const std::vector<std::string> many = rows_for(100);
+    ASSERT_GE(many.size(), 50u);
+    for (int top : {1, 3, 10, 20, 50}) {
+      const std::vector<std::string> few = rows_for(top);
+      ASSERT_EQ(few.size(), static_cast<size_t>(top)) << "top " << top;
+      for (int i = 0; i < top; ++i)
+        EXPECT_EQ(few[i], many[i]) << "top " << top << ", row " << i + 1;
+    }
+    if (k.objective == Objective::kMemory) continue;
+    // #1 from every fitting configuration, kept whole.
+    SearchOptions all;
+    all.family = k.family;
+    all.objective = k.objective;
+    all.top_k = 1 << 30;
+    Search whole(space->Pointers(), all);
+    const SearchResult r = whole.RunAll();
+    ASSERT_EQ(r.top.size(), static_cast<size_t>(r.feasible));
+    const Candidate& fastest = r.top.front();
+    const double limit = fastest.prediction.iteration_time_s * (1 + fastest.prediction.uncertainty);
+    // Rows: a configuration whose prediction is its row's first one's joins it.
+    const Candidate* pick = nullptr;
+    const Candidate* row = nullptr;
+    int pick_complexity = 0;
+    for (const Candidate& c : r.top) {  // best first
+      if (row && SamePrediction(*row, c)) continue;
+      row = &c;
+      if (c.prediction.iteration_time_s > limit) break;
+      const int cx = Complexity(c.config, FrameworkPreset(c.framework));
+      if (!pick || cx < pick_complexity) {
+        pick = &c;
+        pick_complexity = cx;
+      }
+    }
+    ASSERT_NE(pick, nullptr);
+    EXPECT_EQ(many[0].substr(0, many[0].find(" (band)")),
+              std::string(FrameworkName(pick->framework)) + " " + ConfigToString(pick->config));
+  }
 }
 
 TEST(Ranking, TheBandWidensWithResiduals) {
