@@ -2,12 +2,19 @@
 // scripts/test.sh): it loads, plans (the form is submitted by the page's own
 // submit path, ?autorun=1), and shows the ranked table, the stacked bars, the
 // Pareto scatter and the topology. A screenshot is kept in
-// build/artifacts/web_page.png. Skips cleanly where no Chromium is installed.
+// build/artifacts/web_page.png. Then the page's layout at a phone's width
+// (390 px) and a desktop's (1440 px), measured in the page through the
+// DevTools protocol: no sideways scrolling, no text under 10 px, screenshots
+// in build/artifacts/web_page_390.png and web_page_1440.png. Skips cleanly
+// where no Chromium is installed.
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <regex>
+#include <thread>
 
+#include "tests/web/cdp.h"
 #include "tests/web/test_util.h"
 
 namespace paratune::web {
@@ -114,6 +121,129 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(head->substr(1, 3), "PNG");
   std::cout << "[browser] screenshot: " << png << "\n";
+  s.Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+// Measured in the page: the viewport and document widths, elements that
+// stick out past the viewport (outside a box that scrolls or clips them), the
+// smallest rendered size of a chart label (font size times the drawing's
+// scale) and of other text, all in CSS pixels.
+constexpr const char* kMeasure = R"js((() => {
+  const vw = window.innerWidth;
+  let svgMin = 1e9, svgMinText = "", svgTexts = 0;
+  for (const t of document.querySelectorAll("svg text")) {
+    const m = t.getScreenCTM();
+    if (!m || !t.getClientRects().length || !t.textContent.trim()) continue;
+    const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+    ++svgTexts;
+    if (px < svgMin) { svgMin = px; svgMinText = t.textContent; }
+  }
+  let htmlMin = 1e9, htmlMinText = "";
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement;
+    if (!e || !n.textContent.trim() || e.closest("svg") || !e.getClientRects().length) continue;
+    const px = parseFloat(getComputedStyle(e).fontSize);
+    if (px < htmlMin) { htmlMin = px; htmlMinText = n.textContent.trim().slice(0, 40); }
+  }
+  const wide = [];
+  for (const e of document.querySelectorAll("body *")) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.right <= vw + 0.5) continue;
+    let clipped = false;
+    for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX !== "visible") { clipped = true; break; }
+    }
+    if (!clipped) wide.push(e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + " right " + Math.round(r.right));
+  }
+  return JSON.stringify({ inner_width: vw, scroll_width: document.documentElement.scrollWidth,
+    height: document.documentElement.scrollHeight, svg_min_px: svgMin, svg_min_text: svgMinText,
+    svg_texts: svgTexts, html_min_px: htmlMin, html_min_text: htmlMinText, wide: wide.slice(0, 12) });
+})())js";
+
+// Evaluates `expr` in the page; its value (returnByValue).
+Result<Json> Eval(testing::DevTools& dt, const std::string& session, const std::string& expr) {
+  PT_ASSIGN_OR_RETURN(Json r, dt.Call("Runtime.evaluate",
+                                      {{"expression", expr}, {"returnByValue", true}}, session));
+  if (r.contains("exceptionDetails"))
+    return Status::Internal("page threw: " + r["exceptionDetails"].dump());
+  return r["result"].value("value", Json());
+}
+
+TEST(Browser, FitsAPhoneAndADesktop) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (scripts/test.sh installs Debian's)";
+  const std::string dir = TempDir("layout");
+  TestServer s(TestOptions(dir));
+  ASSERT_TRUE(s.ok()) << s.error();
+  const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
+                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
+                          "seq_len=4096&space=megatron&top=60&compare=1,3&sweep=pp";
+  testing::DevTools dt;
+  ASSERT_TRUE(dt.Start(chromium, dir + "/profile", dir + "/chromium.log").ok());
+  std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
+  for (const int width : {390, 1440}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    auto target = dt.Call("Target.createTarget", {{"url", "about:blank"}});
+    ASSERT_TRUE(target.ok()) << target.status().ToString() << "; see " << dir << "/chromium.log";
+    auto attached =
+        dt.Call("Target.attachToTarget", {{"targetId", (*target)["targetId"]}, {"flatten", true}});
+    ASSERT_TRUE(attached.ok()) << attached.status().ToString();
+    const std::string session = (*attached)["sessionId"];
+    // A phone is a mobile viewport: the page's <meta name="viewport"> applies,
+    // and a page wider than the screen would be zoomed out to fit.
+    const bool phone = width < 600;
+    auto metrics = [&](int height) {
+      return dt.Call(
+          "Emulation.setDeviceMetricsOverride",
+          {{"width", width}, {"height", height}, {"deviceScaleFactor", 1}, {"mobile", phone}},
+          session);
+    };
+    ASSERT_TRUE(metrics(phone ? 844 : 900).ok());
+    ASSERT_TRUE(dt.Call("Page.navigate", {{"url", url}}, session).ok());
+    // Planned, swept, and the winner's configuration text in place.
+    std::string st;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+    while (std::chrono::steady_clock::now() < until) {
+      auto v =
+          Eval(dt, session,
+               "document.body ? document.body.dataset.state + (document.querySelector("
+               "'#emit-text') && document.querySelector('#emit-text').textContent ? '+emit' : '')"
+               " : ''");
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      st = v->is_string() ? v->get<std::string>() : "";
+      if (st == "planned+emit" || st.rfind("error", 0) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    ASSERT_EQ(st, "planned+emit") << "the page did not finish planning";
+    auto measured = Eval(dt, session, kMeasure);
+    ASSERT_TRUE(measured.ok()) << measured.status().ToString();
+    const Json m = Json::parse(measured->get<std::string>());
+    std::cout << "[browser] " << width << " px: " << m.dump() << "\n";
+    EXPECT_EQ(m["inner_width"], width) << "the page was zoomed out: it is wider than the screen";
+    EXPECT_LE(m["scroll_width"].get<int>(), width) << "the page scrolls sideways";
+    EXPECT_TRUE(m["wide"].empty()) << "elements past the right edge: " << m["wide"].dump();
+    EXPECT_GE(m["svg_texts"].get<int>(), 60) << "the charts were not all drawn";
+    EXPECT_GE(m["svg_min_px"].get<double>(), 10.0) << "chart label '" << m["svg_min_text"] << "'";
+    EXPECT_GE(m["html_min_px"].get<double>(), 10.0) << "text '" << m["html_min_text"] << "'";
+
+    // The whole page in one screenshot: the viewport made as tall as it.
+    const int height = std::min(m["height"].get<int>(), 16000);
+    ASSERT_TRUE(metrics(height).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto shot = dt.Call("Page.captureScreenshot", {{"format", "png"}}, session);
+    ASSERT_TRUE(shot.ok()) << shot.status().ToString();
+    const std::string png_bytes = testing::DecodeBase64((*shot)["data"].get<std::string>());
+    EXPECT_EQ(png_bytes.substr(1, 3), "PNG");
+    const std::string png =
+        std::string(PARATUNE_ARTIFACT_DIR) + "/web_page_" + std::to_string(width) + ".png";
+    std::ofstream(png, std::ios::binary) << png_bytes;
+    EXPECT_GT(std::filesystem::file_size(png), 30000u);
+    std::cout << "[browser] screenshot: " << png << "\n";
+    ASSERT_TRUE(dt.Call("Target.closeTarget", {{"targetId", (*target)["targetId"]}}).ok());
+  }
+  dt.Stop();
   s.Shutdown();
   std::filesystem::remove_all(dir);
 }

@@ -13,7 +13,7 @@ const MEMORY = ["params", "grads", "optimizer", "activations", "buffers", "total
 const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                       "#9c755f", "#bab0ac"];
 
-const state = { doc: null, request: null, selected: 0, compare: [], emit: null };
+const state = { doc: null, request: null, selected: 0, compare: [], emit: null, sweep: null };
 
 // ---------- helpers ----------
 function el(tag, attrs = {}, ...children) {
@@ -40,6 +40,11 @@ function niceTicks(max, n = 5) {
   const out = [0];
   while (out[out.length - 1] < max * 0.9999) out.push(+(out[out.length - 1] + step).toPrecision(10));
   return out;  // the last tick is at or above max, so nothing is drawn past the axis
+}
+// Charts are drawn in CSS pixels at their box's width (viewBox = box), so an
+// 11 px label stays 11 px on a phone instead of shrinking with the drawing.
+function boxWidth(box, fallback) {
+  return Math.max(260, Math.floor(box.clientWidth || fallback));
 }
 function setStatus(text, error = false) {
   const s = $("#status");
@@ -106,6 +111,7 @@ async function onSubmit(ev) {
     state.request = request;
     state.selected = 0;
     state.compare = [];
+    state.sweep = null;
     render();
     await applyLinkOptions();
     setStatus("done in " + ((performance.now() - t0) / 1000).toFixed(2) + " s");
@@ -210,7 +216,11 @@ function renderBreakdown(doc) {
     return s;
   }));
   if (!cands.length) return;
-  const W = 760, rowH = 20, left = 250, right = 20, top = 8, H = top + cands.length * rowH + 40;
+  // Wide: the configuration left of its bar. Narrow: above it, bars full width.
+  const W = boxWidth(box, 760), narrow = W < 560;
+  const rowH = narrow ? 34 : 20, left = narrow ? 4 : 250, right = narrow ? 12 : 20, top = 8;
+  const H = top + cands.length * rowH + 40;
+  const maxChars = narrow ? Math.floor((W - 8) / 6.5) : 31;
   const max = Math.max(...cands.map((c) => c.prediction.iteration_time_s));
   const ticks = niceTicks(max);
   const xmax = ticks[ticks.length - 1] || max;
@@ -219,25 +229,26 @@ function renderBreakdown(doc) {
   const grid = svg("g", { class: "grid" });
   for (const t of ticks) {
     grid.append(svg("line", { x1: sx(t), x2: sx(t), y1: top, y2: H - 32 }));
-    s.append(svg("text", { x: sx(t), y: H - 20, "text-anchor": "middle" }, fmt(t, t < 1 ? 2 : 1)));
+    s.append(svg("text", { x: sx(t), y: H - 20, "text-anchor": t === 0 && narrow ? "start" : "middle" },
+      fmt(t, t < 1 ? 2 : 1)));
   }
   s.prepend(grid);
   cands.forEach((c, i) => {
-    const y = top + i * rowH;
-    const name = svg("text", { x: left - 6, y: y + 13, "text-anchor": "end" },
-      `${c.rank}. ${c.config_string.length > 31 ? c.config_string.slice(0, 30) + "…" : c.config_string}`);
+    const y = top + i * rowH, barY = narrow ? y + 16 : y;
+    const name = svg("text", narrow ? { x: left, y: y + 12 } : { x: left - 6, y: y + 13, "text-anchor": "end" },
+      `${c.rank}. ${c.config_string.length > maxChars ? c.config_string.slice(0, maxChars - 1) + "…" : c.config_string}`);
     name.append(svg("title", {}, c.config_string));
     s.append(name);
     let x = 0;
     for (const [, label, color, v] of terms(c.prediction)) {
       if (v <= 0) continue;
-      const r = svg("rect", { x: sx(x), y: y + 3, width: Math.max(0.5, sx(x + v) - sx(x)), height: rowH - 6, fill: color });
+      const r = svg("rect", { x: sx(x), y: barY + 3, width: Math.max(0.5, sx(x + v) - sx(x)), height: 14, fill: color });
       r.append(svg("title", {}, `#${c.rank} ${label}: ${fmt(v)} s`));
       s.append(r);
       x += v;
     }
   });
-  s.append(svg("text", { x: (left + W) / 2, y: H - 3, "text-anchor": "middle" }, "seconds per iteration"));
+  s.append(svg("text", { x: (left + W - right) / 2, y: H - 3, "text-anchor": "middle" }, "seconds per iteration"));
   box.append(s);
 }
 
@@ -248,9 +259,10 @@ function renderPareto(doc) {
   const front = (doc.pareto || []).map((p) => ({ t: p.iteration_time_s, m: p.memory_GiB, label: p.config_string }));
   const all = pts.concat(front);
   if (!all.length) return;
-  const W = 520, H = 330, L = 56, R = 14, T = 10, B = 42;
+  const W = boxWidth(box, 520), H = Math.round(Math.min(330, Math.max(240, W * 0.65)));
+  const L = 56, R = 14, T = 10, B = 42;
   const tmax = Math.max(...all.map((p) => p.t)), mmax = Math.max(...all.map((p) => p.m));
-  const xt = niceTicks(mmax), yt = niceTicks(tmax);
+  const xt = niceTicks(mmax, W < 420 ? 4 : 5), yt = niceTicks(tmax);
   const X = xt[xt.length - 1] || 1, Y = yt[yt.length - 1] || 1;
   const sx = (m) => L + (m / X) * (W - L - R), sy = (t) => H - B - (t / Y) * (H - T - B);
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "scatter of iteration time against memory per GPU" });
@@ -307,9 +319,11 @@ function renderTopology(doc, cand) {
   const order = (cand.config.placement || "x-y-cp-z-data-pp").split("-");
   const coords = (r) => { const c = {}; for (const d of order) { const n = deg[d] || 1; c[d] = r % n; r = Math.floor(r / n); } return c; };
   const nodes = Math.ceil(gpus / gpn), shown = Math.min(nodes, 16);
-  const cols = Math.min(gpn, 8), rowsPerNode = Math.ceil(gpn / cols), cell = 34, pad = 8;
+  // Cells shrink (to 30 px) so a node fits the box; nodes go two to a row where they fit.
+  const avail = boxWidth(box, 628), pad = 8, cols = Math.min(gpn, 8), rowsPerNode = Math.ceil(gpn / cols);
+  const cell = Math.max(30, Math.min(34, Math.floor((avail - 10 - pad * 2) / cols)));
   const nodeW = cols * cell + pad * 2, nodeH = rowsPerNode * cell + pad * 2 + 14;
-  const perRow = Math.max(1, Math.min(shown, 2));
+  const perRow = Math.max(1, Math.min(shown, 2, Math.floor(avail / (nodeW + 10))));
   const W = perRow * (nodeW + 10), H = Math.ceil(shown / perRow) * (nodeH + 10) + (nodes > shown ? 18 : 0);
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
     "aria-label": `${shown} of ${nodes} nodes; each GPU coloured by pipeline stage and labelled with its tensor-parallel rank` });
@@ -331,6 +345,9 @@ function renderTopology(doc, cand) {
     }
   }
   if (nodes > shown) s.append(svg("text", { x: 4, y: H - 4 }, `… and ${nodes - shown} more nodes of ${gpn} GPUs`));
+  // Drawn at its own size (no wider than the box), not stretched to fill it.
+  s.style.width = W + "px";
+  s.style.maxWidth = "100%";
   box.append(s);
   $("#topology-caption").textContent = `Where each rank runs on ${cluster.name || doc.cluster} (${gpn} GPUs per node): ` +
     `colour = pipeline stage (${deg.pp}), label = tensor-parallel rank, outlined = data replica 0; placement ${order.join("→")}, innermost first.`;
@@ -476,10 +493,11 @@ async function runSweep() {
 }
 
 function drawSweep(dim, rows) {
+  state.sweep = { dim, rows };
   const box = $("#sweep-chart");
   box.replaceChildren();
   if (!rows.length) return;
-  const W = 480, H = 200, L = 50, R = 50, T = 10, B = 34;
+  const W = boxWidth(box, 480), H = 200, L = 50, R = 50, T = 10, B = 34;
   const tmax = Math.max(...rows.map((r) => r.p.iteration_time_s)), mmax = Math.max(...rows.map((r) => r.p.memory_GiB.total));
   const yt = niceTicks(tmax), mt = niceTicks(mmax);
   const Y = yt[yt.length - 1] || 1, M = mt[mt.length - 1] || 1;
@@ -489,7 +507,7 @@ function drawSweep(dim, rows) {
   for (const t of yt) s.append(svg("text", { x: L - 5, y: sy(t) + 4, "text-anchor": "end" }, fmt(t, t < 1 ? 2 : 1)));
   for (const m of mt) s.append(svg("text", { x: W - R + 5, y: sm(m) + 4 }, fmt(m, 0)));
   rows.forEach((r, i) => s.append(svg("text", { x: sx(i), y: H - B + 14, "text-anchor": "middle" }, String(r.v))));
-  s.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, `${dim} (left: seconds, right: GiB per GPU)`));
+  s.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, `${dim} (left: s, right: GiB per GPU)`));
   s.append(svg("polyline", { fill: "none", stroke: "#4e79a7", "stroke-width": 2, points: rows.map((r, i) => `${sx(i)},${sy(r.p.iteration_time_s)}`).join(" ") }));
   s.append(svg("polyline", { fill: "none", stroke: "#e15759", "stroke-width": 2, "stroke-dasharray": "5 3", points: rows.map((r, i) => `${sx(i)},${sm(r.p.memory_GiB.total)}`).join(" ") }));
   rows.forEach((r, i) => {
@@ -552,6 +570,23 @@ async function applyLinkOptions() {
     await runSweep();
   }
 }
+
+// A new width redraws the charts for it (a phone turned, a window resized).
+function redrawCharts() {
+  const doc = state.doc;
+  if (!doc) return;
+  renderBreakdown(doc);
+  renderPareto(doc);
+  if (doc.candidates[state.selected]) renderTopology(doc, doc.candidates[state.selected]);
+  if (state.sweep) drawSweep(state.sweep.dim, state.sweep.rows);
+}
+let drawnWidth = window.innerWidth, redrawTimer = 0;
+window.addEventListener("resize", () => {
+  if (window.innerWidth === drawnWidth) return;
+  drawnWidth = window.innerWidth;
+  clearTimeout(redrawTimer);
+  redrawTimer = setTimeout(redrawCharts, 150);
+});
 
 // ---------- start ----------
 async function init() {
