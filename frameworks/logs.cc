@@ -225,6 +225,20 @@ void InterpretDeepSpeedConfig(const KvReader& r, LoggedRun* run) {
       if (std::regex_search(*zc, m, kStage)) run->zero = std::stoi(m[1].str());
     }
   }
+  // ZeRO-Offload: the zero_config print names each offload's device
+  // (DeepSpeedZeroOffloadOptimizerConfig(device='cpu', ...); older releases
+  // print the JSON, "offload_optimizer": {"device": "cpu", ...}).
+  if (auto zc = r.Str("zero_config")) {
+    static const std::regex kOffOpt(
+        R"re(offload_optimizer["']?\s*[=:]\s*(?:\w+\(|\{)[^)}]*device["']?\s*[=:]\s*["'](cpu|nvme)["'])re");
+    static const std::regex kOffParam(
+        R"re(offload_param["']?\s*[=:]\s*(?:\w+\(|\{)[^)}]*device["']?\s*[=:]\s*["'](cpu|nvme)["'])re");
+    std::smatch m;
+    if (std::regex_search(*zc, m, kOffOpt)) run->offload_optimizer = true;
+    if (std::regex_search(*zc, m, kOffParam)) run->offload_param = true;
+  }
+  if (r.Bool("zero_cpu_offload").value_or(false))
+    SetIf(&run->offload_optimizer, std::optional<bool>(true));
   if (r.Bool("bfloat16_enabled").value_or(false) || r.Bool("bf16_enabled").value_or(false)) {
     run->precision = "bf16";
   } else if (r.Bool("fp16_enabled").value_or(false) && !run->precision) {
@@ -277,6 +291,8 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   static const std::regex kDsArg(R"((?:^|\n)\s*deepspeed \.{2,}\s*True)");
   const std::string whole(text);
   const bool ds_marks = Contains(text, "[config.py:") || Contains(text, "DeepSpeed info:") ||
+                        Contains(text, "DeepSpeedZeroOffload") ||
+                        Contains(text, "DeepSpeedCPUAdam") || Contains(text, "zero_optimization") ||
                         std::regex_search(whole, kDsArg);
   if (megatron || nemo) {
     run.format = ds_marks ? LogFormat::kMegatronDeepSpeed : LogFormat::kMegatron;
@@ -323,8 +339,14 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   static const std::regex kPaddedVocab(
       R"(padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\))");
   static const std::regex kTitanStep(R"(step:\s*(\d+)\s+loss:.*?tps:\s*([0-9,]+))");
-  static const std::regex kTitanStart(
-      R"(local batch size (\d+), global batch size (\d+), sequence length (\d+))");
+  // torchtitan's start-up line has changed over releases ("Training starts at
+  // step 1, with local batch size 8, global batch size 64, total steps ...",
+  // "... gradient accumulation steps 1, sequence length 2048, ..."): each
+  // field is read on its own.
+  static const std::regex kTitanLocal(R"(local batch size (\d+))");
+  static const std::regex kTitanGlobal(R"(global batch size (\d+))");
+  static const std::regex kTitanSeq(R"(sequence length (\d+))");
+  static const std::regex kTitanAccum(R"(grad(?:ient|eint) accumulation steps (\d+))");
   static const std::regex kTitanMesh(
       R"(Building \d-D device mesh with \[([^\]]*)\], \[([0-9, ]*)\])");
   static const std::regex kTitanGpu(R"(GPU capacity: (.+?) \(\d+\) with)");
@@ -399,10 +421,11 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           const size_t before = run.steps.size();
           AddStep(&run, &seen, st);
           duplicates += run.steps.size() == before;
-        } else if (Contains(s, "Training starts") && std::regex_search(s, m, kTitanStart)) {
+        } else if (Contains(s, "local batch size") && std::regex_search(s, m, kTitanLocal)) {
           run.micro_batch = std::stoll(m[1].str());
-          run.global_batch = std::stoll(m[2].str());
-          run.seq_len = std::stoi(m[3].str());
+          if (std::regex_search(s, m, kTitanGlobal)) run.global_batch = std::stoll(m[1].str());
+          if (std::regex_search(s, m, kTitanSeq)) run.seq_len = std::stoi(m[1].str());
+          if (std::regex_search(s, m, kTitanAccum)) run.grad_accumulation = std::stoi(m[1].str());
         } else if (Contains(s, "device mesh") && std::regex_search(s, m, kTitanMesh)) {
           // Mesh dimension names and sizes, outermost first.
           static const std::regex kName(R"('([a-z_]+)')");
@@ -428,6 +451,9 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
                 run.cp = sizes[i];
               } else if (names[i] == "dp_shard") {
                 run.zero = 3;  // FSDP2 full sharding over the shard group
+              }
+              if (names[i] == "dp_shard" || names[i] == "dp_replicate" || names[i] == "dp") {
+                run.dp_degree = run.dp_degree.value_or(1) * sizes[i];
               }
             }
             if (!run.world_size) run.world_size = world;
@@ -512,6 +538,24 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   const KvReader r{kv};
   InterpretMegatronArgs(r, &run);
   InterpretDeepSpeedConfig(r, &run);
+  // torchtitan states the local batch and its mesh; the global batch is the
+  // local batch on every data-parallel rank, times the accumulation steps.
+  if (run.format == LogFormat::kTorchtitan && !run.global_batch && run.micro_batch &&
+      run.dp_degree) {
+    run.global_batch = *run.micro_batch * *run.dp_degree * run.grad_accumulation.value_or(1);
+    run.notes.push_back("global batch = local batch " + std::to_string(*run.micro_batch) +
+                        " x data-parallel degree " + std::to_string(*run.dp_degree) +
+                        (run.grad_accumulation
+                             ? " x accumulation steps " + std::to_string(*run.grad_accumulation)
+                             : std::string()));
+  }
+  // The GPU, where some line names the device (torch.cuda.get_device_name,
+  // nvidia-smi, torchtitan's "GPU capacity" line).
+  if (!run.gpu_device) {
+    static const std::regex kDevice(R"(NVIDIA (?:GH200|H200|H100|A100)[-A-Za-z0-9 ]*)");
+    std::smatch m;
+    if (std::regex_search(whole, m, kDevice)) run.gpu_device = Trim(m[0].str());
+  }
   run.ranks_seen = static_cast<int>(ranks.size());
   if (duplicates > 0) {
     run.notes.push_back(std::to_string(duplicates) +
@@ -522,6 +566,15 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
                                    " log but holds no step figure");
   }
   return run;
+}
+
+std::optional<std::string> ClusterForDevice(const std::string& device) {
+  const auto has = [&](const char* what) { return device.find(what) != std::string::npos; };
+  if (has("GH200")) return std::nullopt;  // no GH200 node preset
+  if (has("H200")) return "dgx-h200";
+  if (has("H100")) return "dgx-h100";
+  if (has("A100")) return has("40GB") || has("40 GB") ? "dgx-a100-40gb" : "dgx-a100-80gb";
+  return std::nullopt;
 }
 
 Result<StepSummary> SummarizeSteps(const LoggedRun& run, const StepSummaryOptions& options) {
@@ -627,16 +680,26 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   out.framework = fw;
   training["framework"] = FrameworkName(fw);
 
-  // Cluster: logs do not describe the cluster.
-  if (!flags.cluster) {
-    return Status::InvalidArgument("a log does not describe the cluster: pass --cluster");
+  // Cluster: --cluster, else the DGX preset of the device a line names (the
+  // node and network are then the preset's, an assumption).
+  if (flags.cluster) {
+    req["cluster"] = *flags.cluster;
+    assumed.push_back("cluster " +
+                      (flags.cluster->is_string() ? flags.cluster->get<std::string>()
+                                                  : std::string("from file")) +
+                      " (--cluster)");
+    if (run.gpu_device) read.push_back("device " + *run.gpu_device + " (device-name line)");
+  } else if (auto preset = run.gpu_device ? ClusterForDevice(*run.gpu_device) : std::nullopt) {
+    req["cluster"] = *preset;
+    read.push_back("device " + *run.gpu_device + " (device-name line)");
+    assumed.push_back("cluster " + *preset +
+                      ": the DGX preset of that GPU (its nodes and network; --cluster)");
+  } else {
+    return Status::InvalidArgument(
+        run.gpu_device
+            ? "the log's device " + *run.gpu_device + " has no cluster preset: pass --cluster"
+            : std::string("a log does not describe the cluster: pass --cluster"));
   }
-  req["cluster"] = *flags.cluster;
-  assumed.push_back(
-      "cluster " +
-      (flags.cluster->is_string() ? flags.cluster->get<std::string>() : std::string("from file")) +
-      " (--cluster)");
-  if (run.gpu_device) read.push_back("device " + *run.gpu_device + " (GPU capacity line)");
 
   // GPUs.
   if (run.world_size) {
@@ -764,6 +827,9 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   if (run.recompute) put("recompute", *run.recompute, "recompute setting");
   if (run.distributed_optimizer)
     put("distributed_optimizer", *run.distributed_optimizer, "use_distributed_optimizer");
+  if (run.offload_optimizer)
+    put("offload_optimizer", *run.offload_optimizer, "zero_config offload_optimizer");
+  if (run.offload_param) put("offload_param", *run.offload_param, "zero_config offload_param");
   if (run.zero) {
     if (run.format == LogFormat::kTorchtitan) {
       // FSDP2's shard group is the planner's gz: the data ranks of the mesh.

@@ -77,15 +77,25 @@ struct LoggedRun {
   std::optional<int> seq_len, world_size;
   std::optional<int64_t> global_batch, micro_batch;
   std::optional<std::string> precision;   // "bf16" | "fp16" | "fp32"
-  std::optional<std::string> gpu_device;  // e.g. "NVIDIA H100 80GB HBM3" (torchtitan)
+  std::optional<std::string> gpu_device;  // e.g. "NVIDIA H100 80GB HBM3" (a device-name line)
+  // torchtitan: the data-parallel degree of the device mesh (dp_replicate ×
+  // dp_shard) and the gradient accumulation steps its start-up line states.
+  std::optional<int> dp_degree, grad_accumulation;
   // Parallel configuration.
   std::optional<int> tp, pp, vpp, cp, zero;
   std::optional<bool> sp, distributed_optimizer, overlap_grad_reduce, overlap_param_gather,
       tp_comm_overlap;
   std::optional<std::string> recompute;  // "none" | "selective" | "full"
+  // ZeRO-Offload / ZeRO-Infinity to host memory, from DeepSpeed's config print.
+  std::optional<bool> offload_optimizer, offload_param;
   int ranks_seen = 0;                    // distinct rank prefixes (0 = lines carry none)
   std::vector<std::string> notes;        // reader remarks (e.g. duplicated steps)
 };
+
+// The cluster preset of an NVIDIA device name as logs print it ("NVIDIA
+// H100 80GB HBM3" -> "dgx-h100", "NVIDIA A100-SXM4-40GB" -> "dgx-a100-40gb");
+// nullopt for a device without one.
+std::optional<std::string> ClusterForDevice(const std::string& device);
 
 // Reads a log. `name` (its path) only labels errors. kInvalidArgument when the
 // text matches no reader or has no step figure.

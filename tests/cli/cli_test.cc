@@ -2,6 +2,7 @@
 // call these commands, so keys and codes change only on purpose.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -113,34 +114,37 @@ TEST(Plan, JsonDocumentAndRanking) {
   }
   ASSERT_GE(j["candidates"].size(), 1u);
   ASSERT_LE(j["candidates"].size(), 5u);  // identical predictions collapse into one row
-  // docs/model.md, Ranking: the leaders within the fastest one's band come
-  // first, simplest first; the rest follow by time.
+  // docs/model.md, Ranking: candidates rank by the pessimistic edge of their
+  // band; the leaders (point prediction inside the best edge) come first,
+  // simplest first; the rest follow by their edge.
+  EXPECT_EQ(j["ranked_by"].get<std::string>().rfind("ranked by the pessimistic edge", 0), 0u);
   const size_t leaders = j["leaders_within_band"].get<size_t>();
-  double fastest = 1e300, band = 0;
+  double edge = 1e300;
   for (const Json& c : j["candidates"]) {
-    if (c["within_band"].get<bool>() && c["prediction"]["iteration_time_s"].get<double>() < fastest) {
-      fastest = c["prediction"]["iteration_time_s"];
-      const Json& range = c["prediction"]["iteration_time_s_range"];
-      band = range[1].get<double>() / fastest - 1.0;
-    }
+    const Json& p = c["prediction"];
+    const double t = p["iteration_time_s"],
+                 u = p["iteration_time_s_range"][1].get<double>() / t - 1.0;
+    EXPECT_GE(p["pessimistic_iteration_time_s"].get<double>(), t * (1 + u) * (1 - 1e-9));
+    edge = std::min(edge, p["pessimistic_iteration_time_s"].get<double>());
   }
   double prev = 0;
   int prev_complexity = -1;
   for (size_t i = 0; i < j["candidates"].size(); ++i) {
     const Json& c = j["candidates"][i];
     const double t = c["prediction"]["iteration_time_s"];
+    const double e = c["prediction"]["pessimistic_iteration_time_s"];
     EXPECT_TRUE(c["prediction"]["fits"].get<bool>());
     EXPECT_EQ(c["within_band"].get<bool>(), i < leaders);
     EXPECT_TRUE(c.contains("framework"));
     if (i < leaders) {
-      EXPECT_LE(t, fastest * (1.0 + band) * (1 + 1e-9));
+      EXPECT_LE(t, edge * (1 + 1e-9));
       EXPECT_GE(c["complexity"].get<int>(), prev_complexity);
       prev_complexity = c["complexity"];
     } else {
-      EXPECT_GE(t, prev);
-      EXPECT_GT(t, fastest * (1.0 + band));
+      EXPECT_GE(e, prev);
+      EXPECT_GT(t, edge);
+      prev = e;
     }
-    prev = std::max(prev, t);
   }
   int64_t rejected = 0;
   for (auto& [k, v] : j["rejected"].items()) rejected += v.get<int64_t>();
@@ -239,6 +243,12 @@ TEST(Capacity, FpdtWithOffloadReachesTwoMillionTokensOnFourA100_40GB) {
   const Json p = Json::parse(r.out);
   EXPECT_LE(p["memory_GiB"]["host_per_node"].get<double>(), 256 * 0.9);
   EXPECT_TRUE(p.contains("binding"));
+}
+
+TEST(Validate, HoldoutMustBeAGrouping) {
+  Outcome r = Call(RunValidate, {"--runs", "-", "--holdout", "vendor"}, "[]");
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--holdout"), std::string::npos) << r.err;
 }
 
 TEST(Presets, ListAndShow) {

@@ -368,5 +368,101 @@ TEST(LogsTest, SeveralRunsAreFittedInTheLeastSquaresSense) {
   EXPECT_LT(fit->predicted_after_s[0], 1.1 * m);
 }
 
+// torchtitan's start-up line as its releases print it (train.py's
+// logger.info: "Training starts at step 1, with local batch size 8, global
+// batch size 64, total steps ..." in 2024; "Trainer is initialized with local
+// batch size 8, global batch size 64, gradient accumulation steps 1,
+// sequence length 2048, ..." later): every field is read wherever it sits.
+TEST(LogsTest, TorchtitanStartLineFieldByField) {
+  const std::string steps =
+      "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  2  loss:  7.6  memory: "
+      "66.91GiB(37.51%)  tps: 10,050\n"
+      "[titan] 2026-02-24 19:46:19,145 - root - INFO - step:  3  loss:  7.0  memory: "
+      "66.91GiB(37.51%)  tps: 10,007\n";
+  auto newer = ParseTrainingLog(
+      "[titan] 2025-11-25 19:44:58,838 - root - INFO - Trainer is initialized with local batch "
+      "size 8, global "
+      "batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 10 (warmup "
+      "2)\n" +
+          steps,
+      "titan");
+  ASSERT_TRUE(newer.ok()) << newer.status().message();
+  EXPECT_EQ(newer->micro_batch, 8);
+  EXPECT_EQ(newer->global_batch, 64);
+  EXPECT_EQ(newer->seq_len, 2048);
+  auto older = ParseTrainingLog(
+      "[titan] 2024-06-01 10:00:00,000 - root - INFO - Training starts at step 1, with local batch "
+      "size 4, "
+      "global batch size 32, total steps 100\n" +
+          steps,
+      "titan");
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->global_batch, 32);
+  EXPECT_EQ(older->micro_batch, 4);
+}
+
+// Where the start-up line gives the local batch only, the global batch is
+// the local batch on every data-parallel rank of the device mesh: 4 × (2 × 4).
+TEST(LogsTest, TorchtitanGlobalBatchFromLocalBatchAndMesh) {
+  auto run = ParseTrainingLog(
+      "[titan] 2025-01-01 00:00:00,000 - root - INFO - Building 3-D device mesh with "
+      "['dp_replicate', "
+      "'dp_shard', 'tp'], [2, 4, 2]\n"
+      "[titan] 2025-01-01 00:00:01,000 - root - INFO - GPU capacity: NVIDIA H100 80GB HBM3 (0) "
+      "with 79.11GiB "
+      "memory\n"
+      "[titan] 2025-01-01 00:00:02,000 - root - INFO - Training starts at step 1, with local batch "
+      "size 4, "
+      "sequence length 8192\n"
+      "[titan] 2025-01-01 00:00:05,000 - root - INFO - step:  2  loss:  7.6  tps: 3,050\n"
+      "[titan] 2025-01-01 00:00:08,000 - root - INFO - step:  3  loss:  7.0  tps: 3,007\n",
+      "titan");
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->dp_degree, 8);
+  EXPECT_EQ(run->global_batch, 32);
+  EXPECT_TRUE(Mentions(run->notes, "local batch 4 x data-parallel degree 8"));
+  // The GPU is named, so the cluster need not be: the DGX preset of it.
+  LogFlags flags;
+  flags.model = Json("llama3-8b");
+  auto lr = RequestFromLog(*run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->request["cluster"], "dgx-h100");
+  EXPECT_EQ(lr->request["training"]["global_batch"], 32);
+}
+
+TEST(LogsTest, ClusterForDeviceNames) {
+  EXPECT_EQ(ClusterForDevice("NVIDIA H100 80GB HBM3"), "dgx-h100");
+  EXPECT_EQ(ClusterForDevice("NVIDIA A100-SXM4-40GB"), "dgx-a100-40gb");
+  EXPECT_EQ(ClusterForDevice("NVIDIA A100-SXM4-80GB"), "dgx-a100-80gb");
+  EXPECT_EQ(ClusterForDevice("NVIDIA H200"), "dgx-h200");
+  EXPECT_FALSE(ClusterForDevice("AMD Instinct MI300X").has_value());
+}
+
+// A Megatron-DeepSpeed log whose DeepSpeed engine offloads the optimizer to
+// the CPU: DeepSpeed's config print (DeepSpeedConfig.print, "zero_config" with
+// its DeepSpeedZeroOffloadOptimizerConfig) makes it a Megatron-DeepSpeed run
+// with ZeRO-3 and optimizer offload, not a Megatron one the planner refuses.
+TEST(LogsTest, DeepSpeedOffloadAndZeroStage) {
+  auto run = ParseTrainingLog(
+      "[2024-03-01 10:00:00,000] [INFO] [config.py:988:print]   zero_config .................. "
+      "stage=3 "
+      "contiguous_gradients=True reduce_scatter=True reduce_bucket_size=500000000 "
+      "offload_param=None offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', "
+      "nvme_path=None, buffer_count=4, pin_memory=True, pipeline=False, ratio=1.0) "
+      "sub_group_size=1000000000\n"
+      " iteration       10/    1000 | consumed samples:          640 | elapsed time per iteration "
+      "(ms): "
+      "5012.3 | learning rate: 1.0E-04 |\n"
+      " iteration       20/    1000 | consumed samples:         1280 | elapsed time per iteration "
+      "(ms): "
+      "5003.9 | learning rate: 1.0E-04 |\n",
+      "mds");
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->format, LogFormat::kMegatronDeepSpeed);
+  EXPECT_EQ(run->zero, 3);
+  EXPECT_EQ(run->offload_optimizer, true);
+  EXPECT_FALSE(run->offload_param.has_value());
+}
+
 }  // namespace
 }  // namespace paratune::planner
