@@ -35,12 +35,18 @@ void CollectiveBufferBytes(int comm_size, CollectiveCall* call) {
 
 const char* CollectiveLabel(OpKind kind) {
   switch (kind) {
-    case OpKind::kAllReduce: return "all_reduce";
-    case OpKind::kAllGather: return "all_gather";
-    case OpKind::kReduceScatter: return "reduce_scatter";
-    case OpKind::kAllToAll: return "alltoall";
-    case OpKind::kSendRecv: return "";
-    default: return OpKindName(kind);
+    case OpKind::kAllReduce:
+      return "all_reduce";
+    case OpKind::kAllGather:
+      return "all_gather";
+    case OpKind::kReduceScatter:
+      return "reduce_scatter";
+    case OpKind::kAllToAll:
+      return "alltoall";
+    case OpKind::kSendRecv:
+      return "";
+    default:
+      return OpKindName(kind);
   }
 }
 
@@ -48,10 +54,12 @@ Status IssueCollective(Backend& b, const CollectiveCall& c) {
   switch (c.kind) {
     case OpKind::kAllReduce:
       return b.AllReduce(c.comm, c.send, c.recv, c.count, c.dtype, c.op, c.stream);
-    case OpKind::kAllGather: return b.AllGather(c.comm, c.send, c.recv, c.count, c.dtype, c.stream);
+    case OpKind::kAllGather:
+      return b.AllGather(c.comm, c.send, c.recv, c.count, c.dtype, c.stream);
     case OpKind::kReduceScatter:
       return b.ReduceScatter(c.comm, c.send, c.recv, c.count, c.dtype, c.op, c.stream);
-    case OpKind::kAllToAll: return b.AllToAll(c.comm, c.send, c.recv, c.count, c.dtype, c.stream);
+    case OpKind::kAllToAll:
+      return b.AllToAll(c.comm, c.send, c.recv, c.count, c.dtype, c.stream);
     case OpKind::kSendRecv:
       return b.SendRecv(c.comm, c.send, c.send_peer, c.recv, c.recv_peer, c.count, c.dtype,
                         c.stream);
@@ -62,34 +70,62 @@ Status IssueCollective(Backend& b, const CollectiveCall& c) {
 
 Status CollectiveBackend::AllReduce(CommId comm, const Buffer& send, const Buffer& recv,
                                     int64_t count, DataType t, ReduceOp op, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllReduce, .comm = comm, .send = send, .recv = recv,
-                   .count = count, .dtype = t, .op = op, .stream = stream});
+  return Dispatch({.kind = OpKind::kAllReduce,
+                   .comm = comm,
+                   .send = send,
+                   .recv = recv,
+                   .count = count,
+                   .dtype = t,
+                   .op = op,
+                   .stream = stream});
 }
 
 Status CollectiveBackend::AllGather(CommId comm, const Buffer& send, const Buffer& recv,
                                     int64_t send_count, DataType t, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllGather, .comm = comm, .send = send, .recv = recv,
-                   .count = send_count, .dtype = t, .stream = stream});
+  return Dispatch({.kind = OpKind::kAllGather,
+                   .comm = comm,
+                   .send = send,
+                   .recv = recv,
+                   .count = send_count,
+                   .dtype = t,
+                   .stream = stream});
 }
 
 Status CollectiveBackend::ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv,
                                         int64_t recv_count, DataType t, ReduceOp op,
                                         StreamId stream) {
-  return Dispatch({.kind = OpKind::kReduceScatter, .comm = comm, .send = send, .recv = recv,
-                   .count = recv_count, .dtype = t, .op = op, .stream = stream});
+  return Dispatch({.kind = OpKind::kReduceScatter,
+                   .comm = comm,
+                   .send = send,
+                   .recv = recv,
+                   .count = recv_count,
+                   .dtype = t,
+                   .op = op,
+                   .stream = stream});
 }
 
 Status CollectiveBackend::AllToAll(CommId comm, const Buffer& send, const Buffer& recv,
                                    int64_t count_per_peer, DataType t, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllToAll, .comm = comm, .send = send, .recv = recv,
-                   .count = count_per_peer, .dtype = t, .stream = stream});
+  return Dispatch({.kind = OpKind::kAllToAll,
+                   .comm = comm,
+                   .send = send,
+                   .recv = recv,
+                   .count = count_per_peer,
+                   .dtype = t,
+                   .stream = stream});
 }
 
 Status CollectiveBackend::SendRecv(CommId comm, const Buffer& send, int send_peer,
                                    const Buffer& recv, int recv_peer, int64_t count, DataType t,
                                    StreamId stream) {
-  return Dispatch({.kind = OpKind::kSendRecv, .comm = comm, .send = send, .recv = recv,
-                   .count = count, .dtype = t, .stream = stream, .send_peer = send_peer,
+  return Dispatch({.kind = OpKind::kSendRecv,
+                   .comm = comm,
+                   .send = send,
+                   .recv = recv,
+                   .count = count,
+                   .dtype = t,
+                   .stream = stream,
+                   .send_peer = send_peer,
                    .recv_peer = recv_peer});
 }
 
