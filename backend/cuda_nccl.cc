@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/collectives.h"
 #include "backend/cuda_kernels.h"
 #include "backend/nvml_topology.h"
 
@@ -77,7 +79,7 @@ std::string VersionString(int v, int major_div, int minor_div, int minor_mod) {
   return std::to_string(v / major_div) + "." + std::to_string((v / minor_div) % minor_mod);
 }
 
-class CudaNcclBackend final : public Backend {
+class CudaNcclBackend final : public CollectiveBackend {
  public:
   CudaNcclBackend(std::unique_ptr<Bootstrap> boot, HostLayout layout, int device,
                   const CudaNcclOptions& options)
@@ -475,106 +477,73 @@ class CudaNcclBackend final : public Backend {
     return CommInfo{c.rank, c.size, c.world_ranks};
   }
 
-  Status AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count, DataType t,
-                   ReduceOp op, StreamId stream) override {
-    PT_RETURN_IF_ERROR(Usable());
-    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(comm));
-    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(stream));
-    const int64_t bytes = count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "all_reduce send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "all_reduce recv"));
-    return NcclError(ncclAllReduce(send.data, recv.data, static_cast<size_t>(count), NcclType(t),
-                                   NcclOp(op), c->comm, s),
-                     c->comm, "ncclAllReduce");
-  }
-
-  Status AllGather(CommId comm, const Buffer& send, const Buffer& recv, int64_t send_count,
-                   DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(Usable());
-    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(comm));
-    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(stream));
-    const int64_t chunk = send_count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, chunk, "all_gather send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk * c->size, "all_gather recv"));
-    return NcclError(ncclAllGather(send.data, recv.data, static_cast<size_t>(send_count),
-                                   NcclType(t), c->comm, s),
-                     c->comm, "ncclAllGather");
-  }
-
-  Status ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv, int64_t recv_count,
-                       DataType t, ReduceOp op, StreamId stream) override {
-    PT_RETURN_IF_ERROR(Usable());
-    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(comm));
-    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(stream));
-    const int64_t chunk = recv_count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, chunk * c->size, "reduce_scatter send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk, "reduce_scatter recv"));
-    return NcclError(ncclReduceScatter(send.data, recv.data, static_cast<size_t>(recv_count),
-                                       NcclType(t), NcclOp(op), c->comm, s),
-                     c->comm, "ncclReduceScatter");
-  }
-
-  Status AllToAll(CommId comm, const Buffer& send, const Buffer& recv, int64_t count_per_peer,
-                  DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(Usable());
-    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(comm));
-    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(stream));
-    const int64_t chunk = count_per_peer * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, chunk * c->size, "alltoall send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk * c->size, "alltoall recv"));
-    // Grouped send/recv per peer, as nccl-tests' alltoall does.
-    PT_RETURN_IF_ERROR(NcclError(ncclGroupStart(), c->comm, "ncclGroupStart"));
-    Status st;
-    for (int peer = 0; peer < c->size && st.ok(); ++peer) {
-      const char* sp = static_cast<const char*>(send.data) + chunk * peer;
-      char* rp = static_cast<char*>(recv.data) + chunk * peer;
-      st = NcclError(
-          ncclSend(sp, static_cast<size_t>(count_per_peer), NcclType(t), peer, c->comm, s), c->comm,
-          "ncclSend");
-      if (st.ok()) {
-        st = NcclError(
-            ncclRecv(rp, static_cast<size_t>(count_per_peer), NcclType(t), peer, c->comm, s),
-            c->comm, "ncclRecv");
+  // Collectives (backend/collectives.h): calls arrive checked and are
+  // enqueued on their stream as NCCL calls.
+  Status RunCollective(const CollectiveCall& call) override {
+    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(call.comm));
+    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(call.stream));
+    const size_t n = static_cast<size_t>(call.count);
+    const ncclDataType_t t = NcclType(call.dtype);
+    const Buffer& send = call.send;
+    const Buffer& recv = call.recv;
+    switch (call.kind) {
+      case OpKind::kAllReduce:
+        return NcclError(
+            ncclAllReduce(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s), c->comm,
+            "ncclAllReduce");
+      case OpKind::kAllGather:
+        return NcclError(ncclAllGather(send.data, recv.data, n, t, c->comm, s), c->comm,
+                         "ncclAllGather");
+      case OpKind::kReduceScatter:
+        return NcclError(
+            ncclReduceScatter(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s), c->comm,
+            "ncclReduceScatter");
+      case OpKind::kAllToAll: {
+        // Grouped send/recv per peer, as nccl-tests' alltoall does.
+        const int64_t chunk = call.send_bytes / std::max(1, c->size);
+        PT_RETURN_IF_ERROR(NcclError(ncclGroupStart(), c->comm, "ncclGroupStart"));
+        Status st;
+        for (int peer = 0; peer < c->size && st.ok(); ++peer) {
+          const char* sp = static_cast<const char*>(send.data) + chunk * peer;
+          char* rp = static_cast<char*>(recv.data) + chunk * peer;
+          st = NcclError(ncclSend(sp, n, t, peer, c->comm, s), c->comm, "ncclSend");
+          if (st.ok()) st = NcclError(ncclRecv(rp, n, t, peer, c->comm, s), c->comm, "ncclRecv");
+        }
+        Status end = NcclError(ncclGroupEnd(), c->comm, "ncclGroupEnd");
+        PT_RETURN_IF_ERROR(st);
+        return end;
       }
-    }
-    Status end = NcclError(ncclGroupEnd(), c->comm, "ncclGroupEnd");
-    PT_RETURN_IF_ERROR(st);
-    return end;
-  }
-
-  Status SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv, int recv_peer,
-                  int64_t count, DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(Usable());
-    PT_ASSIGN_OR_RETURN(Comm * c, FindComm(comm));
-    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(stream));
-    const int64_t bytes = count * DataTypeBytes(t);
-    if (send_peer == kNoPeer && recv_peer == kNoPeer) {
-      return Status::InvalidArgument("sendrecv with neither a send nor a receive peer");
-    }
-    for (int peer : {send_peer, recv_peer}) {
-      if (peer != kNoPeer && (peer < 0 || peer >= c->size)) {
-        return Status::InvalidArgument("peer " + std::to_string(peer) +
-                                       " outside communicator of " + std::to_string(c->size) +
-                                       " ranks");
+      case OpKind::kSendRecv: {
+        PT_RETURN_IF_ERROR(NcclError(ncclGroupStart(), c->comm, "ncclGroupStart"));
+        Status st;
+        if (call.send_peer != kNoPeer) {
+          st = NcclError(ncclSend(send.data, n, t, call.send_peer, c->comm, s), c->comm,
+                         "ncclSend");
+        }
+        if (st.ok() && call.recv_peer != kNoPeer) {
+          st = NcclError(ncclRecv(recv.data, n, t, call.recv_peer, c->comm, s), c->comm,
+                         "ncclRecv");
+        }
+        Status end = NcclError(ncclGroupEnd(), c->comm, "ncclGroupEnd");
+        PT_RETURN_IF_ERROR(st);
+        return end;
       }
+      default:
+        return Status::InvalidArgument(std::string(OpKindName(call.kind)) +
+                                       " is not a collective");
     }
-    if (send_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "send"));
-    if (recv_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "recv"));
-    PT_RETURN_IF_ERROR(NcclError(ncclGroupStart(), c->comm, "ncclGroupStart"));
-    Status st;
-    if (send_peer != kNoPeer) {
-      st = NcclError(
-          ncclSend(send.data, static_cast<size_t>(count), NcclType(t), send_peer, c->comm, s),
-          c->comm, "ncclSend");
-    }
-    if (st.ok() && recv_peer != kNoPeer) {
-      st = NcclError(
-          ncclRecv(recv.data, static_cast<size_t>(count), NcclType(t), recv_peer, c->comm, s),
-          c->comm, "ncclRecv");
-    }
-    Status end = NcclError(ncclGroupEnd(), c->comm, "ncclGroupEnd");
-    PT_RETURN_IF_ERROR(st);
-    return end;
+  }
+  Status CheckCollectiveStream(StreamId stream) const override {
+    PT_RETURN_IF_ERROR(Usable());
+    return FindStream(stream).status();
+  }
+  Result<int> CollectiveCommSize(CommId comm) const override {
+    PT_ASSIGN_OR_RETURN(CommInfo info, GetCommInfo(comm));
+    return info.size;
+  }
+  Status CheckCollectiveBuffer(const Buffer& b, int64_t need_bytes,
+                               const char* what) const override {
+    return CheckBuffer(b, need_bytes, what);
   }
 
   Status Gemm(const GemmArgs& a) override {
@@ -775,22 +744,10 @@ class CudaNcclBackend final : public Backend {
     return &comms_[static_cast<size_t>(c)];
   }
   Status CheckBuffer(const Buffer& b, int64_t need_bytes, const char* what) const {
-    if (!b.valid()) return Status::InvalidArgument(std::string(what) + ": no buffer");
     auto it = allocations_.find(b.id);
-    if (it == allocations_.end()) {
-      return Status::InvalidArgument(std::string(what) + ": buffer " + std::to_string(b.id) +
-                                     " is not allocated");
-    }
-    if (b.offset_bytes < 0 || b.offset_bytes + b.bytes > it->second.bytes ||
-        b.data != static_cast<char*>(it->second.base) + b.offset_bytes) {
-      return Status::InvalidArgument(std::string(what) + ": view lies outside its allocation");
-    }
-    if (b.bytes < need_bytes) {
-      return Status::InvalidArgument(std::string(what) + ": buffer holds " +
-                                     std::to_string(b.bytes) + " bytes, the call needs " +
-                                     std::to_string(need_bytes));
-    }
-    return Status::Ok();
+    const bool allocated = it != allocations_.end();
+    return CheckBufferView(b, allocated, allocated ? it->second.base : nullptr,
+                           allocated ? it->second.bytes : 0, need_bytes, what);
   }
 
   std::unique_ptr<Bootstrap> boot_;

@@ -241,20 +241,11 @@ Status FakeBackend::CheckStream(StreamId s) const {
 }
 
 Status FakeBackend::CheckBuffer(const Buffer& b, int64_t need_bytes, const char* what) const {
-  if (!b.valid()) return Status::InvalidArgument(std::string(what) + ": no buffer");
   auto it = allocations_.find(b.id);
-  if (it == allocations_.end()) {
-    return Status::InvalidArgument(std::string(what) + ": buffer " + std::to_string(b.id) +
-                                   " is not allocated on rank " + std::to_string(rank_));
-  }
-  if (b.offset_bytes < 0 || b.offset_bytes + b.bytes > it->second.bytes) {
-    return Status::InvalidArgument(std::string(what) + ": view lies outside its allocation");
-  }
-  if (b.bytes < need_bytes) {
-    return Status::InvalidArgument(std::string(what) + ": buffer holds " + std::to_string(b.bytes) +
-                                   " bytes, the call needs " + std::to_string(need_bytes));
-  }
-  return Status::Ok();
+  const bool allocated = it != allocations_.end();
+  // The fake holds no memory: views carry no address to check.
+  return CheckBufferView(b, allocated, nullptr, allocated ? it->second.bytes : 0, need_bytes, what,
+                         " on rank " + std::to_string(rank_));
 }
 
 Result<const FakeBackend::Comm*> FakeBackend::FindComm(CommId c) const {
@@ -484,104 +475,42 @@ Result<CommInfo> FakeBackend::GetCommInfo(CommId comm) const {
   return CommInfo{c->rank, static_cast<int>(c->world_ranks.size()), c->world_ranks};
 }
 
-Status FakeBackend::Collective(OpKind kind, CommId comm, int64_t size_bytes, int64_t count,
-                               DataType t, ReduceOp op, StreamId stream, int send_peer,
-                               int recv_peer) {
+Result<int> FakeBackend::CollectiveCommSize(CommId comm) const {
   PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(comm));
+  return static_cast<int>(c->world_ranks.size());
+}
+
+Status FakeBackend::RunCollective(const CollectiveCall& call) {
+  PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(call.comm));
   const int p = static_cast<int>(c->world_ranks.size());
   bool inter = SpansNodes(c->world_ranks);
-  if (kind == OpKind::kSendRecv) {
+  if (call.kind == OpKind::kSendRecv) {
     inter = false;
-    for (int peer : {send_peer, recv_peer}) {
+    for (int peer : {call.send_peer, call.recv_peer}) {
       if (peer == kNoPeer) continue;
       const int wr = c->world_ranks[static_cast<size_t>(peer)];
       if (hosts_[static_cast<size_t>(wr)] != hosts_[static_cast<size_t>(rank_)]) inter = true;
     }
   }
   const FakeLinkModel& link = inter ? world_->config().inter_node : world_->config().intra_node;
-  const double seconds = link.alpha_us * 1e-6 * p + BusFactor(kind, p) *
+  const int64_t size_bytes = call.size_bytes();
+  const double seconds = link.alpha_us * 1e-6 * p + BusFactor(call.kind, p) *
                                                         static_cast<double>(size_bytes) /
                                                         (link.busbw_GBps * 1e9);
   OpRecord rec;
-  rec.kind = kind;
-  rec.stream = stream;
-  rec.comm = comm;
+  rec.kind = call.kind;
+  rec.stream = call.stream;
+  rec.comm = call.comm;
   rec.comm_size = p;
   rec.inter_node = inter;
   rec.bytes = size_bytes;
-  rec.count = count;
-  rec.dtype = t;
-  rec.op = op;
-  rec.send_peer = send_peer;
-  rec.recv_peer = recv_peer;
+  rec.count = call.count;
+  rec.dtype = call.dtype;
+  rec.op = call.op;
+  rec.send_peer = call.send_peer;
+  rec.recv_peer = call.recv_peer;
   Log(rec, seconds);
   return Status::Ok();
-}
-
-Status FakeBackend::AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count,
-                              DataType t, ReduceOp op, StreamId stream) {
-  PT_RETURN_IF_ERROR(CheckStream(stream));
-  const int64_t bytes = count * DataTypeBytes(t);
-  PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "all_reduce send"));
-  PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "all_reduce recv"));
-  return Collective(OpKind::kAllReduce, comm, bytes, count, t, op, stream, kNoPeer, kNoPeer);
-}
-
-Status FakeBackend::AllGather(CommId comm, const Buffer& send, const Buffer& recv,
-                              int64_t send_count, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(CheckStream(stream));
-  PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(comm));
-  const int64_t chunk = send_count * DataTypeBytes(t);
-  const int64_t total = chunk * static_cast<int64_t>(c->world_ranks.size());
-  PT_RETURN_IF_ERROR(CheckBuffer(send, chunk, "all_gather send"));
-  PT_RETURN_IF_ERROR(CheckBuffer(recv, total, "all_gather recv"));
-  return Collective(OpKind::kAllGather, comm, total, send_count, t, ReduceOp::kSum, stream, kNoPeer,
-                    kNoPeer);
-}
-
-Status FakeBackend::ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv,
-                                  int64_t recv_count, DataType t, ReduceOp op, StreamId stream) {
-  PT_RETURN_IF_ERROR(CheckStream(stream));
-  PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(comm));
-  const int64_t chunk = recv_count * DataTypeBytes(t);
-  const int64_t total = chunk * static_cast<int64_t>(c->world_ranks.size());
-  PT_RETURN_IF_ERROR(CheckBuffer(send, total, "reduce_scatter send"));
-  PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk, "reduce_scatter recv"));
-  return Collective(OpKind::kReduceScatter, comm, total, recv_count, t, op, stream, kNoPeer,
-                    kNoPeer);
-}
-
-Status FakeBackend::AllToAll(CommId comm, const Buffer& send, const Buffer& recv,
-                             int64_t count_per_peer, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(CheckStream(stream));
-  PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(comm));
-  const int64_t total =
-      count_per_peer * DataTypeBytes(t) * static_cast<int64_t>(c->world_ranks.size());
-  PT_RETURN_IF_ERROR(CheckBuffer(send, total, "alltoall send"));
-  PT_RETURN_IF_ERROR(CheckBuffer(recv, total, "alltoall recv"));
-  return Collective(OpKind::kAllToAll, comm, total, count_per_peer, t, ReduceOp::kSum, stream,
-                    kNoPeer, kNoPeer);
-}
-
-Status FakeBackend::SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv,
-                             int recv_peer, int64_t count, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(CheckStream(stream));
-  PT_ASSIGN_OR_RETURN(const Comm* c, FindComm(comm));
-  const int p = static_cast<int>(c->world_ranks.size());
-  const int64_t bytes = count * DataTypeBytes(t);
-  if (send_peer == kNoPeer && recv_peer == kNoPeer) {
-    return Status::InvalidArgument("sendrecv with neither a send nor a receive peer");
-  }
-  for (int peer : {send_peer, recv_peer}) {
-    if (peer != kNoPeer && (peer < 0 || peer >= p)) {
-      return Status::InvalidArgument("peer " + std::to_string(peer) + " outside communicator of " +
-                                     std::to_string(p) + " ranks");
-    }
-  }
-  if (send_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "send"));
-  if (recv_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "recv"));
-  return Collective(OpKind::kSendRecv, comm, bytes, count, t, ReduceOp::kSum, stream, send_peer,
-                    recv_peer);
 }
 
 Status FakeBackend::Gemm(const GemmArgs& a) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/collectives.h"
 
 namespace paratune::backend {
 
@@ -100,7 +101,7 @@ class FakeWorld : public std::enable_shared_from_this<FakeWorld> {
   std::shared_ptr<Impl> impl_;
 };
 
-class FakeBackend final : public Backend {
+class FakeBackend final : public CollectiveBackend {
  public:
   FakeBackend(std::shared_ptr<FakeWorld> world, int rank);
   ~FakeBackend() override;
@@ -147,17 +148,6 @@ class FakeBackend final : public Backend {
   Result<CommInfo> GetCommInfo(CommId comm) const override;
   Status DestroyComm(CommId comm) override;
 
-  Status AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count, DataType t,
-                   ReduceOp op, StreamId stream) override;
-  Status AllGather(CommId comm, const Buffer& send, const Buffer& recv, int64_t send_count,
-                   DataType t, StreamId stream) override;
-  Status ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv, int64_t recv_count,
-                       DataType t, ReduceOp op, StreamId stream) override;
-  Status AllToAll(CommId comm, const Buffer& send, const Buffer& recv, int64_t count_per_peer,
-                  DataType t, StreamId stream) override;
-  Status SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv, int recv_peer,
-                  int64_t count, DataType t, StreamId stream) override;
-
   Status Gemm(const GemmArgs& args) override;
 
   Status HostBarrier() override;
@@ -183,8 +173,15 @@ class FakeBackend final : public Backend {
   bool SpansNodes(const std::vector<int>& world_ranks) const;
   // Appends `rec` on its stream after `duration_s`, advancing the stream clock.
   void Log(OpRecord rec, double duration_s);
-  Status Collective(OpKind kind, CommId comm, int64_t size_bytes, int64_t count, DataType t,
-                    ReduceOp op, StreamId stream, int send_peer, int recv_peer);
+  // The collective primitives (backend/collectives.h): a checked call costs
+  // the α-β model's time on its stream and is recorded.
+  Status CheckCollectiveStream(StreamId s) const override { return CheckStream(s); }
+  Result<int> CollectiveCommSize(CommId comm) const override;
+  Status CheckCollectiveBuffer(const Buffer& b, int64_t need_bytes,
+                               const char* what) const override {
+    return CheckBuffer(b, need_bytes, what);
+  }
+  Status RunCollective(const CollectiveCall& call) override;
 
   std::shared_ptr<FakeWorld> world_;
   int rank_;

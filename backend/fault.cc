@@ -225,34 +225,9 @@ Status FaultBackend::DestroyComm(CommId comm) {
   return inner_->DestroyComm(comm);
 }
 
-Status FaultBackend::AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count,
-                               DataType t, ReduceOp op, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnCollective(comm, stream));
-  return inner_->AllReduce(comm, send, recv, count, t, op, stream);
-}
-
-Status FaultBackend::AllGather(CommId comm, const Buffer& send, const Buffer& recv,
-                               int64_t send_count, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnCollective(comm, stream));
-  return inner_->AllGather(comm, send, recv, send_count, t, stream);
-}
-
-Status FaultBackend::ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv,
-                                   int64_t recv_count, DataType t, ReduceOp op, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnCollective(comm, stream));
-  return inner_->ReduceScatter(comm, send, recv, recv_count, t, op, stream);
-}
-
-Status FaultBackend::AllToAll(CommId comm, const Buffer& send, const Buffer& recv,
-                              int64_t count_per_peer, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnCollective(comm, stream));
-  return inner_->AllToAll(comm, send, recv, count_per_peer, t, stream);
-}
-
-Status FaultBackend::SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv,
-                              int recv_peer, int64_t count, DataType t, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnCollective(comm, stream));
-  return inner_->SendRecv(comm, send, send_peer, recv, recv_peer, count, t, stream);
+Status FaultBackend::RunCollective(const CollectiveCall& call) {
+  PT_RETURN_IF_ERROR(OnCollective(call.comm, call.stream));
+  return IssueCollective(*inner_, call);
 }
 
 Status FaultBackend::Gemm(const GemmArgs& args) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/collectives.h"
 
 namespace paratune::backend {
 
@@ -42,7 +43,7 @@ struct FaultPlan {
 // PARATUNE_FAULT and of the CLI's --inject-fault.
 Result<FaultPlan> ParseFaultPlan(const std::string& text);
 
-class FaultBackend final : public Backend {
+class FaultBackend final : public CollectiveBackend {
  public:
   // Owns `inner`. REQUIRES: inner != nullptr, plan.at_call ≥ 1.
   FaultBackend(std::unique_ptr<Backend> inner, FaultPlan plan);
@@ -88,17 +89,6 @@ class FaultBackend final : public Backend {
   Result<CommInfo> GetCommInfo(CommId comm) const override { return inner_->GetCommInfo(comm); }
   Status DestroyComm(CommId comm) override;
 
-  Status AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count, DataType t,
-                   ReduceOp op, StreamId stream) override;
-  Status AllGather(CommId comm, const Buffer& send, const Buffer& recv, int64_t send_count,
-                   DataType t, StreamId stream) override;
-  Status ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv, int64_t recv_count,
-                       DataType t, ReduceOp op, StreamId stream) override;
-  Status AllToAll(CommId comm, const Buffer& send, const Buffer& recv, int64_t count_per_peer,
-                  DataType t, StreamId stream) override;
-  Status SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv, int recv_peer,
-                  int64_t count, DataType t, StreamId stream) override;
-
   Status Gemm(const GemmArgs& args) override;
 
   Status HostBarrier() override;
@@ -107,6 +97,19 @@ class FaultBackend final : public Backend {
   void AbortWorld(int exit_code) override { inner_->AbortWorld(exit_code); }
 
  private:
+  // Collectives (backend/collectives.h): the wrapped backend checks each call;
+  // this one counts it, may inject its fault, and forwards it.
+  Status PrepareCollective(CollectiveCall*) override { return Status::Ok(); }
+  Status RunCollective(const CollectiveCall& call) override;
+  Status CheckCollectiveStream(StreamId) const override { return Status::Ok(); }
+  Result<int> CollectiveCommSize(CommId comm) const override {
+    PT_ASSIGN_OR_RETURN(CommInfo info, inner_->GetCommInfo(comm));
+    return info.size;
+  }
+  Status CheckCollectiveBuffer(const Buffer&, int64_t, const char*) const override {
+    return Status::Ok();
+  }
+
   bool Targets() const { return plan_.rank < 0 || plan_.rank == inner_->rank(); }
   // Counts one operation; the Status to return instead of forwarding, or Ok.
   Status OnOperation();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/bootstrap.h"
+#include "backend/collectives.h"
 #include "backend/mpi_bootstrap.h"
 
 namespace paratune::backend {
@@ -201,7 +202,7 @@ bool Overlap(const Buffer& a, const Buffer& b) {
   return pa < pb + b.bytes && pb < pa + a.bytes;
 }
 
-class MpiCpuBackend final : public Backend {
+class MpiCpuBackend final : public CollectiveBackend {
  public:
   MpiCpuBackend(std::unique_ptr<Bootstrap> boot, HostLayout layout, int64_t memory_limit_bytes)
       : boot_(std::move(boot)),
@@ -419,114 +420,84 @@ class MpiCpuBackend final : public Backend {
     return info;
   }
 
-  Status AllReduce(CommId comm, const Buffer& send, const Buffer& recv, int64_t count, DataType t,
-                   ReduceOp op, StreamId stream) override {
-    PT_RETURN_IF_ERROR(CheckStream(stream));
-    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
-    const int64_t bytes = count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "all_reduce send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "all_reduce recv"));
-    PT_RETURN_IF_ERROR(CheckCount(count));
-    PT_ASSIGN_OR_RETURN(MPI_Op mop, MpiOp(t, op));
-    const void* src = send.data == recv.data ? MPI_IN_PLACE : send.data;
-    PT_RETURN_IF_ERROR(
-        MpiCheck(MPI_Allreduce(src, recv.data, static_cast<int>(count), MpiType(t), mop, c),
-                 "MPI_Allreduce"));
-    if (op == ReduceOp::kAvg) ScaleAny(recv.data, count, t, CommSize(c));
-    return Status::Ok();
-  }
-
-  Status AllGather(CommId comm, const Buffer& send, const Buffer& recv, int64_t send_count,
-                   DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(CheckStream(stream));
-    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
-    const int p = CommSize(c);
-    const int64_t chunk = send_count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, chunk, "all_gather send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk * p, "all_gather recv"));
-    PT_RETURN_IF_ERROR(CheckCount(send_count));
-    int me = 0;
-    MPI_Comm_rank(c, &me);
-    const void* src = send.data;
-    if (send.data == static_cast<char*>(recv.data) + chunk * me) {
-      src = MPI_IN_PLACE;
-    } else if (Overlap(send, recv)) {
-      return Status::InvalidArgument("all_gather: send overlaps recv other than in place");
-    }
-    return MpiCheck(MPI_Allgather(src, static_cast<int>(send_count), MpiType(t), recv.data,
-                                  static_cast<int>(send_count), MpiType(t), c),
-                    "MPI_Allgather");
-  }
-
-  Status ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv, int64_t recv_count,
-                       DataType t, ReduceOp op, StreamId stream) override {
-    PT_RETURN_IF_ERROR(CheckStream(stream));
-    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
-    const int p = CommSize(c);
-    const int64_t chunk = recv_count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckBuffer(send, chunk * p, "reduce_scatter send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, chunk, "reduce_scatter recv"));
-    PT_RETURN_IF_ERROR(CheckCount(recv_count));
-    PT_ASSIGN_OR_RETURN(MPI_Op mop, MpiOp(t, op));
-    const void* src = send.data;
-    std::vector<char> staged;
-    if (Overlap(send, recv)) {  // NCCL's in-place form (recv inside send): stage the input
-      staged.assign(static_cast<const char*>(send.data),
-                    static_cast<const char*>(send.data) + chunk * p);
-      src = staged.data();
-    }
-    PT_RETURN_IF_ERROR(MpiCheck(
-        MPI_Reduce_scatter_block(src, recv.data, static_cast<int>(recv_count), MpiType(t), mop, c),
-        "MPI_Reduce_scatter_block"));
-    if (op == ReduceOp::kAvg) ScaleAny(recv.data, recv_count, t, p);
-    return Status::Ok();
-  }
-
-  Status AllToAll(CommId comm, const Buffer& send, const Buffer& recv, int64_t count_per_peer,
-                  DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(CheckStream(stream));
-    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
-    const int p = CommSize(c);
-    const int64_t total = count_per_peer * DataTypeBytes(t) * p;
-    PT_RETURN_IF_ERROR(CheckBuffer(send, total, "alltoall send"));
-    PT_RETURN_IF_ERROR(CheckBuffer(recv, total, "alltoall recv"));
-    PT_RETURN_IF_ERROR(CheckCount(count_per_peer));
-    const void* src = send.data == recv.data ? MPI_IN_PLACE : send.data;
-    return MpiCheck(MPI_Alltoall(src, static_cast<int>(count_per_peer), MpiType(t), recv.data,
-                                 static_cast<int>(count_per_peer), MpiType(t), c),
-                    "MPI_Alltoall");
-  }
-
-  Status SendRecv(CommId comm, const Buffer& send, int send_peer, const Buffer& recv, int recv_peer,
-                  int64_t count, DataType t, StreamId stream) override {
-    PT_RETURN_IF_ERROR(CheckStream(stream));
-    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
-    const int p = CommSize(c);
-    const int64_t bytes = count * DataTypeBytes(t);
-    PT_RETURN_IF_ERROR(CheckCount(count));
-    if (send_peer == kNoPeer && recv_peer == kNoPeer) {
-      return Status::InvalidArgument("sendrecv with neither a send nor a receive peer");
-    }
-    for (int peer : {send_peer, recv_peer}) {
-      if (peer != kNoPeer && (peer < 0 || peer >= p)) {
-        return Status::InvalidArgument("peer " + std::to_string(peer) +
-                                       " outside communicator of " + std::to_string(p) + " ranks");
+  // Collectives (backend/collectives.h): calls arrive checked; MPI runs them
+  // at once on the calling thread (the streams are ordering tokens only).
+  Status RunCollective(const CollectiveCall& call) override {
+    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(call.comm));
+    PT_RETURN_IF_ERROR(CheckCount(call.count));
+    const DataType t = call.dtype;
+    const int n = static_cast<int>(call.count);
+    const Buffer& send = call.send;
+    const Buffer& recv = call.recv;
+    const int p = call.comm_size;
+    switch (call.kind) {
+      case OpKind::kAllReduce: {
+        PT_ASSIGN_OR_RETURN(MPI_Op mop, MpiOp(t, call.op));
+        const void* src = send.data == recv.data ? MPI_IN_PLACE : send.data;
+        PT_RETURN_IF_ERROR(
+            MpiCheck(MPI_Allreduce(src, recv.data, n, MpiType(t), mop, c), "MPI_Allreduce"));
+        if (call.op == ReduceOp::kAvg) ScaleAny(recv.data, call.count, t, p);
+        return Status::Ok();
       }
+      case OpKind::kAllGather: {
+        int me = 0;
+        MPI_Comm_rank(c, &me);
+        const void* src = send.data;
+        if (send.data == static_cast<char*>(recv.data) + call.send_bytes * me) {
+          src = MPI_IN_PLACE;
+        } else if (Overlap(send, recv)) {
+          return Status::InvalidArgument("all_gather: send overlaps recv other than in place");
+        }
+        return MpiCheck(MPI_Allgather(src, n, MpiType(t), recv.data, n, MpiType(t), c),
+                        "MPI_Allgather");
+      }
+      case OpKind::kReduceScatter: {
+        PT_ASSIGN_OR_RETURN(MPI_Op mop, MpiOp(t, call.op));
+        const void* src = send.data;
+        std::vector<char> staged;
+        if (Overlap(send, recv)) {  // NCCL's in-place form (recv inside send): stage the input
+          staged.assign(static_cast<const char*>(send.data),
+                        static_cast<const char*>(send.data) + call.send_bytes);
+          src = staged.data();
+        }
+        PT_RETURN_IF_ERROR(
+            MpiCheck(MPI_Reduce_scatter_block(src, recv.data, n, MpiType(t), mop, c),
+                     "MPI_Reduce_scatter_block"));
+        if (call.op == ReduceOp::kAvg) ScaleAny(recv.data, call.count, t, p);
+        return Status::Ok();
+      }
+      case OpKind::kAllToAll: {
+        const void* src = send.data == recv.data ? MPI_IN_PLACE : send.data;
+        return MpiCheck(MPI_Alltoall(src, n, MpiType(t), recv.data, n, MpiType(t), c),
+                        "MPI_Alltoall");
+      }
+      case OpKind::kSendRecv: {
+        constexpr int kTag = 7070;
+        const int to = call.send_peer, from = call.recv_peer;
+        if (to != kNoPeer && from != kNoPeer) {
+          return MpiCheck(MPI_Sendrecv(send.data, n, MpiType(t), to, kTag, recv.data, n,
+                                       MpiType(t), from, kTag, c, MPI_STATUS_IGNORE),
+                          "MPI_Sendrecv");
+        }
+        if (to != kNoPeer) {
+          return MpiCheck(MPI_Send(send.data, n, MpiType(t), to, kTag, c), "MPI_Send");
+        }
+        return MpiCheck(MPI_Recv(recv.data, n, MpiType(t), from, kTag, c, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
+      }
+      default:
+        return Status::InvalidArgument(std::string(OpKindName(call.kind)) +
+                                       " is not a collective");
     }
-    if (send_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(send, bytes, "send"));
-    if (recv_peer != kNoPeer) PT_RETURN_IF_ERROR(CheckBuffer(recv, bytes, "recv"));
-    constexpr int kTag = 7070;
-    const int n = static_cast<int>(count);
-    if (send_peer != kNoPeer && recv_peer != kNoPeer) {
-      return MpiCheck(MPI_Sendrecv(send.data, n, MpiType(t), send_peer, kTag, recv.data, n,
-                                   MpiType(t), recv_peer, kTag, c, MPI_STATUS_IGNORE),
-                      "MPI_Sendrecv");
-    }
-    if (send_peer != kNoPeer) {
-      return MpiCheck(MPI_Send(send.data, n, MpiType(t), send_peer, kTag, c), "MPI_Send");
-    }
-    return MpiCheck(MPI_Recv(recv.data, n, MpiType(t), recv_peer, kTag, c, MPI_STATUS_IGNORE),
-                    "MPI_Recv");
+  }
+  Status CheckCollectiveStream(StreamId s) const override { return CheckStream(s); }
+  Result<int> CollectiveCommSize(CommId comm) const override {
+    PT_ASSIGN_OR_RETURN(MPI_Comm c, FindComm(comm));
+    return CommSize(c);
+  }
+  Status CheckCollectiveBuffer(const Buffer& b, int64_t need_bytes,
+                               const char* what) const override {
+    return CheckBuffer(b, need_bytes, what);
   }
 
   Status Gemm(const GemmArgs& a) override {
@@ -598,22 +569,10 @@ class MpiCpuBackend final : public Backend {
     return Status::Ok();
   }
   Status CheckBuffer(const Buffer& b, int64_t need_bytes, const char* what) const {
-    if (!b.valid()) return Status::InvalidArgument(std::string(what) + ": no buffer");
     auto it = allocations_.find(b.id);
-    if (it == allocations_.end()) {
-      return Status::InvalidArgument(std::string(what) + ": buffer " + std::to_string(b.id) +
-                                     " is not allocated");
-    }
-    if (b.offset_bytes < 0 || b.offset_bytes + b.bytes > it->second.bytes ||
-        b.data != static_cast<char*>(it->second.base) + b.offset_bytes) {
-      return Status::InvalidArgument(std::string(what) + ": view lies outside its allocation");
-    }
-    if (b.bytes < need_bytes) {
-      return Status::InvalidArgument(std::string(what) + ": buffer holds " +
-                                     std::to_string(b.bytes) + " bytes, the call needs " +
-                                     std::to_string(need_bytes));
-    }
-    return Status::Ok();
+    const bool allocated = it != allocations_.end();
+    return CheckBufferView(b, allocated, allocated ? it->second.base : nullptr,
+                           allocated ? it->second.bytes : 0, need_bytes, what);
   }
   Result<MPI_Comm> FindComm(CommId c) const {
     if (c < 0 || c >= static_cast<int>(comms_.size()) ||

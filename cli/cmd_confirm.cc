@@ -11,15 +11,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/flags.h"
+#include "cli/version.h"
 #include "common/json.h"
 #include "common/strings.h"
 #include "executor/run/runner.h"
 #include "topology/gpu.h"
-
-// The version string; the executable's build defines it, a bare library build does not.
-#ifndef PARATUNE_VERSION
-#define PARATUNE_VERSION "dev"
-#endif
 
 namespace paratune::cli {
 namespace {
@@ -199,7 +195,7 @@ int RunConfirm(const Args& args, Io io) {
   o.comm_iters = *iters;
   o.overlapped_slice = !f.Has("--no-overlapped-slice");
   o.peers_can_hang = backend_name == "mpi-cpu";
-  o.tool = std::string("paratune ") + PARATUNE_VERSION;
+  o.tool = ToolName();
   o.argv = {"paratune", "confirm"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
 

@@ -10,15 +10,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/flags.h"
+#include "cli/version.h"
 #include "common/json.h"
 #include "common/strings.h"
 #include "profiler/report.h"
 #include "profiler/runner.h"
-
-// The version string; the executable's build defines it, a bare library build does not.
-#ifndef PARATUNE_VERSION
-#define PARATUNE_VERSION "dev"
-#endif
 
 namespace paratune::cli {
 namespace {
@@ -154,7 +150,7 @@ int RunImport(const Args& args, Io io) {
     }
     o.import.ranks = static_cast<int>(*v);
   }
-  o.tool = std::string("paratune ") + PARATUNE_VERSION;
+  o.tool = ToolName();
   o.argv = {"paratune", "profile", "import"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   if (auto c = f.Get("--cluster")) {
@@ -273,7 +269,7 @@ int RunProfile(const Args& args, Io io) {
     if (!plan.ok()) return Fail(io, plan.status().WithContext("--inject-fault"));
     o.backend.fault = *plan;
   }
-  o.tool = std::string("paratune ") + PARATUNE_VERSION;
+  o.tool = ToolName();
   o.argv = {"paratune", "profile"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
 

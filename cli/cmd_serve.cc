@@ -9,13 +9,10 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/version.h"
 #include "common/strings.h"
 #include "profiler/cache.h"
 #include "web/server.h"
-
-#ifndef PARATUNE_VERSION
-#define PARATUNE_VERSION "dev"
-#endif
 
 namespace paratune::cli {
 namespace {
@@ -103,7 +100,7 @@ int RunServe(const Args& args, Io io) {
         Status::InvalidArgument("unexpected argument '" + flags.positionals()[0] + "'"));
   }
   web::ServerOptions o;
-  o.version = PARATUNE_VERSION;
+  o.version = Version();
   o.host = flags.GetOr("--host", "127.0.0.1");
   auto int_flag = [&](const char* name, int64_t def, int64_t lo, int64_t hi) -> Result<int64_t> {
     auto v = flags.Get(name);

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/flags.h"
+#include "cli/version.h"
 #include "common/json.h"
 #include "common/strings.h"
 #include "backend/factory.h"
@@ -29,10 +30,6 @@
 #include "planner/plans.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"
-
-#ifndef PARATUNE_VERSION
-#define PARATUNE_VERSION "dev"
-#endif
 
 namespace paratune::cli {
 namespace {
@@ -309,7 +306,7 @@ int RunTune(const Args& args, Io io) {
     o.use_cache = true;
     o.refresh = f.Has("--refresh");
     o.lock_wait_s = wait_s;
-    o.tool = std::string("paratune ") + PARATUNE_VERSION;
+    o.tool = ToolName();
     o.argv = argv;
     auto progress = [&io](const std::string& line) { io.err << "[tune] profile: " << line << std::endl; };
     auto on_fatal = [&io](const Status& s) {
@@ -478,7 +475,7 @@ int RunTune(const Args& args, Io io) {
     co.samples = *samples;
     co.peers_can_hang = backend_name == "mpi-cpu";
     co.out_path = out_dir + "/run_report.json";
-    co.tool = std::string("paratune ") + PARATUNE_VERSION;
+    co.tool = ToolName();
     co.argv = argv;
     if (root) {
       io.err << "[tune] confirming the top " << input->candidates.size() << " plan(s) on " << be.world_size()

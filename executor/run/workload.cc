@@ -1,6 +1,12 @@
 // The workload builder. Shapes and byte counts are the cost model's
-// (planner/cost_model.cc, docs/model.md): where a comment names a term, that is
-// the term the op measures. docs/executor.md lists the ops per config.
+// (planner/cost/, docs/model.md): where a comment names a term, that is the
+// term the op measures. docs/executor.md lists the ops per config. The rank
+// geometry (groups, representatives) is groups.cc.
+// Over 800 lines because one class, Builder, walks a rank's iteration in the
+// order the framework runs it (pipeline hand-off, embedding, each layer
+// forward, logits and loss, each layer backward with its recompute, the
+// optimizer step), and every step shares the layers' overlap windows and
+// prefetch state.
 #include "executor/run/workload.h"
 
 #include <algorithm>
@@ -865,90 +871,6 @@ class Builder {
 
 }  // namespace
 
-const char* CategoryName(Category c) {
-  switch (c) {
-    case Category::kCompute:
-      return "compute";
-    case Category::kCommX:
-      return "comm_x";
-    case Category::kCommY:
-      return "comm_y";
-    case Category::kCommZ:
-      return "comm_z";
-    case Category::kCommCp:
-      return "comm_cp";
-    case Category::kCommData:
-      return "comm_data";
-    case Category::kCommPp:
-      return "comm_pp";
-    case Category::kOptimizer:
-      return "optimizer";
-  }
-  return "?";
-}
-
-const char* ScopeName(Scope s) {
-  switch (s) {
-    case Scope::kLayer:
-      return "layer";
-    case Scope::kStage:
-      return "stage";
-    case Scope::kStep:
-      return "step";
-  }
-  return "?";
-}
-
-const char* PhaseName(Phase p) {
-  switch (p) {
-    case Phase::kForward:
-      return "fwd";
-    case Phase::kRecompute:
-      return "recompute";
-    case Phase::kBackward:
-      return "bwd";
-    case Phase::kStep:
-      return "step";
-  }
-  return "?";
-}
-
-const char* GroupKindName(GroupKind g) {
-  switch (g) {
-    case GroupKind::kX:
-      return "x";
-    case GroupKind::kY:
-      return "y";
-    case GroupKind::kZ:
-      return "z";
-    case GroupKind::kCp:
-      return "cp";
-    case GroupKind::kPp:
-      return "pp";
-    case GroupKind::kData:
-      return "data";
-    case GroupKind::kDataNode:
-      return "data_node";
-  }
-  return "?";
-}
-
-const char* StreamRoleName(StreamRole r) {
-  switch (r) {
-    case StreamRole::kCompute:
-      return "compute";
-    case StreamRole::kTensorComm:
-      return "tensor_comm";
-    case StreamRole::kDepthComm:
-      return "depth_comm";
-    case StreamRole::kContextComm:
-      return "context_comm";
-    case StreamRole::kDataComm:
-      return "data_comm";
-  }
-  return "?";
-}
-
 Precisions PrecisionsOf(const planner::TrainingSpec& t) {
   using topology::Precision;
   Precisions p;
@@ -976,135 +898,6 @@ Precisions PrecisionsOf(const planner::TrainingSpec& t) {
   p.param = p.activation;
   p.grad = (wide || t.main_grads_fp32) ? DataType::kFloat32 : p.activation;
   return p;
-}
-
-const Group* Workload::FindGroup(GroupKind kind) const {
-  for (const Group& g : groups) {
-    if (g.kind == kind) return &g;
-  }
-  return nullptr;
-}
-
-std::array<int, planner::kNumDims> Coordinates(const ParallelConfig& c, int rank) {
-  PT_CHECK(rank >= 0 && rank < c.world());
-  std::array<int, planner::kNumDims> out{};
-  for (int i = 0; i < planner::kNumDims; ++i) {
-    const Dim d = static_cast<Dim>(i);
-    out[static_cast<size_t>(i)] = (rank / c.Stride(d)) % c.Degree(d);
-  }
-  return out;
-}
-
-int RankOf(const ParallelConfig& c, const std::array<int, planner::kNumDims>& coords) {
-  int r = 0;
-  for (int i = 0; i < planner::kNumDims; ++i) {
-    const Dim d = static_cast<Dim>(i);
-    PT_CHECK(coords[static_cast<size_t>(i)] >= 0 && coords[static_cast<size_t>(i)] < c.Degree(d));
-    r += coords[static_cast<size_t>(i)] * c.Stride(d);
-  }
-  return r;
-}
-
-std::vector<int> GroupRanks(const ParallelConfig& c, GroupKind kind, int rank, int gpus_per_node) {
-  PT_CHECK(gpus_per_node >= 1);
-  const auto me = Coordinates(c, rank);
-  auto vary = [&](Dim d) {
-    std::vector<int> out;
-    auto co = me;
-    for (int i = 0; i < c.Degree(d); ++i) {
-      co[static_cast<size_t>(DimIndex(d))] = i;
-      out.push_back(RankOf(c, co));
-    }
-    return out;
-  };
-  switch (kind) {
-    case GroupKind::kX:
-      return vary(Dim::kX);
-    case GroupKind::kY:
-      return vary(Dim::kY);
-    case GroupKind::kZ:
-      return vary(Dim::kZ);
-    case GroupKind::kCp:
-      return vary(Dim::kCp);
-    case GroupKind::kPp:
-      return vary(Dim::kPp);
-    case GroupKind::kData:
-    case GroupKind::kDataNode: {
-      // Data × cp, the inner dimension varying fastest.
-      const bool cp_inner = c.Stride(Dim::kCp) < c.Stride(Dim::kData);
-      const Dim inner = cp_inner ? Dim::kCp : Dim::kData;
-      const Dim outer = cp_inner ? Dim::kData : Dim::kCp;
-      std::vector<int> out;
-      auto co = me;
-      for (int o = 0; o < c.Degree(outer); ++o) {
-        for (int i = 0; i < c.Degree(inner); ++i) {
-          co[static_cast<size_t>(DimIndex(outer))] = o;
-          co[static_cast<size_t>(DimIndex(inner))] = i;
-          out.push_back(RankOf(c, co));
-        }
-      }
-      if (kind == GroupKind::kDataNode) {
-        const int node = rank / gpus_per_node;
-        std::vector<int> local;
-        for (int r : out) {
-          if (r / gpus_per_node == node) local.push_back(r);
-        }
-        return local;
-      }
-      return out;
-    }
-  }
-  return {rank};
-}
-
-int GroupStride(const ParallelConfig& c, GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kX:
-      return c.Stride(Dim::kX);
-    case GroupKind::kY:
-      return c.Stride(Dim::kY);
-    case GroupKind::kZ:
-      return c.Stride(Dim::kZ);
-    case GroupKind::kCp:
-      return c.Stride(Dim::kCp);
-    case GroupKind::kPp:
-      return c.Stride(Dim::kPp);
-    case GroupKind::kData:
-    case GroupKind::kDataNode:
-      if (c.cp == 1) return c.Stride(Dim::kData);
-      if (c.gdata == 1) return c.Stride(Dim::kCp);
-      return std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp));
-  }
-  return 1;
-}
-
-std::vector<GroupKind> GroupKindsOf(const ParallelConfig& c, int gpus_per_node) {
-  std::vector<GroupKind> out;
-  if (c.gx > 1) out.push_back(GroupKind::kX);
-  if (c.gy > 1) out.push_back(GroupKind::kY);
-  if (c.gz > 1) out.push_back(GroupKind::kZ);
-  if (c.cp > 1) out.push_back(GroupKind::kCp);
-  if (c.pp > 1) out.push_back(GroupKind::kPp);
-  const int nd = c.gdata * c.cp;
-  if (nd > 1) out.push_back(GroupKind::kData);
-  if (c.zero == 3 && c.hpz && nd > 1) {
-    const size_t local = GroupRanks(c, GroupKind::kDataNode, 0, gpus_per_node).size();
-    if (local > 1 && local < static_cast<size_t>(nd)) out.push_back(GroupKind::kDataNode);
-  }
-  return out;
-}
-
-std::vector<int> RepresentativeRanks(const ParallelConfig& c) {
-  std::vector<int> stages = {0};
-  if (c.pp >= 3) stages.push_back(1);
-  if (c.pp >= 2) stages.push_back(c.pp - 1);
-  std::vector<int> out;
-  for (int s : stages) {
-    std::array<int, planner::kNumDims> co{};
-    co[static_cast<size_t>(DimIndex(Dim::kPp))] = s;
-    out.push_back(RankOf(c, co));
-  }
-  return out;
 }
 
 Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c, int rank,

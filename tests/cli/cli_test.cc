@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "tests/cli/call.h"
 #include "cli/common.h"
 #include "common/json.h"
 
@@ -16,17 +17,6 @@ namespace {
 // Hermetic: a developer's profile cache must not change these answers.
 const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  int code = fn(args, Io{in, out, err});
-  return {code, out.str(), err.str()};
-}
 
 const Args kPredict175b = {"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024",
                            "--seq", "2048", "--global-batch", "1536",

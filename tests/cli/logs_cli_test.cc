@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "tests/cli/call.h"
 #include "common/json.h"
 
 namespace paratune::cli {
@@ -18,17 +19,6 @@ namespace {
 
 const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome Call(int (*fn)(const Args&, Io), Args args) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  int code = fn(args, Io{in, out, err});
-  return {code, out.str(), err.str()};
-}
 
 std::string Log(const std::string& name) {
   return std::string(PARATUNE_SOURCE_DIR) + "/tests/frameworks/data/logs/" + name;

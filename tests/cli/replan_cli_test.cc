@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "tests/cli/call.h"
 #include "common/json.h"
 
 namespace paratune::cli {
@@ -13,17 +14,6 @@ namespace {
 
 const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  int code = fn(args, Io{in, out, err});
-  return {code, out.str(), err.str()};
-}
 
 const char* kRunning = R"({"model": "llama2-7b", "cluster": "dgx-a100-80gb", "gpus": 64,
   "training": {"seq_len": 4096, "global_batch": 256},

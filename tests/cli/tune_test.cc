@@ -20,6 +20,7 @@
 
 #include "cli/allocation.h"
 #include "cli/commands.h"
+#include "tests/cli/call.h"
 #include "common/json.h"
 #include "frameworks/emit.h"
 #include "profiler/cache.h"
@@ -29,17 +30,6 @@ extern char** environ;
 namespace paratune::cli {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome Call(int (*fn)(const Args&, Io), Args args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  int code = fn(args, Io{in, out, err});
-  return {code, out.str(), err.str()};
-}
 
 std::string Scratch(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /

@@ -1,0 +1,144 @@
+// The cluster fingerprint: a hash of the cluster's canonical text (every field
+// that changes a prediction, numbers printed the same way on every machine),
+// so profiles and plans name the cluster they belong to.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "topology/cluster.h"
+
+namespace paratune::topology {
+namespace {
+
+void AppendNumber(std::string* out, double v) {
+  if (v == 0) v = 0;  // folds -0 into 0
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  out->append(buf);
+}
+
+void AppendField(std::string* out, const char* key, double v) {
+  out->append(key);
+  out->push_back('=');
+  AppendNumber(out, v);
+  out->push_back(';');
+}
+
+void AppendField(std::string* out, const char* key, const std::string& v) {
+  out->append(key);
+  out->push_back('=');
+  out->append(std::to_string(v.size()));  // length prefix: no delimiter ambiguity
+  out->push_back(':');
+  out->append(v);
+  out->push_back(';');
+}
+
+// The canonical text of the prediction-relevant fields: fixed order, fixed
+// number format, effective values (fallbacks resolved) so that two specs that
+// predict alike hash alike.
+std::string CanonicalText(const ClusterSpec& c) {
+  std::string s = "paratune.cluster.fingerprint/v1;";
+  const GpuSpec& g = c.gpu;
+  AppendField(&s, "memory_GiB", g.memory_GiB);
+  AppendField(&s, "hbm_GBps", g.hbm_GBps);
+  AppendField(&s, "hbm_efficiency", g.hbm_efficiency);
+  for (int i = 0; i < kNumPrecisions; ++i) {
+    const Precision p = static_cast<Precision>(i);
+    s += "peak_tflops.";
+    AppendField(&s, PrecisionName(p), g.PeakTflops(p));
+    s += "gemm.";
+    s += PrecisionName(p);
+    s += '=';
+    for (const EfficiencyPoint& pt : g.EffectiveGemmCurve(p)) {
+      AppendNumber(&s, pt.size);
+      s += ':';
+      AppendNumber(&s, pt.efficiency);
+      s += ',';
+    }
+    s += ';';
+  }
+  // Only when stated, so GPUs without it keep their fingerprints.
+  if (g.gemm_sustained_fraction != 1.0)
+    AppendField(&s, "gemm_sustained_fraction", g.gemm_sustained_fraction);
+  AppendField(&s, "flash_fwd_efficiency", g.flash_fwd_efficiency);
+  AppendField(&s, "flash_bwd_efficiency", g.flash_bwd_efficiency);
+  AppendField(&s, "host_link_GBps", g.host_link_GBps);
+  AppendField(&s, "runtime_reserved_GiB", g.runtime_reserved_GiB);
+
+  AppendField(&s, "gpus_per_node", c.gpus_per_node);
+  AppendField(&s, "max_nodes", c.max_nodes);
+  AppendField(&s, "intra_node_fabric", c.intra_node_fabric);
+  AppendField(&s, "intra_node_GBps", c.intra_node_GBps);
+  s += "link_GBps=";
+  for (const auto& row : c.link_GBps) {
+    for (double v : row) {
+      AppendNumber(&s, v);
+      s += ',';
+    }
+    s += '/';
+  }
+  s += ';';
+  AppendField(&s, "link_efficiency", c.link_efficiency);
+  std::vector<std::tuple<int, int, double>> table;
+  for (const IntraNodeEntry& e : c.intra_node_table) {
+    table.emplace_back(e.stride, e.group_size, e.busbw_GBps);
+  }
+  std::sort(table.begin(), table.end());
+  s += "intra_node_table=";
+  for (const auto& [stride, size, bw] : table) {
+    s += std::to_string(stride) + "x" + std::to_string(size) + ":";
+    AppendNumber(&s, bw);
+    s += ',';
+  }
+  s += ';';
+  AppendField(&s, "intra_alpha_us", c.intra_alpha_us);
+  AppendField(&s, "nics_per_node", c.nics_per_node);
+  AppendField(&s, "nic_GBps", c.nic_GBps);
+  AppendField(&s, "nic_efficiency", c.nic_efficiency);
+  AppendField(&s, "inter_alpha_us", c.inter_alpha_us);
+  AppendField(&s, "alltoall_efficiency", c.alltoall_efficiency);
+  // Only when stated, so the other clusters keep their fingerprints.
+  if (c.allreduce_nic_efficiency > 0) AppendField(&s, "allreduce_nic_efficiency", c.allreduce_nic_efficiency);
+  AppendField(&s, "network", c.network);
+  // Host fields only when stated, so clusters without them keep their
+  // fingerprints from before the fields existed.
+  if (c.host_memory_GiB > 0) AppendField(&s, "host_memory_GiB", c.host_memory_GiB);
+  if (c.host_memory_GBps > 0) AppendField(&s, "host_memory_GBps", c.host_memory_GBps);
+  if (c.host_link_GBps > 0) AppendField(&s, "host_link_GBps", c.host_link_GBps);
+  std::vector<std::tuple<int, int, int, double, double>> fits;
+  for (const CollectiveFit& f : c.fits) {
+    fits.emplace_back(static_cast<int>(f.collective), static_cast<int>(f.tier), f.group_size,
+                      f.alpha_us, f.busbw_GBps);
+  }
+  std::sort(fits.begin(), fits.end());
+  s += "fits=";
+  for (const auto& [coll, tier, size, alpha, bw] : fits) {
+    s += std::to_string(coll) + "/" + std::to_string(tier) + "/" + std::to_string(size) + ":";
+    AppendNumber(&s, alpha);
+    s += ':';
+    AppendNumber(&s, bw);
+    s += ',';
+  }
+  s += ';';
+  return s;
+}
+
+uint64_t Fnv1a64(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string Fingerprint(const ClusterSpec& c) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                static_cast<unsigned long long>(Fnv1a64(CanonicalText(c))));
+  return buf;
+}
+
+}  // namespace paratune::topology
