@@ -38,8 +38,10 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
   --gpus N          total GPUs
   --global-batch B  sequences per iteration
   --seq S           sequence length (default: the model's context length)
-  --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (default: the best the
-                    GPU supports: bf16, else fp16, else tf32, else fp32)
+  --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (the GPU's default FP8
+                    recipe) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 |
+                    nvfp4 (a recipe the GPU cannot run is refused; default: the
+                    best the GPU supports: bf16, else fp16, else tf32, else fp32)
   --attention A     flash (default) | unfused (materialised softmax, Megatron 2022)
   --framework F     the training stack: megatron (default; Megatron-LM/Core, NeMo),
                     megatron-deepspeed, deepspeed, fsdp (FSDP1: llm-foundry, HF),
@@ -51,7 +53,10 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     tp_comm_overlap overlap_p2p placement first_stage_layers
                     last_stage_layers offload_optimizer offload_param (ZeRO-
                     Offload/Infinity: states in host memory, the cluster must
-                    state host_memory_GiB). Omitted degrees are 1, flags off; dp is
+                    state host_memory_GiB) offload_activation_layers (Megatron's
+                    CPU activation offloading of N layers; pp = 1, no recompute)
+                    cuda_graphs (full-iteration CUDA graphs); megatron with
+                    zero=3 is Megatron-FSDP. Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
                     first_stage_layers/last_stage_layers under megatron.
   --headroom F      memory kept free for a "fits" verdict (default 0.1)

@@ -37,7 +37,15 @@ applies to the held-out group and to no other row keeps its prior.
                       every row on one cluster preset (--cluster)
   --runs FILE         public runs (shared/calibration/public_runs.json): each row on
                       its GPU's preset, with its source's framework (llm-foundry →
-                      fsdp; Megatron-LM, NeMo, MLPerf → megatron)
+                      fsdp; Megatron-LM, NeMo, MLPerf → megatron); or the
+                      2026 fleet (shared/calibration/fleet_runs.json: Megatron-
+                      Bridge's tables, MLPerf v5.1 on MI350X/MI355X), read by its
+                      record_type: each row on its GPU's preset with its recipe
+                      (FP8-CS, MXFP8, NVFP4; Megatron-FSDP, CPU offload, CUDA
+                      graphs); rows the model cannot express are listed as not
+                      covered, and the output adds the coverage and the median
+                      |error| with each GPU and each release held out of the
+                      fitted hardware constants
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --holdout G         how rows are grouped for the held-out refit: source
                       (default), model, gpu or release
@@ -138,6 +146,7 @@ int RunValidate(const Args& args, Io io) {
                       Status::InvalidArgument("--calibration, --runs or --seeds is required"));
   }
   std::vector<planner::PublishedRun> runs;
+  bool fleet = false;
   if (cal_path) {
     auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
@@ -148,7 +157,11 @@ int RunValidate(const Args& args, Io io) {
   if (runs_path) {
     auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    auto r = planner::PublishedRunsFromPublicRuns(*doc);
+    // fleet_runs.json rows are records of type "run"; public_runs.json's are
+    // of row_type "throughput".
+    fleet = doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
+            (*doc)[0].value("record_type", "") == "run";
+    auto r = fleet ? planner::PublishedRunsFromFleetRuns(*doc) : planner::PublishedRunsFromPublicRuns(*doc);
     if (!r.ok()) return UsageError(io, "validate", r.status());
     runs.insert(runs.end(), r->begin(), r->end());
   }
@@ -158,6 +171,7 @@ int RunValidate(const Args& args, Io io) {
   out["runs"] = OrderedJson::array();
   double sum_abs = 0, max_abs = 0;
   int n = 0, unfit = 0;
+  std::vector<planner::PublishedRun> covered;
   std::map<std::string, std::vector<double>> by_source;
   std::map<std::string, std::vector<double>> by_framework_gpu;  // signed log errors
   if (format == "table") {
@@ -169,8 +183,23 @@ int RunValidate(const Args& args, Io io) {
     const auto& job = run.request.job;
     planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
     if (Status s = planner::ValidateConfig(cm, run.request.config); !s.ok()) {
-      return UsageError(io, "validate", s.WithContext(run.id));
+      // A fleet row whose configuration the model cannot express is reported
+      // as not covered; every other source must map whole.
+      if (!fleet) return UsageError(io, "validate", s.WithContext(run.id));
+      OrderedJson r;
+      r["id"] = run.id;
+      r["source"] = run.source_key;
+      r["gpu"] = job.cluster.gpu.name;
+      r["covered"] = false;
+      r["why"] = s.message();
+      out["runs"].push_back(r);
+      if (format == "table") {
+        io.out << std::left << std::setw(46) << run.id.substr(0, 45) << "  not covered: " << s.message()
+               << "\n";
+      }
+      continue;
     }
+    covered.push_back(run);
     const planner::Prediction p = cm.Predict(run.request.config);
     const double err = planner::ThroughputError(run, p);
     sum_abs += std::fabs(err);
@@ -292,6 +321,39 @@ int RunValidate(const Args& args, Io io) {
     s["rms_error"] = std::sqrt(var / static_cast<double>(logs.size()) + mean * mean);
     spread.push_back(s);
   }
+  if (fleet) {
+    // The fleet's hardware constants refitted without each GPU and without
+    // each release, predicting the rows held out (docs/model.md, Validation).
+    std::vector<double> all_abs;
+    for (const auto& [src, errs] : by_source) {
+      for (double e : errs) all_abs.push_back(std::fabs(e));
+    }
+    OrderedJson f;
+    f["runs"] = static_cast<int>(runs.size());
+    f["covered"] = n;
+    f["coverage"] = runs.empty() ? 0.0 : static_cast<double>(n) / static_cast<double>(runs.size());
+    f["median_abs_error"] = Median(all_abs);
+    for (bool by_gpu : {true, false}) {
+      OrderedJson groups = OrderedJson::array();
+      std::vector<double> pooled;
+      for (const planner::HeldOutGroup& g : planner::LeaveOneOut(covered, by_gpu)) {
+        std::vector<double> abs;
+        for (double e : g.errors) abs.push_back(std::fabs(e));
+        pooled.insert(pooled.end(), abs.begin(), abs.end());
+        OrderedJson gj;
+        gj["group"] = g.group;
+        gj["runs"] = g.errors.size();
+        gj["median_abs_error"] = Median(abs);
+        gj["median_signed_error"] = Median(g.errors);
+        groups.push_back(gj);
+      }
+      OrderedJson lo;
+      lo["median_abs_error"] = Median(pooled);
+      lo["groups"] = groups;
+      f[by_gpu ? "leave_one_gpu_out" : "leave_one_release_out"] = lo;
+    }
+    out["fleet"] = f;
+  }
   out["sources"] = sources;
   out["holdout"] = planner::HoldoutName(*holdout);
   out["held_out"] = held;
@@ -367,6 +429,23 @@ int RunValidate(const Args& args, Io io) {
     io.out << "  " << std::left << std::setw(34) << s["framework_gpu"].get<std::string>() << std::right
            << std::setw(6) << s["runs"].get<int>() << std::setw(15)
            << FormatFixed(100 * s["rms_error"].get<double>(), 1) << "%\n";
+  }
+  if (fleet) {
+    const OrderedJson& f = out["fleet"];
+    io.out << "coverage: " << n << " of " << runs.size() << " rows ("
+           << FormatFixed(100 * f["coverage"].get<double>(), 1) << " %), in-sample median |error| "
+           << FormatFixed(100 * f["median_abs_error"].get<double>(), 1) << " %\n";
+    for (const char* key : {"leave_one_gpu_out", "leave_one_release_out"}) {
+      io.out << key << ": median |error| "
+             << FormatFixed(100 * f[key]["median_abs_error"].get<double>(), 1) << " %  (";
+      bool first = true;
+      for (const auto& g : f[key]["groups"]) {
+        io.out << (first ? "" : ", ") << g["group"].get<std::string>() << " "
+               << FormatFixed(100 * g["median_abs_error"].get<double>(), 1) << " %";
+        first = false;
+      }
+      io.out << ")\n";
+    }
   }
   io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
          << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit

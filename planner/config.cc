@@ -198,6 +198,11 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("qgz", &c.qgz));
   PT_RETURN_IF_ERROR(r.OptBool("offload_optimizer", &c.offload_optimizer));
   PT_RETURN_IF_ERROR(r.OptBool("offload_param", &c.offload_param));
+  PT_RETURN_IF_ERROR(r.OptInt("offload_activation_layers", &c.offload_activation_layers));
+  if (c.offload_activation_layers < 0) {
+    return r.Error("offload_activation_layers", "must be >= 0 (0 = no activation offload)");
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("cuda_graphs", &c.cuda_graphs));
   PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
   if (r.Has("recompute")) {
     PT_RETURN_IF_ERROR(r.String("recompute", &s));
@@ -285,6 +290,9 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["qgz"] = c.qgz;
   j["offload_optimizer"] = c.offload_optimizer;
   j["offload_param"] = c.offload_param;
+  // Only when set, so documents of configurations without them are unchanged.
+  if (c.offload_activation_layers > 0) j["offload_activation_layers"] = c.offload_activation_layers;
+  if (c.cuda_graphs) j["cuda_graphs"] = true;
   j["mbs"] = c.mbs;
   j["recompute"] = RecomputeName(c.recompute);
   j["oar"] = c.oar;
@@ -318,6 +326,8 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.qgz) os << " qgz";
   if (c.offload_optimizer) os << " offload=opt";
   if (c.offload_param) os << (c.offload_optimizer ? "+param" : " offload=param");
+  if (c.offload_activation_layers > 0) os << " offload_act=" << c.offload_activation_layers;
+  if (c.cuda_graphs) os << " cudagraph";
   os << " mbs=" << c.mbs;
   if (c.recompute != Recompute::kNone) os << " rc=" << RecomputeName(c.recompute);
   if (!(c.placement == Placement{})) os << " place=" << PlacementToString(c.placement);

@@ -68,6 +68,14 @@ struct ParallelConfig {
   // and the Adam step runs on the CPU (zero >= 1); under zero = 3 the parameter
   // partition too (DeepSpeed's offload_optimizer / offload_param, device "cpu").
   bool offload_optimizer = false, offload_param = false;
+  // Megatron-Core's CPU activation offloading (--cpu-offloading-num-layers):
+  // the activations of this many transformer layers go to host memory in the
+  // forward and come back for the backward, on the copy engines (0 = off).
+  int offload_activation_layers = 0;
+  // Full-iteration CUDA graphs (Megatron-Core cuda_graph_impl local/
+  // transformer_engine with scope full_iteration): the forward-backward is
+  // replayed as one graph, so the host issues no kernels in the step.
+  bool cuda_graphs = false;
   int mbs = 1;          // micro-batch: sequences per GPU per micro-batch
   Recompute recompute = Recompute::kNone;
   // Overlaps (all off unless set).
@@ -94,7 +102,8 @@ struct ParallelConfig {
 
 // Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
-// offload_optimizer, offload_param, mbs, recompute, first_stage_layers, last_stage_layers, oar,
+// offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,
+// mbs, recompute, first_stage_layers, last_stage_layers, oar,
 // ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement. tp
 // is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is
 // derived from `gpus` (0 = do not derive). Strict; errors name JSON pointers.

@@ -41,11 +41,32 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   kernels_per_layer_ = compiled ? fc.kernels_per_layer_compiled : fc.kernels_per_layer;
   host_s_per_layer_ = 1e-6 * (compiled ? fc.host_us_per_layer_compiled : fc.host_us_per_layer);
   const Precision p = training.precision;
-  peak_flops_ = cluster.gpu.PeakTflops(p) * 1e12;
+  const bool recipe = p == Precision::kFp8;
+  peak_flops_ =
+      (recipe ? cluster.gpu.RecipePeakTflops(training.recipe) : cluster.gpu.PeakTflops(p)) * 1e12;
+  recipe_factor_ = recipe ? cluster.gpu.recipe_gemm_factor[static_cast<int>(training.recipe)] : 1.0;
   stream_Bps_ = cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency;
   const bool wide = (p == Precision::kFp32 || p == Precision::kTf32);
   act_bytes_ = wide ? 4.0 : 2.0;    // fp8 recipes keep activations in bf16 between GEMMs
   param_bytes_ = wide ? 4.0 : 2.0;  // fp8 recipes keep bf16 weights (TE)
+  // Megatron-Bridge's fp8 recipes gather parameters in fp8 (fp8_param_gather:
+  // current/delayed scaling and MXFP8; blockwise does not), NVFP4 in fp4 with
+  // an E4M3 scale per 16 values (fp4_param_gather): mixed_precision.py.
+  gather_bytes_ = param_bytes_;
+  if (recipe) {
+    switch (training.recipe) {
+      case topology::Recipe::kFp8Delayed:
+      case topology::Recipe::kFp8Current:
+      case topology::Recipe::kMxfp8:
+        gather_bytes_ = 1.0;
+        break;
+      case topology::Recipe::kNvfp4:
+        gather_bytes_ = 0.5 + 1.0 / 16.0;
+        break;
+      case topology::Recipe::kFp8Blockwise:
+        break;
+    }
+  }
   grad_bytes_ = (wide || training.main_grads_fp32) ? 4.0 : 2.0;
   model_flops_ = 3.0 * model.ForwardFlopsPerToken(training.seq_len) *
                  static_cast<double>(training.global_batch) * training.seq_len;
@@ -53,15 +74,25 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   norm_params_ = (model.norm == "rmsnorm" ? 2.0 : 4.0) * model.hidden;
   // The curve GpuSpec::GemmEfficiency uses for this precision.
   const auto& curves = cluster.gpu.gemm_efficiency;
-  const std::vector<topology::EfficiencyPoint>* curve = &cluster.gpu.EffectiveGemmCurve(p);
+  const std::vector<topology::EfficiencyPoint>* curve =
+      recipe ? &cluster.gpu.RecipeGemmCurve(training.recipe) : &cluster.gpu.EffectiveGemmCurve(p);
+  hp_peak_flops_ = cluster.gpu.PeakTflops(Precision::kBf16) * 1e12;
+  if (!(hp_peak_flops_ > 0)) hp_peak_flops_ = peak_flops_;
+  for (const topology::EfficiencyPoint& pt : cluster.gpu.EffectiveGemmCurve(Precision::kBf16)) {
+    hp_curve_log2_size_.push_back(std::log2(pt.size));
+    hp_curve_eff_.push_back(pt.efficiency);
+  }
   for (const topology::EfficiencyPoint& pt : *curve) {
     curve_log2_size_.push_back(std::log2(pt.size));
     curve_eff_.push_back(pt.efficiency);
   }
   curve_peak_ratio_ = 1.0;
-  if (curve != &curves[static_cast<int>(p)]) {
+  const bool own_curve = recipe && training.recipe == topology::Recipe::kNvfp4
+                             ? !cluster.gpu.fp4_gemm_efficiency.empty()
+                             : curve == &curves[static_cast<int>(p)];
+  if (!own_curve) {
     const double bf16 = cluster.gpu.PeakTflops(Precision::kBf16);
-    if (bf16 > 0) curve_peak_ratio_ = std::max(1.0, cluster.gpu.PeakTflops(p) / bf16);
+    if (bf16 > 0) curve_peak_ratio_ = std::max(1.0, peak_flops_ / 1e12 / bf16);
   }
   // The band before distance: the framework × GPU residual and a calibrated
   // profile's own. A framework without evidence regions has no calibration
@@ -139,6 +170,20 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     opt_s = offload_step.cpu_adam_s;
   }
 
+  // CPU activation offloading: per micro-batch, the offloaded layers'
+  // activations go to the host behind the forward of the layers after them
+  // and come back behind the backward, on the copy engines; what the link
+  // cannot move in that time is exposed.
+  double act_offload_s = 0;
+  if (c.offload_activation_layers > 0) {
+    const double n = std::min(c.offload_activation_layers, m.layers);
+    const double link = cluster_.HostLinkGBps() * 1e9;
+    const double copy = n * lt.act_bytes / link;
+    act_offload_s =
+        n_mb * (std::max(0.0, copy - (m.layers - 1.0) * lt.fwd_compute) +
+                std::max(0.0, copy - (m.layers - 1.0) * (lt.bwd_compute + lt.recompute)));
+  }
+
   p.reason = p.memory.Verdict();
   p.fits = p.reason == Reason::kOk;
   p.evidence_steps = evidence_steps_;
@@ -161,9 +206,9 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double accounted = br.compute_s + br.comm_x_s + br.comm_y_s + br.comm_z_s + br.comm_cp_s +
                            br.offload_s + br.host_s + zero3_in_pipeline;
   br.bubble_s = std::max(0.0, pipeline - accounted);
-  br.offload_s += offload_step.copies_s;
-  p.iteration_time_s =
-      pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s + offload_step.copies_s;
+  br.offload_s += offload_step.copies_s + act_offload_s;
+  p.iteration_time_s = pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s +
+                       offload_step.copies_s + act_offload_s;
 
   const double tokens = static_cast<double>(training_.global_batch) * s;
   double hw_flops = model_flops_;

@@ -26,6 +26,13 @@ struct TrainingSpec {
   int seq_len = 2048;
   int64_t global_batch = 0;  // sequences per iteration
   topology::Precision precision = topology::Precision::kBf16;
+  // With precision fp8: the low-precision recipe (topology/gpu.h), which sets
+  // the GEMM format and rate, the quantisation traffic and what is gathered.
+  // nvfp4 is precision fp8 with recipe nvfp4: everything outside the linear
+  // layers' GEMMs stays as in the fp8 recipes. `recipe_stated`: the request
+  // named the recipe (false: "fp8", the GPU's fp8_default_recipe).
+  topology::Recipe recipe = topology::Recipe::kFp8Current;
+  bool recipe_stated = false;
   // "flash": fused attention that never stores the s×s scores and skips causally
   // masked blocks (FlashAttention, cuDNN/TE fused attention; the default since
   // 2023). "unfused": scores materialised, softmax + dropout as separate
@@ -245,7 +252,10 @@ class CostModel {
                             int64_t n_mb, double T, double logits_comm) const;
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
   double ParamsBeforeData(const ParallelConfig& c) const;
-  double GemmSeconds(double m, double n, double k) const;
+  // `high_precision`: a GEMM a low-precision recipe keeps in bf16 (the
+  // output layer's logits: Megatron-Core's fp8/fp4 context wraps the
+  // transformer layers only).
+  double GemmSeconds(double m, double n, double k, bool high_precision = false) const;
   // GpuSpec::GemmEfficiency for the training precision, with the curve's log2
   // sizes computed once (the hot loop calls it millions of times).
   double GemmEfficiency(double m, double n, double k) const;
@@ -284,12 +294,17 @@ class CostModel {
   double stream_Bps_;       // achievable HBM bytes/s
   double act_bytes_;        // bytes per activation element
   double param_bytes_;      // bytes per weight element in compute precision
+  double gather_bytes_;     // bytes per weight element in a parameter all-gather
   double grad_bytes_;       // bytes per main-gradient element
   double model_flops_;
   double layer_params_;     // parameters of one block
   double norm_params_;      // of which norms (replicated across tensor ranks)
   std::vector<double> curve_log2_size_, curve_eff_;  // the precision's GEMM curve
   double curve_peak_ratio_ = 1.0;  // precision peak / the curve's own precision peak
+  double recipe_factor_ = 1.0;     // GpuSpec::recipe_gemm_factor of the training recipe
+  // The bf16 path for GEMMs a recipe keeps in high precision.
+  double hp_peak_flops_ = 0;
+  std::vector<double> hp_curve_log2_size_, hp_curve_eff_;
 };
 
 }  // namespace paratune::planner

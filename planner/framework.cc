@@ -57,7 +57,7 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
                             {"vpp", &s.vpp}, {"uneven_pp", &s.uneven_pp},
                             {"distributed_optimizer", &s.distributed_optimizer}, {"zeropp", &s.zeropp},
                             {"pp_with_zero2", &s.pp_with_zero2}, {"cp_with_tp_pp", &s.cp_with_tp_pp},
-                            {"compile", &s.compile},
+                            {"compile", &s.compile}, {"cuda_graphs", &s.cuda_graphs},
                             {"overlap_grad_reduce_with_pp", &s.overlap_grad_reduce_with_pp}}) {
     PT_RETURN_IF_ERROR(ReadBool(r, key, field));
   }
@@ -81,8 +81,10 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
       s.offload_optimizer = true;
     else if (k == "param")
       s.offload_param = true;
+    else if (k == "activations")
+      s.offload_activations = true;
     else
-      return r.Error("offload", "unknown '" + k + "' (optimizer | param)");
+      return r.Error("offload", "unknown '" + k + "' (optimizer | param | activations)");
   }
   if (r.Has("zero")) {
     const Json& z = r.Raw("zero");

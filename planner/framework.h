@@ -54,6 +54,10 @@ struct FrameworkSupport {
   bool zeropp = false;                  // qwZ / hpZ / qgZ
   // ZeRO-Offload / ZeRO-Infinity to host memory ("offload": ["optimizer", "param"]).
   bool offload_optimizer = false, offload_param = false;
+  // Layer-wise CPU activation offloading ("offload": [..., "activations"];
+  // Megatron-Core --cpu-offloading-num-layers) and full-iteration CUDA graphs.
+  bool offload_activations = false;
+  bool cuda_graphs = false;
   bool pp_with_zero2 = true;            // DeepSpeed's pipeline engine refuses ZeRO-2/3
   bool cp_with_tp_pp = true;            // DeepSpeed Ulysses runs without Megatron TP/PP
   std::array<bool, 3> recompute{true, true, true};  // none, selective, full

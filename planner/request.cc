@@ -22,9 +22,21 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   }
   std::string s = "bf16";
   PT_RETURN_IF_ERROR(r.OptString("precision", &s));
-  auto prec = topology::ParsePrecision(s);
-  if (!prec.ok()) return r.Error("precision", prec.status().message());
-  t.precision = *prec;
+  // A low-precision recipe by name (topology/gpu.h) trains in precision fp8
+  // with that recipe; "fp8" takes the GPU's fp8_default_recipe (ParseJob).
+  if (auto recipe = topology::ParseRecipe(s); recipe.ok()) {
+    t.precision = topology::Precision::kFp8;
+    t.recipe = *recipe;
+    t.recipe_stated = true;
+  } else {
+    auto prec = topology::ParsePrecision(s);
+    if (!prec.ok()) {
+      return r.Error("precision", "unknown precision '" + s +
+                                      "' (valid: fp32, tf32, bf16, fp16, fp8, fp8_delayed, "
+                                      "fp8_current, fp8_blockwise, mxfp8, nvfp4)");
+    }
+    t.precision = *prec;
+  }
   s = "flash";
   PT_RETURN_IF_ERROR(r.OptString("attention", &s));
   if (s == "flash") t.attention = Attention::kFlash;
@@ -55,7 +67,9 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   OrderedJson j;
   j["seq_len"] = t.seq_len;
   j["global_batch"] = t.global_batch;
-  j["precision"] = topology::PrecisionName(t.precision);
+  j["precision"] = t.precision == topology::Precision::kFp8 && t.recipe_stated
+                       ? topology::RecipeName(t.recipe)
+                       : topology::PrecisionName(t.precision);
   j["attention"] = AttentionName(t.attention);
   j["main_grads_fp32"] = t.main_grads_fp32;
   j["headroom"] = t.headroom;
@@ -63,6 +77,25 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["framework"] = FrameworkName(t.framework);
   j["compile"] = t.compile;
   return j;
+}
+
+Status ResolveRecipe(const topology::GpuSpec& gpu, TrainingSpec* t, const std::string& pointer) {
+  using topology::Precision;
+  if (t->precision != Precision::kFp8) return Status::Ok();
+  if (!t->recipe_stated) t->recipe = gpu.fp8_default_recipe;
+  if (gpu.peak_tflops[static_cast<int>(Precision::kFp8)] <= 0 || !gpu.Supports(t->recipe)) {
+    std::string runs;
+    for (int i = 0; i < topology::kNumRecipes; ++i) {
+      if (!gpu.recipes[i]) continue;
+      runs += (runs.empty() ? "" : ", ") +
+              std::string(topology::RecipeName(static_cast<topology::Recipe>(i)));
+    }
+    return Status::InvalidArgument(
+        pointer + "/precision: " + gpu.name + " cannot run " +
+        (t->recipe_stated ? topology::RecipeName(t->recipe) : "fp8") + " (" +
+        (runs.empty() ? "it has no low-precision recipe; use bf16" : "its recipes: " + runs) + ")");
+  }
+  return Status::Ok();
 }
 
 topology::Precision BestTrainingPrecision(const topology::GpuSpec& gpu) {
@@ -101,6 +134,7 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
                                    " has no " + topology::PrecisionName(job.training.precision) +
                                    " support (e.g. V100: use fp16)");
   }
+  PT_RETURN_IF_ERROR(ResolveRecipe(job.cluster.gpu, &job.training, r.PointerOf("training")));
   (void)request;
   return job;
 }

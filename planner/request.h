@@ -32,6 +32,11 @@ struct Job {          // what is trained, where: everything but the parallel con
 // default: it needs a recipe the request must ask for).
 topology::Precision BestTrainingPrecision(const topology::GpuSpec& gpu);
 
+// Settles the low-precision recipe of a job trained in fp8 on `gpu`: "fp8"
+// becomes the GPU's fp8_default_recipe; a recipe the GPU does not run is an
+// error naming `pointer`/precision and the recipes it does run.
+Status ResolveRecipe(const topology::GpuSpec& gpu, TrainingSpec* t, const std::string& pointer);
+
 struct PredictRequest {
   Job job;
   ParallelConfig config;

@@ -30,6 +30,7 @@ const std::set<std::string>& ClusterSourceKeys() {
   static const std::set<std::string> kKeys = {"gpu",
                                               "gpus_per_node",
                                               "max_nodes",
+                                              "nvlink_domain_gpus",
                                               "intra_node_fabric",
                                               "intra_node_GBps",
                                               "link_GBps",
@@ -57,15 +58,25 @@ bool IsFraction(double v) { return v > 0 && v <= 1; }
 // Everything GroupCost needs, derived once from a ClusterSpec (the node graph
 // is the only costly part).
 struct Model {
-  explicit Model(const ClusterSpec& spec) : c(spec), node(AnalyzeNode(spec)) {}
+  explicit Model(const ClusterSpec& spec)
+      : c(spec), node(AnalyzeNode(spec)), domain(AnalyzeDomain(spec)) {}
   const ClusterSpec& c;
   NodeBandwidths node;
+  DomainBandwidths domain;
 };
 
 // True when every instance of the (stride, size) group lies inside one node.
 bool InsideNode(const ClusterSpec& c, int stride, int size) {
   const int64_t block = int64_t{stride} * size;
   return block <= c.gpus_per_node && c.gpus_per_node % block == 0;
+}
+
+// True when the group spans nodes of one multi-node NVLink domain (header:
+// blocks of stride·size are laid whole on a domain).
+bool InsideDomainAcrossNodes(const ClusterSpec& c, int stride, int size) {
+  const int64_t block = int64_t{stride} * size;
+  return c.DomainGpus() > c.gpus_per_node && !InsideNode(c, stride, size) &&
+         block <= c.DomainGpus();
 }
 
 // Calls f(members) for every instance of a (stride, size) group whose block of
@@ -176,7 +187,8 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   const ClusterSpec& c = m.c;
   const int gpn = c.gpus_per_node;
   LinkCost out;
-  out.tier = InsideNode(c, stride, size) ? Tier::kIntraNode : Tier::kInterNode;
+  const bool across_trays = InsideDomainAcrossNodes(c, stride, size);
+  out.tier = InsideNode(c, stride, size) || across_trays ? Tier::kIntraNode : Tier::kInterNode;
   const int sharing = std::min(stride, gpn);  // group instances per node's NICs
   if (const CollectiveFit* f = FindFit(c, coll, out.tier, size)) {
     out.alpha_us = f->alpha_us;
@@ -184,7 +196,12 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
     return out;
   }
   double busbw = 0;
-  if (out.tier == Tier::kIntraNode) {
+  if (across_trays) {
+    // Every member reaches every other through the domain's switches: the
+    // widest GPU-to-GPU path between trays read off the domain graph.
+    out.alpha_us = c.intra_alpha_us;
+    busbw = m.domain.cross_node_GBps;
+  } else if (out.tier == Tier::kIntraNode) {
     out.alpha_us = c.intra_alpha_us;
     busbw = IntraGBps(m, coll, stride, size);
   } else {
@@ -417,6 +434,19 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   c.gpus_per_node = static_cast<int>(gpn);
   PT_RETURN_IF_ERROR(r->OptInt("max_nodes", &c.max_nodes));
   PT_RETURN_IF_ERROR(r->OptString("intra_node_fabric", &c.intra_node_fabric));
+  PT_RETURN_IF_ERROR(r->OptInt("nvlink_domain_gpus", &c.nvlink_domain_gpus));
+  if (c.nvlink_domain_gpus != 0) {
+    if (c.nvlink_domain_gpus < c.gpus_per_node || c.nvlink_domain_gpus > 1 << 16 ||
+        c.nvlink_domain_gpus % c.gpus_per_node != 0) {
+      return r->Error("nvlink_domain_gpus", "must be 0 or a multiple of gpus_per_node (" +
+                                                std::to_string(c.gpus_per_node) +
+                                                "), at most 65536");
+    }
+    if (c.nvlink_domain_gpus > c.gpus_per_node && c.intra_node_fabric != "nvswitch") {
+      return r->Error("nvlink_domain_gpus",
+                      "a domain larger than a node needs intra_node_fabric \"nvswitch\"");
+    }
+  }
   PT_RETURN_IF_ERROR(r->OptNumber("intra_node_GBps", &c.intra_node_GBps));
   if (c.intra_node_GBps < 0) return r->Error("intra_node_GBps", "must be >= 0");
   PT_RETURN_IF_ERROR(r->OptNumber("link_efficiency", &c.link_efficiency));
@@ -481,7 +511,8 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     PT_RETURN_IF_ERROR(cr.OptNumber("communication", &c.corrections.communication));
     PT_RETURN_IF_ERROR(cr.OptNumber("memory_bound", &c.corrections.memory_bound));
     PT_RETURN_IF_ERROR(cr.Finish());
-    for (double f : {c.corrections.compute, c.corrections.communication, c.corrections.memory_bound}) {
+    for (double f :
+         {c.corrections.compute, c.corrections.communication, c.corrections.memory_bound}) {
       if (!(f > 0.05 && f < 20)) return r->Error("corrections", "factors must be in (0.05, 20)");
     }
   } else {
@@ -633,29 +664,48 @@ const LinkCost& GroupCostTable::Get(Collective coll, int stride, int size) const
   return costs_[(static_cast<size_t>(coll) * ns + divisor_index_[stride]) * nz + size_index_[size]];
 }
 
-
 // The GPU-only form {gpu, gpu_memory_GiB?, name?, max_nodes?}: that GPU in
 // its usual node (docs/presets.md): the DGX/HGX preset of its generation with
 // the GPU swapped in, i.e. 8 GPUs on NVSwitch and one NIC per GPU (400 Gb/s
-// for Hopper, 200 Gb/s for Ampere and older); GH200 in Alps's 4-GPU node,
-// MI250X GCDs in Frontier's.
+// for Hopper and B200, 800 Gb/s for B300, 200 Gb/s for Ampere and older); GB200
+// and GB300 in their NVL72 racks, GH200 in Alps's 4-GPU node, MI250X GCDs in
+// Frontier's, each MI3xx in its own 8-GPU xGMI node.
 Result<ClusterSpec> ParseGpuOnlyForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(ReadSchema(r));
   PT_ASSIGN_OR_RETURN(GpuSpec gpu, ResolveGpu(r));
   const std::string& g = gpu.name;
   std::string node = "dgx-a100-80gb";
-  if (g == "a100-40gb") node = "dgx-a100-40gb";
-  else if (g == "h100-sxm") node = "dgx-h100";
-  else if (g == "h200") node = "dgx-h200";
-  else if (g == "gh200") node = "alps";
-  else if (g == "mi250x-gcd") node = "frontier";
-  else if (g.rfind("h1", 0) == 0 || g.rfind("h2", 0) == 0 || g.rfind("b", 0) == 0) node = "dgx-h100";
+  if (g == "a100-40gb")
+    node = "dgx-a100-40gb";
+  else if (g == "h100-sxm")
+    node = "dgx-h100";
+  else if (g == "h200")
+    node = "dgx-h200";
+  else if (g == "gh200")
+    node = "alps";
+  else if (g == "mi250x-gcd")
+    node = "frontier";
+  else if (g == "h800")
+    node = "hgx-h800";
+  else if (g == "b200")
+    node = "dgx-b200";
+  else if (g == "b300")
+    node = "dgx-b300";
+  else if (g == "gb200")
+    node = "gb200-nvl72";
+  else if (g == "gb300")
+    node = "gb300-nvl72";
+  else if (g == "mi300x" || g == "mi325x" || g == "mi350x" || g == "mi355x")
+    node = g;
+  else if (g.rfind("h1", 0) == 0 || g.rfind("h2", 0) == 0 || g.rfind("b", 0) == 0)
+    node = "dgx-h100";
   PT_ASSIGN_OR_RETURN(ClusterSpec c, ClusterPreset(node));
   const bool same_gpu = c.gpu.name == gpu.name;
   c.gpu = std::move(gpu);
   c.name = same_gpu ? node : "custom";
   c.max_nodes = 0;
-  c.sources["gpu"] = "the GPU named by the request, in the usual node of its generation (" + node + ")";
+  c.sources["gpu"] =
+      "the GPU named by the request, in the usual node of its generation (" + node + ")";
   PT_RETURN_IF_ERROR(r->OptString("name", &c.name));
   PT_RETURN_IF_ERROR(r->OptInt("max_nodes", &c.max_nodes));
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
@@ -667,9 +717,9 @@ Result<ClusterSpec> ParseGpuOnlyForm(ObjectReader* r) {
 Result<ClusterSpec> ParseClusterSpec(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   if (!j.is_object()) return r.Finish();  // "must be a JSON object", naming the pointer
-  Result<ClusterSpec> c = r.Has("inter_node_GBps_per_gpu")                    ? ParseRequestForm(&r)
-                          : (r.Has("gpu") && !r.Has("gpus_per_node"))         ? ParseGpuOnlyForm(&r)
-                                                                               : ParseFullForm(&r);
+  Result<ClusterSpec> c = r.Has("inter_node_GBps_per_gpu")            ? ParseRequestForm(&r)
+                          : (r.Has("gpu") && !r.Has("gpus_per_node")) ? ParseGpuOnlyForm(&r)
+                                                                      : ParseFullForm(&r);
   return c;
 }
 
@@ -680,6 +730,7 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
   j["gpu"] = GpuSpecToJson(c.gpu);
   j["gpus_per_node"] = c.gpus_per_node;
   j["max_nodes"] = c.max_nodes;
+  if (c.nvlink_domain_gpus > 0) j["nvlink_domain_gpus"] = c.nvlink_domain_gpus;
   j["intra_node_fabric"] = c.intra_node_fabric;
   j["intra_node_GBps"] = c.intra_node_GBps;
   if (c.intra_node_fabric == "mesh") j["link_GBps"] = c.link_GBps;

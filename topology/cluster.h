@@ -60,6 +60,13 @@ struct ClusterSpec {
   GpuSpec gpu;
   int gpus_per_node = 8;
   int max_nodes = 0;  // 0 = unbounded (user clusters)
+  // GPUs that share one switched NVLink domain: 0 or gpus_per_node = the node
+  // (DGX/HGX); larger for rack-scale systems whose NVLink switches join many
+  // nodes (GB200/GB300 NVL72: 72 GPUs over 18 trays of 4). A multiple of
+  // gpus_per_node; above it the fabric must be "nvswitch". Groups that fit in
+  // one domain run at the switch figure (intra_node_GBps) across trays; NICs
+  // stay per node.
+  int nvlink_domain_gpus = 0;
   // Intra-node fabric. "nvswitch": every GPU reaches every other at its port
   // bandwidth. "mesh": direct links per pair (link_GBps), e.g. 4-GPU NVLink
   // boards and MI250X nodes. "pcie": a shared host bridge.
@@ -135,6 +142,10 @@ struct ClusterSpec {
 
   // Node injection bandwidth for collectives, GB/s: nics × nic_GBps × nic_efficiency.
   double NodeInjectionGBps() const;
+  // GPUs of one NVLink domain: nvlink_domain_gpus, else gpus_per_node.
+  int DomainGpus() const {
+    return nvlink_domain_gpus > gpus_per_node ? nvlink_domain_gpus : gpus_per_node;
+  }
   // Per-GPU share of it (the request form's inter_node_GBps_per_gpu).
   double InterNodeGBpsPerGpu() const { return NodeInjectionGBps() / gpus_per_node; }
   // GPU<->host GB/s per GPU and direction: host_link_GBps, else the GPU's.
@@ -154,7 +165,12 @@ struct LinkCost {
 //
 // Tier: intra-node when every instance of the group lies in one node, i.e.
 // stride·size <= gpus_per_node and divides it (a non-dividing block straddles a
-// node boundary somewhere, and the collective waits for that instance).
+// node boundary somewhere, and the collective waits for that instance). On a
+// cluster whose NVLink domain spans nodes (DomainGpus() > gpus_per_node), also
+// when stride·size <= DomainGpus(): the job's ranks are laid on a domain in
+// whole blocks of stride·size (a rack-aware scheduler's segment placement), so
+// no instance straddles a domain; a larger block leaves the domain and is
+// priced at the NICs (a `gpus` count that needs a second rack for one group).
 // Intra-node busbw: intra_node_table (rules above); else "nvswitch" and "pcie" ->
 // the hub port figure (intra_node_GBps); "mesh" -> link_efficiency × the
 // smallest, over members of every instance in the node, sum of direct link
@@ -192,7 +208,7 @@ class GroupCostTable {
     if (size <= 1) return 0.0;
     const LinkCost& cost = Get(coll, stride, size);
     const double p = size;
-    const double factor = coll == Collective::kAllReduce ? 2.0 * (p - 1) / p
+    const double factor = coll == Collective::kAllReduce  ? 2.0 * (p - 1) / p
                           : coll == Collective::kSendRecv ? 1.0
                                                           : (p - 1) / p;
     const double latency = cost.alpha_us * p * 1e-6;

@@ -60,6 +60,26 @@ std::string CanonicalText(const ClusterSpec& c) {
   // Only when stated, so GPUs without it keep their fingerprints.
   if (g.gemm_sustained_fraction != 1.0)
     AppendField(&s, "gemm_sustained_fraction", g.gemm_sustained_fraction);
+  // Only when stated, so GPUs without them keep their fingerprints.
+  for (int i = 0; i < kNumRecipes; ++i) {
+    if (g.recipe_gemm_factor[i] != 1.0) {
+      AppendField(&s,
+                  (std::string("recipe_gemm_factor.") + RecipeName(static_cast<Recipe>(i))).c_str(),
+                  g.recipe_gemm_factor[i]);
+    }
+  }
+  // Only when present, so GPUs without fp4 keep their fingerprints.
+  if (g.fp4_peak_tflops > 0) {
+    AppendField(&s, "fp4_peak_tflops", g.fp4_peak_tflops);
+    s += "fp4_gemm=";
+    for (const EfficiencyPoint& pt : g.fp4_gemm_efficiency) {
+      AppendNumber(&s, pt.size);
+      s += ':';
+      AppendNumber(&s, pt.efficiency);
+      s += ',';
+    }
+    s += ';';
+  }
   AppendField(&s, "flash_fwd_efficiency", g.flash_fwd_efficiency);
   AppendField(&s, "flash_bwd_efficiency", g.flash_bwd_efficiency);
   AppendField(&s, "host_link_GBps", g.host_link_GBps);
@@ -67,6 +87,8 @@ std::string CanonicalText(const ClusterSpec& c) {
 
   AppendField(&s, "gpus_per_node", c.gpus_per_node);
   AppendField(&s, "max_nodes", c.max_nodes);
+  // Only when it spans nodes, so single-node domains keep their fingerprints.
+  if (c.DomainGpus() > c.gpus_per_node) AppendField(&s, "nvlink_domain_gpus", c.DomainGpus());
   AppendField(&s, "intra_node_fabric", c.intra_node_fabric);
   AppendField(&s, "intra_node_GBps", c.intra_node_GBps);
   s += "link_GBps=";

@@ -18,17 +18,20 @@ namespace paratune::topology {
 namespace {
 
 constexpr const char* kPrecisionNames[kNumPrecisions] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+constexpr const char* kRecipeNames[kNumRecipes] = {"fp8_delayed", "fp8_current", "fp8_blockwise",
+                                                   "mxfp8", "nvfp4"};
 constexpr const char* kGpuSchema = "paratune.gpu/v1";  // optional in GPU objects
 
 // Keys of a GPU object that may carry a `sources` entry (the numbers and the
 // display name); a `sources` key outside this list is a typo and an error.
 const std::set<std::string>& GpuSourceKeys() {
   static const std::set<std::string> kKeys = {
-      "display_name",         "memory_GiB",           "hbm_GBps",
-      "hbm_efficiency",       "peak_tflops",          "gemm_efficiency",
-      "flash_fwd_efficiency", "flash_bwd_efficiency", "host_link_GBps",
-      "runtime_reserved_GiB", "kernel_overhead_us",   "gemm_k0",
-      "flash_head_dim_half",  "flash_seq_half",       "gemm_sustained_fraction"};
+      "display_name",          "memory_GiB",           "hbm_GBps",
+      "hbm_efficiency",        "peak_tflops",          "gemm_efficiency",
+      "flash_fwd_efficiency",  "flash_bwd_efficiency", "host_link_GBps",
+      "runtime_reserved_GiB",  "kernel_overhead_us",   "gemm_k0",
+      "flash_head_dim_half",   "flash_seq_half",       "gemm_sustained_fraction",
+      "low_precision_recipes", "fp8_default_recipe",   "recipe_gemm_factor"};
   return kKeys;
 }
 
@@ -90,6 +93,25 @@ double GpuSpec::PublishedMfuCeiling(Precision p) const {
     if (c.precision == p) return c.mfu;
   }
   return 0;
+}
+
+const char* RecipeName(Recipe r) {
+  const int i = static_cast<int>(r);
+  return (i >= 0 && i < kNumRecipes) ? kRecipeNames[i] : "unknown";
+}
+
+Result<Recipe> ParseRecipe(const std::string& name) {
+  for (int i = 0; i < kNumRecipes; ++i) {
+    if (name == kRecipeNames[i]) return static_cast<Recipe>(i);
+  }
+  return Status::InvalidArgument(
+      "unknown recipe '" + name +
+      "' (valid: fp8_delayed, fp8_current, fp8_blockwise, mxfp8, nvfp4)");
+}
+
+const std::vector<EfficiencyPoint>& GpuSpec::RecipeGemmCurve(Recipe r) const {
+  if (r == Recipe::kNvfp4 && !fp4_gemm_efficiency.empty()) return fp4_gemm_efficiency;
+  return EffectiveGemmCurve(Precision::kFp8);
 }
 
 double GpuSpec::PeakTflops(Precision p) const {
@@ -155,6 +177,8 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
       g.peak_tflops[i] = v;
       any = any || v > 0;
     }
+    PT_RETURN_IF_ERROR(pr.OptNumber("fp4", &g.fp4_peak_tflops));
+    if (g.fp4_peak_tflops < 0) return pr.Error("fp4", "must be >= 0 (0 = unsupported)");
     PT_RETURN_IF_ERROR(pr.Finish());
     if (!any) return r.Error("peak_tflops", "must give at least one positive peak");
   }
@@ -172,6 +196,11 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
       PT_RETURN_IF_ERROR(ReadCurve(er.Raw(kPrecisionNames[i]), er.PointerOf(kPrecisionNames[i]),
                                    &g.gemm_efficiency[i]));
       any = true;
+    }
+    if (er.Has("fp4")) {
+      PT_RETURN_IF_ERROR(ReadCurve(er.Raw("fp4"), er.PointerOf("fp4"), &g.fp4_gemm_efficiency));
+    } else {
+      er.Ignore("fp4");
     }
     PT_RETURN_IF_ERROR(er.Finish());
     if (!any) return r.Error("gemm_efficiency", "must hold at least one curve (bf16 preferred)");
@@ -227,6 +256,56 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
       g.published_mfu_ceilings.push_back(std::move(c));
     }
   }
+  // Low-precision recipes: stated, or every per-tensor and blockwise fp8
+  // recipe where the GPU has an fp8 peak.
+  if (r.Has("low_precision_recipes")) {
+    const Json& a = r.Raw("low_precision_recipes");
+    const std::string ap = r.PointerOf("low_precision_recipes");
+    if (!a.is_array()) return Status::InvalidArgument(ap + ": must be an array of recipe names");
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string ip = ap + "/" + std::to_string(i);
+      if (!a[i].is_string()) return Status::InvalidArgument(ip + ": must be a string");
+      Result<Recipe> rc = ParseRecipe(a[i].get<std::string>());
+      if (!rc.ok()) return Status::InvalidArgument(ip + ": " + rc.status().message());
+      if (g.RecipePeakTflops(*rc) <= 0 ||
+          (*rc != Recipe::kNvfp4 && g.peak_tflops[static_cast<int>(Precision::kFp8)] <= 0)) {
+        return Status::InvalidArgument(ip + ": " + RecipeName(*rc) + " needs a positive " +
+                                       (*rc == Recipe::kNvfp4 ? "fp4" : "fp8") + " peak");
+      }
+      g.recipes[static_cast<int>(*rc)] = true;
+    }
+  } else {
+    r.Ignore("low_precision_recipes");
+    if (g.peak_tflops[static_cast<int>(Precision::kFp8)] > 0) {
+      for (Recipe rc : {Recipe::kFp8Delayed, Recipe::kFp8Current, Recipe::kFp8Blockwise}) {
+        g.recipes[static_cast<int>(rc)] = true;
+      }
+    }
+  }
+  if (r.Has("recipe_gemm_factor")) {
+    ObjectReader fr(r.Raw("recipe_gemm_factor"), r.PointerOf("recipe_gemm_factor"));
+    for (int i = 0; i < kNumRecipes; ++i) {
+      PT_RETURN_IF_ERROR(fr.OptNumber(kRecipeNames[i], &g.recipe_gemm_factor[i]));
+      if (!(g.recipe_gemm_factor[i] > 0 && g.recipe_gemm_factor[i] <= 1)) {
+        return fr.Error(kRecipeNames[i], "must be in (0, 1]");
+      }
+    }
+    PT_RETURN_IF_ERROR(fr.Finish());
+  } else {
+    r.Ignore("recipe_gemm_factor");
+  }
+  {
+    std::string def = RecipeName(g.fp8_default_recipe);
+    const bool stated = r.Has("fp8_default_recipe");
+    PT_RETURN_IF_ERROR(r.OptString("fp8_default_recipe", &def));
+    Result<Recipe> rc = ParseRecipe(def);
+    if (!rc.ok()) return r.Error("fp8_default_recipe", rc.status().message());
+    if (*rc == Recipe::kNvfp4) return r.Error("fp8_default_recipe", "must be an fp8 recipe");
+    if (stated && !g.Supports(*rc)) {
+      return r.Error("fp8_default_recipe", "must be one of low_precision_recipes");
+    }
+    g.fp8_default_recipe = *rc;
+  }
   PT_RETURN_IF_ERROR(r.OptString("source", &g.source));
   PT_RETURN_IF_ERROR(ReadSources(&r, GpuSourceKeys(), &g.sources));
   PT_RETURN_IF_ERROR(r.Finish());
@@ -242,6 +321,7 @@ Json GpuSpecToJson(const GpuSpec& g) {
   j["hbm_efficiency"] = g.hbm_efficiency;
   Json peaks = Json::object();
   for (int i = 0; i < kNumPrecisions; ++i) peaks[kPrecisionNames[i]] = g.peak_tflops[i];
+  if (g.fp4_peak_tflops > 0) peaks["fp4"] = g.fp4_peak_tflops;
   j["peak_tflops"] = std::move(peaks);
   Json curves = Json::object();
   for (int i = 0; i < kNumPrecisions; ++i) {
@@ -251,6 +331,13 @@ Json GpuSpecToJson(const GpuSpec& g) {
       arr.push_back({{"size", pt.size}, {"efficiency", pt.efficiency}});
     }
     curves[kPrecisionNames[i]] = std::move(arr);
+  }
+  if (!g.fp4_gemm_efficiency.empty()) {
+    Json arr = Json::array();
+    for (const EfficiencyPoint& pt : g.fp4_gemm_efficiency) {
+      arr.push_back({{"size", pt.size}, {"efficiency", pt.efficiency}});
+    }
+    curves["fp4"] = std::move(arr);
   }
   j["gemm_efficiency"] = std::move(curves);
   if (g.gemm_sustained_fraction != 1.0) j["gemm_sustained_fraction"] = g.gemm_sustained_fraction;
@@ -270,6 +357,17 @@ Json GpuSpecToJson(const GpuSpec& g) {
     }
     j["published_mfu_ceilings"] = std::move(arr);
   }
+  Json recipes = Json::array();
+  for (int i = 0; i < kNumRecipes; ++i) {
+    if (g.recipes[i]) recipes.push_back(kRecipeNames[i]);
+  }
+  j["low_precision_recipes"] = std::move(recipes);
+  Json factors = Json::object();
+  for (int i = 0; i < kNumRecipes; ++i) {
+    if (g.recipe_gemm_factor[i] != 1.0) factors[kRecipeNames[i]] = g.recipe_gemm_factor[i];
+  }
+  if (!factors.empty()) j["recipe_gemm_factor"] = std::move(factors);
+  if (g.Supports(g.fp8_default_recipe)) j["fp8_default_recipe"] = RecipeName(g.fp8_default_recipe);
   if (!g.source.empty()) j["source"] = g.source;
   if (!g.sources.empty()) j["sources"] = g.sources;
   return j;

@@ -23,6 +23,19 @@ inline constexpr int kNumPrecisions = 5;
 const char* PrecisionName(Precision p);
 Result<Precision> ParsePrecision(const std::string& name);
 
+// Low-precision training recipes: how GEMM inputs are scaled and in which
+// format they run (Transformer Engine's recipe classes in brackets).
+//   fp8_delayed    per-tensor scales from an amax history (DelayedScaling)
+//   fp8_current    per-tensor scales from the tensor itself (Float8CurrentScaling)
+//   fp8_blockwise  1x128 activation / 128x128 weight scales (Float8BlockScaling;
+//                  DeepSeek-V3's recipe)
+//   mxfp8          OCP MXFP8: E4M3 with an E8M0 scale per 32 elements (MXFP8BlockScaling)
+//   nvfp4          NVFP4: E2M1 with an E4M3 scale per 16 elements (NVFP4BlockScaling)
+enum class Recipe : uint8_t { kFp8Delayed = 0, kFp8Current, kFp8Blockwise, kMxfp8, kNvfp4 };
+inline constexpr int kNumRecipes = 5;
+const char* RecipeName(Recipe r);  // "fp8_delayed" | ... | "nvfp4"
+Result<Recipe> ParseRecipe(const std::string& name);
+
 // One point of a GEMM efficiency curve. `size` is the geometric mean of the
 // GEMM's three dimensions, (m·n·k)^(1/3); `efficiency` is achieved / dense peak.
 struct EfficiencyPoint {
@@ -73,7 +86,24 @@ struct GpuSpec {
   double runtime_reserved_GiB = 1.0;  // CUDA context, cuBLAS workspace, NCCL buffers
   // Best published MFU by precision (key published_mfu_ceilings); empty = none.
   std::vector<MfuCeiling> published_mfu_ceilings;
-  std::string source;                 // where the figures come from
+  // 4-bit floating point (NVFP4 / MXFP4) GEMMs: the dense peak (0 = none; JSON
+  // peak_tflops.fp4) and the efficiency curve (JSON gemm_efficiency.fp4; empty
+  // = the fp8 curve). Kept apart from the Precision-indexed arrays because no
+  // activation, weight or collective is ever held in fp4 outside a GEMM.
+  double fp4_peak_tflops = 0;
+  std::vector<EfficiencyPoint> fp4_gemm_efficiency;
+  // The low-precision recipes the GPU runs (JSON low_precision_recipes; absent:
+  // fp8_delayed, fp8_current and fp8_blockwise where the GPU has an fp8 peak),
+  // and the one training.precision "fp8" means on it.
+  std::array<bool, kNumRecipes> recipes{};
+  // Per recipe, the share of its curve's GEMM throughput the recipe's scaled
+  // GEMMs reach (block-scale handling in the kernel, Hadamard transforms), in
+  // (0, 1]; JSON recipe_gemm_factor {"mxfp8": 0.95, ...}; absent = 1.
+  std::array<double, kNumRecipes> recipe_gemm_factor{1, 1, 1, 1, 1};
+  // Default fp8_current: Megatron-Bridge's performance recipes run FP8 with
+  // current scaling (FP8-CS) on Hopper and Blackwell.
+  Recipe fp8_default_recipe = Recipe::kFp8Current;
+  std::string source;  // where the figures come from
   // Per-field provenance: JSON key ("hbm_GBps", "gemm_efficiency", ...) -> where
   // that number comes from (datasheet, paper, measurement, "estimate: ...").
   std::map<std::string, std::string> sources;
@@ -82,6 +112,15 @@ struct GpuSpec {
   double PublishedMfuCeiling(Precision p) const;
   // Peak TFLOP/s at precision p (fp8 falls back to bf16 when unsupported).
   double PeakTflops(Precision p) const;
+  bool Supports(Recipe r) const { return recipes[static_cast<int>(r)]; }
+  // Dense peak of the GEMMs a recipe runs: fp4 for nvfp4, fp8 otherwise.
+  double RecipePeakTflops(Recipe r) const {
+    return r == Recipe::kNvfp4 ? fp4_peak_tflops : PeakTflops(Precision::kFp8);
+  }
+  // The curve a recipe's GEMMs read: fp4's for nvfp4 (the fp8 curve when it
+  // has none), the fp8 curve otherwise.
+  const std::vector<EfficiencyPoint>& RecipeGemmCurve(Recipe r) const;
+
   // Efficiency for a GEMM of m×k by k×n at precision p, in (0, 1]: the curve
   // at size (m·n·k)^(1/3). 1 (the ideal model) when the spec has no curve at all.
   double GemmEfficiency(Precision p, double m, double n, double k) const;
@@ -95,8 +134,9 @@ struct GpuSpec {
 Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer);
 Json GpuSpecToJson(const GpuSpec& gpu);
 
-// Built-in presets (compiled in). Names: a100-40gb, a100-80gb, h100-sxm, h200,
-// gh200, mi250x-gcd, v100-32gb.
+// Built-in presets (compiled in): a100-40gb, a100-80gb, b200, b300, gb200,
+// gb300, gh200, h100-sxm, h200, h800, mi250x-gcd, mi300x, mi325x, mi350x,
+// mi355x, v100-32gb.
 std::vector<std::string> GpuPresetNames();
 Result<GpuSpec> GpuPreset(const std::string& name);
 

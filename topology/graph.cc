@@ -138,4 +138,53 @@ NodeBandwidths AnalyzeNode(const ClusterSpec& c) {
   return out;
 }
 
+DomainBandwidths AnalyzeDomain(const ClusterSpec& c) {
+  DomainBandwidths out;
+  const int gpn = c.gpus_per_node;
+  PT_CHECK(gpn >= 1);
+  out.gpus = c.DomainGpus();
+  out.nodes = out.gpus / gpn;
+  if (out.nodes <= 1) return out;
+  Graph g;
+  const int n = out.gpus;
+  std::vector<Vertex> gpu(n);
+  for (int i = 0; i < n; ++i) gpu[i] = boost::add_vertex(VertexProps{VertexKind::kGpu, i}, g);
+  // The domain's NVLink switch trays act as one non-blocking switch: each GPU
+  // has one port on it at the achievable switch figure.
+  const Vertex hub = boost::add_vertex(VertexProps{VertexKind::kHub, 0}, g);
+  for (int i = 0; i < n; ++i) AddLink(&g, gpu[i], hub, c.intra_node_GBps, c.intra_node_GBps);
+  if (c.nics_per_node > 0) {
+    const Vertex net = boost::add_vertex(VertexProps{VertexKind::kNetwork, 0}, g);
+    const double rate = c.nic_GBps * c.nic_efficiency;
+    for (int node = 0; node < out.nodes; ++node) {
+      std::vector<Vertex> nic(c.nics_per_node);
+      for (int j = 0; j < c.nics_per_node; ++j) {
+        nic[j] = boost::add_vertex(VertexProps{VertexKind::kNic, node * c.nics_per_node + j}, g);
+        AddLink(&g, nic[j], net, rate, rate);
+      }
+      for (int l = 0; l < gpn; ++l) {
+        AddLink(&g, gpu[node * gpn + l], nic[NicOfGpu(c, l)], c.nic_GBps, c.nic_GBps);
+      }
+    }
+  }
+  out.num_vertices = static_cast<int>(boost::num_vertices(g));
+  out.num_edges = static_cast<int>(boost::num_edges(g));
+  const size_t nv = boost::num_vertices(g);
+  boost::filtered_graph<Graph, boost::keep_all, IntraNodeOnly> inside(g, boost::keep_all(),
+                                                                      IntraNodeOnly{&g});
+  double worst = std::numeric_limits<double>::infinity();
+  double worst_net = std::numeric_limits<double>::infinity();
+  for (int a = 0; a < gpn; ++a) {
+    const std::vector<double> w = WidestFrom(inside, gpu[a], nv);
+    const std::vector<double> wn = WidestFrom(g, gpu[a], nv);
+    for (int b = gpn; b < n; ++b) {
+      worst = std::min(worst, w[gpu[b]]);
+      worst_net = std::min(worst_net, wn[gpu[b]]);
+    }
+  }
+  out.cross_node_GBps = worst;
+  out.cross_node_via_network_GBps = worst_net;
+  return out;
+}
+
 }  // namespace paratune::topology

@@ -37,6 +37,28 @@ struct NodeBandwidths {
   int num_edges = 0;  // directed edges (each physical link counts once per direction)
 };
 
+// The bandwidth facts of one NVLink domain that spans several nodes (GB200 /
+// GB300 NVL72: 72 GPUs on 18 trays of 4), read off a graph of the whole domain:
+// a GPU vertex per GPU, one switch vertex for the domain's NVLink switches
+// (every GPU one port at intra_node_GBps), each tray's NICs and the network.
+struct DomainBandwidths {
+  int gpus = 0;   // GPUs in the domain (= gpus_per_node for a single-node domain)
+  int nodes = 1;  // trays (nodes) it spans
+  // Bottleneck of the widest path from a GPU of the first tray to a GPU of
+  // any other tray without leaving through a NIC (the slowest such pair),
+  // GB/s; 0 for a single-node domain.
+  double cross_node_GBps = 0;
+  // The same pair's widest path allowed through the NICs and the network
+  // (what a domain without its switches would give), GB/s.
+  double cross_node_via_network_GBps = 0;
+  int num_vertices = 0;
+  int num_edges = 0;
+};
+
+// Builds and reads the domain graph of `c`. For a single-node domain only
+// `gpus` and `nodes` are set. REQUIRES: gpus_per_node >= 1.
+DomainBandwidths AnalyzeDomain(const ClusterSpec& c);
+
 // Which of the node's NICs serves local GPU `local`: NICs are spread evenly in
 // order, GPU l -> NIC l·nics_per_node / gpus_per_node (one NIC per GPU on DGX
 // and Alps, one per MI250X on Frontier, one per two GPUs on Polaris).

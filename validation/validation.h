@@ -10,6 +10,7 @@
 // parallelism and recompute as the row states.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct PublishedRun {
   double measured_tokens_per_s = 0;
   double measured_model_tflops = 0;
   std::vector<std::string> assumed;  // settings the row does not state, and what was used
+  std::string gpu;                   // the row's GPU as printed ("GB200"); set by the fleet reader
+  std::string release;  // the software release it ran ("26.04.01"); set by the fleet reader
 };
 
 // The prediction's throughput relative to the row's: predicted / measured − 1
@@ -57,5 +60,39 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
 // among those that fit, as a tuned benchmark would run; unstated recompute =
 // none; each such assumption is listed in the run's `assumed`.
 Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc);
+
+// Converts shared/calibration/fleet_runs.json rows (Megatron-Bridge's
+// performance tables, MLPerf Training v5.1) into requests: the cluster preset
+// of the row's GPU (H100 dgx-h100, B200 dgx-b200, GB200/GB300 their NVL72
+// racks, MI350X/MI355X their nodes), Llama's architecture, the matched
+// recipe's precision (FP8-CS current scaling, MXFP8, NVFP4; AMD's delayed
+// scaling), Megatron-FSDP, CPU activation offloading and CUDA graphs as the
+// recipe states, headroom 0 (the run ran), Megatron's overlap policy.
+// Measured: tokens/s; for the 26.04.01 rows, whose tokens/s are rounded, the
+// TFLOP/s column over the row's FLOPs per token. Fills `gpu` and `release`.
+Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc);
+
+// Hardware constants the fleet calibrates per GPU (0 = keep the preset's):
+// the GPU's gemm_sustained_fraction and its recipe_gemm_factor for mxfp8 and
+// nvfp4.
+struct FleetConstants {
+  double sustained = 0, mxfp8 = 0, nvfp4 = 0;
+};
+void ApplyFleetConstants(const FleetConstants& k, topology::GpuSpec* gpu);
+// The run's throughput error with `k` applied to its GPU; NaN when its
+// configuration breaks a rule.
+double FleetRunError(const PublishedRun& run, const FleetConstants& k);
+// Per GPU (PublishedRun::gpu): the sustained fraction that zeroes the median
+// signed error of its per-tensor fp8 rows, then the mxfp8 and nvfp4 factors
+// that zero their rows' on top of it.
+std::map<std::string, FleetConstants> FitFleetConstants(const std::vector<PublishedRun>& runs);
+// Held-out errors: for each GPU (by_gpu) or release, the constants refitted
+// without its rows predict them; a GPU with no rows left borrows the median
+// of its vendor's other GPUs (all GPUs when it has none).
+struct HeldOutGroup {
+  std::string group;
+  std::vector<double> errors;
+};
+std::vector<HeldOutGroup> LeaveOneOut(const std::vector<PublishedRun>& runs, bool by_gpu);
 
 }  // namespace paratune::planner

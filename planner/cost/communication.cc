@@ -26,7 +26,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY), sz = c.Stride(Dim::kZ);
   // Transformer Engine's userbuffers overlap needs the tensor group inside one
   // NVLink domain (CUDA IPC buffers): across nodes the option buys nothing.
-  const bool tp_overlap = c.tp_comm_overlap && int64_t{sy} * c.gy * c.gx <= cluster_.gpus_per_node;
+  const bool tp_overlap = c.tp_comm_overlap && int64_t{sy} * c.gy * c.gx <= cluster_.DomainGpus();
 
   // --- Tensor-parallel communication per linear layer: the forward all-reduce
   // of the output over the group that split k, the backward all-reduce of the
@@ -59,7 +59,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
       // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
       // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
       const double w = k * n / c.tensor();
-      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * param_bytes_);
+      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * gather_bytes_);
       const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
       z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * rs_bytes);
     }
@@ -73,8 +73,17 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     const double ag = comm_.Seconds(Collective::kAllGather, sy, c.gy, buf);
     const double rs = comm_.Seconds(Collective::kReduceScatter, sy, c.gy, buf);
     fwd_y += 2 * ag + 2 * rs;
-    comm_y += 2 * ag + (c.oar ? Overlapped(2 * rs, t.normal_fwd) : 2 * rs) +
-              (c.oar ? Overlapped(2 * ag, t.normal_fwd) : 2 * ag);
+    if (tp_overlap) {
+      // Transformer Engine's userbuffers also pipeline the backward's
+      // collectives through its GEMMs: the output gradient's all-gather
+      // through the dgrad GEMM, the input's re-gather behind it (bulk dgrad
+      // overlap) and the input gradient's reduce-scatter behind the wgrad GEMM
+      // (ub_ag / ub_bulk_dgrad / ub_bulk_wgrad in TE's Linear modules).
+      comm_y += Overlapped(4 * ag + 2 * rs, 2.0 * t.gemm_fwd);
+    } else {
+      comm_y += 2 * ag + (c.oar ? Overlapped(2 * rs, t.normal_fwd) : 2 * rs) +
+                (c.oar ? Overlapped(2 * ag, t.normal_fwd) : 2 * ag);
+    }
   }
   if (tp_overlap) {
     // Transformer Engine userbuffers pipeline the collective through the GEMM.
@@ -154,7 +163,7 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
                                     double layer_shard, int sd, int nd) const {
   double zero3_layer = 0;
   if (c.zero == 3 && nd > 1) {
-    const double bytes = layer_shard * param_bytes_;
+    const double bytes = layer_shard * gather_bytes_;
     int hp_group = nd;
     if (c.hpz) {
       const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
@@ -162,7 +171,9 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
     }
     const double ag_f = comm_.Seconds(Collective::kAllGather, sd, nd, bytes * (c.qwz ? 0.5 : 1.0));
     const double ag_b = hp_group > 1 ? comm_.Seconds(Collective::kAllGather, sd, hp_group, bytes) : 0.0;
-    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd, bytes * (c.qgz ? 0.25 : 1.0));
+    // Gradients are reduce-scattered in the parameter dtype whatever the gather's.
+    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd,
+                                    layer_shard * param_bytes_ * (c.qgz ? 0.25 : 1.0));
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
     const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
     const double eta = fw_.costs.shard_overlap;
@@ -198,7 +209,7 @@ double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt,
       reduce = comm_.Seconds(Collective::kAllReduce, sd, nd, g_bytes);
     } else {
       reduce = comm_.Seconds(Collective::kReduceScatter, sd, nd, g_bytes);
-      gather = comm_.Seconds(Collective::kAllGather, sd, nd, psi * param_bytes_);
+      gather = comm_.Seconds(Collective::kAllGather, sd, nd, psi * gather_bytes_);
     }
     const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
     const double fwd_stage = L_s * lt.fwd_compute;

@@ -57,7 +57,7 @@ double CostModel::StreamSeconds(double bytes) const { return bytes / stream_Bps_
 
 // A GEMM of (m×k)·(k×n): compute-bound time at the shape's efficiency, or the
 // time to stream its operands if that is longer (roofline).
-double CostModel::GemmSeconds(double m, double n, double k) const {
+double CostModel::GemmSeconds(double m, double n, double k, bool high_precision) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2.0 * m * n * k;
   // The curve is read at the cube-root size and was measured on square
@@ -70,10 +70,53 @@ double CostModel::GemmSeconds(double m, double n, double k) const {
   const double k_factor = k0 > 0 ? std::min(1.0, (k / (k + k0)) / (x / (x + k0))) : 1.0;
   // The curve is a short-run (benchmark, profile) figure: a training run
   // sustains the GPU preset's gemm_sustained_fraction of it.
-  const double eff = GemmEfficiency(m, n, k) * k_factor * cluster_.gpu.gemm_sustained_fraction;
-  const double t_compute = flops / (peak_flops_ * eff);
+  double curve_eff = 0, peak = peak_flops_;
+  if (high_precision && training_.precision == topology::Precision::kFp8) {
+    // The bf16 curve at the bf16 peak (linear interpolation in log2 size).
+    peak = hp_peak_flops_;
+    const size_t np = hp_curve_eff_.size();
+    const double lx = std::log2(m * n * k) / 3.0;
+    curve_eff = np == 0 ? 1.0 : hp_curve_eff_[np - 1];
+    if (np > 0 && lx <= hp_curve_log2_size_[0]) curve_eff = hp_curve_eff_[0];
+    for (size_t i = 1; i < np && lx > hp_curve_log2_size_[0]; ++i) {
+      if (lx <= hp_curve_log2_size_[i]) {
+        const double w = (lx - hp_curve_log2_size_[i - 1]) /
+                         (hp_curve_log2_size_[i] - hp_curve_log2_size_[i - 1]);
+        curve_eff = hp_curve_eff_[i - 1] + w * (hp_curve_eff_[i] - hp_curve_eff_[i - 1]);
+        break;
+      }
+    }
+  } else {
+    curve_eff = GemmEfficiency(m, n, k) * recipe_factor_;
+  }
+  const double eff = curve_eff * k_factor * cluster_.gpu.gemm_sustained_fraction;
+  const double t_compute = flops / (peak * eff);
   const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
   return std::max(t_compute, t_memory);
+}
+
+// Bytes a recipe's quantisation kernels move for one linear layer per
+// micro-batch, forward and backward: `in` input elements (T·k), `grad` output
+// gradient elements (T·n), `w` weight elements (k·n). Per-tensor and
+// blockwise FP8 (Transformer Engine): the input is read for its scale and
+// cast (2 + 2 read, 1 written) and transposed for the wgrad GEMM (1 + 1, FP8
+// GEMMs take TN layouts: cuBLASLt documentation), likewise the gradient; the
+// weight cast (2 read, 1 written) is charged per micro-batch, an upper bound.
+// MXFP8: one pass writes the row- and column-wise copies with their E8M0
+// scales (2 read, 1 + 1 written; no transpose: TE's MXFP8 quantize kernel),
+// weights arrive quantised (fp8_param_gather). NVFP4: the row-wise copy (2
+// read, 0.5 written) and the Hadamard-transformed column-wise copy for the
+// wgrad GEMM (2 read, 0.5 written; NVIDIA's NVFP4 pretraining recipe), the
+// weights 2D-block quantised (2 read, 0.5 written).
+static double RecipeCastBytes(topology::Recipe r, double in, double grad, double w) {
+  switch (r) {
+    case topology::Recipe::kMxfp8:
+      return 4.0 * (in + grad);
+    case topology::Recipe::kNvfp4:
+      return 5.0 * (in + grad) + 2.5 * w;
+    default:
+      return 7.0 * (in + grad) + 3.0 * w;
+  }
 }
 
 CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
@@ -106,14 +149,9 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     t.gemm_fwd += t.linear_fwd[i];
     if (!transposed) t.normal_fwd += t.linear_fwd[i];
     if (fp8) {
-      // Transformer Engine FP8 (delayed scaling): forward, the input is read for
-      // its amax and cast from bf16 (read 2 + 2, write 1 byte) and the weight
-      // cast; backward, the output gradient likewise, and the input and gradient
-      // transposed for the wgrad GEMM (FP8 GEMMs take TN layouts only: cuBLASLt
-      // documentation). Weights are cast once per step (TE's fp8 weight cache),
-      // here once per micro-batch: an upper bound that matters only for small T.
-      fp8_cast_bytes += 5.0 * T * k_loc + 3.0 * k_loc * n_loc + 5.0 * T * n_loc +
-                        2.0 * (T * k_loc + T * n_loc);
+      // Quantisation traffic (RecipeCastBytes): the GEMM inputs and output
+      // gradients cast from bf16 in the recipe's format, and its weights.
+      fp8_cast_bytes += RecipeCastBytes(training_.recipe, T * k_loc, T * n_loc, k_loc * n_loc);
     }
   }
 
@@ -159,7 +197,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   // their gradient written: 3 × 4 bytes). First stage: the embedding lookup and
   // its gradient scatter (memory-bound).
   const double V = m.vocab;
-  t.logits_compute = 3.0 * GemmSeconds(T, V / c.tensor(), h / gx) +
+  t.logits_compute = 3.0 * GemmSeconds(T, V / c.tensor(), h / gx, /*high_precision=*/true) +
                      StreamSeconds(T * (V / c.tensor()) * loss_bytes_);
   // Fixed costs of one layer's kernels (forward + backward) and the host time
   // to issue them (framework preset); the layer runs no faster than either allows.

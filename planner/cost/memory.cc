@@ -66,6 +66,14 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // first stage fewer layers.
   const double act_mid = c.pp > 2 ? st.middle * layer_act * std::min<double>(c.pp - 1, n_mb) * interleave : 0.0;
   double act = c.pp == 1 ? act_first + logits_act : std::max({act_first, act_last, act_mid});
+  // CPU activation offloading (pp = 1): the offloaded layers' activations
+  // leave once copied; one layer's stays in flight each way.
+  double host_offloaded_act = 0;
+  if (c.offload_activation_layers > 0) {
+    const double n = std::min(c.offload_activation_layers, m.layers);
+    act -= std::max(0.0, n - 1.0) * layer_act;
+    host_offloaded_act = n * layer_act;
+  }
   if (c.recompute == Recompute::kFull) act += working;
 
   double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB;
@@ -111,7 +119,9 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
       mem.reserved_GiB += n * per_layer;
     }
   }
-  HostMemory(c, placed.host_bytes + host_act * st.first * in_flight * interleave, &mem);
+  HostMemory(c,
+             placed.host_bytes + host_act * st.first * in_flight * interleave + host_offloaded_act,
+             &mem);
   return mem;
 }
 
@@ -120,7 +130,7 @@ void CostModel::HostMemory(const ParallelConfig& c, double host_bytes, MemoryBre
   // DRAM; the OS, page cache and the ranks' own process memory are left to
   // the headroom. Offloading needs both host figures: capacity to hold the
   // states, DRAM bandwidth to run the CPU Adam step.
-  const bool offloads = c.offload_optimizer || c.offload_param;
+  const bool offloads = c.offload_optimizer || c.offload_param || c.offload_activation_layers > 0;
   if (offloads) mem->offloads = true;
   mem->host_per_gpu_GiB = host_bytes * (1.0 / kGiB);
   mem->host_node_GiB = mem->host_per_gpu_GiB * RanksPerNode();

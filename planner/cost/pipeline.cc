@@ -26,7 +26,9 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   // The host issues the layer's kernels while the GPU runs earlier ones; when
   // issuing takes longer (eager dispatch, small layers) the GPU waits. Full
   // recompute issues the forward again (a third of the kernels).
-  const double host = terms.host * (c.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
+  // A full-iteration CUDA graph replays the step: the host issues nothing.
+  const double host =
+      c.cuda_graphs ? 0.0 : terms.host * (c.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
   const double layer_time = std::max(layer_compute + layer_comm, host);
   const double host_stall = layer_time - (layer_compute + layer_comm);
   // Stages may hold different layer counts (uneven pipelines): the slowest

@@ -147,6 +147,17 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (c.offload_param && !f.offload_param) return "no parameter offload (offload_param)";
   if (c.pp > 1 && c.zero >= 2 && !f.pp_with_zero2) return "its pipeline engine refuses ZeRO-2/3";
   if (!f.recompute[static_cast<int>(c.recompute)]) return "this recompute granularity is not offered";
+  // Megatron-Core transformer_config.py:1884-1899: CPU offloading only without
+  // pipeline stages and without recompute, for fewer layers than the model has.
+  if (c.offload_activation_layers > 0) {
+    if (!f.offload_activations) return "no CPU activation offloading (offload_activation_layers)";
+    if (c.pp > 1) return "CPU activation offloading (offload_activation_layers) needs pp = 1";
+    if (c.recompute != Recompute::kNone)
+      return "CPU activation offloading (offload_activation_layers) excludes recompute";
+    if (c.offload_activation_layers >= model_.layers)
+      return "offload_activation_layers must be below the model's layers";
+  }
+  if (c.cuda_graphs && !f.cuda_graphs) return "no full-iteration CUDA graphs (cuda_graphs)";
   return "";
 }
 

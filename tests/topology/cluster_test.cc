@@ -16,7 +16,9 @@ using testing::MustCluster;
 using testing::MustParse;
 
 const std::vector<std::string> kClusterPresets = {
-    "alps", "dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "frontier", "perlmutter", "polaris"};
+    "alps",     "dgx-a100-40gb", "dgx-a100-80gb", "dgx-b200",    "dgx-b300", "dgx-h100",
+    "dgx-h200", "frontier",      "gb200-nvl72",   "gb300-nvl72", "hgx-h800", "mi300x",
+    "mi325x",   "mi350x",        "mi355x",        "perlmutter",  "polaris"};
 constexpr Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
                                           Collective::kReduceScatter, Collective::kAllToAll,
                                           Collective::kSendRecv};
@@ -436,6 +438,89 @@ TEST(GroupCostTest, DgxFigures) {
   EXPECT_NEAR(GroupCost(a100, Collective::kAllReduce, 8, 4).busbw_GBps, 24, 0.5);
 }
 
+// Rack-scale NVLink (GB200 NVL72: 72 GPUs over 18 trays of 4): a tensor- or
+// expert-parallel group of 16 or more GPUs inside the rack runs at NVLink
+// speed, where the same group on 8-GPU DGX B200 nodes crosses the NICs.
+TEST(GroupCostTest, NvlinkDomainSpansTrays) {
+  const ClusterSpec nvl = MustCluster("gb200-nvl72");
+  const ClusterSpec dgx = MustCluster("dgx-b200");
+  EXPECT_EQ(nvl.gpus_per_node, 4);
+  EXPECT_EQ(nvl.DomainGpus(), 72);
+  for (int size : {16, 32, 64}) {
+    for (Collective coll :
+         {Collective::kAllReduce, Collective::kAllGather, Collective::kAllToAll}) {
+      const LinkCost in_rack = GroupCost(nvl, coll, 1, size);
+      const LinkCost dgx_cost = GroupCost(dgx, coll, 1, size);
+      EXPECT_EQ(in_rack.tier, Tier::kIntraNode) << size;
+      EXPECT_EQ(dgx_cost.tier, Tier::kInterNode) << size;
+      // NVLink 5 port figure vs 8 x 400 Gb/s NICs per DGX node.
+      EXPECT_GT(in_rack.busbw_GBps, 1.9 * dgx_cost.busbw_GBps) << size;
+      const double bytes = 1e9;
+      EXPECT_LT(CollectiveSeconds(nvl, coll, 1, size, bytes),
+                CollectiveSeconds(dgx, coll, 1, size, bytes))
+          << size;
+    }
+  }
+  // A group of 16 within the rack gets the same switch figure as one of 4 in a tray.
+  EXPECT_DOUBLE_EQ(GroupCost(nvl, Collective::kAllGather, 1, 16).busbw_GBps,
+                   GroupCost(nvl, Collective::kAllGather, 1, 4).busbw_GBps);
+  // An expert-parallel group strided over the tensor group stays in the rack too.
+  EXPECT_EQ(GroupCost(nvl, Collective::kAllToAll, 4, 16).tier, Tier::kIntraNode);
+  // A group that needs more than one rack (144 GPUs, or 16 at stride 8 = 128
+  // GPUs) is priced at the trays' NICs: 4 x 50 GB/s x 0.94 per tray.
+  for (auto [stride, size] : {std::pair{1, 144}, {8, 16}}) {
+    const LinkCost across = GroupCost(nvl, Collective::kAllGather, stride, size);
+    EXPECT_EQ(across.tier, Tier::kInterNode) << stride << "x" << size;
+    EXPECT_LE(across.busbw_GBps, 4 * 50 * 0.94 + 1e-9) << stride << "x" << size;
+  }
+  // The GB300 rack keeps the domain and has 800 Gb/s NICs.
+  EXPECT_EQ(MustCluster("gb300-nvl72").DomainGpus(), 72);
+  EXPECT_DOUBLE_EQ(MustCluster("gb300-nvl72").NodeInjectionGBps(), 4 * 100 * 0.94);
+}
+
+TEST(ClusterSpecTest, NvlinkDomainIsValidated) {
+  Json j = ClusterSpecToJson(MustCluster("gb200-nvl72"));
+  Result<ClusterSpec> back = ParseClusterSpec(j, "/cluster");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(Fingerprint(*back), Fingerprint(MustCluster("gb200-nvl72")));
+  j["nvlink_domain_gpus"] = 70;  // not a multiple of 4 GPUs per tray
+  back = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("/cluster/nvlink_domain_gpus"), std::string::npos);
+  j = ClusterSpecToJson(MustCluster("mi300x"));
+  j["nvlink_domain_gpus"] = 16;  // a mesh cannot span nodes
+  EXPECT_FALSE(ParseClusterSpec(j, "/cluster").ok());
+  // A domain of one node changes nothing, fingerprint included.
+  j = ClusterSpecToJson(MustCluster("dgx-h100"));
+  j["nvlink_domain_gpus"] = 8;
+  back = ParseClusterSpec(j, "/cluster");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(Fingerprint(*back), Fingerprint(MustCluster("dgx-h100")));
+}
+
+// MI300X-class nodes: 8 GPUs fully connected by xGMI, 7 links each, one link
+// per pair: two GPUs talk at one link (64 GB/s raw, ~48 usable per AMD's
+// RCCL/xGMI blog), the 8-GPU ring sums all seven.
+TEST(GroupCostTest, InstinctMeshPairIsOneLink) {
+  const ClusterSpec mi = MustCluster("mi300x");
+  EXPECT_NEAR(GroupCost(mi, Collective::kSendRecv, 1, 2).busbw_GBps, 48, 1e-9);
+  EXPECT_NEAR(GroupCost(mi, Collective::kAllReduce, 1, 2).busbw_GBps, 48, 1e-9);
+  EXPECT_NEAR(GroupCost(mi, Collective::kAllReduce, 1, 8).busbw_GBps, 7 * 48, 1e-9);
+  EXPECT_NEAR(GroupCost(mi, Collective::kAllGather, 2, 4).busbw_GBps, 3 * 48, 1e-9);
+  EXPECT_GT(GroupCost(MustCluster("mi355x"), Collective::kSendRecv, 1, 2).busbw_GBps, 48);
+}
+
+// H800: the same GPU as H100 with NVLink cut to 400 GB/s bidirectional;
+// DeepSeek-V3's report measured 160 GB/s.
+TEST(GroupCostTest, H800NvlinkIsCut) {
+  const ClusterSpec h800 = MustCluster("hgx-h800");
+  const ClusterSpec h100 = MustCluster("dgx-h100");
+  EXPECT_DOUBLE_EQ(GroupCost(h800, Collective::kAllGather, 1, 8).busbw_GBps, 160);
+  EXPECT_LT(GroupCost(h800, Collective::kAllGather, 1, 8).busbw_GBps,
+            0.5 * GroupCost(h100, Collective::kAllGather, 1, 8).busbw_GBps);
+  EXPECT_DOUBLE_EQ(h800.NodeInjectionGBps(), h100.NodeInjectionGBps());
+}
+
 TEST(GroupCostTest, MeshLinkModel) {
   // Polaris has no table: link_efficiency × the member's summed links.
   const ClusterSpec polaris = MustCluster("polaris");
@@ -618,8 +703,19 @@ TEST(ClusterSpecTest, GpuOnlyFormTakesTheUsualNode) {
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_DOUBLE_EQ(a->nic_GBps, 25.0);  // 200 Gb/s
   EXPECT_EQ(a->gpu.name, "a100-40gb");
+  for (auto [gpu, node] : {std::pair{"b200", "dgx-b200"},
+                           {"gb200", "gb200-nvl72"},
+                           {"gb300", "gb300-nvl72"},
+                           {"h800", "hgx-h800"},
+                           {"mi355x", "mi355x"}}) {
+    Result<ClusterSpec> c =
+        ParseClusterSpec(Json::parse(std::string(R"({"gpu": ")") + gpu + "\"}"), "/cluster");
+    ASSERT_TRUE(c.ok()) << gpu << ": " << c.status().ToString();
+    EXPECT_EQ(c->name, node);
+  }
   // Unknown keys still fail, naming the field.
-  Result<ClusterSpec> bad = ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "nics": 4})"), "/cluster");
+  Result<ClusterSpec> bad =
+      ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "nics": 4})"), "/cluster");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("/cluster/nics"), std::string::npos);
 }

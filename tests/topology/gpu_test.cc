@@ -14,8 +14,9 @@ namespace {
 using testing::MustGpu;
 using testing::MustParse;
 
-const std::vector<std::string> kGpuPresets = {"a100-40gb", "a100-80gb",  "gh200",    "h100-sxm",
-                                              "h200",      "mi250x-gcd", "v100-32gb"};
+const std::vector<std::string> kGpuPresets = {
+    "a100-40gb", "a100-80gb", "b200",       "b300",   "gb200",  "gb300",  "gh200",  "h100-sxm",
+    "h200",      "h800",      "mi250x-gcd", "mi300x", "mi325x", "mi350x", "mi355x", "v100-32gb"};
 
 TEST(PrecisionTest, NamesRoundTrip) {
   for (int i = 0; i < kNumPrecisions; ++i) {
@@ -75,6 +76,49 @@ TEST(GpuPresetTest, PublishedFigures) {
   const GpuSpec gcd = MustGpu("mi250x-gcd");
   EXPECT_DOUBLE_EQ(2 * gcd.PeakTflops(Precision::kBf16), 383);
   EXPECT_NEAR(gcd.memory_GiB, 64, 0.1);
+
+  // The 2025-26 fleet, dense peaks from the vendors' datasheets (sparse halved).
+  const GpuSpec b200 = MustGpu("b200");  // NVIDIA HGX B200: per GPU 2.25 / 4.5 / 9 PF
+  EXPECT_DOUBLE_EQ(b200.PeakTflops(Precision::kBf16), 2250);
+  EXPECT_DOUBLE_EQ(b200.PeakTflops(Precision::kFp8), 4500);
+  EXPECT_DOUBLE_EQ(b200.fp4_peak_tflops, 9000);
+  EXPECT_DOUBLE_EQ(b200.hbm_GBps, 7700);
+  const GpuSpec gb200 = MustGpu("gb200");  // GB200 NVL72: 1440 PF FP4 sparse / 72
+  EXPECT_DOUBLE_EQ(gb200.PeakTflops(Precision::kBf16), 2500);
+  EXPECT_DOUBLE_EQ(gb200.PeakTflops(Precision::kFp8), 5000);
+  EXPECT_DOUBLE_EQ(gb200.fp4_peak_tflops, 10000);
+  EXPECT_DOUBLE_EQ(gb200.hbm_GBps, 8000);
+  EXPECT_DOUBLE_EQ(gb200.host_link_GBps, 450);  // NVLink-C2C 900 GB/s bidirectional
+  const GpuSpec b300 = MustGpu("b300");         // HGX B300: 108 PF dense FP4 / 8
+  EXPECT_DOUBLE_EQ(b300.fp4_peak_tflops, 13500);
+  EXPECT_DOUBLE_EQ(b300.PeakTflops(Precision::kFp8), 4500);
+  const GpuSpec gb300 = MustGpu("gb300");  // GB300 NVL72: 1080 PF dense FP4, 360 PF FP8 / 72
+  EXPECT_DOUBLE_EQ(72 * gb300.fp4_peak_tflops, 1080000);
+  EXPECT_DOUBLE_EQ(72 * gb300.PeakTflops(Precision::kFp8), 360000);
+  EXPECT_DOUBLE_EQ(gb300.hbm_GBps, 8000);
+  // H800: H100's tensor cores and memory; only NVLink (cluster) and FP64 differ.
+  const GpuSpec h800 = MustGpu("h800");
+  EXPECT_DOUBLE_EQ(h800.PeakTflops(Precision::kBf16), h100.PeakTflops(Precision::kBf16));
+  EXPECT_DOUBLE_EQ(h800.PeakTflops(Precision::kFp8), 1979);
+  EXPECT_DOUBLE_EQ(h800.memory_GiB, h100.memory_GiB);
+  // AMD Instinct datasheets and the ROCm GPU specification table (VRAM GiB).
+  const GpuSpec mi300x = MustGpu("mi300x");
+  EXPECT_DOUBLE_EQ(mi300x.PeakTflops(Precision::kBf16), 1307.4);
+  EXPECT_DOUBLE_EQ(mi300x.PeakTflops(Precision::kFp8), 2614.9);
+  EXPECT_DOUBLE_EQ(mi300x.hbm_GBps, 5300);
+  EXPECT_DOUBLE_EQ(mi300x.memory_GiB, 192);
+  EXPECT_DOUBLE_EQ(MustGpu("mi325x").hbm_GBps, 6000);
+  EXPECT_DOUBLE_EQ(MustGpu("mi325x").memory_GiB, 256);
+  EXPECT_DOUBLE_EQ(MustGpu("mi325x").PeakTflops(Precision::kBf16), 1307.4);
+  EXPECT_NEAR(MustGpu("mi350x").PeakTflops(Precision::kBf16), 2300, 10);  // "2.3 PF"
+  const GpuSpec mi355x = MustGpu("mi355x");
+  // 256 CUs x 8192 FP8 FLOP per CU per clock x 2.4 GHz (AMD, ISSCC 2026).
+  EXPECT_NEAR(mi355x.PeakTflops(Precision::kFp8), 256 * 8192 * 2.4e9 / 1e12, 0.1);
+  EXPECT_DOUBLE_EQ(mi355x.PeakTflops(Precision::kBf16), 2516.6);
+  EXPECT_DOUBLE_EQ(mi355x.fp4_peak_tflops, 10066.3);
+  EXPECT_DOUBLE_EQ(mi355x.hbm_GBps, 8000);
+  EXPECT_DOUBLE_EQ(mi355x.memory_GiB, 288);
+  EXPECT_DOUBLE_EQ(mi355x.PeakTflops(Precision::kTf32), 0);  // CDNA 4: no TF32 matrix rate
 
   const GpuSpec v100 = MustGpu("v100-32gb");
   EXPECT_DOUBLE_EQ(v100.PeakTflops(Precision::kFp16), 125);
@@ -286,6 +330,79 @@ TEST(GpuSpecTest, StrictErrorsNameThePointer) {
   j.erase("hbm_GBps");
   EXPECT_NE(ParseGpuSpec(j, "/gpu").status().message().find("/gpu/hbm_GBps: is required"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace paratune::topology
+
+namespace paratune::topology {
+namespace {
+
+TEST(RecipeTest, NamesRoundTripAndUnknownIsAnError) {
+  for (int i = 0; i < kNumRecipes; ++i) {
+    const Recipe r = static_cast<Recipe>(i);
+    Result<Recipe> back = ParseRecipe(RecipeName(r));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, r);
+  }
+  Result<Recipe> bad = ParseRecipe("fp4");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("nvfp4"), std::string::npos);
+}
+
+// Which recipes each generation runs: microscaling (MXFP8, NVFP4) needs
+// Blackwell's tensor cores; CDNA 4 has MX formats but not NVIDIA's NVFP4;
+// Hopper and CDNA 3 run per-tensor FP8 only (blockwise on Hopper).
+TEST(RecipeTest, WhoRunsWhat) {
+  for (const char* g : {"b200", "b300", "gb200", "gb300"}) {
+    const GpuSpec s = MustGpu(g);
+    for (int i = 0; i < kNumRecipes; ++i) EXPECT_TRUE(s.recipes[i]) << g << " " << i;
+    EXPECT_GT(s.RecipePeakTflops(Recipe::kNvfp4), s.RecipePeakTflops(Recipe::kMxfp8)) << g;
+  }
+  for (const char* g : {"h100-sxm", "h200", "gh200", "h800"}) {
+    const GpuSpec s = MustGpu(g);
+    EXPECT_TRUE(s.Supports(Recipe::kFp8Delayed)) << g;
+    EXPECT_TRUE(s.Supports(Recipe::kFp8Blockwise)) << g;
+    EXPECT_FALSE(s.Supports(Recipe::kMxfp8)) << g;
+    EXPECT_FALSE(s.Supports(Recipe::kNvfp4)) << g;
+  }
+  for (const char* g : {"mi350x", "mi355x"}) {
+    EXPECT_TRUE(MustGpu(g).Supports(Recipe::kMxfp8)) << g;
+    EXPECT_FALSE(MustGpu(g).Supports(Recipe::kNvfp4)) << g;
+  }
+  EXPECT_FALSE(MustGpu("mi300x").Supports(Recipe::kMxfp8));
+  EXPECT_EQ(MustGpu("mi355x").fp8_default_recipe, Recipe::kFp8Delayed);  // AMD's MLPerf recipe
+  EXPECT_EQ(MustGpu("gb200").fp8_default_recipe, Recipe::kFp8Current);   // Bridge's FP8-CS
+  EXPECT_EQ(MustGpu("h100-sxm").fp8_default_recipe, Recipe::kFp8Current);
+  for (int i = 0; i < kNumRecipes; ++i) EXPECT_FALSE(MustGpu("a100-80gb").recipes[i]);
+}
+
+TEST(RecipeTest, PresetFieldsAreCheckedAndSourced) {
+  for (const std::string& name : GpuPresetNames()) {
+    const GpuSpec g = MustGpu(name);
+    if (g.fp4_peak_tflops > 0) EXPECT_FALSE(g.fp4_gemm_efficiency.empty()) << name;
+    if (g.peak_tflops[static_cast<int>(Precision::kFp8)] > 0) {
+      EXPECT_TRUE(g.Supports(g.fp8_default_recipe)) << name;
+    }
+  }
+  Json j = GpuSpecToJson(MustGpu("h100-sxm"));
+  j["low_precision_recipes"] = Json::array({"nvfp4"});
+  Result<GpuSpec> r = ParseGpuSpec(j, "/gpu");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/gpu/low_precision_recipes/0"), std::string::npos);
+  j = GpuSpecToJson(MustGpu("mi300x"));
+  j["fp8_default_recipe"] = "mxfp8";  // not one MI300X runs
+  r = ParseGpuSpec(j, "/gpu");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/gpu/fp8_default_recipe"), std::string::npos);
+  // Round trip keeps the new fields.
+  const GpuSpec b200 = MustGpu("b200");
+  Result<GpuSpec> back = ParseGpuSpec(GpuSpecToJson(b200), "");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->recipes, b200.recipes);
+  EXPECT_EQ(back->fp8_default_recipe, b200.fp8_default_recipe);
+  EXPECT_DOUBLE_EQ(back->fp4_peak_tflops, 9000);
+  EXPECT_EQ(back->fp4_gemm_efficiency.size(), b200.fp4_gemm_efficiency.size());
 }
 
 }  // namespace

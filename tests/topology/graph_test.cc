@@ -96,5 +96,26 @@ TEST(NodeGraphTest, InjectionMatchesSpecForEveryPreset) {
   }
 }
 
+// The domain graph of an NVL72 rack: 72 GPUs on one switch, 18 trays of 4
+// with their own NICs. GPUs of different trays reach each other through the
+// switch at the port figure, far above what the trays' NICs would give.
+TEST(DomainGraphTest, Nvl72RackOfTrays) {
+  const ClusterSpec c = MustCluster("gb200-nvl72");
+  const DomainBandwidths d = AnalyzeDomain(c);
+  EXPECT_EQ(d.gpus, 72);
+  EXPECT_EQ(d.nodes, 18);
+  // 72 GPUs + 1 switch + 72 NICs + 1 network.
+  EXPECT_EQ(d.num_vertices, 72 + 1 + 72 + 1);
+  EXPECT_DOUBLE_EQ(d.cross_node_GBps, c.intra_node_GBps);
+  EXPECT_GE(d.cross_node_via_network_GBps, d.cross_node_GBps);  // may also route via the switch
+  ClusterSpec no_switch = c;
+  no_switch.intra_node_GBps = 1e-3;  // a domain whose switches barely carry anything
+  EXPECT_NEAR(AnalyzeDomain(no_switch).cross_node_via_network_GBps, 50 * 0.94, 1e-9);
+  // Single-node domains have no cross-node path.
+  const DomainBandwidths dgx = AnalyzeDomain(MustCluster("dgx-b200"));
+  EXPECT_EQ(dgx.nodes, 1);
+  EXPECT_DOUBLE_EQ(dgx.cross_node_GBps, 0);
+}
+
 }  // namespace
 }  // namespace paratune::topology

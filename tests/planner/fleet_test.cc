@@ -1,0 +1,176 @@
+// The 2026 fleet's training features in the cost model: low-precision
+// recipes (which GEMM rate, what stays in bf16, what is gathered), Megatron-
+// FSDP, CPU activation offloading, full-iteration CUDA graphs, and plans on
+// rack-scale NVLink and on the NVLink-cut H800 (docs/model.md).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "planner/cost_model.h"
+#include "planner/request.h"
+#include "planner/search.h"
+
+namespace paratune::planner {
+namespace {
+
+Result<PredictRequest> Request(const std::string& model, const std::string& cluster, int gpus,
+                               int64_t gbs, const std::string& precision, const Json& config,
+                               int seq = 8192) {
+  Json j = {{"model", model},
+            {"cluster", cluster},
+            {"gpus", gpus},
+            {"training", {{"seq_len", seq}, {"global_batch", gbs}, {"precision", precision}}},
+            {"config", config}};
+  return ParsePredictRequest(j);
+}
+
+PredictRequest Must(const std::string& model, const std::string& cluster, int gpus, int64_t gbs,
+                    const std::string& precision, const Json& config, int seq = 8192) {
+  Result<PredictRequest> r = Request(model, cluster, gpus, gbs, precision, config, seq);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : PredictRequest{};
+}
+
+Prediction PredictOf(const PredictRequest& r) {
+  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+  EXPECT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
+  return cm.Predict(r.config);
+}
+
+const Json kTp1Pp4 = {
+    {"tp", 1}, {"pp", 4}, {"vpp", 5}, {"mbs", 1}, {"distributed_optimizer", true}};
+
+// training.precision names a recipe; "fp8" is the GPU's default; a recipe the
+// GPU cannot run is refused naming the field and the recipes it can.
+TEST(RecipeTest, ParsedPerGpu) {
+  PredictRequest gb = Must("llama3-70b", "gb200-nvl72", 64, 256, "fp8", kTp1Pp4);
+  EXPECT_EQ(gb.job.training.precision, topology::Precision::kFp8);
+  EXPECT_EQ(gb.job.training.recipe, topology::Recipe::kFp8Current);
+  PredictRequest mi = Must("llama3-8b", "mi355x", 8, 32, "fp8", {{"mbs", 2}});
+  EXPECT_EQ(mi.job.training.recipe, topology::Recipe::kFp8Delayed);
+  EXPECT_EQ(Must("llama3-8b", "hgx-h800", 8, 32, "fp8_blockwise", {{"mbs", 1}}).job.training.recipe,
+            topology::Recipe::kFp8Blockwise);
+  for (auto [cluster, recipe] : {std::pair{"dgx-h100", "mxfp8"},
+                                 {"dgx-h100", "nvfp4"},
+                                 {"mi355x", "nvfp4"},
+                                 {"mi300x", "mxfp8"},
+                                 {"dgx-a100-80gb", "fp8"}}) {
+    Result<PredictRequest> r = Request("llama3-8b", cluster, 8, 32, recipe, {{"mbs", 1}});
+    ASSERT_FALSE(r.ok()) << cluster << " " << recipe;
+    EXPECT_NE(r.status().message().find("/training/precision"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("cannot run"), std::string::npos) << r.status().message();
+  }
+  Result<PredictRequest> bad = Request("llama3-8b", "dgx-b200", 8, 32, "fp4", {{"mbs", 1}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("nvfp4"), std::string::npos);
+  // The document says the recipe back.
+  EXPECT_EQ(
+      TrainingToJson(
+          Must("llama3-8b", "dgx-b200", 8, 32, "mxfp8", {{"mbs", 1}}).job.training)["precision"],
+      "mxfp8");
+}
+
+// NVFP4 runs the linear layers at the fp4 rate while attention and the
+// logits stay in bf16: on GB300 (fp4 15 PF = 3 × fp8) the step gets faster,
+// by less than the peak ratio.
+TEST(RecipeTest, Fp4IsFasterThanFp8ByLessThanThePeakRatio) {
+  const Prediction fp8 =
+      PredictOf(Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8_current", kTp1Pp4));
+  const Prediction fp4 = PredictOf(Must("llama3-70b", "gb300-nvl72", 64, 256, "nvfp4", kTp1Pp4));
+  EXPECT_LT(fp4.iteration_time_s, fp8.iteration_time_s);
+  EXPECT_GT(fp4.iteration_time_s, fp8.iteration_time_s / 3.0);
+  // MFU is against the peak the GEMMs run at: NVFP4's is the fp4 peak.
+  EXPECT_LT(fp4.mfu, fp8.mfu);
+}
+
+// Megatron-FSDP is "megatron" with ZeRO-3: parameters, gradients and
+// optimizer states sharded over the data group.
+TEST(MegatronFsdpTest, ShardsEveryStateOverData) {
+  const Json fsdp = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 3}};
+  const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", fsdp);
+  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+  ASSERT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
+  const MemoryBreakdown mem = cm.Memory(r.config);
+  const double psi = r.job.model.ParamCount();
+  // Adam's fp32 master, moments: 12 bytes per parameter over 64 ranks.
+  EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / (1 << 30), 0.5);
+  EXPECT_LT(mem.params_GiB, 2.0 * psi / 32 / (1 << 30));
+}
+
+// CPU activation offloading of N layers (Megatron-Core): only without
+// pipeline stages and recompute; the GPU keeps all but N - 1 of the layers'
+// activations, the host holds N, and a slow host link shows as exposed time.
+TEST(ActivationOffloadTest, MemoryHostAndRules) {
+  Json base = {{"tp", 1}, {"pp", 1}, {"mbs", 2}, {"zero", 3}};
+  Json off = base;
+  off["offload_activation_layers"] = 40;
+  // As Megatron-Bridge runs it: bf16 main gradients, the whole GPU usable.
+  PredictRequest r0 = Must("llama3-70b", "gb200-nvl72", 64, 256, "fp8", base);
+  r0.job.training.main_grads_fp32 = false;
+  r0.job.training.headroom = 0;
+  PredictRequest r1 = Must("llama3-70b", "gb200-nvl72", 64, 256, "fp8", off);
+  r1.job.training.main_grads_fp32 = false;
+  r1.job.training.headroom = 0;
+  const Prediction p0 = PredictOf(r0), p1 = PredictOf(r1);
+  const CostModel cm(r1.job.model, r1.job.training, r1.job.cluster, r1.job.gpus);
+  const double layer = cm.Compute(r1.config).act_bytes[0] / double(1 << 30);
+  EXPECT_NEAR(p0.memory.activations_GiB - p1.memory.activations_GiB, 39 * layer, 1e-6);
+  EXPECT_NEAR(p1.memory.host_per_gpu_GiB, 40 * layer, 1e-6);
+  EXPECT_FALSE(p0.fits);  // 80 layers at 16K tokens do not fit a GB200 ...
+  EXPECT_TRUE(p1.fits);   // ... with 40 of them in host memory they do (Megatron-Bridge's recipe)
+  // Rules: pp > 1 or recompute exclude it.
+  for (Json bad : {Json{{"pp", 2}}, Json{{"recompute", "full"}}}) {
+    Json c = off;
+    for (auto it = bad.begin(); it != bad.end(); ++it) c[it.key()] = it.value();
+    const PredictRequest r = Must("llama3-70b", "gb200-nvl72", 64, 256, "fp8", c);
+    const CostModel m(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+    EXPECT_EQ(m.CheckRules(r.config), Reason::kFrameworkUnsupported) << bad.dump();
+  }
+  // A host link a hundred times slower cannot hide the copies.
+  PredictRequest slow = r1;
+  slow.job.cluster.host_link_GBps = 2.25;
+  EXPECT_GT(PredictOf(slow).breakdown.offload_s, p1.breakdown.offload_s + 1.0);
+}
+
+// Full-iteration CUDA graphs: the host issues no kernels, so a step the host
+// could not keep up with loses its stall.
+TEST(CudaGraphsTest, RemoveTheHostStall) {
+  Json c = {{"tp", 1}, {"pp", 1}, {"mbs", 1}};
+  PredictRequest eager = Must("gpt3-125m", "dgx-b200", 8, 64, "bf16", c);
+  eager.job.training.seq_len = 512;
+  const Prediction pe = PredictOf(eager);
+  ASSERT_GT(pe.breakdown.host_s, 0);
+  PredictRequest graphed = eager;
+  graphed.config.cuda_graphs = true;
+  const Prediction pg = PredictOf(graphed);
+  EXPECT_EQ(pg.breakdown.host_s, 0);
+  EXPECT_LT(pg.iteration_time_s, pe.iteration_time_s);
+}
+
+// The NVLink cut matters where tensor and context parallelism carry the
+// traffic: Llama 3 8B at 128K tokens on 16 GPUs gets a different best plan on
+// H800 (NVLink 160 GB/s achieved) than on H100 (370 GB/s), and the H100's
+// best runs slower on H800 than the H800's own. (At 8K tokens Megatron's TP
+// overlap hides the cut and both get the same plan.)
+TEST(FleetPlanTest, H800PlanDiffersFromH100Plan) {
+  const Json any = Json::object();
+  PredictRequest h100 = Must("llama3-8b", "dgx-h100", 16, 8, "bf16", any, 131072);
+  PredictRequest h800 = Must("llama3-8b", "hgx-h800", 16, 8, "bf16", any, 131072);
+  const CostModel m100(h100.job.model, h100.job.training, h100.job.cluster, h100.job.gpus);
+  const CostModel m800(h800.job.model, h800.job.training, h800.job.cluster, h800.job.gpus);
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult r100 = Search(m100, o).RunAll();
+  const SearchResult r800 = Search(m800, o).RunAll();
+  ASSERT_FALSE(r100.top.empty());
+  ASSERT_FALSE(r800.top.empty());
+  const ParallelConfig& best100 = r100.top[0].config;
+  const ParallelConfig& best800 = r800.top[0].config;
+  EXPECT_FALSE(best100 == best800) << ConfigToString(best100);
+  ASSERT_EQ(m800.CheckRules(best100), Reason::kOk);
+  EXPECT_GT(m800.Predict(best100).iteration_time_s, r800.top[0].prediction.iteration_time_s);
+}
+
+}  // namespace
+}  // namespace paratune::planner
