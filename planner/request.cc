@@ -77,6 +77,13 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
   Job job;
   if (!r.Has("model")) return r.Error("model", "is required (a preset name or an object)");
   PT_ASSIGN_OR_RETURN(job.model, ResolveModel(r.Raw("model"), r.PointerOf("model")));
+  if (!job.model.plain_dense()) {
+    // The model loads (presets, HF configs) but the cost terms for experts, MLA,
+    // MTP, sliding windows and an explicit head_dim are not written yet.
+    return Status::InvalidArgument(r.PointerOf("model") + ": " + job.model.name +
+                                   " is a mixture-of-experts or non-standard-attention model; "
+                                   "the cost model does not price it yet");
+  }
   if (!r.Has("cluster")) return r.Error("cluster", "is required (a preset name or an object)");
   PT_ASSIGN_OR_RETURN(job.cluster, topology::ResolveCluster(r.Raw("cluster"), r.PointerOf("cluster")));
   int64_t gpus = 0;
