@@ -14,7 +14,8 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
+constexpr const char* kHelp =
+    R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--seeds] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
@@ -26,7 +27,11 @@ optimistic: predicted faster than measured).
                       every row on one cluster preset (--cluster)
   --runs FILE         public runs (shared/calibration/public_runs.json): each row on
                       its GPU's preset, with its source's framework (llm-foundry →
-                      fsdp; Megatron-LM, NeMo, MLPerf → megatron)
+                      fsdp; Megatron-LM, NeMo, MLPerf → megatron); or the MoE runs
+                      (shared/calibration/moe_runs.json, recognised by its rows'
+                      record_type): Megatron-Core with each row's EP/ETP, dispatcher
+                      and overlap; rows whose GPU has no preset are listed as not
+                      covered
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --seeds             the headline results of the papers paratune is built on
                       (AxoNN vs Megatron-LM, FPDT's 2M tokens, ZeRO++ on slow and
@@ -111,6 +116,7 @@ int RunValidate(const Args& args, Io io) {
                       Status::InvalidArgument("--calibration, --runs or --seeds is required"));
   }
   std::vector<planner::PublishedRun> runs;
+  std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
   if (cal_path) {
     auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
@@ -121,7 +127,10 @@ int RunValidate(const Args& args, Io io) {
   if (runs_path) {
     auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    auto r = planner::PublishedRunsFromPublicRuns(*doc);
+    const bool moe_doc = doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
+                         (*doc)[0].contains("record_type");
+    auto r = moe_doc ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
+                     : planner::PublishedRunsFromPublicRuns(*doc);
     if (!r.ok()) return UsageError(io, "validate", r.status());
     runs.insert(runs.end(), r->begin(), r->end());
   }
@@ -228,6 +237,7 @@ int RunValidate(const Args& args, Io io) {
   out["mean_abs_error"] = n ? sum_abs / n : 0.0;
   out["max_abs_error"] = max_abs;
   out["predicted_not_to_fit"] = unfit;
+  if (!not_covered.empty()) out["not_covered"] = not_covered;
   if (format == "json") {
     io.out << out.dump(2) << "\n";
     return kExitOk;
@@ -249,6 +259,10 @@ int RunValidate(const Args& args, Io io) {
   io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
          << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit
          << "\n";
+  if (!not_covered.empty()) {
+    io.out << "not covered: " << not_covered.size() << " rows (" << not_covered.front()
+           << (not_covered.size() > 1 ? ", ..." : "") << ")\n";
+  }
   return kExitOk;
 }
 

@@ -47,6 +47,9 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
                                   " does not run the model under torch.compile (its fused kernels "
                                   "come from its own code); drop compile or pick fsdp, deepspeed or torchtitan");
   }
+  PT_RETURN_IF_ERROR(r.OptNumber("moe_skew", &t.moe_skew));
+  if (!(t.moe_skew >= 1.0 && t.moe_skew <= 1024.0))
+    return r.Error("moe_skew", "must be in [1, 1024]");
   PT_RETURN_IF_ERROR(r.Finish());
   return t;
 }
@@ -62,6 +65,7 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["fpdt_chunk_tokens"] = t.fpdt_chunk_tokens;
   j["framework"] = FrameworkName(t.framework);
   j["compile"] = t.compile;
+  if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
   return j;
 }
 
@@ -77,13 +81,6 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
   Job job;
   if (!r.Has("model")) return r.Error("model", "is required (a preset name or an object)");
   PT_ASSIGN_OR_RETURN(job.model, ResolveModel(r.Raw("model"), r.PointerOf("model")));
-  if (!job.model.plain_dense()) {
-    // The model loads (presets, HF configs) but the cost terms for experts, MLA,
-    // MTP, sliding windows and an explicit head_dim are not written yet.
-    return Status::InvalidArgument(r.PointerOf("model") + ": " + job.model.name +
-                                   " is a mixture-of-experts or non-standard-attention model; "
-                                   "the cost model does not price it yet");
-  }
   if (!r.Has("cluster")) return r.Error("cluster", "is required (a preset name or an object)");
   PT_ASSIGN_OR_RETURN(job.cluster, topology::ResolveCluster(r.Raw("cluster"), r.PointerOf("cluster")));
   int64_t gpus = 0;
@@ -192,6 +189,7 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   br["comm_y"] = b.comm_y_s;
   br["comm_z"] = b.comm_z_s;
   br["comm_cp"] = b.comm_cp_s;
+  if (b.comm_ep_s > 0) br["comm_ep"] = b.comm_ep_s;  // MoE only: dense documents unchanged
   br["comm_data"] = b.comm_data_s;
   br["comm_pp"] = b.comm_pp_s;
   br["bubble"] = b.bubble_s;
