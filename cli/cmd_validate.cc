@@ -127,8 +127,18 @@ int RunValidate(const Args& args, Io io) {
   if (runs_path) {
     auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    const bool moe_doc = doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
-                         (*doc)[0].contains("record_type");
+    // The MoE runs: rows with a record_type whose model has experts.
+    bool moe_doc = false;
+    if (doc->is_array()) {
+      for (const Json& row : *doc) {
+        if (row.is_object() && row.contains("record_type") && row.contains("model") &&
+            row["model"].is_object() && row["model"].contains("num_experts") &&
+            row["model"]["num_experts"].is_number() && row["model"]["num_experts"].get<double>() > 0) {
+          moe_doc = true;
+          break;
+        }
+      }
+    }
     auto r = moe_doc ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
                      : planner::PublishedRunsFromPublicRuns(*doc);
     if (!r.ok()) return UsageError(io, "validate", r.status());
