@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "planner/search.h"
 
@@ -104,6 +105,44 @@ void BM_SearchGpt3_175b_1024(benchmark::State& state) {
   state.SetItemsProcessed(evaluated);
 }
 BENCHMARK(BM_SearchGpt3_175b_1024)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The mixture-of-experts search of the reference job: DeepSeek-V3 on
+// 2048 H100s (dgx-h100), seq 4096, batch 8192, every framework of space "all"
+// (as `paratune plan` runs it), ep/etp/dispatcher enumerated; state.range(0) threads.
+void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
+  const ModelSpec model = *ModelPreset("deepseek-v3");
+  TrainingSpec training;
+  training.seq_len = 4096;
+  training.global_batch = 8192;
+  const topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-h100");
+  std::vector<CostModel> models;
+  for (Framework f : FrameworksOf(Family::kAll)) {
+    TrainingSpec t = training;
+    t.framework = f;
+    models.emplace_back(model, t, cluster, 2048);
+  }
+  std::vector<const CostModel*> ptrs;
+  for (const CostModel& cm : models) ptrs.push_back(&cm);
+  const int threads = static_cast<int>(state.range(0));
+  int64_t evaluated = 0;
+  for (auto _ : state) {
+    Search search(ptrs, SearchOptions{});
+    std::vector<SearchResult> parts(search.num_shards());
+    std::atomic<int> next{0};
+    auto work = [&] {
+      for (int i = next++; i < search.num_shards(); i = next++) parts[i] = search.RunShard(i);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    SearchResult r = search.Merge(std::move(parts));
+    evaluated += r.evaluated;
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_SearchDeepSeekV3_2048)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace paratune::planner

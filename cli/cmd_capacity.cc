@@ -106,7 +106,8 @@ int RunCapacity(const Args& args, Io io) {
 
   // Model presets by size, largest first, for the "largest model" question.
   std::vector<planner::ModelSpec> models;
-  for (const auto& name : planner::ModelPresetNames()) models.push_back(*planner::ModelPreset(name));
+  for (const auto& name : planner::ModelPresetNames())
+    models.push_back(*planner::ModelPreset(name));
   std::sort(models.begin(), models.end(),
             [](const auto& x, const auto& y) { return x.ParamCount() > y.ParamCount(); });
 

@@ -125,6 +125,7 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   row("comm y/tp", b.comm_y_s);
   row("comm z", b.comm_z_s);
   row("comm cp", b.comm_cp_s);
+  row("comm ep", b.comm_ep_s);
   row("comm data", b.comm_data_s);
   row("comm pp", b.comm_pp_s);
   row("bubble", b.bubble_s);

@@ -45,7 +45,11 @@ applies to the held-out group and to no other row keeps its prior.
                       graphs); rows the model cannot express are listed as not
                       covered, and the output adds the coverage and the median
                       |error| with each GPU and each release held out of the
-                      fitted hardware constants
+                      fitted hardware constants; or the MoE runs
+                      (shared/calibration/moe_runs.json, recognised by its rows'
+                      experts): Megatron-Core with each row's EP/ETP, dispatcher
+                      and overlap; rows whose GPU has no preset are listed as not
+                      covered
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --holdout G         how rows are grouped for the held-out refit: source
                       (default), model, gpu or release
@@ -147,6 +151,7 @@ int RunValidate(const Args& args, Io io) {
   }
   std::vector<planner::PublishedRun> runs;
   bool fleet = false;
+  std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
   if (cal_path) {
     auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
@@ -157,11 +162,25 @@ int RunValidate(const Args& args, Io io) {
   if (runs_path) {
     auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    // The MoE runs: rows with a record_type whose model has experts.
+    bool moe_doc = false;
+    if (doc->is_array()) {
+      for (const Json& row : *doc) {
+        if (row.is_object() && row.contains("record_type") && row.contains("model") &&
+            row["model"].is_object() && row["model"].contains("num_experts") &&
+            row["model"]["num_experts"].is_number() && row["model"]["num_experts"].get<double>() > 0) {
+          moe_doc = true;
+          break;
+        }
+      }
+    }
     // fleet_runs.json rows are records of type "run"; public_runs.json's are
     // of row_type "throughput".
-    fleet = doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
+    fleet = !moe_doc && doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
             (*doc)[0].value("record_type", "") == "run";
-    auto r = fleet ? planner::PublishedRunsFromFleetRuns(*doc) : planner::PublishedRunsFromPublicRuns(*doc);
+    auto r = moe_doc ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
+             : fleet ? planner::PublishedRunsFromFleetRuns(*doc)
+                     : planner::PublishedRunsFromPublicRuns(*doc);
     if (!r.ok()) return UsageError(io, "validate", r.status());
     runs.insert(runs.end(), r->begin(), r->end());
   }
@@ -374,6 +393,7 @@ int RunValidate(const Args& args, Io io) {
     pj["worst_ratio"] = ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
     out["picks"] = pj;
   }
+  if (!not_covered.empty()) out["not_covered"] = not_covered;
   if (format == "json") {
     io.out << out.dump(2) << "\n";
     return kExitOk;
@@ -450,6 +470,10 @@ int RunValidate(const Args& args, Io io) {
   io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
          << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit
          << "\n";
+  if (!not_covered.empty()) {
+    io.out << "not covered: " << not_covered.size() << " rows (" << not_covered.front()
+           << (not_covered.size() > 1 ? ", ..." : "") << ")\n";
+  }
   return kExitOk;
 }
 

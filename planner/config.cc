@@ -25,6 +25,30 @@ const char* RecomputeName(Recompute r) {
   return "none";
 }
 
+const char* MoeDispatcherName(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kDeepEp:
+      return "deepep";
+    case MoeDispatcher::kHybridEp:
+      return "hybridep";
+  }
+  return "alltoall";
+}
+
+Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s) {
+  for (int i = 0; i < kNumMoeDispatchers; ++i) {
+    const auto d = static_cast<MoeDispatcher>(i);
+    if (s == MoeDispatcherName(d)) return d;
+  }
+  return Status::InvalidArgument("'" + s +
+                                 "' is not a moe_dispatcher (alltoall | allgather | deepep | "
+                                 "hybridep)");
+}
+
 Result<CpKind> ParseCpKind(const std::string& s) {
   if (s == "ring" || s == "p2p") return CpKind::kRing;
   if (s == "ulysses" || s == "a2a") return CpKind::kUlysses;
@@ -219,6 +243,25 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("overlap_param_gather", &c.overlap_param_gather));
   PT_RETURN_IF_ERROR(r.OptBool("tp_comm_overlap", &c.tp_comm_overlap));
   PT_RETURN_IF_ERROR(r.OptBool("overlap_p2p", &c.overlap_p2p));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "ep", &c.ep));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "etp", &c.etp));
+  if (r.Has("moe_dispatcher")) {
+    PT_RETURN_IF_ERROR(r.String("moe_dispatcher", &s));
+    auto d = ParseMoeDispatcher(s);
+    if (!d.ok()) return r.Error("moe_dispatcher", d.status().message());
+    c.moe_dispatcher = *d;
+  } else {
+    r.Ignore("moe_dispatcher");
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("moe_a2a_overlap", &c.moe_a2a_overlap));
+  // The derived expert-data degree is written by ConfigToJson; accepted back only
+  // when it agrees (checked once gdata is known).
+  int edp_given = 0;
+  if (r.Has("edp")) {
+    PT_RETURN_IF_ERROR(PositiveInt(r, "edp", &edp_given));
+  } else {
+    r.Ignore("edp");
+  }
   if (r.Has("placement")) {
     PT_RETURN_IF_ERROR(r.String("placement", &s));
     auto pl = ParsePlacement(s);
@@ -239,13 +282,17 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
     }
     c.gdata = static_cast<int>(gpus / other);
   }
+  if (edp_given > 0 && edp_given != c.expert_data()) {
+    return Status::InvalidArgument(pointer + "/edp: is derived (ranks per stage / (ep · etp) = " +
+                                   std::to_string(c.expert_data()) + "); leave it out");
+  }
   return c;
 }
 
 Result<Json> ConfigStringToJson(const std::string& text) {
   PT_ASSIGN_OR_RETURN(auto pairs, ParseKeyValueList(text));
   Json j = Json::object();
-  static const char* kStringKeys[] = {"cp_kind", "recompute", "placement"};
+  static const char* kStringKeys[] = {"cp_kind", "recompute", "placement", "moe_dispatcher"};
   for (auto& [k, v] : pairs) {
     if (j.contains(k)) return Status::InvalidArgument("--config: '" + k + "' given twice");
     const bool is_string =
@@ -302,6 +349,14 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["overlap_param_gather"] = c.overlap_param_gather;
   j["tp_comm_overlap"] = c.tp_comm_overlap;
   j["overlap_p2p"] = c.overlap_p2p;
+  if (int64_t{c.ep} * c.etp > 1 || c.moe_dispatcher != MoeDispatcher::kAllToAll ||
+      c.moe_a2a_overlap) {
+    j["ep"] = c.ep;
+    j["etp"] = c.etp;
+    j["edp"] = c.expert_data();
+    j["moe_dispatcher"] = MoeDispatcherName(c.moe_dispatcher);
+    j["moe_a2a_overlap"] = c.moe_a2a_overlap;
+  }
   j["placement"] = PlacementToString(c.placement);
   return j;
 }
@@ -319,6 +374,14 @@ std::string ConfigToString(const ParallelConfig& c) {
   os << " dp=" << c.gdata;
   if (c.cp > 1) os << " cp=" << c.cp << "(" << CpKindName(c.cp_kind) << ")";
   if (c.sp) os << " sp";
+  if (c.ep > 1 || c.etp > 1) {
+    os << " ep=" << c.ep;
+    if (c.etp > 1) os << " etp=" << c.etp;
+    os << " edp=" << c.expert_data();
+  }
+  if (c.moe_dispatcher != MoeDispatcher::kAllToAll)
+    os << " " << MoeDispatcherName(c.moe_dispatcher);
+  if (c.moe_a2a_overlap) os << " a2a-overlap";
   if (c.zero > 0) os << " zero=" << c.zero;
   if (c.distributed_optimizer) os << " distopt";
   if (c.qwz) os << " qwz";

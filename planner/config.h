@@ -16,9 +16,16 @@
 namespace paratune::planner {
 
 enum class CpKind : uint8_t { kRing = 0, kUlysses, kFpdt };
+// How a mixture-of-experts layer moves tokens to their experts (planner/moe.h
+// describes each; Megatron-Core --moe-token-dispatcher-type alltoall | allgather,
+// flex with --moe-flex-dispatcher-backend deepep | hybridep).
+enum class MoeDispatcher : uint8_t { kAllToAll = 0, kAllGather, kDeepEp, kHybridEp };
+inline constexpr int kNumMoeDispatchers = 4;
 enum class Recompute : uint8_t { kNone = 0, kSelective, kFull };
 
 const char* CpKindName(CpKind k);        // "ring" | "ulysses" | "fpdt"
+const char* MoeDispatcherName(MoeDispatcher d);  // "alltoall" | "allgather" | "deepep" | "hybridep"
+Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s);
 const char* RecomputeName(Recompute r);  // "none" | "selective" | "full"
 Result<CpKind> ParseCpKind(const std::string& s);
 Result<Recompute> ParseRecompute(const std::string& s);
@@ -87,9 +94,26 @@ struct ParallelConfig {
   bool overlap_param_gather = false;  // ZeRO/dist-opt parameter all-gather overlapped with forward
   bool tp_comm_overlap = false;       // TP all-gather/reduce-scatter overlapped with GEMMs (TE)
   bool overlap_p2p = false;           // pipeline send/recv overlapped with compute
+  // Mixture of experts, Megatron-Core's "MoE parallel folding": the experts of a
+  // pipeline stage are laid over its tensor·cp·data ranks again as
+  // etp × ep × expert-data (innermost first), independent of attention's TP × CP × DP.
+  // Expert-data parallel = ranks per stage / (ep · etp) (expert_data()).
+  int ep = 1;   // expert parallel: experts split over ep ranks (--expert-model-parallel-size)
+  int etp = 1;  // expert tensor parallel: each expert's width split (--expert-tensor-parallel-size)
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // Dispatch/combine all-to-all of one micro-batch overlapped with another's compute
+  // (Megatron-Core --overlap-moe-expert-parallel-comm, the DualPipe-style 1F1B overlap).
+  bool moe_a2a_overlap = false;
   Placement placement;
 
   int tensor() const { return gx * gy; }
+  // Ranks of one pipeline stage: gx·gy·gz·gdata·cp.
+  int64_t stage_ranks() const { return int64_t{gx} * gy * gz * gdata * cp; }
+  // Expert-data-parallel degree: stage_ranks / (ep · etp) (0 when it does not divide).
+  int expert_data() const {
+    const int64_t e = int64_t{ep} * etp;
+    return e > 0 && stage_ranks() % e == 0 ? static_cast<int>(stage_ranks() / e) : 0;
+  }
   // Ranks that split the batch: gz · gdata.
   int batch_split() const { return gz * gdata; }
   // Product of every degree; must equal the GPU count.
@@ -104,13 +128,17 @@ struct ParallelConfig {
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
 // offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,
 // mbs, recompute, first_stage_layers, last_stage_layers, oar,
-// ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement. tp
+// ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement,
+// ep, etp, moe_dispatcher, moe_a2a_overlap (expert-data parallel is derived). tp
 // is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is
 // derived from `gpus` (0 = do not derive). Strict; errors name JSON pointers.
 Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus);
 // Parses the flag form "tp=8,pp=16,mbs=1,recompute=full" into the same object.
 Result<Json> ConfigStringToJson(const std::string& text);
-// Canonical JSON: every field, Megatron names where they apply (tp when gx = 1).
+// Canonical JSON: every field, Megatron names where they apply (tp when gx = 1);
+// ep, etp, moe_dispatcher, moe_a2a_overlap (and the derived "edp") only when
+// ep · etp > 1 or they differ from their defaults, so a dense plan's document is
+// unchanged by them.
 OrderedJson ConfigToJson(const ParallelConfig& c);
 // Compact human form: "tp=8 pp=16 vpp=3 sp mbs=1 rc=selective".
 std::string ConfigToString(const ParallelConfig& c);

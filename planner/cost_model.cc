@@ -71,6 +71,21 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   model_flops_ = 3.0 * model.ForwardFlopsPerToken(training.seq_len) *
                  static_cast<double>(training.global_batch) * training.seq_len;
   layer_params_ = static_cast<double>(model.ParamsPerLayer());
+  // The attention's two GEMM groups: QKV (k = h) and the output projection
+  // (n = h). MLA's down/up projections are priced as one k = h GEMM of the same
+  // FLOPs; the core runs at the mean of its query-key and value head dims.
+  if (model.is_mla()) {
+    const double out = static_cast<double>(model.heads) * model.v_head_dim;
+    attn_proj_k_ = out;
+    attn_qkv_n_ = (static_cast<double>(model.MlaParams()) - out * model.hidden) / model.hidden;
+    attn_head_dim_ =
+        (static_cast<double>(model.qk_nope_head_dim) + model.qk_rope_head_dim + model.v_head_dim) /
+        2.0;
+  } else {
+    attn_qkv_n_ = static_cast<double>(model.qkv_out());
+    attn_proj_k_ = static_cast<double>(model.q_out());
+    attn_head_dim_ = model.head_dim();
+  }
   norm_params_ = (model.norm == "rmsnorm" ? 2.0 : 4.0) * model.hidden;
   // The curve GpuSpec::GemmEfficiency uses for this precision.
   const auto& curves = cluster.gpu.gemm_efficiency;
@@ -153,7 +168,13 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // micro-batch; ZeRO-3 was costed per layer above).
   const double psi = terms.psi;
   const double zero3_in_pipeline = L_s * zero3_layer * n_mb;
-  const double comm_data = DataSyncSeconds(c, lt, psi, L_s, n_mb, sd, nd, zero3_in_pipeline);
+  double comm_data = DataSyncSeconds(c, lt, psi, L_s, n_mb, sd, nd, zero3_in_pipeline);
+  // Expert gradients synchronise over the expert-data group: ranks etp·ep apart
+  // inside the stage (Megatron-Core's expert rank order etp-ep-edp).
+  const int edp = c.expert_data();
+  const double expert_psi = terms.expert_psi;
+  if (expert_psi > 0)
+    comm_data = DataSyncSeconds(c, lt, expert_psi, L_s, n_mb, c.ep * c.etp, edp, comm_data);
 
   // --- Optimizer step (memory-bound): sharded over data with ZeRO ≥ 1 or the
   // distributed optimizer; the local gradients are read for the norm and zeroed.
@@ -162,6 +183,13 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   double opt_s =
       cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
       StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
+  if (expert_psi > 0) {
+    // The expert states shard over the expert-data group.
+    const double e_shard = (c.zero >= 1 || c.distributed_optimizer) ? std::max(1, edp) : 1.0;
+    opt_s += cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
+             StreamSeconds(expert_psi / e_shard * (kAdamStateBytesRW + copy_b) +
+                           expert_psi * 2.0 * grad_bytes_);
+  }
 
   // ZeRO-Offload: the Adam step runs on the host's CPUs instead.
   OffloadStep offload_step;
@@ -192,19 +220,32 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.
   TimeBreakdown& br = p.breakdown;
-  br.compute_s = n_mb * (L_s * layer_compute + crit_extra);
-  br.recompute_s = n_mb * L_s * lt.recompute;
+  const int M_s = sched.critical_moe_layers;
+  if (M_s > 0 || (last_crit && m.mtp_layers > 0)) {
+    // Mixture of experts: the critical stage's dense and MoE layers apart; the
+    // MTP modules are in crit_extra (their time counted as compute).
+    const double D_s = L_s - M_s;
+    const double moe_stall =
+        sched.moe_time - (sched.moe_compute + sched.layer_comm + sched.moe_comm);
+    br.compute_s = n_mb * (D_s * layer_compute + M_s * sched.moe_compute + crit_extra);
+    br.recompute_s = n_mb * (D_s * lt.recompute + M_s * sched.moe_recompute);
+    br.comm_ep_s = n_mb * M_s * sched.moe_comm;
+    br.host_s = n_mb * (D_s * host_stall + M_s * moe_stall);
+  } else {
+    br.compute_s = n_mb * (L_s * layer_compute + crit_extra);
+    br.recompute_s = n_mb * L_s * lt.recompute;
+    br.host_s = n_mb * L_s * host_stall;
+  }
   br.comm_x_s = n_mb * L_s * lt.comm_x;
   br.comm_y_s = n_mb * (L_s * lt.comm_y + (last_crit ? logits_comm : 0.0));
   br.comm_z_s = n_mb * L_s * lt.comm_z;
   br.comm_cp_s = n_mb * L_s * lt.comm_cp;
   br.offload_s = n_mb * L_s * lt.offload;
-  br.host_s = n_mb * L_s * host_stall;
   br.comm_data_s = comm_data;
   br.comm_pp_s = comm_pp;
   br.optimizer_s = opt_s;
   const double accounted = br.compute_s + br.comm_x_s + br.comm_y_s + br.comm_z_s + br.comm_cp_s +
-                           br.offload_s + br.host_s + zero3_in_pipeline;
+                           br.offload_s + br.host_s + zero3_in_pipeline + br.comm_ep_s;
   br.bubble_s = std::max(0.0, pipeline - accounted);
   br.offload_s += offload_step.copies_s + act_offload_s;
   p.iteration_time_s = pipeline + comm_pp + (comm_data - zero3_in_pipeline) + opt_s +

@@ -46,6 +46,11 @@ struct TrainingSpec {
   // The training stack (planner/framework.h): what it fuses, overlaps and allows.
   Framework framework = Framework::kMegatron;
   bool compile = false;  // torch.compile (frameworks whose preset supports it)
+  // Mixture of experts: the most loaded EP rank's routed tokens / the mean (>= 1).
+  // 1 = balanced, as the published benchmarks run (Megatron-Bridge forces load
+  // balance: moe_router_force_load_balancing); real routing with an auxiliary
+  // loss runs above it (docs/model.md "Load imbalance").
+  double moe_skew = 1.0;
 };
 
 // Why a configuration cannot run, cheapest checks first. kOk = feasible.
@@ -69,8 +74,10 @@ enum class Reason : uint8_t {
   kOutOfHostMemory,       // fits the GPU, but what it keeps in host memory (offloaded optimizer,
                           // parameters, FPDT chunks) exceeds the node's usable host memory, or
                           // it offloads on a cluster that states no host memory
+  kExpertsNotDivisible,   // MoE: experts % ep, moe_ffn_hidden % etp, or ep/etp > 1 on a dense model
+  kExpertGroupNotDivisible,  // MoE: the stage's ranks % (ep · etp) (Megatron's expert folding)
 };
-inline constexpr int kNumReasons = 17;
+inline constexpr int kNumReasons = 19;
 
 // Widening of the uncertainty band per step of distance from calibrated
 // evidence (docs/model.md, "Ranking people can trust").
@@ -129,6 +136,7 @@ struct TimeBreakdown {     // seconds per iteration; the terms add up to the ite
   double comm_y_s = 0;
   double comm_z_s = 0;
   double comm_cp_s = 0;
+  double comm_ep_s = 0;    // expert-parallel dispatch/combine (and ETP gathers) not hidden
   double comm_data_s = 0;
   double comm_pp_s = 0;
   double bubble_s = 0;     // pipeline fill/drain and stage imbalance
@@ -181,7 +189,8 @@ class CostModel {
   Reason CheckRules(const ParallelConfig& c) const;
 
   // The compute side of one micro-batch on one GPU: everything that depends
-  // only on gx, gy, gz, pp, cp, cp_kind, mbs and sp (seconds, bytes). The search
+  // only on gx, gy, gz, pp, the stage split, cp, cp_kind, mbs, sp and the
+  // expert fields ep, etp, moe_dispatcher (seconds, bytes). The search
   // computes these once and reuses them across the configurations that share
   // those fields; Predict(c) == PredictWith(c, Compute(c)).
   struct ComputeTerms {
@@ -197,6 +206,15 @@ class CostModel {
     double act_bytes[3] = {};   // per layer kept for the backward, by Recompute
     double act_bytes_full = 0;  // without recompute (working set of a recomputed layer)
     double psi = 0;             // parameters held before data sharding (needs gx, gy, gz, pp too)
+    // Mixture of experts (0 for dense models): one MoE layer's MLP on this GPU per
+    // micro-batch, replacing the dense FC1/FC2 (linear_fwd[2], [3]) in MoE layers.
+    double moe_fwd = 0;          // router, permutation, grouped expert GEMMs, shared experts
+    double moe_act_fn_fwd = 0;   // of which the experts' activation function (recomputed by moe_act)
+    double moe_a2a_fwd = 0;      // dispatch + combine forward (the backward moves the same)
+    double moe_act_bytes[3] = {};  // an MoE layer's activation bytes, by Recompute
+    double moe_buffer_bytes = 0;   // dispatch send/receive buffers in flight
+    double expert_psi = 0;       // expert parameters this GPU holds (synced over expert-data)
+    int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;  // MoeLayersPerStage
   };
   ComputeTerms Compute(const ParallelConfig& c) const;
   // Memory only, cheap. REQUIRES: CheckRules(c) == kOk, t == Compute(c).
@@ -228,6 +246,11 @@ class CostModel {
   // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
   double ModelFlopsPerIteration() const { return model_flops_; }
 
+  // Mixture of experts: expert parameters this GPU holds under c (the stage with
+  // the most MoE layers; 0 for a dense model). Cheap: the search uses it to skip
+  // expert degrees whose experts alone cannot fit.
+  double ExpertParamsHeld(const ParallelConfig& c) const;
+
  private:
   // The terms live in planner/cost/ (one file per term); these structs carry
   // one term's results to the next (planner/cost/internal.h).
@@ -251,7 +274,21 @@ class CostModel {
                             const LayerTimes& lt, double zero3_layer, const StageLayers& st,
                             int64_t n_mb, double T, double logits_comm) const;
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
+  // For MoE models the dense part only; ExpertParamsHeld is the expert part.
   double ParamsBeforeData(const ParallelConfig& c) const;
+  // Mixture of experts (planner/cost/moe.cc). MoE layers of each stage (first,
+  // middle, last) under c's split; expert parameters this GPU holds (the most
+  // loaded stage); the MoE compute terms of `t` for c.
+  struct StageMoe {
+    int first = 0, middle = 0, last = 0;
+  };
+  StageMoe MoeLayersPerStage(const ParallelConfig& c) const;
+  void MoeCompute(const ParallelConfig& c, ComputeTerms* t) const;
+  // Exposed seconds of one MoE layer's expert-parallel communication per micro-batch
+  // (forward + backward, + the forward again under full recompute) given the
+  // compute it may hide behind.
+  double MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t, double window) const;
+  Reason CheckMoeRules(const ParallelConfig& c) const;
   // `high_precision`: a GEMM a low-precision recipe keeps in bf16 (the
   // output layer's logits: Megatron-Core's fp8/fp4 context wraps the
   // transformer layers only).
@@ -297,7 +334,9 @@ class CostModel {
   double gather_bytes_;     // bytes per weight element in a parameter all-gather
   double grad_bytes_;       // bytes per main-gradient element
   double model_flops_;
-  double layer_params_;     // parameters of one block
+  double layer_params_;     // parameters of one block (a dense block for MoE models)
+  double attn_qkv_n_, attn_proj_k_;  // QKV output width and output-projection input width
+  double attn_head_dim_;    // head dim the attention core runs at ((d_qk + d_v)/2 for MLA)
   double norm_params_;      // of which norms (replicated across tensor ranks)
   std::vector<double> curve_log2_size_, curve_eff_;  // the precision's GEMM curve
   double curve_peak_ratio_ = 1.0;  // precision peak / the curve's own precision peak

@@ -17,19 +17,73 @@ namespace paratune::planner {
 
 int64_t ModelSpec::NormParams() const { return norm == "rmsnorm" ? int64_t{hidden} : 2LL * hidden; }
 
-int64_t ModelSpec::ParamsPerLayer() const {
+int ModelSpec::moe_layer_count() const {
+  if (!is_moe()) return 0;
+  int n = 0;
+  for (int i = first_dense_layers; i < layers; ++i) n += is_moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+int64_t ModelSpec::MlaParams() const {
+  const int64_t h = hidden, a = heads, qk = int64_t{qk_nope_head_dim} + qk_rope_head_dim;
+  const int64_t q =
+      q_lora_rank > 0 ? h * q_lora_rank + q_lora_rank + int64_t{q_lora_rank} * a * qk : h * a * qk;
+  const int64_t kv_down = h * (int64_t{kv_lora_rank} + qk_rope_head_dim) + kv_lora_rank;
+  const int64_t kv_up = int64_t{kv_lora_rank} * a * (int64_t{qk_nope_head_dim} + v_head_dim);
+  const int64_t out = a * v_head_dim * h;
+  return q + kv_down + kv_up + out;
+}
+
+int64_t ModelSpec::AttentionParams() const {
+  if (is_mla()) return MlaParams();
   const int64_t h = hidden;
-  const int64_t f = ffn_hidden;
-  const int64_t qkv = qkv_out();
-  const int64_t ffn_matrices = gated_ffn ? 3 : 2;
-  int64_t params = h * qkv + h * h + ffn_matrices * h * f;
-  if (linear_bias) {
-    // QKV and output projection; the gated FFN's gate and up matrices both carry
-    // an f-wide bias, the down projection an h-wide one.
-    params += qkv + h + (gated_ffn ? 2 : 1) * f + h;
-  }
-  params += 2 * NormParams();  // pre-attention and pre-FFN norms
+  int64_t params = h * qkv_out() + q_out() * h;
+  if (linear_bias) params += qkv_out() + h;
   return params;
+}
+
+namespace {
+// (gated ? 3 : 2)·h·f weights; with biases the gate and up matrices carry an f-wide
+// bias each and the down projection an h-wide one.
+int64_t MlpParams(int64_t h, int64_t f, bool gated, bool bias) {
+  int64_t params = (gated ? 3 : 2) * h * f;
+  if (bias) params += (gated ? 2 : 1) * f + h;
+  return params;
+}
+}  // namespace
+
+int64_t ModelSpec::DenseMlpParams() const {
+  return MlpParams(hidden, ffn_hidden, gated_ffn, linear_bias);
+}
+
+int64_t ModelSpec::ExpertParams() const {
+  return MlpParams(hidden, moe_ffn_hidden, gated_ffn, linear_bias);
+}
+
+int64_t ModelSpec::SharedExpertParams() const {
+  return shared_ffn_hidden > 0 ? MlpParams(hidden, shared_ffn_hidden, gated_ffn, linear_bias) : 0;
+}
+
+int64_t ModelSpec::RouterParams() const {
+  return int64_t{hidden} * experts + (linear_bias ? experts : 0);
+}
+
+int64_t ModelSpec::MoeMlpParams() const {
+  return RouterParams() + int64_t{experts} * ExpertParams() + SharedExpertParams();
+}
+
+int64_t ModelSpec::MoeMlpActiveParams() const {
+  return RouterParams() + int64_t{top_k} * ExpertParams() + SharedExpertParams();
+}
+
+int64_t ModelSpec::ParamsPerLayer() const {
+  return AttentionParams() + DenseMlpParams() + 2 * NormParams();  // pre-attention, pre-MLP norms
+}
+
+int64_t ModelSpec::ParamsOfLayer(int i) const {
+  PT_CHECK(i >= 0 && i < layers);
+  if (!is_moe_layer(i)) return ParamsPerLayer();
+  return AttentionParams() + MoeMlpParams() + 2 * NormParams();
 }
 
 int64_t ModelSpec::EmbeddingParams() const {
@@ -41,19 +95,77 @@ int64_t ModelSpec::PositionParams() const {
   return learned_positions() ? int64_t{max_seq_len} * hidden : 0;
 }
 
+int64_t ModelSpec::MtpModuleParams() const {
+  if (mtp_layers == 0) return 0;
+  const int64_t h = hidden;
+  return 3 * NormParams() + 2 * h * h + ParamsOfLayer(layers - 1);
+}
+
 int64_t ModelSpec::ParamCount() const {
-  return int64_t{layers} * ParamsPerLayer() + EmbeddingParams() + PositionParams();
+  const int moe = moe_layer_count();
+  int64_t blocks = int64_t{layers - moe} * ParamsPerLayer();
+  if (moe > 0) blocks += int64_t{moe} * (AttentionParams() + MoeMlpParams() + 2 * NormParams());
+  return blocks + EmbeddingParams() + PositionParams() + int64_t{mtp_layers} * MtpModuleParams();
+}
+
+int64_t ModelSpec::ActiveParamCount() const {
+  const int moe = moe_layer_count();
+  int64_t blocks = int64_t{layers - moe} * ParamsPerLayer();
+  if (moe > 0) {
+    blocks += int64_t{moe} * (AttentionParams() + MoeMlpActiveParams() + 2 * NormParams());
+  }
+  return blocks + EmbeddingParams() + PositionParams();
 }
 
 double ModelSpec::ForwardFlopsPerToken(int seq_len) const {
   PT_CHECK(seq_len >= 0);
   const double h = hidden;
-  const double f = ffn_hidden;
-  const double linear_macs =
-      h * static_cast<double>(qkv_out()) + h * h + (gated_ffn ? 3 : 2) * h * f;
-  // Q·Kᵀ and attention·V: 2·s·h multiply-adds per token per layer (summed over heads).
-  const double per_layer = 2.0 * linear_macs + 4.0 * seq_len * h;
-  return layers * per_layer + 2.0 * h * vocab;
+  if (plain_dense()) {
+    const double f = ffn_hidden;
+    const double linear_macs = h * static_cast<double>(qkv_out()) +
+                               static_cast<double>(q_out()) * h + (gated_ffn ? 3 : 2) * h * f;
+    // Q·Kᵀ and attention·V: 2·s·h multiply-adds per token per layer (summed over heads).
+    const double per_layer = 2.0 * linear_macs + 4.0 * seq_len * h;
+    return layers * per_layer + 2.0 * h * vocab;
+  }
+  // Megatron-Core's transformer_flops (training.py at d98e8a64), per token and forward
+  // only (its 3× fwd/bwd factor removed); the formula's terms in the same order.
+  const double a = heads, ffe = gated_ffn ? 3.0 : 2.0;
+  const int last_is_moe = is_moe_layer(layers - 1) ? 1 : 0;
+  const double n_moe = moe_layer_count() + static_cast<double>(last_is_moe) * mtp_layers;
+  const double n_dense = dense_layer_count() + static_cast<double>(1 - last_is_moe) * mtp_layers;
+  const double n_layers = static_cast<double>(layers) + mtp_layers;
+  double attn_linear = 0, core_qk = 0, core_v = 0;  // per layer; core in head-dim units
+  if (is_mla()) {
+    const double qk = static_cast<double>(qk_nope_head_dim) + qk_rope_head_dim;
+    const double q_term = q_lora_rank > 0 ? q_lora_rank * (h + a * qk + 1) : h * a * qk;
+    attn_linear =
+        q_term + kv_lora_rank * (h + a * (static_cast<double>(qk_nope_head_dim) + v_head_dim) + 1) +
+        h * qk_rope_head_dim + a * v_head_dim * h;
+    core_qk = a * qk;
+    core_v = a * v_head_dim;
+  } else {
+    const double qp = static_cast<double>(q_out()), kp = static_cast<double>(kv_heads) * head_dim();
+    attn_linear = h * (qp + 2.0 * kp) + qp * h;
+    core_qk = core_v = qp;
+  }
+  const double mlp =
+      h * (ffn_hidden * ffe * n_dense + static_cast<double>(moe_ffn_hidden) * top_k * ffe * n_moe +
+           static_cast<double>(shared_ffn_hidden) * ffe * n_moe);
+  const double mtp = mtp_layers * (3.0 * h + 2.0 * h * h);
+  const double logits = h * vocab * (mtp_layers + 1.0);
+  // Keys each query attends to on average: s/2 under the causal mask; a layer with a
+  // window w < s attends to min(position, w) keys, on average w·(1 − w/(2s)).
+  const double s = seq_len;
+  const double full_keys = s / 2.0;
+  double window_keys = full_keys;
+  if (sliding_layers > 0 && sliding_window > 0 && sliding_window < seq_len) {
+    const double w = sliding_window;
+    window_keys = w * (1.0 - w / (2.0 * s));
+  }
+  const double keys = (n_layers - sliding_layers) * full_keys + sliding_layers * window_keys;
+  const double core = 2.0 * (core_qk + core_v) * keys;
+  return 2.0 * (mlp + attn_linear * n_layers + mtp + logits) + core;
 }
 
 namespace {
@@ -104,7 +216,8 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
   PT_RETURN_IF_ERROR(CheckRange(pointer, "ffn_hidden", m.ffn_hidden, 1, kMaxModelFfnHidden));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "vocab", m.vocab, 1, kMaxModelVocab));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "max_seq_len", m.max_seq_len, 0, kMaxModelSeqLen));
-  if (m.hidden % m.heads != 0) {
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "head_dim", m.head_dim_override, 0, kMaxModelHidden));
+  if (m.head_dim_override == 0 && m.hidden % m.heads != 0) {
     return FieldError(pointer, "heads",
                       "must divide hidden (hidden " + std::to_string(m.hidden) +
                           " is not a multiple of " + std::to_string(m.heads) + " heads)");
@@ -118,6 +231,88 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
   if (m.norm != "layernorm" && m.norm != "rmsnorm") {
     return FieldError(pointer, "norm",
                       "must be \"layernorm\" or \"rmsnorm\" (got \"" + m.norm + "\")");
+  }
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "experts", m.experts, 0, kMaxModelExperts));
+  if (m.experts == 0) {
+    // A dense model: the MoE fields must stay at their defaults, so a typo'd
+    // "experts" does not silently turn a MoE description into a dense one.
+    for (const auto& [field, v] : {std::pair<std::string_view, int64_t>{"top_k", m.top_k},
+                                   {"moe_ffn_hidden", m.moe_ffn_hidden},
+                                   {"shared_ffn_hidden", m.shared_ffn_hidden},
+                                   {"first_dense_layers", m.first_dense_layers}}) {
+      if (v != 0) return FieldError(pointer, field, "needs experts > 0 (a dense model has none)");
+    }
+    if (m.moe_layer_step != 1) {
+      return FieldError(pointer, "moe_layer_step", "needs experts > 0 (a dense model has none)");
+    }
+    if (m.capacity_factor != 0) {
+      return FieldError(pointer, "capacity_factor", "needs experts > 0 (a dense model has none)");
+    }
+  } else {
+    if (m.experts < 2) return FieldError(pointer, "experts", "must be 0 (dense) or at least 2");
+    PT_RETURN_IF_ERROR(CheckRange(pointer, "top_k", m.top_k, 1, m.experts));
+    PT_RETURN_IF_ERROR(
+        CheckRange(pointer, "moe_ffn_hidden", m.moe_ffn_hidden, 1, kMaxModelFfnHidden));
+    PT_RETURN_IF_ERROR(
+        CheckRange(pointer, "shared_ffn_hidden", m.shared_ffn_hidden, 0, kMaxModelFfnHidden));
+    PT_RETURN_IF_ERROR(
+        CheckRange(pointer, "first_dense_layers", m.first_dense_layers, 0, m.layers - 1));
+    PT_RETURN_IF_ERROR(CheckRange(pointer, "moe_layer_step", m.moe_layer_step, 1, m.layers));
+    if (m.moe_layer_count() == 0) {
+      return FieldError(pointer, "moe_layer_step", "leaves no MoE layer");
+    }
+    if (!(m.capacity_factor == 0 || (m.capacity_factor >= 1 && m.capacity_factor <= 1024))) {
+      return FieldError(
+          pointer, "capacity_factor",
+          "must be 0 (dropless) or in [1, 1024] (got " + std::to_string(m.capacity_factor) + ")");
+    }
+  }
+  if (m.router != "softmax" && m.router != "sigmoid") {
+    return FieldError(pointer, "router",
+                      "must be \"softmax\" or \"sigmoid\" (got \"" + m.router + "\")");
+  }
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "kv_lora_rank", m.kv_lora_rank, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "q_lora_rank", m.q_lora_rank, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(
+      CheckRange(pointer, "qk_nope_head_dim", m.qk_nope_head_dim, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(
+      CheckRange(pointer, "qk_rope_head_dim", m.qk_rope_head_dim, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "v_head_dim", m.v_head_dim, 0, kMaxModelHidden));
+  if (m.is_mla()) {
+    if (m.qk_nope_head_dim + m.qk_rope_head_dim == 0) {
+      return FieldError(pointer, "qk_nope_head_dim",
+                        "plus qk_rope_head_dim must be positive with kv_lora_rank > 0");
+    }
+    if (m.v_head_dim == 0) {
+      return FieldError(pointer, "v_head_dim", "must be positive with kv_lora_rank > 0");
+    }
+  } else if (m.q_lora_rank + m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim != 0) {
+    return FieldError(pointer, "kv_lora_rank",
+                      "must be positive when the other MLA fields are set");
+  }
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "mtp_layers", m.mtp_layers, 0, kMaxModelMtpLayers));
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "sliding_window", m.sliding_window, 0, kMaxModelSeqLen));
+  PT_RETURN_IF_ERROR(CheckRange(pointer, "sliding_layers", m.sliding_layers, 0, m.layers));
+  if ((m.sliding_window == 0) != (m.sliding_layers == 0)) {
+    return FieldError(pointer, m.sliding_window == 0 ? "sliding_window" : "sliding_layers",
+                      "must be set together with " +
+                          std::string(m.sliding_window == 0 ? "sliding_layers" : "sliding_window"));
+  }
+  // Every count is bounded, but their products may not be: check the total in
+  // floating point before any int64 arithmetic relies on it.
+  const double h = m.hidden, e = std::max(m.experts, 1);
+  const double width = std::max({static_cast<double>(m.ffn_hidden),
+                                 static_cast<double>(m.moe_ffn_hidden) * e + m.shared_ffn_hidden});
+  const double attn =
+      h * (4.0 * std::max<double>(m.heads * static_cast<double>(m.head_dim()), h) +
+           static_cast<double>(m.kv_lora_rank) + m.q_lora_rank) +
+      static_cast<double>(m.heads) * (m.kv_lora_rank + m.q_lora_rank + h) *
+          (static_cast<double>(m.qk_nope_head_dim) + m.qk_rope_head_dim + m.v_head_dim + 1);
+  const double bound =
+      (static_cast<double>(m.layers) + m.mtp_layers + 1) * (attn + 3.0 * h * width + 8.0 * h) +
+      2.0 * m.vocab * h + static_cast<double>(m.max_seq_len) * h;
+  if (!(bound < 0x1p62)) {
+    return FieldError(pointer, "layers", "the model's parameter count exceeds 2^62");
   }
   return Status::Ok();
 }
@@ -151,6 +346,23 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptBool("linear_bias", &m.linear_bias));
   PT_RETURN_IF_ERROR(r.OptString("norm", &m.norm));
   PT_RETURN_IF_ERROR(r.OptInt("max_seq_len", &m.max_seq_len));
+  PT_RETURN_IF_ERROR(r.OptInt("head_dim", &m.head_dim_override));
+  PT_RETURN_IF_ERROR(r.OptInt("experts", &m.experts));
+  PT_RETURN_IF_ERROR(r.OptInt("top_k", &m.top_k));
+  PT_RETURN_IF_ERROR(r.OptInt("moe_ffn_hidden", &m.moe_ffn_hidden));
+  PT_RETURN_IF_ERROR(r.OptInt("shared_ffn_hidden", &m.shared_ffn_hidden));
+  PT_RETURN_IF_ERROR(r.OptInt("first_dense_layers", &m.first_dense_layers));
+  PT_RETURN_IF_ERROR(r.OptInt("moe_layer_step", &m.moe_layer_step));
+  PT_RETURN_IF_ERROR(r.OptString("router", &m.router));
+  PT_RETURN_IF_ERROR(r.OptNumber("capacity_factor", &m.capacity_factor));
+  PT_RETURN_IF_ERROR(r.OptInt("q_lora_rank", &m.q_lora_rank));
+  PT_RETURN_IF_ERROR(r.OptInt("kv_lora_rank", &m.kv_lora_rank));
+  PT_RETURN_IF_ERROR(r.OptInt("qk_nope_head_dim", &m.qk_nope_head_dim));
+  PT_RETURN_IF_ERROR(r.OptInt("qk_rope_head_dim", &m.qk_rope_head_dim));
+  PT_RETURN_IF_ERROR(r.OptInt("v_head_dim", &m.v_head_dim));
+  PT_RETURN_IF_ERROR(r.OptInt("mtp_layers", &m.mtp_layers));
+  PT_RETURN_IF_ERROR(r.OptInt("sliding_window", &m.sliding_window));
+  PT_RETURN_IF_ERROR(r.OptInt("sliding_layers", &m.sliding_layers));
   PT_RETURN_IF_ERROR(r.OptString("source", &m.source));
   PT_RETURN_IF_ERROR(r.Finish());
   PT_RETURN_IF_ERROR(ValidateModel(m, pointer));
@@ -172,6 +384,27 @@ Json ModelSpecToJson(const ModelSpec& m) {
   j["linear_bias"] = m.linear_bias;
   j["norm"] = m.norm;
   j["max_seq_len"] = m.max_seq_len;
+  const ModelSpec d;  // defaults: written only when the model differs from them
+  auto put = [&j](const char* key, auto v, auto def) {
+    if (v != def) j[key] = v;
+  };
+  put("head_dim", m.head_dim_override, d.head_dim_override);
+  put("experts", m.experts, d.experts);
+  put("top_k", m.top_k, d.top_k);
+  put("moe_ffn_hidden", m.moe_ffn_hidden, d.moe_ffn_hidden);
+  put("shared_ffn_hidden", m.shared_ffn_hidden, d.shared_ffn_hidden);
+  put("first_dense_layers", m.first_dense_layers, d.first_dense_layers);
+  put("moe_layer_step", m.moe_layer_step, d.moe_layer_step);
+  put("router", m.router, d.router);
+  put("capacity_factor", m.capacity_factor, d.capacity_factor);
+  put("q_lora_rank", m.q_lora_rank, d.q_lora_rank);
+  put("kv_lora_rank", m.kv_lora_rank, d.kv_lora_rank);
+  put("qk_nope_head_dim", m.qk_nope_head_dim, d.qk_nope_head_dim);
+  put("qk_rope_head_dim", m.qk_rope_head_dim, d.qk_rope_head_dim);
+  put("v_head_dim", m.v_head_dim, d.v_head_dim);
+  put("mtp_layers", m.mtp_layers, d.mtp_layers);
+  put("sliding_window", m.sliding_window, d.sliding_window);
+  put("sliding_layers", m.sliding_layers, d.sliding_layers);
   j["source"] = m.source;
   return j;
 }
@@ -179,17 +412,23 @@ Json ModelSpecToJson(const ModelSpec& m) {
 namespace {
 
 // model_type values whose HF implementation is Llama-like: RMSNorm, gated FFN
-// (gate/up/down), no linear biases, untied embeddings by default.
+// (gate/up/down), no linear biases unless attention_bias says so, untied embeddings
+// by default. The mixture-of-experts families are built the same way around their
+// experts (transformers' modeling_mixtral, _qwen3_moe, _deepseek_v3, _gpt_oss,
+// _llama4, _olmoe).
 bool IsLlamaLikeType(const std::string& model_type) {
-  static constexpr std::string_view kTypes[] = {"llama", "mistral", "phi3"};
+  static constexpr std::string_view kTypes[] = {
+      "llama",       "mistral",     "phi3",    "mixtral",     "qwen3_moe", "qwen2_moe",
+      "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "olmoe"};
   return std::find(std::begin(kTypes), std::end(kTypes), model_type) != std::end(kTypes);
 }
 
 // model_type values whose MLP is gated whatever its activation is called (Gemma's
 // "gelu_pytorch_tanh" drives a GeGLU).
 bool IsGatedType(const std::string& model_type) {
-  static constexpr std::string_view kTypes[] = {"llama", "mistral", "mixtral", "phi3",
-                                                "qwen2", "gemma",   "gemma2"};
+  static constexpr std::string_view kTypes[] = {
+      "llama",     "mistral",   "mixtral",     "phi3",        "qwen2",   "gemma",       "gemma2",
+      "qwen3_moe", "qwen2_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "olmoe"};
   return std::find(std::begin(kTypes), std::end(kTypes), model_type) != std::end(kTypes);
 }
 
@@ -199,12 +438,14 @@ bool IsGatedActivation(const std::string& act) {
   return std::find(std::begin(kGated), std::end(kGated), act) != std::end(kGated);
 }
 
-// Reads the first present key of `keys` as an int into *out; *found says whether one was.
+// Reads the first present, non-null key of `keys` as an int into *out; *found says
+// whether one was (HF configs write null for "not used", e.g. DeepSeek-V2-Lite's
+// q_lora_rank).
 Status FirstInt(ObjectReader& r, std::initializer_list<std::string_view> keys, int* out,
                 bool* found) {
   *found = false;
   for (std::string_view key : keys) {
-    if (!r.Has(key)) continue;
+    if (!r.Has(key) || r.Raw(key).is_null()) continue;
     int64_t v = 0;
     PT_RETURN_IF_ERROR(r.Integer(key, &v));
     if (v < 0 || v > INT32_MAX) return r.Error(key, "is out of range");
@@ -222,6 +463,157 @@ Status RequiredFirstInt(ObjectReader& r, std::initializer_list<std::string_view>
   return Status::Ok();
 }
 
+// Counts the entries of the array `key` that satisfy `pred`; *found = the key is an array.
+template <typename Pred>
+Status CountArray(ObjectReader& r, std::string_view key, Pred pred, int* count, bool* found) {
+  *count = 0;
+  *found = false;
+  if (!r.Has(key) || r.Raw(key).is_null()) return Status::Ok();
+  const Json& a = r.Raw(key);
+  if (!a.is_array()) return r.Error(key, "must be an array");
+  *found = true;
+  for (const Json& e : a) *count += pred(e) ? 1 : 0;
+  return Status::Ok();
+}
+
+// The mixture-of-experts, MLA, MTP and sliding-window fields of an HF config
+// (model.h lists the keys per model_type). Leaves a dense config unchanged.
+Status ReadHuggingFaceMoe(ObjectReader& r, const std::string& model_type, ModelSpec* m) {
+  const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
+  const bool qwen = model_type == "qwen3_moe" || model_type == "qwen2_moe";
+  const bool llama4 = model_type == "llama4_text";
+  // Families whose experts are intermediate_size wide (no separate moe_intermediate_size).
+  const bool expert_is_intermediate =
+      model_type == "mixtral" || model_type == "olmoe" || model_type == "gpt_oss" || llama4;
+  bool found = false;
+  int experts = 0;
+  const char* experts_key = "num_local_experts";
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    PT_RETURN_IF_ERROR(FirstInt(r, {key}, &experts, &found));
+    if (found) {
+      experts_key = key;
+      break;
+    }
+  }
+  if (experts > 1) {
+    if (experts > kMaxModelExperts) return r.Error(experts_key, "is out of range");
+    m->experts = experts;
+    PT_RETURN_IF_ERROR(
+        FirstInt(r, {"num_experts_per_tok", "experts_per_token"}, &m->top_k, &found));
+    if (!found)
+      return r.Error("num_experts_per_tok", "is required for a mixture-of-experts config");
+    if (expert_is_intermediate) {
+      m->moe_ffn_hidden = m->ffn_hidden;
+    } else {
+      PT_RETURN_IF_ERROR(FirstInt(r, {"moe_intermediate_size"}, &m->moe_ffn_hidden, &found));
+      if (!found) {
+        return r.Error("moe_intermediate_size", "is required for a " + model_type + " config");
+      }
+    }
+    if (deepseek) {
+      int shared = 0;
+      PT_RETURN_IF_ERROR(FirstInt(r, {"n_shared_experts"}, &shared, &found));
+      m->shared_ffn_hidden = shared * m->moe_ffn_hidden;
+      PT_RETURN_IF_ERROR(FirstInt(r, {"first_k_dense_replace"}, &m->first_dense_layers, &found));
+      int freq = 1;
+      PT_RETURN_IF_ERROR(FirstInt(r, {"moe_layer_freq"}, &freq, &found));
+      if (freq != 1) {
+        // DeepSeek's layout (layer i >= k is MoE when i % freq == 0) differs from
+        // the every-step-th rule this spec holds except at 1, the published value.
+        return r.Error("moe_layer_freq", "is " + std::to_string(freq) +
+                                             ": only 1 (every layer after the dense ones) is "
+                                             "modelled");
+      }
+      std::string scoring;
+      if (r.Has("scoring_func") && r.Raw("scoring_func").is_string()) {
+        PT_RETURN_IF_ERROR(r.String("scoring_func", &scoring));
+        if (scoring == "sigmoid") m->router = "sigmoid";
+      }
+    }
+    if (qwen) {
+      PT_RETURN_IF_ERROR(
+          FirstInt(r, {"shared_expert_intermediate_size"}, &m->shared_ffn_hidden, &found));
+      PT_RETURN_IF_ERROR(FirstInt(r, {"decoder_sparse_step"}, &m->moe_layer_step, &found));
+      if (m->moe_layer_step < 1) m->moe_layer_step = 1;
+      if (r.Has("mlp_only_layers") && !r.Raw("mlp_only_layers").is_null()) {
+        const Json& dense = r.Raw("mlp_only_layers");
+        if (!dense.is_array()) return r.Error("mlp_only_layers", "must be an array");
+        // Representable only as the first k layers.
+        for (size_t i = 0; i < dense.size(); ++i) {
+          if (!dense[i].is_number_integer() || dense[i].get<int64_t>() != static_cast<int64_t>(i)) {
+            return r.Error("mlp_only_layers",
+                           "must list the first layers in order (0, 1, ...): other dense-layer "
+                           "layouts are not modelled");
+          }
+        }
+        m->first_dense_layers = static_cast<int>(dense.size());
+      }
+    }
+    if (llama4) {
+      // Every Llama 4 MoE layer has one shared expert as wide as a routed one, and
+      // the dense layers between them are intermediate_size_mlp wide
+      // (transformers modeling_llama4: Llama4TextMoe.shared_expert, Llama4TextMLP).
+      m->shared_ffn_hidden = m->moe_ffn_hidden;
+      PT_RETURN_IF_ERROR(FirstInt(r, {"intermediate_size_mlp"}, &m->ffn_hidden, &found));
+      PT_RETURN_IF_ERROR(FirstInt(r, {"interleave_moe_layer_step"}, &m->moe_layer_step, &found));
+      if (m->moe_layer_step < 1) m->moe_layer_step = 1;
+      m->router = "sigmoid";
+      if (r.Has("moe_layers") && r.Raw("moe_layers").is_array()) {
+        const Json& moe_layers = r.Raw("moe_layers");
+        int n = 0;
+        for (const Json& e : moe_layers) {
+          if (!e.is_number_integer()) return r.Error("moe_layers", "must hold layer indices");
+          const int64_t i = e.get<int64_t>();
+          if (i < 0 || i >= m->layers || (i + 1) % m->moe_layer_step != 0) {
+            return r.Error("moe_layers",
+                           "must be every interleave_moe_layer_step-th layer: other "
+                           "layouts are not modelled");
+          }
+          ++n;
+        }
+        if (n * m->moe_layer_step != m->layers) {
+          return r.Error("moe_layers",
+                         "must be every interleave_moe_layer_step-th layer: other "
+                         "layouts are not modelled");
+        }
+      }
+    }
+  }
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  PT_RETURN_IF_ERROR(FirstInt(r, {"kv_lora_rank"}, &m->kv_lora_rank, &found));
+  if (m->kv_lora_rank > 0) {
+    PT_RETURN_IF_ERROR(FirstInt(r, {"q_lora_rank"}, &m->q_lora_rank, &found));
+    PT_RETURN_IF_ERROR(FirstInt(r, {"qk_nope_head_dim"}, &m->qk_nope_head_dim, &found));
+    PT_RETURN_IF_ERROR(FirstInt(r, {"qk_rope_head_dim"}, &m->qk_rope_head_dim, &found));
+    PT_RETURN_IF_ERROR(FirstInt(r, {"v_head_dim"}, &m->v_head_dim, &found));
+  }
+  PT_RETURN_IF_ERROR(FirstInt(r, {"num_nextn_predict_layers"}, &m->mtp_layers, &found));
+  if (model_type == "gpt_oss") {
+    int sliding = 0;
+    PT_RETURN_IF_ERROR(CountArray(
+        r, "layer_types",
+        [](const Json& e) { return e.is_string() && e.get<std::string>() == "sliding_attention"; },
+        &sliding, &found));
+    if (sliding > 0) {
+      PT_RETURN_IF_ERROR(FirstInt(r, {"sliding_window"}, &m->sliding_window, &found));
+      if (found && m->sliding_window > 0) m->sliding_layers = sliding;
+    }
+  }
+  if (llama4) {
+    // Chunked attention on the RoPE layers (no_rope_layers[i] == 1), global on the rest.
+    int chunk = 0, rope_layers = 0;
+    PT_RETURN_IF_ERROR(FirstInt(r, {"attention_chunk_size"}, &chunk, &found));
+    PT_RETURN_IF_ERROR(CountArray(
+        r, "no_rope_layers", [](const Json& e) { return e.is_number() && e.get<double>() != 0; },
+        &rope_layers, &found));
+    if (chunk > 0 && rope_layers > 0) {
+      m->sliding_window = chunk;
+      m->sliding_layers = std::min(rope_layers, m->layers);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<ModelSpec> ParseHuggingFaceConfigAt(const Json& j, const std::string& name,
                                            const std::string& pointer) {
   if (!j.is_object()) {
@@ -233,6 +625,17 @@ Result<ModelSpec> ParseHuggingFaceConfigAt(const Json& j, const std::string& nam
   std::string model_type;
   PT_RETURN_IF_ERROR(r.OptString("model_type", &model_type));
   model_type = Lower(model_type);
+  if (model_type == "llama4" && r.Has("text_config") && r.Raw("text_config").is_object()) {
+    // The multimodal Llama 4 config nests the language model; its embeddings'
+    // tying is stated at the top level.
+    Json text = r.Raw("text_config");
+    text["model_type"] = "llama4_text";
+    if (j.contains("tie_word_embeddings")) text["tie_word_embeddings"] = j["tie_word_embeddings"];
+    if (j.contains("_name_or_path") && !text.contains("_name_or_path")) {
+      text["_name_or_path"] = j["_name_or_path"];
+    }
+    return ParseHuggingFaceConfigAt(text, name, r.PointerOf("text_config"));
+  }
   const bool llama_like = IsLlamaLikeType(model_type);
 
   PT_RETURN_IF_ERROR(RequiredFirstInt(r, {"num_hidden_layers", "n_layer"}, &m.layers));
@@ -293,24 +696,16 @@ Result<ModelSpec> ParseHuggingFaceConfigAt(const Json& j, const std::string& nam
     if (p > 0) m.dropout = true;
   }
 
-  if (r.Has("head_dim") && m.heads > 0) {
+  if (r.Has("head_dim") && !r.Raw("head_dim").is_null() && m.heads > 0) {
     int64_t head_dim = 0;
     PT_RETURN_IF_ERROR(r.Integer("head_dim", &head_dim));
+    if (head_dim < 1 || head_dim > kMaxModelHidden) return r.Error("head_dim", "is out of range");
+    // A head_dim equal to hidden / heads is the default and stays implicit.
     if (m.hidden % m.heads != 0 || head_dim != m.hidden / m.heads) {
-      return r.Error("head_dim", "is " + std::to_string(head_dim) +
-                                     ", not hidden_size / num_attention_heads; such models are not "
-                                     "modelled");
+      m.head_dim_override = static_cast<int>(head_dim);
     }
   }
-  for (std::string_view key : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-    int experts = 0;
-    bool has = false;
-    PT_RETURN_IF_ERROR(FirstInt(r, {key}, &experts, &has));
-    if (has && experts > 1) {
-      return r.Error(key, "is " + std::to_string(experts) +
-                              ": mixture-of-experts models are not modelled (dense only)");
-    }
-  }
+  PT_RETURN_IF_ERROR(ReadHuggingFaceMoe(r, model_type, &m));
 
   m.name = name;
   std::string name_or_path;
@@ -385,7 +780,9 @@ Result<ModelSpec> ResolveModel(const Json& j, const std::string& pointer) {
     return m;
   }
   if (j.is_object()) {
-    if (j.contains("num_hidden_layers") || j.contains("n_layer")) {
+    // The multimodal Llama 4 config holds the language model under text_config.
+    if (j.contains("num_hidden_layers") || j.contains("n_layer") ||
+        (j.contains("model_type") && j.contains("text_config"))) {
       return ParseHuggingFaceConfigAt(j, "", pointer);
     }
     return ParseModelSpec(j, pointer);

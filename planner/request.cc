@@ -59,6 +59,9 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
                                   " does not run the model under torch.compile (its fused kernels "
                                   "come from its own code); drop compile or pick fsdp, deepspeed or torchtitan");
   }
+  PT_RETURN_IF_ERROR(r.OptNumber("moe_skew", &t.moe_skew));
+  if (!(t.moe_skew >= 1.0 && t.moe_skew <= 1024.0))
+    return r.Error("moe_skew", "must be in [1, 1024]");
   PT_RETURN_IF_ERROR(r.Finish());
   return t;
 }
@@ -76,6 +79,7 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["fpdt_chunk_tokens"] = t.fpdt_chunk_tokens;
   j["framework"] = FrameworkName(t.framework);
   j["compile"] = t.compile;
+  if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
   return j;
 }
 
@@ -226,6 +230,7 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   br["comm_y"] = b.comm_y_s;
   br["comm_z"] = b.comm_z_s;
   br["comm_cp"] = b.comm_cp_s;
+  if (b.comm_ep_s > 0) br["comm_ep"] = b.comm_ep_s;  // MoE only: dense documents unchanged
   br["comm_data"] = b.comm_data_s;
   br["comm_pp"] = b.comm_pp_s;
   br["bubble"] = b.bubble_s;

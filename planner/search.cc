@@ -53,8 +53,8 @@ bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
   return false;
 }
 
-constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
-                                    "cp", "zero", "mbs"};
+constexpr const char* kIntKeys[] = {"tp",  "gx", "gy",   "gz",  "dp", "gdata", "pp",
+                                    "vpp", "cp", "zero", "mbs", "ep", "etp"};
 constexpr const char* kBoolKeys[] = {"sp",
                                      "distributed_optimizer",
                                      "qwz",
@@ -69,7 +69,8 @@ constexpr const char* kBoolKeys[] = {"sp",
                                      "overlap_param_gather",
                                      "tp_comm_overlap",
                                      "overlap_p2p",
-                                     "uneven_pp"};
+                                     "uneven_pp",
+                                     "moe_a2a_overlap"};
 
 bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
   return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;
@@ -102,7 +103,7 @@ auto Key(const ParallelConfig& c) {
   return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, static_cast<int>(c.cp_kind),
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
                          c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
-                         c.placement.order);
+                         c.placement.order, c.ep, c.etp, static_cast<int>(c.moe_dispatcher));
 }
 
 }  // namespace
@@ -180,6 +181,8 @@ Status ValidateFixed(const FixedFields& fixed) {
       if (!ParseRecompute(v).ok()) return ParseRecompute(v).status();
     } else if (k == "placement") {
       if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
+    } else if (k == "moe_dispatcher") {
+      if (!ParseMoeDispatcher(v).ok()) return ParseMoeDispatcher(v).status();
     } else {
       return Status::InvalidArgument("--fix: unknown field '" + k + "'");
     }
@@ -211,6 +214,8 @@ bool Search::Allowed(const char* key, int value) const {
       if (static_cast<int>(*ParseCpKind(v)) != value) return false;
     } else if (std::string(key) == "recompute") {
       if (static_cast<int>(*ParseRecompute(v)) != value) return false;
+    } else if (std::string(key) == "moe_dispatcher") {
+      if (static_cast<int>(*ParseMoeDispatcher(v)) != value) return false;
     } else if (IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k)) {
       if (BoolValue(v) != value) return false;
     } else if (*ParseInt(v, k) != value) {
@@ -259,6 +264,8 @@ void Search::Enumerate(int model) {
           const int r3 = r2 / pp;
           for (int gz : Divisors(r3)) {
             if ((!fr.shard_z && gz > 1) || !Allowed("gz", gz)) continue;
+            // Sharded expert weights (FSDP over the experts) are not modelled.
+            if (gz > 1 && models_[model]->model().is_moe()) continue;
             const int gdata = r3 / gz;
             if (!Allowed("gdata", gdata)) continue;
             outer_.push_back({model, gx, gy, gz, gdata, pp, cp});
@@ -312,7 +319,9 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
       !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
       !Allowed("offload_optimizer", c.offload_optimizer) ||
       !Allowed("offload_param", c.offload_param) ||
-      !Allowed("recompute", static_cast<int>(c.recompute))) {
+      !Allowed("recompute", static_cast<int>(c.recompute)) || !Allowed("ep", c.ep) ||
+      !Allowed("etp", c.etp) || !Allowed("moe_dispatcher", static_cast<int>(c.moe_dispatcher)) ||
+      !Allowed("moe_a2a_overlap", c.moe_a2a_overlap)) {
     return false;
   }
   const std::vector<Placement>& places = placements_[model];
@@ -366,6 +375,7 @@ SearchResult Search::RunShard(int shard) const {
   const bool host_known = cluster.host_memory_GiB > 0 && cluster.host_memory_GBps > 0;
   for (int z = 0; z <= 3; ++z) {
     if (!fr.zero[z] || !Allowed("zero", z)) continue;
+    if (z == 3 && m.is_moe()) continue;   // ZeRO-3 gathers of the experts are not modelled
     const int replicas = o.gdata * o.cp;  // ZeRO shards over data × cp (same weights)
     if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
     for (int d = 0; d <= (z == 0 && fr.distributed_optimizer && replicas > 1 ? 1 : 0); ++d) {
@@ -378,8 +388,9 @@ SearchResult Search::RunShard(int shard) const {
         // Offload: none, the optimizer (ZeRO-Offload), or under ZeRO-3 the
         // optimizer and the parameters (ZeRO-Infinity, CPU). Offered only where
         // the cluster states its host memory and bandwidth.
-        const int off_max =
-            z >= 1 && fr.offload_optimizer && host_known ? (z == 3 && fr.offload_param ? 2 : 1) : 0;
+        const int off_max = z >= 1 && fr.offload_optimizer && host_known && !m.is_moe()
+                                ? (z == 3 && fr.offload_param ? 2 : 1)
+                                : 0;
         for (int off = 0; off <= off_max; ++off) {
           zc.offload_opt = off >= 1;
           zc.offload_param = off == 2;
@@ -475,117 +486,228 @@ SearchResult Search::RunShard(int shard) const {
     }
   };
 
+  // Mixture of experts: expert parallel degrees folded into the stage's ranks
+  // (ep divides the experts, ep·etp the stage's ranks), etp 1 or the tensor
+  // degree, and the dispatcher: all-to-all, or DeepEP's node-deduplicating one
+  // (Megatron's flex dispatcher) when an EP group spans nodes.
+  struct MoeChoice {
+    int ep, etp;
+    MoeDispatcher dispatcher;
+  };
+  std::vector<MoeChoice> moe_choices;
+  const bool moe_framework = framework != Framework::kAxonn && framework != Framework::kFsdp;
+  if (m.is_moe() && moe_framework) {
+    const int64_t stage = int64_t{o.gx} * o.gy * o.gz * o.gdata * o.cp;
+    std::vector<int> etps = {1};
+    if (o.gy > 1 && o.gx == 1 && framework != Framework::kDeepSpeed &&
+        framework != Framework::kMegatronDeepSpeed) {
+      etps.push_back(o.gy);
+    }
+    for (int etp : etps) {
+      if (!Allowed("etp", etp) || m.moe_ffn_hidden % etp != 0) continue;
+      for (int ep : Divisors(m.experts)) {
+        if (!Allowed("ep", ep) || stage % (int64_t{ep} * etp) != 0) continue;
+        for (int d = 0; d < kNumMoeDispatchers; ++d) {
+          const auto disp = static_cast<MoeDispatcher>(d);
+          bool offered = disp == MoeDispatcher::kAllToAll;
+          if (disp == MoeDispatcher::kDeepEp && framework == Framework::kMegatron) {
+            offered = int64_t{ep} * etp > cluster.gpus_per_node;
+          }
+          bool pinned = false;
+          for (const auto& kv : options_.fixed) pinned = pinned || kv.first == "moe_dispatcher";
+          if (pinned) offered = Allowed("moe_dispatcher", d);
+          if (offered && (ep > 1 || disp == MoeDispatcher::kAllToAll)) {
+            moe_choices.push_back({ep, etp, disp});
+          }
+        }
+      }
+    }
+  } else if (Allowed("ep", 1) && Allowed("etp", 1)) {
+    moe_choices.push_back({1, 1, MoeDispatcher::kAllToAll});
+  }
+  // Expert degrees whose expert weights, their gradients and (at best sharded over
+  // the expert-data group) their Adam states exceed the GPU alone cannot fit:
+  // skipped whole, counted as out of memory.
+  if (m.is_moe() && !moe_choices.empty()) {
+    const double usable = cluster.gpu.memory_GiB * (1.0 - cm.training().headroom) * 1073741824.0;
+    const int64_t stage = int64_t{o.gx} * o.gy * o.gz * o.gdata * o.cp;
+    std::vector<MoeChoice> kept;
+    for (const MoeChoice& mc : moe_choices) {
+      ParallelConfig probe;
+      probe.gx = o.gx;
+      probe.gy = o.gy;
+      probe.gz = o.gz;
+      probe.gdata = o.gdata;
+      probe.pp = o.pp;
+      probe.cp = o.cp;
+      probe.ep = mc.ep;
+      probe.etp = mc.etp;
+      probe.first_stage_layers = first_layers;
+      probe.last_stage_layers = last_layers;
+      const double edp = static_cast<double>(stage) / (int64_t{mc.ep} * mc.etp);
+      const double bytes = cm.ExpertParamsHeld(probe) * (2.0 + 2.0 + 12.0 / edp);
+      if (bytes > usable) {
+        const int64_t n = inner * static_cast<int64_t>(mbss.size());
+        res.evaluated += n;
+        res.rejected[static_cast<int>(Reason::kOutOfMemory)] += n;
+      } else {
+        kept.push_back(mc);
+      }
+    }
+    moe_choices = std::move(kept);
+    if (moe_choices.empty()) return res;
+  }
+  if (moe_choices.empty()) {  // pinned expert degrees that cannot fold into this tuple
+    res.evaluated += inner * static_cast<int64_t>(mbss.size());
+    res.rejected[static_cast<int>(Reason::kExpertsNotDivisible)] +=
+        inner * static_cast<int64_t>(mbss.size());
+    return res;
+  }
+
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
   c.first_stage_layers = first_layers;
   c.last_stage_layers = last_layers;
-  for (CpKind kind : kinds) {
-    c.cp_kind = kind;
-    // Shape rules that hold for the whole tuple are checked once and every
-    // configuration they rule out is counted under its reason.
-    // The probe takes the first choice of every inner field (each is one the
-    // framework supports, so a framework rule that fails here fails them all).
-    c.vpp = 1; c.mbs = mbss.front(); c.sp = sps.front() != 0; c.zero = 0; c.distributed_optimizer = false;
-    c.qwz = c.hpz = c.qgz = false;
-    c.offload_optimizer = c.offload_param = false;
-    c.recompute = rcs.front();
-    const Reason shape = cm.CheckRules(c);
-    if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible && shape != Reason::kMicroBatchesVsPp) {
-      const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
-      res.evaluated += n;
-      res.rejected[static_cast<int>(shape)] += n;
-      continue;
-    }
-    for (int sp : sps) {
-      c.sp = sp != 0;
-      for (int mbs : mbss) {
-        c.mbs = mbs;
-        c.vpp = 1;
-        c.recompute = Recompute::kNone;
-        const CostModel::ComputeTerms terms = cm.Compute(c);
-        const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
-        const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
-        const double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
-        for (int vpp : vpps) {
-          if (!Allowed("vpp", vpp)) continue;
-          c.vpp = vpp;
-          // Every remaining rule depends on fields fixed at this level (layers vs
-          // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
-          c.zero = 0; c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
-          c.offload_optimizer = c.offload_param = false;
-          const Reason level = cm.CheckRules(c);
-          if (level != Reason::kOk) {
-            const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
-            res.evaluated += n;
-            res.rejected[static_cast<int>(level)] += n;
-            continue;
+  for (const MoeChoice& mc : moe_choices) {
+    c.ep = mc.ep;
+    c.etp = mc.etp;
+    c.moe_dispatcher = mc.dispatcher;
+    for (CpKind kind : kinds) {
+      c.cp_kind = kind;
+      // Shape rules that hold for the whole tuple are checked once and every
+      // configuration they rule out is counted under its reason.
+      // The probe takes the first choice of every inner field (each is one the
+      // framework supports, so a framework rule that fails here fails them all).
+      c.vpp = 1;
+      c.mbs = mbss.front();
+      c.sp = sps.front() != 0;
+      c.zero = 0;
+      c.distributed_optimizer = false;
+      c.qwz = c.hpz = c.qgz = false;
+      c.offload_optimizer = c.offload_param = false;
+      c.recompute = rcs.front();
+      const Reason shape = cm.CheckRules(c);
+      if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible &&
+          shape != Reason::kMicroBatchesVsPp) {
+        const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
+        res.evaluated += n;
+        res.rejected[static_cast<int>(shape)] += n;
+        continue;
+      }
+      for (int sp : sps) {
+        c.sp = sp != 0;
+        for (int mbs : mbss) {
+          c.mbs = mbs;
+          c.vpp = 1;
+          c.recompute = Recompute::kNone;
+          const CostModel::ComputeTerms terms = cm.Compute(c);
+          const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
+          const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
+          double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
+          if (m.is_moe()) {
+            // A lower bound must hold for MoE layers too: take the cheaper layer kind.
+            const double swap = 3.0 * (terms.moe_fwd - terms.linear_fwd[2] - terms.linear_fwd[3]);
+            for (double& x : compute) x += std::min(0.0, swap);
           }
-          for (const ZeroChoice& zc : zeros) {
-            c.zero = zc.zero;
-            c.distributed_optimizer = zc.dist_opt;
-            c.qwz = zc.qwz; c.hpz = zc.hpz; c.qgz = zc.qgz;
-            c.offload_optimizer = zc.offload_opt;
-            c.offload_param = zc.offload_param;
-            for (Recompute rc : rcs) {
-              c.recompute = rc;
-              for (const Placement& pl : places) {
-                c.placement = pl;
-                c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
-                    c.tp_comm_overlap = c.overlap_p2p = false;
-                ApplyFrameworkOverlaps(fr, &c);  // never slower in the model: not enumerated
-                for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
-                  const bool b = BoolValue(v) == 1;
-                  if (k == "oar") c.oar = b;
-                  else if (k == "ors") c.ors = b;
-                  else if (k == "oag") c.oag = b;
-                  else if (k == "overlap_grad_reduce") c.overlap_grad_reduce = b;
-                  else if (k == "overlap_param_gather") c.overlap_param_gather = b;
-                  else if (k == "tp_comm_overlap") c.tp_comm_overlap = b;
-                  else if (k == "overlap_p2p") c.overlap_p2p = b;
-                }
-                ++res.evaluated;
-                if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
-                    (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
-                  ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
-                  continue;
-                }
-                // Memory first: cheap, and most rejections are for memory.
-                const MemoryBreakdown mem = cm.MemoryWith(c, terms);
-                if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
-                  ++res.rejected[static_cast<int>(verdict)];
-                  continue;
-                }
-                ++res.feasible;
-                if (options_.memory_only) {
-                  Prediction mp;
-                  mp.memory = mem;
-                  mp.fits = true;
-                  offer(c, mp);
-                  continue;
-                }
-                if (prune) {
-                  // Exact pruning: compute alone is a lower bound on the iteration
-                  // time (every stage runs at least its layers' math n_mb times).
-                  const double lb = static_cast<double>(cm.training().global_batch) /
-                                    (static_cast<double>(c.mbs) * c.gz * c.gdata) *
-                                    layers_per_stage * compute[static_cast<int>(rc)];
-                  const bool out_of_top = lb > bound_.load(std::memory_order_relaxed) || lb > keep;
-                  if (out_of_top && lb >= options_.count_faster_than_s &&
-                      (!options_.keep_pareto || ParetoDominated(res.pareto, lb, mem.reserved_GiB) ||
-                       StrictlyDominated(front, lb, mem.reserved_GiB))) {
+          for (int vpp : vpps) {
+            if (!Allowed("vpp", vpp)) continue;
+            c.vpp = vpp;
+            // Every remaining rule depends on fields fixed at this level (layers vs
+            // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
+            c.zero = 0;
+            c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
+            c.offload_optimizer = c.offload_param = false;
+            const Reason level = cm.CheckRules(c);
+            if (level != Reason::kOk) {
+              const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
+              res.evaluated += n;
+              res.rejected[static_cast<int>(level)] += n;
+              continue;
+            }
+            for (const ZeroChoice& zc : zeros) {
+              c.zero = zc.zero;
+              c.distributed_optimizer = zc.dist_opt;
+              c.qwz = zc.qwz;
+              c.hpz = zc.hpz;
+              c.qgz = zc.qgz;
+              c.offload_optimizer = zc.offload_opt;
+              c.offload_param = zc.offload_param;
+              for (Recompute rc : rcs) {
+                c.recompute = rc;
+                for (const Placement& pl : places) {
+                  c.placement = pl;
+                  c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
+                      c.tp_comm_overlap = c.overlap_p2p = false;
+                  ApplyFrameworkOverlaps(fr, &c);  // never slower in the model: not enumerated
+                  // Megatron's EP all-to-all overlap where its rules allow it
+                  // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
+                  c.moe_a2a_overlap = framework == Framework::kMegatron && c.ep > 1 &&
+                                      c.moe_dispatcher != MoeDispatcher::kAllGather &&
+                                      c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1) &&
+                                      Allowed("moe_a2a_overlap", 1);
+                  for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
+                    const bool b = BoolValue(v) == 1;
+                    if (k == "oar")
+                      c.oar = b;
+                    else if (k == "ors")
+                      c.ors = b;
+                    else if (k == "oag")
+                      c.oag = b;
+                    else if (k == "overlap_grad_reduce")
+                      c.overlap_grad_reduce = b;
+                    else if (k == "overlap_param_gather")
+                      c.overlap_param_gather = b;
+                    else if (k == "tp_comm_overlap")
+                      c.tp_comm_overlap = b;
+                    else if (k == "overlap_p2p")
+                      c.overlap_p2p = b;
+                  }
+                  ++res.evaluated;
+                  if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
+                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
+                    ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     continue;
                   }
+                  // Memory first: cheap, and most rejections are for memory.
+                  const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                  if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
+                    ++res.rejected[static_cast<int>(verdict)];
+                    continue;
+                  }
+                  ++res.feasible;
+                  if (options_.memory_only) {
+                    Prediction mp;
+                    mp.memory = mem;
+                    mp.fits = true;
+                    offer(c, mp);
+                    continue;
+                  }
+                  if (prune) {
+                    // Exact pruning: compute alone is a lower bound on the iteration
+                    // time (every stage runs at least its layers' math n_mb times).
+                    const double lb = static_cast<double>(cm.training().global_batch) /
+                                      (static_cast<double>(c.mbs) * c.gz * c.gdata) *
+                                      layers_per_stage * compute[static_cast<int>(rc)];
+                    const bool out_of_top =
+                        lb > bound_.load(std::memory_order_relaxed) || lb > keep;
+                    if (out_of_top && lb >= options_.count_faster_than_s &&
+                        (!options_.keep_pareto ||
+                         ParetoDominated(res.pareto, lb, mem.reserved_GiB) ||
+                         StrictlyDominated(front, lb, mem.reserved_GiB))) {
+                      continue;
+                    }
+                  }
+                  const Prediction pred = cm.PredictWith(c, terms, &mem);
+                  if (pred.iteration_time_s < options_.count_faster_than_s) ++res.faster;
+                  offer(c, pred);
                 }
-                const Prediction pred = cm.PredictWith(c, terms, &mem);
-                if (pred.iteration_time_s < options_.count_faster_than_s) ++res.faster;
-                offer(c, pred);
               }
             }
           }
         }
       }
     }
-  }
+  }  // moe_choices
   keep = Trim(&pool);
   if (prune) LowerBound(keep);
   res.top.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(

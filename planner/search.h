@@ -45,8 +45,9 @@ Result<Objective> ParseObjective(const std::string& s);
 // cp_kind, sp, zero, distributed_optimizer, qwz, hpz, qgz, offload_optimizer,
 // offload_param, mbs, recompute, oar,
 // ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
-// overlap_p2p, placement), value as in --config; also uneven_pp (false: only
-// pipelines whose stages hold whole, equal layer counts).
+// overlap_p2p, placement, ep, etp, moe_dispatcher, moe_a2a_overlap), value as in
+// --config; also uneven_pp (false: only pipelines whose stages hold whole, equal
+// layer counts).
 using FixedFields = std::vector<std::pair<std::string, std::string>>;
 // Checks keys and values; errors name the bad piece.
 Status ValidateFixed(const FixedFields& fixed);

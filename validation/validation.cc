@@ -351,4 +351,210 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
   return runs;
 }
 
+namespace {
+
+// Megatron's uneven stages for `layers` over pp stages with vpp chunks each:
+// the first/last stage counts (multiples of vpp) that leave the other stages an
+// equal share in whole chunks, as balanced as possible. False when none exists.
+bool UnevenStages(int layers, int pp, int vpp, int* first, int* last) {
+  int best = -1;
+  for (int f = vpp; f <= layers; f += vpp) {
+    for (int l = vpp; f + l <= layers; l += vpp) {
+      const int rest = layers - f - l, stages = pp - 2;
+      if (stages == 0 ? rest != 0 : (rest <= 0 || rest % (stages * vpp) != 0)) continue;
+      const int mid = stages > 0 ? rest / stages : 0;
+      const int worst = std::max({f, l, mid});
+      if (best < 0 || worst < best) {
+        best = worst;
+        *first = f;
+        *last = l;
+      }
+    }
+  }
+  return best >= 0;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
+                                                           std::vector<std::string>* skipped) {
+  if (!doc.is_array()) return Status::InvalidArgument("runs: the document must be an array");
+  std::vector<PublishedRun> runs;
+  auto skip = [&](const std::string& id, const std::string& why) {
+    if (skipped) skipped->push_back(id + ": " + why);
+  };
+  for (const Json& row : doc) {
+    if (!row.is_object() || StrOr(row, "record_type") != "run") continue;
+    const std::string id = StrOr(row, "id", "?");
+    for (const char* key : {"model", "parallel", "hardware", "measured"}) {
+      if (!row.contains(key) || !row[key].is_object()) {
+        return Status::InvalidArgument("runs row " + id + ": needs an object '" + key + "'");
+      }
+    }
+    const Json& mj = row["model"];
+    const Json& pj = row["parallel"];
+    const Json& hj = row["hardware"];
+    const Json& meas = row["measured"];
+    PublishedRun run;
+    run.id = id;
+    const Json& src = row.value("source", Json::object());
+    run.source_key = src.is_object() ? StrOr(src, "repo", "megatron-bridge") : "megatron-bridge";
+    run.source =
+        run.source_key + (src.is_object() ? " " + StrOr(src, "path") + " @ " +
+                                                StrOr(src, "commit") + ", " + StrOr(src, "section")
+                                          : std::string());
+
+    // Hardware.
+    const std::string gpu = Lower(StrOr(hj, "gpu"));
+    std::string preset;
+    if (gpu.find("h100") != std::string::npos)
+      preset = "dgx-h100";
+    else if (gpu == "b200")
+      preset = "dgx-b200";
+    else if (gpu == "b300")
+      preset = "dgx-b300";
+    else if (gpu == "gb200")
+      preset = "gb200-nvl72";
+    else if (gpu == "gb300")
+      preset = "gb300-nvl72";
+    Result<topology::ClusterSpec> cluster = topology::ClusterPreset(preset);
+    if (preset.empty() || !cluster.ok()) {
+      skip(id, "no cluster preset for GPU " + StrOr(hj, "gpu"));
+      continue;
+    }
+    run.request.job.cluster = *cluster;
+    run.request.job.gpus = IntOr(hj, "num_gpus", 0);
+
+    // Model: the preset of its key, else the row's own fields.
+    const std::string key = StrOr(mj, "key");
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (name == "qwen3-235b-a22b" || name == "qwen3-30b-a3b" || name == "deepseek-v3") {
+      PT_ASSIGN_OR_RETURN(run.request.job.model, ModelPreset(name));
+    } else {
+      ModelSpec& m = run.request.job.model;
+      m.name = StrOr(mj, "name", key);
+      m.layers = IntOr(mj, "layers", 0);
+      m.hidden = IntOr(mj, "hidden", 0);
+      m.heads = IntOr(mj, "heads", 0);
+      m.kv_heads = IntOr(mj, "kv_heads", m.heads);
+      m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m.hidden);
+      m.vocab = IntOr(mj, "vocab", 0);
+      m.gated_ffn = true;
+      m.tied_embeddings = false;
+      m.norm = "rmsnorm";
+      m.experts = IntOr(mj, "num_experts", 0);
+      m.top_k = IntOr(mj, "top_k", 0);
+      m.moe_ffn_hidden = IntOr(mj, "moe_ffn_hidden", 0);
+      m.shared_ffn_hidden = IntOr(mj, "shared_expert_ffn_hidden", 0);
+      m.first_dense_layers = IntOr(mj, "first_k_dense_layers", 0);
+      if (mj.contains("mla") && mj["mla"].is_object()) {
+        const Json& mla = mj["mla"];
+        m.q_lora_rank = IntOr(mla, "q_lora_rank", 0);
+        m.kv_lora_rank = IntOr(mla, "kv_lora_rank", 0);
+        m.qk_nope_head_dim = IntOr(mla, "qk_nope_head_dim", 0);
+        m.qk_rope_head_dim = IntOr(mla, "qk_rope_head_dim", 0);
+        m.v_head_dim = IntOr(mla, "v_head_dim", 0);
+      }
+      if (StrOr(mj, "router").find("sigmoid") != std::string::npos) m.router = "sigmoid";
+      m.source = "calibration row " + id;
+      if (Status st = ValidateModel(m, "/model"); !st.ok()) {
+        skip(id, st.message());
+        continue;
+      }
+      if (StrOr(mj, "notes").find("Muon") != std::string::npos) {
+        run.assumed.push_back("Adam's optimizer step and states (the run used Muon)");
+      }
+    }
+    const ModelSpec& m = run.request.job.model;
+
+    // Training.
+    TrainingSpec& t = run.request.job.training;
+    t.seq_len = IntOr(mj, "seq_len", 4096);
+    t.global_batch = IntOr(pj, "gbs", 0);
+    const std::string prec = Lower(StrOr(hj, "precision"));
+    t.precision = prec.find("fp8") != std::string::npos ? topology::Precision::kFp8
+                                                        : topology::Precision::kBf16;
+    if (prec != "fp8" && prec != "bf16") {
+      run.assumed.push_back(StrOr(hj, "precision") + " priced as FP8");
+    }
+    t.attention = Attention::kFlash;
+    t.framework = Framework::kMegatron;
+    t.moe_skew = 1.0;  // forced load balance (the tables' footnote)
+    if (!(pj.contains("force_load_balance") && pj["force_load_balance"].is_boolean() &&
+          pj["force_load_balance"].get<bool>())) {
+      run.assumed.push_back("balanced routing (skew 1)");
+    }
+
+    // Parallel configuration.
+    ParallelConfig& c = run.request.config;
+    const int tp = std::max(1, IntOr(pj, "tp", 1)), pp = std::max(1, IntOr(pj, "pp", 1));
+    c.gy = tp;
+    c.pp = pp;
+    c.cp = std::max(1, IntOr(pj, "cp", 1));
+    c.vpp = std::max(1, IntOr(pj, "vp", 1));
+    c.ep = std::max(1, IntOr(pj, "ep", 1));
+    c.etp = std::max(1, IntOr(pj, "etp", 1));
+    c.mbs = std::max(1, IntOr(pj, "mbs", 1));
+    const int64_t per_stage = int64_t{tp} * pp * c.cp;
+    if (run.request.job.gpus <= 0 || run.request.job.gpus % per_stage != 0) {
+      return Status::InvalidArgument("runs row " + id + ": tp·pp·cp does not divide num_gpus");
+    }
+    c.gdata = static_cast<int>(run.request.job.gpus / per_stage);
+    c.sp = tp > 1;
+    if (tp > 1) run.assumed.push_back("sequence parallelism with tp > 1 (Megatron-Bridge recipes)");
+    c.distributed_optimizer = pj.value("distributed_optimizer", true) && c.gdata * c.cp > 1;
+    const std::string rc = Lower(StrOr(pj, "recompute"));
+    c.recompute = rc.find("selective") != std::string::npos ? Recompute::kSelective
+                  : rc.find("full") != std::string::npos    ? Recompute::kFull
+                                                            : Recompute::kNone;
+    if (rc.find("selective:") != std::string::npos) {
+      run.assumed.push_back("recompute modules '" + StrOr(pj, "recompute") + "' as selective");
+    }
+    const std::string disp = Lower(StrOr(pj, "dispatcher"));
+    c.moe_dispatcher = disp.find("hybridep") != std::string::npos ? MoeDispatcher::kHybridEp
+                       : disp.find("deepep") != std::string::npos ? MoeDispatcher::kDeepEp
+                                                                  : MoeDispatcher::kAllToAll;
+    if (pj.contains("other") && pj["other"].is_object()) {
+      const Json& other = pj["other"];
+      c.moe_a2a_overlap = other.contains("ep_a2a_overlap") &&
+                          other["ep_a2a_overlap"].is_boolean() &&
+                          other["ep_a2a_overlap"].get<bool>();
+    }
+    ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
+    // Layouts the layer count does not divide: Megatron-Bridge states them as a
+    // pipeline layout string; the nearest form Megatron's first/last stage
+    // counts express.
+    if (pp > 1 && m.layers % (pp * c.vpp) != 0) {
+      int first = 0, last = 0;
+      const int vpp_stated = c.vpp;
+      while (!UnevenStages(m.layers, pp, c.vpp, &first, &last) && c.vpp > 1) c.vpp = 1;
+      if (!UnevenStages(m.layers, pp, c.vpp, &first, &last)) {
+        skip(id, "no uneven pipeline split of " + std::to_string(m.layers) + " layers");
+        continue;
+      }
+      c.first_stage_layers = first;
+      c.last_stage_layers = last;
+      run.assumed.push_back(
+          "stages " + std::to_string(first) + "/…/" + std::to_string(last) +
+          (c.vpp != vpp_stated ? ", vp " + std::to_string(vpp_stated) + " as 1" : "") +
+          " for the row's pipeline layout");
+      if (c.vpp == 1) c.moe_a2a_overlap = false;  // Megatron needs vpp for it with pp > 1
+    }
+
+    // What was measured: tokens/s per GPU (the tables' headline) or model TFLOP/s.
+    const double tok = NumOr(meas, "tokens_per_s_per_gpu", 0);
+    run.measured_tokens_per_s = tok > 0 ? tok * run.request.job.gpus : 0;
+    if (run.measured_tokens_per_s <= 0) {
+      run.measured_model_tflops = NumOr(meas, "model_tflops_per_gpu", 0);
+    }
+    if (run.measured_tokens_per_s <= 0 && run.measured_model_tflops <= 0) {
+      skip(id, "states no throughput");
+      continue;
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 }  // namespace paratune::planner

@@ -94,5 +94,22 @@ struct HeldOutGroup {
   std::vector<double> errors;
 };
 std::vector<HeldOutGroup> LeaveOneOut(const std::vector<PublishedRun>& runs, bool by_gpu);
+// Converts shared/calibration/moe_runs.json rows (Megatron-Bridge's published MoE
+// throughput tables, one row per configuration and release) into requests. The
+// model is the preset of the row's model key (deepseek_v3, qwen3_235b_a22b,
+// qwen3_30b_a3b), else built from the row's own architecture fields; the cluster
+// is the preset of its GPU (H100-SXM-80GB → dgx-h100; B200 → dgx-b200, B300 →
+// dgx-b300, GB200 → gb200-nvl72, GB300 → gb300-nvl72 where those presets exist);
+// the framework Megatron-Core with the row's EP/ETP, dispatcher (flex/deepep,
+// flex/hybridep), EP all-to-all overlap, recompute, distributed optimizer and
+// forced load balance (skew 1). Stated: tp, pp, vp, cp, ep, etp, mbs, gbs; assumed
+// and listed in `assumed`: sequence parallelism with tp > 1 (Megatron-Bridge's
+// recipes), FP8 recipes (FP8-CS, blockscaled, MXFP8) priced as FP8, Megatron-Bridge's
+// selective recompute modules as selective recompute, an interleaved layout the
+// layer count does not divide as the nearest uneven first/last stages Megatron
+// accepts. A row that cannot be mapped (no preset for its GPU) is left out and
+// named, with the reason, in *skipped (when given).
+Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
+                                                           std::vector<std::string>* skipped);
 
 }  // namespace paratune::planner

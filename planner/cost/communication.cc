@@ -32,7 +32,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // of the output over the group that split k, the backward all-reduce of the
   // input gradient over the group that split n (AxoNN §1.3; Megatron TP = the
   // gx = 1 case: 2 all-reduces of b·s·h forward and 2 backward per layer).
-  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  const double kn[4][2] = {{h, attn_qkv_n_}, {attn_proj_k_, h}, {h, f * g}, {f, h}};
   double comm_x = 0, comm_y = 0, fwd_x = 0, fwd_y = 0, z_ag = 0, z_rs = 0;
   for (int i = 0; i < 4; ++i) {
     const bool transposed = (i % 2) == 1;

@@ -123,7 +123,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   ComputeTerms t;
   const double e = act_bytes_;
-  const double h = m.hidden, a = m.heads, d = m.head_dim();
+  const double h = m.hidden, a = m.heads, d = attn_head_dim_;
   const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
   const double s = training_.seq_len, b = c.mbs;
   const double gx = c.gx, gy = c.gy;
@@ -138,7 +138,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   // Linear layers: AxoNN's alternating normal/transposed pair (Megatron TP is
   // the gx = 1 case). Normal: inputs split over X, outputs over Y; transposed:
   // the reverse. The backward runs dgrad and wgrad GEMMs of the same size.
-  const double kn[4][2] = {{h, static_cast<double>(m.qkv_out())}, {h, h}, {h, f * g}, {f, h}};
+  const double kn[4][2] = {{h, attn_qkv_n_}, {attn_proj_k_, h}, {h, f * g}, {f, h}};
   const bool fp8 = training_.precision == topology::Precision::kFp8;
   double fp8_cast_bytes = 0;
   for (int i = 0; i < 4; ++i) {
@@ -214,6 +214,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   }
   t.act_bytes_full = t.act_bytes[0];
   t.psi = ParamsBeforeData(c);
+  if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
   // Calibration (paratune calibrate): measured runs rescale the compute side.
   const double fc = cluster_.corrections.compute, fm = cluster_.corrections.memory_bound;
   for (double& x : t.linear_fwd) x *= fc;
@@ -238,12 +239,33 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
   const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;
   const double first_extra = emb_shard + pos;
   const double last_extra = (!m.tied_embeddings || c.pp > 1 ? emb_shard : 0.0) + norm_params_;
-  if (c.pp == 1) {
-    return m.layers * layer_shard +
-           (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz;
+  // MoE layers hold, besides their experts (ExpertParamsHeld), the attention, the
+  // shared experts and the router, split over the tensor ranks like a dense block.
+  double moe_delta = 0, mtp_extra = 0;
+  StageMoe sm;
+  if (m.is_moe()) {
+    const double moe_dense = static_cast<double>(m.AttentionParams() + m.SharedExpertParams() +
+                                                 m.RouterParams() + 2 * m.NormParams());
+    moe_delta = ((moe_dense - norm_params_) / t + norm_params_) / c.gz - layer_shard;
+    sm = MoeLayersPerStage(c);
+    // The MTP modules sit on the last stage: a block like the last layer, the 2h×h
+    // projection and three norms (their experts are in ExpertParamsHeld).
+    if (m.mtp_layers > 0) {
+      const bool last_moe = m.is_moe_layer(m.layers - 1);
+      mtp_extra = m.mtp_layers * ((last_moe ? layer_shard + moe_delta : layer_shard) +
+                                  (2.0 * h * h / t + 3.0 * m.NormParams()) / c.gz);
+    }
   }
-  return std::max({st.first * layer_shard + first_extra / c.gz, st.last * layer_shard + last_extra / c.gz,
-                   st.middle * layer_shard});
+  auto stage = [&](int layers, int moe_layers) {
+    return layers * layer_shard + moe_layers * moe_delta;
+  };
+  if (c.pp == 1) {
+    return stage(m.layers, sm.first) +
+           (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz + mtp_extra;
+  }
+  return std::max({stage(st.first, sm.first) + first_extra / c.gz,
+                   stage(st.last, sm.last) + last_extra / c.gz + mtp_extra,
+                   stage(st.middle, sm.middle)});
 }
 
 }  // namespace paratune::planner

@@ -93,6 +93,12 @@ struct CostModel::Schedule {
   bool last_critical = true;   // the last stage is the critical one
   double pipeline = 0;         // n_mb slots of the slowest stage plus fill and drain
   double comm_pp = 0;          // exposed pipeline send/recv
+  // Mixture of experts (planner/cost/moe.cc): MoE layers of the critical stage
+  // and one MoE layer's compute (fwd + bwd + recompute), its recompute share, its
+  // exposed expert-parallel communication and its time per micro-batch.
+  int critical_moe_layers = 0;
+  double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
+  double layer_comm = 0;       // one layer's exposed comm other than EP (both layer kinds)
 };
 
 }  // namespace paratune::planner

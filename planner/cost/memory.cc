@@ -34,7 +34,17 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     placed =
         OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
   }
-  const ModelStates& states = placed.gpu;
+  ModelStates states = placed.gpu;
+  if (t.expert_psi > 0) {
+    // Expert weights, gradients and optimizer states: replicated over the
+    // expert-data group, which the distributed optimizer / ZeRO shards them over.
+    const ModelStates experts =
+        ModelStateBytes(t.expert_psi, std::max(1, c.expert_data()), c.zero, c.distributed_optimizer,
+                        param_bytes_, c.zero >= 1 ? param_bytes_ : grad_bytes_);
+    states.params_bytes += experts.params_bytes;
+    states.grads_bytes += experts.grads_bytes;
+    states.optimizer_bytes += experts.optimizer_bytes;
+  }
   double host_act = 0;  // FPDT's offloaded chunks, per layer
   // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
   // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
@@ -59,13 +69,28 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
   const double interleave = c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
-  const double act_first = (st.first * layer_act + embed_act) * in_flight * interleave;
-  const double act_last = st.last * layer_act + logits_act;
+  // MoE layers keep their own activations (routed copies after top-k expansion)
+  // instead of the dense MLP's; MTP modules run on the last stage.
+  const StageMoe sm{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
+  const int rc = static_cast<int>(c.recompute);
+  const double moe_act =
+      m.is_moe() ? t.moe_act_bytes[rc] * (layer_act / std::max(1e-30, t.act_bytes[rc])) : 0.0;
+  auto stage_act = [&](int layers, int moe_layers) {
+    return moe_layers > 0 ? (layers - moe_layers) * layer_act + moe_layers * moe_act
+                          : layers * layer_act;
+  };
+  const double mtp_act =
+      m.mtp_layers > 0 ? m.mtp_layers * (m.is_moe_layer(m.layers - 1) ? moe_act : layer_act) : 0.0;
+  const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave;
+  const double act_last = stage_act(st.last, sm.last) + mtp_act + logits_act;
   // The second stage holds one micro-batch fewer than the first (1F1B), with
   // the middle stages' layer count: it is the peak when uneven stages give the
   // first stage fewer layers.
-  const double act_mid = c.pp > 2 ? st.middle * layer_act * std::min<double>(c.pp - 1, n_mb) * interleave : 0.0;
-  double act = c.pp == 1 ? act_first + logits_act : std::max({act_first, act_last, act_mid});
+  const double act_mid =
+      c.pp > 2 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
+               : 0.0;
+  double act =
+      c.pp == 1 ? act_first + logits_act + mtp_act : std::max({act_first, act_last, act_mid});
   // CPU activation offloading (pp = 1): the offloaded layers' activations
   // leave once copied; one layer's stays in flight each way.
   double host_offloaded_act = 0;
@@ -76,7 +101,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   }
   if (c.recompute == Recompute::kFull) act += working;
 
-  double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB;
+  double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
   // its reduce-scatter.

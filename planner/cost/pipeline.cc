@@ -31,25 +31,60 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
       c.cuda_graphs ? 0.0 : terms.host * (c.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
   const double layer_time = std::max(layer_compute + layer_comm, host);
   const double host_stall = layer_time - (layer_compute + layer_comm);
+  // Mixture of experts: an MoE layer runs the same attention half, its MoE MLP
+  // instead of the dense FC1/FC2, and the expert-parallel dispatch and combine
+  // (planner/cost/moe.cc). Its compute: forward, backward (2× the GEMMs), and the
+  // recompute of what the recompute choice drops.
+  const StageMoe sm{terms.moe_layers_first, terms.moe_layers_middle, terms.moe_layers_last};
+  double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
+  if (m.is_moe()) {
+    const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3];
+    moe_recompute = lt.recompute;
+    if (c.recompute == Recompute::kSelective) moe_recompute += terms.moe_act_fn_fwd;
+    if (c.recompute == Recompute::kFull) moe_recompute += terms.moe_fwd - dense_mlp;
+    moe_compute =
+        lt.fwd_compute + lt.bwd_compute - 3.0 * dense_mlp + 3.0 * terms.moe_fwd + moe_recompute;
+    moe_comm = MoeCommSeconds(c, terms, moe_compute);
+    moe_time = std::max(moe_compute + layer_comm + moe_comm, host);
+  }
+  // The MTP modules (last stage): a block like the last layer, the 2h×h projection
+  // (fwd + bwd) and another logits pass.
+  double mtp_time = 0;
+  if (m.mtp_layers > 0) {
+    const bool last_moe = m.is_moe_layer(m.layers - 1);
+    mtp_time = m.mtp_layers *
+               ((last_moe ? moe_time : layer_time) +
+                3.0 * GemmSeconds(T, h / c.tensor(), 2.0 * h) * cluster_.corrections.compute +
+                terms.logits_compute + logits_comm);
+  }
+  auto stage_time = [&](int layers, int moe_layers) {
+    return moe_layers > 0 ? (layers - moe_layers) * layer_time + moe_layers * moe_time
+                          : layers * layer_time;
+  };
   // Stages may hold different layer counts (uneven pipelines): the slowest
   // stage sets the pace of the steady state.
-  const double last = st.last * layer_time + terms.logits_compute + logits_comm;
-  const double first = st.first * layer_time + terms.embed;
-  const double middle = c.pp > 2 ? st.middle * layer_time : 0.0;
+  const double last = stage_time(st.last, sm.last) + terms.logits_compute + logits_comm + mtp_time;
+  const double first = stage_time(st.first, sm.first) + terms.embed;
+  const double middle = c.pp > 2 ? stage_time(st.middle, sm.middle) : 0.0;
   double stage_max = c.pp == 1 ? last + terms.embed : std::max({first, last, middle});
-  const double stage_avg = (m.layers * layer_time + terms.logits_compute + logits_comm + terms.embed) / c.pp;
+  const double stage_avg = (stage_time(m.layers, m.moe_layer_count()) + terms.logits_compute +
+                            logits_comm + terms.embed + mtp_time) /
+                           c.pp;
   // Layers of the critical stage and the extra work it carries.
   double L_s = st.last;
-  double crit_extra = terms.logits_compute;
+  int M_s = sm.last;  // of which MoE layers
+  double crit_extra = terms.logits_compute + mtp_time;
   bool last_crit = true;
   if (c.pp == 1) {
-    crit_extra = terms.logits_compute + terms.embed;
+    crit_extra = terms.logits_compute + terms.embed + mtp_time;
   } else if (first > last && first >= middle) {
     L_s = st.first;
+    M_s = sm.first;
     crit_extra = terms.embed;
     last_crit = false;
   } else if (middle > last) {
     L_s = st.middle;
+    M_s = sm.middle;
     crit_extra = 0;
     last_crit = false;
   }
@@ -76,6 +111,12 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   out.last_critical = last_crit;
   out.pipeline = pipeline;
   out.comm_pp = comm_pp;
+  out.critical_moe_layers = M_s;
+  out.moe_compute = moe_compute;
+  out.moe_recompute = moe_recompute;
+  out.moe_comm = moe_comm;
+  out.moe_time = moe_time;
+  out.layer_comm = layer_comm;
   return out;
 }
 

@@ -27,6 +27,10 @@ const char* ReasonName(Reason r) {
     case Reason::kFrameworkUnsupported: return "framework_unsupported";
     case Reason::kOutOfHostMemory:
       return "out_of_host_memory";
+    case Reason::kExpertsNotDivisible:
+      return "experts_not_divisible";
+    case Reason::kExpertGroupNotDivisible:
+      return "expert_group_not_divisible";
   }
   return "unknown";
 }
@@ -51,6 +55,10 @@ const char* ReasonField(Reason r) {
     case Reason::kFrameworkUnsupported: return "/training/framework";
     case Reason::kOutOfHostMemory:
       return "/cluster/host_memory_GiB";
+    case Reason::kExpertsNotDivisible:
+      return "/config/ep";
+    case Reason::kExpertGroupNotDivisible:
+      return "/config/etp";
   }
   return "";
 }
@@ -112,6 +120,7 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
     }
   }
   if (c.sp && (c.gy < 2 || c.gx != 1)) return Reason::kSpNeedsTensor;
+  if (const Reason moe = CheckMoeRules(c); moe != Reason::kOk) return moe;
   if (c.zero < 0 || c.zero > 3 || (c.distributed_optimizer && c.zero > 0) ||
       ((c.qwz || c.hpz || c.qgz) && c.zero != 3) || (c.offload_optimizer && c.zero < 1) ||
       (c.offload_param && c.zero != 3)) {
@@ -158,6 +167,38 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
       return "offload_activation_layers must be below the model's layers";
   }
   if (c.cuda_graphs && !f.cuda_graphs) return "no full-iteration CUDA graphs (cuda_graphs)";
+  const Framework fw = training_.framework;
+  if (model_.is_moe() && (fw == Framework::kAxonn || fw == Framework::kFsdp)) {
+    return "no mixture-of-experts layers";
+  }
+  if (model_.is_moe() && (c.zero == 3 || c.gz > 1 || c.offload_optimizer || c.offload_param)) {
+    // The cost model prices expert weights replicated over the expert-data group
+    // (states sharded by the distributed optimizer or ZeRO-1/2); gathering sharded
+    // experts per layer and offloading them are not modelled.
+    return "ZeRO-3, FSDP sharding or offload of a mixture-of-experts model (not modelled)";
+  }
+  if (c.ep > 1 || c.etp > 1) {
+    // torchtitan folds experts into its mesh with ETP 1 or ETP = TP
+    // (parallel_dims.py); DeepSpeed-MoE has no expert tensor parallelism.
+    if (fw == Framework::kTorchtitan && c.etp != 1 && c.etp != c.gy)
+      return "etp other than 1 or tp";
+    if ((fw == Framework::kDeepSpeed || fw == Framework::kMegatronDeepSpeed) && c.etp != 1) {
+      return "no expert tensor parallelism (etp)";
+    }
+  }
+  if (c.moe_dispatcher != MoeDispatcher::kAllToAll && fw != Framework::kMegatron) {
+    return "only the all-to-all dispatcher (moe_dispatcher)";
+  }
+  if (c.moe_a2a_overlap) {
+    // Megatron-Core transformer_config.py:3002-3046 @d98e8a64: EP > 1, an
+    // alltoall/flex dispatcher, no full recompute, vpp when pp > 1.
+    if (fw != Framework::kMegatron) return "no expert-parallel all-to-all overlap";
+    if (c.ep < 2 || c.moe_dispatcher == MoeDispatcher::kAllGather ||
+        c.recompute == Recompute::kFull || (c.pp > 1 && c.vpp < 2)) {
+      return "moe_a2a_overlap needs ep > 1, an alltoall/deepep/hybridep dispatcher, no full "
+             "recompute and vpp > 1 with pp > 1";
+    }
+  }
   return "";
 }
 
@@ -223,6 +264,19 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
       break;
     case Reason::kZShardNotDivisible:
       os << "every weight block k·n/(gx·gy) must split evenly over gz (" << c.gz << ")";
+      break;
+    case Reason::kExpertsNotDivisible:
+      if (!m.is_moe()) {
+        os << "ep and etp need a mixture-of-experts model (" << m.name << " has no experts)";
+      } else {
+        os << "experts (" << m.experts << ") must be divisible by ep (" << c.ep
+           << ") and moe_ffn_hidden (" << m.moe_ffn_hidden << ") by etp (" << c.etp << ")";
+      }
+      break;
+    case Reason::kExpertGroupNotDivisible:
+      os << "the ranks of a pipeline stage (" << c.stage_ranks()
+         << ") must be divisible by ep·etp (" << int64_t{c.ep} * c.etp
+         << "): Megatron-Core folds the experts into etp × ep × expert-data";
       break;
     case Reason::kSpNeedsTensor:
       return "sequence parallelism (sp) needs Megatron tensor parallelism: tp/gy > 1 and gx = 1";

@@ -45,7 +45,9 @@ const std::vector<std::string>& ExpectedPresetNames() {
       "axonn-5b",      "axonn-10b",     "axonn-20b",    "axonn-40b",     "axonn-60b",
       "axonn-80b",     "axonn-160b",    "axonn-320b",   "axonn-640b",    "llama2-7b",
       "llama2-13b",    "llama2-70b",    "llama3-8b",    "llama3-70b",    "llama3.1-8b",
-      "llama3.1-70b",  "llama3.1-405b", "phi3-mini",    "mistral-7b"};
+      "llama3.1-70b",  "llama3.1-405b", "phi3-mini",    "mistral-7b",    "mixtral-8x7b",
+      "mixtral-8x22b", "deepseek-v3",   "deepseek-v2-lite", "qwen3-30b-a3b", "qwen3-235b-a22b",
+      "gpt-oss-20b",   "gpt-oss-120b",  "llama4-scout",  "llama4-maverick", "olmoe-1b-7b"};
   return kNames;
 }
 
@@ -87,8 +89,12 @@ TEST(ModelPresets, FileNamesMatchNameFields) {
     Json j = MustParse(text.str());
     ASSERT_TRUE(j.contains("name")) << stem;
     EXPECT_EQ(j["name"].get<std::string>(), stem);
-    // Fields exactly those of ParseModelSpec, every one written out.
-    EXPECT_EQ(j.size(), 14u) << stem;
+    // Fields exactly those ModelSpecToJson writes: the dense transformer's 14, and
+    // the mixture-of-experts / MLA / MTP / window fields the model uses.
+    Result<ModelSpec> m = ModelPreset(stem);
+    ASSERT_TRUE(m.ok()) << stem;
+    EXPECT_EQ(j.size(), ModelSpecToJson(*m).size()) << stem;
+    EXPECT_GE(j.size(), 14u) << stem;
   }
   const std::vector<std::string> names = ModelPresetNames();
   EXPECT_EQ(stems, std::set<std::string>(names.begin(), names.end()));
@@ -380,19 +386,25 @@ TEST(ModelHuggingFace, Gpt2NamesLoad) {
 }
 
 TEST(ModelHuggingFace, RejectsWhatTheSpecCannotRepresent) {
+  // Experts without a top-k cannot be priced.
   Json moe = MustParse(kLlama3_8bConfig);
   moe["num_local_experts"] = 8;
   Result<ModelSpec> m = ParseHuggingFaceConfig(moe, "");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("/num_local_experts"), std::string::npos);
+  EXPECT_NE(m.status().message().find("/num_experts_per_tok"), std::string::npos);
 
+  // An explicit head_dim is kept; one equal to hidden / heads stays implicit.
   Json head_dim = MustParse(kLlama3_8bConfig);
   head_dim["head_dim"] = 256;
   m = ParseHuggingFaceConfig(head_dim, "");
-  ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("/head_dim"), std::string::npos);
-  head_dim["head_dim"] = 128;  // consistent with 4096 / 32: accepted
-  EXPECT_TRUE(ParseHuggingFaceConfig(head_dim, "").ok());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->head_dim(), 256);
+  EXPECT_EQ(m->q_out(), 32 * 256);
+  head_dim["head_dim"] = 128;  // consistent with 4096 / 32
+  m = ParseHuggingFaceConfig(head_dim, "");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->head_dim_override, 0);
+  ExpectSameShape(*m, Preset("llama3-8b"));
 
   Json missing = MustParse(kLlama3_8bConfig);
   missing.erase("num_attention_heads");

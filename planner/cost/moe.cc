@@ -1,0 +1,189 @@
+// The mixture-of-experts terms of the cost model (docs/model.md "Mixture of
+// experts" gives each term and its source). The shapes come from planner/moe.h.
+#include "planner/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "planner/cost/internal.h"
+
+namespace paratune::planner {
+namespace {
+
+using cost::Overlapped;
+using topology::Collective;
+
+// MoE layers among model layers [begin, end).
+int MoeLayersIn(const ModelSpec& m, int begin, int end) {
+  int n = 0;
+  for (int i = std::max(0, begin); i < std::min(end, m.layers); ++i) n += m.is_moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+CostModel::StageMoe CostModel::MoeLayersPerStage(const ParallelConfig& c) const {
+  StageMoe s;
+  const ModelSpec& m = model_;
+  if (!m.is_moe()) return s;
+  const StageLayers st = SplitLayers(m.layers, c);
+  if (c.pp <= 1) {
+    s.first = s.last = m.moe_layer_count();
+    return s;
+  }
+  s.first = MoeLayersIn(m, 0, st.first);
+  s.last = MoeLayersIn(m, m.layers - st.last, m.layers);
+  // The middle stages: the most MoE layers any of them holds.
+  for (int k = 1; k + 1 < c.pp; ++k) {
+    const int begin = st.first + (k - 1) * st.middle;
+    s.middle = std::max(s.middle, MoeLayersIn(m, begin, begin + st.middle));
+  }
+  return s;
+}
+
+double CostModel::ExpertParamsHeld(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  if (!m.is_moe()) return 0;
+  const StageMoe s = MoeLayersPerStage(c);
+  // The MTP module's MoE block lives on the last stage (Megatron-Core places MTP
+  // after the decoder's last layer).
+  const int last_is_moe = m.is_moe_layer(m.layers - 1) ? 1 : 0;
+  const int last = s.last + last_is_moe * m.mtp_layers;
+  const int most = std::max({s.first, s.middle, last});
+  const double local = static_cast<double>(m.experts) / c.ep;
+  return most * local * static_cast<double>(m.ExpertParams()) / c.etp;
+}
+
+Reason CostModel::CheckMoeRules(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  if (!m.is_moe()) {
+    return (c.ep > 1 || c.etp > 1) ? Reason::kExpertsNotDivisible : Reason::kOk;
+  }
+  // Megatron-Core: num_experts % EP == 0 (arguments.py:1655-1658 @d98e8a64); the
+  // expert width splits over ETP like a TP-split FC1/FC2.
+  if (m.experts % c.ep != 0 || m.moe_ffn_hidden % c.etp != 0) return Reason::kExpertsNotDivisible;
+  if (m.shared_ffn_hidden % c.tensor() != 0) return Reason::kFfnNotDivisible;
+  // world % (ETP·EP·PP) == 0 (parallel_state.py:874-884): the stage's ranks fold
+  // into etp × ep × expert-data.
+  if (c.expert_data() == 0) return Reason::kExpertGroupNotDivisible;
+  return Reason::kOk;
+}
+
+void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
+  const ModelSpec& m = model_;
+  const double e = act_bytes_;
+  const double h = m.hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
+  // Megatron-Core routes the sequence-parallel shard of each tensor rank; without
+  // sequence parallelism every tensor rank routes the whole micro-batch.
+  const double tokens = c.sp ? T / c.gy : T;
+  const MoeLayerShape s = MoeShape(m, tokens, c.ep, c.etp, std::max(1.0, training_.moe_skew));
+  const double fc = cluster_.corrections.compute;
+
+  // Router: a (tokens × h)·(h × E) GEMM and its fp32 softmax/sigmoid and top-k
+  // (read and write the fp32 scores: 8 bytes per score, a few passes).
+  const double E = m.experts;
+  const double router = GemmSeconds(tokens, E, h) + StreamSeconds(tokens * E * 4.0 * 4.0);
+  // Permutation before the dispatch and its inverse after the combine: each
+  // reads and writes every routed copy (Megatron's moe_permute_fusion kernels).
+  const double permute = StreamSeconds(2.0 * 2.0 * s.copies * h * e);
+  // The grouped GEMMs of the local experts, at the rows the most loaded rank
+  // receives: FC1 (gate + up) and FC2 per expert. Small, ragged row counts run
+  // at the GEMM curve's efficiency for their size (GpuSpec::gemm_efficiency).
+  const double rows = s.rows_max;
+  const double fc1 = GemmSeconds(rows, g * s.ffn_local, h);
+  const double fc2 = GemmSeconds(rows, h, s.ffn_local);
+  const double experts = s.local_experts * (fc1 + fc2);
+  // The activation function over the local experts' rows (SwiGLU reads 2f, writes f).
+  const double act_fn =
+      StreamSeconds(elem_traffic_ * s.local_experts * rows * s.ffn_local * (g + 1.0) * e);
+  // Shared experts: a dense MLP of width f_s, tensor-parallel like the attention.
+  double shared = 0;
+  if (m.shared_ffn_hidden > 0) {
+    const double fs = m.shared_ffn_hidden / static_cast<double>(c.tensor());
+    shared = GemmSeconds(T, g * fs, h) + GemmSeconds(T, h, fs) +
+             StreamSeconds(elem_traffic_ * T * fs * (g + 1.0) * e);
+  }
+  t->moe_fwd = fc * (router + permute + experts + act_fn + shared);
+  t->moe_act_fn_fwd = fc * act_fn;
+
+  // Dispatch and combine, forward. An EP group's ranks sit etp apart inside the
+  // stage (Megatron's expert rank order etp-ep-edp). Inside one node the
+  // all-to-all runs at the NVLink all-to-all bandwidth of the group's placement
+  // (GroupCostTable). When the group spans nodes every rank sends the share of
+  // its buffer bound for other nodes through its own NIC share at once (unlike a
+  // ring, where one link per node crosses): that share over the per-GPU network
+  // bandwidth × the cluster's all-to-all efficiency, beside the NVLink part.
+  t->moe_a2a_fwd = 0;
+  if (c.ep > 1) {
+    const int stride = c.etp;
+    const int per_node = std::max(1, std::min(c.ep, cluster_.gpus_per_node / std::max(1, stride)));
+    const double buffer = s.copies * h * e;  // the all-to-all's whole buffer per rank
+    auto a2a_seconds = [&](MoeDispatcher d) {
+      if (d == MoeDispatcher::kAllGather) {
+        // Every EP rank gathers the group's tokens; the outputs reduce-scatter back.
+        return comm_.Seconds(Collective::kAllGather, stride, c.ep, tokens * h * e * c.ep);
+      }
+      const DispatchVolume v = DispatchBytes(m, d, tokens, c.ep, per_node, e, 0);
+      if (per_node >= c.ep) return comm_.Seconds(Collective::kAllToAll, stride, c.ep, buffer);
+      const double intra_bytes = v.bytes - v.inter_node_bytes;
+      const double intra = per_node > 1
+                               ? comm_.Seconds(Collective::kAllToAll, stride, per_node,
+                                               intra_bytes * per_node / std::max(1, per_node - 1))
+                               : 0.0;
+      const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * cluster_.alltoall_efficiency * 1e9 /
+                               std::max(1e-9, cluster_.corrections.communication);
+      const double inter =
+          inter_Bps > 0 ? v.inter_node_bytes / inter_Bps : std::numeric_limits<double>::infinity();
+      const double latency = cluster_.inter_alpha_us * 1e-6 * c.ep;
+      return std::max(intra, inter) + latency;
+    };
+    t->moe_a2a_fwd = 2.0 * a2a_seconds(c.moe_dispatcher);  // dispatch + combine
+  }
+  if (c.etp > 1) {
+    // Expert tensor parallelism: the dispatched rows are gathered over the ETP
+    // group and the expert outputs reduce-scattered back.
+    const double buf = s.local_experts * s.rows_mean * h * e;
+    t->moe_a2a_fwd += comm_.Seconds(Collective::kAllGather, 1, c.etp, buf) +
+                      comm_.Seconds(Collective::kReduceScatter, 1, c.etp, buf);
+  }
+
+  // Activations an MoE layer keeps beyond a dense layer's attention half: the
+  // permuted expert inputs, FC1 outputs and activation outputs of its rows, the
+  // router's fp32 scores, the shared experts' FC1/activation outputs; minus the
+  // dense MLP's (which the layer does not have). Selective recompute (Megatron's
+  // recompute_modules moe_act) drops the activation outputs and recomputes them;
+  // full recompute keeps only the layer input, as for a dense layer.
+  const double rows_total = s.local_experts * rows;
+  const double fs = m.shared_ffn_hidden / static_cast<double>(c.tensor());
+  const double moe_keep = rows_total * (h + g * s.ffn_local + s.ffn_local) * e + tokens * E * 4.0 +
+                          T * (g * fs + fs) * e;
+  const double dense_mlp = T * (g * m.ffn_hidden + m.ffn_hidden) * e / c.tensor();
+  const double moe_sel = moe_keep - rows_total * s.ffn_local * e;
+  t->moe_act_bytes[0] = std::max(0.0, t->act_bytes[0] - dense_mlp) + moe_keep;
+  t->moe_act_bytes[1] = std::max(0.0, t->act_bytes[1] - dense_mlp) + moe_sel;
+  t->moe_act_bytes[2] = t->act_bytes[2];
+  // The dispatcher's send and receive buffers for one layer in flight.
+  t->moe_buffer_bytes = c.ep > 1 ? 2.0 * s.copies * h * e : 0.0;
+  t->expert_psi = ExpertParamsHeld(c);
+  const StageMoe sm = MoeLayersPerStage(c);
+  t->moe_layers_first = sm.first;
+  t->moe_layers_middle = sm.middle;
+  t->moe_layers_last = sm.last;
+}
+
+double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
+                                 double window) const {
+  if (!(t.moe_a2a_fwd > 0)) return 0;
+  // Forward and backward each run a dispatch and a combine; full recompute runs
+  // the forward's again.
+  const double n = c.recompute == Recompute::kFull ? 3.0 : 2.0;
+  const double total = n * t.moe_a2a_fwd;
+  // Megatron-Core's EP all-to-all overlap runs one micro-batch's dispatch and
+  // combine beside another's compute (--overlap-moe-expert-parallel-comm, the
+  // DualPipe-style 1F1B schedule: DeepSeek-V3 §3.2.1).
+  return c.moe_a2a_overlap ? Overlapped(total, window) : total;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,78 @@
+#include "planner/moe.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace paratune::planner {
+
+MoeLayerShape MoeShape(const ModelSpec& m, double tokens, int ep, int etp, double skew) {
+  PT_CHECK(m.is_moe() && ep >= 1 && etp >= 1 && skew >= 1.0);
+  MoeLayerShape s;
+  s.tokens = tokens;
+  s.copies = tokens * m.top_k;
+  s.local_experts = std::max(1, m.experts / ep);
+  s.ffn_local = static_cast<double>(m.moe_ffn_hidden) / etp;
+  // The EP group's copies (ep·copies, and gathered over ETP: × etp) spread over
+  // its experts: ep·etp·copies / experts rows per expert.
+  s.rows_mean = s.copies * ep * etp / m.experts;
+  double load = skew;
+  if (m.capacity_factor > 0 && load > m.capacity_factor) {
+    // Each expert takes at most capacity_factor × its mean share; the rest is dropped.
+    s.dropped_fraction = 1.0 - m.capacity_factor / load;
+    load = m.capacity_factor;
+  }
+  s.rows_max = s.rows_mean * load;
+  return s;
+}
+
+double ExpectedNodesPerToken(int experts, int top_k, int nodes, int node_limit) {
+  PT_CHECK(nodes >= 1);
+  if (nodes == 1) return 1.0;
+  // P(no chosen expert on a given node) = C(E − E/n, k) / C(E, k), as a product.
+  const double per_node = static_cast<double>(experts) / nodes;
+  double miss = 1.0;
+  for (int i = 0; i < top_k; ++i) {
+    const double num = experts - per_node - i, den = static_cast<double>(experts) - i;
+    miss *= std::max(0.0, num) / den;
+  }
+  double expected = nodes * (1.0 - miss);
+  if (node_limit > 0) expected = std::min(expected, static_cast<double>(node_limit));
+  return expected;
+}
+
+DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens, int ep,
+                             int ep_per_node, double elem_bytes, int node_limit) {
+  DispatchVolume v;
+  if (ep <= 1) return v;
+  const double h = m.hidden, p = ep;
+  const double per_node = std::clamp(ep_per_node, 1, ep);
+  const double nodes = std::ceil(p / per_node);
+  switch (d) {
+    case MoeDispatcher::kAllGather:
+      // Every rank receives every other rank's tokens (hidden states, not copies).
+      v.bytes = tokens * h * elem_bytes * (p - 1.0);
+      v.inter_node_bytes = tokens * h * elem_bytes * (p - per_node);
+      break;
+    case MoeDispatcher::kAllToAll: {
+      const double copies = tokens * m.top_k;
+      v.bytes = copies * h * elem_bytes * (p - 1.0) / p;
+      v.inter_node_bytes = copies * h * elem_bytes * (p - per_node) / p;
+      break;
+    }
+    case MoeDispatcher::kDeepEp:
+    case MoeDispatcher::kHybridEp: {
+      const double copies = tokens * m.top_k;
+      // Inside the node, the copies bound for local experts; across nodes one
+      // copy per remote node the token's experts lie on (forwarded over NVLink there).
+      const double distinct =
+          ExpectedNodesPerToken(m.experts, m.top_k, static_cast<int>(nodes), node_limit);
+      const double remote_nodes = distinct * (nodes - 1.0) / nodes;
+      v.inter_node_bytes = tokens * h * elem_bytes * remote_nodes;
+      v.bytes = copies * h * elem_bytes * (per_node - 1.0) / p + v.inter_node_bytes;
+      break;
+    }
+  }
+  return v;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,172 @@
+// Tests for the mixture-of-experts terms (planner/moe.h, planner/cost/moe.cc):
+// the dispatch volumes against DeepSeek-V3's published routing limits, the
+// expert rows per rank, Megatron-Core's folding rules, and the direction of every
+// MoE choice in the cost model (EP inside vs across nodes, DeepEP, the all-to-all
+// overlap, expert memory per EP rank).
+#include "planner/moe.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/cost_model.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+namespace {
+
+ModelSpec Preset(const std::string& name) {
+  Result<ModelSpec> m = ModelPreset(name);
+  EXPECT_TRUE(m.ok()) << name;
+  return m.ok() ? *m : ModelSpec{};
+}
+
+// DeepSeek-V3 §2.1.2 / §3.2.2: 256 routed experts, top-8, over 8 nodes with
+// node-limited routing to at most M = 4 nodes; uniform routing would reach
+// 8·(1 − C(224, 8)/C(256, 8)) = 5.295 nodes.
+TEST(MoeDispatch, DeepSeekV3NodeLimitedRouting) {
+  EXPECT_NEAR(ExpectedNodesPerToken(256, 8, 8, 0), 5.2947, 1e-4);
+  EXPECT_DOUBLE_EQ(ExpectedNodesPerToken(256, 8, 8, 4), 4.0);
+  EXPECT_DOUBLE_EQ(ExpectedNodesPerToken(256, 8, 1, 0), 1.0);
+  // top-1 reaches one node.
+  EXPECT_NEAR(ExpectedNodesPerToken(128, 1, 16, 0), 1.0, 1e-12);
+
+  // Volumes: tokens × top-k × hidden × bytes for the all-to-all; one copy per
+  // remote node for DeepEP. EP 64 over 8 nodes of 8 GPUs, 4096 tokens, FP8
+  // dispatch (1 byte, DeepSeek-V3 §3.3.2).
+  const ModelSpec v3 = Preset("deepseek-v3");
+  const double tokens = 4096, h = 7168;
+  const DispatchVolume a2a = DispatchBytes(v3, MoeDispatcher::kAllToAll, tokens, 64, 8, 1.0, 4);
+  EXPECT_DOUBLE_EQ(a2a.bytes, tokens * 8 * h * 63.0 / 64.0);
+  EXPECT_DOUBLE_EQ(a2a.inter_node_bytes, tokens * 8 * h * 56.0 / 64.0);  // 7 of 8 nodes are remote
+  const DispatchVolume deepep = DispatchBytes(v3, MoeDispatcher::kDeepEp, tokens, 64, 8, 1.0, 4);
+  // At most 4 nodes per token, 7/8 of them remote: 3.5·h per token instead of 7·h.
+  EXPECT_DOUBLE_EQ(deepep.inter_node_bytes, tokens * h * 4.0 * 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(deepep.inter_node_bytes / a2a.inter_node_bytes, 0.5);
+  // Inside one node there is nothing to deduplicate.
+  const DispatchVolume intra = DispatchBytes(v3, MoeDispatcher::kAllToAll, tokens, 8, 8, 1.0, 4);
+  EXPECT_DOUBLE_EQ(intra.inter_node_bytes, 0.0);
+  // The all-gather dispatcher moves every rank's tokens to every other rank.
+  const DispatchVolume ag = DispatchBytes(v3, MoeDispatcher::kAllGather, tokens, 8, 8, 2.0, 0);
+  EXPECT_DOUBLE_EQ(ag.bytes, tokens * h * 2.0 * 7.0);
+}
+
+TEST(MoeDispatch, RowsPerExpertAndTokenDropping) {
+  ModelSpec q = Preset("qwen3-235b-a22b");
+  // 2048 tokens per GPU, top-8, EP 32: each GPU holds 4 of 128 experts and
+  // receives, balanced, the 8·2048 copies the group sends it: 4096 per expert.
+  MoeLayerShape s = MoeShape(q, 2048, 32, 1, 1.0);
+  EXPECT_EQ(s.local_experts, 4);
+  EXPECT_DOUBLE_EQ(s.copies, 2048.0 * 8);
+  EXPECT_DOUBLE_EQ(s.rows_mean, 4096.0);
+  EXPECT_DOUBLE_EQ(s.rows_max, 4096.0);
+  // ETP 2 gathers the rows of two ranks and halves the width.
+  s = MoeShape(q, 2048, 16, 2, 1.0);
+  EXPECT_DOUBLE_EQ(s.rows_mean, 4096.0);
+  EXPECT_DOUBLE_EQ(s.ffn_local, 768.0);
+  // Skew: the slowest rank takes 1.3× the mean; a capacity factor of 1.1 caps it
+  // and drops 1 − 1.1/1.3 of the routed copies.
+  s = MoeShape(q, 2048, 32, 1, 1.3);
+  EXPECT_DOUBLE_EQ(s.rows_max, 4096.0 * 1.3);
+  q.capacity_factor = 1.1;
+  s = MoeShape(q, 2048, 32, 1, 1.3);
+  EXPECT_DOUBLE_EQ(s.rows_max, 4096.0 * 1.1);
+  EXPECT_NEAR(s.dropped_fraction, 1.0 - 1.1 / 1.3, 1e-12);
+}
+
+struct Fixture {
+  ModelSpec model;
+  TrainingSpec training;
+  topology::ClusterSpec cluster;
+  int gpus;
+  CostModel Make() const { return CostModel(model, training, cluster, gpus); }
+};
+
+Fixture Qwen30OnH100(int gpus) {
+  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("dgx-h100"), gpus};
+  f.training.seq_len = 4096;
+  f.training.global_batch = 1024;
+  f.training.precision = topology::Precision::kBf16;
+  return f;
+}
+
+ParallelConfig Config(int tp, int pp, int vpp, int ep, int gpus) {
+  ParallelConfig c;
+  c.gy = tp;
+  c.sp = tp > 1;
+  c.pp = pp;
+  c.vpp = vpp;
+  c.ep = ep;
+  c.gdata = gpus / (tp * pp);
+  c.distributed_optimizer = true;
+  c.overlap_grad_reduce = c.overlap_param_gather = true;
+  return c;
+}
+
+// Megatron-Core's rules: experts % ep (arguments.py:1655-1658 @d98e8a64), the
+// stage's ranks % (ep·etp) (parallel_state.py:874-884), no ep on a dense model.
+TEST(MoeRules, MegatronFolding) {
+  const Fixture f = Qwen30OnH100(64);
+  const CostModel cm = f.Make();
+  EXPECT_EQ(cm.CheckRules(Config(1, 2, 2, 32, 64)), Reason::kOk);
+  EXPECT_EQ(cm.CheckRules(Config(1, 2, 2, 3, 64)), Reason::kExpertsNotDivisible);
+  EXPECT_EQ(cm.CheckRules(Config(1, 2, 2, 64, 64)), Reason::kExpertGroupNotDivisible);  // 32 ranks
+  ParallelConfig etp = Config(1, 2, 2, 16, 64);
+  etp.etp = 2;
+  EXPECT_EQ(cm.CheckRules(etp), Reason::kOk);
+  EXPECT_EQ(etp.expert_data(), 1);
+  etp.etp = 3;
+  EXPECT_NE(cm.CheckRules(etp), Reason::kOk);
+
+  Fixture dense = f;
+  dense.model = Preset("llama3-70b");
+  EXPECT_EQ(dense.Make().CheckRules(Config(1, 2, 2, 2, 64)), Reason::kExpertsNotDivisible);
+  ParallelConfig overlap = Config(1, 2, 1, 32, 64);
+  overlap.moe_a2a_overlap = true;  // pp > 1 without vpp: Megatron refuses it
+  EXPECT_EQ(cm.CheckRules(overlap), Reason::kFrameworkUnsupported);
+}
+
+TEST(MoeCost, ExpertParallelChoicesMoveTheTermsTheRightWay) {
+  const Fixture f = Qwen30OnH100(64);
+  const CostModel cm = f.Make();
+  // Expert memory falls with EP: 4× the EP, a quarter of the expert weights.
+  ASSERT_EQ(cm.CheckRules(Config(1, 2, 2, 8, 64)), Reason::kOk);
+  const Prediction ep8 = cm.Predict(Config(1, 2, 2, 8, 64));
+  const Prediction ep32 = cm.Predict(Config(1, 2, 2, 32, 64));
+  EXPECT_LT(ep32.memory.params_GiB, ep8.memory.params_GiB);
+  // EP 8 stays inside an 8-GPU node (stride 1); EP 32 leaves it: more exposed
+  // all-to-all per layer.
+  EXPECT_GT(ep8.breakdown.comm_ep_s, 0.0);
+  EXPECT_GT(ep32.breakdown.comm_ep_s, ep8.breakdown.comm_ep_s);
+  // DeepEP's node deduplication and the all-to-all overlap each cut it.
+  ParallelConfig deepep = Config(1, 2, 2, 32, 64);
+  deepep.moe_dispatcher = MoeDispatcher::kDeepEp;
+  EXPECT_LT(cm.Predict(deepep).breakdown.comm_ep_s, ep32.breakdown.comm_ep_s);
+  ParallelConfig overlap = Config(1, 2, 2, 32, 64);
+  overlap.moe_a2a_overlap = true;
+  ASSERT_EQ(cm.CheckRules(overlap), Reason::kOk);
+  EXPECT_LT(cm.Predict(overlap).breakdown.comm_ep_s, ep32.breakdown.comm_ep_s);
+  // A skewed router makes the slowest rank slower.
+  Fixture skewed = f;
+  skewed.training.moe_skew = 1.5;
+  EXPECT_GT(skewed.Make().Predict(Config(1, 2, 2, 32, 64)).iteration_time_s, ep32.iteration_time_s);
+  // The breakdown still adds up.
+  const TimeBreakdown& b = ep32.breakdown;
+  const double sum = b.compute_s + b.comm_x_s + b.comm_y_s + b.comm_z_s + b.comm_cp_s +
+                     b.comm_ep_s + b.comm_data_s + b.comm_pp_s + b.bubble_s + b.optimizer_s +
+                     b.offload_s + b.host_s;
+  EXPECT_NEAR(sum, ep32.iteration_time_s, 1e-9 * ep32.iteration_time_s);
+}
+
+// Model FLOPs: the active-parameter count of Megatron-Core's formula, so MFU of an
+// MoE model is not inflated by its idle experts.
+TEST(MoeCost, ModelFlopsCountActiveExperts) {
+  const Fixture f = Qwen30OnH100(64);
+  const CostModel cm = f.Make();
+  const double tokens = 1024.0 * 4096;
+  EXPECT_DOUBLE_EQ(cm.ModelFlopsPerIteration(), 3.0 * f.model.ForwardFlopsPerToken(4096) * tokens);
+  // ~6 × 3.3B active parameters per token plus attention: far below 6 × 30.5B.
+  EXPECT_LT(cm.ModelFlopsPerIteration() / tokens, 6.0 * 5e9);
+  EXPECT_GT(cm.ModelFlopsPerIteration() / tokens, 6.0 * 3e9);
+}
+
+}  // namespace
+}  // namespace paratune::planner
