@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "common/strings.h"
+#include "planner/pipeline.h"
 
 namespace paratune::planner {
 namespace {
@@ -27,31 +28,11 @@ struct ZeroChoice {
   bool offload_opt, offload_param;  // ZeRO-Offload / Infinity to host memory
 };
 
-// Megatron's uneven stages for layers % pp != 0: the stages in between take
-// ceil(layers / pp) each and the first and last share the rest (as Megatron's
-// Llama 3.1 405B recipe does: 126 layers on 16 stages = 7 + 14 × 8 + 7).
-// Returns false when no such split exists.
-bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
-  if (pp < 3) {
-    if (pp != 2 || layers < 2) return false;
-    *first = layers / 2;
-    *last = layers - *first;
-    return true;
-  }
-  for (int mid = (layers + pp - 1) / pp; mid <= layers; ++mid) {
-    const int rest = layers - mid * (pp - 2);
-    if (rest < 2) return false;
-    if (rest <= 2 * mid) {
-      *first = rest / 2;
-      *last = rest - *first;
-      return true;
-    }
-  }
-  return false;
-}
-
 constexpr const char* kIntKeys[] = {"tp", "gx", "gy", "gz", "dp", "gdata", "pp", "vpp",
                                     "cp", "zero", "mbs"};
+// Pipeline layout keys the enumeration handles itself (0 allowed).
+constexpr const char* kLayoutKeys[] = {"first_stage_layers", "last_stage_layers", "pp_embedding_layers",
+                                       "pp_loss_layers"};
 constexpr const char* kBoolKeys[] = {"sp",
                                      "distributed_optimizer",
                                      "qwz",
@@ -96,7 +77,9 @@ bool StrictlyDominated(const std::vector<std::pair<double, double>>& front, doub
 
 // Canonical order for deterministic ties.
 auto Key(const ParallelConfig& c) {
-  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, static_cast<int>(c.cp_kind),
+  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, c.first_stage_layers,
+                         c.last_stage_layers, c.pp_embedding_layers, c.pp_loss_layers,
+                         static_cast<int>(c.cp_kind),
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
                          c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
                          c.placement.order);
@@ -177,8 +160,14 @@ Status ValidateFixed(const FixedFields& fixed) {
       if (!ParseRecompute(v).ok()) return ParseRecompute(v).status();
     } else if (k == "placement") {
       if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
+    } else if (IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k)) {
+      auto n = ParseInt(v, "--fix " + k);
+      if (!n.ok()) return n.status();
+      if (*n < 0) return Status::InvalidArgument("--fix " + k + ": out of range (0 = automatic)");
     } else {
-      return Status::InvalidArgument("--fix: unknown field '" + k + "'");
+      // Any other key of a configuration (--config): checked by the config parser.
+      PT_ASSIGN_OR_RETURN(Json j, ConfigStringToJson(k + "=" + v));
+      if (Result<ParallelConfig> c = ParseConfig(j, "--fix", 0); !c.ok()) return c.status();
     }
   }
   return Status::Ok();
@@ -187,6 +176,19 @@ Status ValidateFixed(const FixedFields& fixed) {
 Search::Search(std::vector<const CostModel*> models, SearchOptions options)
     : models_(std::move(models)), options_(std::move(options)) {
   if (options_.memory_only) options_.objective = Objective::kMemory;
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "first_stage_layers") pinned_first_ = static_cast<int>(*ParseInt(v, k));
+    if (k == "last_stage_layers") pinned_last_ = static_cast<int>(*ParseInt(v, k));
+    const bool native = IsIn(std::begin(kIntKeys), std::end(kIntKeys), k) ||
+                        IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k) ||
+                        IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k) || k == "cp_kind" ||
+                        k == "recompute" || k == "placement";
+    if (native) continue;
+    // A key the enumeration does not choose by itself: the configuration's
+    // canonical JSON must hold the pinned value (ValidateFixed parsed it).
+    const Json j = *ConfigStringToJson(k + "=" + v);
+    generic_pins_.emplace_back(k, j[k].dump());
+  }
   placements_.resize(models_.size());
   for (int i = 0; i < static_cast<int>(models_.size()); ++i) Enumerate(i);
 }
@@ -224,6 +226,14 @@ bool Search::Allowed(const char* key, int value) const {
 bool Search::AllowedPlacement(const Placement& p) const {
   for (const auto& [k, v] : options_.fixed) {
     if (k == "placement" && !(*ParsePlacement(v) == p)) return false;
+  }
+  return true;
+}
+
+bool Search::MatchesGenericPins(const ParallelConfig& c) const {
+  const OrderedJson j = ConfigToJson(c);
+  for (const auto& [k, v] : generic_pins_) {
+    if (!j.contains(k) || j[k].dump() != v) return false;
   }
   return true;
 }
@@ -300,7 +310,15 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
     if (!Allowed(key, value)) return false;
   }
   if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
-  if (!Allowed("uneven_pp", c.pp > 1 && cm.model().layers % c.pp != 0)) return false;
+  if (!Allowed("uneven_pp", c.pp > 1 && !SplitLayers(cm.model().layers, c, cm.framework().support.pp_split).even)) {
+    return false;
+  }
+  if (!Allowed("first_stage_layers", c.first_stage_layers) || !Allowed("last_stage_layers", c.last_stage_layers) ||
+      !Allowed("pp_embedding_layers", c.pp_embedding_layers) || !Allowed("pp_loss_layers", c.pp_loss_layers)) {
+    return false;
+  }
+  if (cm.BrokenRule(c) != nullptr) return false;
+  if (!generic_pins_.empty() && !MatchesGenericPins(c)) return false;
   if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||
       !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
       !Allowed("offload_optimizer", c.offload_optimizer) ||
@@ -332,21 +350,37 @@ SearchResult Search::RunShard(int shard) const {
     if (fr.cp_ulysses && Allowed("cp_kind", 1)) kinds.push_back(CpKind::kUlysses);
     if (fr.cp_fpdt && Allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
   }
-  std::vector<int> vpps = {1};
-  // Uneven stages when layers % pp != 0 (frameworks that run them): Megatron
-  // with stated first/last stage counts, the others split as evenly as possible.
-  int first_layers = 0, last_layers = 0;
-  // uneven_pp=false pins whole stages (Megatron-LM before Megatron-Core 0.9
-  // asserted num_layers % pipeline size == 0).
-  if (o.pp > 1 && m.layers % o.pp != 0 && !Allowed("uneven_pp", 1)) return res;
-  if (o.pp > 1 && m.layers % o.pp != 0) {
-    if (fr.uneven_pp && framework == Framework::kMegatron) {
-      if (!BalancedFirstLast(m.layers, o.pp, &first_layers, &last_layers)) first_layers = last_layers = 0;
+  // Pipeline layouts the framework builds at this pp (planner/pipeline.h), each
+  // with the interleaving degrees that build it; pins and uneven_pp filter them.
+  struct Pipe {
+    int first, last, embedding, loss, vpp;
+  };
+  std::vector<Pipe> pipes;
+  {
+    const bool interleave = o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
+    const int max_vpp = (m.layers + 2) / std::max(1, o.pp);
+    for (const LayoutChoice& ch : LayoutChoices(m.layers, o.pp, fr.pp_split, interleave, max_vpp,
+                                                pinned_first_, pinned_last_)) {
+      ParallelConfig probe;
+      probe.pp = o.pp;
+      probe.first_stage_layers = ch.first;
+      probe.last_stage_layers = ch.last;
+      probe.pp_embedding_layers = ch.embedding;
+      probe.pp_loss_layers = ch.loss;
+      // uneven_pp=false pins whole, equal stages (Megatron-LM before
+      // Megatron-Core 0.9 asserted num_layers % pipeline size == 0).
+      const bool uneven = o.pp > 1 && !SplitLayers(m.layers, probe, fr.pp_split).even;
+      if ((uneven && !fr.uneven_pp) || !Allowed("uneven_pp", uneven) ||
+          !Allowed("first_stage_layers", ch.first) || !Allowed("last_stage_layers", ch.last) ||
+          !Allowed("pp_embedding_layers", ch.embedding) || !Allowed("pp_loss_layers", ch.loss)) {
+        continue;
+      }
+      for (int v : ch.vpps) {
+        if (Allowed("vpp", v)) pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v});
+      }
     }
-  } else if (o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp) {
-    vpps.clear();
-    for (int v : Divisors(m.layers / std::max(1, o.pp))) vpps.push_back(v);
   }
+  if (pipes.empty()) return res;
   std::vector<int> sps;
   if (o.gy > 1 && o.gx == 1) {
     if (fr.tp_without_sp && Allowed("sp", 0)) sps.push_back(0);
@@ -396,7 +430,7 @@ SearchResult Search::RunShard(int shard) const {
       if (b <= options_.max_mbs && Allowed("mbs", b)) mbss.push_back(b);
     }
   }
-  const int64_t inner = static_cast<int64_t>(kinds.size()) * vpps.size() * sps.size() * zeros.size() *
+  const int64_t inner = static_cast<int64_t>(kinds.size()) * pipes.size() * sps.size() * zeros.size() *
                         rcs.size() * placements.size();
   if (mbss.empty() || kinds.empty() || sps.empty() || zeros.empty() || rcs.empty()) {
     // The batch cannot be split over gz·gdata (or a pin leaves nothing to try).
@@ -423,7 +457,7 @@ SearchResult Search::RunShard(int shard) const {
       places.push_back(pl);
     }
   }
-  const int64_t per_mbs = static_cast<int64_t>(vpps.size()) * sps.size() * zeros.size() * rcs.size() *
+  const int64_t per_mbs = static_cast<int64_t>(pipes.size()) * sps.size() * zeros.size() * rcs.size() *
                           places.size();
 
   // Pruning by the lower bound is exact for every objective that ranks by time
@@ -472,19 +506,28 @@ SearchResult Search::RunShard(int shard) const {
 
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
-  c.first_stage_layers = first_layers;
-  c.last_stage_layers = last_layers;
+  auto set_pipe = [&c](const Pipe& p) {
+    c.vpp = p.vpp;
+    c.first_stage_layers = p.first;
+    c.last_stage_layers = p.last;
+    c.pp_embedding_layers = p.embedding;
+    c.pp_loss_layers = p.loss;
+  };
   for (CpKind kind : kinds) {
     c.cp_kind = kind;
     // Shape rules that hold for the whole tuple are checked once and every
     // configuration they rule out is counted under its reason.
     // The probe takes the first choice of every inner field (each is one the
     // framework supports, so a framework rule that fails here fails them all).
-    c.vpp = 1; c.mbs = mbss.front(); c.sp = sps.front() != 0; c.zero = 0; c.distributed_optimizer = false;
+    set_pipe(pipes.front());
+    c.mbs = mbss.front(); c.sp = sps.front() != 0; c.zero = 0; c.distributed_optimizer = false;
     c.qwz = c.hpz = c.qgz = false;
     c.offload_optimizer = c.offload_param = false;
     c.recompute = rcs.front();
-    const Reason shape = cm.CheckRules(c);
+    // The framework's start-up rules (its preset's `rules`) are applied per
+    // configuration below, so that the fastest configuration they forbid can
+    // still be named.
+    const Reason shape = cm.CheckRules(c, /*framework_rules=*/false);
     if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible && shape != Reason::kMicroBatchesVsPp) {
       const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
       res.evaluated += n;
@@ -495,26 +538,26 @@ SearchResult Search::RunShard(int shard) const {
       c.sp = sp != 0;
       for (int mbs : mbss) {
         c.mbs = mbs;
-        c.vpp = 1;
+        set_pipe(pipes.front());
         c.recompute = Recompute::kNone;
         const CostModel::ComputeTerms terms = cm.Compute(c);
         const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
         const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
         const double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
-        for (int vpp : vpps) {
-          if (!Allowed("vpp", vpp)) continue;
-          c.vpp = vpp;
+        for (const Pipe& pipe : pipes) {
+          set_pipe(pipe);
           // Every remaining rule depends on fields fixed at this level (layers vs
           // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
           c.zero = 0; c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
           c.offload_optimizer = c.offload_param = false;
-          const Reason level = cm.CheckRules(c);
+          const Reason level = cm.CheckRules(c, /*framework_rules=*/false);
           if (level != Reason::kOk) {
             const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
             res.evaluated += n;
             res.rejected[static_cast<int>(level)] += n;
             continue;
           }
+
           for (const ZeroChoice& zc : zeros) {
             c.zero = zc.zero;
             c.distributed_optimizer = zc.dist_opt;
@@ -538,10 +581,34 @@ SearchResult Search::RunShard(int shard) const {
                   else if (k == "tp_comm_overlap") c.tp_comm_overlap = b;
                   else if (k == "overlap_p2p") c.overlap_p2p = b;
                 }
+                if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
                 ++res.evaluated;
+                // A configuration the framework would refuse at start-up is never
+                // ranked; the fastest one is kept aside (plans' faster_if_allowed).
+                const bool forbidden = cm.BrokenRule(c) != nullptr;
                 if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
                     (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
                   ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
+                  continue;
+                }
+                if (forbidden) {
+                  ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
+                  if (options_.memory_only) continue;
+                  const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                  if (mem.Verdict() != Reason::kOk) continue;
+                  // Only one faster than every ranked candidate is worth naming.
+                  const double lb = static_cast<double>(cm.training().global_batch) /
+                                    (static_cast<double>(c.mbs) * c.gz * c.gdata) *
+                                    layers_per_stage * compute[static_cast<int>(rc)];
+                  if (prune && lb > bound_.load(std::memory_order_relaxed)) continue;
+                  if (!res.forbidden.empty() && lb > res.forbidden.front().prediction.iteration_time_s) continue;
+                  const Prediction pred = cm.PredictWith(c, terms, &mem);
+                  Candidate cand{c, pred, framework};
+                  if (res.forbidden.empty()) {
+                    res.forbidden.push_back(cand);
+                  } else if (Better(cand, res.forbidden.front())) {
+                    res.forbidden.front() = cand;
+                  }
                   continue;
                 }
                 // Memory first: cheap, and most rejections are for memory.
@@ -616,6 +683,10 @@ SearchResult Search::Merge(std::vector<SearchResult> parts) const {
     out.faster += p.faster;
     for (int i = 0; i < kNumReasons; ++i) out.rejected[i] += p.rejected[i];
     all_top.insert(all_top.end(), p.top.begin(), p.top.end());
+    for (const Candidate& f : p.forbidden) {
+      if (out.forbidden.empty()) out.forbidden.push_back(f);
+      else if (Better(f, out.forbidden.front())) out.forbidden.front() = f;
+    }
     all_pareto.insert(all_pareto.end(), p.pareto.begin(), p.pareto.end());
   }
   std::sort(all_top.begin(), all_top.end(), [this](const Candidate& a, const Candidate& b) { return Better(a, b); });
