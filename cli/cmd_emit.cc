@@ -12,43 +12,62 @@ namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp =
-    R"HELP(usage: paratune emit --plans FILE [--rank N] [--format megatron|deepspeed|axonn|torchtitan|env|json]
+    R"HELP(usage: paratune emit --plans FILE [--rank N] [--sidecar FILE]
+                     [--format megatron|megatron-deepspeed|deepspeed|axonn|torchtitan|env|json]
 
 Writes one plan of a plans document (`paratune plan --format json`) the way
-your training framework takes it, ready to paste or source:
+your training framework takes it, ready to paste or source. Every text format
+starts with comments saying what the plan assumes: its prediction (time, MFU,
+memory), the framework commit whose rules it follows, the layers per pipeline
+rank, the settings to keep (environment variables) and a launcher line.
 
-  megatron    bash arrays as Megatron-LM's examples use them: GPT_MODEL_ARGS,
-              TRAINING_ARGS, MODEL_PARALLEL_ARGS (TP, PP, virtual stages, CP and
-              its comm type, sequence parallel, distributed optimizer, overlaps,
-              recompute), after `export CUDA_DEVICE_MAX_CONNECTIONS=1`
-  deepspeed   a complete ds_config.json: train_batch_size =
-              train_micro_batch_size_per_gpu x gradient_accumulation_steps x DP,
-              the ZeRO stage with its buckets, ZeRO++ (zero_quantized_weights,
-              zero_hpz_partition_size, zero_quantized_gradients), host
-              offload (offload_optimizer / offload_param, device cpu or
-              none), Ulysses sequence_parallel_size, activation checkpointing
-  axonn       Python: ax.init(G_inter, G_data, G_intra_r, G_intra_c, G_intra_d),
-              batch constants and the optimize_communication(...) overlap context
-  torchtitan  TOML: [training] batch sizes, [parallelism] degrees (FSDP shard =
-              gz, HSDP replicate = dp, TP, PP + schedule, CP), [activation_checkpoint]
-  env         export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE RECOMPUTE GX GY GZ
-              (TP = gx*gy, DP = data-parallel replicas, SP 0/1, ZERO_STAGE 1 for
-              Megatron's distributed optimizer)
-  json        the plan's canonical config object (paratune predict --request's `config`)
+  megatron            bash arrays as Megatron-LM's examples use them:
+                      GPT_MODEL_ARGS, TRAINING_ARGS, MODEL_PARALLEL_ARGS (TP, PP,
+                      uneven stages: --decoder-first/last-pipeline-num-layers or
+                      --account-for-embedding/loss-in-pipeline-split, virtual
+                      stages, CP and its comm type, sequence parallel,
+                      distributed optimizer, overlaps, recompute), after
+                      `export CUDA_DEVICE_MAX_CONNECTIONS=1`
+  megatron-deepspeed  bash: ds_config.json written by a heredoc, then
+                      MEGATRON_DEEPSPEED_ARGS (TP, PP or --no-pipeline-parallel,
+                      --zero-stage, Ulysses --ds-sequence-parallel-size, FPDT
+                      --ds-sequence-parallel-fpdt with its chunk size and
+                      offloading)
+  deepspeed           a complete ds_config.json: train_batch_size =
+                      train_micro_batch_size_per_gpu x gradient_accumulation_steps
+                      x DP, the ZeRO stage with its buckets, ZeRO++, host offload,
+                      sequence_parallel_size, activation checkpointing (JSON has
+                      no comments: --sidecar says what it assumes)
+  axonn               Python: ax.init(G_inter, G_data, G_intra_r, G_intra_c,
+                      G_intra_d), batch constants and optimize_communication(...)
+  torchtitan          Python: paratune_plan() returning torchtitan's
+                      Trainer.Config (save as paratune_plan.py; run with
+                      --module paratune_plan --config paratune_plan): batch in
+                      tokens, FSDP shard = gz, HSDP replicate = dp, TP, CP, PP
+                      with its schedule and stage split, activation
+                      checkpointing, compile, async TP, float8
+  env                 export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE
+                      RECOMPUTE GX GY GZ
+  json                the plan's canonical config object (paratune predict
+                      --request's `config`)
 
-Each framework's start-up checks are applied first (Megatron-LM validate_args,
-DeepSpeed's batch assertion and pipeline engine, AxoNN's init and
-auto_parallelize, torchtitan's ParallelDims and trainer). A plan that the
+Each framework's start-up rules are applied first, as its source at the
+commit named in the output states them (docs/frameworks.md). A plan the
 framework would reject, or cannot express (AxoNN's 3D grid in Megatron, ZeRO-3
-in torchtitan, ring attention in DeepSpeed), is refused with the rule and the
-values: exit 2, nothing on stdout. Plan with --space for your framework to get
-plans it accepts.
+in torchtitan, ring attention in DeepSpeed, FPDT in a bare ds_config.json), is
+refused with the rule and the values: exit 2, nothing on stdout. The default
+format is the one of the framework the plan was made for, which accepts every
+plan paratune ranks for it.
 
-  --plans FILE   a paratune.plans/v1 document ("-" reads stdin)
-  --rank N       which candidate, 1 = the best (default 1)
-  --format F     default: the framework the plan was made for (the plan's
-                 training.framework, else its --space: deepspeed -> deepspeed,
-                 axonn -> axonn, fsdp -> torchtitan; otherwise megatron)
+  --plans FILE    a paratune.plans/v1 document ("-" reads stdin)
+  --rank N        which candidate, 1 = the best (default 1)
+  --format F      default: the framework the plan was made for (the plan's
+                  training.framework, else its --space: deepspeed ->
+                  megatron-deepspeed, axonn -> axonn, fsdp -> torchtitan;
+                  otherwise megatron)
+  --sidecar FILE  also write what the output assumes as JSON (schema
+                  paratune.emit/v1: framework commit, prediction, pipeline
+                  split, environment, launcher)
 
 exit codes: 0 ok; 2 bad flags, not a plans document, no such rank, or a plan
             the format's framework cannot express (the message says why)
@@ -57,14 +76,15 @@ examples:
   paratune plan --model llama3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 \
       --space megatron --format json > plans.json
   paratune emit --plans plans.json --format megatron > parallel_args.sh && source parallel_args.sh
-  paratune emit --plans plans.json --rank 2 --format deepspeed > ds_config.json
+  paratune emit --plans plans.json --rank 2 --format deepspeed --sidecar ds.assumes.json > ds_config.json
+  paratune emit --plans plans.json --format torchtitan > paratune_plan.py
   eval "$(paratune emit --plans plans.json --format env)"; echo "TP=$TP PP=$PP"
 )HELP";
 
 }  // namespace
 
 int RunEmit(const Args& args, Io io) {
-  Flags f({"--plans", "--rank", "--format"}, {"--help"}, {{"-h", "--help"}});
+  Flags f({"--plans", "--rank", "--format", "--sidecar"}, {"--help"}, {{"-h", "--help"}});
   if (Status s = f.Parse(args); !s.ok()) return UsageError(io, "emit", s);
   if (f.Has("--help")) {
     io.out << kHelp;
@@ -94,6 +114,13 @@ int RunEmit(const Args& args, Io io) {
   }
   auto text = planner::EmitConfig(*plans, rank, format);
   if (!text.ok()) return UsageError(io, "emit", text.status().WithContext("--plans " + path));
+  if (auto sidecar = f.Get("--sidecar")) {
+    auto doc = planner::EmitSidecar(*plans, rank, format);
+    if (!doc.ok()) return UsageError(io, "emit", doc.status().WithContext("--plans " + path));
+    if (Status s = WriteFileAtomic(*sidecar, doc->dump(2) + "\n"); !s.ok()) {
+      return UsageError(io, "emit", s.WithContext("--sidecar"));
+    }
+  }
   io.out << *text;
   return kExitOk;
 }

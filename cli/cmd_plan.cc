@@ -401,6 +401,23 @@ int RunPlan(const Args& args, Io io) {
       } else {
         PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
       }
+      if (!s.result.forbidden.empty() &&
+          (s.result.top.empty() ||
+           s.result.forbidden.front().prediction.iteration_time_s <
+               planner::RankForTrust(s.result.top, opt.objective).front().best.prediction.iteration_time_s)) {
+        // A note, never a candidate: the framework refuses it at start-up.
+        const planner::Candidate& f = s.result.forbidden.front();
+        planner::TrainingSpec t = s.job.training;
+        t.framework = f.framework;
+        const planner::CostModel cm(s.job.model, t, s.job.cluster, s.job.gpus);
+        std::string why;
+        const planner::FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
+        io.out << "\nnote: fastest if " << planner::FrameworkName(f.framework) << " allowed it: "
+               << planner::ConfigToString(f.config) << " at " << FormatFixed(f.prediction.iteration_time_s, 3)
+               << " s; " << planner::FrameworkName(f.framework) << " refuses it at start-up: " << why;
+        if (rule) io.out << " (" << rule->source << ")";
+        io.out << "\n";
+      }
       if (flags.Has("--pareto") && !s.result.pareto.empty()) {
         io.out << "\nPareto front (time vs memory per GPU):\n";
         PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory,

@@ -178,9 +178,10 @@ std::string Absolute(const std::string& path) {
 const char* FileFor(planner::EmitFormat f) {
   switch (f) {
     case planner::EmitFormat::kMegatron: return "megatron.sh";
+    case planner::EmitFormat::kMegatronDeepSpeed: return "megatron_deepspeed.sh";
     case planner::EmitFormat::kDeepSpeed: return "ds_config.json";
     case planner::EmitFormat::kAxonn: return "axonn.py";
-    case planner::EmitFormat::kTorchtitan: return "torchtitan.toml";
+    case planner::EmitFormat::kTorchtitan: return "paratune_plan.py";
     case planner::EmitFormat::kEnv: return "env.sh";
     case planner::EmitFormat::kJson: return "config.json";
   }
@@ -521,9 +522,10 @@ int RunTune(const Args& args, Io io) {
   OrderedJson refused = OrderedJson::object();
   const std::string plan_path = Absolute(out_dir + "/plans.json");
   std::string exports;
-  for (planner::EmitFormat fmt : {planner::EmitFormat::kMegatron, planner::EmitFormat::kDeepSpeed,
-                                  planner::EmitFormat::kAxonn, planner::EmitFormat::kTorchtitan,
-                                  planner::EmitFormat::kJson, planner::EmitFormat::kEnv}) {
+  for (planner::EmitFormat fmt :
+       {planner::EmitFormat::kMegatron, planner::EmitFormat::kMegatronDeepSpeed,
+        planner::EmitFormat::kDeepSpeed, planner::EmitFormat::kAxonn, planner::EmitFormat::kTorchtitan,
+        planner::EmitFormat::kJson, planner::EmitFormat::kEnv}) {
     auto text = planner::EmitConfig(*plans, chosen, fmt);
     if (!text.ok()) {
       refused[planner::EmitFormatName(fmt)] = text.status().message();

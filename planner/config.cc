@@ -144,35 +144,6 @@ Status PositiveInt(ObjectReader& r, const char* key, int* out) {
 
 }  // namespace
 
-StageLayers SplitLayers(int layers, const ParallelConfig& c) {
-  StageLayers s;
-  const int pp = std::max(1, c.pp);
-  if (pp == 1) {
-    s.first = s.last = s.max = layers;
-    return s;
-  }
-  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
-    // Megatron: the stages not given explicitly share the rest evenly.
-    const int explicit_stages = (c.first_stage_layers > 0) + (c.last_stage_layers > 0);
-    const int rest_stages = pp - explicit_stages;
-    const int rest = layers - c.first_stage_layers - c.last_stage_layers;
-    const int each = rest_stages > 0 && rest > 0 ? rest / rest_stages : 0;
-    s.first = c.first_stage_layers > 0 ? c.first_stage_layers : each;
-    s.last = c.last_stage_layers > 0 ? c.last_stage_layers : each;
-    s.middle = pp > 2 ? each : 0;
-  } else {
-    // As evenly as possible, the first layers % pp stages one layer more
-    // (DeepSpeed's uniform partition, torchtitan's module split).
-    const int base = layers / pp, extra = layers % pp;
-    s.first = base + (extra > 0 ? 1 : 0);
-    s.last = base + (extra >= pp ? 1 : 0);
-    s.middle = pp > 2 ? base + (extra > 1 ? 1 : 0) : 0;
-  }
-  s.max = std::max({s.first, s.middle, s.last});
-  s.even = s.first == s.last && (pp <= 2 || s.middle == s.first) && s.first * pp == layers;
-  return s;
-}
-
 Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus) {
   ParallelConfig c;
   ObjectReader r(j, pointer);
@@ -204,6 +175,10 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptInt("last_stage_layers", &c.last_stage_layers));
   if (c.first_stage_layers < 0) return r.Error("first_stage_layers", "must be >= 0 (0 = automatic)");
   if (c.last_stage_layers < 0) return r.Error("last_stage_layers", "must be >= 0 (0 = automatic)");
+  PT_RETURN_IF_ERROR(r.OptInt("pp_embedding_layers", &c.pp_embedding_layers));
+  PT_RETURN_IF_ERROR(r.OptInt("pp_loss_layers", &c.pp_loss_layers));
+  if (c.pp_embedding_layers < 0) return r.Error("pp_embedding_layers", "must be >= 0 (0 = not counted)");
+  if (c.pp_loss_layers < 0) return r.Error("pp_loss_layers", "must be >= 0 (0 = not counted)");
   std::string s;
   if (r.Has("cp_kind")) {
     PT_RETURN_IF_ERROR(r.String("cp_kind", &s));
@@ -327,6 +302,8 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["vpp"] = c.vpp;
   j["first_stage_layers"] = c.first_stage_layers;
   j["last_stage_layers"] = c.last_stage_layers;
+  j["pp_embedding_layers"] = c.pp_embedding_layers;
+  j["pp_loss_layers"] = c.pp_loss_layers;
   j["cp"] = c.cp;
   j["cp_kind"] = CpKindName(c.cp_kind);
   j["sp"] = c.sp;
@@ -370,6 +347,9 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.vpp > 1) os << " vpp=" << c.vpp;
   if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
     os << " stages=" << c.first_stage_layers << "/../" << c.last_stage_layers;
+  }
+  if (c.pp_embedding_layers > 0 || c.pp_loss_layers > 0) {
+    os << " emb/loss_layers=" << c.pp_embedding_layers << "/" << c.pp_loss_layers;
   }
   os << " dp=" << c.gdata;
   if (c.cp > 1) os << " cp=" << c.cp << "(" << CpKindName(c.cp_kind) << ")";

@@ -45,15 +45,12 @@ struct Placement {
 std::string PlacementToString(const Placement& p);
 Result<Placement> ParsePlacement(const std::string& s);
 
-// Transformer layers per pipeline stage for `layers` layers under c's pp and
-// first/last stage counts. REQUIRES: pp >= 1.
+// Transformer layers per pipeline rank (planner/pipeline.h SplitLayers).
 struct StageLayers {
-  int first = 0, middle = 0, last = 0;  // middle: every stage between (0 when pp <= 2)
-  int max = 0;                          // the most loaded stage
-  bool even = true;                     // every stage holds layers / pp
+  int first = 0, middle = 0, last = 0;  // middle: the most loaded rank between (0 when pp <= 2)
+  int max = 0;                          // the most loaded rank
+  bool even = true;                     // every rank holds the same count
 };
-struct ParallelConfig;
-StageLayers SplitLayers(int layers, const ParallelConfig& c);
 
 struct ParallelConfig {
   // Degrees. Megatron tensor parallelism t is gy = t with gx = 1 (column- then
@@ -64,6 +61,11 @@ struct ParallelConfig {
   // layers on the first and last stage; 0 = automatic (layers split as evenly as
   // possible, the first stages taking the remainder: DeepSpeed, torchtitan).
   int first_stage_layers = 0, last_stage_layers = 0;
+  // The embedding and the loss counted as this many transformer layers when
+  // the framework splits layers over stages (planner/pipeline.h): Megatron's
+  // --account-for-embedding/loss-in-pipeline-split (0 or 1), torchtitan's
+  // pipeline_parallel_first/last_stage_less_layers. 0 = not counted.
+  int pp_embedding_layers = 0, pp_loss_layers = 0;
   int cp = 1;           // context/sequence-parallel degree
   CpKind cp_kind = CpKind::kRing;
   bool sp = false;      // Megatron sequence parallelism over the Y (tensor) group
@@ -127,7 +129,7 @@ struct ParallelConfig {
 // Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
 // offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,
-// mbs, recompute, first_stage_layers, last_stage_layers, oar,
+// mbs, recompute, first_stage_layers, last_stage_layers, pp_embedding_layers, pp_loss_layers, oar,
 // ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement,
 // ep, etp, moe_dispatcher, moe_a2a_overlap (expert-data parallel is derived). tp
 // is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is

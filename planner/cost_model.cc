@@ -136,7 +136,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double h = m.hidden, s = training_.seq_len;
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
   p.micro_batches = n_mb;
-  const StageLayers st = SplitLayers(m.layers, c);
+  const StageLayers st = Stages(c);
   const double T = static_cast<double>(c.mbs) * s / c.cp;
 
   p.memory = mem ? *mem : MemoryWith(c, terms);

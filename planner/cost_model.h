@@ -185,8 +185,15 @@ class CostModel {
   CostModel(const ModelSpec& model, const TrainingSpec& training,
             const topology::ClusterSpec& cluster, int gpus, FrameworkSpec framework);
 
-  // Divisibility and framework rules only (no memory, no time). Cheap.
-  Reason CheckRules(const ParallelConfig& c) const;
+  // Divisibility and framework rules only (no memory, no time). Cheap. With
+  // framework_rules false, the framework's start-up rules (preset `rules`,
+  // BrokenRule) are left out: the search applies them itself.
+  Reason CheckRules(const ParallelConfig& c, bool framework_rules = true) const;
+  // The first start-up rule of the framework's preset that c breaks (nullptr:
+  // none) and, in *why, what breaks it with the values.
+  const FrameworkRuleRef* BrokenRule(const ParallelConfig& c, std::string* why = nullptr) const;
+  // c's layers per pipeline rank, split the framework's way (pipeline.h).
+  StageLayers Stages(const ParallelConfig& c) const { return SplitLayers(model_.layers, c, fw_.support.pp_split); }
 
   // The compute side of one micro-batch on one GPU: everything that depends
   // only on gx, gy, gz, pp, the stage split, cp, cp_kind, mbs, sp and the

@@ -108,6 +108,13 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
       else return r.Error("recompute", "unknown '" + k + "' (none | selective | full)");
     }
   }
+  if (r.Has("pp_split")) {
+    std::string split;
+    PT_RETURN_IF_ERROR(r.String("pp_split", &split));
+    auto ps = ParsePpSplit(split);
+    if (!ps.ok()) return r.Error("pp_split", ps.status().message());
+    s.pp_split = *ps;
+  }
   PT_RETURN_IF_ERROR(ReadStringList(r, "placements", &s.placements));
   if (s.placements.empty()) return r.Error("placements", "needs at least one rank order");
   PT_RETURN_IF_ERROR(ReadStringList(r, "overlaps", &s.overlaps));
@@ -165,6 +172,86 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
 }  // namespace
 
 const char* FrameworkName(Framework f) { return kNames[static_cast<int>(f)]; }
+
+constexpr const char* kRuleNames[kNumFrameworkRules] = {
+    "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
+    "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp"};
+
+const char* FrameworkRuleName(FrameworkRule r) { return kRuleNames[static_cast<int>(r)]; }
+
+Result<FrameworkRule> ParseFrameworkRule(const std::string& s) {
+  for (int i = 0; i < kNumFrameworkRules; ++i) {
+    if (s == kRuleNames[i]) return static_cast<FrameworkRule>(i);
+  }
+  std::string names;
+  for (const char* n : kRuleNames) names += (names.empty() ? "" : " | ") + std::string(n);
+  return Status::InvalidArgument("'" + s + "' is not a framework rule (" + names + ")");
+}
+
+std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c) {
+  const auto S = [](int64_t v) { return std::to_string(v); };
+  switch (rule) {
+    case FrameworkRule::kCpA2aLocalHeads: {
+      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses) return "";
+      const int tp = c.gy;
+      const int q = job.heads / tp;
+      const int kv = job.kv_heads < tp ? 1 : job.kv_heads / tp;
+      if (q % c.cp == 0 && kv % c.cp == 0) return "";
+      return "all-to-all context parallelism needs the heads per tensor rank (" + S(q) + " query, " + S(kv) +
+             " key/value) divisible by cp " + S(c.cp);
+    }
+    case FrameworkRule::kUlyssesNoGqa:
+      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses || job.kv_heads == job.heads) return "";
+      return "Ulysses needs as many key/value heads as query heads (the model has " + S(job.kv_heads) +
+             " of " + S(job.heads) + ")";
+    case FrameworkRule::kFpdtShapes: {
+      if (c.cp <= 1 || c.cp_kind != CpKind::kFpdt) return "";
+      if (job.gated_ffn || !job.linear_bias) {
+        return "FPDT's chunked FFN is the GeLU MLP with biases (the model has " +
+               std::string(job.gated_ffn ? "a gated FFN" : "no linear biases") + ")";
+      }
+      if (job.kv_heads % c.cp != 0) {
+        return "FPDT splits the key/value heads (" + S(job.kv_heads) + ") over cp " + S(c.cp);
+      }
+      const int64_t chunk = std::min(job.fpdt_chunk_tokens, job.seq_len);
+      const int64_t local = job.seq_len / c.cp, ffn_chunk = chunk / c.cp / 2;
+      if (job.seq_len % c.cp != 0 || job.seq_len % chunk != 0 || local % (job.seq_len / chunk) != 0 ||
+          ffn_chunk < 1 || local % ffn_chunk != 0) {
+        return "FPDT's chunk " + S(chunk) + " must split seq " + S(job.seq_len) +
+               " evenly, each rank's share into whole chunks and into FFN chunks of chunk/cp/2";
+      }
+      return "";
+    }
+    case FrameworkRule::kPpUntiedEmbeddings:
+      if (c.pp <= 1 || !job.tied_embeddings) return "";
+      return "pipeline parallelism needs untied input and output embeddings";
+    case FrameworkRule::kTokensOverTpCp: {
+      const int64_t tokens = int64_t{c.mbs} * job.seq_len;
+      const int64_t divisor = int64_t{c.sp ? c.gy : 1} * (c.cp > 1 ? 2 * c.cp : 1);
+      if (tokens % divisor == 0) return "";
+      return "tokens per micro-batch (" + S(tokens) + ") must divide by " + S(divisor) +
+             " for sequence and context parallelism";
+    }
+    case FrameworkRule::kHpzWithoutTp:
+      if (!c.hpz || c.tensor() == 1) return "";
+      return "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
+             "shards with tp " + S(c.tensor());
+  }
+  return "";
+}
+
+const FrameworkRuleRef* BrokenRule(const FrameworkSpec& fw, const RuleJob& job, const ParallelConfig& c,
+                                   std::string* why) {
+  for (const FrameworkRuleRef& r : fw.rules) {
+    std::string w = FrameworkRuleBroken(r.rule, job, c);
+    if (!w.empty()) {
+      if (why) *why = std::move(w);
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 
 Result<Framework> ParseFramework(const std::string& name) {
   for (Framework f : AllFrameworks()) {
@@ -280,6 +367,23 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
       PT_ASSIGN_OR_RETURN(Evidence e,
                           ParseEvidence(ev[i], r.PointerOf("evidence") + "/" + std::to_string(i)));
       f.evidence.push_back(std::move(e));
+    }
+  }
+  if (r.Has("rules")) {
+    const Json& rules = r.Raw("rules");
+    if (!rules.is_array()) return r.Error("rules", "must be an array of {rule, source}");
+    for (size_t i = 0; i < rules.size(); ++i) {
+      ObjectReader rr(rules[i], r.PointerOf("rules") + "/" + std::to_string(i));
+      std::string name;
+      FrameworkRuleRef ref{};
+      PT_RETURN_IF_ERROR(rr.String("rule", &name));
+      auto rule = ParseFrameworkRule(name);
+      if (!rule.ok()) return rr.Error("rule", rule.status().message());
+      ref.rule = *rule;
+      PT_RETURN_IF_ERROR(rr.String("source", &ref.source));
+      if (ref.source.empty()) return rr.Error("source", "must cite the framework's source");
+      PT_RETURN_IF_ERROR(rr.Finish());
+      f.rules.push_back(std::move(ref));
     }
   }
   PT_RETURN_IF_ERROR(r.OptString("source", &f.source));

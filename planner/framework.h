@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "planner/config.h"
+#include "planner/pipeline.h"
 #include "topology/cluster.h"
 
 namespace paratune::planner {
@@ -47,7 +48,10 @@ struct FrameworkSupport {
   bool pp = false;         // pipeline parallelism
   bool vpp = false;        // interleaved (virtual) pipeline stages
   int vpp_min_pp = 2;      // interleaving needs pp >= this (Megatron-LM 2023 asserted pp > 2)
-  bool uneven_pp = false;  // layers % pp != 0 (as evenly as possible, or first/last stage counts)
+  bool uneven_pp = false;  // ranks holding different layer counts
+  // How the framework splits layers over pipeline stages ("pp_split":
+  // megatron | torchtitan | balanced; planner/pipeline.h).
+  PpSplit pp_split = PpSplit::kBalanced;
   bool cp_ring = false, cp_ulysses = false, cp_fpdt = false;
   std::array<bool, 4> zero{true, false, false, false};  // ZeRO stages 0..3 over the data group
   bool distributed_optimizer = false;  // Megatron's optimizer-state sharding
@@ -150,6 +154,55 @@ double EvidenceSteps(const std::vector<Evidence>& evidence, const std::string& g
                      const std::string& precision, int gpus, double params_b,
                      const std::string& family);
 
+// Start-up rules beyond the families a framework expresses: a configuration
+// that breaks one crashes the framework at start-up. The preset lists the
+// rules that apply (`rules`: [{"rule": name, "source": "file:line @commit"}]);
+// the search never ranks a configuration that breaks one (it may name the
+// fastest such one as what the framework would allow otherwise).
+enum class FrameworkRule : uint8_t {
+  // Transformer Engine's all-to-all context parallelism (Megatron --cp-comm-type
+  // a2a): Q heads per TP rank and KV heads per TP rank, max(1, kv/tp), both
+  // divisible by cp.
+  kCpA2aLocalHeads = 0,
+  // Megatron-DeepSpeed's Ulysses asserts the query projection equals the KV
+  // projection: no GQA/MQA.
+  kUlyssesNoGqa,
+  // FPDT all-to-alls K/V heads over the sequence group: kv_heads % cp == 0;
+  // its FFN is the GeLU MLP with biases; its chunk splits the sequence, each
+  // rank's share and the FFN's half chunks evenly.
+  kFpdtShapes,
+  // torchtitan pipelines only untied embeddings.
+  kPpUntiedEmbeddings,
+  // torchtitan: tokens per micro-batch divisible by (tp with SP) · (2·cp when cp > 1).
+  kTokensOverTpCp,
+  // DeepSpeed's hpZ groups are runs of consecutive global ranks: with Megatron
+  // tensor parallelism inside, those hold different tensor shards.
+  kHpzWithoutTp,
+};
+inline constexpr int kNumFrameworkRules = 6;
+const char* FrameworkRuleName(FrameworkRule r);  // "cp_a2a_local_heads", ...
+Result<FrameworkRule> ParseFrameworkRule(const std::string& s);
+
+struct FrameworkRuleRef {
+  FrameworkRule rule;
+  std::string source;  // file:line @commit and the condition, as the preset states it
+};
+
+// The facts of a job a rule reads.
+struct RuleJob {
+  int heads = 1, kv_heads = 1;
+  bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
+  int64_t seq_len = 0;
+  int64_t fpdt_chunk_tokens = 65536;
+};
+
+// "" when c keeps `rule` for `job`, else what breaks it, with the values.
+std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c);
+struct FrameworkSpec;
+// The first rule of `fw` that c breaks (nullptr: none), and why in *why.
+const FrameworkRuleRef* BrokenRule(const FrameworkSpec& fw, const RuleJob& job, const ParallelConfig& c,
+                                   std::string* why = nullptr);
+
 struct FrameworkSpec {
   std::string name;          // preset key, e.g. "fsdp"
   std::string display_name;  // "PyTorch FSDP1 (llm-foundry, HF Trainer)"
@@ -161,6 +214,9 @@ struct FrameworkSpec {
   std::map<std::string, double> uncertainty;
   // Where this framework's calibration rows lie (preset key `evidence`).
   std::vector<Evidence> evidence;
+
+  // Start-up rules the search applies (preset `rules`), each with its source.
+  std::vector<FrameworkRuleRef> rules;
   std::string source;
   std::map<std::string, std::string> sources;  // per-field provenance
 

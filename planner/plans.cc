@@ -65,7 +65,9 @@ Result<SpaceModels> ModelsForSpace(const Job& job, Family family, bool family_na
 
 int Complexity(const ParallelConfig& c, const FrameworkSpec& fw) {
   int n = (c.gx > 1) + (c.gy > 1) + (c.gz > 1) + (c.pp > 1) + (c.cp > 1) + (c.vpp > 1) + c.zero +
-          c.qwz + c.hpz + c.qgz + (c.first_stage_layers > 0 || c.last_stage_layers > 0);
+          c.qwz + c.hpz + c.qgz +
+          (c.first_stage_layers > 0 || c.last_stage_layers > 0 || c.pp_embedding_layers > 0 ||
+           c.pp_loss_layers > 0);
   if (!fw.support.placements.empty() && c.pp > 1 &&
       PlacementToString(c.placement) != fw.support.placements.front()) {
     ++n;
@@ -160,6 +162,29 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   }
   doc["candidates"] = cands;
   doc["leaders_within_band"] = within;
+  // The fastest configuration the framework's start-up rules forbid, when it
+  // beats the pick: said, never ranked.
+  if (!s.result.forbidden.empty()) {
+    const Candidate& f = s.result.forbidden.front();
+    if (ranked.empty() || f.prediction.iteration_time_s < ranked.front().best.prediction.iteration_time_s) {
+      const CostModel& cm = model_for(f.framework);
+      std::string why;
+      const FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
+      OrderedJson n;
+      n["framework"] = FrameworkName(f.framework);
+      n["config_string"] = ConfigToString(f.config);
+      n["config"] = ConfigToJson(f.config);
+      n["iteration_time_s"] = f.prediction.iteration_time_s;
+      n["tokens_per_s"] = f.prediction.tokens_per_s;
+      n["memory_GiB"] = f.prediction.memory.reserved_GiB;
+      n["rule"] = rule ? FrameworkRuleName(rule->rule) : "";
+      n["why"] = why;
+      n["source"] = rule ? rule->source : "";
+      n["note"] = std::string("fastest if ") + FrameworkName(f.framework) + " allowed it: " +
+                  FrameworkName(f.framework) + " refuses it at start-up, so it is not a candidate";
+      doc["faster_if_allowed"] = n;
+    }
+  }
   OrderedJson pareto = OrderedJson::array();
   for (const Candidate& c : s.result.pareto) {
     OrderedJson p;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/strings.h"
+#include "planner/pipeline.h"
 
 namespace paratune::planner {
 namespace {
@@ -30,31 +31,11 @@ struct ZeroChoice {
   bool offload_opt, offload_param;  // ZeRO-Offload / Infinity to host memory
 };
 
-// Megatron's uneven stages for layers % pp != 0: the stages in between take
-// ceil(layers / pp) each and the first and last share the rest (as Megatron's
-// Llama 3.1 405B recipe does: 126 layers on 16 stages = 7 + 14 × 8 + 7).
-// Returns false when no such split exists.
-bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
-  if (pp < 3) {
-    if (pp != 2 || layers < 2) return false;
-    *first = layers / 2;
-    *last = layers - *first;
-    return true;
-  }
-  for (int mid = (layers + pp - 1) / pp; mid <= layers; ++mid) {
-    const int rest = layers - mid * (pp - 2);
-    if (rest < 2) return false;
-    if (rest <= 2 * mid) {
-      *first = rest / 2;
-      *last = rest - *first;
-      return true;
-    }
-  }
-  return false;
-}
-
 constexpr const char* kIntKeys[] = {"tp",  "gx", "gy",   "gz",  "dp", "gdata", "pp",
                                     "vpp", "cp", "zero", "mbs", "ep", "etp"};
+// Pipeline layout keys the enumeration handles itself (0 allowed).
+constexpr const char* kLayoutKeys[] = {"first_stage_layers", "last_stage_layers",
+                                       "pp_embedding_layers", "pp_loss_layers"};
 constexpr const char* kBoolKeys[] = {"sp",
                                      "distributed_optimizer",
                                      "qwz",
@@ -100,7 +81,9 @@ bool StrictlyDominated(const std::vector<std::pair<double, double>>& front, doub
 
 // Canonical order for deterministic ties.
 auto Key(const ParallelConfig& c) {
-  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, static_cast<int>(c.cp_kind),
+  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, c.first_stage_layers,
+                         c.last_stage_layers, c.pp_embedding_layers, c.pp_loss_layers,
+                         static_cast<int>(c.cp_kind),
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
                          c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
                          c.placement.order, c.ep, c.etp, static_cast<int>(c.moe_dispatcher));
@@ -183,8 +166,14 @@ Status ValidateFixed(const FixedFields& fixed) {
       if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
     } else if (k == "moe_dispatcher") {
       if (!ParseMoeDispatcher(v).ok()) return ParseMoeDispatcher(v).status();
+    } else if (IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k)) {
+      auto n = ParseInt(v, "--fix " + k);
+      if (!n.ok()) return n.status();
+      if (*n < 0) return Status::InvalidArgument("--fix " + k + ": out of range (0 = automatic)");
     } else {
-      return Status::InvalidArgument("--fix: unknown field '" + k + "'");
+      // Any other key of a configuration (--config): checked by the config parser.
+      PT_ASSIGN_OR_RETURN(Json j, ConfigStringToJson(k + "=" + v));
+      if (Result<ParallelConfig> c = ParseConfig(j, "--fix", 0); !c.ok()) return c.status();
     }
   }
   return Status::Ok();
@@ -193,6 +182,19 @@ Status ValidateFixed(const FixedFields& fixed) {
 Search::Search(std::vector<const CostModel*> models, SearchOptions options)
     : models_(std::move(models)), options_(std::move(options)) {
   if (options_.memory_only) options_.objective = Objective::kMemory;
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "first_stage_layers") pinned_first_ = static_cast<int>(*ParseInt(v, k));
+    if (k == "last_stage_layers") pinned_last_ = static_cast<int>(*ParseInt(v, k));
+    const bool native = IsIn(std::begin(kIntKeys), std::end(kIntKeys), k) ||
+                        IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k) ||
+                        IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k) || k == "cp_kind" ||
+                        k == "recompute" || k == "placement" || k == "moe_dispatcher";
+    if (native) continue;
+    // A key the enumeration does not choose by itself: the configuration's
+    // canonical JSON must hold the pinned value (ValidateFixed parsed it).
+    const Json j = *ConfigStringToJson(k + "=" + v);
+    generic_pins_.emplace_back(k, j[k].dump());
+  }
   placements_.resize(models_.size());
   for (int i = 0; i < static_cast<int>(models_.size()); ++i) Enumerate(i);
 }
@@ -232,6 +234,14 @@ bool Search::Allowed(const char* key, int value) const {
 bool Search::AllowedPlacement(const Placement& p) const {
   for (const auto& [k, v] : options_.fixed) {
     if (k == "placement" && !(*ParsePlacement(v) == p)) return false;
+  }
+  return true;
+}
+
+bool Search::MatchesGenericPins(const ParallelConfig& c) const {
+  const OrderedJson j = ConfigToJson(c);
+  for (const auto& [k, v] : generic_pins_) {
+    if (!j.contains(k) || j[k].dump() != v) return false;
   }
   return true;
 }
@@ -314,7 +324,15 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
     if (!Allowed(key, value)) return false;
   }
   if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
-  if (!Allowed("uneven_pp", c.pp > 1 && cm.model().layers % c.pp != 0)) return false;
+  if (!Allowed("uneven_pp", c.pp > 1 && !SplitLayers(cm.model().layers, c, cm.framework().support.pp_split).even)) {
+    return false;
+  }
+  if (!Allowed("first_stage_layers", c.first_stage_layers) || !Allowed("last_stage_layers", c.last_stage_layers) ||
+      !Allowed("pp_embedding_layers", c.pp_embedding_layers) || !Allowed("pp_loss_layers", c.pp_loss_layers)) {
+    return false;
+  }
+  if (cm.BrokenRule(c) != nullptr) return false;
+  if (!generic_pins_.empty() && !MatchesGenericPins(c)) return false;
   if (!Allowed("sp", c.sp) || !Allowed("distributed_optimizer", c.distributed_optimizer) ||
       !Allowed("qwz", c.qwz) || !Allowed("hpz", c.hpz) || !Allowed("qgz", c.qgz) ||
       !Allowed("offload_optimizer", c.offload_optimizer) ||
@@ -348,21 +366,37 @@ SearchResult Search::RunShard(int shard) const {
     if (fr.cp_ulysses && Allowed("cp_kind", 1)) kinds.push_back(CpKind::kUlysses);
     if (fr.cp_fpdt && Allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
   }
-  std::vector<int> vpps = {1};
-  // Uneven stages when layers % pp != 0 (frameworks that run them): Megatron
-  // with stated first/last stage counts, the others split as evenly as possible.
-  int first_layers = 0, last_layers = 0;
-  // uneven_pp=false pins whole stages (Megatron-LM before Megatron-Core 0.9
-  // asserted num_layers % pipeline size == 0).
-  if (o.pp > 1 && m.layers % o.pp != 0 && !Allowed("uneven_pp", 1)) return res;
-  if (o.pp > 1 && m.layers % o.pp != 0) {
-    if (fr.uneven_pp && framework == Framework::kMegatron) {
-      if (!BalancedFirstLast(m.layers, o.pp, &first_layers, &last_layers)) first_layers = last_layers = 0;
+  // Pipeline layouts the framework builds at this pp (planner/pipeline.h), each
+  // with the interleaving degrees that build it; pins and uneven_pp filter them.
+  struct Pipe {
+    int first, last, embedding, loss, vpp;
+  };
+  std::vector<Pipe> pipes;
+  {
+    const bool interleave = o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
+    const int max_vpp = (m.layers + 2) / std::max(1, o.pp);
+    for (const LayoutChoice& ch : LayoutChoices(m.layers, o.pp, fr.pp_split, interleave, max_vpp,
+                                                pinned_first_, pinned_last_)) {
+      ParallelConfig probe;
+      probe.pp = o.pp;
+      probe.first_stage_layers = ch.first;
+      probe.last_stage_layers = ch.last;
+      probe.pp_embedding_layers = ch.embedding;
+      probe.pp_loss_layers = ch.loss;
+      // uneven_pp=false pins whole, equal stages (Megatron-LM before
+      // Megatron-Core 0.9 asserted num_layers % pipeline size == 0).
+      const bool uneven = o.pp > 1 && !SplitLayers(m.layers, probe, fr.pp_split).even;
+      if ((uneven && !fr.uneven_pp) || !Allowed("uneven_pp", uneven) ||
+          !Allowed("first_stage_layers", ch.first) || !Allowed("last_stage_layers", ch.last) ||
+          !Allowed("pp_embedding_layers", ch.embedding) || !Allowed("pp_loss_layers", ch.loss)) {
+        continue;
+      }
+      for (int v : ch.vpps) {
+        if (Allowed("vpp", v)) pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v});
+      }
     }
-  } else if (o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp) {
-    vpps.clear();
-    for (int v : Divisors(m.layers / std::max(1, o.pp))) vpps.push_back(v);
   }
+  if (pipes.empty()) return res;
   std::vector<int> sps;
   if (o.gy > 1 && o.gx == 1) {
     if (fr.tp_without_sp && Allowed("sp", 0)) sps.push_back(0);
@@ -414,7 +448,7 @@ SearchResult Search::RunShard(int shard) const {
       if (b <= options_.max_mbs && Allowed("mbs", b)) mbss.push_back(b);
     }
   }
-  const int64_t inner = static_cast<int64_t>(kinds.size()) * vpps.size() * sps.size() * zeros.size() *
+  const int64_t inner = static_cast<int64_t>(kinds.size()) * pipes.size() * sps.size() * zeros.size() *
                         rcs.size() * placements.size();
   if (mbss.empty() || kinds.empty() || sps.empty() || zeros.empty() || rcs.empty()) {
     // The batch cannot be split over gz·gdata (or a pin leaves nothing to try).
@@ -441,7 +475,7 @@ SearchResult Search::RunShard(int shard) const {
       places.push_back(pl);
     }
   }
-  const int64_t per_mbs = static_cast<int64_t>(vpps.size()) * sps.size() * zeros.size() * rcs.size() *
+  const int64_t per_mbs = static_cast<int64_t>(pipes.size()) * sps.size() * zeros.size() * rcs.size() *
                           places.size();
 
   // Pruning by the lower bound is exact for every objective that ranks by time
@@ -542,10 +576,18 @@ SearchResult Search::RunShard(int shard) const {
       probe.cp = o.cp;
       probe.ep = mc.ep;
       probe.etp = mc.etp;
-      probe.first_stage_layers = first_layers;
-      probe.last_stage_layers = last_layers;
+      // The least any of the tuple's pipeline layouts holds.
+      double held = std::numeric_limits<double>::infinity();
+      for (const Pipe& p : pipes) {
+        probe.vpp = p.vpp;
+        probe.first_stage_layers = p.first;
+        probe.last_stage_layers = p.last;
+        probe.pp_embedding_layers = p.embedding;
+        probe.pp_loss_layers = p.loss;
+        held = std::min(held, cm.ExpertParamsHeld(probe));
+      }
       const double edp = static_cast<double>(stage) / (int64_t{mc.ep} * mc.etp);
-      const double bytes = cm.ExpertParamsHeld(probe) * (2.0 + 2.0 + 12.0 / edp);
+      const double bytes = held * (2.0 + 2.0 + 12.0 / edp);
       if (bytes > usable) {
         const int64_t n = inner * static_cast<int64_t>(mbss.size());
         res.evaluated += n;
@@ -566,8 +608,13 @@ SearchResult Search::RunShard(int shard) const {
 
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
-  c.first_stage_layers = first_layers;
-  c.last_stage_layers = last_layers;
+  auto set_pipe = [&c](const Pipe& p) {
+    c.vpp = p.vpp;
+    c.first_stage_layers = p.first;
+    c.last_stage_layers = p.last;
+    c.pp_embedding_layers = p.embedding;
+    c.pp_loss_layers = p.loss;
+  };
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;
@@ -578,7 +625,7 @@ SearchResult Search::RunShard(int shard) const {
       // configuration they rule out is counted under its reason.
       // The probe takes the first choice of every inner field (each is one the
       // framework supports, so a framework rule that fails here fails them all).
-      c.vpp = 1;
+      set_pipe(pipes.front());
       c.mbs = mbss.front();
       c.sp = sps.front() != 0;
       c.zero = 0;
@@ -586,7 +633,10 @@ SearchResult Search::RunShard(int shard) const {
       c.qwz = c.hpz = c.qgz = false;
       c.offload_optimizer = c.offload_param = false;
       c.recompute = rcs.front();
-      const Reason shape = cm.CheckRules(c);
+      // The framework's start-up rules (its preset's `rules`) are applied per
+      // configuration below, so that the fastest configuration they forbid can
+      // still be named.
+      const Reason shape = cm.CheckRules(c, /*framework_rules=*/false);
       if (shape != Reason::kOk && shape != Reason::kBatchNotDivisible &&
           shape != Reason::kMicroBatchesVsPp) {
         const int64_t n = per_mbs * static_cast<int64_t>(mbss.size());
@@ -598,7 +648,7 @@ SearchResult Search::RunShard(int shard) const {
         c.sp = sp != 0;
         for (int mbs : mbss) {
           c.mbs = mbs;
-          c.vpp = 1;
+          set_pipe(pipes.front());
           c.recompute = Recompute::kNone;
           const CostModel::ComputeTerms terms = cm.Compute(c);
           const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
@@ -609,15 +659,14 @@ SearchResult Search::RunShard(int shard) const {
             const double swap = 3.0 * (terms.moe_fwd - terms.linear_fwd[2] - terms.linear_fwd[3]);
             for (double& x : compute) x += std::min(0.0, swap);
           }
-          for (int vpp : vpps) {
-            if (!Allowed("vpp", vpp)) continue;
-            c.vpp = vpp;
+          for (const Pipe& pipe : pipes) {
+            set_pipe(pipe);
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
             c.zero = 0;
             c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
             c.offload_optimizer = c.offload_param = false;
-            const Reason level = cm.CheckRules(c);
+            const Reason level = cm.CheckRules(c, /*framework_rules=*/false);
             if (level != Reason::kOk) {
               const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
               res.evaluated += n;
@@ -662,10 +711,37 @@ SearchResult Search::RunShard(int shard) const {
                     else if (k == "overlap_p2p")
                       c.overlap_p2p = b;
                   }
+                  if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
                   ++res.evaluated;
+                  // A configuration the framework would refuse at start-up is never
+                  // ranked; the fastest one is kept aside (plans' faster_if_allowed).
+                  const bool forbidden = cm.BrokenRule(c) != nullptr;
                   if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
                       (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
+                    continue;
+                  }
+                  if (forbidden) {
+                    ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
+                    if (options_.memory_only) continue;
+                    const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                    if (mem.Verdict() != Reason::kOk) continue;
+                    // Only one faster than every ranked candidate is worth naming.
+                    const double lb = static_cast<double>(cm.training().global_batch) /
+                                      (static_cast<double>(c.mbs) * c.gz * c.gdata) *
+                                      layers_per_stage * compute[static_cast<int>(rc)];
+                    if (prune && lb > bound_.load(std::memory_order_relaxed)) continue;
+                    if (!res.forbidden.empty() &&
+                        lb > res.forbidden.front().prediction.iteration_time_s) {
+                      continue;
+                    }
+                    const Prediction pred = cm.PredictWith(c, terms, &mem);
+                    Candidate cand{c, pred, framework};
+                    if (res.forbidden.empty()) {
+                      res.forbidden.push_back(cand);
+                    } else if (Better(cand, res.forbidden.front())) {
+                      res.forbidden.front() = cand;
+                    }
                     continue;
                   }
                   // Memory first: cheap, and most rejections are for memory.
@@ -786,6 +862,10 @@ SearchResult Search::Merge(std::vector<SearchResult> parts) const {
     for (int i = 0; i < kNumReasons; ++i) out.rejected[i] += p.rejected[i];
     all_pool.insert(all_pool.end(), std::make_move_iterator(p.pool.begin()),
                     std::make_move_iterator(p.pool.end()));
+    for (const Candidate& f : p.forbidden) {
+      if (out.forbidden.empty()) out.forbidden.push_back(f);
+      else if (Better(f, out.forbidden.front())) out.forbidden.front() = f;
+    }
     all_pareto.insert(all_pareto.end(), p.pareto.begin(), p.pareto.end());
   }
   Trim(&all_pool);

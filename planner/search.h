@@ -41,13 +41,14 @@ enum class Objective : uint8_t { kTime = 0, kTokensPerS, kMfu, kMemory };
 const char* ObjectiveName(Objective o);  // "time" | "tokens_per_s" | "mfu" | "memory"
 Result<Objective> ParseObjective(const std::string& s);
 
-// Pinned fields: key = a config key (tp, pp, vpp, dp, gx, gy, gz, gdata, cp,
-// cp_kind, sp, zero, distributed_optimizer, qwz, hpz, qgz, offload_optimizer,
-// offload_param, mbs, recompute, oar,
-// ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
-// overlap_p2p, placement, ep, etp, moe_dispatcher, moe_a2a_overlap), value as in
-// --config; also uneven_pp (false: only pipelines whose stages hold whole, equal
-// layer counts).
+// Pinned fields: key = any config key (as in --config: tp, pp, vpp, dp, gx, gy,
+// gz, gdata, cp, cp_kind, sp, zero, distributed_optimizer, qwz, hpz, qgz,
+// offload_optimizer, offload_param, offload_activation_layers, cuda_graphs, mbs,
+// recompute, first_stage_layers, last_stage_layers, pp_embedding_layers,
+// pp_loss_layers, oar, ors, oag, overlap_grad_reduce, overlap_param_gather,
+// tp_comm_overlap, overlap_p2p, placement, ep, etp, moe_dispatcher,
+// moe_a2a_overlap), value as in --config; also uneven_pp (false: only
+// pipelines whose stages hold equal layer counts).
 using FixedFields = std::vector<std::pair<std::string, std::string>>;
 // Checks keys and values; errors name the bad piece.
 Status ValidateFixed(const FixedFields& fixed);
@@ -85,6 +86,9 @@ struct SearchResult {
   // widest uncertainty band of the best. `top` is its first top_k entries.
   std::vector<Candidate> pool;
   std::vector<Candidate> pareto;  // by memory ascending (time descending)
+  // The fastest fitting configuration the framework's start-up rules forbid
+  // (framework preset `rules`), when one beats the K-th ranked: at most one.
+  std::vector<Candidate> forbidden;
   int64_t evaluated = 0;          // configurations enumerated
   int64_t feasible = 0;           // passed the rules and fit in memory
   std::array<int64_t, kNumReasons> rejected{};  // by Reason
@@ -130,6 +134,8 @@ class Search {
   bool Allowed(const char* key, int value) const;
   bool AllowedPlacement(const Placement& p) const;
   bool InSpaceOf(int model, const ParallelConfig& c) const;
+  // Whether c holds the pinned values of keys the enumeration does not choose.
+  bool MatchesGenericPins(const ParallelConfig& c) const;
 
   // Lowers the shared bound to `t` (the keep limit some shard holds).
   void LowerBound(double t) const;
@@ -152,11 +158,13 @@ class Search {
   mutable std::mutex front_mu_;
   mutable std::vector<std::pair<double, double>> front_;
   std::vector<Outer> outer_;
+  int pinned_first_ = 0, pinned_last_ = 0;  // first/last_stage_layers pins (0: none)
+  std::vector<std::pair<std::string, std::string>> generic_pins_;  // key, JSON text
   std::vector<std::vector<Placement>> placements_;  // per model
 };
 
 // The longest sequence some configuration fits in memory (`paratune
-// capacity`, validation/seeds.h). `fits(seq, unlimited_host, best)` answers
+// capacity`, planner/seeds.h). `fits(seq, unlimited_host, best)` answers
 // whether any configuration fits at `seq` tokens (with host memory unlimited
 // when asked: that is how host memory is found to bind) and sets `best` to
 // one that does. Doubles from `start` to `max_seq` (every doubling: FPDT's

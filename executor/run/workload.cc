@@ -944,7 +944,7 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
   // the slice's first round(fraction × slice) layers keep their forward
   // gathers for the recompute and the backward.
   if (c.gz > 1) {
-    const int stage_layers = std::max(1, planner::SplitLayers(job.model.layers, c).max);
+    const int stage_layers = std::max(1, cm.Stages(c).max);
     const double fraction = std::min(1.0, cm.Memory(c).z_cached_layers / double(stage_layers));
     b.SetZCachedLayers(static_cast<int>(std::lround(fraction * w.slice_layers)));
   }

@@ -233,7 +233,7 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   const double t = c.tensor();
   const double V = m.vocab, h = m.hidden;
-  const StageLayers st = SplitLayers(m.layers, c);
+  const StageLayers st = Stages(c);
   const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
   const double emb_shard = V * h / t;
   const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;

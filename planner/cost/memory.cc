@@ -20,7 +20,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const double e = act_bytes_;
   const double h = m.hidden, V = m.vocab;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
-  const StageLayers st = SplitLayers(m.layers, c);
+  const StageLayers st = Stages(c);
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
 
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.

@@ -63,7 +63,7 @@ const char* ReasonField(Reason r) {
   return "";
 }
 
-Reason CostModel::CheckRules(const ParallelConfig& c) const {
+Reason CostModel::CheckRules(const ParallelConfig& c, bool framework_rules) const {
   const ModelSpec& m = model_;
   if (c.gx < 1 || c.gy < 1 || c.gz < 1 || c.gdata < 1 || c.pp < 1 || c.vpp < 1 || c.cp < 1 ||
       c.mbs < 1 || (c.vpp > 1 && c.pp < 2)) {
@@ -79,25 +79,10 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
   }
   if (m.hidden % c.gx != 0 || m.hidden % c.gy != 0) return Reason::kHiddenNotDivisible;
   if (m.ffn_hidden % c.gx != 0 || m.ffn_hidden % c.gy != 0) return Reason::kFfnNotDivisible;
-  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
-    // Megatron's uneven stages: both stages exist (pp > 1), each keeps at least
-    // one layer, and the stages in between share the rest evenly, in vpp chunks.
-    if (c.pp < 2 || !fw_.support.uneven_pp) return Reason::kLayersNotDivisible;
-    const int explicit_stages = (c.first_stage_layers > 0) + (c.last_stage_layers > 0);
-    const int rest_stages = c.pp - explicit_stages;
-    const int rest = m.layers - c.first_stage_layers - c.last_stage_layers;
-    if (rest < 0 || (rest_stages == 0 && rest != 0) ||
-        (rest_stages > 0 && (rest <= 0 || rest % (rest_stages * c.vpp) != 0)) ||
-        c.first_stage_layers % c.vpp != 0 || c.last_stage_layers % c.vpp != 0) {
-      return Reason::kLayersNotDivisible;
-    }
-  } else if (m.layers % (c.pp * c.vpp) != 0) {
-    // As evenly as possible (DeepSpeed, torchtitan) without interleaving;
-    // Megatron needs the first/last stage counts stated.
-    const bool automatic = fw_.support.uneven_pp && c.vpp == 1 && m.layers >= c.pp &&
-                           training_.framework != Framework::kMegatron;
-    if (!automatic) return Reason::kLayersNotDivisible;
-  }
+  // The framework builds this pipeline layout (pipeline.h), with stages of
+  // different sizes only where it runs them.
+  if (!PipelineLayoutError(m.layers, c, fw_.support.pp_split).empty()) return Reason::kLayersNotDivisible;
+  if (!fw_.support.uneven_pp && c.pp > 1 && !Stages(c).even) return Reason::kLayersNotDivisible;
   const int64_t per_step = int64_t{c.mbs} * c.gz * c.gdata;
   if (training_.global_batch % per_step != 0) return Reason::kBatchNotDivisible;
   const int64_t n_mb = training_.global_batch / per_step;
@@ -127,7 +112,21 @@ Reason CostModel::CheckRules(const ParallelConfig& c) const {
     return Reason::kZeroConflict;
   }
   if (!Supports(c)) return Reason::kFrameworkUnsupported;
+  if (framework_rules && BrokenRule(c) != nullptr) return Reason::kFrameworkUnsupported;
   return Reason::kOk;
+}
+
+const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::string* why) const {
+  if (fw_.rules.empty()) return nullptr;
+  RuleJob job;
+  job.heads = model_.heads;
+  job.kv_heads = model_.kv_heads;
+  job.tied_embeddings = model_.tied_embeddings;
+  job.gated_ffn = model_.gated_ffn;
+  job.linear_bias = model_.linear_bias;
+  job.seq_len = training_.seq_len;
+  job.fpdt_chunk_tokens = training_.fpdt_chunk_tokens;
+  return planner::BrokenRule(fw_, job, c, why);
 }
 
 const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
@@ -232,19 +231,16 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
       os << "ffn_hidden (" << m.ffn_hidden << ") must be divisible by gx (" << c.gx
          << ") and gy/tp (" << c.gy << ")";
       break;
-    case Reason::kLayersNotDivisible:
-      if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
-        os << "first_stage_layers (" << c.first_stage_layers << ") and last_stage_layers ("
-           << c.last_stage_layers << ") need pp > 1, a framework with uneven stages, and the other "
-           << "stages sharing the remaining layers evenly in chunks of vpp (" << c.vpp
-           << "), as Megatron's --decoder-first/last-pipeline-num-layers require";
-      } else if (training_.framework == Framework::kMegatron && fw_.support.uneven_pp && c.vpp == 1) {
-        os << "layers (" << m.layers << ") are not divisible by pp (" << c.pp
-           << "): Megatron needs first_stage_layers / last_stage_layers for uneven stages";
+    case Reason::kLayersNotDivisible: {
+      const std::string layout = PipelineLayoutError(m.layers, c, fw_.support.pp_split);
+      if (!layout.empty()) {
+        os << FrameworkName(training_.framework) << " does not build this pipeline layout: " << layout;
       } else {
-        os << "layers (" << m.layers << ") must be divisible by pp·vpp (" << c.pp * c.vpp << ")";
+        os << FrameworkName(training_.framework) << " runs only pipeline stages of equal layer counts; "
+           << "these hold different ones";
       }
       break;
+    }
     case Reason::kBatchNotDivisible:
       os << "global_batch (" << training_.global_batch << ") must be divisible by mbs·gz·gdata ("
          << per_step << ")";
@@ -293,10 +289,18 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
       os << "needs more host memory per node than is usable ("
          << cluster_.host_memory_GiB * (1.0 - training_.headroom) << " GiB)";
       break;
-    case Reason::kFrameworkUnsupported:
-      os << FrameworkName(training_.framework) << " cannot run this configuration: "
-         << UnsupportedWhy(c);
+    case Reason::kFrameworkUnsupported: {
+      os << FrameworkName(training_.framework) << " cannot run this configuration: ";
+      std::string why;
+      if (UnsupportedWhy(c)[0] == '\0') {
+        if (const FrameworkRuleRef* rule = BrokenRule(c, &why)) {
+          os << why << " (" << rule->source << ")";
+          break;
+        }
+      }
+      os << UnsupportedWhy(c);
       break;
+    }
   }
   return os.str();
 }

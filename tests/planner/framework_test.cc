@@ -144,7 +144,7 @@ TEST(UnevenStages, MegatronFirstAndLastStageCounts) {
   c.pp = 16;
   c.first_stage_layers = 7;
   c.last_stage_layers = 7;
-  StageLayers s = SplitLayers(126, c);
+  StageLayers s = SplitLayers(126, c, PpSplit::kMegatron);
   EXPECT_EQ(s.first, 7);
   EXPECT_EQ(s.middle, 8);  // (126 - 14) / 14
   EXPECT_EQ(s.last, 7);
@@ -153,7 +153,7 @@ TEST(UnevenStages, MegatronFirstAndLastStageCounts) {
   // Only the first stage given: the other 15 share 126 - 6 = 120.
   c.last_stage_layers = 0;
   c.first_stage_layers = 6;
-  s = SplitLayers(126, c);
+  s = SplitLayers(126, c, PpSplit::kMegatron);
   EXPECT_EQ(s.first, 6);
   EXPECT_EQ(s.middle, 8);
   EXPECT_EQ(s.last, 8);
@@ -179,7 +179,7 @@ TEST(UnevenStages, MegatronFirstAndLastStageCounts) {
 TEST(UnevenStages, EvenAsPossibleAndTheSlowestStageGoverns) {
   ParallelConfig c;
   c.pp = 12;
-  const StageLayers s = SplitLayers(70, c);
+  const StageLayers s = SplitLayers(70, c, PpSplit::kBalanced);
   EXPECT_EQ(s.first, 6);
   EXPECT_EQ(s.last, 5);
   EXPECT_EQ(s.max, 6);
@@ -211,8 +211,20 @@ TEST(UnevenStages, SearchCoversThem) {
   opt.fixed = {{"tp", "8"}, {"pp", "16"}};
   SearchResult r = Search(cm, opt).RunAll();
   ASSERT_FALSE(r.top.empty());
-  EXPECT_EQ(r.top.front().config.first_stage_layers, 7);
-  EXPECT_EQ(r.top.front().config.last_stage_layers, 7);
+  // 7 + 14 x 8 + 7, stated as first/last counts or by counting the embedding
+  // and the loss as layers ((126 + 2) / 16 = 8): the same split, priced alike.
+  const StageLayers st = cm.Stages(r.top.front().config);
+  EXPECT_EQ(st.first, 7);
+  EXPECT_EQ(st.middle, 8);
+  EXPECT_EQ(st.last, 7);
+  opt.fixed.push_back({"first_stage_layers", "7"});
+  const SearchResult pinned = Search(cm, opt).RunAll();
+  ASSERT_FALSE(pinned.top.empty());
+  EXPECT_EQ(pinned.top.front().config.last_stage_layers, 7);
+  // Stated counts of 7 divide into no virtual stages; the counted embedding and
+  // loss (8 per rank) do, so the free search is at least as fast.
+  EXPECT_EQ(pinned.top.front().config.vpp, 1);
+  EXPECT_GE(pinned.top.front().prediction.iteration_time_s, r.top.front().prediction.iteration_time_s);
 }
 
 TEST(Ranking, IdenticalPredictionsCollapseIntoOneRow) {

@@ -64,9 +64,13 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
   for (int gx : Divs(n)) for (int gy : Divs(n / gx)) for (int cp : Divs(n / gx / gy))
   for (int pp : Divs(n / gx / gy / cp)) for (int gz : Divs(n / gx / gy / cp / pp)) {
     const int gdata = n / gx / gy / cp / pp / gz;
-    std::vector<int> vpps = pp > 1 ? Divs(m.layers / pp) : std::vector<int>{1};
-    if (m.layers % pp) vpps = {1};
-    for (int vpp : vpps) for (int kind = 0; kind < (cp > 1 ? 3 : 1); ++kind)
+    // Every pipeline layout: interleaving up to (layers + 2) / pp chunks per
+    // rank, the embedding and the loss counted as layers or not (the rules
+    // decide which the framework builds).
+    std::vector<int> vpps = {1};
+    for (int v = 2; pp > 1 && v <= (m.layers + 2) / pp; ++v) vpps.push_back(v);
+    for (int vpp : vpps) for (int emb = 0; emb <= (pp > 1 ? 1 : 0); ++emb)
+    for (int loss = 0; loss <= (pp > 1 ? 1 : 0); ++loss) for (int kind = 0; kind < (cp > 1 ? 3 : 1); ++kind)
     for (int sp = 0; sp <= (gy > 1 && gx == 1 ? 1 : 0); ++sp)
     // ZeRO and the distributed optimizer shard over the weight replicas, data × cp.
     for (int zero = 0; zero <= (gdata * cp > 1 ? 3 : 0); ++zero)
@@ -91,6 +95,8 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
             c.gdata = gdata;
             c.pp = pp;
             c.vpp = vpp;
+            c.pp_embedding_layers = emb;
+            c.pp_loss_layers = loss;
             c.cp = cp;
             c.cp_kind = static_cast<CpKind>(kind);
             c.sp = sp;

@@ -1,0 +1,140 @@
+// Shared pieces of the emitters: refusals, rank orders, the header every text
+// format carries and the pipeline split check.
+#include <algorithm>
+#include <sstream>
+
+#include "common/strings.h"
+#include "frameworks/emit_internal.h"
+
+namespace paratune::planner::emit_internal {
+
+int64_t Plan::Nodes() const {
+  const int gpn = std::max(1, job.cluster.gpus_per_node);
+  return std::max<int64_t>(1, (job.gpus + gpn - 1) / gpn);
+}
+
+Status Refuse(EmitFormat f, const std::string& why) {
+  return Status::InvalidArgument(std::string("--format ") + EmitFormatName(f) +
+                                 " cannot express this plan: " + why);
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+namespace {
+std::vector<Dim> ActiveOrder(const ParallelConfig& c) {
+  std::vector<Dim> out;
+  for (Dim d : c.placement.order) {
+    if (c.Degree(d) > 1) out.push_back(d);
+  }
+  return out;
+}
+
+std::string Join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+}  // namespace
+
+bool OrderMatches(const ParallelConfig& c, std::initializer_list<Dim> framework_order) {
+  std::vector<Dim> want;
+  for (Dim d : framework_order) {
+    if (c.Degree(d) > 1) want.push_back(d);
+  }
+  return ActiveOrder(c) == want;
+}
+
+std::string OrderString(const ParallelConfig& c) {
+  std::string s;
+  for (Dim d : ActiveOrder(c)) s += (s.empty() ? "" : "-") + std::string(DimName(d));
+  return s.empty() ? "(no parallel dimension)" : s;
+}
+
+std::vector<int> ChunkLayerList(const Plan& p) {
+  std::vector<int> out;
+  const int n = p.c.pp * p.c.vpp;
+  for (int k = 0; k < n; ++k)
+    out.push_back(ChunkLayers(p.job.model.layers, p.c, p.PricedSplit(), k));
+  return out;
+}
+
+std::vector<int> RankLayers(const Plan& p) {
+  std::vector<int> out(p.c.pp, 0);
+  const std::vector<int> chunks = ChunkLayerList(p);
+  for (size_t k = 0; k < chunks.size(); ++k) out[k % p.c.pp] += chunks[k];
+  return out;
+}
+
+Status CheckSameSplit(const Plan& p, EmitFormat f, PpSplit split) {
+  const int layers = p.job.model.layers;
+  const std::string err = PipelineLayoutError(layers, p.c, split);
+  if (!err.empty()) return Refuse(f, err);
+  if (split == p.PricedSplit()) return Status::Ok();
+  const std::string priced_err = PipelineLayoutError(layers, p.c, p.PricedSplit());
+  if (!priced_err.empty()) {
+    return Refuse(f, std::string("the plan's layout is not one ") + FrameworkName(p.framework) +
+                         " builds, so it was not priced: " + priced_err);
+  }
+  std::vector<int> theirs;
+  for (int k = 0; k < p.c.pp * p.c.vpp; ++k) theirs.push_back(ChunkLayers(layers, p.c, split, k));
+  const std::vector<int> priced = ChunkLayerList(p);
+  if (theirs != priced) {
+    return Refuse(f, std::string("it would split the layers per model chunk as ") + Join(theirs) +
+                         ", not as the plan was priced (" + Join(priced) + ", " +
+                         PpSplitName(p.PricedSplit()) + "'s split)");
+  }
+  return Status::Ok();
+}
+
+Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw) {
+  RuleJob job;
+  job.heads = p.job.model.heads;
+  job.kv_heads = p.job.model.kv_heads;
+  job.tied_embeddings = p.job.model.tied_embeddings;
+  job.gated_ffn = p.job.model.gated_ffn;
+  job.linear_bias = p.job.model.linear_bias;
+  job.seq_len = p.job.training.seq_len;
+  job.fpdt_chunk_tokens = p.job.training.fpdt_chunk_tokens;
+  std::string why;
+  if (const FrameworkRuleRef* r = BrokenRule(FrameworkPreset(fw), job, p.c, &why)) {
+    return Refuse(f, why + " (" + r->source + ")");
+  }
+  return Status::Ok();
+}
+
+std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* comment,
+                   const char* what) {
+  std::ostringstream os;
+  os << comment << " " << what << " from paratune plan rank " << p.rank << ": " << p.config_string
+     << "\n";
+  os << comment << " " << p.job.model.name << ", " << p.job.gpus << " GPUs of "
+     << p.job.cluster.name << ", seq " << p.job.training.seq_len << ", global batch " << p.Gbs()
+     << "\n";
+  if (p.iteration_time_s >= 0) {
+    os << comment << " predicted: " << FormatFixed(p.iteration_time_s, 3) << " s/iteration";
+    if (p.iteration_time_lo >= 0) {
+      os << " (" << FormatFixed(p.iteration_time_lo, 3) << "-"
+         << FormatFixed(p.iteration_time_hi, 3) << ")";
+    }
+    if (p.mfu >= 0) os << ", MFU " << FormatFixed(100 * p.mfu, 1) << " %";
+    if (p.memory_reserved_GiB >= 0) {
+      os << ", " << FormatFixed(p.memory_reserved_GiB, 1) << " GiB reserved per GPU";
+      if (p.memory_capacity_GiB > 0) os << " of " << FormatFixed(p.memory_capacity_GiB, 1);
+    }
+    os << "\n";
+  }
+  os << comment << " follows " << fe.follows.repository << " @ " << fe.follows.commit << " ("
+     << fe.follows.version << "): " << fe.follows.files << "\n";
+  if (p.c.pp > 1) {
+    os << comment << " pipeline: transformer layers per rank " << Join(RankLayers(p));
+    if (p.c.vpp > 1) os << "; per model chunk (virtual stage-major) " << Join(ChunkLayerList(p));
+    os << "\n";
+  }
+  for (const Keep& k : fe.keep(p)) {
+    os << comment << " keep: " << k.name << "=" << k.value << " (" << k.why << ")\n";
+  }
+  os << comment << " launch: " << fe.launcher(p) << "\n";
+  return os.str();
+}
+
+}  // namespace paratune::planner::emit_internal

@@ -1,0 +1,93 @@
+// frameworks/emit_internal.h: what the per-framework emitters share (not a
+// public header). Each framework's room (frameworks/<name>.cc) holds its
+// start-up checks, its writer and the snapshot of the framework whose rules
+// they follow; frameworks/emit.cc loads the plan and dispatches.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "frameworks/emit.h"
+#include "planner/config.h"
+#include "planner/framework.h"
+#include "planner/pipeline.h"
+#include "planner/plans.h"
+
+namespace paratune::planner::emit_internal {
+
+// One candidate of a plans document with everything the emitters need.
+struct Plan {
+  Job job;
+  ParallelConfig c;
+  Framework framework = Framework::kMegatron;  // the stack that priced it (candidate's "framework")
+  int rank = 1;
+  std::string config_string;
+  double iteration_time_s = -1;  // < 0: the document has no prediction
+  double iteration_time_lo = -1, iteration_time_hi = -1;
+  double mfu = -1;
+  double memory_reserved_GiB = -1, memory_capacity_GiB = -1;
+  bool compile = false;  // job.training.compile (torch.compile / TE graphs)
+
+  int64_t Gbs() const { return job.training.global_batch; }
+  // Micro-batches per iteration per pipeline: GBS / (mbs · gz · gdata).
+  int64_t MicroBatches() const { return Gbs() / (int64_t{c.mbs} * c.gz * c.gdata); }
+  // The pipeline split the plan was priced with (its framework's rule).
+  PpSplit PricedSplit() const { return FrameworkPreset(framework).support.pp_split; }
+  // Nodes the job spans (gpus / gpus per node, at least 1).
+  int64_t Nodes() const;
+};
+
+// The snapshot of a framework whose rules an emitter follows.
+struct Follows {
+  const char* repository;  // "NVIDIA/Megatron-LM"
+  const char* commit;      // abbreviated hash of the snapshot
+  const char* version;     // the version it states at that commit
+  const char* files;       // the files whose rules the checks restate
+};
+
+// A setting the user must keep for the plan to run as priced.
+struct Keep {
+  std::string name, value, why;
+};
+
+// What a framework's room provides.
+struct FrameworkEmitter {
+  EmitFormat format;
+  Follows follows;
+  Status (*check)(const Plan&);
+  std::string (*write)(const Plan&);
+  std::vector<Keep> (*keep)(const Plan&);
+  std::string (*launcher)(const Plan&);
+};
+
+const FrameworkEmitter& MegatronEmitter();
+const FrameworkEmitter& MegatronDeepSpeedEmitter();
+const FrameworkEmitter& DeepSpeedEmitter();
+const FrameworkEmitter& TorchtitanEmitter();
+const FrameworkEmitter& AxonnEmitter();
+
+Status Refuse(EmitFormat f, const std::string& why);
+std::string Str(int64_t v);
+// True when the plan's active dimensions (degree > 1) appear in the same
+// relative order as in `framework_order` (innermost first).
+bool OrderMatches(const ParallelConfig& c, std::initializer_list<Dim> framework_order);
+std::string OrderString(const ParallelConfig& c);
+// The header every text format carries, each line after `comment`: what it
+// is, the job, the prediction, the framework snapshot it follows, the
+// pipeline split, the settings to keep and the launcher line.
+std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* comment,
+                   const char* what);
+// Transformer layers per pipeline rank and per model chunk as the plan priced them.
+std::vector<int> RankLayers(const Plan& p);
+std::vector<int> ChunkLayerList(const Plan& p);
+// The plan's pipeline layout must be the one `split` builds for it: the same
+// layers on every chunk as the split the plan was priced with.
+Status CheckSameSplit(const Plan& p, EmitFormat f, PpSplit split);
+// The start-up rules of framework fw's preset (planner/framework.h), as refusals.
+Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw);
+
+}  // namespace paratune::planner::emit_internal

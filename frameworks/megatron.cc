@@ -1,0 +1,270 @@
+// frameworks/megatron.cc: Megatron-LM / Megatron-Core's start-up rules and its
+// arguments.
+//
+// Rules from NVIDIA/Megatron-LM @ d98e8a6 (Megatron-Core 0.20.0) and
+// NVIDIA/TransformerEngine @ d0067d0, restated with their lines in
+// tests/frameworks/framework_rules.h: world % (TP·PP·CP) == 0; GBS % (MBS·DP)
+// == 0; heads % TP == 0; query groups a multiple or divisor of TP; the
+// pipeline layout (planner/pipeline.h, rule "megatron": even, first/last
+// stage counts, or embedding/loss counted as layers; the interleaved schedule
+// with PP > 1, > 2 without p2p overlap, and whole groups of PP micro-batches);
+// seq % (2·CP) == 0; TE's all-to-all CP needs local Q and KV heads divisible
+// by CP; --overlap-param-gather needs the distributed optimizer and
+// --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel; full
+// recompute needs a method and a layer count; TP or CP before Blackwell needs
+// CUDA_DEVICE_MAX_CONNECTIONS=1.
+#include <algorithm>
+#include <sstream>
+
+#include "frameworks/emit_internal.h"
+#include "planner/model.h"
+
+namespace paratune::planner::emit_internal {
+namespace {
+
+constexpr EmitFormat kF = EmitFormat::kMegatron;
+
+Status Check(const Plan& p) {
+  const ParallelConfig& c = p.c;
+  const ModelSpec& m = p.job.model;
+  if (c.gx != 1 || c.gz != 1) {
+    return Refuse(kF, "AxoNN's 3D tensor grid (gx = " + Str(c.gx) + ", gz = " + Str(c.gz) +
+                          ") has no Megatron-LM flag; Megatron tensor parallelism is gx = gz = 1 "
+                          "(use --format axonn)");
+  }
+  if (c.zero >= 2 || c.qwz || c.hpz || c.qgz) {
+    return Refuse(kF, "ZeRO stage " + Str(c.zero) +
+                          (c.qwz || c.hpz || c.qgz ? " with ZeRO++" : std::string()) +
+                          " is not a Megatron-LM option (its distributed optimizer is ZeRO-1); "
+                          "use --format deepspeed");
+  }
+  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    return Refuse(kF,
+                  "FPDT is a DeepSpeed sequence-parallel mode; Megatron-LM's --cp-comm-type "
+                  "offers p2p (ring) and a2a (Ulysses)");
+  }
+  if (c.offload_optimizer || c.offload_param) {
+    return Refuse(kF,
+                  "the plan offloads the optimizer or parameters to host memory the way "
+                  "DeepSpeed's ZeRO-Offload does (offload_optimizer / offload_param); "
+                  "use --format deepspeed");
+  }
+  const int64_t model_size = int64_t{c.gy} * c.pp * c.cp;
+  if (p.job.gpus % model_size != 0) {
+    return Refuse(kF, "world size " + Str(p.job.gpus) + " is not divisible by TP·PP·CP = " +
+                          Str(model_size) + " (arguments.py:424-434)");
+  }
+  const int64_t dp = p.job.gpus / model_size;
+  if (dp != c.gdata) {
+    return Refuse(kF, "Megatron derives DP = world/(TP·PP·CP) = " + Str(dp) +
+                          ", but the plan has dp = " + Str(c.gdata));
+  }
+  if (p.Gbs() % (int64_t{c.mbs} * dp) != 0) {
+    return Refuse(kF, "global batch " + Str(p.Gbs()) + " is not divisible by micro-batch × DP = " +
+                          Str(int64_t{c.mbs} * dp) + " (num_microbatches_calculator.py:381-384)");
+  }
+  if (m.hidden % m.heads != 0) {
+    return Refuse(kF,
+                  "hidden size " + Str(m.hidden) + " is not divisible by heads " + Str(m.heads));
+  }
+  if (m.heads % c.gy != 0) {
+    return Refuse(kF, "attention heads " + Str(m.heads) + " are not divisible by TP " + Str(c.gy) +
+                          " (transformer_config.py:1446-1450)");
+  }
+  if (m.kv_heads % c.gy != 0 && c.gy % m.kv_heads != 0) {
+    return Refuse(kF, "query groups " + Str(m.kv_heads) +
+                          " are neither a multiple nor a divisor of TP " + Str(c.gy) +
+                          " (transformer_config.py:1461-1467)");
+  }
+  const std::string layout = PipelineLayoutError(m.layers, c, PpSplit::kMegatron);
+  if (!layout.empty()) return Refuse(kF, layout);
+  PT_RETURN_IF_ERROR(CheckSameSplit(p, kF, PpSplit::kMegatron));
+  if (c.vpp > 1) {
+    if (c.pp < 2 || (!c.overlap_p2p && c.pp < 3)) {
+      return Refuse(kF,
+                    "the interleaved schedule needs PP > 1 (PP > 2 without p2p overlap); PP = " +
+                        Str(c.pp) + " (arguments.py:999-1008)");
+    }
+    // Micro-batches run in groups of PP per virtual stage; a partial group is an error.
+    const int64_t micro = p.Gbs() / (int64_t{c.mbs} * dp);
+    if (micro < c.pp || micro % c.pp != 0) {
+      return Refuse(kF, "the interleaved schedule needs the micro-batch count (" + Str(micro) +
+                            ") to be a multiple of PP (" + Str(c.pp) +
+                            ") (schedules.py:1160-1180)");
+    }
+  }
+  if (c.cp > 1 && p.job.training.seq_len % (2 * c.cp) != 0) {
+    return Refuse(kF, "seq-length " + Str(p.job.training.seq_len) +
+                          " is not a multiple of 2·CP = " + Str(2 * c.cp) +
+                          " (arguments.py:1335-1337)");
+  }
+  const bool dist_opt = c.distributed_optimizer || c.zero == 1;
+  if (c.overlap_param_gather && !(dist_opt && c.overlap_grad_reduce)) {
+    return Refuse(
+        kF,
+        "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
+        "(arguments.py:1024-1028)");
+  }
+  if (c.tp_comm_overlap && !(c.sp && c.gy > 1)) {
+    return Refuse(
+        kF, "--tp-comm-overlap needs --sequence-parallel with TP > 1 (arguments.py:1433-1442)");
+  }
+  const bool tp_dp_pp = OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp});
+  const bool tp_pp_dp = OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kPp, Dim::kData});
+  if (!tp_dp_pp && !tp_pp_dp) {
+    return Refuse(
+        kF, "rank order " + OrderString(c) +
+                " is neither Megatron's tp-cp-dp-pp nor tp-cp-pp-dp (--use-tp-pp-dp-mapping)");
+  }
+  if (p.job.training.precision == topology::Precision::kTf32) {
+    return Refuse(
+        kF,
+        "tf32 is not a Megatron-LM precision flag (fp32 training uses TF32 GEMMs by default); "
+        "plan with --precision fp32");
+  }
+  return CheckPresetRules(p, kF, Framework::kMegatron);
+}
+
+std::vector<Keep> KeepOf(const Plan& p) {
+  std::vector<Keep> k;
+  k.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1",
+               p.c.gy > 1 || p.c.cp > 1
+                   ? "validate_args asserts it with TP or CP on GPUs before Blackwell "
+                     "(arguments.py:1453-1479)"
+                   : "orders the communication kernels behind the compute they overlap "
+                     "(megatron/core/tensor_parallel/layers.py:909-921)"});
+  return k;
+}
+
+std::string Launcher(const Plan& p) {
+  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
+  std::ostringstream os;
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc-per-node "
+     << std::min<int64_t>(gpn, p.job.gpus)
+     << " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 pretrain_gpt.py "
+        "${GPT_MODEL_ARGS[@]} ${TRAINING_ARGS[@]} ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} "
+        "${EVAL_AND_LOGGING_ARGS[@]}";
+  return os.str();
+}
+
+void Array(std::ostringstream& os, const char* name, const std::vector<std::string>& items) {
+  os << name << "=(\n";
+  for (const std::string& s : items) os << "    " << s << "\n";
+  os << ")\n";
+}
+
+std::string Write(const Plan& p) {
+  const ParallelConfig& c = p.c;
+  const ModelSpec& m = p.job.model;
+  const TrainingSpec& t = p.job.training;
+  std::ostringstream os;
+  os << Header(p, MegatronEmitter(), "#", "Megatron-LM arguments");
+  for (const Keep& k : KeepOf(p)) os << "export " << k.name << "=" << k.value << "\n";
+  os << "\n";
+
+  std::vector<std::string> model = {
+      "--num-layers " + Str(m.layers), "--hidden-size " + Str(m.hidden),
+      "--ffn-hidden-size " + Str(m.ffn_hidden), "--num-attention-heads " + Str(m.heads)};
+  if (m.kv_heads != m.heads) {
+    model.push_back("--group-query-attention");
+    model.push_back("--num-query-groups " + Str(m.kv_heads));
+  }
+  model.push_back("--seq-length " + Str(t.seq_len));
+  model.push_back("--max-position-embeddings " + Str(std::max(t.seq_len, m.max_seq_len)));
+  if (!m.learned_positions()) model.push_back("--position-embedding-type rope");
+  if (m.norm == "rmsnorm") model.push_back("--normalization RMSNorm");
+  if (m.gated_ffn) model.push_back("--swiglu");
+  if (!m.tied_embeddings) model.push_back("--untie-embeddings-and-output-weights");
+  if (!m.linear_bias) model.push_back("--disable-bias-linear");
+  if (!m.dropout) {
+    model.push_back("--attention-dropout 0.0");
+    model.push_back("--hidden-dropout 0.0");
+  }
+  // "flash" in the plan means a fused kernel that never stores the scores:
+  // Megatron's default (auto) picks one where the precision allows it.
+  if (t.attention == Attention::kUnfused) model.push_back("--attention-backend unfused");
+  Array(os, "GPT_MODEL_ARGS", model);
+  os << "\n";
+
+  std::vector<std::string> training = {"--micro-batch-size " + Str(c.mbs),
+                                       "--global-batch-size " + Str(p.Gbs())};
+  switch (t.precision) {
+    case topology::Precision::kBf16:
+      training.push_back("--bf16");
+      break;
+    case topology::Precision::kFp16:
+      training.push_back("--fp16");
+      break;
+    case topology::Precision::kFp8:
+      training.push_back("--bf16");
+      training.push_back("--fp8-format hybrid");
+      break;
+    default:
+      break;  // fp32: no flag
+  }
+  if (c.recompute == Recompute::kFull) {
+    // One layer per checkpoint: what the cost model's full recompute prices.
+    training.push_back("--recompute-granularity full");
+    training.push_back("--recompute-method uniform");
+    training.push_back("--recompute-num-layers 1");
+  } else if (c.recompute == Recompute::kSelective) {
+    training.push_back("--recompute-granularity selective");
+  }
+  if (c.distributed_optimizer || c.zero == 1) training.push_back("--use-distributed-optimizer");
+  if (c.overlap_grad_reduce) training.push_back("--overlap-grad-reduce");
+  if (c.overlap_param_gather) training.push_back("--overlap-param-gather");
+  Array(os, "TRAINING_ARGS", training);
+  os << "\n";
+
+  std::vector<std::string> par = {"--tensor-model-parallel-size " + Str(c.gy),
+                                  "--pipeline-model-parallel-size " + Str(c.pp)};
+  const bool explicit_stages = c.first_stage_layers > 0 || c.last_stage_layers > 0;
+  const bool accounted = c.pp > 1 && (c.pp_embedding_layers > 0 || c.pp_loss_layers > 0);
+  if (c.pp > 1 && c.first_stage_layers > 0) {
+    par.push_back("--decoder-first-pipeline-num-layers " + Str(c.first_stage_layers));
+  }
+  if (c.pp > 1 && c.last_stage_layers > 0) {
+    par.push_back("--decoder-last-pipeline-num-layers " + Str(c.last_stage_layers));
+  }
+  if (accounted && c.pp_embedding_layers > 0)
+    par.push_back("--account-for-embedding-in-pipeline-split");
+  if (accounted && c.pp_loss_layers > 0) par.push_back("--account-for-loss-in-pipeline-split");
+  if (c.vpp > 1) {
+    // Uneven stages take the virtual stage count per rank (arguments.py:954-956).
+    if (explicit_stages || accounted) {
+      par.push_back("--num-virtual-stages-per-pipeline-rank " + Str(c.vpp));
+    } else {
+      par.push_back("--num-layers-per-virtual-pipeline-stage " + Str(m.layers / (c.pp * c.vpp)));
+    }
+    if (!c.overlap_p2p) par.push_back("--no-overlap-p2p-communication");
+  }
+  if (c.cp > 1) {
+    par.push_back("--context-parallel-size " + Str(c.cp));
+    par.push_back(std::string("--cp-comm-type ") + (c.cp_kind == CpKind::kRing ? "p2p" : "a2a"));
+  }
+  // Megatron turns sequence parallelism off by itself at TP = 1; say it only where it acts.
+  if (c.sp && c.gy > 1) par.push_back("--sequence-parallel");
+  if (c.tp_comm_overlap) par.push_back("--tp-comm-overlap");
+  if (!OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp}))
+    par.push_back("--use-tp-pp-dp-mapping");
+  Array(os, "MODEL_PARALLEL_ARGS", par);
+  return os.str();
+}
+
+}  // namespace
+
+const FrameworkEmitter& MegatronEmitter() {
+  static const FrameworkEmitter e{
+      kF,
+      {"NVIDIA/Megatron-LM", "d98e8a6", "Megatron-Core 0.20.0",
+       "megatron/training/arguments.py, megatron/core/transformer/transformer_config.py, "
+       "megatron/core/transformer/transformer_block.py; TransformerEngine d0067d0 "
+       "context_parallel.py"},
+      Check,
+      Write,
+      KeepOf,
+      Launcher};
+  return e;
+}
+
+}  // namespace paratune::planner::emit_internal

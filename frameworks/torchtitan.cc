@@ -1,0 +1,270 @@
+// frameworks/torchtitan.cc: torchtitan's rules and its configuration form.
+//
+// torchtitan takes a Python function returning Trainer.Config, named with
+// --module / --config (torchtitan/config/README.md; TOML job files were
+// removed in pytorch/torchtitan#2386). Rules from pytorch/torchtitan @ b5bcd76
+// (0.2.2), each restated with its lines in tests/frameworks/framework_rules.h:
+//  - dp_replicate·dp_shard·cp·tp·pp == world (distributed/parallel_dims.py:166-192)
+//  - TP divides n_heads and n_kv_heads (models/common/decoder.py:185-199)
+//  - tokens per micro-batch % ((tp with SP) · (2·cp when cp > 1)) == 0 (trainer.py:296-308)
+//  - num_tokens_per_train_step % (tokens per micro-batch · num_pp_microbatches · dp) == 0
+//    (trainer.py:409-428)
+//  - PP needs training.disable_cuda_graphs (trainer.py:167-176) and untied
+//    embeddings (models/common/decoder.py:168-171)
+//  - the stage split of distributed/pipeline_parallel.py:217-263 and 357-467
+//    (planner/pipeline.h, rule "torchtitan"): the plan's split must be the one
+//    torchtitan makes from the emitted fields
+//  - CP needs the spmd_types backend (distributed/context_parallel/api.py:24-33)
+//    and FlexAttention (decoder.py:173-183; llama3 model_registry's default)
+//  - float8 through Float8LinearConverter on SM89+ (components/quantization/float8.py:85-97)
+#include <algorithm>
+#include <sstream>
+
+#include "frameworks/emit_internal.h"
+#include "planner/model.h"
+
+namespace paratune::planner::emit_internal {
+namespace {
+
+constexpr EmitFormat kF = EmitFormat::kTorchtitan;
+
+// torchtitan's Llama 3 flavours (torchtitan/models/llama3/__init__.py), by shape.
+struct Flavor {
+  const char* name;      // model_registry flavour
+  const char* function;  // config_registry function
+  int layers, hidden, heads, kv_heads, vocab;
+};
+constexpr Flavor kFlavors[] = {
+    {"8B", "llama3_8b", 32, 4096, 32, 8, 128256},
+    {"70B", "llama3_70b", 80, 8192, 64, 8, 128256},
+    {"405B", "llama3_405b", 126, 16384, 128, 8, 128256},
+};
+
+const Flavor* FlavorOf(const ModelSpec& m) {
+  for (const Flavor& f : kFlavors) {
+    if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
+        m.kv_heads == f.kv_heads && m.vocab == f.vocab && m.gated_ffn && !m.linear_bias &&
+        m.norm == "rmsnorm") {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+const char* Schedule(const ParallelConfig& c) { return c.vpp > 1 ? "Interleaved1F1B" : "1F1B"; }
+
+Status Check(const Plan& p) {
+  const ParallelConfig& c = p.c;
+  const ModelSpec& m = p.job.model;
+  if (c.gx != 1) {
+    return Refuse(kF, "AxoNN's 2D tensor grid (gx = " + Str(c.gx) + ") is not a torchtitan option");
+  }
+  if (c.zero > 0 || c.distributed_optimizer || c.qwz || c.hpz || c.qgz) {
+    return Refuse(kF,
+                  "torchtitan shards with FSDP2 over data_parallel_shard_degree (gz), not with "
+                  "ZeRO stages over the replicas; this plan uses ZeRO stage " +
+                      Str(std::max(c.zero, c.distributed_optimizer ? 1 : 0)));
+  }
+  if (c.offload_optimizer || c.offload_param) {
+    return Refuse(kF,
+                  "the plan offloads the way DeepSpeed's ZeRO-Offload does; torchtitan's "
+                  "training.enable_cpu_offload is FSDP2's CPUOffload, another scheme");
+  }
+  if (c.cp > 1 && c.cp_kind != CpKind::kRing) {
+    return Refuse(kF, std::string("torchtitan's context parallelism is ring attention; ") +
+                          CpKindName(c.cp_kind) + " is not");
+  }
+  if (c.gy > 1 && !c.sp) {
+    return Refuse(
+        kF,
+        "torchtitan's tensor parallelism shards norms and activations over the "
+        "sequence (enable_sequence_parallel, on in every recipe); this plan has TP without sp");
+  }
+  if (c.world() != p.job.gpus) {
+    return Refuse(kF, "dp_replicate·dp_shard·cp·tp·pp = " + Str(c.world()) +
+                          " is not the world size " + Str(p.job.gpus) +
+                          " (parallel_dims.py:182-185)");
+  }
+  if (c.gy > 1 && (m.heads % c.gy != 0 || m.kv_heads % c.gy != 0)) {
+    return Refuse(kF, "tensor_parallel_degree " + Str(c.gy) + " must divide n_heads " +
+                          Str(m.heads) + " and n_kv_heads " + Str(m.kv_heads) +
+                          " (decoder.py:185-199)");
+  }
+  const int64_t tokens = int64_t{c.mbs} * p.job.training.seq_len;
+  const int64_t divisor = (c.sp ? c.gy : 1) * (c.cp > 1 ? 2 * c.cp : 1);
+  if (tokens % divisor != 0) {
+    return Refuse(kF, "tokens per micro-batch " + Str(tokens) + " are not divisible by " +
+                          Str(divisor) + " for sequence/context parallelism (trainer.py:296-308)");
+  }
+  if (c.pp > 1 && m.tied_embeddings) {
+    return Refuse(
+        kF, "torchtitan refuses pipeline parallelism with tied embeddings (decoder.py:168-171)");
+  }
+  if (c.vpp > 1 && c.pp < 2)
+    return Refuse(kF, "interleaved stages need pipeline_parallel_degree > 1");
+  if (c.pp > 1) PT_RETURN_IF_ERROR(CheckSameSplit(p, kF, PpSplit::kTorchtitan));
+  if (!OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kZ, Dim::kData, Dim::kPp})) {
+    return Refuse(kF, "rank order " + OrderString(c) +
+                          " is not torchtitan's mesh order (innermost first) tp, cp, dp_shard, "
+                          "dp_replicate, pp (parallel_dims.py:309)");
+  }
+  const auto prec = p.job.training.precision;
+  if (prec != topology::Precision::kBf16 && prec != topology::Precision::kFp32 &&
+      prec != topology::Precision::kFp8) {
+    return Refuse(kF,
+                  std::string("torchtitan trains in bfloat16 or float32 mixed precision, or float8 "
+                              "linears; not ") +
+                      topology::PrecisionName(prec));
+  }
+  if (c.tp_comm_overlap && !p.compile) {
+    return Refuse(
+        kF,
+        "async tensor parallelism (tp_comm_overlap) is an Inductor pass: it needs torch.compile "
+        "(distributed/compile.py:76-97)");
+  }
+  if (prec == topology::Precision::kFp8 && !FlavorOf(m)) {
+    return Refuse(kF,
+                  "float8 training is a converter on the model's configuration "
+                  "(Float8LinearConverter): paratune writes it for torchtitan's Llama 3 flavours "
+                  "only, and " +
+                      m.name + " is not one");
+  }
+  return CheckPresetRules(p, kF, Framework::kTorchtitan);
+}
+
+std::vector<Keep> KeepOf(const Plan&) {
+  // torchtitan's run_train.sh starts every job with it (fewer allocator
+  // retries; the plan's fragmentation figure assumes it).
+  return {{"PYTORCH_ALLOC_CONF", "expandable_segments:True", "torchtitan's run_train.sh sets it"}};
+}
+
+std::string Launcher(const Plan& p) {
+  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
+  std::ostringstream os;
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc_per_node "
+     << std::min<int64_t>(gpn, p.job.gpus)
+     << " --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train --module "
+        "paratune_plan "
+        "--config paratune_plan";
+  return os.str();
+}
+
+const char* PyBool(bool b) { return b ? "True" : "False"; }
+
+std::string Write(const Plan& p) {
+  const ParallelConfig& c = p.c;
+  const ModelSpec& m = p.job.model;
+  const int64_t seq = p.job.training.seq_len;
+  const Flavor* flavor = FlavorOf(m);
+  const bool fp8 = p.job.training.precision == topology::Precision::kFp8;
+  std::ostringstream os;
+  os << Header(p, TorchtitanEmitter(), "#", "torchtitan configuration");
+  os << "# Save as paratune_plan.py on PYTHONPATH; torchtitan imports it with --module "
+        "paratune_plan.\n";
+  os << "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
+  os << "from torchtitan.trainer import Trainer\n";
+  if (flavor) {
+    os << "from torchtitan.models.llama3 import model_registry\n";
+    os << "from torchtitan.models.llama3.config_registry import " << flavor->function << "\n";
+    if (fp8) os << "from torchtitan.components.quantization import Float8LinearConverter\n";
+    os << "\n\ndef base_config() -> Trainer.Config:\n";
+    os << "    \"\"\"torchtitan's " << flavor->function
+       << " (the model, data and optimizer): the shape "
+       << "of " << m.name << ".\"\"\"\n";
+    os << "    config = " << flavor->function << "()\n";
+    os << "    config.model_spec = model_registry(\n";
+    os << "        \"" << flavor->name << "\",\n";
+    os << "        attn_backend=\"flex\",\n";
+    if (fp8) {
+      os << "        converters=[\n";
+      os << "            Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
+            "model_compile_enabled="
+         << PyBool(p.compile) << "),\n";
+      os << "        ],\n";
+    }
+    os << "    )\n";
+    os << "    return config\n";
+  } else {
+    os << "\n# torchtitan has no configuration of this model's shape (" << m.name
+       << "): base_config() is yours and\n# returns its Trainer.Config (model_spec with "
+          "FlexAttention, "
+       << "data, optimizer).\nfrom my_model_config import base_config  # replace with your "
+          "module\n";
+  }
+  os << "\n\ndef paratune_plan() -> Trainer.Config:\n";
+  os << "    config = base_config()\n";
+  os << "    # Batch: " << p.Gbs() << " sequences of " << seq << " tokens per step";
+  if (c.pp > 1)
+    os << ", " << p.MicroBatches() << " pipeline micro-batches of " << c.mbs;
+  else
+    os << ", " << p.MicroBatches() << " accumulation steps of " << c.mbs;
+  os << " per data-parallel rank\n";
+  os << "    config.training.max_context_length = " << seq << "\n";
+  os << "    config.training.num_tokens_per_microbatch_per_dp_rank = " << int64_t{c.mbs} * seq
+     << "\n";
+  os << "    config.training.num_tokens_per_train_step = " << p.Gbs() * seq << "\n";
+  os << "    config.training.mixed_precision_param = \""
+     << (p.job.training.precision == topology::Precision::kFp32 ? "float32" : "bfloat16") << "\"\n";
+  os << "    config.training.enable_cpu_offload = False\n";
+  if (c.pp > 1) {
+    os << "    config.training.disable_cuda_graphs = True  # CUDA graphs refuse PP "
+          "(trainer.py:167-176)\n";
+  }
+  os << "    config.parallelism.data_parallel_replicate_degree = " << c.gdata << "\n";
+  os << "    config.parallelism.data_parallel_shard_degree = " << c.gz << "\n";
+  os << "    config.parallelism.tensor_parallel_degree = " << c.gy << "\n";
+  os << "    config.parallelism.enable_sequence_parallel = True\n";
+  os << "    config.parallelism.context_parallel_degree = " << c.cp << "\n";
+  if (c.cp > 1) {
+    os << "    config.parallelism.spmd_backend = \"spmd_types\"\n";
+    os << "    config.parallelism.context_parallel_load_balancer = \"headtail\"\n";
+  }
+  os << "    config.parallelism.pipeline_parallel_degree = " << c.pp << "\n";
+  if (c.pp > 1) {
+    const int lps = TorchtitanLayersPerStage(m.layers, c);
+    os << "    config.parallelism.pipeline_parallel_schedule = \"" << Schedule(c) << "\"\n";
+    os << "    config.parallelism.num_pp_microbatches = " << p.MicroBatches() << "\n";
+    os << "    config.parallelism.module_fqns_per_model_part = None\n";
+    os << "    config.parallelism.pipeline_parallel_first_stage_less_layers = "
+       << c.pp_embedding_layers << "\n";
+    os << "    config.parallelism.pipeline_parallel_last_stage_less_layers = " << c.pp_loss_layers
+       << "\n";
+    os << "    config.parallelism.pipeline_parallel_layers_per_stage = "
+       << (lps > 0 ? Str(lps) : "None") << "\n";
+  }
+  switch (c.recompute) {
+    case Recompute::kNone:
+      os << "    config.activation_checkpoint = None\n";
+      break;
+    case Recompute::kSelective:
+      os << "    config.activation_checkpoint = SelectiveAC.Config()\n";
+      break;
+    case Recompute::kFull:
+      os << "    config.activation_checkpoint = FullAC.Config()\n";
+      break;
+  }
+  os << "    config.compile.enable = " << PyBool(p.compile) << "\n";
+  if (p.compile) os << "    config.compile.components = [\"model\", \"loss\"]\n";
+  // Async TP only where the plan priced its overlap (tp_comm_overlap).
+  os << "    config.compile.enable_async_tensor_parallel = "
+     << PyBool(p.compile && c.tp_comm_overlap) << "\n";
+  os << "    return config\n";
+  return os.str();
+}
+
+}  // namespace
+
+const FrameworkEmitter& TorchtitanEmitter() {
+  static const FrameworkEmitter e{kF,
+                                  {"pytorch/torchtitan", "b5bcd76", "0.2.2",
+                                   "torchtitan/config/configs.py, torchtitan/trainer.py, "
+                                   "torchtitan/distributed/parallel_dims.py, "
+                                   "torchtitan/distributed/pipeline_parallel.py"},
+                                  Check,
+                                  Write,
+                                  KeepOf,
+                                  Launcher};
+  return e;
+}
+
+}  // namespace paratune::planner::emit_internal

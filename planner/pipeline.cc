@@ -1,0 +1,322 @@
+#include "planner/pipeline.h"
+
+#include <algorithm>
+
+namespace paratune::planner {
+namespace {
+
+std::string Str(int v) { return std::to_string(v); }
+
+// Megatron-Core @ d98e8a6: megatron/training/arguments.py validate_args,
+// megatron/core/transformer/transformer_config.py __post_init__ and
+// megatron/core/transformer/transformer_block.py get_num_layers_to_build.
+std::string MegatronError(int layers, const ParallelConfig& c) {
+  const int pp = c.pp, v = c.vpp;
+  const int f = c.first_stage_layers, l = c.last_stage_layers;
+  const int e = c.pp_embedding_layers, o = c.pp_loss_layers;
+  if (e > 1 || o > 1) {
+    return "Megatron counts the embedding and the loss as one layer or not at all "
+           "(--account-for-embedding/loss-in-pipeline-split are switches; "
+           "transformer_config.py:137-143)";
+  }
+  if (f > 0 || l > 0) {
+    if (e > 0 || o > 0) {
+      return "first_stage_layers / last_stage_layers cannot be combined with counting the "
+             "embedding or the loss as a layer (transformer_config.py:2229-2239)";
+    }
+    if (pp < 2) return "first_stage_layers / last_stage_layers need pp > 1";
+    if (v > 1 && (f % v != 0 || l % v != 0)) {
+      return "the first and last stages' layers (" + Str(f) + ", " + Str(l) +
+             ") must be divisible by vpp " + Str(v) + " (transformer_config.py:2302-2336)";
+    }
+    const int rest_stages = pp - (f > 0) - (l > 0);
+    const int rest = layers - f - l;
+    if (rest < 0 || (rest > 0) != (rest_stages > 0)) {
+      return Str(rest) + " layers remain for " + Str(rest_stages) +
+             " middle stages: both must be zero or both positive (transformer_config.py:2338-2344)";
+    }
+    if (rest_stages > 0 && rest % rest_stages != 0) {
+      return "the middle stages' " + Str(rest) + " layers are not divisible by the " +
+             Str(rest_stages) + " middle stages (transformer_config.py:2346-2352)";
+    }
+    if (rest_stages > 0 && v > 1 && (rest / rest_stages) % v != 0) {
+      return "each middle stage's " + Str(rest / rest_stages) +
+             " layers are not divisible by vpp " + Str(v) + " (transformer_config.py:2354-2365)";
+    }
+    return "";
+  }
+  const int n = layers + e + o;
+  if (n % pp != 0) {
+    return "layers" + std::string(e + o > 0 ? " + embedding/loss" : "") + " (" + Str(n) +
+           ") are not divisible by pp " + Str(pp) +
+           " (arguments.py:985-997, transformer_config.py:2371-2385); uneven stages need "
+           "first_stage_layers / last_stage_layers or pp_embedding_layers / pp_loss_layers";
+  }
+  if (v > 1 && (n / pp) % v != 0) {
+    return "each stage's " + Str(n / pp) + " layers are not divisible into vpp " + Str(v) +
+           " chunks (arguments.py:958-977, transformer_config.py:2403-2415)";
+  }
+  const int chunk = n / pp / v;
+  if ((pp > 1 || v > 1) && (chunk < e || chunk < o)) {
+    return "the first or last chunk holds fewer layers than the embedding/loss it counts "
+           "(transformer_block.py:190-201)";
+  }
+  return "";
+}
+
+// torchtitan @ b5bcd76: torchtitan/distributed/pipeline_parallel.py
+// _get_pipeline_metadata (217-263) and _generate_llm_fqn_per_model_part (357-467).
+std::string TorchtitanError(int layers, const ParallelConfig& c) {
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
+    return "torchtitan has no per-stage layer counts (it splits layers itself; "
+           "pipeline_parallel_first/last_stage_less_layers are pp_embedding_layers / "
+           "pp_loss_layers)";
+  }
+  if (c.pp == 1) return "";
+  const int stages = c.pp * c.vpp;
+  const int in = c.pp_embedding_layers, out = c.pp_loss_layers;
+  const int eff = layers + in + out;
+  if (stages > eff) {
+    return "stages (" + Str(stages) + ") exceed the effective layers (" + Str(eff) +
+           ") (pipeline_parallel.py:392-395)";
+  }
+  const int per = eff / stages;
+  if (in > per || out > per) {
+    return "the embedding/output weights (" + Str(in) + ", " + Str(out) +
+           ") exceed the layers per stage (" + Str(per) + ") (pipeline_parallel.py:411-418)";
+  }
+  if (TorchtitanLayersPerStage(layers, c) < 0) {
+    return "no pipeline_parallel_layers_per_stage makes ceil((" + Str(eff) +
+           ") / value) = " + Str(stages) + " stages (pipeline_parallel.py:221-259)";
+  }
+  return "";
+}
+
+// DeepSpeed @ edaa722: deepspeed/runtime/pipe/module.py _partition_layers.
+std::string BalancedError(int layers, const ParallelConfig& c) {
+  if (c.vpp > 1) return "DeepSpeed's pipeline engine has no interleaved (virtual) stages";
+  if (c.first_stage_layers > 0 || c.last_stage_layers > 0 || c.pp_embedding_layers > 0 ||
+      c.pp_loss_layers > 0) {
+    return "DeepSpeed's PipelineModule partitions the layers itself (partition_method); it takes "
+           "no per-stage counts or embedding/loss weights (runtime/pipe/module.py:396-421)";
+  }
+  if (layers < c.pp) return "fewer layers than pipeline stages";
+  return "";
+}
+
+}  // namespace
+
+const char* PpSplitName(PpSplit s) {
+  switch (s) {
+    case PpSplit::kMegatron:
+      return "megatron";
+    case PpSplit::kTorchtitan:
+      return "torchtitan";
+    case PpSplit::kBalanced:
+      return "balanced";
+  }
+  return "megatron";
+}
+
+Result<PpSplit> ParsePpSplit(const std::string& s) {
+  for (PpSplit p : {PpSplit::kMegatron, PpSplit::kTorchtitan, PpSplit::kBalanced}) {
+    if (s == PpSplitName(p)) return p;
+  }
+  return Status::InvalidArgument("'" + s +
+                                 "' is not a pipeline split (megatron | torchtitan | balanced)");
+}
+
+std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {
+  if (c.pp < 1 || c.vpp < 1) return "pp and vpp must be >= 1";
+  if (c.vpp > 1 && c.pp < 2) return "interleaving (vpp > 1) needs pp > 1";
+  if (c.first_stage_layers < 0 || c.last_stage_layers < 0 || c.pp_embedding_layers < 0 ||
+      c.pp_loss_layers < 0) {
+    return "pipeline layout counts must be >= 0";
+  }
+  if (c.pp == 1 && (c.first_stage_layers > 0 || c.last_stage_layers > 0 ||
+                    c.pp_embedding_layers > 0 || c.pp_loss_layers > 0)) {
+    return "first_stage_layers, last_stage_layers, pp_embedding_layers and pp_loss_layers need pp "
+           "> 1";
+  }
+  switch (split) {
+    case PpSplit::kMegatron:
+      return MegatronError(layers, c);
+    case PpSplit::kTorchtitan:
+      return TorchtitanError(layers, c);
+    case PpSplit::kBalanced:
+      return BalancedError(layers, c);
+  }
+  return "";
+}
+
+int TorchtitanLayersPerStage(int layers, const ParallelConfig& c) {
+  const int stages = c.pp * c.vpp;
+  if (c.vpp <= 2) return 0;  // 1F1B: one stage per rank; looped schedules: two
+  const int eff = layers + c.pp_embedding_layers + c.pp_loss_layers;
+  // ceil(eff / lps) decreases with lps: the first lps reaching `stages` or fewer decides.
+  for (int lps = 1; lps <= eff; ++lps) {
+    const int s = (eff + lps - 1) / lps;
+    if (s == stages) return lps;
+    if (s < stages) break;
+  }
+  return -1;
+}
+
+int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
+  const int pp = c.pp, v = c.vpp, stages = pp * v;
+  const int rank = k % pp;
+  switch (split) {
+    case PpSplit::kMegatron: {
+      const int f = c.first_stage_layers, l = c.last_stage_layers;
+      if (f > 0 || l > 0) {
+        const int rest_stages = pp - (f > 0) - (l > 0);
+        const int mid = rest_stages > 0 ? (layers - f - l) / rest_stages : 0;
+        int per_rank = mid;
+        if (rank == 0 && f > 0) per_rank = f;
+        if (rank == pp - 1 && l > 0) per_rank = l;
+        return per_rank / v;
+      }
+      const int e = c.pp_embedding_layers, o = c.pp_loss_layers;
+      int n = (layers + e + o) / pp / v;
+      if (k == 0) n -= e;
+      if (k == stages - 1) n -= o;
+      return n;
+    }
+    case PpSplit::kTorchtitan: {
+      if (stages == 1) return layers;
+      const int in = c.pp_embedding_layers, out = c.pp_loss_layers;
+      const int eff = layers + in + out;
+      int n = eff / stages + (k < eff % stages ? 1 : 0);
+      if (k == 0) n -= in;
+      if (k == stages - 1) n -= out;
+      return n;
+    }
+    case PpSplit::kBalanced:
+      return layers / pp + (rank < layers % pp ? 1 : 0);
+  }
+  return 0;
+}
+
+StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
+  StageLayers s;
+  const int pp = std::max(1, c.pp), v = std::max(1, c.vpp);
+  if (pp == 1) {
+    s.first = s.last = s.max = layers;
+    return s;
+  }
+  int lo = layers, hi = 0;
+  for (int r = 0; r < pp; ++r) {
+    int n = 0;
+    for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
+    if (r == 0) s.first = n;
+    if (r == pp - 1) s.last = n;
+    if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  s.max = hi;
+  s.even = lo == hi;
+  return s;
+}
+
+namespace {
+
+// Megatron's first/last split for layers % pp != 0: the stages in between take
+// ceil(layers / pp) each and the first and last share the rest (as Megatron's
+// Llama 3.1 405B recipe does: 126 layers on 16 stages = 7 + 14 × 8 + 7).
+bool BalancedFirstLast(int layers, int pp, int* first, int* last) {
+  if (pp < 3) {
+    if (pp != 2 || layers < 2) return false;
+    *first = layers / 2;
+    *last = layers - *first;
+    return true;
+  }
+  for (int mid = (layers + pp - 1) / pp; mid <= layers; ++mid) {
+    const int rest = layers - mid * (pp - 2);
+    if (rest < 2) return false;
+    if (rest <= 2 * mid) {
+      *first = rest / 2;
+      *last = rest - *first;
+      return true;
+    }
+  }
+  return false;
+}
+
+// With one of first/last pinned, the other that makes the middle stages even
+// with the smallest most-loaded stage (ties: closest to the pinned one).
+bool Complement(int layers, int pp, int pinned, int* other) {
+  int best = -1, best_max = 0;
+  for (int x = 1; x < layers - pinned; ++x) {
+    const int rest = layers - pinned - x;
+    if (pp > 2 ? rest % (pp - 2) != 0 || rest == 0 : rest != 0) continue;
+    const int mx = std::max({pinned, x, pp > 2 ? rest / (pp - 2) : 0});
+    if (best < 0 || mx < best_max ||
+        (mx == best_max && std::abs(x - pinned) < std::abs(best - pinned))) {
+      best = x;
+      best_max = mx;
+    }
+  }
+  if (best < 0) return false;
+  *other = best;
+  return true;
+}
+
+}  // namespace
+
+std::vector<LayoutChoice> LayoutChoices(int layers, int pp, PpSplit split, bool interleave,
+                                        int max_vpp, int pinned_first, int pinned_last) {
+  std::vector<LayoutChoice> raw;
+  if (pp == 1) {
+    raw.push_back({});
+  } else {
+    switch (split) {
+      case PpSplit::kMegatron: {
+        if (layers % pp == 0) raw.push_back({});
+        raw.push_back({0, 0, 1, 1, {}});
+        raw.push_back({0, 0, 1, 0, {}});
+        raw.push_back({0, 0, 0, 1, {}});
+        int f = 0, l = 0;
+        if (layers % pp != 0 && BalancedFirstLast(layers, pp, &f, &l))
+          raw.push_back({f, l, 0, 0, {}});
+        if (pinned_first > 0 || pinned_last > 0) {
+          f = pinned_first;
+          l = pinned_last;
+          bool ok = true;
+          if (f > 0 && l == 0) ok = Complement(layers, pp, f, &l);
+          if (l > 0 && f == 0) ok = Complement(layers, pp, l, &f);
+          if (ok) raw.push_back({f, l, 0, 0, {}});
+        }
+        break;
+      }
+      case PpSplit::kTorchtitan:
+        raw.push_back({0, 0, 1, 1, {}});  // torchtitan's defaults
+        raw.push_back({});
+        raw.push_back({0, 0, 1, 0, {}});
+        raw.push_back({0, 0, 0, 1, {}});
+        break;
+      case PpSplit::kBalanced:
+        raw.push_back({});
+        break;
+    }
+  }
+  std::vector<LayoutChoice> out;
+  for (LayoutChoice& ch : raw) {
+    if (std::find(out.begin(), out.end(), ch) != out.end()) continue;
+    ParallelConfig c;
+    c.pp = pp;
+    c.first_stage_layers = ch.first;
+    c.last_stage_layers = ch.last;
+    c.pp_embedding_layers = ch.embedding;
+    c.pp_loss_layers = ch.loss;
+    const int top = interleave && pp > 1 ? std::max(1, max_vpp) : 1;
+    for (int v = 1; v <= top; ++v) {
+      c.vpp = v;
+      if (PipelineLayoutError(layers, c, split).empty()) ch.vpps.push_back(v);
+    }
+    if (!ch.vpps.empty()) out.push_back(ch);
+  }
+  return out;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,93 @@
+"""Feeds emitted Megatron-LM argument files to Megatron-LM's own parser.
+
+For every NAME.megatron.sh in the folder given (with NAME.sidecar.json beside
+it, as `paratune emit --sidecar` writes them), this runs Megatron-LM's
+parse_args and validate_args with the file's arrays as the command line and
+its `export` lines as the environment, builds the TransformerConfig
+(core_transformer_config_from_args, whose __post_init__ holds the pipeline
+layout rules) and asks get_num_layers_to_build for the layers of every
+pipeline rank and virtual stage, which must equal the split the plan was
+priced with (the sidecar's pipeline.chunk_layers). Prints one line per file:
+ACCEPT or REJECT with the reason, and a summary.
+
+Usage: python3 check_megatron.py DIR   (the Megatron-LM checkout on sys.path)
+"""
+import contextlib
+import io
+import json
+import os
+import shlex
+import sys
+import traceback
+
+import stubs  # noqa: F401  (stand-ins for optional packages; see stubs.py)
+
+
+def read_emitted(path):
+    env, argv, in_array = {}, [], False
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if line.startswith('export '):
+                k, v = line[len('export '):].split('=', 1)
+                env[k] = v
+            elif line.endswith('=(') and not line.startswith('#'):
+                in_array = True
+            elif line == ')':
+                in_array = False
+            elif in_array:
+                argv.extend(shlex.split(line))
+    return env, argv
+
+
+def check(path):
+    side = json.load(open(path[:-len('.megatron.sh')] + '.sidecar.json'))
+    env, argv = read_emitted(path)
+    world = side['job']['gpus']
+    saved_env = dict(os.environ)
+    try:
+        os.environ.update(env)
+        os.environ['WORLD_SIZE'] = str(world)
+        os.environ['RANK'] = '0'
+        sys.argv = ['pretrain_gpt.py'] + argv
+        from megatron.training.arguments import parse_args, validate_args
+        from megatron.training.argument_utils import core_transformer_config_from_args
+        from megatron.core.transformer.transformer_block import get_num_layers_to_build
+        with contextlib.redirect_stdout(io.StringIO()):
+            args = parse_args()
+            validate_args(args)
+            cfg = core_transformer_config_from_args(args)
+        pp = args.pipeline_model_parallel_size
+        vpp = args.virtual_pipeline_model_parallel_size or 1
+        got = []
+        for v in range(vpp):
+            for r in range(pp):
+                got.append(get_num_layers_to_build(cfg, vp_stage=v if vpp > 1 else None, pp_rank=r))
+        want = side.get('pipeline', {}).get('chunk_layers')
+        if want is not None and got != want:
+            return 'REJECT', f'Megatron builds layers per chunk {got}, the plan priced {want}'
+        if args.data_parallel_size != side['config']['dp']:
+            return 'REJECT', f"Megatron derives DP {args.data_parallel_size}, the plan has {side['config']['dp']}"
+        return 'ACCEPT', f'dp {args.data_parallel_size}, vpp {vpp}, layers per chunk {got}'
+    except BaseException as e:  # an assertion or ValueError is Megatron refusing the arguments
+        msg = ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1]
+        return 'REJECT', msg
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def main():
+    folder = sys.argv[1]
+    files = sorted(f for f in os.listdir(folder) if f.endswith('.megatron.sh'))
+    verdicts = {'ACCEPT': 0, 'REJECT': 0}
+    for name in files:
+        verdict, why = check(os.path.join(folder, name))
+        verdicts[verdict] += 1
+        print(f'{verdict} {name}: {why}', flush=True)
+    print(f"megatron: {verdicts['ACCEPT']} accepted, {verdicts['REJECT']} rejected of {len(files)}")
+    return 1 if verdicts['REJECT'] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,232 @@
+// Pipeline layouts (planner/pipeline.h), the frameworks' start-up rules in
+// their presets (planner/framework.h) and pinning every config key.
+//
+// The expected splits are what the frameworks' own code returns for these
+// layouts (Megatron-Core's get_num_layers_to_build at Megatron-LM d98e8a6,
+// torchtitan's _generate_llm_fqn_per_model_part at b5bcd76, both run on
+// these inputs), and Meta's published Llama 3.1 405B recipe layouts.
+#include "planner/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "planner/cost_model.h"
+#include "planner/framework.h"
+#include "planner/plans.h"
+#include "planner/search.h"
+
+namespace paratune::planner {
+namespace {
+
+ParallelConfig Pipe(int pp, int vpp, int first = 0, int last = 0, int emb = 0, int loss = 0) {
+  ParallelConfig c;
+  c.pp = pp;
+  c.vpp = vpp;
+  c.first_stage_layers = first;
+  c.last_stage_layers = last;
+  c.pp_embedding_layers = emb;
+  c.pp_loss_layers = loss;
+  return c;
+}
+
+std::vector<int> Chunks(int layers, const ParallelConfig& c, PpSplit s) {
+  std::vector<int> v;
+  for (int k = 0; k < c.pp * c.vpp; ++k) v.push_back(ChunkLayers(layers, c, s, k));
+  return v;
+}
+
+TEST(Pipeline, MegatronCountsEmbeddingAndLossAsStages) {
+  // Llama 3.1 405B, 126 layers, pp 8 x vp 8 with --account-for-embedding/loss:
+  // (126 + 2) / 8 = 16 per rank, 2 per chunk; rank 0's first chunk and rank
+  // 7's last chunk build one layer each (Megatron-Core returns exactly this).
+  const ParallelConfig c = Pipe(8, 8, 0, 0, 1, 1);
+  ASSERT_EQ(PipelineLayoutError(126, c, PpSplit::kMegatron), "");
+  const std::vector<int> chunks = Chunks(126, c, PpSplit::kMegatron);
+  ASSERT_EQ(chunks.size(), 64u);
+  EXPECT_EQ(chunks.front(), 1);
+  EXPECT_EQ(chunks.back(), 1);
+  EXPECT_EQ(std::accumulate(chunks.begin(), chunks.end(), 0), 126);
+  for (size_t k = 1; k + 1 < chunks.size(); ++k) EXPECT_EQ(chunks[k], 2) << k;
+  const StageLayers st = SplitLayers(126, c, PpSplit::kMegatron);
+  EXPECT_EQ(st.first, 15);
+  EXPECT_EQ(st.middle, 16);
+  EXPECT_EQ(st.last, 15);
+  EXPECT_FALSE(st.even);
+  // Without the accounting, 126 layers do not split over 64 chunks.
+  EXPECT_NE(PipelineLayoutError(126, Pipe(8, 8), PpSplit::kMegatron), "");
+}
+
+TEST(Pipeline, MegatronFirstAndLastStages) {
+  // 126 layers on 16 stages, 7 + 14 x 8 + 7 (Meta's 405B recipe at pp 16).
+  const ParallelConfig c = Pipe(16, 1, 7, 7);
+  ASSERT_EQ(PipelineLayoutError(126, c, PpSplit::kMegatron), "");
+  const StageLayers st = SplitLayers(126, c, PpSplit::kMegatron);
+  EXPECT_EQ(st.first, 7);
+  EXPECT_EQ(st.middle, 8);
+  EXPECT_EQ(st.last, 7);
+  EXPECT_EQ(st.max, 8);
+  // transformer_config.py:2229-2239: not together with the accounting.
+  EXPECT_NE(PipelineLayoutError(126, Pipe(16, 1, 7, 7, 1, 0), PpSplit::kMegatron).find("2229"),
+            std::string::npos);
+  // :2302-2336: with vpp the first/last counts divide into chunks (7 does not into 2).
+  EXPECT_NE(PipelineLayoutError(126, Pipe(16, 2, 7, 7), PpSplit::kMegatron), "");
+  // :2346-2352: the middle stages must share the rest evenly.
+  EXPECT_NE(PipelineLayoutError(126, Pipe(16, 1, 6, 7), PpSplit::kMegatron), "");
+  // Megatron's accounting is a switch: one layer or none.
+  EXPECT_NE(PipelineLayoutError(126, Pipe(8, 1, 0, 0, 2, 0), PpSplit::kMegatron), "");
+}
+
+TEST(Pipeline, TorchtitanSplitsItsOwnWay) {
+  // torchtitan's default weights (1, 1): 126 + 2 over 8 stages = 16 each,
+  // stage 0 and stage 7 one layer fewer.
+  const ParallelConfig c = Pipe(8, 1, 0, 0, 1, 1);
+  ASSERT_EQ(PipelineLayoutError(126, c, PpSplit::kTorchtitan), "");
+  EXPECT_EQ(Chunks(126, c, PpSplit::kTorchtitan),
+            (std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15}));
+  // 80 layers, pp 4, Interleaved1F1B with 2 stages per rank (the default count):
+  // 82 effective over 8 stages: 11, 11, 10 x 6; less 1 first and last.
+  const ParallelConfig v = Pipe(4, 2, 0, 0, 1, 1);
+  EXPECT_EQ(TorchtitanLayersPerStage(80, v), 0);
+  EXPECT_EQ(Chunks(80, v, PpSplit::kTorchtitan), (std::vector<int>{10, 11, 10, 10, 10, 10, 10, 9}));
+  // Rank r holds stages r and r + 4.
+  const StageLayers st = SplitLayers(80, v, PpSplit::kTorchtitan);
+  EXPECT_EQ(st.first, 20);
+  EXPECT_EQ(st.last, 19);
+  EXPECT_EQ(st.middle, 21);
+  // Other stage counts need pipeline_parallel_layers_per_stage with
+  // ceil(effective / lps) = pp·vpp: 82 / 7 -> 12 stages (pp 4 x 3), 128 / 4 ->
+  // 32 (pp 8 x 4); no lps makes 24 stages of 128 (22 or 26), so torchtitan
+  // cannot run 126 layers at pp 8 x 3.
+  EXPECT_EQ(TorchtitanLayersPerStage(80, Pipe(4, 3, 0, 0, 1, 1)), 7);
+  EXPECT_EQ(TorchtitanLayersPerStage(126, Pipe(8, 4, 0, 0, 1, 1)), 4);
+  EXPECT_EQ(TorchtitanLayersPerStage(126, Pipe(8, 3, 0, 0, 1, 1)), -1);
+  EXPECT_NE(PipelineLayoutError(126, Pipe(8, 3, 0, 0, 1, 1), PpSplit::kTorchtitan), "");
+  // torchtitan has no first/last stage counts.
+  EXPECT_NE(PipelineLayoutError(126, Pipe(8, 1, 7, 7), PpSplit::kTorchtitan), "");
+}
+
+TEST(Pipeline, LayoutChoicesIncludeTheRecipes) {
+  const std::vector<LayoutChoice> m = LayoutChoices(126, 8, PpSplit::kMegatron, true, 16);
+  bool recipe = false, first_last = false;
+  for (const LayoutChoice& ch : m) {
+    if (ch.embedding == 1 && ch.loss == 1 && ch.first == 0) {
+      recipe = std::find(ch.vpps.begin(), ch.vpps.end(), 8) != ch.vpps.end();
+    }
+    if (ch.first == 15 && ch.last == 15) first_last = true;
+    for (int v : ch.vpps) {
+      ParallelConfig c = Pipe(8, v, ch.first, ch.last, ch.embedding, ch.loss);
+      EXPECT_EQ(PipelineLayoutError(126, c, PpSplit::kMegatron), "");
+    }
+  }
+  EXPECT_TRUE(recipe);
+  EXPECT_TRUE(first_last);
+  // A pinned first stage brings its layout: 7 first, 7 last on 16 stages.
+  bool pinned = false;
+  for (const LayoutChoice& ch : LayoutChoices(126, 16, PpSplit::kMegatron, false, 1, 7, 0)) {
+    pinned = pinned || (ch.first == 7 && ch.last == 7);
+  }
+  EXPECT_TRUE(pinned);
+  // DeepSpeed: one layout, no interleaving.
+  const std::vector<LayoutChoice> d = LayoutChoices(126, 8, PpSplit::kBalanced, true, 16);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].vpps, std::vector<int>{1});
+}
+
+Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int64_t batch, int seq,
+            Framework fw) {
+  Job j{*ModelPreset(model), *topology::ClusterPreset(cluster), gpus, {}};
+  j.training.seq_len = seq;
+  j.training.global_batch = batch;
+  j.training.framework = fw;
+  return j;
+}
+
+TEST(FrameworkRules, PresetsCiteEveryRule) {
+  for (Framework f : AllFrameworks()) {
+    for (const FrameworkRuleRef& r : FrameworkPreset(f).rules) {
+      EXPECT_NE(r.source.find(':'), std::string::npos) << FrameworkRuleName(r.rule);
+    }
+  }
+  EXPECT_EQ(FrameworkPreset(Framework::kMegatron).support.pp_split, PpSplit::kMegatron);
+  EXPECT_EQ(FrameworkPreset(Framework::kTorchtitan).support.pp_split, PpSplit::kTorchtitan);
+  EXPECT_EQ(FrameworkPreset(Framework::kMegatronDeepSpeed).support.pp_split, PpSplit::kBalanced);
+  EXPECT_FALSE(ParseFrameworkRule("no_such_rule").ok());
+}
+
+TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
+  // Llama-3-8B (32 heads, 8 KV heads) at 128K: a2a CP 32 at TP 1 breaks TE's
+  // rule (8 KV heads over 32 ranks); CP 8 keeps it; ring CP 32 is not concerned.
+  const Job job = MakeJob("llama3-8b", "dgx-h100", 64, 32, 131072, Framework::kMegatron);
+  const CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  ParallelConfig c;
+  c.cp = 32;
+  c.cp_kind = CpKind::kUlysses;
+  c.gdata = 2;
+  std::string why;
+  const FrameworkRuleRef* r = cm.BrokenRule(c, &why);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->rule, FrameworkRule::kCpA2aLocalHeads);
+  EXPECT_NE(why.find("cp 32"), std::string::npos) << why;
+  EXPECT_EQ(cm.CheckRules(c), Reason::kFrameworkUnsupported);
+  EXPECT_NE(cm.Explain(Reason::kFrameworkUnsupported, c).find("context_parallel.py:4246"),
+            std::string::npos);
+  c.cp_kind = CpKind::kRing;
+  EXPECT_EQ(cm.BrokenRule(c), nullptr);
+  c.cp = 8;
+  c.gdata = 8;
+  c.cp_kind = CpKind::kUlysses;
+  EXPECT_EQ(cm.BrokenRule(c), nullptr);
+}
+
+TEST(FrameworkRules, MegatronDeepSpeedUlyssesRefusesGqa) {
+  const Job gqa = MakeJob("llama3-70b", "dgx-h100", 64, 64, 32768, Framework::kMegatronDeepSpeed);
+  const CostModel cm(gqa.model, gqa.training, gqa.cluster, gqa.gpus);
+  ParallelConfig c;
+  c.cp = 8;
+  c.cp_kind = CpKind::kUlysses;
+  c.gdata = 8;
+  ASSERT_NE(cm.BrokenRule(c), nullptr);
+  EXPECT_EQ(cm.BrokenRule(c)->rule, FrameworkRule::kUlyssesNoGqa);
+  // The search never ranks it; the plans document names the fastest it forbade.
+  SearchOptions o;
+  o.top_k = 5;
+  const SearchResult r = Search(cm, o).RunAll();
+  for (const Candidate& cand : r.top) {
+    EXPECT_FALSE(cand.config.cp > 1 && cand.config.cp_kind == CpKind::kUlysses)
+        << ConfigToString(cand.config);
+  }
+  ASSERT_FALSE(r.forbidden.empty());
+  EXPECT_EQ(r.forbidden.front().config.cp_kind, CpKind::kUlysses);
+  // FPDT's chunked FFN is the GeLU MLP with biases: Llama's SwiGLU breaks it.
+  c.cp_kind = CpKind::kFpdt;
+  ASSERT_NE(cm.BrokenRule(c), nullptr);
+  EXPECT_EQ(cm.BrokenRule(c)->rule, FrameworkRule::kFpdtShapes);
+}
+
+TEST(FrameworkRules, EveryConfigKeyCanBePinned) {
+  const OrderedJson keys = ConfigToJson(ParallelConfig{});
+  for (const auto& [k, v] : keys.items()) {
+    const std::string value = v.is_string() ? v.get<std::string>() : v.dump();
+    EXPECT_TRUE(ValidateFixed({{k, value}}).ok())
+        << k << "=" << value << ": " << ValidateFixed({{k, value}}).ToString();
+  }
+  EXPECT_FALSE(ValidateFixed({{"first_stage_layers", "-1"}}).ok());
+  EXPECT_FALSE(ValidateFixed({{"no_such_key", "1"}}).ok());
+  // --fix first_stage_layers=7 on Llama 3.1 405B keeps 7-layer first stages.
+  const Job job = MakeJob("llama3.1-405b", "dgx-h100", 1024, 512, 8192, Framework::kMegatron);
+  const CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  SearchOptions o;
+  o.top_k = 3;
+  o.fixed = {{"pp", "16"}, {"first_stage_layers", "7"}, {"tp", "8"}};
+  ASSERT_TRUE(ValidateFixed(o.fixed).ok());
+  const SearchResult r = Search(cm, o).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  for (const Candidate& cand : r.top) {
+    EXPECT_EQ(cand.config.first_stage_layers, 7);
+    EXPECT_EQ(cand.config.last_stage_layers, 7);
+  }
+}
+
+}  // namespace
+}  // namespace paratune::planner
