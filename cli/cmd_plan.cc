@@ -404,7 +404,7 @@ int RunPlan(const Args& args, Io io) {
       if (!s.result.forbidden.empty() &&
           (s.result.top.empty() ||
            s.result.forbidden.front().prediction.iteration_time_s <
-               planner::RankForTrust(s.result.top, opt.objective).front().best.prediction.iteration_time_s)) {
+               planner::RankForTrust(s.result.pool, opt.objective, 1).front().best.prediction.iteration_time_s)) {
         // A note, never a candidate: the framework refuses it at start-up.
         const planner::Candidate& f = s.result.forbidden.front();
         planner::TrainingSpec t = s.job.training;

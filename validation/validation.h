@@ -35,7 +35,6 @@ struct PublishedRun {
   double measured_model_tflops = 0;
   std::vector<std::string> assumed;  // settings the row does not state, and what was used
   std::string gpu;                   // the row's GPU as printed ("GB200"); set by the fleet reader
-  std::string release;  // the software release it ran ("26.04.01"); set by the fleet reader
 };
 
 // The prediction's throughput relative to the row's: predicted / measured − 1

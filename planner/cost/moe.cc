@@ -27,7 +27,7 @@ CostModel::StageMoe CostModel::MoeLayersPerStage(const ParallelConfig& c) const 
   StageMoe s;
   const ModelSpec& m = model_;
   if (!m.is_moe()) return s;
-  const StageLayers st = SplitLayers(m.layers, c);
+  const StageLayers st = Stages(c);
   if (c.pp <= 1) {
     s.first = s.last = m.moe_layer_count();
     return s;

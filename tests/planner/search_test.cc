@@ -216,7 +216,9 @@ TEST(Search, FrameworksNeverOfferWhatTheyCannotRun) {
         case Framework::kMegatron:  // megatron/training/arguments.py: ZeRO-3 only as Megatron-FSDP
                                     // (--use-megatron-fsdp), no FPDT, no AxoNN X
           EXPECT_EQ(k.gx, 1); EXPECT_EQ(k.gz, 1); EXPECT_TRUE(k.zero == 0 || k.zero == 3);
-          if (k.zero == 3) EXPECT_FALSE(k.distributed_optimizer);
+          if (k.zero == 3) {
+            EXPECT_FALSE(k.distributed_optimizer);
+          }
           EXPECT_NE(k.cp_kind == CpKind::kFpdt && k.cp > 1, true);
           EXPECT_EQ(j.model.heads % k.gy, 0); EXPECT_EQ(j.model.kv_heads % k.gy, 0);
           if (k.vpp > 1) {
