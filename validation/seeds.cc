@@ -201,14 +201,15 @@ Result<SeedResult> AxonnVsMegatron() {
 Result<SeedResult> Fpdt2M() {
   SeedResult s;
   s.id = "fpdt-2m";
-  s.title = "FPDT: an 8B Llama on 2M-token sequences with 4 A100-40GB";
+  s.title = "FPDT: an 8B model on 2M-token sequences with 4 A100-40GB";
   s.source = "Yao et al., Training Ultra Long Context Language Model with Fully Pipelined Distributed Transformer, arXiv 2408.16978";
   s.published = "2M-token sequences for an 8B model on 4 A100-40GB, over 55 % MFU";
   s.criterion = "capacity >= 2M tokens with an FPDT configuration; the binding resource named";
-  s.assumed = {"llama3-8b preset, bf16, one sequence per iteration",
+  s.assumed = {"fpdt-8b preset: Llama-3-8B's dimensions with the GeLU MLP with biases that FPDT's released "
+               "FFN runs (see its source); bf16, one sequence per iteration",
                "4 GPUs of a DGX A100 320GB (dgx-a100-40gb: the paper's A100-40GB node)",
                "Megatron-DeepSpeed (--ds-sequence-parallel-fpdt), FPDT chunk of 64K tokens (the request default)"};
-  const Json req = Request("llama3-8b", "dgx-a100-40gb", 4, 1, 4096, "bf16", "megatron-deepspeed");
+  const Json req = Request("fpdt-8b", "dgx-a100-40gb", 4, 1, 4096, "bf16", "megatron-deepspeed");
   std::string at_max;
   auto side = Longest(req, {"FPDT (Megatron-DeepSpeed)", Framework::kMegatronDeepSpeed, nullptr,
                             {{"cp_kind", "fpdt"}}, false, 0},

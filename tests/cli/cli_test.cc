@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -180,7 +181,7 @@ TEST(Plan, GpuRangeReportsScaling) {
 }
 
 TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
-  Outcome r = Call(RunCapacity, {"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "4",
+  Outcome r = Call(RunCapacity, {"--model", "fpdt-8b", "--cluster", "dgx-a100-80gb", "--gpus", "4",
                              "--format", "json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   Json j = Json::parse(r.out);
@@ -197,7 +198,7 @@ TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
   EXPECT_GE(megatron, 32768);
 }
 
-// FPDT as published (Yao et al. 2024): an 8B Llama at 2M tokens on 4 A100-40GB,
+// FPDT as published (Yao et al. 2024): an 8B model at 2M tokens on 4 A100-40GB,
 // with the model states offloaded to host memory. On a DGX A100 (1 TB host
 // memory) it reaches 2M; on Perlmutter (256 GB per node) host memory binds
 // first. Every row names what binds.
@@ -206,7 +207,7 @@ TEST(Capacity, FpdtWithOffloadReachesTwoMillionTokensOnFourA100_40GB) {
   std::string binds[2];
   const char* clusters[2] = {"dgx-a100-40gb", "perlmutter"};
   for (int i = 0; i < 2; ++i) {
-    Outcome r = Call(RunCapacity, {"--model", "llama3-8b", "--cluster", clusters[i], "--gpus", "4",
+    Outcome r = Call(RunCapacity, {"--model", "fpdt-8b", "--cluster", clusters[i], "--gpus", "4",
                                    "--space", "deepspeed", "--format", "json"});
     ASSERT_EQ(r.code, kExitOk) << r.err;
     const Json j = Json::parse(r.out);
@@ -224,7 +225,7 @@ TEST(Capacity, FpdtWithOffloadReachesTwoMillionTokensOnFourA100_40GB) {
   EXPECT_EQ(binds[1], "host_memory");
   // Never a length host memory cannot hold: 256 GB less 10 % headroom.
   Outcome r =
-      Call(RunPredict, {"--model", "llama3-8b", "--cluster", "perlmutter", "--gpus", "4", "--seq",
+      Call(RunPredict, {"--model", "fpdt-8b", "--cluster", "perlmutter", "--gpus", "4", "--seq",
                         std::to_string(len[1]), "--global-batch", "1", "--framework",
                         "megatron-deepspeed", "--format", "json", "--config",
                         "cp=4,cp_kind=fpdt,zero=3,offload_optimizer=true,offload_param=true,"
@@ -246,7 +247,18 @@ TEST(Presets, ListAndShow) {
   ASSERT_EQ(list.code, kExitOk);
   Json j = Json::parse(list.out);
   EXPECT_GE(j["models"].size(), 30u);
-  EXPECT_EQ(j["clusters"].size(), 8u);
+  // Every preset file in the source tree is listed, the 2026 fleet included.
+  const std::string root = PARATUNE_SOURCE_DIR;
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(root + "/topology/presets/clusters")) {
+    files += e.path().extension() == ".json";
+  }
+  EXPECT_EQ(j["clusters"].size(), files);
+  std::vector<std::string> names;
+  for (const Json& c : j["clusters"]) names.push_back(c.is_string() ? c.get<std::string>() : c.value("name", ""));
+  for (const char* want : {"dgx-b200", "gb200-nvl72", "hgx-h800", "mi300x", "dgx-h100"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
   EXPECT_EQ(j["frameworks"].size(), 6u);
   Outcome show = Call(RunPresets, {"show", "dgx-h100"});
   ASSERT_EQ(show.code, kExitOk);

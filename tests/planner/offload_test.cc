@@ -213,7 +213,7 @@ TEST(Offload, NeverFasterThanNoOffloadWhenBothFit) {
 // --- Host memory is accounted per node, and it binds: FPDT at long sequences
 // keeps all but two chunks of every layer's activations in host memory.
 TEST(Offload, HostMemoryIsCheckedPerNodeAndNamedAsBinding) {
-  const ModelSpec m = *ModelPreset("llama3-8b");
+  const ModelSpec m = *ModelPreset("fpdt-8b");
   TrainingSpec t;
   t.seq_len = 1 << 20;  // 1M tokens: 16 FPDT chunks of 64K
   t.global_batch = 1;
@@ -280,9 +280,10 @@ TEST(Offload, RulesAndFrameworks) {
 }
 
 // --- FPDT's chunks: DeepSpeed asserts seq % chunk == 0; a 2M-token sequence
-// (Yao et al. 2024: 8B Llama, 2M tokens, 4 A100-40GB) is 32 chunks of 64K.
+// (Yao et al. 2024: 8B model, 2M tokens, 4 A100-40GB) is 32 chunks of 64K. The
+// model is fpdt-8b: Llama-3-8B's shape with the GeLU MLP FPDT's FFN runs.
 TEST(Offload, FpdtTwoMillionTokensOnFourA100s) {
-  const ModelSpec m = *ModelPreset("llama3-8b");
+  const ModelSpec m = *ModelPreset("fpdt-8b");
   TrainingSpec t;
   t.seq_len = 2 * 1024 * 1024;
   t.global_batch = 1;
