@@ -380,7 +380,9 @@ TEST(RecipeTest, WhoRunsWhat) {
 TEST(RecipeTest, PresetFieldsAreCheckedAndSourced) {
   for (const std::string& name : GpuPresetNames()) {
     const GpuSpec g = MustGpu(name);
-    if (g.fp4_peak_tflops > 0) EXPECT_FALSE(g.fp4_gemm_efficiency.empty()) << name;
+    if (g.fp4_peak_tflops > 0) {
+      EXPECT_FALSE(g.fp4_gemm_efficiency.empty()) << name;
+    }
     if (g.peak_tflops[static_cast<int>(Precision::kFp8)] > 0) {
       EXPECT_TRUE(g.Supports(g.fp8_default_recipe)) << name;
     }
