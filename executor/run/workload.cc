@@ -442,10 +442,17 @@ class Builder {
     const int op =
         AddGemm(name, Scope::kLayer, phase, l, CeilDiv(m, calls), n, k, static_cast<int>(calls));
     // Attention stays in bf16 in FP8 recipes (fused attention; TE keeps it out of FP8).
+    KeepHighPrecision(op);
+    return op;
+  }
+
+  // A GEMM FP8 recipes leave in bf16: attention's, and the output layer's
+  // (Megatron-Core builds it as a plain ColumnParallelLinear, not a TE module),
+  // as the cost model prices them (GemmSeconds' high_precision).
+  void KeepHighPrecision(int op) {
     if (w_.precision.gemm == backend::GemmPrecision::kFp8) {
       w_.ops[static_cast<size_t>(op)].precision = backend::GemmPrecision::kBf16;
     }
-    return op;
   }
 
   // Ring attention's K/V exchange: `steps` send/recv of this rank's K and V
@@ -756,7 +763,8 @@ class Builder {
     AddCollective("stage.logits.fwd_gather", Category::kCommY, Scope::kStage, Phase::kForward, -1,
                   c_.sp ? OpKind::kAllGather : OpKind::kAllReduce, GroupKind::kY,
                   T * m_.hidden * e_, w_.precision.activation);
-    AddGemm("stage.logits.fwd", Scope::kStage, Phase::kForward, -1, tokens_, v_loc, h_loc);
+    KeepHighPrecision(
+        AddGemm("stage.logits.fwd", Scope::kStage, Phase::kForward, -1, tokens_, v_loc, h_loc));
     // The loss, one kernel per pass, in the stack's precision (LossPasses):
     // its forward passes here, its backward ones before the logits' dgrad.
     const double logits = static_cast<double>(tokens_ * v_loc);
@@ -770,8 +778,10 @@ class Builder {
     };
     loss(Phase::kForward);
     loss(Phase::kBackward);
-    AddGemm("stage.logits.dgrad", Scope::kStage, Phase::kBackward, -1, tokens_, h_loc, v_loc);
-    AddGemm("stage.logits.wgrad", Scope::kStage, Phase::kBackward, -1, v_loc, h_loc, tokens_);
+    KeepHighPrecision(
+        AddGemm("stage.logits.dgrad", Scope::kStage, Phase::kBackward, -1, tokens_, h_loc, v_loc));
+    KeepHighPrecision(
+        AddGemm("stage.logits.wgrad", Scope::kStage, Phase::kBackward, -1, v_loc, h_loc, tokens_));
     AddCollective("stage.logits.bwd_reduce", Category::kCommY, Scope::kStage, Phase::kBackward, -1,
                   c_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, GroupKind::kY,
                   T * m_.hidden * e_, w_.precision.activation);
