@@ -552,6 +552,13 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
       skip(id, "states no throughput");
       continue;
     }
+    // Some rows combine a table's parenthesized alternatives into a layout
+    // Megatron-Core refuses (e.g. PP 8 with EP 64 on 256 GPUs): not a run.
+    const CostModel cm(m, t, run.request.job.cluster, run.request.job.gpus);
+    if (const Reason why = cm.CheckRules(c); why != Reason::kOk) {
+      skip(id, "a layout the framework refuses: " + cm.Explain(why, c));
+      continue;
+    }
     runs.push_back(std::move(run));
   }
   return runs;

@@ -118,7 +118,9 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_a2a_fwd = 0;
   if (c.ep > 1) {
     const int stride = c.etp;
-    const int per_node = std::max(1, std::min(c.ep, cluster_.gpus_per_node / std::max(1, stride)));
+    // "Node" here is the NVLink domain: on an NVL72 rack the all-to-all between
+    // its trays runs over NVLink (GroupCostTable prices the domain), not the NICs.
+    const int per_node = std::max(1, std::min(c.ep, cluster_.DomainGpus() / std::max(1, stride)));
     const double buffer = s.copies * h * e;  // the all-to-all's whole buffer per rank
     auto a2a_seconds = [&](MoeDispatcher d) {
       if (d == MoeDispatcher::kAllGather) {

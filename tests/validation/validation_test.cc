@@ -227,8 +227,9 @@ namespace {
 
 // The MoE runs of shared/calibration/moe_runs.json (Megatron-Bridge's published
 // tables): every H100 row maps onto dgx-h100 with the row's EP, dispatcher and
-// overlap, satisfies Megatron-Core's rules and is predicted; the Blackwell rows
-// wait for their GPU presets and are named as not covered. The error bound is
+// overlap, satisfies Megatron-Core's rules and is predicted, the Blackwell rows
+// on their presets likewise; a row whose stated layout Megatron-Core refuses is
+// named as not covered, with the rule. The error bound is
 // today's state (docs/model.md "Mixture of experts", Validation), a regression
 // guard far from the 10 % the model aims at.
 TEST(Validation, MoeRunsMapAndPredict) {
@@ -254,8 +255,11 @@ TEST(Validation, MoeRunsMapAndPredict) {
   }
   EXPECT_EQ(h100, 15);
   EXPECT_EQ(runs->size() + skipped.size(), doc->size());
-  for (const std::string& s : skipped)
-    EXPECT_NE(s.find("no cluster preset for GPU"), std::string::npos) << s;
+  for (const std::string& s : skipped) {
+    EXPECT_TRUE(s.find("no cluster preset for GPU") != std::string::npos ||
+                s.find("a layout the framework refuses") != std::string::npos)
+        << s;
+  }
   std::sort(abs.begin(), abs.end());
   ASSERT_FALSE(abs.empty());
   EXPECT_LE(abs[abs.size() / 2], 0.40);
