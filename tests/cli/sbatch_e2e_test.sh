@@ -91,9 +91,9 @@ export OUT_DIR="$work/deepspeed" RECORD="$work/deepspeed.cmd" TRAIN_SCRIPT=pretr
 bash "$src/docs/examples/deepspeed.sbatch" > "$work/deepspeed.log" 2>&1 || { cat "$work/deepspeed.log"; fail "deepspeed.sbatch exited"; }
 source "$OUT_DIR/env.sh"
 grep -q '"profile": "reused"' "$OUT_DIR/tune.json" || fail "the second job should reuse the cached profile"
-grep -q '"default_format": "deepspeed"' "$OUT_DIR/tune.json" || fail "a megatron-deepspeed plan should emit ds_config"
+grep -q '"default_format": "megatron-deepspeed"' "$OUT_DIR/tune.json" || fail "a megatron-deepspeed plan should emit megatron_deepspeed.sh"
 cmd=" $(words "$RECORD")"
-case $cmd in *" --deepspeed_config $OUT_DIR/ds_config.json "*) ;; *) fail "no ds_config in: $cmd" ;; esac
+case $cmd in *" --deepspeed_config ds_config.json "*) ;; *) fail "no ds_config in: $cmd" ;; esac
 case $cmd in *" --zero-stage $ZERO_STAGE "*) ;; *) fail "no --zero-stage in: $cmd" ;; esac
 # DeepSpeed's batch identity (runtime/config.py:937): train = micro x accumulation x DP.
 ds=$(tr -d ' \n' < "$OUT_DIR/ds_config.json")

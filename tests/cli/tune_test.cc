@@ -111,7 +111,7 @@ TEST(Emit, PrintsTheFormatAndRefusesWithExit2) {
 // `--framework X` (or `--space`) never leads to a refusal of its own format.
 TEST(Emit, EachSpacesPlansEmitInItsFramework) {
   const std::pair<const char*, const char*> families[] = {
-      {"megatron", "megatron"}, {"deepspeed", "deepspeed"}, {"axonn", "axonn"}, {"fsdp", "torchtitan"}};
+      {"megatron", "megatron"}, {"deepspeed", "megatron-deepspeed"}, {"axonn", "axonn"}, {"fsdp", "torchtitan"}};
   const std::vector<Args> jobs = {
       {"--model", "gpt3-13b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512"},
       {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "256", "--seq", "8192"},
@@ -339,7 +339,7 @@ TEST_F(TuneTest, HelpTeaches) {
   }
   Outcome e = Call(RunEmit, {"--help"});
   EXPECT_EQ(e.code, kExitOk);
-  for (const char* s : {"MODEL_PARALLEL_ARGS", "train_batch_size", "ax.init", "[parallelism]", "export"}) {
+  for (const char* s : {"MODEL_PARALLEL_ARGS", "MEGATRON_DEEPSPEED_ARGS", "train_batch_size", "ax.init", "Trainer.Config", "export"}) {
     EXPECT_NE(e.out.find(s), std::string::npos) << s;
   }
 }
