@@ -170,6 +170,18 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
       run.assumed.push_back("recompute of " + std::to_string(Int(rj, "recompute_num_layers", 0)) +
                             " layers not modelled (none)");
     }
+    // A layer count the stages do not divide (Llama 3.1 405B: 126 on pp·vp 64)
+    // runs with the embedding and the loss counted as layers, the layout
+    // Megatron-Core builds for it: (L + 2) % (pp·vp) == 0
+    // (--account-for-embedding/loss-in-pipeline-split, transformer_config.py:2366-2415
+    // @d98e8a6; Megatron-LM's examples/llama/README.md lists 405B at PP 8 × VP 8).
+    const int layers = job.model.layers, stages = c.pp * c.vpp;
+    if (c.pp > 1 && layers % stages != 0 && (layers + 2) % stages == 0) {
+      c.pp_embedding_layers = c.pp_loss_layers = 1;
+      run.assumed.push_back("embedding and loss counted as pipeline layers (" +
+                            std::to_string(layers) + " + 2 layers on pp·vp " +
+                            std::to_string(stages) + ")");
+    }
     ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
     if (job.gpus != c.world()) {
       return Status::InvalidArgument("fleet row " + id + ": degrees do not multiply to num_gpus");
