@@ -151,6 +151,11 @@ TEST(Ceilings, ComeFromCitedSources) {
     EXPECT_GT(topology::GpuPreset(name)->PublishedMfuCeiling(topology::Precision::kBf16), 0)
         << name;
   }
+  // Blackwell and the H800 state their FP8 ceiling (Megatron-Bridge's tables).
+  for (const char* name : {"b200", "gb200", "gb300", "h800"}) {
+    EXPECT_GT(topology::GpuPreset(name)->PublishedMfuCeiling(topology::Precision::kFp8), 0)
+        << name;
+  }
   EXPECT_GE(with, 5);
 }
 
