@@ -327,6 +327,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
         run.assumed.push_back("interleaved stages " + std::to_string(c.vpp) + kTuned);
     }
     if (rc_unstated) run.assumed.push_back("no recompute (not stated)");
+    // Unstated knobs are chosen with the planner's headroom (the margin a tuned
+    // run keeps); the run ran, so whether it fits is checked against the whole
+    // capacity.
+    t.headroom = 0.0;
     if (launcher_2022 && c.distributed_optimizer) {
       run.assumed.push_back(
           "parameter all-gather after the step (apex DistributedFusedAdam of 2022)");

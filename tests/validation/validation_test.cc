@@ -72,12 +72,20 @@ TEST(Validation, PublicRunsPerSourceMedians) {
   auto runs = PublishedRunsFromPublicRuns(*doc);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   std::map<std::string, std::vector<double>> errors;
+  std::vector<std::string> unfit;
   for (const auto& run : *runs) {
     const auto& job = run.request.job;
     CostModel cm(job.model, job.training, job.cluster, job.gpus);
     ASSERT_EQ(cm.CheckRules(run.request.config), Reason::kOk) << run.id;
-    errors[run.source_key].push_back(ThroughputError(run, cm.Predict(run.request.config)));
+    const Prediction p = cm.Predict(run.request.config);
+    errors[run.source_key].push_back(ThroughputError(run, p));
+    if (!p.fits) unfit.push_back(run.id);
   }
+  // Every row ran. FSDP's fp32 shards are the optimizer's master (16 bytes a
+  // parameter, not 18), which brings llm-foundry's MPT-30B on 8 A100-80GB
+  // inside the capacity; the 2022 launcher's GPT-3 5B at tp 1 remains above it.
+  EXPECT_LE(unfit.size(), 3u);
+  for (const std::string& id : unfit) EXPECT_EQ(id.rfind("nemo_launcher_gpt3_5B", 0), 0u) << id;
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
