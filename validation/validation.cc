@@ -74,6 +74,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     t.seq_len = m.max_seq_len;
     t.precision = topology::Precision::kBf16;  // fp16/bf16 mixed: same peak and widths
     t.attention = Attention::kUnfused;
+    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
     const int dp = IntOr(pj, "dp", 1);
     const int mbs = IntOr(pj, "microbatch", 1);
     if (pj.contains("global_batch") && pj["global_batch"].is_number()) {
