@@ -50,6 +50,9 @@ applies to the held-out group and to no other row keeps its prior.
                       experts): Megatron-Core with each row's EP/ETP, dispatcher
                       and overlap; rows whose GPU has no preset are listed as not
                       covered
+                      --runs may be given several times (and beside
+                      --calibration): the constants are then fitted jointly
+                      to every file's rows and held out by group across them
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --holdout G         how rows are grouped for the held-out refit: source
                       (default), model, gpu or release
@@ -159,8 +162,9 @@ int RunValidate(const Args& args, Io io) {
     if (!r.ok()) return UsageError(io, "validate", r.status());
     runs.insert(runs.end(), r->begin(), r->end());
   }
-  if (runs_path) {
-    auto doc = LoadJsonArg(*runs_path, "--runs", io.in);
+  // --runs may be given several times: one joint fit over every file's rows.
+  for (const std::string& runs_file : flags.GetAll("--runs")) {
+    auto doc = LoadJsonArg(runs_file, "--runs", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
     // The MoE runs: rows with a record_type whose model has experts.
     bool moe_doc = false;
@@ -176,10 +180,11 @@ int RunValidate(const Args& args, Io io) {
     }
     // fleet_runs.json rows are records of type "run"; public_runs.json's are
     // of row_type "throughput".
-    fleet = !moe_doc && doc->is_array() && !doc->empty() && (*doc)[0].is_object() &&
-            (*doc)[0].value("record_type", "") == "run";
-    auto r = moe_doc ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
-             : fleet ? planner::PublishedRunsFromFleetRuns(*doc)
+    const bool fleet_doc = !moe_doc && doc->is_array() && !doc->empty() &&
+                           (*doc)[0].is_object() && (*doc)[0].value("record_type", "") == "run";
+    fleet = fleet || fleet_doc;
+    auto r = moe_doc     ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
+             : fleet_doc ? planner::PublishedRunsFromFleetRuns(*doc)
                      : planner::PublishedRunsFromPublicRuns(*doc);
     if (!r.ok()) return UsageError(io, "validate", r.status());
     runs.insert(runs.end(), r->begin(), r->end());

@@ -161,7 +161,8 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
     return r.Error("forward_allreduce_chunks", "must be in [1, 64]");
   }
   for (auto [key, field] : {std::pair{"z_weight_cache", &c.z_weight_cache},
-                            {"z_reduce_in_param_dtype", &c.z_reduce_in_param_dtype}}) {
+                            {"z_reduce_in_param_dtype", &c.z_reduce_in_param_dtype},
+                            {"sharded_params_are_master", &c.sharded_params_are_master}}) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (*field != 0 && *field != 1) return r.Error(key, "must be 0 or 1");
   }

@@ -130,6 +130,13 @@ struct FrameworkCosts {
   // (bf16 weight.grad, accumulated into fp32 main gradients after it); 0: in
   // the main-gradient dtype (FSDP's reduce_dtype = fp32).
   double z_reduce_in_param_dtype = 0.0;
+  // 1: sharded parameters are kept in fp32 and are the optimizer's master
+  // copy; the 16-bit copy exists only while a shard is gathered (PyTorch
+  // FSDP's mixed precision: FlatParamHandle keeps _local_shard in full
+  // precision and frees the low-precision _mp_shard after the all-gather;
+  // FSDP2 casts its fp32 DTensor shards at the all-gather). Sharded model
+  // states then cost 4 (params) + 8 (Adam moments) bytes, not 2 + 12.
+  double sharded_params_are_master = 0.0;
 };
 
 // A region of the job space where calibration rows of this framework exist:

@@ -15,6 +15,7 @@ bool GpuIs(const PublishedRun& r, std::initializer_list<const char*> prefixes) {
   return false;
 }
 bool Hopper(const PublishedRun& r) { return GpuIs(r, {"h100", "h200", "gh200"}); }
+bool Blackwell(const PublishedRun& r) { return GpuIs(r, {"b200", "b300", "gb200", "gb300"}); }
 bool Fp8(const PublishedRun& r) {
   return r.request.job.training.precision == topology::Precision::kFp8;
 }
@@ -87,6 +88,98 @@ std::vector<FittableConstant> MakeConstants() {
     c.lo = 0.2;
     c.hi = 0.75;
     c.applies = [](const PublishedRun& r) { return Hopper(r) && Flash(r); };
+    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.flash_fwd_efficiency; };
+    c.set = [](double v, GpuSpec* g, FrameworkSpec*) {
+      const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
+      g->flash_fwd_efficiency = v;
+      g->flash_bwd_efficiency = std::min(1.0, v * ratio);
+    };
+    out.push_back(std::move(c));
+  }
+  // Blackwell and CDNA 4: the sustained fraction of each GPU's GEMM curve, as
+  // for Hopper (each GPU its own: the NVL72 racks' power and clock limits differ
+  // from the HGX boards'), fitted to the Megatron-Bridge and MLPerf rows.
+  struct PerGpu {
+    const char* name;
+    const char* preset;
+  };
+  const PerGpu kPerGpu[] = {{"b200", "b200"},   {"b300", "b300"},     {"gb200", "gb200"},
+                            {"gb300", "gb300"}, {"mi350x", "mi350x"}, {"mi355x", "mi355x"}};
+  for (const PerGpu& g : kPerGpu) {
+    FittableConstant c;
+    c.name = std::string(g.name) + ".gemm_sustained_fraction";
+    c.preset = std::string("gpu ") + g.preset;
+    c.key = "gemm_sustained_fraction";
+    c.informs = std::string("every ") + g.name + " row (GEMM time)";
+    c.prior = 1.0;
+    c.prior_source =
+        "1: the GPU's short-run GEMM curve as published (its preset's gemm_efficiency)";
+    c.lo = 0.4;
+    c.hi = 1.0;
+    const bool amd = std::string(g.name).rfind("mi", 0) == 0;
+    c.siblings.resize(2);
+    for (const PerGpu& o : kPerGpu) {
+      if (o.name == g.name) continue;
+      const bool same = amd == (std::string(o.name).rfind("mi", 0) == 0);
+      c.siblings[same ? 0 : 1].push_back(std::string(o.name) + ".gemm_sustained_fraction");
+    }
+    c.siblings[1].push_back("hopper.gemm_sustained_fraction");
+    const std::string gpu = g.preset;
+    c.applies = [gpu](const PublishedRun& r) { return r.request.job.cluster.gpu.name == gpu; };
+    c.get = [](const GpuSpec& s, const FrameworkSpec&) { return s.gemm_sustained_fraction; };
+    c.set = [](double v, GpuSpec* s, FrameworkSpec*) { s->gemm_sustained_fraction = v; };
+    out.push_back(std::move(c));
+  }
+  // The microscaling recipes' GEMM rate relative to per-tensor FP8 on Blackwell
+  // (GpuSpec::recipe_gemm_factor): one value for the four Blackwell parts, the
+  // same Transformer Engine kernels on the same tensor cores.
+  struct RecipeConst {
+    const char* name;
+    topology::Recipe recipe;
+    const char* prior_source;
+  };
+  for (const RecipeConst& rc :
+       {RecipeConst{"blackwell.mxfp8_gemm_factor", topology::Recipe::kMxfp8,
+                    "1: MXFP8 runs at the dense FP8 peak (NVIDIA Blackwell datasheets list one FP8 "
+                    "figure for FP8 and MXFP8; the block scales are applied in the tensor core)"},
+        RecipeConst{"blackwell.nvfp4_gemm_factor", topology::Recipe::kNvfp4,
+                    "1: NVFP4 GEMMs reach the same fraction of the dense FP4 peak as FP8 of "
+                    "its own (NVIDIA Blackwell datasheets, dense FP4 = 2 x FP8 on B200/GB200)"}}) {
+    FittableConstant c;
+    c.name = rc.name;
+    c.preset = "gpu b200, b300, gb200, gb300";
+    c.key = std::string("recipe_gemm_factor.") + topology::RecipeName(rc.recipe);
+    c.informs = std::string("Blackwell rows with the ") + topology::RecipeName(rc.recipe) +
+                " recipe (the linear layers' GEMMs)";
+    c.prior = 1.0;
+    c.prior_source = rc.prior_source;
+    c.lo = 0.4;
+    c.hi = 1.0;
+    const topology::Recipe recipe = rc.recipe;
+    c.applies = [recipe](const PublishedRun& r) {
+      return Blackwell(r) && Fp8(r) && r.request.job.training.recipe == recipe;
+    };
+    const int i = static_cast<int>(recipe);
+    c.get = [i](const GpuSpec& s, const FrameworkSpec&) { return s.recipe_gemm_factor[i]; };
+    c.set = [i](double v, GpuSpec* s, FrameworkSpec*) { s->recipe_gemm_factor[i] = v; };
+    out.push_back(std::move(c));
+  }
+  {
+    FittableConstant c;
+    c.name = "blackwell.flash_efficiency";
+    c.preset = "gpu b200, b300, gb200, gb300";
+    c.key = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
+    c.informs =
+        "Blackwell rows (fused attention: Llama at 8K tokens, DeepSeek-V3's and Kimi K2's MLA "
+        "with 128 heads)";
+    c.prior = 0.35;
+    c.prior_source =
+        "0.35: FlashAttention-2's fraction of the dense bf16 peak on the previous generation "
+        "(Shah et al. 2024, FlashAttention-3, §1), the figure a kernel not yet tuned for a new "
+        "tensor core reaches";
+    c.lo = 0.2;
+    c.hi = 0.8;
+    c.applies = [](const PublishedRun& r) { return Blackwell(r) && Flash(r); };
     c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.flash_fwd_efficiency; };
     c.set = [](double v, GpuSpec* g, FrameworkSpec*) {
       const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
@@ -240,6 +333,21 @@ FitResult FitConstants(const std::vector<const PublishedRun*>& rows, const FitOp
       if (f(best) <= f(current)) out.values[c.name] = best;
     }
   }
+  // Constants no row informed: the median of their fitted siblings.
+  for (size_t i = 0; i < constants.size(); ++i) {
+    if (!applies[i].empty()) continue;
+    for (const std::vector<std::string>& tier : constants[i].siblings) {
+      std::vector<double> fitted;
+      for (const std::string& sib : tier) {
+        for (size_t j = 0; j < constants.size(); ++j) {
+          if (constants[j].name == sib && !applies[j].empty()) fitted.push_back(out.values[sib]);
+        }
+      }
+      if (fitted.empty()) continue;
+      out.values[constants[i].name] = Median(fitted);
+      break;
+    }
+  }
   return out;
 }
 
@@ -316,6 +424,7 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
                                     [&](const PublishedRun* r) { return c.applies(*r); });
       const bool elsewhere = std::any_of(rest.begin(), rest.end(),
                                          [&](const PublishedRun* r) { return c.applies(*r); });
+      // Held out, it borrows its siblings' fitted value, or keeps its prior.
       if (here && !elsewhere) g.prior_only.push_back(c.name);
     }
     cv.groups.push_back(std::move(g));

@@ -29,6 +29,12 @@ struct FittableConstant {
   double prior = 1;          // its value from a public source, before any row is fitted
   std::string prior_source;  // that source
   double lo = 0, hi = 1;     // bounds of the fit
+  // Constants of the same kind on sibling parts, nearest tier first (the
+  // vendor's other GPUs, then every other GPU). Given no row of its own, the
+  // constant takes the median of the first tier's fitted siblings that had
+  // rows (a GPU with no calibration borrows its vendor's sustained fraction),
+  // and its prior only when no tier had any.
+  std::vector<std::vector<std::string>> siblings;
   // Whether the constant takes part in predicting `run`.
   std::function<bool(const PublishedRun& run)> applies;
   // The value the presets ship, for the run's GPU and framework.
@@ -85,7 +91,8 @@ struct GroupError {
   double in_sample_abs = 0, in_sample_signed = 0;  // medians with the presets as shipped
   double held_out_abs = 0, held_out_signed = 0;    // medians refitted without the group
   // Constants that apply to the group but to no row outside it: held out,
-  // they keep their prior.
+  // they take their fitted siblings' median (FittableConstant::siblings), else
+  // keep their prior.
   std::vector<std::string> prior_only;
 };
 

@@ -207,15 +207,36 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
           x.recompute = rc;
           tries.push_back(x);
         }
+        // Without tensor, pipeline or context parallelism every GPU holds the
+        // whole model: Megatron-Bridge runs such a layout for a model whose
+        // weights and gradients exceed one GPU only with Megatron-FSDP
+        // (use_megatron_fsdp, optim_grads_params), as the recipes matched to
+        // the same tables' TP1/PP1 rows state. A printed FSDP column of 0 on
+        // such a row is read as unprinted.
+        if (c.gy == 1 && c.gx == 1 && c.pp == 1 && c.cp == 1 && c.zero == 0) {
+          ParallelConfig f = c;
+          f.zero = 3;
+          f.distributed_optimizer = false;
+          tries.push_back(f);
+          for (int n = 5; n < m.layers; n += 5) {
+            ParallelConfig x = f;
+            x.offload_activation_layers = n;
+            tries.push_back(x);
+          }
+        }
         for (const ParallelConfig& x : tries) {
           if (!fits(x)) continue;
           c = x;
-          run.assumed.push_back(x.offload_activation_layers > 0
-                                    ? "CPU activation offloading of " +
-                                          std::to_string(x.offload_activation_layers) +
-                                          " layers (no recipe matched: the least that fits)"
-                                    : std::string("recompute ") + RecomputeName(x.recompute) +
-                                          " (no recipe matched: the least that fits)");
+          std::string what =
+              x.offload_activation_layers > 0
+                  ? "CPU activation offloading of " + std::to_string(x.offload_activation_layers) +
+                        " layers"
+                  : x.zero == 3 ? std::string()
+                                : std::string("recompute ") + RecomputeName(x.recompute);
+          if (x.zero == 3) {
+            what = "Megatron-FSDP" + (what.empty() ? std::string() : " with " + what);
+          }
+          run.assumed.push_back(what + " (no recipe matched: the least that fits)");
           break;
         }
       }

@@ -74,6 +74,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     t.seq_len = m.max_seq_len;
     t.precision = topology::Precision::kBf16;  // fp16/bf16 mixed: same peak and widths
     t.attention = Attention::kUnfused;
+    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
     const int dp = IntOr(pj, "dp", 1);
     const int mbs = IntOr(pj, "microbatch", 1);
     if (pj.contains("global_batch") && pj["global_batch"].is_number()) {
@@ -327,6 +328,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
         run.assumed.push_back("interleaved stages " + std::to_string(c.vpp) + kTuned);
     }
     if (rc_unstated) run.assumed.push_back("no recompute (not stated)");
+    // Unstated knobs are chosen with the planner's headroom (the margin a tuned
+    // run keeps); the run ran, so whether it fits is checked against the whole
+    // capacity.
+    t.headroom = 0.0;
     if (launcher_2022 && c.distributed_optimizer) {
       run.assumed.push_back(
           "parameter all-gather after the step (apex DistributedFusedAdam of 2022)");
@@ -472,14 +477,40 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     TrainingSpec& t = run.request.job.training;
     t.seq_len = IntOr(mj, "seq_len", 4096);
     t.global_batch = IntOr(pj, "gbs", 0);
+    // The printed precision names the recipe (Megatron-Bridge's FP8_CS, FP8_MX,
+    // FP8_SC/blockscaled configurations); plain "FP8" is the GPU's default.
     const std::string prec = Lower(StrOr(hj, "precision"));
-    t.precision = prec.find("fp8") != std::string::npos ? topology::Precision::kFp8
-                                                        : topology::Precision::kBf16;
-    if (prec != "fp8" && prec != "bf16") {
-      run.assumed.push_back(StrOr(hj, "precision") + " priced as FP8");
+    const bool mx = prec.find("mx") != std::string::npos;
+    t.precision = prec.find("fp8") != std::string::npos || mx ? topology::Precision::kFp8
+                                                              : topology::Precision::kBf16;
+    if (t.precision == topology::Precision::kFp8) {
+      t.recipe_stated = true;
+      if (mx) {
+        t.recipe = topology::Recipe::kMxfp8;
+      } else if (prec.find("block") != std::string::npos) {
+        t.recipe = topology::Recipe::kFp8Blockwise;
+      } else if (prec.find("cs") != std::string::npos) {
+        t.recipe = topology::Recipe::kFp8Current;
+      } else {
+        t.recipe_stated = false;
+        t.recipe = run.request.job.cluster.gpu.fp8_default_recipe;
+      }
+      if (!run.request.job.cluster.gpu.Supports(t.recipe)) {
+        run.assumed.push_back(StrOr(hj, "precision") + " priced as " +
+                              topology::RecipeName(run.request.job.cluster.gpu.fp8_default_recipe) +
+                              " (the GPU preset lists no " + topology::RecipeName(t.recipe) + ")");
+        t.recipe = run.request.job.cluster.gpu.fp8_default_recipe;
+      }
     }
     t.attention = Attention::kFlash;
     t.framework = Framework::kMegatron;
+    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
+    // Megatron-Bridge's MoE performance configurations keep and reduce the main
+    // gradients in bf16: grad_reduce_in_fp32 = False in
+    // scripts/performance/configs/deepseek/deepseek_llm_pretrain.py:43-44,
+    // qwen/qwen3_llm_pretrain.py:42-43 and kimi/kimi_llm_pretrain.py:50-51
+    // @v0.5.0 (fcbb6031).
+    if (run.source_key.find("Megatron-Bridge") != std::string::npos) t.main_grads_fp32 = false;
     t.moe_skew = 1.0;  // forced load balance (the tables' footnote)
     if (!(pj.contains("force_load_balance") && pj["force_load_balance"].is_boolean() &&
           pj["force_load_balance"].get<bool>())) {
@@ -528,7 +559,8 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     if (pp > 1 && m.layers % (pp * c.vpp) != 0) {
       int first = 0, last = 0;
       const int vpp_stated = c.vpp;
-      while (!UnevenStages(m.layers, pp, c.vpp, &first, &last) && c.vpp > 1) c.vpp = 1;
+      // The largest interleaving up to the stated one that such a split allows.
+      while (!UnevenStages(m.layers, pp, c.vpp, &first, &last) && c.vpp > 1) --c.vpp;
       if (!UnevenStages(m.layers, pp, c.vpp, &first, &last)) {
         skip(id, "no uneven pipeline split of " + std::to_string(m.layers) + " layers");
         continue;
@@ -537,7 +569,9 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
       c.last_stage_layers = last;
       run.assumed.push_back(
           "stages " + std::to_string(first) + "/…/" + std::to_string(last) +
-          (c.vpp != vpp_stated ? ", vp " + std::to_string(vpp_stated) + " as 1" : "") +
+          (c.vpp != vpp_stated
+               ? ", vp " + std::to_string(vpp_stated) + " as " + std::to_string(c.vpp)
+               : "") +
           " for the row's pipeline layout");
       if (c.vpp == 1) c.moe_a2a_overlap = false;  // Megatron needs vpp for it with pp > 1
     }

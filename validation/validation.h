@@ -101,12 +101,14 @@ std::vector<HeldOutGroup> LeaveOneOut(const std::vector<PublishedRun>& runs, boo
 // dgx-b300, GB200 → gb200-nvl72, GB300 → gb300-nvl72 where those presets exist);
 // the framework Megatron-Core with the row's EP/ETP, dispatcher (flex/deepep,
 // flex/hybridep), EP all-to-all overlap, recompute, distributed optimizer and
-// forced load balance (skew 1). Stated: tp, pp, vp, cp, ep, etp, mbs, gbs; assumed
-// and listed in `assumed`: sequence parallelism with tp > 1 (Megatron-Bridge's
-// recipes), FP8 recipes (FP8-CS, blockscaled, MXFP8) priced as FP8, Megatron-Bridge's
-// selective recompute modules as selective recompute, an interleaved layout the
-// layer count does not divide as the nearest uneven first/last stages Megatron
-// accepts. A row that cannot be mapped (no preset for its GPU) is left out and
+// forced load balance (skew 1), the recipe the printed precision names (MXFP8,
+// FP8-CS, blockscaled; plain FP8 the GPU's default), bf16 main gradients
+// (Megatron-Bridge's MoE performance configurations) and headroom 0 (the run
+// ran). Stated: tp, pp, vp, cp, ep, etp, mbs, gbs; assumed and listed in
+// `assumed`: sequence parallelism with tp > 1 (Megatron-Bridge's recipes),
+// Megatron-Bridge's selective recompute modules as selective recompute, an
+// interleaved layout the layer count does not divide as the nearest uneven
+// first/last stages Megatron accepts with the largest vpp up to the stated one. A row that cannot be mapped (no preset for its GPU) is left out and
 // named, with the reason, in *skipped (when given).
 Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
                                                            std::vector<std::string>* skipped);

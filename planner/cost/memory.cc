@@ -25,8 +25,13 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
 
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
   const SyncGroup sync = WeightReplicas(c);
+  // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
+  // mixed precision) hold 4-byte shards and no separate master copy.
+  const bool sharded = c.gz > 1 || c.zero >= 3;
+  const double state_param_bytes =
+      sharded && fw_.costs.sharded_params_are_master > 0 ? 4.0 : param_bytes_;
   const ModelStates all_states =
-      ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer, param_bytes_,
+      ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer, state_param_bytes,
                       c.zero >= 1 ? param_bytes_ : grad_bytes_);
   // ZeRO-Offload / Infinity: the offloaded states live in host memory.
   OffloadedStates placed{all_states, 0.0};
@@ -40,7 +45,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     // expert-data group, which the distributed optimizer / ZeRO shards them over.
     const ModelStates experts =
         ModelStateBytes(t.expert_psi, std::max(1, c.expert_data()), c.zero, c.distributed_optimizer,
-                        param_bytes_, c.zero >= 1 ? param_bytes_ : grad_bytes_);
+                        state_param_bytes, c.zero >= 1 ? param_bytes_ : grad_bytes_);
     states.params_bytes += experts.params_bytes;
     states.grads_bytes += experts.grads_bytes;
     states.optimizer_bytes += experts.optimizer_bytes;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner/cost_model.h"
 #include "topology/cluster.h"
 
@@ -154,6 +156,25 @@ TEST(MoeCost, ExpertParallelChoicesMoveTheTermsTheRightWay) {
                      b.comm_ep_s + b.comm_data_s + b.comm_pp_s + b.bubble_s + b.optimizer_s +
                      b.offload_s + b.host_s;
   EXPECT_NEAR(sum, ep32.iteration_time_s, 1e-9 * ep32.iteration_time_s);
+}
+
+// An EP group larger than the NVLink domain splits into equal domain-local
+// parts: EP 128 on 256 GPUs of NVL72 racks runs as two parts of 64 over NVLink
+// (not a 72-GPU group that 256 does not divide), and costs more than EP 64,
+// which one rack holds whole.
+TEST(MoeCost, ExpertGroupLargerThanTheNvlinkDomain) {
+  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("gb200-nvl72"), 256};
+  f.training.seq_len = 4096;
+  f.training.global_batch = 1024;
+  f.training.precision = topology::Precision::kBf16;
+  const CostModel cm = f.Make();
+  const ParallelConfig ep128 = Config(1, 1, 1, 128, 256);
+  const ParallelConfig ep64 = Config(1, 1, 1, 64, 256);
+  ASSERT_EQ(cm.CheckRules(ep128), Reason::kOk);
+  ASSERT_EQ(cm.CheckRules(ep64), Reason::kOk);
+  const double a2a128 = cm.Compute(ep128).moe_a2a_fwd, a2a64 = cm.Compute(ep64).moe_a2a_fwd;
+  EXPECT_TRUE(std::isfinite(a2a128));
+  EXPECT_GT(a2a128, a2a64);
 }
 
 // Model FLOPs: the active-parameter count of Megatron-Core's formula, so MFU of an

@@ -105,6 +105,30 @@ TEST(Fit, LeaveOneSourceOut) {
   }
 }
 
+// A GPU with no rows of its own borrows its vendor's fitted sustained
+// fraction, and a vendor with no fitted GPU borrows the other vendors': fitted
+// on GB200 rows alone, GB300 and MI355X both take GB200's value.
+TEST(Fit, AGpuWithoutRowsBorrowsItsSiblings) {
+  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
+  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
+  auto fleet = PublishedRunsFromFleetRuns(*ParseJson(*text, "fleet_runs.json"));
+  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
+  std::vector<const PublishedRun*> rows;
+  for (const PublishedRun& r : *fleet) {
+    if (r.request.job.cluster.gpu.name == "gb200" && r.request.job.gpus <= 8) rows.push_back(&r);
+  }
+  ASSERT_GE(rows.size(), 3u);
+  FitOptions options;
+  options.passes = 1;
+  options.iterations = 10;
+  const FitResult fit = FitConstants(rows, options);
+  const double gb200 = fit.values.at("gb200.gemm_sustained_fraction");
+  EXPECT_NE(gb200, 1.0);
+  EXPECT_DOUBLE_EQ(fit.values.at("gb300.gemm_sustained_fraction"), gb200);
+  EXPECT_DOUBLE_EQ(fit.values.at("mi355x.gemm_sustained_fraction"), gb200);
+  EXPECT_TRUE(fit.informed_by.at("gb300.gemm_sustained_fraction").empty());
+}
+
 TEST(Fit, HoldoutNames) {
   for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
     auto parsed = ParseHoldout(HoldoutName(h));

@@ -72,12 +72,20 @@ TEST(Validation, PublicRunsPerSourceMedians) {
   auto runs = PublishedRunsFromPublicRuns(*doc);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   std::map<std::string, std::vector<double>> errors;
+  std::vector<std::string> unfit;
   for (const auto& run : *runs) {
     const auto& job = run.request.job;
     CostModel cm(job.model, job.training, job.cluster, job.gpus);
     ASSERT_EQ(cm.CheckRules(run.request.config), Reason::kOk) << run.id;
-    errors[run.source_key].push_back(ThroughputError(run, cm.Predict(run.request.config)));
+    const Prediction p = cm.Predict(run.request.config);
+    errors[run.source_key].push_back(ThroughputError(run, p));
+    if (!p.fits) unfit.push_back(run.id);
   }
+  // Every row ran. FSDP's fp32 shards are the optimizer's master (16 bytes a
+  // parameter, not 18), which brings llm-foundry's MPT-30B on 8 A100-80GB
+  // inside the capacity; the 2022 launcher's GPT-3 5B at tp 1 remains above it.
+  EXPECT_LE(unfit.size(), 3u);
+  for (const std::string& id : unfit) EXPECT_EQ(id.rfind("nemo_launcher_gpt3_5B", 0), 0u) << id;
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -192,11 +200,15 @@ TEST(Validation, FleetRunsInSampleAndHeldOut) {
   };
   EXPECT_GE(covered.size(), 53u);
   EXPECT_LE(median(abs), 0.10);
-  // The one row that cannot fit as printed: Llama 3 70B replicated (no FSDP)
-  // on 64 GB300 with no recipe matched: bf16 weights and gradients alone
-  // exceed the GPU.
-  EXPECT_LE(unfit.size(), 1u);
-  for (const std::string& id : unfit) EXPECT_EQ(id, "mb-26.02.01-gb300-llama3-70b-nvfp4-64g");
+  // Every row ran, so every row fits. Llama 3 70B at TP1/PP1 on 64 GB300 with
+  // no recipe matched and an FSDP column of 0 cannot hold bf16 weights and
+  // gradients replicated: it is read as Megatron-FSDP, as the FP8 recipe of
+  // the same layout states.
+  EXPECT_TRUE(unfit.empty()) << unfit.front();
+  for (const auto& run : covered) {
+    if (run.id != "mb-26.02.01-gb300-llama3-70b-nvfp4-64g") continue;
+    EXPECT_EQ(run.request.config.zero, 3);
+  }
   for (bool by_gpu : {true, false}) {
     std::vector<double> pooled;
     for (const HeldOutGroup& g : LeaveOneOut(covered, by_gpu)) {
@@ -230,8 +242,8 @@ namespace {
 // overlap, satisfies Megatron-Core's rules and is predicted, the Blackwell rows
 // on their presets likewise; a row whose stated layout Megatron-Core refuses is
 // named as not covered, with the rule. The error bound is
-// today's state (docs/model.md "Mixture of experts", Validation), a regression
-// guard far from the 10 % the model aims at.
+// today's state (docs/model.md "Mixture of experts", Validation: median 15 %),
+// a regression guard above the 10 % the model aims at.
 TEST(Validation, MoeRunsMapAndPredict) {
   auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/moe_runs.json");
   if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
@@ -251,7 +263,22 @@ TEST(Validation, MoeRunsMapAndPredict) {
         << run.id << ": " << cm.Explain(cm.CheckRules(run.request.config), run.request.config);
     const Prediction p = cm.Predict(run.request.config);
     EXPECT_GT(p.iteration_time_s, 0.0) << run.id;
+    // Every row ran: each fits its GPU.
+    EXPECT_TRUE(p.fits) << run.id << ": " << p.memory.reserved_GiB << " GiB reserved of "
+                        << p.memory.capacity_GiB;
     abs.push_back(std::fabs(ThroughputError(run, p)));
+    // The printed precision names the recipe; Megatron-Bridge's MoE
+    // configurations reduce the main gradients in bf16.
+    if (run.id == "mb-26.06-gb300-deepseek_v3-mxfp8-256g") {
+      EXPECT_EQ(job.training.recipe, topology::Recipe::kMxfp8);
+      EXPECT_FALSE(job.training.main_grads_fp32);
+    }
+    // Qwen3-235B's 94 layers on PP 4 × VP 12: the largest interleaving an
+    // uneven split allows (2) keeps the EP all-to-all overlap the row states.
+    if (run.id == "mb-26.06-gb300-qwen3_235b_a22b-mxfp8-256g") {
+      EXPECT_EQ(run.request.config.vpp, 2);
+      EXPECT_TRUE(run.request.config.moe_a2a_overlap);
+    }
   }
   EXPECT_EQ(h100, 15);
   EXPECT_EQ(runs->size() + skipped.size(), doc->size());
@@ -262,7 +289,7 @@ TEST(Validation, MoeRunsMapAndPredict) {
   }
   std::sort(abs.begin(), abs.end());
   ASSERT_FALSE(abs.empty());
-  EXPECT_LE(abs[abs.size() / 2], 0.40);
+  EXPECT_LE(abs[abs.size() / 2], 0.16);
 }
 
 }  // namespace
