@@ -67,6 +67,10 @@ std::string MegatronError(int layers, const ParallelConfig& c) {
 // torchtitan @ b5bcd76: torchtitan/distributed/pipeline_parallel.py
 // _get_pipeline_metadata (217-263) and _generate_llm_fqn_per_model_part (357-467).
 std::string TorchtitanError(int layers, const ParallelConfig& c) {
+  if (c.pp_schedule == PpSchedule::kZbH1 && c.vpp < 2) {
+    return "torchtitan's zero-bubble ZB-H1 is InterleavedZeroBubble, a multi-stage schedule: "
+           "vpp >= 2 (pipeline_parallel.py:252-263)";
+  }
   if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
     return "torchtitan has no per-stage layer counts (it splits layers itself; "
            "pipeline_parallel_first/last_stage_less_layers are pp_embedding_layers / "
@@ -128,6 +132,20 @@ Result<PpSplit> ParsePpSplit(const std::string& s) {
 
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {
   if (c.pp < 1 || c.vpp < 1) return "pp and vpp must be >= 1";
+  if (c.pp_schedule != PpSchedule::k1F1B) {
+    if (c.pp < 2) return std::string(PpScheduleName(c.pp_schedule)) + " needs pp > 1";
+    if (VShaped(c.pp_schedule) && c.vpp != 2) {
+      return std::string(PpScheduleName(c.pp_schedule)) +
+             " runs two stages per rank in a V (vpp = 2)";
+    }
+    if (split != PpSplit::kTorchtitan) {
+      // Megatron-Core @ d98e8a6 get_forward_backward_func (schedules.py:154-168)
+      // picks no pipelining, 1F1B or interleaved 1F1B; DeepSpeed's PipelineEngine
+      // runs TrainSchedule (1F1B).
+      return std::string(PpScheduleName(c.pp_schedule)) +
+             " is not a schedule of this framework (its schedules: 1F1B and interleaved)";
+    }
+  }
   if (c.vpp > 1 && c.pp < 2) return "interleaving (vpp > 1) needs pp > 1";
   if (c.first_stage_layers < 0 || c.last_stage_layers < 0 || c.pp_embedding_layers < 0 ||
       c.pp_loss_layers < 0) {
@@ -162,9 +180,54 @@ int TorchtitanLayersPerStage(int layers, const ParallelConfig& c) {
   return -1;
 }
 
+bool VShaped(PpSchedule s) { return s == PpSchedule::kZbV || s == PpSchedule::kDualPipeV; }
+
+int ChunkRank(const ParallelConfig& c, int k) {
+  if (VShaped(c.pp_schedule) && k >= c.pp) return 2 * c.pp - 1 - k;
+  return k % c.pp;
+}
+
+double PipelineBubble(PpSchedule s, int pp, int vpp, double f, double b, double w) {
+  if (pp <= 1) return 0.0;
+  const double fill = pp - 1.0;
+  const double v = std::max(1, vpp);
+  switch (s) {
+    case PpSchedule::k1F1B:
+      return fill * (f + b + w) / v;
+    case PpSchedule::kZbH1:
+      return fill * std::max(0.0, f + b - w) / v;
+    case PpSchedule::kZbV:
+      return fill * std::max(0.0, f / 2 + b / 2 - 2 * w / 2);
+    case PpSchedule::kDualPipeV: {
+      const double fs = f / 2, bs = b / 2, ws = w / 2;
+      const double fb = fs + (bs + ws);  // F&B: a forward and a full backward chunk
+      return fill * std::max(0.0, fb + (bs + ws) - 3 * ws);
+    }
+  }
+  return fill * (f + b + w) / v;
+}
+
+double BubbleRelativeTo1F1B(PpSchedule s, int pp, int vpp, double f, double b, double w) {
+  const double base = PipelineBubble(PpSchedule::k1F1B, pp, 1, f, b, w);
+  return base > 0 ? PipelineBubble(s, pp, vpp, f, b, w) / base : 0.0;
+}
+
+double ActivationFactor(const ParallelConfig& c) {
+  switch (c.pp_schedule) {
+    case PpSchedule::k1F1B:
+    case PpSchedule::kZbH1:
+      return c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
+    case PpSchedule::kZbV:
+      return 1.0;
+    case PpSchedule::kDualPipeV:
+      return 1.0 + 1.0 / (2.0 * c.pp);
+  }
+  return 1.0;
+}
+
 int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
   const int pp = c.pp, v = c.vpp, stages = pp * v;
-  const int rank = k % pp;
+  const int rank = ChunkRank(c, k);
   switch (split) {
     case PpSplit::kMegatron: {
       const int f = c.first_stage_layers, l = c.last_stage_layers;
@@ -205,9 +268,14 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     return s;
   }
   int lo = layers, hi = 0;
+  const bool vshape = VShaped(c.pp_schedule);
   for (int r = 0; r < pp; ++r) {
     int n = 0;
-    for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
+    for (int j = 0; j < v; ++j) {
+      // Rank r's stages: r + j·pp looped; r and 2pp−1−r in a V (ChunkRank).
+      const int k = vshape && j == 1 ? 2 * pp - 1 - r : r + j * pp;
+      n += ChunkLayers(layers, c, split, k);
+    }
     if (r == 0) s.first = n;
     if (r == pp - 1) s.last = n;
     if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);

@@ -384,6 +384,34 @@ TEST(EmitRules, MegatronFleetFeatures) {
   }
 }
 
+// torchtitan runs the zero-bubble and V schedules torch.distributed.pipelining
+// defines; Megatron-LM has none of them (schedules.py get_forward_backward_func).
+TEST(EmitRules, PipelineSchedules) {
+  Json plans = Load("llama3-70b-fsdp.plans.json");
+  plans = Patched(plans, {{"tp", 8}, {"sp", true}, {"pp", 4}, {"vpp", 2}, {"cp", 1}, {"gz", 2},
+                          {"dp", 2}, {"mbs", 1}, {"recompute", "selective"}});
+  plans["candidates"][0]["framework"] = "torchtitan";
+  const World w = WorldOf(plans);
+  const std::pair<const char*, const char*> names[] = {{"zb-h1", "\"InterleavedZeroBubble\""},
+                                                       {"zb-v", "\"ZBVZeroBubble\""},
+                                                       {"dualpipev", "\"DualPipeV\""}};
+  for (const auto& [schedule, name] : names) {
+    const Json p = Patched(plans, {{"pp_schedule", schedule}});
+    const std::string text = Emit(p, EmitFormat::kTorchtitan);
+    EXPECT_NE(text.find(std::string("pipeline_parallel_schedule = ") + name), std::string::npos)
+        << text;
+    Built built;
+    EXPECT_EQ(frameworks_test::TorchtitanWouldReject(text, w, &built), "") << text;
+    const Json megatron = Patched(Load("gpt3-175b-megatron.plans.json"),
+                                  {{"vpp", 2}, {"pp_schedule", schedule}});
+    EXPECT_NE(Refusal(megatron, EmitFormat::kMegatron).find("not a schedule of this framework"),
+              std::string::npos);
+    Json compiled = p;
+    compiled["job"]["training"]["compile"] = true;
+    EXPECT_NE(Refusal(compiled, EmitFormat::kTorchtitan).find("torch.compile"), std::string::npos);
+  }
+}
+
 TEST(EmitRules, DeepSpeedRefusals) {
   const Json p = Load("llama3-8b-deepspeed.plans.json");
   // ZeRO-3 with pipeline parallelism (runtime/pipe/engine.py:76-77).

@@ -747,16 +747,26 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
     const std::string sched = py.set.count("parallelism.pipeline_parallel_schedule")
                                   ? py.set.at("parallelism.pipeline_parallel_schedule")
                                   : "1F1B";
-    // torch.distributed.pipelining.schedules: 1F1B and GPipe are PipelineScheduleSingle,
-    // Interleaved1F1B is PipelineScheduleMulti (looped).
-    if (sched != "1F1B" && sched != "GPipe" && sched != "Interleaved1F1B")
-      return "schedule " + sched;
-    const bool single = sched != "Interleaved1F1B";
+    // torch.distributed.pipelining.schedules (get_schedule_class): 1F1B and GPipe are
+    // PipelineScheduleSingle; Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble and
+    // DualPipeV PipelineScheduleMulti (torchtitan pipeline_parallel.py:17-25 imports the
+    // last two, :551-566: "v" style, asserting 2 stages per rank).
+    static const std::set<std::string> kMulti = {"Interleaved1F1B", "InterleavedZeroBubble",
+                                                 "ZBVZeroBubble", "DualPipeV"};
+    if (sched != "1F1B" && sched != "GPipe" && !kMulti.count(sched)) return "schedule " + sched;
+    const bool single = !kMulti.count(sched);
+    const bool v_style = sched == "ZBVZeroBubble" || sched == "DualPipeV";
     const std::string why = TorchtitanChunks(
         w.layers, pp, single, num("parallelism.pipeline_parallel_layers_per_stage", -1),
         num("parallelism.pipeline_parallel_first_stage_less_layers", 1),
         num("parallelism.pipeline_parallel_last_stage_less_layers", 1), &built->chunk_layers);
     if (!why.empty()) return why;
+    if (v_style && static_cast<int64_t>(built->chunk_layers.size()) != 2 * pp)
+      return "v schedules assume 2 stages per rank";
+    // The split backward of the zero-bubble schedules is refused under torch.compile
+    // (torch/distributed/pipelining/schedules.py, _check_torch_compile_compatibility).
+    if (sched != "1F1B" && sched != "Interleaved1F1B" && flag("compile.enable", false))
+      return "zero-bubble schedule with torch.compile";
   }
   // float8 on SM89+ (components/quantization/float8.py:85-97).
   if (py.float8 && w.gpu_arch_major < 9) return "float8 needs SM89+";
