@@ -180,13 +180,6 @@ int TorchtitanLayersPerStage(int layers, const ParallelConfig& c) {
   return -1;
 }
 
-bool VShaped(PpSchedule s) { return s == PpSchedule::kZbV || s == PpSchedule::kDualPipeV; }
-
-int ChunkRank(const ParallelConfig& c, int k) {
-  if (VShaped(c.pp_schedule) && k >= c.pp) return 2 * c.pp - 1 - k;
-  return k % c.pp;
-}
-
 double PipelineBubble(PpSchedule s, int pp, int vpp, double f, double b, double w) {
   if (pp <= 1) return 0.0;
   const double fill = pp - 1.0;
@@ -212,22 +205,8 @@ double BubbleRelativeTo1F1B(PpSchedule s, int pp, int vpp, double f, double b, d
   return base > 0 ? PipelineBubble(s, pp, vpp, f, b, w) / base : 0.0;
 }
 
-double ActivationFactor(const ParallelConfig& c) {
-  switch (c.pp_schedule) {
-    case PpSchedule::k1F1B:
-    case PpSchedule::kZbH1:
-      return c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
-    case PpSchedule::kZbV:
-      return 1.0;
-    case PpSchedule::kDualPipeV:
-      return 1.0 + 1.0 / (2.0 * c.pp);
-  }
-  return 1.0;
-}
-
 int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
   const int pp = c.pp, v = c.vpp, stages = pp * v;
-  const int rank = ChunkRank(c, k);
   switch (split) {
     case PpSplit::kMegatron: {
       const int f = c.first_stage_layers, l = c.last_stage_layers;
@@ -235,6 +214,7 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
         const int rest_stages = pp - (f > 0) - (l > 0);
         const int mid = rest_stages > 0 ? (layers - f - l) / rest_stages : 0;
         int per_rank = mid;
+        const int rank = ChunkRank(c, k);
         if (rank == 0 && f > 0) per_rank = f;
         if (rank == pp - 1 && l > 0) per_rank = l;
         return per_rank / v;
@@ -255,7 +235,7 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
       return n;
     }
     case PpSplit::kBalanced:
-      return layers / pp + (rank < layers % pp ? 1 : 0);
+      return layers / pp + (ChunkRank(c, k) < layers % pp ? 1 : 0);
   }
   return 0;
 }
@@ -268,13 +248,13 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     return s;
   }
   int lo = layers, hi = 0;
-  const bool vshape = VShaped(c.pp_schedule);
+  const bool vshape = VShaped(c.pp_schedule) && v == 2;
   for (int r = 0; r < pp; ++r) {
     int n = 0;
-    for (int j = 0; j < v; ++j) {
-      // Rank r's stages: r + j·pp looped; r and 2pp−1−r in a V (ChunkRank).
-      const int k = vshape && j == 1 ? 2 * pp - 1 - r : r + j * pp;
-      n += ChunkLayers(layers, c, split, k);
+    if (vshape) {  // rank r runs stages r and 2pp−1−r (ChunkRank)
+      n = ChunkLayers(layers, c, split, r) + ChunkLayers(layers, c, split, 2 * pp - 1 - r);
+    } else {
+      for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
     }
     if (r == 0) s.first = n;
     if (r == pp - 1) s.last = n;

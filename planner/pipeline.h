@@ -54,10 +54,12 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k);
 // The pipeline rank that runs stage k: k % pp (looped schedules), or for the
 // V schedules (ZB-V, DualPipeV; vpp = 2) k on the way down and 2pp−1−k on the
 // way back (torchtitan pipeline_parallel.py:532-569 @b5bcd76, style "v").
-int ChunkRank(const ParallelConfig& c, int k);
 // Whether the schedule places its two stages per rank in a V: rank 0 then
 // holds both the first stage (embedding) and the last (the loss).
-bool VShaped(PpSchedule s);
+inline bool VShaped(PpSchedule s) { return s == PpSchedule::kZbV || s == PpSchedule::kDualPipeV; }
+inline int ChunkRank(const ParallelConfig& c, int k) {
+  return VShaped(c.pp_schedule) && k >= c.pp ? 2 * c.pp - 1 - k : k % c.pp;
+}
 
 // The bubble of one iteration: idle time per rank, in the time units of
 // f, b, w — one micro-batch's forward (f), input-gradient backward (b, with any
@@ -83,7 +85,16 @@ double BubbleRelativeTo1F1B(PpSchedule s, int pp, int vpp, double f, double b, d
 // stages (the same warm-up; ZB-H1 itself holds 1F1B's, Qi et al. 2023 §2.1);
 // ZB-V 1 (Qi et al. 2023 §6, pM_B); DualPipeV (PP+1)/PP stage activations for
 // PP = 2pp stages = 1 + 1/(2pp) (DeepSeek-V3 Table 2).
-double ActivationFactor(const ParallelConfig& c);
+inline double ActivationFactor(const ParallelConfig& c) {
+  switch (c.pp_schedule) {
+    case PpSchedule::kZbV:
+      return 1.0;
+    case PpSchedule::kDualPipeV:
+      return 1.0 + 1.0 / (2.0 * c.pp);
+    default:
+      return c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
+  }
+}
 
 // Transformer layers per pipeline rank (summed over its chunks): the first,
 // the last, the largest of the ranks between, the largest of all.

@@ -382,6 +382,12 @@ SearchResult Search::RunShard(int shard) const {
   std::vector<Pipe> pipes;
   {
     const bool interleave = o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
+    bool schedule_pinned = false;
+    for (const auto& kv : options_.fixed)
+      schedule_pinned = schedule_pinned || kv.first == "pp_schedule";
+    // PyTorch's zero-bubble schedules refuse compiled stages (rules.cc).
+    const bool zb_h1_runs =
+        fr.pp_schedules[static_cast<int>(PpSchedule::kZbH1)] && !cm.training().compile;
     const int max_vpp = (m.layers + 2) / std::max(1, o.pp);
     for (const LayoutChoice& ch : LayoutChoices(m.layers, o.pp, fr.pp_split, interleave, max_vpp,
                                                 pinned_first_, pinned_last_)) {
@@ -407,6 +413,19 @@ SearchResult Search::RunShard(int shard) const {
         for (int si = 0; si < kNumPpSchedules; ++si) {
           const auto sched = static_cast<PpSchedule>(si);
           if (!fr.pp_schedules[si] || !Allowed("pp_schedule", si)) continue;
+          // DualPipeV places its stages as ZB-V does, with a bubble
+          // (pp−1)(f+2b−w)/2 >= ZB-V's and more activations (planner/pipeline.h):
+          // the model never ranks it above ZB-V, so it is priced only when pinned.
+          if (sched == PpSchedule::kDualPipeV && !schedule_pinned) continue;
+          // Interleaved 1F1B and ZB-H1 over the same stages differ only in
+          // the bubble, ZB-H1's (f+b−w)/(f+b+w) of it: where ZB-H1 runs, the
+          // interleaved schedule is priced only when pinned.
+          if (sched == PpSchedule::k1F1B && v >= 2 && !schedule_pinned && zb_h1_runs) {
+            ParallelConfig zb = probe;
+            zb.vpp = v;
+            zb.pp_schedule = PpSchedule::kZbH1;
+            if (PipelineLayoutError(m.layers, zb, fr.pp_split).empty()) continue;
+          }
           if (sched != PpSchedule::k1F1B) {
             probe.vpp = v;
             probe.pp_schedule = sched;

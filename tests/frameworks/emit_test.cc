@@ -389,7 +389,8 @@ TEST(EmitRules, MegatronFleetFeatures) {
 TEST(EmitRules, PipelineSchedules) {
   Json plans = Load("llama3-70b-fsdp.plans.json");
   plans = Patched(plans, {{"tp", 8}, {"sp", true}, {"pp", 4}, {"vpp", 2}, {"cp", 1}, {"gz", 2},
-                          {"dp", 2}, {"mbs", 1}, {"recompute", "selective"}});
+                          {"dp", 2}, {"mbs", 1}, {"recompute", "selective"},
+                          {"pp_embedding_layers", 1}, {"pp_loss_layers", 1}});
   plans["candidates"][0]["framework"] = "torchtitan";
   const World w = WorldOf(plans);
   const std::pair<const char*, const char*> names[] = {{"zb-h1", "\"InterleavedZeroBubble\""},
@@ -399,6 +400,12 @@ TEST(EmitRules, PipelineSchedules) {
     const Json p = Patched(plans, {{"pp_schedule", schedule}});
     const std::string text = Emit(p, EmitFormat::kTorchtitan);
     EXPECT_NE(text.find(std::string("pipeline_parallel_schedule = ") + name), std::string::npos)
+        << text;
+    // 80 layers + 2 weights over 8 stages: 10 11 10 10 10 10 10 9. Looped, rank r
+    // runs stages r and r + 4; in a V, r and 7 − r.
+    const bool v = std::string(schedule) != "zb-h1";
+    EXPECT_NE(text.find(v ? "layers per rank 19 21 20 20" : "layers per rank 20 21 20 19"),
+              std::string::npos)
         << text;
     Built built;
     EXPECT_EQ(frameworks_test::TorchtitanWouldReject(text, w, &built), "") << text;

@@ -217,6 +217,11 @@ TEST(Schedules, ZeroBubbleShrinksTheBubbleNotTheWork) {
   EXPECT_DOUBLE_EQ(zbh1.breakdown.compute_s, base.breakdown.compute_s);
   // ZB-V holds 1F1B's activations; interleaving holds (1 + (p−1)/(p·v))×.
   EXPECT_LT(zbv.memory.activations_GiB, base.memory.activations_GiB);
+  // DualPipeV, placed like ZB-V, has the larger bubble and activations, so the
+  // search prices it only when pinned.
+  const Prediction dual = cm.Predict(Tt(PpSchedule::kDualPipeV, 2));
+  EXPECT_GE(dual.iteration_time_s, zbv.iteration_time_s);
+  EXPECT_GT(dual.memory.activations_GiB, zbv.memory.activations_GiB);
 }
 
 }  // namespace
