@@ -59,6 +59,9 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     zero=3 is Megatron-FSDP. Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
                     first_stage_layers/last_stage_layers under megatron.
+                    pp_schedule: 1f1b | interleaved (vpp > 1) | zb-h1 (vpp >= 2)
+                    | zb-v | dualpipev (vpp = 2): zero-bubble and V schedules,
+                    torchtitan only.
   --headroom F      memory kept free for a "fits" verdict (default 0.1)
   --profile FILE    a measured profile (paratune profile) to use for this cluster
   --format F        json (default) | table

@@ -61,7 +61,8 @@ std::vector<int> ChunkLayerList(const Plan& p) {
 std::vector<int> RankLayers(const Plan& p) {
   std::vector<int> out(p.c.pp, 0);
   const std::vector<int> chunks = ChunkLayerList(p);
-  for (size_t k = 0; k < chunks.size(); ++k) out[k % p.c.pp] += chunks[k];
+  // Chunk k runs on rank k % pp, or in a V for ZB-V / DualPipeV (ChunkRank).
+  for (size_t k = 0; k < chunks.size(); ++k) out[ChunkRank(p.c, static_cast<int>(k))] += chunks[k];
   return out;
 }
 

@@ -12,7 +12,9 @@
 // by CP; --overlap-param-gather needs the distributed optimizer and
 // --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel; full
 // recompute needs a method and a layer count; TP or CP before Blackwell needs
-// CUDA_DEVICE_MAX_CONNECTIONS=1.
+// CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron-FSDP needs it unset); ZeRO-3 is
+// Megatron-FSDP; CPU activation offloading needs PP = 1 and no recompute; the
+// fp8 recipe and NVFP4 are written as --fp8-recipe / --fp4-format.
 #include <algorithm>
 #include <sstream>
 
@@ -24,6 +26,10 @@ namespace {
 
 constexpr EmitFormat kF = EmitFormat::kMegatron;
 
+Status CheckFleetFeatures(const Plan& p);
+void PrecisionArgs(const TrainingSpec& t, std::vector<std::string>* out);
+void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out);
+
 Status Check(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
@@ -32,11 +38,11 @@ Status Check(const Plan& p) {
                           ") has no Megatron-LM flag; Megatron tensor parallelism is gx = gz = 1 "
                           "(use --format axonn)");
   }
-  if (c.zero >= 2 || c.qwz || c.hpz || c.qgz) {
+  if (c.zero == 2 || c.qwz || c.hpz || c.qgz) {
     return Refuse(kF, "ZeRO stage " + Str(c.zero) +
                           (c.qwz || c.hpz || c.qgz ? " with ZeRO++" : std::string()) +
-                          " is not a Megatron-LM option (its distributed optimizer is ZeRO-1); "
-                          "use --format deepspeed");
+                          " is not a Megatron-LM option (its distributed optimizer is ZeRO-1, "
+                          "Megatron-FSDP ZeRO-3); use --format deepspeed");
   }
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
     return Refuse(kF,
@@ -98,7 +104,8 @@ Status Check(const Plan& p) {
                           " is not a multiple of 2·CP = " + Str(2 * c.cp) +
                           " (arguments.py:1335-1337)");
   }
-  const bool dist_opt = c.distributed_optimizer || c.zero == 1;
+  PT_RETURN_IF_ERROR(CheckFleetFeatures(p));
+  const bool dist_opt = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
   if (c.overlap_param_gather && !(dist_opt && c.overlap_grad_reduce)) {
     return Refuse(
         kF,
@@ -125,8 +132,108 @@ Status Check(const Plan& p) {
   return CheckPresetRules(p, kF, Framework::kMegatron);
 }
 
+// Megatron-Core features of 2026 training recipes: Megatron-FSDP (zero = 3),
+// CPU activation offloading, full-iteration CUDA graphs. Their rules, from
+// Megatron-LM @ d98e8a6.
+Status CheckFleetFeatures(const Plan& p) {
+  const ParallelConfig& c = p.c;
+  const ModelSpec& m = p.job.model;
+  if (c.offload_activation_layers > 0) {
+    // transformer_config.py:1884-1899 (__post_init__).
+    if (c.offload_activation_layers >= m.layers) {
+      return Refuse(kF, "--cpu-offloading-num-layers " + Str(c.offload_activation_layers) +
+                            " must be below the model's " + Str(m.layers) +
+                            " layers (transformer_config.py:1884-1889)");
+    }
+    if (c.pp > 1) {
+      return Refuse(kF,
+                    "CPU activation offloading has no support for pipeline parallelism "
+                    "(transformer_config.py:1891-1894)");
+    }
+    if (c.recompute != Recompute::kNone) {
+      return Refuse(kF,
+                    "CPU activation offloading does not work with activation recompute "
+                    "(transformer_config.py:1896-1899)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Precision and low-precision recipe flags: --bf16 / --fp16, and for fp8 jobs
+// TransformerConfig.fp8 (--fp8-format, transformer_config.py:587-589) with
+// fp8_recipe (--fp8-recipe, 594-596; default "delayed", so it is always
+// written), or fp4 (--fp4-format e2m1, 673-675) with fp4_recipe nvfp4
+// (--fp4-recipe, 679). fp8 and fp4 exclude each other (arguments.py:1100-1101).
+// Recipes: fp8_delayed = delayed, fp8_current = tensorwise (per-tensor current
+// scaling), fp8_blockwise = blockwise, mxfp8 = mxfp8.
+void PrecisionArgs(const TrainingSpec& t, std::vector<std::string>* out) {
+  switch (t.precision) {
+    case topology::Precision::kBf16:
+      out->push_back("--bf16");
+      return;
+    case topology::Precision::kFp16:
+      out->push_back("--fp16");
+      return;
+    case topology::Precision::kFp8:
+      break;
+    default:
+      return;  // fp32: no flag
+  }
+  out->push_back("--bf16");
+  const char* fp8_recipe = "tensorwise";
+  switch (t.recipe) {
+    case topology::Recipe::kNvfp4:
+      out->push_back("--fp4-format e2m1");
+      out->push_back("--fp4-recipe nvfp4");
+      return;
+    case topology::Recipe::kFp8Delayed:
+      fp8_recipe = "delayed";
+      break;
+    case topology::Recipe::kFp8Current:
+      fp8_recipe = "tensorwise";
+      break;
+    case topology::Recipe::kFp8Blockwise:
+      fp8_recipe = "blockwise";
+      break;
+    case topology::Recipe::kMxfp8:
+      fp8_recipe = "mxfp8";
+      break;
+  }
+  // hybrid: E4M3 forward, E5M2 gradients (the format of every recipe the cost
+  // model prices; MXFP8 and blockwise scaling use E4M3 data either way).
+  out->push_back("--fp8-format hybrid");
+  out->push_back(std::string("--fp8-recipe ") + fp8_recipe);
+}
+
+// Flags of the features CheckFleetFeatures admits.
+void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out) {
+  const ParallelConfig& c = p.c;
+  if (c.zero == 3) {
+    // Megatron-FSDP (common_config.py:92, --use-megatron-fsdp) sharding
+    // parameters, gradients and optimizer states (arguments.py:3190-3192); it
+    // asserts the fsdp_dtensor checkpoint format (arguments.py:1169-1170).
+    out->push_back("--use-megatron-fsdp");
+    out->push_back("--data-parallel-sharding-strategy optim_grads_params");
+    out->push_back("--ckpt-format fsdp_dtensor");
+  }
+  if (c.offload_activation_layers > 0) {
+    // model_parallel_config.py:461; validate_args sets cpu_offloading from it
+    // (arguments.py:1950-1951).
+    out->push_back("--cpu-offloading-num-layers " + Str(c.offload_activation_layers));
+  }
+  if (c.cuda_graphs) {
+    // One graph of the forward-backward (transformer_config.py:1075-1088),
+    // which asserts the NaN check off (arguments.py:1235-1237).
+    out->push_back("--cuda-graph-impl full_iteration");
+    out->push_back("--no-check-for-nan-in-loss-and-grad");
+  }
+}
+
 std::vector<Keep> KeepOf(const Plan& p) {
   std::vector<Keep> k;
+  // Megatron-FSDP asserts the variable is not 1 (arguments.py:1165-1166); with
+  // TP or CP before Blackwell it only warns (arguments.py:1453-1465).
+  if (p.c.zero == 3) return k;
   k.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1",
                p.c.gy > 1 || p.c.cp > 1
                    ? "validate_args asserts it with TP or CP on GPUs before Blackwell "
@@ -188,20 +295,7 @@ std::string Write(const Plan& p) {
 
   std::vector<std::string> training = {"--micro-batch-size " + Str(c.mbs),
                                        "--global-batch-size " + Str(p.Gbs())};
-  switch (t.precision) {
-    case topology::Precision::kBf16:
-      training.push_back("--bf16");
-      break;
-    case topology::Precision::kFp16:
-      training.push_back("--fp16");
-      break;
-    case topology::Precision::kFp8:
-      training.push_back("--bf16");
-      training.push_back("--fp8-format hybrid");
-      break;
-    default:
-      break;  // fp32: no flag
-  }
+  PrecisionArgs(t, &training);
   if (c.recompute == Recompute::kFull) {
     // One layer per checkpoint: what the cost model's full recompute prices.
     training.push_back("--recompute-granularity full");
@@ -210,7 +304,9 @@ std::string Write(const Plan& p) {
   } else if (c.recompute == Recompute::kSelective) {
     training.push_back("--recompute-granularity selective");
   }
-  if (c.distributed_optimizer || c.zero == 1) training.push_back("--use-distributed-optimizer");
+  if (c.distributed_optimizer || c.zero == 1 || c.zero == 3)
+    training.push_back("--use-distributed-optimizer");
+  FleetFeatureArgs(p, &training);
   if (c.overlap_grad_reduce) training.push_back("--overlap-grad-reduce");
   if (c.overlap_param_gather) training.push_back("--overlap-param-gather");
   Array(os, "TRAINING_ARGS", training);

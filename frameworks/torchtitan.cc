@@ -51,7 +51,23 @@ const Flavor* FlavorOf(const ModelSpec& m) {
   return nullptr;
 }
 
-const char* Schedule(const ParallelConfig& c) { return c.vpp > 1 ? "Interleaved1F1B" : "1F1B"; }
+// torch.distributed.pipelining's schedule names (get_schedule_class), which
+// torchtitan takes as parallelism.pipeline_parallel_schedule (config/configs.py:216-222):
+// InterleavedZeroBubble is ZB1P (ZB-H1) over >= 2 stages per rank; ZBVZeroBubble
+// and DualPipeV run two stages per rank in a V (pipeline_parallel.py:532-569).
+const char* Schedule(const ParallelConfig& c) {
+  switch (c.pp_schedule) {
+    case PpSchedule::kZbH1:
+      return "InterleavedZeroBubble";
+    case PpSchedule::kZbV:
+      return "ZBVZeroBubble";
+    case PpSchedule::kDualPipeV:
+      return "DualPipeV";
+    case PpSchedule::k1F1B:
+      break;
+  }
+  return c.vpp > 1 ? "Interleaved1F1B" : "1F1B";
+}
 
 Status Check(const Plan& p) {
   const ParallelConfig& c = p.c;
@@ -103,6 +119,14 @@ Status Check(const Plan& p) {
   if (c.vpp > 1 && c.pp < 2)
     return Refuse(kF, "interleaved stages need pipeline_parallel_degree > 1");
   if (c.pp > 1) PT_RETURN_IF_ERROR(CheckSameSplit(p, kF, PpSplit::kTorchtitan));
+  if (c.pp_schedule != PpSchedule::k1F1B && p.compile) {
+    // PyTorch's zero-bubble schedules split the backward into input and weight
+    // passes, which they do not support under torch.compile
+    // (torch/distributed/pipelining/schedules.py, ScheduleInterleavedZeroBubble.__init__).
+    return Refuse(kF, std::string(PpScheduleName(c.pp_schedule)) +
+                          " splits the backward into input- and weight-gradient passes, which "
+                          "PyTorch's pipelining schedules do not run under torch.compile");
+  }
   if (!OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kZ, Dim::kData, Dim::kPp})) {
     return Refuse(kF, "rank order " + OrderString(c) +
                           " is not torchtitan's mesh order (innermost first) tp, cp, dp_shard, "

@@ -49,6 +49,31 @@ Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s) {
                                  "hybridep)");
 }
 
+const char* PpScheduleName(PpSchedule s, int vpp) {
+  switch (s) {
+    case PpSchedule::k1F1B:
+      return vpp > 1 ? "interleaved" : "1f1b";
+    case PpSchedule::kZbH1:
+      return "zb-h1";
+    case PpSchedule::kZbV:
+      return "zb-v";
+    case PpSchedule::kDualPipeV:
+      return "dualpipev";
+  }
+  return "1f1b";
+}
+
+Result<PpSchedule> ParsePpSchedule(const std::string& s) {
+  if (s == "1f1b" || s == "interleaved") return PpSchedule::k1F1B;
+  for (int i = 1; i < kNumPpSchedules; ++i) {
+    const auto p = static_cast<PpSchedule>(i);
+    if (s == PpScheduleName(p)) return p;
+  }
+  return Status::InvalidArgument("'" + s +
+                                 "' is not a pipeline schedule (1f1b | interleaved | zb-h1 | "
+                                 "zb-v | dualpipev)");
+}
+
 Result<CpKind> ParseCpKind(const std::string& s) {
   if (s == "ring" || s == "p2p") return CpKind::kRing;
   if (s == "ulysses" || s == "a2a") return CpKind::kUlysses;
@@ -171,6 +196,29 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(PositiveInt(r, "pp", &c.pp));
   PT_RETURN_IF_ERROR(PositiveInt(r, "vpp", &c.vpp));
   PT_RETURN_IF_ERROR(PositiveInt(r, "cp", &c.cp));
+  if (r.Has("pp_schedule")) {
+    std::string name;
+    PT_RETURN_IF_ERROR(r.String("pp_schedule", &name));
+    auto ps = ParsePpSchedule(name);
+    if (!ps.ok()) return r.Error("pp_schedule", ps.status().message());
+    c.pp_schedule = *ps;
+    // The shapes each schedule runs on (planner/pipeline.h).
+    if (name == "1f1b" && c.vpp > 1) {
+      return r.Error("pp_schedule", "1f1b runs one stage per rank; vpp > 1 is \"interleaved\"");
+    }
+    if (name == "interleaved" && c.vpp < 2) {
+      return r.Error("pp_schedule", "interleaved needs vpp >= 2 stages per rank");
+    }
+    if (c.pp_schedule != PpSchedule::k1F1B && c.pp < 2) {
+      return r.Error("pp_schedule", name + " is a pipeline schedule: it needs pp >= 2");
+    }
+    if ((c.pp_schedule == PpSchedule::kZbV || c.pp_schedule == PpSchedule::kDualPipeV) &&
+        c.vpp != 2) {
+      return r.Error("pp_schedule", name + " places two stages per rank in a V: it needs vpp = 2");
+    }
+  } else {
+    r.Ignore("pp_schedule");
+  }
   PT_RETURN_IF_ERROR(r.OptInt("first_stage_layers", &c.first_stage_layers));
   PT_RETURN_IF_ERROR(r.OptInt("last_stage_layers", &c.last_stage_layers));
   if (c.first_stage_layers < 0) return r.Error("first_stage_layers", "must be >= 0 (0 = automatic)");
@@ -267,7 +315,8 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
 Result<Json> ConfigStringToJson(const std::string& text) {
   PT_ASSIGN_OR_RETURN(auto pairs, ParseKeyValueList(text));
   Json j = Json::object();
-  static const char* kStringKeys[] = {"cp_kind", "recompute", "placement", "moe_dispatcher"};
+  static const char* kStringKeys[] = {"cp_kind", "recompute", "placement", "moe_dispatcher",
+                                      "pp_schedule"};
   for (auto& [k, v] : pairs) {
     if (j.contains(k)) return Status::InvalidArgument("--config: '" + k + "' given twice");
     const bool is_string =
@@ -300,6 +349,8 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   j["dp"] = c.gdata;
   j["pp"] = c.pp;
   j["vpp"] = c.vpp;
+  // Only when set, so documents of 1F1B plans are unchanged.
+  if (c.pp_schedule != PpSchedule::k1F1B) j["pp_schedule"] = PpScheduleName(c.pp_schedule);
   j["first_stage_layers"] = c.first_stage_layers;
   j["last_stage_layers"] = c.last_stage_layers;
   j["pp_embedding_layers"] = c.pp_embedding_layers;
@@ -345,6 +396,7 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.gz > 1) os << " gz=" << c.gz;
   os << " pp=" << c.pp;
   if (c.vpp > 1) os << " vpp=" << c.vpp;
+  if (c.pp_schedule != PpSchedule::k1F1B) os << " " << PpScheduleName(c.pp_schedule);
   if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
     os << " stages=" << c.first_stage_layers << "/../" << c.last_stage_layers;
   }

@@ -22,11 +22,23 @@ enum class CpKind : uint8_t { kRing = 0, kUlysses, kFpdt };
 enum class MoeDispatcher : uint8_t { kAllToAll = 0, kAllGather, kDeepEp, kHybridEp };
 inline constexpr int kNumMoeDispatchers = 4;
 enum class Recompute : uint8_t { kNone = 0, kSelective, kFull };
+// The pipeline schedule (planner/pipeline.h prices each): Megatron's 1F1B,
+// interleaved when vpp > 1 (Narayanan et al. 2021); zero-bubble ZB-H1/ZB1P,
+// the backward split into an input-gradient pass B and a weight-gradient pass W
+// that fills the bubble (Qi et al. 2023), looped over vpp stages per rank;
+// ZB-V, two stages per rank in a V (Qi et al. 2023 §6); DualPipeV, DeepSeek's
+// DualPipe cut in half onto a V (DeepSeek-V3 report §3.2.1, deepseek-ai/DualPipe).
+enum class PpSchedule : uint8_t { k1F1B = 0, kZbH1, kZbV, kDualPipeV };
+inline constexpr int kNumPpSchedules = 4;
 
 const char* CpKindName(CpKind k);        // "ring" | "ulysses" | "fpdt"
 const char* MoeDispatcherName(MoeDispatcher d);  // "alltoall" | "allgather" | "deepep" | "hybridep"
 Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s);
 const char* RecomputeName(Recompute r);  // "none" | "selective" | "full"
+// "1f1b" | "zb-h1" | "zb-v" | "dualpipev"; k1F1B with vpp > 1 is "interleaved".
+const char* PpScheduleName(PpSchedule s, int vpp = 1);
+// Accepts the names above and "interleaved" (k1F1B).
+Result<PpSchedule> ParsePpSchedule(const std::string& s);
 Result<CpKind> ParseCpKind(const std::string& s);
 Result<Recompute> ParseRecompute(const std::string& s);
 
@@ -57,6 +69,9 @@ struct ParallelConfig {
   // row-parallel layers = AxoNN's normal/transposed pair).
   int gx = 1, gy = 1, gz = 1, gdata = 1;
   int pp = 1, vpp = 1;  // pipeline stages, virtual stages per device (interleaved 1F1B)
+  // The schedule over the pp·vpp stages (config key pp_schedule). ZB-V and
+  // DualPipeV place stage s and 2pp−1−s on rank s (vpp = 2).
+  PpSchedule pp_schedule = PpSchedule::k1F1B;
   // Uneven pipeline stages (Megatron's --decoder-first/last-pipeline-num-layers):
   // layers on the first and last stage; 0 = automatic (layers split as evenly as
   // possible, the first stages taking the remainder: DeepSpeed, torchtitan).
@@ -126,7 +141,7 @@ struct ParallelConfig {
   bool operator==(const ParallelConfig&) const = default;
 };
 
-// Parses a config object (request `config`). Keys: tp, pp, vpp, dp, cp,
+// Parses a config object (request `config`). Keys: tp, pp, vpp, pp_schedule, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
 // offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,
 // mbs, recompute, first_stage_layers, last_stage_layers, pp_embedding_layers, pp_loss_layers, oar,
@@ -140,7 +155,7 @@ Result<Json> ConfigStringToJson(const std::string& text);
 // Canonical JSON: every field, Megatron names where they apply (tp when gx = 1);
 // ep, etp, moe_dispatcher, moe_a2a_overlap (and the derived "edp") only when
 // ep · etp > 1 or they differ from their defaults, so a dense plan's document is
-// unchanged by them.
+// unchanged by them; pp_schedule only when it is not (interleaved) 1F1B.
 OrderedJson ConfigToJson(const ParallelConfig& c);
 // Compact human form: "tp=8 pp=16 vpp=3 sp mbs=1 rc=selective".
 std::string ConfigToString(const ParallelConfig& c);

@@ -108,6 +108,16 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
       else return r.Error("recompute", "unknown '" + k + "' (none | selective | full)");
     }
   }
+  list.clear();
+  PT_RETURN_IF_ERROR(ReadStringList(r, "pp_schedules", &list));
+  if (!list.empty()) {
+    s.pp_schedules = {false, false, false, false};
+    for (const std::string& k : list) {
+      auto ps = ParsePpSchedule(k);
+      if (!ps.ok()) return r.Error("pp_schedules", ps.status().message());
+      s.pp_schedules[static_cast<int>(*ps)] = true;
+    }
+  }
   if (r.Has("pp_split")) {
     std::string split;
     PT_RETURN_IF_ERROR(r.String("pp_split", &split));

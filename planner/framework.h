@@ -49,6 +49,9 @@ struct FrameworkSupport {
   bool vpp = false;        // interleaved (virtual) pipeline stages
   int vpp_min_pp = 2;      // interleaving needs pp >= this (Megatron-LM 2023 asserted pp > 2)
   bool uneven_pp = false;  // ranks holding different layer counts
+  // Pipeline schedules it runs ("pp_schedules": 1f1b (with interleaved where
+  // vpp), zb-h1, zb-v, dualpipev; default 1F1B only), by PpSchedule.
+  std::array<bool, kNumPpSchedules> pp_schedules{true, false, false, false};
   // How the framework splits layers over pipeline stages ("pp_split":
   // megatron | torchtitan | balanced; planner/pipeline.h).
   PpSplit pp_split = PpSplit::kBalanced;

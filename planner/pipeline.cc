@@ -67,6 +67,10 @@ std::string MegatronError(int layers, const ParallelConfig& c) {
 // torchtitan @ b5bcd76: torchtitan/distributed/pipeline_parallel.py
 // _get_pipeline_metadata (217-263) and _generate_llm_fqn_per_model_part (357-467).
 std::string TorchtitanError(int layers, const ParallelConfig& c) {
+  if (c.pp_schedule == PpSchedule::kZbH1 && c.vpp < 2) {
+    return "torchtitan's zero-bubble ZB-H1 is InterleavedZeroBubble, a multi-stage schedule: "
+           "vpp >= 2 (pipeline_parallel.py:252-263)";
+  }
   if (c.first_stage_layers > 0 || c.last_stage_layers > 0) {
     return "torchtitan has no per-stage layer counts (it splits layers itself; "
            "pipeline_parallel_first/last_stage_less_layers are pp_embedding_layers / "
@@ -128,6 +132,20 @@ Result<PpSplit> ParsePpSplit(const std::string& s) {
 
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {
   if (c.pp < 1 || c.vpp < 1) return "pp and vpp must be >= 1";
+  if (c.pp_schedule != PpSchedule::k1F1B) {
+    if (c.pp < 2) return std::string(PpScheduleName(c.pp_schedule)) + " needs pp > 1";
+    if (VShaped(c.pp_schedule) && c.vpp != 2) {
+      return std::string(PpScheduleName(c.pp_schedule)) +
+             " runs two stages per rank in a V (vpp = 2)";
+    }
+    if (split != PpSplit::kTorchtitan) {
+      // Megatron-Core @ d98e8a6 get_forward_backward_func (schedules.py:154-168)
+      // picks no pipelining, 1F1B or interleaved 1F1B; DeepSpeed's PipelineEngine
+      // runs TrainSchedule (1F1B).
+      return std::string(PpScheduleName(c.pp_schedule)) +
+             " is not a schedule of this framework (its schedules: 1F1B and interleaved)";
+    }
+  }
   if (c.vpp > 1 && c.pp < 2) return "interleaving (vpp > 1) needs pp > 1";
   if (c.first_stage_layers < 0 || c.last_stage_layers < 0 || c.pp_embedding_layers < 0 ||
       c.pp_loss_layers < 0) {
@@ -162,9 +180,33 @@ int TorchtitanLayersPerStage(int layers, const ParallelConfig& c) {
   return -1;
 }
 
+double PipelineBubble(PpSchedule s, int pp, int vpp, double f, double b, double w) {
+  if (pp <= 1) return 0.0;
+  const double fill = pp - 1.0;
+  const double v = std::max(1, vpp);
+  switch (s) {
+    case PpSchedule::k1F1B:
+      return fill * (f + b + w) / v;
+    case PpSchedule::kZbH1:
+      return fill * std::max(0.0, f + b - w) / v;
+    case PpSchedule::kZbV:
+      return fill * std::max(0.0, f / 2 + b / 2 - 2 * w / 2);
+    case PpSchedule::kDualPipeV: {
+      const double fs = f / 2, bs = b / 2, ws = w / 2;
+      const double fb = fs + (bs + ws);  // F&B: a forward and a full backward chunk
+      return fill * std::max(0.0, fb + (bs + ws) - 3 * ws);
+    }
+  }
+  return fill * (f + b + w) / v;
+}
+
+double BubbleRelativeTo1F1B(PpSchedule s, int pp, int vpp, double f, double b, double w) {
+  const double base = PipelineBubble(PpSchedule::k1F1B, pp, 1, f, b, w);
+  return base > 0 ? PipelineBubble(s, pp, vpp, f, b, w) / base : 0.0;
+}
+
 int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
   const int pp = c.pp, v = c.vpp, stages = pp * v;
-  const int rank = k % pp;
   switch (split) {
     case PpSplit::kMegatron: {
       const int f = c.first_stage_layers, l = c.last_stage_layers;
@@ -172,6 +214,7 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
         const int rest_stages = pp - (f > 0) - (l > 0);
         const int mid = rest_stages > 0 ? (layers - f - l) / rest_stages : 0;
         int per_rank = mid;
+        const int rank = ChunkRank(c, k);
         if (rank == 0 && f > 0) per_rank = f;
         if (rank == pp - 1 && l > 0) per_rank = l;
         return per_rank / v;
@@ -192,7 +235,7 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
       return n;
     }
     case PpSplit::kBalanced:
-      return layers / pp + (rank < layers % pp ? 1 : 0);
+      return layers / pp + (ChunkRank(c, k) < layers % pp ? 1 : 0);
   }
   return 0;
 }
@@ -205,9 +248,14 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     return s;
   }
   int lo = layers, hi = 0;
+  const bool vshape = VShaped(c.pp_schedule) && v == 2;
   for (int r = 0; r < pp; ++r) {
     int n = 0;
-    for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
+    if (vshape) {  // rank r runs stages r and 2pp−1−r (ChunkRank)
+      n = ChunkLayers(layers, c, split, r) + ChunkLayers(layers, c, split, 2 * pp - 1 - r);
+    } else {
+      for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
+    }
     if (r == 0) s.first = n;
     if (r == pp - 1) s.last = n;
     if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);

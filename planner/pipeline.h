@@ -22,6 +22,10 @@
 //  - balanced: DeepSpeed's PipelineModule — layers as evenly as possible, the
 //    first stages one more, no interleaving.
 //
+// The schedule (ParallelConfig::pp_schedule) decides which rank runs which
+// stage (V schedules: stages s and 2pp−1−s on rank s), the bubble and the
+// activations held; each formula below cites its publication.
+//
 // Pure functions; thread-safe.
 #pragma once
 
@@ -43,9 +47,54 @@ Result<PpSplit> ParsePpSplit(const std::string& s);
 // `layers` transformer layers; otherwise the rule it breaks, with its source.
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split);
 
-// Transformer layers of model chunk k in [0, pp·vpp): virtual stage k / pp on
-// pipeline rank k % pp. REQUIRES: PipelineLayoutError(layers, c, split) is "".
+// Transformer layers of model chunk (stage) k in [0, pp·vpp), on rank
+// ChunkRank(c, k). REQUIRES: PipelineLayoutError(layers, c, split) is "".
 int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k);
+
+// The pipeline rank that runs stage k: k % pp (looped schedules), or for the
+// V schedules (ZB-V, DualPipeV; vpp = 2) k on the way down and 2pp−1−k on the
+// way back (torchtitan pipeline_parallel.py:532-569 @b5bcd76, style "v").
+// Whether the schedule places its two stages per rank in a V: rank 0 then
+// holds both the first stage (embedding) and the last (the loss).
+inline bool VShaped(PpSchedule s) { return s == PpSchedule::kZbV || s == PpSchedule::kDualPipeV; }
+inline int ChunkRank(const ParallelConfig& c, int k) {
+  return VShaped(c.pp_schedule) && k >= c.pp ? 2 * c.pp - 1 - k : k % c.pp;
+}
+
+// The bubble of one iteration: idle time per rank, in the time units of
+// f, b, w — one micro-batch's forward (f), input-gradient backward (b, with any
+// recompute) and weight-gradient backward (w) through ONE RANK's layers
+// (all its stages). For vpp stages per rank a stage's times are f/vpp, ...
+//   1F1B:        (pp−1)(f+b+w)            Qi et al. 2023 Table 2; DualPipe README (F+B)
+//   interleaved: (pp−1)(f+b+w)/vpp        Narayanan et al. 2021 §2.2
+//   ZB-H1:       (pp−1)(f+b−w)/vpp        Qi et al. 2023 Table 2 (ZB-H1 = ZB1P; DeepSeek-V3
+//                                         Table 2: (PP−1)(F+B−2W) with B the full backward);
+//                                         looped over vpp stages as interleaving divides 1F1B's
+//   ZB-V:        (pp−1)·max(0, f_s+b_s−2w_s), stage times f_s = f/2 (Qi et al. 2023 §6:
+//                zero when F = B = W at the same memory as 1F1B)
+//   DualPipeV:   (pp−1)(F&B + B − 3W) per stage with F&B = f_s + (b_s+w_s) and B the full
+//                backward b_s + w_s (DeepSeek-V3 Table 2; deepseek-ai/DualPipe README:
+//                (PP/2−1)(F&B+B−3W) for PP stages on PP/2 ranks); = (pp−1)(f+2b−w)/2
+// REQUIRES: pp >= 1, vpp >= 1 (2 for the V schedules), times >= 0.
+double PipelineBubble(PpSchedule s, int pp, int vpp, double f, double b, double w);
+// PipelineBubble / ((pp−1)(f+b+w)): the bubble as a fraction of 1F1B's (0 when pp = 1).
+double BubbleRelativeTo1F1B(PpSchedule s, int pp, int vpp, double f, double b, double w);
+// Activations the first rank holds at the peak, in multiples of 1F1B's
+// (min(pp, micro-batches) micro-batches of its layers): 1 + (pp−1)/(pp·vpp)
+// interleaved (Korthikanti et al. 2022 §4.2.3) and for ZB-H1 looped over vpp
+// stages (the same warm-up; ZB-H1 itself holds 1F1B's, Qi et al. 2023 §2.1);
+// ZB-V 1 (Qi et al. 2023 §6, pM_B); DualPipeV (PP+1)/PP stage activations for
+// PP = 2pp stages = 1 + 1/(2pp) (DeepSeek-V3 Table 2).
+inline double ActivationFactor(const ParallelConfig& c) {
+  switch (c.pp_schedule) {
+    case PpSchedule::kZbV:
+      return 1.0;
+    case PpSchedule::kDualPipeV:
+      return 1.0 + 1.0 / (2.0 * c.pp);
+    default:
+      return c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
+  }
+}
 
 // Transformer layers per pipeline rank (summed over its chunks): the first,
 // the last, the largest of the ranks between, the largest of all.

@@ -81,7 +81,8 @@ bool StrictlyDominated(const std::vector<std::pair<double, double>>& front, doub
 
 // Canonical order for deterministic ties.
 auto Key(const ParallelConfig& c) {
-  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp, c.first_stage_layers,
+  return std::make_tuple(c.pp, c.gx, c.gy, c.cp, c.gz, c.gdata, c.vpp,
+                         static_cast<int>(c.pp_schedule), c.first_stage_layers,
                          c.last_stage_layers, c.pp_embedding_layers, c.pp_loss_layers,
                          static_cast<int>(c.cp_kind),
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
@@ -166,6 +167,8 @@ Status ValidateFixed(const FixedFields& fixed) {
       if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
     } else if (k == "moe_dispatcher") {
       if (!ParseMoeDispatcher(v).ok()) return ParseMoeDispatcher(v).status();
+    } else if (k == "pp_schedule") {
+      if (!ParsePpSchedule(v).ok()) return ParsePpSchedule(v).status();
     } else if (IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k)) {
       auto n = ParseInt(v, "--fix " + k);
       if (!n.ok()) return n.status();
@@ -188,7 +191,8 @@ Search::Search(std::vector<const CostModel*> models, SearchOptions options)
     const bool native = IsIn(std::begin(kIntKeys), std::end(kIntKeys), k) ||
                         IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k) ||
                         IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k) || k == "cp_kind" ||
-                        k == "recompute" || k == "placement" || k == "moe_dispatcher";
+                        k == "recompute" || k == "placement" || k == "moe_dispatcher" ||
+                        k == "pp_schedule";
     if (native) continue;
     // A key the enumeration does not choose by itself: the configuration's
     // canonical JSON must hold the pinned value (ValidateFixed parsed it).
@@ -218,6 +222,8 @@ bool Search::Allowed(const char* key, int value) const {
       if (static_cast<int>(*ParseRecompute(v)) != value) return false;
     } else if (std::string(key) == "moe_dispatcher") {
       if (static_cast<int>(*ParseMoeDispatcher(v)) != value) return false;
+    } else if (std::string(key) == "pp_schedule") {
+      if (static_cast<int>(*ParsePpSchedule(v)) != value) return false;
     } else if (IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k)) {
       if (BoolValue(v) != value) return false;
     } else if (*ParseInt(v, k) != value) {
@@ -324,6 +330,7 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
     if (!Allowed(key, value)) return false;
   }
   if (c.cp > 1 && !Allowed("cp_kind", static_cast<int>(c.cp_kind))) return false;
+  if (!Allowed("pp_schedule", static_cast<int>(c.pp_schedule))) return false;
   if (!Allowed("uneven_pp", c.pp > 1 && !SplitLayers(cm.model().layers, c, cm.framework().support.pp_split).even)) {
     return false;
   }
@@ -370,10 +377,17 @@ SearchResult Search::RunShard(int shard) const {
   // with the interleaving degrees that build it; pins and uneven_pp filter them.
   struct Pipe {
     int first, last, embedding, loss, vpp;
+    PpSchedule schedule;
   };
   std::vector<Pipe> pipes;
   {
     const bool interleave = o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
+    bool schedule_pinned = false;
+    for (const auto& kv : options_.fixed)
+      schedule_pinned = schedule_pinned || kv.first == "pp_schedule";
+    // PyTorch's zero-bubble schedules refuse compiled stages (rules.cc).
+    const bool zb_h1_runs =
+        fr.pp_schedules[static_cast<int>(PpSchedule::kZbH1)] && !cm.training().compile;
     const int max_vpp = (m.layers + 2) / std::max(1, o.pp);
     for (const LayoutChoice& ch : LayoutChoices(m.layers, o.pp, fr.pp_split, interleave, max_vpp,
                                                 pinned_first_, pinned_last_)) {
@@ -392,7 +406,35 @@ SearchResult Search::RunShard(int shard) const {
         continue;
       }
       for (int v : ch.vpps) {
-        if (Allowed("vpp", v)) pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v});
+        if (!Allowed("vpp", v)) continue;
+        // Each schedule the framework runs on this layout and vpp: 1F1B
+        // (interleaved), and where offered the zero-bubble and V schedules
+        // (their shapes: planner/pipeline.h).
+        for (int si = 0; si < kNumPpSchedules; ++si) {
+          const auto sched = static_cast<PpSchedule>(si);
+          if (!fr.pp_schedules[si] || !Allowed("pp_schedule", si)) continue;
+          // DualPipeV places its stages as ZB-V does, with a bubble
+          // (pp−1)(f+2b−w)/2 >= ZB-V's and more activations (planner/pipeline.h):
+          // the model never ranks it above ZB-V, so it is priced only when pinned.
+          if (sched == PpSchedule::kDualPipeV && !schedule_pinned) continue;
+          // Interleaved 1F1B and ZB-H1 over the same stages differ only in
+          // the bubble, ZB-H1's (f+b−w)/(f+b+w) of it: where ZB-H1 runs, the
+          // interleaved schedule is priced only when pinned.
+          if (sched == PpSchedule::k1F1B && v >= 2 && !schedule_pinned && zb_h1_runs) {
+            ParallelConfig zb = probe;
+            zb.vpp = v;
+            zb.pp_schedule = PpSchedule::kZbH1;
+            if (PipelineLayoutError(m.layers, zb, fr.pp_split).empty()) continue;
+          }
+          if (sched != PpSchedule::k1F1B) {
+            probe.vpp = v;
+            probe.pp_schedule = sched;
+            const bool ok = PipelineLayoutError(m.layers, probe, fr.pp_split).empty();
+            probe.pp_schedule = PpSchedule::k1F1B;
+            if (!ok) continue;
+          }
+          pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v, sched});
+        }
       }
     }
   }
@@ -580,6 +622,7 @@ SearchResult Search::RunShard(int shard) const {
       double held = std::numeric_limits<double>::infinity();
       for (const Pipe& p : pipes) {
         probe.vpp = p.vpp;
+        probe.pp_schedule = p.schedule;
         probe.first_stage_layers = p.first;
         probe.last_stage_layers = p.last;
         probe.pp_embedding_layers = p.embedding;
@@ -610,6 +653,7 @@ SearchResult Search::RunShard(int shard) const {
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
   auto set_pipe = [&c](const Pipe& p) {
     c.vpp = p.vpp;
+    c.pp_schedule = p.schedule;
     c.first_stage_layers = p.first;
     c.last_stage_layers = p.last;
     c.pp_embedding_layers = p.embedding;

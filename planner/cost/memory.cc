@@ -5,6 +5,7 @@
 
 #include "planner/cost/internal.h"
 #include "planner/memory.h"
+#include "planner/pipeline.h"
 
 namespace paratune::planner {
 
@@ -72,7 +73,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     }
   }
   const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
-  const double interleave = c.vpp > 1 ? 1.0 + (c.pp - 1.0) / (c.pp * c.vpp) : 1.0;
+  // The schedule's activations relative to 1F1B's (planner/pipeline.h).
+  const double interleave = ActivationFactor(c);
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
   // MoE layers keep their own activations (routed copies after top-k expansion)
   // instead of the dense MLP's; MTP modules run on the last stage.
@@ -86,8 +88,11 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   };
   const double mtp_act =
       m.mtp_layers > 0 ? m.mtp_layers * (m.is_moe_layer(m.layers - 1) ? moe_act : layer_act) : 0.0;
-  const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave;
-  const double act_last = stage_act(st.last, sm.last) + mtp_act + logits_act;
+  // V schedules run the last stage, and so the loss, on the first rank.
+  const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
+  const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
+                           (vshape ? mtp_act + logits_act : 0.0);
+  const double act_last = stage_act(st.last, sm.last) + (vshape ? 0.0 : mtp_act + logits_act);
   // The second stage holds one micro-batch fewer than the first (1F1B), with
   // the middle stages' layer count: it is the peak when uneven stages give the
   // first stage fewer layers.

@@ -1,10 +1,11 @@
 // The pipeline-schedule term of the cost model: stage times (uneven stages
-// included), the critical stage, the 1F1B fill and drain (the bubble) and the
-// pipeline send/recv. A new schedule adds its stage arithmetic here.
+// included), the critical stage, the schedule's fill and drain (the bubble:
+// 1F1B, interleaved, ZB-H1, ZB-V, DualPipeV) and the pipeline send/recv.
 // docs/model.md describes every term and its source.
 #include <algorithm>
 
 #include "planner/cost/internal.h"
+#include "planner/pipeline.h"
 
 namespace paratune::planner {
 
@@ -62,9 +63,13 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
                           : layers * layer_time;
   };
   // Stages may hold different layer counts (uneven pipelines): the slowest
-  // stage sets the pace of the steady state.
-  const double last = stage_time(st.last, sm.last) + terms.logits_compute + logits_comm + mtp_time;
-  const double first = stage_time(st.first, sm.first) + terms.embed;
+  // stage sets the pace of the steady state. V schedules (ZB-V, DualPipeV) run
+  // the first and the last stage on rank 0: it computes the embedding and the
+  // loss, and the last rank neither.
+  const bool vshape = VShaped(c.pp_schedule) && c.pp > 1;
+  const double loss_work = terms.logits_compute + logits_comm + mtp_time;
+  const double last = stage_time(st.last, sm.last) + (vshape ? 0.0 : loss_work);
+  const double first = stage_time(st.first, sm.first) + terms.embed + (vshape ? loss_work : 0.0);
   const double middle = c.pp > 2 ? stage_time(st.middle, sm.middle) : 0.0;
   double stage_max = c.pp == 1 ? last + terms.embed : std::max({first, last, middle});
   const double stage_avg = (stage_time(m.layers, m.moe_layer_count()) + terms.logits_compute +
@@ -77,6 +82,18 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   bool last_crit = true;
   if (c.pp == 1) {
     crit_extra = terms.logits_compute + terms.embed + mtp_time;
+  } else if (vshape && first >= last && first >= middle) {
+    L_s = st.first;
+    M_s = sm.first;
+    crit_extra = terms.logits_compute + terms.embed + mtp_time;
+  } else if (vshape && middle >= last) {
+    L_s = st.middle;
+    M_s = sm.middle;
+    crit_extra = 0;
+    last_crit = false;
+  } else if (vshape) {
+    crit_extra = 0;
+    last_crit = false;
   } else if (first > last && first >= middle) {
     L_s = st.first;
     M_s = sm.first;
@@ -89,9 +106,21 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
     last_crit = false;
   }
 
-  // 1F1B: n_mb slots at the slowest stage plus (pp − 1)/vpp slots of fill and
-  // drain (Narayanan 2021 §2.2; interleaving divides the bubble by vpp).
-  const double pipeline = n_mb * stage_max + (c.pp - 1) * stage_avg / c.vpp;
+  // n_mb slots at the slowest stage plus the fill and drain: (pp − 1)/vpp
+  // slots for 1F1B (Narayanan 2021 §2.2; interleaving divides the bubble by
+  // vpp); the zero-bubble schedules fill part of it with the weight-gradient
+  // passes, by the ratio of their published bubble to 1F1B's
+  // (planner/pipeline.h PipelineBubble) for this layer's forward, input-
+  // gradient (with recompute) and weight-gradient (the weight GEMMs, as many
+  // FLOPs as the forward GEMMs) times.
+  double bubble = (c.pp - 1) * stage_avg / c.vpp;
+  if (c.pp_schedule != PpSchedule::k1F1B) {
+    const double w = terms.gemm_fwd;
+    const double b = std::max(0.0, lt.bwd_compute - w) + lt.recompute;
+    bubble = (c.pp - 1) * stage_avg *
+             BubbleRelativeTo1F1B(c.pp_schedule, c.pp, c.vpp, lt.fwd_compute, b, w);
+  }
+  const double pipeline = n_mb * stage_max + bubble;
 
   // Pipeline send/recv: activations forward, gradients backward, vpp times per
   // micro-batch with interleaving; scatter/gather over the tensor group. With

@@ -138,6 +138,13 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (c.gz > 1 && !f.shard_z) return "no sharded-parameter dimension (gz > 1)";
   if (c.pp > 1 && !f.pp) return "no pipeline parallelism (pp > 1)";
   if (c.vpp > 1 && !f.vpp) return "no interleaved pipeline (vpp > 1)";
+  if (!f.pp_schedules[static_cast<int>(c.pp_schedule)])
+    return "this pipeline schedule is not offered (pp_schedule)";
+  // PyTorch's zero-bubble schedules refuse compiled stages (schedules.py,
+  // ScheduleInterleavedZeroBubble.__init__): the frameworks offering them run
+  // on torch.distributed.pipelining.
+  if (c.pp_schedule != PpSchedule::k1F1B && training_.compile)
+    return "zero-bubble pipeline schedules (pp_schedule) do not run under torch.compile";
   if (c.vpp > 1 && c.pp < f.vpp_min_pp) return "interleaved pipeline (vpp > 1) needs more pipeline stages (pp)";
   if (c.overlap_grad_reduce && c.pp > 1 && !f.overlap_grad_reduce_with_pp)
     return "overlap_grad_reduce only without pipeline parallelism (pp = 1)";

@@ -25,6 +25,7 @@
 #include "framework_rules.h"
 #include "planner/config.h"
 #include "planner/plans.h"
+#include "topology/gpu.h"
 
 namespace paratune::planner {
 namespace {
@@ -300,7 +301,7 @@ TEST(EmitRules, MegatronRefusals) {
                 .find("--tp-comm-overlap needs --sequence-parallel"),
             std::string::npos);
   // What Megatron-LM cannot express at all.
-  EXPECT_NE(Refusal(Patched(p, {{"zero", 3}}), EmitFormat::kMegatron).find("use --format deepspeed"),
+  EXPECT_NE(Refusal(Patched(p, {{"zero", 2}}), EmitFormat::kMegatron).find("use --format deepspeed"),
             std::string::npos);
   EXPECT_NE(Refusal(Patched(p, {{"tp", nullptr}, {"gx", 2}, {"gy", 2}}), EmitFormat::kMegatron)
                 .find("3D tensor grid"),
@@ -308,6 +309,114 @@ TEST(EmitRules, MegatronRefusals) {
   EXPECT_NE(Refusal(Patched(p, {{"cp_kind", "fpdt"}}), EmitFormat::kMegatron)
                 .find("FPDT"),
             std::string::npos);
+}
+
+// Megatron-Core's 2026 features: Megatron-FSDP (ZeRO-3), CPU activation
+// offloading, full-iteration CUDA graphs and the low-precision recipes are
+// written with the flags Megatron-LM @ d98e8a6 defines, and pass its rules.
+TEST(EmitRules, MegatronFleetFeatures) {
+  const Json base = Load("gpt3-175b-megatron.plans.json");
+  const World w = WorldOf(base);
+  auto emitted = [&](const Json& plans) {
+    const std::string text = Emit(plans, EmitFormat::kMegatron);
+    Built built;
+    EXPECT_EQ(frameworks_test::MegatronWouldReject(text, w, &built), "") << text;
+    return text;
+  };
+  // ZeRO-3 is Megatron-FSDP sharding optimizer states, gradients and parameters
+  // (arguments.py:3190), with its checkpoint format and without the
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 it asserts against (arguments.py:1165-1170).
+  const std::string fsdp = emitted(Patched(base, {{"zero", 3},
+                                                  {"distributed_optimizer", false},
+                                                  {"overlap_param_gather", true},
+                                                  {"overlap_grad_reduce", true}}));
+  EXPECT_NE(fsdp.find("--use-megatron-fsdp"), std::string::npos);
+  EXPECT_NE(fsdp.find("--data-parallel-sharding-strategy optim_grads_params"), std::string::npos);
+  EXPECT_NE(fsdp.find("--ckpt-format fsdp_dtensor"), std::string::npos);
+  EXPECT_EQ(fsdp.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  // CPU activation offloading: PP 1 and no recompute (transformer_config.py:1884-1899).
+  const Json pp1 = Patched(base, {{"tp", 8},
+                                  {"pp", 1},
+                                  {"vpp", 1},
+                                  {"cp", 1},
+                                  {"dp", 128},
+                                  {"mbs", 1},
+                                  {"overlap_p2p", false},
+                                  {"recompute", "none"}});
+  const std::string off = emitted(Patched(pp1, {{"offload_activation_layers", 12}}));
+  EXPECT_NE(off.find("--cpu-offloading-num-layers 12"), std::string::npos);
+  EXPECT_NE(Refusal(Patched(base, {{"offload_activation_layers", 4}}), EmitFormat::kMegatron)
+                .find("no support for pipeline parallelism"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Patched(pp1, {{"offload_activation_layers", 4}, {"recompute", "full"}}),
+                    EmitFormat::kMegatron)
+                .find("activation recompute"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Patched(pp1, {{"offload_activation_layers", 96}}), EmitFormat::kMegatron)
+                .find("must be below the model's 96 layers"),
+            std::string::npos);
+  // A full-iteration CUDA graph needs the NaN check off (arguments.py:1235-1237).
+  const std::string graphs = emitted(Patched(base, {{"cuda_graphs", true}}));
+  EXPECT_NE(graphs.find("--cuda-graph-impl full_iteration"), std::string::npos);
+  EXPECT_NE(graphs.find("--no-check-for-nan-in-loss-and-grad"), std::string::npos);
+  // Recipes: Transformer Engine's names as Megatron's --fp8-recipe choices
+  // (transformer_config.py:594) and NVFP4 as --fp4-format e2m1 (673-679).
+  const std::pair<const char*, const char*> recipes[] = {
+      {"fp8_delayed", "--fp8-recipe delayed"},
+      {"fp8_current", "--fp8-recipe tensorwise"},
+      {"fp8_blockwise", "--fp8-recipe blockwise"},
+      {"mxfp8", "--fp8-recipe mxfp8"},
+      {"nvfp4", "--fp4-recipe nvfp4"}};
+  for (const auto& [recipe, flag] : recipes) {
+    // On Blackwell (B200 runs every recipe; the base plan's A100 none).
+    Json plans = base;
+    auto b200 = topology::GpuPreset("b200");
+    ASSERT_TRUE(b200.ok());
+    plans["job"]["cluster"]["gpu"] = topology::GpuSpecToJson(*b200);
+    plans["job"]["training"]["precision"] = recipe;
+    auto job = JobFromPlans(plans);
+    ASSERT_TRUE(job.ok()) << recipe << ": " << job.status().ToString();
+    const std::string text = emitted(plans);
+    EXPECT_NE(text.find(flag), std::string::npos) << recipe << ":\n" << text;
+    EXPECT_NE(text.find("--bf16"), std::string::npos) << recipe;
+    EXPECT_EQ(text.find("--fp8-format") == std::string::npos, std::string(recipe) == "nvfp4")
+        << recipe;
+  }
+}
+
+// torchtitan runs the zero-bubble and V schedules torch.distributed.pipelining
+// defines; Megatron-LM has none of them (schedules.py get_forward_backward_func).
+TEST(EmitRules, PipelineSchedules) {
+  Json plans = Load("llama3-70b-fsdp.plans.json");
+  plans = Patched(plans, {{"tp", 8}, {"sp", true}, {"pp", 4}, {"vpp", 2}, {"cp", 1}, {"gz", 2},
+                          {"dp", 2}, {"mbs", 1}, {"recompute", "selective"},
+                          {"pp_embedding_layers", 1}, {"pp_loss_layers", 1}});
+  plans["candidates"][0]["framework"] = "torchtitan";
+  const World w = WorldOf(plans);
+  const std::pair<const char*, const char*> names[] = {{"zb-h1", "\"InterleavedZeroBubble\""},
+                                                       {"zb-v", "\"ZBVZeroBubble\""},
+                                                       {"dualpipev", "\"DualPipeV\""}};
+  for (const auto& [schedule, name] : names) {
+    const Json p = Patched(plans, {{"pp_schedule", schedule}});
+    const std::string text = Emit(p, EmitFormat::kTorchtitan);
+    EXPECT_NE(text.find(std::string("pipeline_parallel_schedule = ") + name), std::string::npos)
+        << text;
+    // 80 layers + 2 weights over 8 stages: 10 11 10 10 10 10 10 9. Looped, rank r
+    // runs stages r and r + 4; in a V, r and 7 − r.
+    const bool v = std::string(schedule) != "zb-h1";
+    EXPECT_NE(text.find(v ? "layers per rank 19 21 20 20" : "layers per rank 20 21 20 19"),
+              std::string::npos)
+        << text;
+    Built built;
+    EXPECT_EQ(frameworks_test::TorchtitanWouldReject(text, w, &built), "") << text;
+    const Json megatron = Patched(Load("gpt3-175b-megatron.plans.json"),
+                                  {{"vpp", 2}, {"pp_schedule", schedule}});
+    EXPECT_NE(Refusal(megatron, EmitFormat::kMegatron).find("not a schedule of this framework"),
+              std::string::npos);
+    Json compiled = p;
+    compiled["job"]["training"]["compile"] = true;
+    EXPECT_NE(Refusal(compiled, EmitFormat::kTorchtitan).find("torch.compile"), std::string::npos);
+  }
 }
 
 TEST(EmitRules, DeepSpeedRefusals) {

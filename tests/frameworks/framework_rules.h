@@ -134,7 +134,16 @@ inline const std::set<std::string>& MegatronFlags() {
       "--global-batch-size",
       "--bf16",
       "--fp16",
-      "--fp8-format",
+      "--fp8-format",                         // transformer_config.py:587-589
+      "--fp8-recipe",                         // transformer_config.py:594-596
+      "--fp4-format",                         // transformer_config.py:673-675
+      "--fp4-recipe",                         // transformer_config.py:679
+      "--use-megatron-fsdp",                  // common_config.py:92
+      "--data-parallel-sharding-strategy",    // arguments.py:3190-3192
+      "--ckpt-format",                        // training_config.py:486
+      "--cpu-offloading-num-layers",          // model_parallel_config.py:461
+      "--cuda-graph-impl",                    // transformer_config.py:1075
+      "--no-check-for-nan-in-loss-and-grad",  // arguments.py:2872
       "--recompute-granularity",
       "--recompute-method",
       "--recompute-num-layers",
@@ -303,8 +312,51 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
   // arguments.py:1433-1442: SP off at TP 1; --tp-comm-overlap needs SP.
   const bool sp = a.Has("--sequence-parallel") && tp > 1;
   if (a.Has("--tp-comm-overlap") && !sp) return "tp-comm-overlap needs SP";
-  // arguments.py:1453-1479: TP or CP before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1.
-  if ((tp > 1 || cp > 1) && w.gpu_arch_major < 10) {
+  const bool fsdp = a.Has("--use-megatron-fsdp");
+  if (fsdp) {
+    // arguments.py:1165-1170: Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS != 1 and
+    // the fsdp_dtensor checkpoint format; 3190-3192: the sharding strategies.
+    auto it = a.env.find("CUDA_DEVICE_MAX_CONNECTIONS");
+    if (it != a.env.end() && it->second == "1") return "Megatron-FSDP with CUDA_DEVICE_MAX_CONNECTIONS=1";
+    if (a.Str("--ckpt-format") != "fsdp_dtensor") return "Megatron-FSDP needs --ckpt-format fsdp_dtensor";
+    static const std::set<std::string> kStrategies = {"no_shard", "optim", "optim_grads",
+                                                      "optim_grads_params"};
+    if (a.Has("--data-parallel-sharding-strategy") &&
+        !kStrategies.count(a.Str("--data-parallel-sharding-strategy"))) {
+      return "data-parallel-sharding-strategy";
+    }
+  } else if (a.Has("--ckpt-format") && a.Str("--ckpt-format") == "fsdp_dtensor") {
+    return "fsdp_dtensor without Megatron-FSDP";  // arguments.py:1675-1676
+  }
+  // transformer_config.py:1884-1899: CPU offloading below the layer count, PP 1, no recompute.
+  const int64_t offload = a.Int("--cpu-offloading-num-layers", 0);
+  if (offload > 0) {
+    if (offload >= layers) return "cpu-offloading-num-layers >= num_layers";
+    if (pp > 1) return "CPU offloading with PP";
+    if (a.Has("--recompute-granularity")) return "CPU offloading with recompute";
+  }
+  if (a.Has("--cuda-graph-impl")) {
+    static const std::set<std::string> kImpls = {"none", "local", "transformer_engine",
+                                                 "full_iteration"};
+    const std::string impl = a.Str("--cuda-graph-impl");
+    if (!kImpls.count(impl)) return "cuda-graph-impl";
+    // arguments.py:1235-1237.
+    if (impl == "full_iteration" && !a.Has("--no-check-for-nan-in-loss-and-grad"))
+      return "full_iteration CUDA graph with the NaN check";
+    // transformer_config.py:2800-2801.
+    if (impl != "none" && impl != "full_iteration" && offload > 0)
+      return "per-layer CUDA graphs with CPU offloading";
+  }
+  // arguments.py:1100-1101 and transformer_config.py:594, 679: the recipes.
+  if (a.Has("--fp8-format") && a.Has("--fp4-format")) return "fp8 and fp4 formats together";
+  if (a.Has("--fp8-recipe")) {
+    static const std::set<std::string> kRecipes = {"tensorwise", "delayed", "mxfp8", "blockwise"};
+    if (!kRecipes.count(a.Str("--fp8-recipe"))) return "fp8-recipe";
+  }
+  if (a.Has("--fp4-format") && a.Str("--fp4-format") != "e2m1") return "fp4-format";
+  // arguments.py:1453-1479: TP or CP before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1
+  // (Megatron-FSDP only warns).
+  if ((tp > 1 || cp > 1) && w.gpu_arch_major < 10 && !fsdp) {
     auto it = a.env.find("CUDA_DEVICE_MAX_CONNECTIONS");
     if (it == a.env.end() || it->second != "1") return "CUDA_DEVICE_MAX_CONNECTIONS must be 1";
   }
@@ -695,16 +747,26 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
     const std::string sched = py.set.count("parallelism.pipeline_parallel_schedule")
                                   ? py.set.at("parallelism.pipeline_parallel_schedule")
                                   : "1F1B";
-    // torch.distributed.pipelining.schedules: 1F1B and GPipe are PipelineScheduleSingle,
-    // Interleaved1F1B is PipelineScheduleMulti (looped).
-    if (sched != "1F1B" && sched != "GPipe" && sched != "Interleaved1F1B")
-      return "schedule " + sched;
-    const bool single = sched != "Interleaved1F1B";
+    // torch.distributed.pipelining.schedules (get_schedule_class): 1F1B and GPipe are
+    // PipelineScheduleSingle; Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble and
+    // DualPipeV PipelineScheduleMulti (torchtitan pipeline_parallel.py:17-25 imports the
+    // last two, :551-566: "v" style, asserting 2 stages per rank).
+    static const std::set<std::string> kMulti = {"Interleaved1F1B", "InterleavedZeroBubble",
+                                                 "ZBVZeroBubble", "DualPipeV"};
+    if (sched != "1F1B" && sched != "GPipe" && !kMulti.count(sched)) return "schedule " + sched;
+    const bool single = !kMulti.count(sched);
+    const bool v_style = sched == "ZBVZeroBubble" || sched == "DualPipeV";
     const std::string why = TorchtitanChunks(
         w.layers, pp, single, num("parallelism.pipeline_parallel_layers_per_stage", -1),
         num("parallelism.pipeline_parallel_first_stage_less_layers", 1),
         num("parallelism.pipeline_parallel_last_stage_less_layers", 1), &built->chunk_layers);
     if (!why.empty()) return why;
+    if (v_style && static_cast<int64_t>(built->chunk_layers.size()) != 2 * pp)
+      return "v schedules assume 2 stages per rank";
+    // The split backward of the zero-bubble schedules is refused under torch.compile
+    // (torch/distributed/pipelining/schedules.py, _check_torch_compile_compatibility).
+    if (sched != "1F1B" && sched != "Interleaved1F1B" && flag("compile.enable", false))
+      return "zero-bubble schedule with torch.compile";
   }
   // float8 on SM89+ (components/quantization/float8.py:85-97).
   if (py.float8 && w.gpu_arch_major < 9) return "float8 needs SM89+";
