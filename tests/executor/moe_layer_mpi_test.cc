@@ -84,7 +84,9 @@ TEST(MoeLayerMpi, LayerRunsWithAndWithoutExpertTensorParallelism) {
     EXPECT_GT(t->combine_s, 0);
     EXPECT_GE(t->total_s, t->experts_s);
     ASSERT_TRUE(b.DestroyComm(comms->ep).ok());
-    if (etp > 1) ASSERT_TRUE(b.DestroyComm(comms->etp).ok());
+    if (etp > 1) {
+      ASSERT_TRUE(b.DestroyComm(comms->etp).ok());
+    }
   }
 }
 
