@@ -189,6 +189,20 @@ Result<std::vector<std::string>> TorchtitanMoeLines(const ModelSpec& m, const Mo
     return Refuse("torchtitan",
                   "the " + Str(m.experts) + " experts do not split over ep " + Str(l.ep));
   }
+  // The token dispatcher is the model's comm_backend: "standard" (PyTorch
+  // all-to-all), "deepep", "hybridep" or "minimal_async_ep"
+  // (torchtitan/models/common/config_utils.py:360-425); none gathers every token.
+  if (l.dispatcher == "allgather") {
+    return Refuse(
+        "torchtitan",
+        "its token dispatchers are all-to-all (standard), deepep and hybridep; the "
+        "allgather dispatcher is Megatron-Core's (models/common/config_utils.py:360-425)");
+  }
+  if (l.a2a_overlap) {
+    return Refuse("torchtitan",
+                  "it has no option that overlaps the dispatch all-to-all with another "
+                  "micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm)");
+  }
   // torchtitan/config/configs.py:282 (ParallelismConfig.expert_parallel_degree).
   lines.push_back("expert_parallel_degree = " + Str(l.ep));
   return lines;

@@ -43,7 +43,9 @@ Result<std::vector<std::string>> MegatronMoeArgs(const ModelSpec& m, const MoeLa
 // expert_parallel_degree. torchtitan lays the experts on the mesh
 // (pp, dp_replicate, efsdp, ep) with efsdp = dp_shard·cp·tp / ep, so EP borrows
 // from the data, context and tensor ranks and the experts are never TP-split:
-// etp > 1 cannot be expressed. `dp_shard` is the FSDP degree.
+// etp > 1 cannot be expressed, nor the allgather dispatcher (its dispatchers
+// are all-to-all, DeepEP and HybridEP) nor the a2a overlap. `dp_shard` is the
+// FSDP degree.
 Result<std::vector<std::string>> TorchtitanMoeLines(const ModelSpec& m, const MoeLaunch& l,
                                                     int dp_shard);
 
