@@ -27,12 +27,17 @@ rank, the settings to keep (environment variables) and a launcher line.
                       --account-for-embedding/loss-in-pipeline-split, virtual
                       stages, CP and its comm type, sequence parallel,
                       distributed optimizer, overlaps, recompute), after
-                      `export CUDA_DEVICE_MAX_CONNECTIONS=1`
+                      `export CUDA_DEVICE_MAX_CONNECTIONS=1`; a MoE plan adds
+                      MOE_ARGS (--num-experts, --moe-router-topk, expert width,
+                      layer pattern, MLA, dispatcher,
+                      --expert-model-parallel-size = ep,
+                      --expert-tensor-parallel-size = etp, a2a overlap)
   megatron-deepspeed  bash: ds_config.json written by a heredoc, then
                       MEGATRON_DEEPSPEED_ARGS (TP, PP or --no-pipeline-parallel,
                       --zero-stage, Ulysses --ds-sequence-parallel-size, FPDT
                       --ds-sequence-parallel-fpdt with its chunk size and
-                      offloading)
+                      offloading); MoE: --num-experts, --topk,
+                      --expert-interval, --moe-expert-parallel-size = ep
   deepspeed           a complete ds_config.json: train_batch_size =
                       train_micro_batch_size_per_gpu x gradient_accumulation_steps
                       x DP, the ZeRO stage with its buckets, ZeRO++, host offload,
@@ -45,7 +50,8 @@ rank, the settings to keep (environment variables) and a launcher line.
                       --module paratune_plan --config paratune_plan): batch in
                       tokens, FSDP shard = gz, HSDP replicate = dp, TP, CP, PP
                       with its schedule and stage split, activation
-                      checkpointing, compile, async TP, float8
+                      checkpointing, compile, async TP, float8, MoE
+                      expert_parallel_degree = ep
   env                 export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE
                       RECOMPUTE GX GY GZ
   json                the plan's canonical config object (paratune predict

@@ -15,7 +15,12 @@
 // MLP with biases only (transformer.py:162-173, fpdt_layer.py:1131-1150); hpZ
 // groups are consecutive global ranks and must divide the world
 // (utils/groups.py); zero_optimization refuses unknown keys (pydantic, extra
-// forbid).
+// forbid). MoE: DeepSpeed-MoE's group rules (frameworks/moe_args.h); in
+// Megatron-DeepSpeed every expert is the dense MLP (ParallelMLP of
+// ffn_hidden_size, megatron/model/transformer.py:1066-1083), MoE on layer
+// numbers (1-based) divisible by --expert-interval (transformer.py:1650-1660),
+// softmax top-k gating over all-to-all (no shared experts, MLA, MTP, sigmoid
+// router, other dispatchers or a2a overlap).
 #include <algorithm>
 #include <sstream>
 
@@ -128,8 +133,57 @@ Status CheckConfig(const Plan& p, EmitFormat f) {
   return Status::Ok();
 }
 
+// DeepSpeed-MoE's rules for a MoE plan, in both formats.
+Status CheckMoe(const Plan& p, EmitFormat f) {
+  const ModelSpec& m = p.job.model;
+  if (!m.is_moe() && p.c.ep <= 1) return Status::Ok();
+  auto call = DeepSpeedMoeLayerCall(m, MoeLaunchOf(p));
+  if (!call.ok()) return RefuseMoe(f, call.status());
+  if (p.c.moe_dispatcher != MoeDispatcher::kAllToAll || p.c.moe_a2a_overlap) {
+    return Refuse(f,
+                  std::string("DeepSpeed-MoE dispatches with its own all-to-all "
+                              "(deepspeed/moe/sharded_moe.py:97 _AllToAll); the plan's ") +
+                      MoeDispatcherName(p.c.moe_dispatcher) +
+                      (p.c.moe_a2a_overlap ? " dispatcher with the a2a overlap" : " dispatcher") +
+                      " is Megatron-Core's");
+  }
+  return Status::Ok();
+}
+
+// Megatron-DeepSpeed's MoE model: what its flags can build.
+Status CheckMdsMoeModel(const Plan& p, EmitFormat f) {
+  const ModelSpec& m = p.job.model;
+  if (!m.is_moe()) return Status::Ok();
+  if (m.moe_ffn_hidden != m.ffn_hidden) {
+    return Refuse(f,
+                  "Megatron-DeepSpeed's experts are the dense MLP (ParallelMLP of "
+                  "--ffn-hidden-size, megatron/model/transformer.py:1066-1083): the expert "
+                  "width " +
+                      Str(m.moe_ffn_hidden) + " is not ffn_hidden " + Str(m.ffn_hidden));
+  }
+  if (m.shared_ffn_hidden > 0 || m.is_mla() || m.mtp_layers > 0 || m.router != "softmax") {
+    return Refuse(f,
+                  "Megatron-DeepSpeed's MoE layer is softmax top-k gating over routed "
+                  "experts (transformer.py:1066-1083): it has no shared experts, MLA, "
+                  "multi-token prediction or sigmoid router, which " +
+                      m.name + " has");
+  }
+  // transformer.py:1650-1660: layer_num (1-based) is MoE when layer_num % expert_interval == 0.
+  for (int i = 0; i < m.layers; ++i) {
+    if (m.is_moe_layer(i) != ((i + 1) % m.moe_layer_step == 0)) {
+      return Refuse(f, "--expert-interval " + Str(m.moe_layer_step) +
+                           " puts experts on every layer number divisible by it "
+                           "(transformer.py:1650-1660); " +
+                           m.name + "'s layer " + Str(i) + " differs (first_dense_layers " +
+                           Str(m.first_dense_layers) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckDeepSpeedConfig(const Plan& p) {
   PT_RETURN_IF_ERROR(CheckConfig(p, EmitFormat::kDeepSpeed));
+  PT_RETURN_IF_ERROR(CheckMoe(p, EmitFormat::kDeepSpeed));
   if (p.c.cp > 1 && p.c.cp_kind == CpKind::kFpdt) {
     return Refuse(
         EmitFormat::kDeepSpeed,
@@ -162,6 +216,8 @@ Status CheckMegatronDeepSpeed(const Plan& p) {
                          " must divide over TP " + Str(c.gy) +
                          " (megatron/model/transformer.py:562-567)");
   }
+  PT_RETURN_IF_ERROR(CheckMoe(p, f));
+  PT_RETURN_IF_ERROR(CheckMdsMoeModel(p, f));
   return CheckPresetRules(p, f, Framework::kMegatronDeepSpeed);
 }
 
@@ -306,6 +362,24 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
     a.push_back("--deepspeed-activation-checkpointing");
   }
   const int stage = c.zero > 0 ? c.zero : 0;
+  if (m.is_moe()) {
+    // megatron/arguments.py:608-615, 910-925, 1151, 1159 at 4efb479.
+    a.push_back("--num-experts " + Str(m.experts));
+    a.push_back("--topk " + Str(m.top_k));
+    a.push_back("--expert-interval " + Str(m.moe_layer_step));
+    a.push_back("--moe-expert-parallel-size " + Str(c.ep));
+    if (c.etp > 1) a.push_back("--enable-expert-tensor-parallelism");
+    if (m.capacity_factor > 0) {
+      std::ostringstream cf;
+      cf << m.capacity_factor;
+      a.push_back("--moe-train-capacity-factor " + cf.str());
+    } else {
+      a.push_back("--disable-moe-token-dropping");  // dropless, as the plan priced it
+    }
+    // Expert parameters in their own optimizer groups, which ZeRO needs
+    // (--create-moe-param-group, arguments.py:921-923).
+    if (stage > 0) a.push_back("--create-moe-param-group");
+  }
   a.push_back("--zero-stage " + Str(stage));
   a.push_back("--deepspeed");
   a.push_back("--deepspeed_config ds_config.json");

@@ -20,6 +20,24 @@ Status Refuse(EmitFormat f, const std::string& why) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
+MoeLaunch MoeLaunchOf(const Plan& p) {
+  MoeLaunch l;
+  l.ep = p.c.ep;
+  l.etp = p.c.etp;
+  l.dispatcher = MoeDispatcherName(p.c.moe_dispatcher);
+  l.a2a_overlap = p.c.moe_a2a_overlap;
+  l.world = static_cast<int>(p.job.gpus);
+  l.tp = p.c.gy;
+  l.pp = p.c.pp;
+  l.vpp = p.c.vpp;
+  l.cp = p.c.cp;
+  l.full_recompute = p.c.recompute == Recompute::kFull;
+  l.precision = p.job.training.precision;
+  return l;
+}
+
+Status RefuseMoe(EmitFormat f, const Status& why) { return Refuse(f, why.message()); }
+
 namespace {
 std::vector<Dim> ActiveOrder(const ParallelConfig& c) {
   std::vector<Dim> out;
@@ -94,6 +112,7 @@ Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw) {
   job.tied_embeddings = p.job.model.tied_embeddings;
   job.gated_ffn = p.job.model.gated_ffn;
   job.linear_bias = p.job.model.linear_bias;
+  job.moe = p.job.model.is_moe();
   job.seq_len = p.job.training.seq_len;
   job.fpdt_chunk_tokens = p.job.training.fpdt_chunk_tokens;
   std::string why;

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "frameworks/emit.h"
+#include "frameworks/moe_args.h"
 #include "planner/config.h"
 #include "planner/framework.h"
 #include "planner/pipeline.h"
@@ -87,6 +88,10 @@ std::vector<int> ChunkLayerList(const Plan& p);
 // The plan's pipeline layout must be the one `split` builds for it: the same
 // layers on every chunk as the split the plan was priced with.
 Status CheckSameSplit(const Plan& p, EmitFormat f, PpSplit split);
+// The plan's expert layout and what the frameworks' MoE rules depend on.
+MoeLaunch MoeLaunchOf(const Plan& p);
+// A refusal from frameworks/moe_args.h as the emitter of format f says it.
+Status RefuseMoe(EmitFormat f, const Status& why);
 // The start-up rules of framework fw's preset (planner/framework.h), as refusals.
 Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw);
 

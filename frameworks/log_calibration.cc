@@ -21,6 +21,29 @@ std::string Describe(const char* what, const std::string& value, const char* sou
   return std::string(what) + " " + value + " (" + source + ")";
 }
 
+// The MoE fields of an inline model built from a log (planner/model.h keys).
+void AddMoeModelFields(const LoggedRun& run, Json* m, std::vector<std::string>* assumed) {
+  if (run.head_dim && run.hidden && run.heads && *run.head_dim * *run.heads != *run.hidden) {
+    (*m)["head_dim"] = *run.head_dim;
+  }
+  if (!run.experts) return;
+  (*m)["experts"] = *run.experts;
+  (*m)["top_k"] = run.top_k.value_or(2);
+  if (!run.top_k) assumed->push_back("top_k 2, Megatron-Core's default (not in the log)");
+  if (run.moe_ffn_hidden) {
+    (*m)["moe_ffn_hidden"] = *run.moe_ffn_hidden;
+  } else if (m->contains("ffn_hidden")) {
+    (*m)["moe_ffn_hidden"] = (*m)["ffn_hidden"];
+    assumed->push_back("expert width = ffn_hidden (not in the log)");
+  }
+  if (run.shared_ffn_hidden) (*m)["shared_ffn_hidden"] = *run.shared_ffn_hidden;
+  if (run.first_dense_layers) (*m)["first_dense_layers"] = *run.first_dense_layers;
+  if (run.moe_layer_step) (*m)["moe_layer_step"] = *run.moe_layer_step;
+  if (run.router) (*m)["router"] = *run.router;
+  if (run.capacity_factor) (*m)["capacity_factor"] = *run.capacity_factor;
+  if (run.mtp_layers) (*m)["mtp_layers"] = *run.mtp_layers;
+}
+
 // The preset with the log's architecture, if any.
 std::optional<std::string> MatchPreset(const LoggedRun& run) {
   for (const std::string& n : ModelPresetNames()) {
@@ -30,6 +53,11 @@ std::optional<std::string> MatchPreset(const LoggedRun& run) {
     if (m->kv_heads != run.kv_heads.value_or(*run.heads)) continue;
     if (run.ffn_hidden && m->ffn_hidden != *run.ffn_hidden) continue;
     if (run.swiglu && m->gated_ffn != *run.swiglu) continue;
+    // A dense log never matches a MoE preset and back; MoE logs match on the
+    // experts, top-k and expert width they state.
+    if (m->experts != run.experts.value_or(0)) continue;
+    if (run.top_k && m->top_k != *run.top_k) continue;
+    if (run.moe_ffn_hidden && m->moe_ffn_hidden != *run.moe_ffn_hidden) continue;
     return n;
   }
   return std::nullopt;
@@ -167,6 +195,7 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
       m["linear_bias"] = run.linear_bias.value_or(true);
       m["norm"] = run.rmsnorm.value_or(false) ? "rmsnorm" : "layernorm";
       if (run.max_positions) m["max_seq_len"] = *run.max_positions;
+      AddMoeModelFields(run, &m, &assumed);
       req["model"] = m;
       read.push_back("model built from the log's arguments (" + arch + ")");
     }
@@ -223,6 +252,13 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   if (run.cp) put("cp", *run.cp, "context parallel size");
   if (run.sp) put("sp", *run.sp, "sequence_parallel");
   if (run.micro_batch) put("mbs", *run.micro_batch, "micro batch size");
+  // The expert layout, in the configuration's key names.
+  Json& moe = out.moe_config;
+  moe = Json::object();
+  if (run.ep) moe["ep"] = *run.ep;
+  if (run.etp && (run.ep || *run.etp > 1)) moe["etp"] = *run.etp;
+  if (run.moe_dispatcher) moe["moe_dispatcher"] = *run.moe_dispatcher;
+  if (run.moe_a2a_overlap) moe["moe_a2a_overlap"] = *run.moe_a2a_overlap;
   if (run.recompute) put("recompute", *run.recompute, "recompute setting");
   if (run.distributed_optimizer)
     put("distributed_optimizer", *run.distributed_optimizer, "use_distributed_optimizer");
@@ -264,7 +300,27 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
       }
     }
   }
-  PT_ASSIGN_OR_RETURN(ParallelConfig pc, ParseConfig(config, "/config", gpus));
+  // The expert keys join the configuration when the configuration knows them;
+  // otherwise the run is read without them and the warning says what was left out.
+  Result<ParallelConfig> parsed = Status::InvalidArgument("unparsed");
+  if (!moe.empty()) {
+    Json with = config;
+    for (auto it = moe.begin(); it != moe.end(); ++it) with[it.key()] = it.value();
+    parsed = ParseConfig(with, "/config", gpus);
+    if (parsed.ok()) {
+      for (auto it = moe.begin(); it != moe.end(); ++it) {
+        read.push_back(
+            it.key() + "=" +
+            (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) +
+            " (log)");
+      }
+    } else {
+      out.warnings.push_back("the log's expert layout " + moe.dump() +
+                             " is not applied: " + parsed.status().message());
+    }
+  }
+  if (moe.empty() || !parsed.ok()) parsed = ParseConfig(config, "/config", gpus);
+  PT_ASSIGN_OR_RETURN(ParallelConfig pc, std::move(parsed));
   if (!overlaps_stated) {
     ApplyFrameworkOverlaps(FrameworkPreset(fw).support, &pc);
     assumed.push_back(std::string("overlaps: ") + FrameworkName(fw) +

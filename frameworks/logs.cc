@@ -215,6 +215,97 @@ void InterpretMegatronArgs(const KvReader& r, LoggedRun* run) {
   SetIf(&run->zero, r.Int("zero_stage"));  // Megatron-DeepSpeed
 }
 
+// Megatron's moe_layer_freq as printed: an int k (layer i is MoE when i % k == 0,
+// megatron/core/models/gpt/gpt_layer_specs.py:647-650 at NVIDIA/Megatron-LM
+// d98e8a64) or a list of 0/1 per layer ("[0, 0, 0, 1, 1, ...]"). Returns the 0/1
+// pattern, or empty when the value is neither.
+std::vector<int> MoeLayerPattern(const std::string& value, int layers) {
+  std::vector<int> pattern;
+  if (auto k = ToInt(value)) {
+    if (*k < 1 || layers < 1) return {};
+    for (int i = 0; i < layers; ++i) pattern.push_back(i % *k == 0 ? 1 : 0);
+    return pattern;
+  }
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return {};
+  for (const std::string& part : Split(value.substr(1, value.size() - 2), ',')) {
+    auto v = ToInt(Trim(part));
+    if (!v || (*v != 0 && *v != 1)) return {};
+    pattern.push_back(*v);
+  }
+  if (static_cast<int>(pattern.size()) != layers) return {};
+  return pattern;
+}
+
+// The model description's form of a pattern: `first` leading dense layers, then
+// layer i is MoE when (i + 1) % step == 0. False when the pattern has another shape.
+bool PatternAsFirstDenseAndStep(const std::vector<int>& pattern, int* first, int* step) {
+  const int n = static_cast<int>(pattern.size());
+  int f = 0;
+  while (f < n && pattern[f] == 0) ++f;
+  if (f == n) return false;
+  for (int s = 1; s <= n; ++s) {
+    bool fits = true;
+    for (int i = f; i < n && fits; ++i) fits = pattern[i] == ((i + 1) % s == 0 ? 1 : 0);
+    if (fits) {
+      *first = f;
+      *step = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Megatron-Core's MoE arguments as _print_args prints them (one "name .... value"
+// line per argparse dest, megatron/training/arguments.py:1990-2001 at d98e8a64):
+// num_experts (--num-experts), moe_router_topk, moe_ffn_hidden_size (set to
+// ffn_hidden_size when not given, arguments.py:1650-1651),
+// moe_shared_expert_intermediate_size, moe_layer_freq, expert_model_parallel_size,
+// expert_tensor_parallel_size (tp when not given, arguments.py:587-588),
+// moe_token_dispatcher_type and moe_flex_dispatcher_backend
+// (transformer_config.py:891,898), moe_expert_capacity_factor (None = dropless),
+// moe_router_score_function, moe_grouped_gemm, moe_permute_fusion,
+// overlap_moe_expert_parallel_comm, mtp_num_layers and kv_channels.
+void InterpretMegatronMoeArgs(const KvReader& r, LoggedRun* run) {
+  auto experts = r.Int("num_experts");
+  if (!experts || *experts < 1) return;
+  SetIf(&run->experts, experts);
+  SetIf(&run->top_k, r.Int("moe_router_topk"));
+  SetIf(&run->moe_ffn_hidden, r.Int("moe_ffn_hidden_size"));
+  if (!run->moe_ffn_hidden) SetIf(&run->moe_ffn_hidden, r.Int("ffn_hidden_size"));
+  SetIf(&run->shared_ffn_hidden, r.Int("moe_shared_expert_intermediate_size"));
+  if (auto freq = r.Str("moe_layer_freq"); freq && run->layers) {
+    const std::vector<int> pattern = MoeLayerPattern(*freq, *run->layers);
+    int first = 0, step = 1;
+    if (!pattern.empty() && PatternAsFirstDenseAndStep(pattern, &first, &step)) {
+      run->first_dense_layers = first;
+      run->moe_layer_step = step;
+    } else {
+      run->notes.push_back("moe_layer_freq " + *freq +
+                           " is not leading dense layers plus a fixed step; pass --model");
+    }
+  }
+  SetIf(&run->ep, r.Int("expert_model_parallel_size"));
+  SetIf(&run->etp, r.Int("expert_tensor_parallel_size"));
+  if (!run->etp) SetIf(&run->etp, r.Int("tensor_model_parallel_size"));
+  if (auto d = r.Str("moe_token_dispatcher_type")) {
+    if (*d == "alltoall" || *d == "allgather") {
+      run->moe_dispatcher = *d;
+    } else if (*d == "flex") {
+      auto backend = r.Str("moe_flex_dispatcher_backend").value_or("deepep");
+      if (backend == "deepep" || backend == "hybridep") run->moe_dispatcher = backend;
+    }
+  }
+  if (auto c = r.Num("moe_expert_capacity_factor")) run->capacity_factor = *c;
+  if (auto f = r.Str("moe_router_score_function"); f && (*f == "softmax" || *f == "sigmoid")) {
+    run->router = *f;
+  }
+  SetIf(&run->moe_grouped_gemm, r.Bool("moe_grouped_gemm"));
+  SetIf(&run->moe_permute_fusion, r.Bool("moe_permute_fusion"));
+  SetIf(&run->moe_a2a_overlap, r.Bool("overlap_moe_expert_parallel_comm"));
+  SetIf(&run->mtp_layers, r.Int("mtp_num_layers"));
+  SetIf(&run->head_dim, r.Int("kv_channels"));
+}
+
 void InterpretDeepSpeedConfig(const KvReader& r, LoggedRun* run) {
   if (auto v = r.Int("train_batch_size")) SetIf(&run->global_batch, std::optional<int64_t>(*v));
   if (auto v = r.Int("train_micro_batch_size_per_gpu")) {
@@ -353,6 +444,13 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   static const std::regex kTitanAccum(R"(grad(?:ient|eint) accumulation steps (\d+))");
   static const std::regex kTitanMesh(
       R"(Building \d-D device mesh with \[([^\]]*)\], \[([0-9, ]*)\])");
+  // torchtitan's mesh line since it has expert parallelism
+  // (torchtitan/distributed/parallel_dims.py:274-278 at pytorch/torchtitan b5bcd76c).
+  static const std::regex kTitanParallelism(
+      R"(Building device mesh with parallelism: pp=(\d+), dp_replicate=(\d+), dp_shard=(-?\d+), cp=(\d+), tp=(\d+), ep=(\d+))");
+  // torchtitan's token-based batch line (torchtitan/trainer.py:621-629 at b5bcd76c).
+  static const std::regex kTitanTokens(
+      R"(Trainer is initialized with (\d+) tokens per DP rank, (\d+) tokens per train step, gradient accumulation steps (\d+), maximum context length (\d+))");
   static const std::regex kTitanGpu(R"(GPU capacity: (.+?) \(\d+\) with)");
   static const std::regex kDsStep(R"(step=(\d+), skipped=(\d+))");
   static const std::regex kDsRate(
@@ -430,6 +528,36 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           if (std::regex_search(s, m, kTitanGlobal)) run.global_batch = std::stoll(m[1].str());
           if (std::regex_search(s, m, kTitanSeq)) run.seq_len = std::stoi(m[1].str());
           if (std::regex_search(s, m, kTitanAccum)) run.grad_accumulation = std::stoi(m[1].str());
+        } else if (Contains(s, "Trainer is initialized") && std::regex_search(s, m, kTitanTokens)) {
+          const int64_t per_dp = std::stoll(m[1].str()), per_step = std::stoll(m[2].str());
+          const int64_t seq = std::stoll(m[4].str());
+          if (seq > 0 && per_step % seq == 0) {
+            run.seq_len = static_cast<int>(seq);
+            run.global_batch = per_step / seq;
+            // Tokens per DP rank cover all pipeline micro-batches of one
+            // accumulation step: the micro-batch is known without a pipeline.
+            if (run.pp.value_or(1) == 1 && per_dp % seq == 0) run.micro_batch = per_dp / seq;
+          }
+        } else if (Contains(s, "with parallelism:") && std::regex_search(s, m, kTitanParallelism)) {
+          const int pp = std::stoi(m[1].str()), dp_replicate = std::stoi(m[2].str());
+          const int dp_shard = std::stoi(m[3].str()), cp = std::stoi(m[4].str());
+          const int tp = std::stoi(m[5].str()), ep = std::stoi(m[6].str());
+          run.pp = pp;
+          run.cp = cp;
+          run.tp = tp;
+          run.sp = tp > 1;                 // torchtitan's TP always shards norms (SP)
+          if (dp_shard > 1) run.zero = 3;  // FSDP2 over the shard group
+          if (dp_shard > 0) run.dp_degree = dp_replicate * dp_shard;
+          if (ep > 1) {
+            // The experts' mesh is (pp, dp_replicate, efsdp, ep) with efsdp =
+            // dp_shard·cp·tp / ep (parallel_dims.py:282,328): EP borrows from the
+            // data, context and tensor ranks and the experts are not TP-split.
+            run.ep = ep;
+            run.etp = 1;
+          }
+          if (!run.world_size && dp_shard > 0) {
+            run.world_size = pp * dp_replicate * dp_shard * cp * tp;
+          }
         } else if (Contains(s, "device mesh") && std::regex_search(s, m, kTitanMesh)) {
           // Mesh dimension names and sizes, outermost first.
           static const std::regex kName(R"('([a-z_]+)')");
@@ -541,6 +669,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
   }
   const KvReader r{kv};
   InterpretMegatronArgs(r, &run);
+  InterpretMegatronMoeArgs(r, &run);
   InterpretDeepSpeedConfig(r, &run);
   // torchtitan states the local batch and its mesh; the global batch is the
   // local batch on every data-parallel rank, times the accumulation steps.

@@ -88,6 +88,16 @@ struct LoggedRun {
   std::optional<std::string> recompute;  // "none" | "selective" | "full"
   // ZeRO-Offload / ZeRO-Infinity to host memory, from DeepSpeed's config print.
   std::optional<bool> offload_optimizer, offload_param;
+  // Mixture of experts (Megatron-Core's moe arguments; torchtitan's mesh "ep").
+  std::optional<int> experts, top_k, moe_ffn_hidden, shared_ffn_hidden;
+  // The MoE layer pattern as the model description states it: the leading dense
+  // layers and the step of the rest (absent when the log's pattern has another shape).
+  std::optional<int> first_dense_layers, moe_layer_step;
+  std::optional<int> ep, etp, mtp_layers, head_dim;
+  std::optional<double> capacity_factor;
+  std::optional<std::string> router;          // "softmax" | "sigmoid"
+  std::optional<std::string> moe_dispatcher;  // "alltoall" | "allgather" | "deepep" | "hybridep"
+  std::optional<bool> moe_grouped_gemm, moe_permute_fusion, moe_a2a_overlap;
   int ranks_seen = 0;                    // distinct rank prefixes (0 = lines carry none)
   std::vector<std::string> notes;        // reader remarks (e.g. duplicated steps)
 };
@@ -145,6 +155,10 @@ struct LogRequest {
   std::vector<std::string> read_from_log;  // "tp=2 (tensor_model_parallel_size)", ...
   std::vector<std::string> assumed;        // "cluster dgx-h100 (--cluster)", ...
   std::vector<std::string> warnings;       // a flag that contradicts the log, ...
+  // The expert layout the log states, in configuration keys ("ep", "etp",
+  // "moe_dispatcher", "moe_a2a_overlap"); empty for a dense run. It is part of
+  // request["config"] when the configuration accepts those keys.
+  Json moe_config = Json::object();
 };
 
 // Builds the request of `run`: the log's statements win, a flag fills what

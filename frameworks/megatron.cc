@@ -15,6 +15,10 @@
 // CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron-FSDP needs it unset); ZeRO-3 is
 // Megatron-FSDP; CPU activation offloading needs PP = 1 and no recompute; the
 // fp8 recipe and NVFP4 are written as --fp8-recipe / --fp4-format.
+// Mixture-of-experts plans add the expert rules of frameworks/moe_args.h
+// (experts % EP, world % (ETP·EP·PP), the expert width over ETP, the a2a
+// overlap's conditions) and, with --use-tp-pp-dp-mapping and PP > 1, expert
+// DP == DP (parallel_state.py:898-902).
 #include <algorithm>
 #include <sstream>
 
@@ -128,6 +132,20 @@ Status Check(const Plan& p) {
         kF,
         "tf32 is not a Megatron-LM precision flag (fp32 training uses TF32 GEMMs by default); "
         "plan with --precision fp32");
+  }
+  if (m.is_moe() || c.ep > 1) {
+    auto moe = MegatronMoeArgs(m, MoeLaunchOf(p));
+    if (!moe.ok()) return RefuseMoe(kF, moe.status());
+    // The expert ranks follow Megatron's order with ep in place of cp:
+    // tp-ep-dp-pp, or tp-ep-pp-dp under --use-tp-pp-dp-mapping, which does
+    // not end in pp and then needs expert DP == DP with PP > 1
+    // (parallel_state.py:898-902).
+    const int64_t edp = p.job.gpus / (int64_t{c.etp} * c.ep * c.pp);
+    if (!tp_dp_pp && c.pp > 1 && edp != dp) {
+      return Refuse(kF, "with --use-tp-pp-dp-mapping and PP " + Str(c.pp) +
+                            " Megatron needs the expert data-parallel size " + Str(edp) +
+                            " to equal DP " + Str(dp) + " (parallel_state.py:898-902)");
+    }
   }
   return CheckPresetRules(p, kF, Framework::kMegatron);
 }
@@ -251,6 +269,7 @@ std::string Launcher(const Plan& p) {
      << " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 pretrain_gpt.py "
         "${GPT_MODEL_ARGS[@]} ${TRAINING_ARGS[@]} ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} "
         "${EVAL_AND_LOGGING_ARGS[@]}";
+  if (p.job.model.is_moe()) os << " ${MOE_ARGS[@]}";
   return os.str();
 }
 
@@ -272,6 +291,11 @@ std::string Write(const Plan& p) {
   std::vector<std::string> model = {
       "--num-layers " + Str(m.layers), "--hidden-size " + Str(m.hidden),
       "--ffn-hidden-size " + Str(m.ffn_hidden), "--num-attention-heads " + Str(m.heads)};
+  // Attention heads narrower or wider than hidden / heads (Qwen3, gpt-oss):
+  // Megatron's kv_channels, hidden / heads by default (arguments.py:1331-1333).
+  if (!m.is_mla() && m.head_dim() != m.hidden / m.heads) {
+    model.push_back("--kv-channels " + Str(m.head_dim()));
+  }
   if (m.kv_heads != m.heads) {
     model.push_back("--group-query-attention");
     model.push_back("--num-query-groups " + Str(m.kv_heads));
@@ -344,6 +368,12 @@ std::string Write(const Plan& p) {
   if (!OrderMatches(c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp}))
     par.push_back("--use-tp-pp-dp-mapping");
   Array(os, "MODEL_PARALLEL_ARGS", par);
+  if (m.is_moe()) {
+    // Check() has refused every plan MegatronMoeArgs refuses.
+    auto moe = MegatronMoeArgs(m, MoeLaunchOf(p));
+    os << "\n";
+    Array(os, "MOE_ARGS", moe.ok() ? *moe : std::vector<std::string>{});
+  }
   return os.str();
 }
 

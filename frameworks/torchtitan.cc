@@ -17,6 +17,9 @@
 //  - CP needs the spmd_types backend (distributed/context_parallel/api.py:24-33)
 //    and FlexAttention (decoder.py:173-183; llama3 model_registry's default)
 //  - float8 through Float8LinearConverter on SM89+ (components/quantization/float8.py:85-97)
+//  - MoE: expert_parallel_degree divides dp_shard·cp·tp (parallel_dims.py:187-192),
+//    no expert TP (parallel_dims.py:282,328), the model's comm_backend
+//    standard | deepep | hybridep (models/common/config_utils.py:360-425)
 #include <algorithm>
 #include <sstream>
 
@@ -153,7 +156,23 @@ Status Check(const Plan& p) {
                   "only, and " +
                       m.name + " is not one");
   }
+  if (m.is_moe() || c.ep > 1) {
+    auto moe = TorchtitanMoeLines(m, MoeLaunchOf(p), c.gz);
+    if (!moe.ok()) return RefuseMoe(kF, moe.status());
+  }
   return CheckPresetRules(p, kF, Framework::kTorchtitan);
+}
+
+// torchtitan's comm_backend for the plan's dispatcher (Check refused allgather).
+const char* CommBackend(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kDeepEp:
+      return "deepep";
+    case MoeDispatcher::kHybridEp:
+      return "hybridep";
+    default:
+      return "standard";
+  }
 }
 
 std::vector<Keep> KeepOf(const Plan&) {
@@ -244,6 +263,14 @@ std::string Write(const Plan& p) {
     os << "    config.parallelism.context_parallel_load_balancer = \"headtail\"\n";
   }
   os << "    config.parallelism.pipeline_parallel_degree = " << c.pp << "\n";
+  if (m.is_moe()) {
+    auto moe = TorchtitanMoeLines(m, MoeLaunchOf(p), c.gz);
+    if (moe.ok()) {
+      for (const std::string& line : *moe) os << "    config.parallelism." << line << "\n";
+    }
+    os << "    # base_config()'s MoE layers take comm_backend=\"" << CommBackend(c.moe_dispatcher)
+       << "\" (make_routed_experts_config, models/common/config_utils.py:360-425)\n";
+  }
   if (c.pp > 1) {
     const int lps = TorchtitanLayersPerStage(m.layers, c);
     os << "    config.parallelism.pipeline_parallel_schedule = \"" << Schedule(c) << "\"\n";

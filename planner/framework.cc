@@ -186,7 +186,8 @@ const char* FrameworkName(Framework f) { return kNames[static_cast<int>(f)]; }
 
 constexpr const char* kRuleNames[kNumFrameworkRules] = {
     "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
-    "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp"};
+    "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp",
+    "moe_bias_etp1", "ep_in_shard_mesh"};
 
 const char* FrameworkRuleName(FrameworkRule r) { return kRuleNames[static_cast<int>(r)]; }
 
@@ -247,6 +248,15 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
       if (!c.hpz || c.tensor() == 1) return "";
       return "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
              "shards with tp " + S(c.tensor());
+    case FrameworkRule::kMoeBiasEtp1:
+      if (!job.moe || !job.linear_bias || c.etp <= 1) return "";
+      return "the experts of a model with linear biases are not split over etp " + S(c.etp);
+    case FrameworkRule::kEpInShardMesh: {
+      const int64_t shard = int64_t{c.gz} * c.cp * c.gy;
+      if (c.etp == 1 && shard % c.ep == 0) return "";
+      if (c.etp != 1) return "the experts are not tensor-split (etp " + S(c.etp) + ")";
+      return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " + S(shard);
+    }
   }
   return "";
 }

@@ -188,8 +188,13 @@ enum class FrameworkRule : uint8_t {
   // DeepSpeed's hpZ groups are runs of consecutive global ranks: with Megatron
   // tensor parallelism inside, those hold different tensor shards.
   kHpzWithoutTp,
+  // Megatron-Core: a MoE model with linear biases keeps its experts whole (etp 1).
+  kMoeBiasEtp1,
+  // torchtitan: expert parallelism borrows from the dp_shard·cp·tp ranks (ep
+  // divides them) and the experts are never tensor-split (etp 1).
+  kEpInShardMesh,
 };
-inline constexpr int kNumFrameworkRules = 6;
+inline constexpr int kNumFrameworkRules = 8;
 const char* FrameworkRuleName(FrameworkRule r);  // "cp_a2a_local_heads", ...
 Result<FrameworkRule> ParseFrameworkRule(const std::string& s);
 
@@ -202,6 +207,7 @@ struct FrameworkRuleRef {
 struct RuleJob {
   int heads = 1, kv_heads = 1;
   bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
+  bool moe = false;  // the model has routed experts
   int64_t seq_len = 0;
   int64_t fpdt_chunk_tokens = 65536;
 };

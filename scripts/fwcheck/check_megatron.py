@@ -51,6 +51,12 @@ def check(path):
         os.environ['RANK'] = '0'
         sys.argv = ['pretrain_gpt.py'] + argv
         from megatron.training.arguments import parse_args, validate_args
+        import megatron.core.utils as mcore_utils
+        from packaging.version import Version
+        # Megatron gates features on the PyTorch it runs with (the MoE a2a
+        # overlap asserts torch >= 2.6, transformer_config.py:3003-3006); the
+        # check's Debian PyTorch 1.13 stands for the 2.6 a launch would use.
+        mcore_utils._torch_version = Version('2.6.0')
         from megatron.training.argument_utils import core_transformer_config_from_args
         from megatron.core.transformer.transformer_block import get_num_layers_to_build
         with contextlib.redirect_stdout(io.StringIO()):
@@ -68,6 +74,14 @@ def check(path):
             return 'REJECT', f'Megatron builds layers per chunk {got}, the plan priced {want}'
         if args.data_parallel_size != side['config']['dp']:
             return 'REJECT', f"Megatron derives DP {args.data_parallel_size}, the plan has {side['config']['dp']}"
+        conf = side['config']
+        if 'ep' in conf:
+            # The expert layout Megatron builds must be the plan's.
+            got_moe = (args.expert_model_parallel_size, args.expert_tensor_parallel_size)
+            if got_moe != (conf['ep'], conf.get('etp', 1)) or not args.num_experts:
+                return 'REJECT', f"Megatron builds ep, etp {got_moe}, the plan has {conf['ep']}, {conf.get('etp', 1)}"
+            return 'ACCEPT', (f'dp {args.data_parallel_size}, vpp {vpp}, layers per chunk {got}, '
+                              f'{args.num_experts} experts, ep {got_moe[0]}, etp {got_moe[1]}')
         return 'ACCEPT', f'dp {args.data_parallel_size}, vpp {vpp}, layers per chunk {got}'
     except BaseException as e:  # an assertion or ValueError is Megatron refusing the arguments
         msg = ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1]

@@ -42,6 +42,32 @@ TEST(FakeBackend, AllReduceTakesAlphaTimesRanksPlusBusBytesOverBeta) {
   EXPECT_DOUBLE_EQ(rec.end_s - rec.start_s, expected);
 }
 
+// The all-to-all a MoE dispatch issues: count_per_peer elements to each rank,
+// nccl-tests' size = the whole buffer and its busbw factor (n-1)/n
+// (doc/PERFORMANCE.md "AlltoAll: (n-1)/n").
+TEST(FakeBackend, AllToAllTakesAlphaTimesRanksPlusSevenEighthsOfTheBufferOverBeta) {
+  auto world = FakeWorld::Create(A100Node());
+  auto b = world->MakeRank(0);
+  const int64_t bytes = int64_t{1} << 30;
+  auto send = b->Allocate(bytes);
+  auto recv = b->Allocate(bytes);
+  ASSERT_TRUE(send.ok() && recv.ok());
+  const int64_t per_peer = bytes / 2 / 8;  // bf16 elements to each of 8 ranks
+  ASSERT_TRUE(
+      b->AllToAll(kWorldComm, *send, *recv, per_peer, DataType::kBFloat16, kDefaultStream).ok());
+  const double expected = 8e-6 * 8 + 7.0 / 8 * 1073741824.0 / 230e9;
+  EXPECT_NEAR(b->StreamTime(kDefaultStream), expected, 1e-12);
+  const OpRecord& rec = b->ops().back();
+  EXPECT_EQ(rec.kind, OpKind::kAllToAll);
+  EXPECT_EQ(rec.bytes, bytes);
+  EXPECT_EQ(rec.count, per_peer);
+  // A receive buffer short of size x count_per_peer elements is refused.
+  auto small = b->Allocate(bytes / 2);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(
+      b->AllToAll(kWorldComm, *send, *small, per_peer, DataType::kBFloat16, kDefaultStream).ok());
+}
+
 TEST(FakeBackend, SplitFormsGroupsByColorOrderedByKeyAcrossNodes) {
   FakeConfig c = A100Node();
   c.world_size = 16;  // two nodes of 8

@@ -154,6 +154,72 @@ TEST(Emit, EachSpacesPlansEmitInItsFramework) {
             << " DeepSpeed hpZ-with-TP plans refused\n";
 }
 
+// Every MoE plan of each space emits in its framework with the expert layout it
+// was priced with: Megatron-Core's --num-experts / --expert-model-parallel-size /
+// --expert-tensor-parallel-size, torchtitan's expert_parallel_degree,
+// Megatron-DeepSpeed's --moe-expert-parallel-size. Megatron-DeepSpeed builds
+// every expert as the dense MLP (megatron/model/transformer.py:1066-1083 at
+// 4efb479), so a model whose experts are narrower than its dense FFN is
+// refused there, for that reason only.
+TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
+  const std::pair<const char*, const char*> families[] = {
+      {"megatron", "megatron"}, {"deepspeed", "megatron-deepspeed"}, {"fsdp", "torchtitan"}};
+  const std::vector<Args> jobs = {
+      {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--gpus", "256", "--global-batch", "1024", "--seq", "4096"},
+      {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "512", "--seq", "4096"},
+      {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "512", "--seq", "4096"},
+      {"--model", "gpt-oss-20b", "--cluster", "dgx-h100", "--gpus", "16", "--global-batch", "256", "--seq", "4096"}};
+  int emitted = 0, with_ep = 0, dense_mlp_experts = 0;
+  for (const Args& job : jobs) {
+    for (auto [space, format] : families) {
+      Args a = job;
+      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"}) a.push_back(x);
+      Outcome plan = Call(RunPlan, a);
+      if (plan.code == kExitNoFeasible) continue;
+      ASSERT_EQ(plan.code, kExitOk) << plan.err;
+      const Json doc = Json::parse(plan.out);
+      auto f = planner::ParseEmitFormat(format);
+      ASSERT_TRUE(f.ok());
+      const Json& model = doc["job"]["model"];
+      for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
+        auto text = planner::EmitConfig(doc, static_cast<int>(r), *f);
+        const Json& cfg = doc["candidates"][r - 1]["config"];
+        const int ep = cfg.value("ep", 1), etp = cfg.value("etp", 1);
+        if (!text.ok() && std::string(space) == "deepspeed" &&
+            model.value("moe_ffn_hidden", 0) != model.value("ffn_hidden", 0)) {
+          EXPECT_NE(text.status().message().find("experts are the dense MLP"), std::string::npos)
+              << text.status().ToString();
+          ++dense_mlp_experts;
+          continue;
+        }
+        ASSERT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
+                               << doc["candidates"][r - 1]["config_string"] << ": " << text.status().ToString();
+        ++emitted;
+        with_ep += ep > 1;
+        const std::string s = *text;
+        if (std::string(format) == "megatron") {
+          EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"), std::string::npos);
+          EXPECT_NE(s.find("--expert-model-parallel-size " + std::to_string(ep) + "\n"), std::string::npos) << s;
+          EXPECT_NE(s.find("--expert-tensor-parallel-size " + std::to_string(etp) + "\n"), std::string::npos) << s;
+          EXPECT_NE(s.find("${MOE_ARGS[@]}"), std::string::npos);
+        } else if (std::string(format) == "torchtitan") {
+          EXPECT_EQ(etp, 1);
+          EXPECT_NE(s.find("config.parallelism.expert_parallel_degree = " + std::to_string(ep) + "\n"),
+                    std::string::npos)
+              << s;
+        } else {
+          EXPECT_NE(s.find("--moe-expert-parallel-size " + std::to_string(ep) + "\n"), std::string::npos) << s;
+          EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"), std::string::npos);
+        }
+      }
+    }
+  }
+  EXPECT_GT(emitted, 150);
+  EXPECT_GT(with_ep, 100);
+  std::cout << "[ spaces ] " << emitted << " MoE plans emitted in their framework (" << with_ep
+            << " with ep > 1); " << dense_mlp_experts << " Megatron-DeepSpeed plans refused (narrow experts)\n";
+}
+
 // ------------------------------------------------------------------ allocation
 
 EnvLookup Env(std::map<std::string, std::string> vars) {

@@ -254,6 +254,127 @@ TEST(LogsTest, ModelFromTheArgumentsBlock) {
   EXPECT_TRUE(Mentions(lr->warnings, "--gpus 16 contradicts"));
 }
 
+// Megatron-Core's MoE arguments (megatron_moe_args.log, Qwen3-30B-A3B on 16
+// GPUs with EP 8): the expert count, top-k and expert width of the published
+// config.json pick the qwen3-30b-a3b preset, and the expert-parallel layout
+// becomes the config keys ep and etp.
+TEST(LogsTest, MegatronMoeArgumentsGiveExpertsAndExpertParallelism) {
+  const LoggedRun run = Parse("megatron_moe_args.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);
+  EXPECT_EQ(run.experts, 128);
+  EXPECT_EQ(run.top_k, 8);
+  EXPECT_EQ(run.moe_ffn_hidden, 768);
+  EXPECT_FALSE(run.shared_ffn_hidden.has_value());  // printed as None
+  EXPECT_EQ(run.first_dense_layers, 0);             // moe_layer_freq 1: every layer
+  EXPECT_EQ(run.moe_layer_step, 1);
+  EXPECT_EQ(run.ep, 8);
+  EXPECT_EQ(run.etp, 1);
+  EXPECT_EQ(run.moe_dispatcher, "alltoall");
+  EXPECT_EQ(run.moe_grouped_gemm, true);
+  EXPECT_EQ(run.moe_permute_fusion, true);
+  EXPECT_EQ(run.moe_a2a_overlap, false);
+  EXPECT_FALSE(run.capacity_factor.has_value());  // None: dropless
+  EXPECT_EQ(run.head_dim, 128);
+  EXPECT_EQ(run.kv_heads, 4);
+  ASSERT_EQ(run.steps.size(), 6u);
+  EXPECT_DOUBLE_EQ(run.steps[1].value, 2.3114);
+
+  LogFlags flags;
+  flags.cluster = Json("dgx-h100");
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->request["model"], "qwen3-30b-a3b");
+  const Json& moe = lr->moe_config;
+  EXPECT_EQ(moe["ep"], 8);
+  EXPECT_EQ(moe["etp"], 1);
+  EXPECT_EQ(moe["moe_dispatcher"], "alltoall");
+  EXPECT_EQ(moe["moe_a2a_overlap"], false);
+  // In the request's configuration when the configuration has the expert keys,
+  // else named in a warning: never dropped silently.
+  const Json& config = lr->request["config"];
+  if (config.contains("ep")) {
+    EXPECT_EQ(config["ep"], 8);
+    EXPECT_TRUE(Mentions(lr->read_from_log, "ep=8 (log)"));
+  } else {
+    EXPECT_TRUE(Mentions(lr->warnings, "expert layout"));
+  }
+  // The median after the warm-up interval: 2.3092 s (the middle of 2306.9 ...
+  // 2313.0 ms, the 5210.7 ms first interval dropped).
+  EXPECT_NEAR(lr->measured_iteration_s, 2.3092, 1e-9);
+}
+
+// Megatron's moe_layer_freq as DeepSeek-V3's recipes pass it, ([0]*3+[1]*58):
+// printed as the list, it is three dense layers then every layer MoE. An int
+// freq of 2 makes layers 0, 2, 4, ... MoE (gpt_layer_specs.py:647-650), which
+// the model description's (i + 1) % step form cannot say: a note, no guess.
+TEST(LogsTest, MegatronMoeLayerFreqListAndInt) {
+  std::string pattern = "[0, 0, 0";
+  for (int i = 0; i < 58; ++i) pattern += ", 1";
+  pattern += "]";
+  auto block = [](const std::string& freq, int layers) {
+    auto line = [](const std::string& k, const std::string& v) {
+      return "  " + k + " " + std::string(48 - k.size(), '.') + " " + v + "\n";
+    };
+    return "------------------------ arguments ------------------------\n" +
+           line("moe_layer_freq", freq) + line("num_experts", "256") +
+           line("num_layers", std::to_string(layers)) +
+           "-------------------- end of arguments ---------------------\n"
+           " iteration       10/     100 | elapsed time per iteration (ms): 100.0 |\n";
+  };
+  auto ds = ParseTrainingLog(block(pattern, 61), "ds.log");
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  EXPECT_EQ(ds->first_dense_layers, 3);
+  EXPECT_EQ(ds->moe_layer_step, 1);
+  auto alt = ParseTrainingLog(block("2", 48), "alt.log");
+  ASSERT_TRUE(alt.ok());
+  EXPECT_FALSE(alt->moe_layer_step.has_value());
+  EXPECT_TRUE(Mentions(alt->notes, "moe_layer_freq 2"));
+  // A list of the wrong length is not read.
+  auto bad = ParseTrainingLog(block(pattern, 60), "bad.log");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->first_dense_layers.has_value());
+}
+
+// torchtitan's expert-parallel mesh line (parallel_dims.py:274-278): EP 4 over
+// dp_shard 8, FSDP2 over the shard group, the experts not TP-split; the
+// token-based batch line gives sequence and batch.
+TEST(LogsTest, TorchtitanExpertParallelMesh) {
+  const LoggedRun run = Parse("torchtitan_moe_mesh.log");
+  EXPECT_EQ(run.format, LogFormat::kTorchtitan);
+  EXPECT_EQ(run.ep, 4);
+  EXPECT_EQ(run.etp, 1);
+  EXPECT_EQ(run.tp, 1);
+  EXPECT_EQ(run.pp, 1);
+  EXPECT_EQ(run.zero, 3);
+  EXPECT_EQ(run.world_size, 8);
+  EXPECT_EQ(run.seq_len, 4096);
+  EXPECT_EQ(run.global_batch, 32);  // 131072 tokens / 4096
+  EXPECT_EQ(run.micro_batch, 4);    // 16384 tokens per DP rank / 4096
+  ASSERT_EQ(run.steps.size(), 6u);
+  EXPECT_EQ(run.steps[1].value, 9811);  // tps, thousands separator read
+}
+
+// A MoE architecture no preset has: the inline model carries the experts in
+// the model description's keys, and the model parser accepts it.
+TEST(LogsTest, MoeModelFromTheArgumentsWhenNoPresetMatches) {
+  LoggedRun run = Parse("megatron_moe_args.log");
+  run.experts = 64;  // not Qwen3-30B-A3B any more
+  LogFlags flags;
+  flags.cluster = Json("dgx-h100");
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  const Json& m = lr->request["model"];
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["experts"], 64);
+  EXPECT_EQ(m["top_k"], 8);
+  EXPECT_EQ(m["moe_ffn_hidden"], 768);
+  EXPECT_EQ(m["head_dim"], 128);
+  auto spec = ParseModelSpec(m, "/model");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->experts, 64);
+  EXPECT_EQ(spec->head_dim(), 128);
+}
+
 TEST(LogsTest, UnknownTextIsRefused) {
   auto r = ParseTrainingLog("epoch 1 done\nloss 2.3\n", "x.log");
   ASSERT_FALSE(r.ok());

@@ -154,6 +154,44 @@ TEST(FrameworkRules, PresetsCiteEveryRule) {
   EXPECT_FALSE(ParseFrameworkRule("no_such_rule").ok());
 }
 
+TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
+  // gpt-oss has linear biases: Megatron-Core keeps its experts whole
+  // (transformer_config.py:2612-2615, "Bias in Moe is only supported when ETP==1").
+  const Job oss = MakeJob("gpt-oss-20b", "dgx-h100", 16, 256, 4096, Framework::kMegatron);
+  const CostModel mc(oss.model, oss.training, oss.cluster, oss.gpus);
+  ParallelConfig c;
+  c.gy = 2;
+  c.gdata = 8;
+  c.ep = 8;
+  c.etp = 2;
+  ASSERT_NE(mc.BrokenRule(c), nullptr);
+  EXPECT_EQ(mc.BrokenRule(c)->rule, FrameworkRule::kMoeBiasEtp1);
+  c.etp = 1;
+  EXPECT_EQ(mc.BrokenRule(c), nullptr);
+  // torchtitan's experts borrow from dp_shard·cp·tp only (parallel_dims.py:187-192):
+  // ep 8 over 2 TP ranks × 4 shard ranks, not over replicas.
+  const Job q = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kTorchtitan);
+  const CostModel tc(q.model, q.training, q.cluster, q.gpus);
+  ParallelConfig t;
+  t.gy = 2;
+  t.sp = true;
+  t.gz = 4;
+  t.gdata = 2;
+  t.ep = 8;
+  EXPECT_EQ(tc.BrokenRule(t), nullptr);
+  t.gz = 2;
+  t.gdata = 4;
+  std::string why;
+  ASSERT_NE(tc.BrokenRule(t, &why), nullptr);
+  EXPECT_EQ(tc.BrokenRule(t)->rule, FrameworkRule::kEpInShardMesh);
+  EXPECT_NE(why.find("dp_shard·cp·tp = 4"), std::string::npos) << why;
+  t.gz = 4;
+  t.gdata = 2;
+  t.ep = 4;
+  t.etp = 2;
+  EXPECT_NE(tc.BrokenRule(t), nullptr);
+}
+
 TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
   // Llama-3-8B (32 heads, 8 KV heads) at 128K: a2a CP 32 at TP 1 breaks TE's
   // rule (8 KV heads over 32 ranks); CP 8 keeps it; ring CP 32 is not concerned.

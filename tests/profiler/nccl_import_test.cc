@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "profiler/fit.h"
 #include "profiler/report.h"
 #include "test_util.h"
 
@@ -66,6 +67,57 @@ TEST(NcclImport, A100AllReduceLogYieldsTheBusbwItStates) {
   EXPECT_NEAR(sum / 62, 87.3081, 0.01);
   EXPECT_DOUBLE_EQ(s.stated_avg_busbw_GBps, 87.3081);
   EXPECT_DOUBLE_EQ(RowOf(in_place->series[0], 8589934592)->busbw_GBps, 232.58);
+}
+
+// alltoall_4xH100.log is written in the exact layout nccl-tests prints (the
+// printf formats of src/util.cu and alltoall.cu at NVIDIA/nccl-tests a0b82b2,
+// the header of the 4 x H100 alltoall_perf output published in NVIDIA/nccl
+// issue 2169); its timings are illustrative, not a measurement. What the
+// import must get right is what nccl-tests defines: the count column is the
+// per-peer element count (alltoall.cu AlltoAllGetCollByteCount: count/nranks),
+// busbw = algbw x (n-1)/n (doc/PERFORMANCE.md "AlltoAll: (n-1)/n"), redop
+// "none", and the in-place #wrong column reads N/A (in-place is not checked).
+TEST(NcclImport, AllToAllLogUsesThePerPeerCountAndTheThreeQuartersBusFactor) {
+  auto r = ImportNcclTestsFile(DataPath("alltoall_4xH100.log"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->series.size(), 1u);
+  const CollectiveSeries& s = r->series[0];
+  EXPECT_EQ(s.collective, Collective::kAllToAll);
+  EXPECT_EQ(s.group_size, 4);
+  EXPECT_EQ(s.tier, Tier::kIntraNode);
+  EXPECT_EQ(s.redop, "none");
+  EXPECT_EQ(r->nccl_tests_version, "2.19.6");
+  EXPECT_EQ(r->device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(s.rows.size(), 6u);  // 1 MiB ... 1 GiB by 4
+  for (const SeriesRow& row : s.rows) {
+    EXPECT_EQ(row.count * 4 * 4, row.size_bytes);  // float, 4 peers
+    EXPECT_EQ(row.wrong, 0);
+    // To the printed digits: two decimals, and a time of 7 significant characters.
+    EXPECT_NEAR(row.busbw_GBps, row.algbw_GBps * 3 / 4, 0.006) << row.size_bytes;
+    EXPECT_NEAR(row.algbw_GBps, row.size_bytes / row.time_us / 1e3, 1e-4 * row.algbw_GBps + 0.006)
+        << row.size_bytes;
+  }
+  const SeriesRow* big = RowOf(s, 1073741824);
+  ASSERT_NE(big, nullptr);
+  EXPECT_DOUBLE_EQ(big->busbw_GBps, 268.02);
+  EXPECT_DOUBLE_EQ(s.stated_avg_busbw_GBps, 155.451);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  // In-place rows are read too, with their unchecked #wrong.
+  auto in_place = ImportNcclTestsFile(DataPath("alltoall_4xH100.log"), {true, ""});
+  ASSERT_TRUE(in_place.ok()) << in_place.status().ToString();
+  EXPECT_EQ(in_place->series.at(0).rows.front().wrong, -1);
+  // The alpha-beta fit over the bandwidth-bound rows (64 MiB and up) prices the
+  // series with the (n-1)/n factor: its beta is the bus bandwidth those rows
+  // state, and it reproduces the largest row.
+  std::vector<TimedSize> points;
+  for (const SeriesRow& row : s.rows) {
+    if (row.size_bytes >= (int64_t{64} << 20)) points.push_back({row.size_bytes, row.time_us});
+  }
+  auto fit = FitAlphaBeta(points, Collective::kAllToAll, 4);
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  EXPECT_NEAR(PredictUs(*fit, Collective::kAllToAll, 4, 1073741824), big->time_us,
+              0.02 * big->time_us);
+  EXPECT_NEAR(fit->beta_GBps, big->busbw_GBps, 0.05 * big->busbw_GBps);
 }
 
 TEST(NcclImport, OlderReleaseWithoutTestNameAndUncheckedRows) {
