@@ -268,16 +268,7 @@ class MpiCpuBackend final : public CollectiveBackend {
     if (reduces && t == DataType::kFp8E4M3) {
       return Status::Unavailable("the mpi-cpu backend cannot reduce f8e4m3 data");
     }
-    switch (kind) {
-      case OpKind::kAllReduce:
-      case OpKind::kAllGather:
-      case OpKind::kReduceScatter:
-      case OpKind::kAllToAll:
-      case OpKind::kSendRecv:
-        return Status::Ok();
-      default:
-        return Status::InvalidArgument(std::string(OpKindName(kind)) + " is not a collective");
-    }
+    return CheckIsCollective(kind);
   }
 
   Result<Buffer> Allocate(int64_t bytes) override {
