@@ -2,44 +2,40 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+
+#include "common/enum_names.h"
 
 namespace paratune::backend {
 
-int DataTypeBytes(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return 1;
-    case DataType::kFloat16:
-      return 2;
-    case DataType::kBFloat16:
-      return 2;
-    case DataType::kFloat32:
-      return 4;
-    case DataType::kFloat64:
-      return 8;
-    case DataType::kFp8E4M3:
-      return 1;
-  }
-  return 0;
-}
+namespace {
 
-const char* DataTypeName(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return "int8";
-    case DataType::kFloat16:
-      return "half";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kFloat32:
-      return "float";
-    case DataType::kFloat64:
-      return "double";
-    case DataType::kFp8E4M3:
-      return "f8e4m3";
-  }
-  return "?";
-}
+// By value, in the order of each enum's declaration (backend.h).
+constexpr int kDataTypeBytes[] = {1, 2, 2, 4, 8, 1};
+constexpr const char* kDataTypeNames[] = {"int8", "half", "bfloat16", "float", "double", "f8e4m3"};
+static_assert(std::size(kDataTypeBytes) == kNumDataTypes);
+static_assert(std::size(kDataTypeNames) == kNumDataTypes);
+
+constexpr const char* kReduceOpNames[] = {"sum", "prod", "max", "min", "avg"};
+
+constexpr const char* kGemmPrecisionNames[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+constexpr int kGemmInputBytes[] = {4, 4, 2, 2, 1};
+constexpr int kGemmOutputBytes[] = {4, 4, 2, 2, 2};
+static_assert(std::size(kGemmPrecisionNames) == kNumGemmPrecisions);
+static_assert(std::size(kGemmInputBytes) == kNumGemmPrecisions);
+static_assert(std::size(kGemmOutputBytes) == kNumGemmPrecisions);
+
+constexpr const char* kOpKindNames[] = {
+    "all_reduce", "all_gather",  "reduce_scatter", "alltoall",       "sendrecv",     "gemm",
+    "copy",       "allocate",    "free",           "split_comm",     "destroy_comm", "record_event",
+    "wait_event", "synchronize", "hold_streams",   "release_streams"};
+static_assert(std::size(kOpKindNames) == EnumIndex(OpKind::kReleaseStreams) + 1);
+
+}  // namespace
+
+int DataTypeBytes(DataType t) { return EnumLookup(t, kDataTypeBytes, 0); }
+
+const char* DataTypeName(DataType t) { return EnumName(t, kDataTypeNames); }
 
 Result<DataType> ParseDataType(const std::string& name) {
   std::string n = name;
@@ -50,114 +46,29 @@ Result<DataType> ParseDataType(const std::string& name) {
   if (n == "float" || n == "fp32" || n == "float32") return DataType::kFloat32;
   if (n == "double" || n == "fp64" || n == "float64") return DataType::kFloat64;
   if (n == "f8e4m3" || n == "fp8") return DataType::kFp8E4M3;
-  return Status::InvalidArgument("unknown data type '" + name +
-                                 "' (int8, half, bfloat16, float, double, f8e4m3)");
+  return Status::InvalidArgument("unknown data type '" + name + "' (" +
+                                 EnumNameList(kDataTypeNames) + ")");
 }
 
-const char* ReduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kProd:
-      return "prod";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kMin:
-      return "min";
-    case ReduceOp::kAvg:
-      return "avg";
-  }
-  return "?";
-}
+const char* ReduceOpName(ReduceOp op) { return EnumName(op, kReduceOpNames); }
 
-const char* GemmPrecisionName(GemmPrecision p) {
-  switch (p) {
-    case GemmPrecision::kFp32:
-      return "fp32";
-    case GemmPrecision::kTf32:
-      return "tf32";
-    case GemmPrecision::kBf16:
-      return "bf16";
-    case GemmPrecision::kFp16:
-      return "fp16";
-    case GemmPrecision::kFp8:
-      return "fp8";
-  }
-  return "?";
-}
+const char* GemmPrecisionName(GemmPrecision p) { return EnumName(p, kGemmPrecisionNames); }
 
 Result<GemmPrecision> ParseGemmPrecision(const std::string& name) {
-  for (int i = 0; i < kNumGemmPrecisions; ++i) {
-    auto p = static_cast<GemmPrecision>(i);
-    if (name == GemmPrecisionName(p)) return p;
-  }
-  return Status::InvalidArgument("unknown GEMM precision '" + name +
-                                 "' (fp32, tf32, bf16, fp16, fp8)");
+  if (auto p = EnumFromName<GemmPrecision>(name, kGemmPrecisionNames)) return *p;
+  return Status::InvalidArgument("unknown GEMM precision '" + name + "' (" +
+                                 EnumNameList(kGemmPrecisionNames) + ")");
 }
 
-int GemmInputBytes(GemmPrecision p) {
-  switch (p) {
-    case GemmPrecision::kFp32:
-    case GemmPrecision::kTf32:
-      return 4;
-    case GemmPrecision::kBf16:
-    case GemmPrecision::kFp16:
-      return 2;
-    case GemmPrecision::kFp8:
-      return 1;
-  }
-  return 0;
-}
+int GemmInputBytes(GemmPrecision p) { return EnumLookup(p, kGemmInputBytes, 0); }
 
-int GemmOutputBytes(GemmPrecision p) {
-  switch (p) {
-    case GemmPrecision::kFp32:
-    case GemmPrecision::kTf32:
-      return 4;
-    case GemmPrecision::kBf16:
-    case GemmPrecision::kFp16:
-    case GemmPrecision::kFp8:
-      return 2;
-  }
-  return 0;
-}
+int GemmOutputBytes(GemmPrecision p) { return EnumLookup(p, kGemmOutputBytes, 0); }
 
-const char* OpKindName(OpKind k) {
-  switch (k) {
-    case OpKind::kAllReduce:
-      return "all_reduce";
-    case OpKind::kAllGather:
-      return "all_gather";
-    case OpKind::kReduceScatter:
-      return "reduce_scatter";
-    case OpKind::kAllToAll:
-      return "alltoall";
-    case OpKind::kSendRecv:
-      return "sendrecv";
-    case OpKind::kGemm:
-      return "gemm";
-    case OpKind::kCopy:
-      return "copy";
-    case OpKind::kAllocate:
-      return "allocate";
-    case OpKind::kFree:
-      return "free";
-    case OpKind::kSplitComm:
-      return "split_comm";
-    case OpKind::kDestroyComm:
-      return "destroy_comm";
-    case OpKind::kRecordEvent:
-      return "record_event";
-    case OpKind::kWaitEvent:
-      return "wait_event";
-    case OpKind::kSynchronize:
-      return "synchronize";
-    case OpKind::kHoldStreams:
-      return "hold_streams";
-    case OpKind::kReleaseStreams:
-      return "release_streams";
-  }
-  return "?";
+const char* OpKindName(OpKind k) { return EnumName(k, kOpKindNames); }
+
+Status CheckIsCollective(OpKind kind) {
+  if (EnumIndex(kind) <= EnumIndex(OpKind::kSendRecv)) return Status::Ok();
+  return Status::InvalidArgument(std::string(OpKindName(kind)) + " is not a collective");
 }
 
 Buffer Slice(const Buffer& b, int64_t offset_bytes, int64_t bytes) {

@@ -77,6 +77,9 @@ enum class OpKind : uint8_t {
   kReleaseStreams,
 };
 const char* OpKindName(OpKind k);  // "all_reduce", "gemm", ...
+// Ok for the collectives (kAllReduce .. kSendRecv); kInvalidArgument
+// "<name> is not a collective" for any other kind.
+Status CheckIsCollective(OpKind kind);
 
 // A device allocation or a slice of one. `data` is the address on the device
 // (nullptr for backends that hold no memory, such as the fake). Slices share

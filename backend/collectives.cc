@@ -34,20 +34,7 @@ void CollectiveBufferBytes(int comm_size, CollectiveCall* call) {
 }
 
 const char* CollectiveLabel(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce:
-      return "all_reduce";
-    case OpKind::kAllGather:
-      return "all_gather";
-    case OpKind::kReduceScatter:
-      return "reduce_scatter";
-    case OpKind::kAllToAll:
-      return "alltoall";
-    case OpKind::kSendRecv:
-      return "";
-    default:
-      return OpKindName(kind);
-  }
+  return kind == OpKind::kSendRecv ? "" : OpKindName(kind);
 }
 
 Status IssueCollective(Backend& b, const CollectiveCall& c) {

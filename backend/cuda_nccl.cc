@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/bootstrapped.h"
 #include "backend/collectives.h"
 #include "backend/cuda_kernels.h"
 #include "backend/nvml_topology.h"
@@ -79,11 +80,13 @@ std::string VersionString(int v, int major_div, int minor_div, int minor_mod) {
   return std::to_string(v / major_div) + "." + std::to_string((v / minor_div) % minor_mod);
 }
 
-class CudaNcclBackend final : public CollectiveBackend {
+class CudaNcclBackend final : public BootstrappedBackend {
  public:
   CudaNcclBackend(std::unique_ptr<Bootstrap> boot, HostLayout layout, int device,
                   const CudaNcclOptions& options)
-      : boot_(std::move(boot)), layout_(std::move(layout)), device_(device), options_(options) {}
+      : BootstrappedBackend(std::move(boot), std::move(layout)),
+        device_(device),
+        options_(options) {}
 
   ~CudaNcclBackend() override {
     cudaSetDevice(device_);
@@ -152,11 +155,6 @@ class CudaNcclBackend final : public CollectiveBackend {
   }
 
   std::string name() const override { return "cuda"; }
-  int rank() const override { return boot_->rank(); }
-  int world_size() const override { return boot_->size(); }
-  int local_rank() const override { return layout_.local_rank; }
-  int local_size() const override { return layout_.local_size; }
-  const std::vector<std::string>& hosts() const override { return layout_.hosts; }
 
   Result<DeviceInfo> DescribeDevice() override {
     DeviceInfo d;
@@ -245,12 +243,8 @@ class CudaNcclBackend final : public CollectiveBackend {
               "NCCL reduces f8e4m3 on compute capability 9.0 and newer only");
         }
         return Status::Ok();
-      case OpKind::kAllGather:
-      case OpKind::kAllToAll:
-      case OpKind::kSendRecv:
-        return Status::Ok();
       default:
-        return Status::InvalidArgument(std::string(OpKindName(kind)) + " is not a collective");
+        return CheckIsCollective(kind);
     }
   }
 
@@ -585,13 +579,6 @@ class CudaNcclBackend final : public CollectiveBackend {
         "cublasGemmEx(" + std::string(GemmPrecisionName(a.precision)) + ")");
   }
 
-  Status HostBarrier() override { return boot_->Barrier(); }
-  Status HostAllReduceMax(std::vector<double>* values) override {
-    return boot_->AllReduceMax(values->data(), static_cast<int>(values->size()));
-  }
-  Result<std::vector<std::string>> HostAllGather(const std::string& mine) override {
-    return AllGatherStrings(*boot_, mine);
-  }
   void AbortWorld(int exit_code) override {
     if (boot_->size() > 1) boot_->Abort(exit_code);
   }
@@ -750,8 +737,6 @@ class CudaNcclBackend final : public CollectiveBackend {
                            allocated ? it->second.bytes : 0, need_bytes, what);
   }
 
-  std::unique_ptr<Bootstrap> boot_;
-  HostLayout layout_;
   int device_;
   CudaNcclOptions options_;
   cudaDeviceProp prop_{};

@@ -221,16 +221,7 @@ Status FakeBackend::CheckGemm(GemmPrecision p) const {
 }
 
 Status FakeBackend::CheckCollective(OpKind kind, DataType, ReduceOp) const {
-  switch (kind) {
-    case OpKind::kAllReduce:
-    case OpKind::kAllGather:
-    case OpKind::kReduceScatter:
-    case OpKind::kAllToAll:
-    case OpKind::kSendRecv:
-      return Status::Ok();
-    default:
-      return Status::InvalidArgument(std::string(OpKindName(kind)) + " is not a collective");
-  }
+  return CheckIsCollective(kind);
 }
 
 Status FakeBackend::CheckStream(StreamId s) const {

@@ -1,32 +1,25 @@
 #include "backend/fault.h"
 
 #include <algorithm>
+#include <iterator>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace paratune::backend {
 
-const char* FaultKindName(FaultKind k) {
-  switch (k) {
-    case FaultKind::kRankDies:
-      return "rank_dies";
-    case FaultKind::kCollectiveError:
-      return "collective_error";
-    case FaultKind::kTimeout:
-      return "timeout";
-    case FaultKind::kOutOfMemory:
-      return "oom";
-  }
-  return "?";
-}
+namespace {
+// By value, in the order of FaultKind (fault.h).
+constexpr const char* kFaultKindNames[] = {"rank_dies", "collective_error", "timeout", "oom"};
+static_assert(std::size(kFaultKindNames) == EnumIndex(FaultKind::kOutOfMemory) + 1);
+}  // namespace
+
+const char* FaultKindName(FaultKind k) { return EnumName(k, kFaultKindNames); }
 
 Result<FaultKind> ParseFaultKind(const std::string& name) {
-  for (FaultKind k : {FaultKind::kRankDies, FaultKind::kCollectiveError, FaultKind::kTimeout,
-                      FaultKind::kOutOfMemory}) {
-    if (name == FaultKindName(k)) return k;
-  }
-  return Status::InvalidArgument("unknown fault '" + name +
-                                 "' (rank_dies, collective_error, timeout, oom)");
+  if (auto k = EnumFromName<FaultKind>(name, kFaultKindNames)) return *k;
+  return Status::InvalidArgument("unknown fault '" + name + "' (" + EnumNameList(kFaultKindNames) +
+                                 ")");
 }
 
 Result<FaultPlan> ParseFaultPlan(const std::string& text) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/bootstrap.h"
+#include "backend/bootstrapped.h"
 #include "backend/collectives.h"
 #include "backend/mpi_bootstrap.h"
 
@@ -202,11 +203,10 @@ bool Overlap(const Buffer& a, const Buffer& b) {
   return pa < pb + b.bytes && pb < pa + a.bytes;
 }
 
-class MpiCpuBackend final : public CollectiveBackend {
+class MpiCpuBackend final : public BootstrappedBackend {
  public:
   MpiCpuBackend(std::unique_ptr<Bootstrap> boot, HostLayout layout, int64_t memory_limit_bytes)
-      : boot_(std::move(boot)),
-        layout_(std::move(layout)),
+      : BootstrappedBackend(std::move(boot), std::move(layout)),
         memory_limit_bytes_(memory_limit_bytes) {
     stream_count_ = 1;
   }
@@ -232,11 +232,6 @@ class MpiCpuBackend final : public CollectiveBackend {
   }
 
   std::string name() const override { return "mpi-cpu"; }
-  int rank() const override { return boot_->rank(); }
-  int world_size() const override { return boot_->size(); }
-  int local_rank() const override { return layout_.local_rank; }
-  int local_size() const override { return layout_.local_size; }
-  const std::vector<std::string>& hosts() const override { return layout_.hosts; }
 
   Result<DeviceInfo> DescribeDevice() override {
     DeviceInfo d;
@@ -268,16 +263,7 @@ class MpiCpuBackend final : public CollectiveBackend {
     if (reduces && t == DataType::kFp8E4M3) {
       return Status::Unavailable("the mpi-cpu backend cannot reduce f8e4m3 data");
     }
-    switch (kind) {
-      case OpKind::kAllReduce:
-      case OpKind::kAllGather:
-      case OpKind::kReduceScatter:
-      case OpKind::kAllToAll:
-      case OpKind::kSendRecv:
-        return Status::Ok();
-      default:
-        return Status::InvalidArgument(std::string(OpKindName(kind)) + " is not a collective");
-    }
+    return CheckIsCollective(kind);
   }
 
   Result<Buffer> Allocate(int64_t bytes) override {
@@ -518,13 +504,6 @@ class MpiCpuBackend final : public CollectiveBackend {
     return Status::Ok();
   }
 
-  Status HostBarrier() override { return boot_->Barrier(); }
-  Status HostAllReduceMax(std::vector<double>* values) override {
-    return boot_->AllReduceMax(values->data(), static_cast<int>(values->size()));
-  }
-  Result<std::vector<std::string>> HostAllGather(const std::string& mine) override {
-    return AllGatherStrings(*boot_, mine);
-  }
   void AbortWorld(int exit_code) override { boot_->Abort(exit_code); }
 
  private:
@@ -627,8 +606,6 @@ class MpiCpuBackend final : public CollectiveBackend {
     return mop;
   }
 
-  std::unique_ptr<Bootstrap> boot_;
-  HostLayout layout_;
   int64_t memory_limit_bytes_;
   int64_t allocated_bytes_ = 0;
   uint64_t next_id_ = 1;

@@ -81,14 +81,15 @@ void BM_Memory(benchmark::State& state) {
 }
 BENCHMARK(BM_Memory);
 
-// The whole exhaustive search (space "all"), on state.range(0) threads.
-// items_per_second = configurations enumerated per second.
-void BM_SearchGpt3_175b_1024(benchmark::State& state) {
-  Reference ref;
+// Times the search of `models` (a cost model, or one per framework), its
+// shards shared out over state.range(0) threads, each taking the next
+// unclaimed shard. items_per_second = configurations evaluated per second.
+template <class Models>
+void RunSearch(benchmark::State& state, const Models& models) {
   const int threads = static_cast<int>(state.range(0));
   int64_t evaluated = 0;
   for (auto _ : state) {
-    Search search(ref.cm, SearchOptions{});
+    Search search(models, SearchOptions{});
     std::vector<SearchResult> parts(search.num_shards());
     std::atomic<int> next{0};
     auto work = [&] {
@@ -104,11 +105,17 @@ void BM_SearchGpt3_175b_1024(benchmark::State& state) {
   }
   state.SetItemsProcessed(evaluated);
 }
+
+// The whole exhaustive search (space "all") of the reference job.
+void BM_SearchGpt3_175b_1024(benchmark::State& state) {
+  Reference ref;
+  RunSearch(state, ref.cm);
+}
 BENCHMARK(BM_SearchGpt3_175b_1024)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The mixture-of-experts search of the reference job: DeepSeek-V3 on
 // 2048 H100s (dgx-h100), seq 4096, batch 8192, every framework of space "all"
-// (as `paratune plan` runs it), ep/etp/dispatcher enumerated; state.range(0) threads.
+// (as `paratune plan` runs it), ep/etp/dispatcher enumerated.
 void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
   const ModelSpec model = *ModelPreset("deepseek-v3");
   TrainingSpec training;
@@ -123,24 +130,7 @@ void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
   }
   std::vector<const CostModel*> ptrs;
   for (const CostModel& cm : models) ptrs.push_back(&cm);
-  const int threads = static_cast<int>(state.range(0));
-  int64_t evaluated = 0;
-  for (auto _ : state) {
-    Search search(ptrs, SearchOptions{});
-    std::vector<SearchResult> parts(search.num_shards());
-    std::atomic<int> next{0};
-    auto work = [&] {
-      for (int i = next++; i < search.num_shards(); i = next++) parts[i] = search.RunShard(i);
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-    SearchResult r = search.Merge(std::move(parts));
-    evaluated += r.evaluated;
-    benchmark::DoNotOptimize(r);
-  }
-  state.SetItemsProcessed(evaluated);
+  RunSearch(state, ptrs);
 }
 BENCHMARK(BM_SearchDeepSeekV3_2048)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 

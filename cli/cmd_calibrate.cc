@@ -196,7 +196,7 @@ int RunCalibrateLogs(const Flags& f, Io io) {
       if (!replaced) entries.push_back(e);
     }
   }
-  const std::string now = executor::UtcNowIso8601();
+  const std::string now = UtcNowIso8601();
   for (const planner::LogCalibrationEntry& e : fit->entries) {
     OrderedJson j;
     j["framework"] = e.framework;
@@ -287,11 +287,7 @@ int RunCalibrate(const Args& args, Io io) {
            "--gpus", "--global-batch", "--seq", "--precision", "--attention", "--framework",
            "--config"},
           {"--help"}, {{"-h", "--help"}});
-  if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
-  if (f.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(f, args, io, "calibrate", kHelp)) return *done;
   if (f.Has("--logs")) return RunCalibrateLogs(f, io);
   for (const char* only : {"--cluster", "--model", "--gpus", "--global-batch", "--seq",
                            "--precision", "--attention", "--framework", "--config"}) {

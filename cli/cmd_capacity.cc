@@ -66,11 +66,7 @@ int RunCapacity(const Args& args, Io io) {
   Flags flags({"--model", "--cluster", "--gpus", "--space", "--seq", "--max-seq", "--precision",
                "--attention", "--headroom", "--format", "--profile"},
               {"--help"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "capacity", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "capacity", kHelp)) return *done;
   // The request parser wants a batch; capacity sets its own per configuration.
   std::vector<std::string> a = args;
   a.push_back("--global-batch");

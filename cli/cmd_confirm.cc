@@ -164,11 +164,7 @@ int RunConfirm(const Args& args, Io io) {
   Flags f({"--plans", "--top", "--backend", "--out", "--layers", "--samples", "--warmup",
            "--comm-iters", "--timeout", "--inject-fault", "--fake-gpu"},
           {"--no-overlapped-slice", "--strict-gpu", "--help"}, {{"-h", "--help"}});
-  if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
-  if (f.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(f, args, io, "confirm", kHelp, /*measuring=*/true)) return *done;
   if (!f.positionals().empty()) {
     return Fail(io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] + "'"));
   }

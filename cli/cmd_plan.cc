@@ -220,11 +220,7 @@ int RunPlan(const Args& args, Io io) {
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
                "--explain", "--threads", "--format", "--framework"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "plan", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
   planner::SearchOptions opt;
   {
     auto fam = planner::ParseFamily(flags.GetOr("--space", "all"));

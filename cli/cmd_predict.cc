@@ -201,11 +201,7 @@ int RunPredict(const Args& args, Io io) {
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log"},
       {"--help", "--compile"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "predict", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   Json request;
   if (auto path = flags.Get("--request")) {

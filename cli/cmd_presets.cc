@@ -25,11 +25,7 @@ to copy into a request and edit. Frameworks are chosen by name
 
 int RunPresets(const Args& args, Io io) {
   Flags flags({"--format"}, {"--help"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "presets", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "presets", kHelp)) return *done;
   const auto& pos = flags.positionals();
   const std::string format = flags.GetOr("--format", "table");
   if (!pos.empty() && pos[0] == "show") {

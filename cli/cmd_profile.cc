@@ -132,11 +132,7 @@ Result<int> PositiveIntFlag(const Flags& f, const std::string& name) {
 
 int RunImport(const Args& args, Io io) {
   Flags f({"--out", "--collective", "--ranks", "--cluster"}, {"--in-place", "--help"});
-  if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
-  if (f.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(f, args, io, "profile", kHelp, /*measuring=*/true)) return *done;
   profiler::ImportRunOptions o;
   o.logs = f.positionals();
   o.out_path = f.GetOr("--out", "");
@@ -185,11 +181,7 @@ int RunProfile(const Args& args, Io io) {
            {"-w", "--warmup_iters"},
            {"-d", "--datatype"},
            {"-h", "--help"}});
-  if (Status s = f.Parse(args); !s.ok()) return Fail(io, s);
-  if (f.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(f, args, io, "profile", kHelp, /*measuring=*/true)) return *done;
   if (!f.positionals().empty()) {
     return Fail(io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] +
                                             "' (did you mean `paratune profile import LOG...`?)"));

@@ -159,11 +159,7 @@ int RunReplan(const Args& args, Io io) {
                "--profile", "--threads", "--format"},
               {"--help", "--keep-global-batch", "--allow-global-batch-change", "--include-gradients"},
               {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "replan", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "replan", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "replan", Status::InvalidArgument("--format must be table or json"));

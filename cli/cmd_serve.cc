@@ -89,11 +89,7 @@ int RunServe(const Args& args, Io io) {
        "--search-time-limit", "--max-queued-jobs", "--max-connections", "--workers",
        "--header-timeout", "--idle-timeout", "--max-finished-jobs", "--job-max-age-days"},
       {"--help"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "serve", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "serve", kHelp)) return *done;
   if (!flags.positionals().empty()) {
     return UsageError(
         io, "serve",

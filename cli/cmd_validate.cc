@@ -128,11 +128,7 @@ int PrintSeeds(const std::string& format, Io io) {
 int RunValidate(const Args& args, Io io) {
   Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout"},
               {"--help", "--seeds", "--picks"}, {{"-h", "--help"}});
-  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, "validate", s);
-  if (flags.Has("--help")) {
-    io.out << kHelp;
-    return kExitOk;
-  }
+  if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "validate", Status::InvalidArgument("--format must be table or json"));

@@ -42,6 +42,16 @@ int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring) {
   return ExitCodeFor(s, measuring);
 }
 
+std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std::string& cmd,
+                               const char* help, bool measuring) {
+  if (Status s = flags.Parse(args); !s.ok()) return UsageError(io, cmd, s, measuring);
+  if (flags.Has("--help")) {
+    io.out << help;
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
 Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in) {
   Result<std::string> text = std::string();
   if (path == "-") {

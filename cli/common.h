@@ -4,6 +4,7 @@
 #pragma once
 
 #include <istream>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -24,6 +25,12 @@ int ExitCodeFor(const Status& s, bool measuring = false);
 
 // Prints "paratune <cmd>: <message>" to err and returns ExitCodeFor(s, measuring).
 int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring = false);
+
+// Parses `args` into `flags`. Returns the exit code when the command ends
+// there: a usage error, or kExitOk after writing `help` for --help; nullopt
+// when it goes on.
+std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std::string& cmd,
+                               const char* help, bool measuring = false);
 
 // Loads a JSON document from a file path or "-" (the command's input stream
 // `in`); `what` names the flag.

@@ -160,6 +160,21 @@ Status ObjectReader::OptBool(std::string_view key, bool* out) {
   return Status::Ok();
 }
 
+Status ObjectReader::OptStringList(std::string_view key, std::vector<std::string>* out) {
+  if (!Has(key)) {
+    Ignore(key);
+    return Status::Ok();
+  }
+  const Json& a = Raw(key);
+  if (!a.is_array()) return Error(key, "must be an array of strings");
+  out->clear();
+  for (const Json& s : a) {
+    if (!s.is_string()) return Error(key, "must be an array of strings");
+    out->push_back(s.get<std::string>());
+  }
+  return Status::Ok();
+}
+
 Status ObjectReader::Number(std::string_view key, double* out) {
   if (!Has(key)) return is_object_ ? Error(key, "is required") : NotObject(pointer_);
   return OptNumber(key, out);

@@ -55,6 +55,30 @@ class ObjectReader {
   Status OptInt(std::string_view key, int* out);
   Status OptString(std::string_view key, std::string* out);
   Status OptBool(std::string_view key, bool* out);
+  // An optional array of strings: a missing key leaves *out unchanged; a
+  // present one replaces it, and anything but an array of strings is an error.
+  Status OptStringList(std::string_view key, std::vector<std::string>* out);
+  // A string field turned into a value by `parse` (a callable from the string
+  // to Result<T>: ParsePrecision, ParseOutcome, ...); a parse error is the
+  // field's error. Parsed requires the key; OptParsed leaves *out unchanged
+  // when the key is missing or null.
+  template <class T, class Parse>
+  Status Parsed(std::string_view key, Parse parse, T* out) {
+    std::string text;
+    PT_RETURN_IF_ERROR(String(key, &text));
+    auto value = parse(text);
+    if (!value.ok()) return Error(key, value.status().message());
+    *out = *std::move(value);
+    return Status::Ok();
+  }
+  template <class T, class Parse>
+  Status OptParsed(std::string_view key, Parse parse, T* out) {
+    if (!Has(key) || Raw(key).is_null()) {
+      Ignore(key);
+      return Status::Ok();
+    }
+    return Parsed(key, parse, out);
+  }
 
   // Fails when the object holds a key that no call above asked for.
   Status Finish() const;

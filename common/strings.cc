@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 
 namespace paratune {
@@ -74,6 +75,26 @@ Result<int64_t> ParseSizeBytes(std::string_view text) {
   if (!v.ok()) return Status::InvalidArgument("'" + std::string(text) + "' is not a size (N[K|M|G])");
   if (*v < 0) return Status::InvalidArgument("size must be non-negative");
   return *v * mult;
+}
+
+std::string Fnv1a64Hex(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string UtcNowIso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::string FormatFixed(double v, int digits) {

@@ -26,6 +26,13 @@ Result<double> ParseDouble(std::string_view text, const std::string& what);
 // nccl-tests size syntax: a number with an optional K/M/G suffix (powers of 1024).
 Result<int64_t> ParseSizeBytes(std::string_view text);
 
+// The 64-bit FNV-1a hash of `text` as 16 lower-case hex digits: a stable
+// fingerprint of a canonical text (cluster specs, profiles).
+std::string Fnv1a64Hex(std::string_view text);
+
+// The current UTC time as ISO 8601 ("2026-01-31T12:00:00Z").
+std::string UtcNowIso8601();
+
 // "1.23", fixed with `digits` decimals.
 std::string FormatFixed(double v, int digits);
 

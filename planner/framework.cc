@@ -37,18 +37,6 @@ Status ReadPair(ObjectReader& r, const char* key, double* eager, double* compile
   return Status::Ok();
 }
 
-Status ReadStringList(ObjectReader& r, const char* key, std::vector<std::string>* out) {
-  if (!r.Has(key)) return Status::Ok();
-  const Json& v = r.Raw(key);
-  if (!v.is_array()) return r.Error(key, "must be an array of strings");
-  out->clear();
-  for (const Json& e : v) {
-    if (!e.is_string()) return r.Error(key, "must be an array of strings");
-    out->push_back(e.get<std::string>());
-  }
-  return Status::Ok();
-}
-
 Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer) {
   FrameworkSupport s;
   ObjectReader r(j, pointer);
@@ -67,7 +55,7 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     s.vpp_min_pp = v.get<int>();
   }
   std::vector<std::string> list;
-  PT_RETURN_IF_ERROR(ReadStringList(r, "cp", &list));
+  PT_RETURN_IF_ERROR(r.OptStringList("cp", &list));
   for (const std::string& k : list) {
     if (k == "ring") s.cp_ring = true;
     else if (k == "ulysses") s.cp_ulysses = true;
@@ -75,7 +63,7 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     else return r.Error("cp", "unknown kind '" + k + "' (ring | ulysses | fpdt)");
   }
   list.clear();
-  PT_RETURN_IF_ERROR(ReadStringList(r, "offload", &list));
+  PT_RETURN_IF_ERROR(r.OptStringList("offload", &list));
   for (const std::string& k : list) {
     if (k == "optimizer")
       s.offload_optimizer = true;
@@ -98,7 +86,7 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     }
   }
   list.clear();
-  PT_RETURN_IF_ERROR(ReadStringList(r, "recompute", &list));
+  PT_RETURN_IF_ERROR(r.OptStringList("recompute", &list));
   if (!list.empty()) {
     s.recompute = {false, false, false};
     for (const std::string& k : list) {
@@ -109,7 +97,7 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     }
   }
   list.clear();
-  PT_RETURN_IF_ERROR(ReadStringList(r, "pp_schedules", &list));
+  PT_RETURN_IF_ERROR(r.OptStringList("pp_schedules", &list));
   if (!list.empty()) {
     s.pp_schedules = {false, false, false, false};
     for (const std::string& k : list) {
@@ -118,16 +106,10 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
       s.pp_schedules[static_cast<int>(*ps)] = true;
     }
   }
-  if (r.Has("pp_split")) {
-    std::string split;
-    PT_RETURN_IF_ERROR(r.String("pp_split", &split));
-    auto ps = ParsePpSplit(split);
-    if (!ps.ok()) return r.Error("pp_split", ps.status().message());
-    s.pp_split = *ps;
-  }
-  PT_RETURN_IF_ERROR(ReadStringList(r, "placements", &s.placements));
+  if (r.Has("pp_split")) PT_RETURN_IF_ERROR(r.Parsed("pp_split", ParsePpSplit, &s.pp_split));
+  PT_RETURN_IF_ERROR(r.OptStringList("placements", &s.placements));
   if (s.placements.empty()) return r.Error("placements", "needs at least one rank order");
-  PT_RETURN_IF_ERROR(ReadStringList(r, "overlaps", &s.overlaps));
+  PT_RETURN_IF_ERROR(r.OptStringList("overlaps", &s.overlaps));
   for (const std::string& o : s.overlaps) {
     if (o != "oar" && o != "ors" && o != "oag" && o != "overlap_grad_reduce" &&
         o != "overlap_param_gather" && o != "tp_comm_overlap" && o != "overlap_p2p") {
@@ -395,12 +377,8 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
     if (!rules.is_array()) return r.Error("rules", "must be an array of {rule, source}");
     for (size_t i = 0; i < rules.size(); ++i) {
       ObjectReader rr(rules[i], r.PointerOf("rules") + "/" + std::to_string(i));
-      std::string name;
       FrameworkRuleRef ref{};
-      PT_RETURN_IF_ERROR(rr.String("rule", &name));
-      auto rule = ParseFrameworkRule(name);
-      if (!rule.ok()) return rr.Error("rule", rule.status().message());
-      ref.rule = *rule;
+      PT_RETURN_IF_ERROR(rr.Parsed("rule", ParseFrameworkRule, &ref.rule));
       PT_RETURN_IF_ERROR(rr.String("source", &ref.source));
       if (ref.source.empty()) return rr.Error("source", "must cite the framework's source");
       PT_RETURN_IF_ERROR(rr.Finish());

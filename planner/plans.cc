@@ -24,6 +24,19 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   return j;
 }
 
+// A candidate in brief, as the pareto front and the faster-if-allowed note
+// list it: framework, configuration, time, throughput and reserved memory.
+OrderedJson CandidateBrief(const Candidate& c) {
+  OrderedJson j;
+  j["framework"] = FrameworkName(c.framework);
+  j["config_string"] = ConfigToString(c.config);
+  j["config"] = ConfigToJson(c.config);
+  j["iteration_time_s"] = c.prediction.iteration_time_s;
+  j["tokens_per_s"] = c.prediction.tokens_per_s;
+  j["memory_GiB"] = c.prediction.memory.reserved_GiB;
+  return j;
+}
+
 OrderedJson JobJson(const Job& job) {
   OrderedJson j;
   j["model"] = OrderedJson::parse(ModelSpecToJson(job.model).dump());
@@ -170,13 +183,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
       const CostModel& cm = model_for(f.framework);
       std::string why;
       const FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
-      OrderedJson n;
-      n["framework"] = FrameworkName(f.framework);
-      n["config_string"] = ConfigToString(f.config);
-      n["config"] = ConfigToJson(f.config);
-      n["iteration_time_s"] = f.prediction.iteration_time_s;
-      n["tokens_per_s"] = f.prediction.tokens_per_s;
-      n["memory_GiB"] = f.prediction.memory.reserved_GiB;
+      OrderedJson n = CandidateBrief(f);
       n["rule"] = rule ? FrameworkRuleName(rule->rule) : "";
       n["why"] = why;
       n["source"] = rule ? rule->source : "";
@@ -187,14 +194,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   }
   OrderedJson pareto = OrderedJson::array();
   for (const Candidate& c : s.result.pareto) {
-    OrderedJson p;
-    p["framework"] = FrameworkName(c.framework);
-    p["config_string"] = ConfigToString(c.config);
-    p["config"] = ConfigToJson(c.config);
-    p["iteration_time_s"] = c.prediction.iteration_time_s;
-    p["tokens_per_s"] = c.prediction.tokens_per_s;
-    p["memory_GiB"] = c.prediction.memory.reserved_GiB;
-    pareto.push_back(p);
+    pareto.push_back(CandidateBrief(c));
   }
   doc["pareto"] = pareto;
   if (sections.size() > 1) {

@@ -48,11 +48,7 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
   PT_RETURN_IF_ERROR(r.OptInt("fpdt_chunk_tokens", &t.fpdt_chunk_tokens));
   if (t.fpdt_chunk_tokens < 1) return r.Error("fpdt_chunk_tokens", "must be a positive integer");
-  s = FrameworkName(t.framework);
-  PT_RETURN_IF_ERROR(r.OptString("framework", &s));
-  auto fw = ParseFramework(s);
-  if (!fw.ok()) return r.Error("framework", fw.status().message());
-  t.framework = *fw;
+  PT_RETURN_IF_ERROR(r.OptParsed("framework", ParseFramework, &t.framework));
   PT_RETURN_IF_ERROR(r.OptBool("compile", &t.compile));
   if (t.compile && !FrameworkPreset(t.framework).support.compile) {
     return r.Error("compile", std::string(FrameworkName(t.framework)) +

@@ -1,7 +1,5 @@
 #include "profiler/measurements.h"
 
-#include <ctime>
-
 namespace paratune::profiler {
 namespace {
 
@@ -24,15 +22,6 @@ Status ReadStringArray(ObjectReader* r, std::string_view key, std::vector<std::s
 }
 
 }  // namespace
-
-std::string UtcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 OrderedJson EnvironmentToJson(const Environment& env) {
   OrderedJson j = OrderedJson::object();

@@ -109,7 +109,4 @@ Result<Environment> ParseEnvironment(const Json& j, const std::string& pointer);
 // sample's time), GEMM timings, copy and P2P figures, waived items.
 OrderedJson MeasurementsToJson(const Measurements& m);
 
-// The current UTC time as ISO 8601 ("2026-01-31T12:00:00Z").
-std::string UtcNow();
-
 }  // namespace paratune::profiler

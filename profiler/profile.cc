@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "common/strings.h"
+
 namespace paratune::profiler {
 
 using topology::Collective;
@@ -76,11 +78,7 @@ Status PositiveInt(ObjectReader* r, std::string_view key, int64_t min, int64_t* 
 Result<CollectiveEntry> ParseCollectiveEntry(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   CollectiveEntry e;
-  std::string s;
-  PT_RETURN_IF_ERROR(r.String("collective", &s));
-  auto c = topology::ParseCollective(s);
-  if (!c.ok()) return r.Error("collective", c.status().message());
-  e.collective = *c;
+  PT_RETURN_IF_ERROR(r.Parsed("collective", topology::ParseCollective, &e.collective));
   int64_t v = 0;
   PT_RETURN_IF_ERROR(PositiveInt(&r, "group_size", 2, &v, kMaxRanks));
   e.group_size = static_cast<int>(v);
@@ -92,10 +90,7 @@ Result<CollectiveEntry> ParseCollectiveEntry(const Json& j, const std::string& p
   PT_RETURN_IF_ERROR(r.OptInteger("concurrent_groups", &v));
   if (v < 1 || v > kMaxRanks) return r.Error("concurrent_groups", "must be in [1, 16777216]");
   e.concurrent_groups = static_cast<int>(v);
-  PT_RETURN_IF_ERROR(r.String("tier", &s));
-  auto t = ParseTier(s);
-  if (!t.ok()) return r.Error("tier", t.status().message());
-  e.tier = *t;
+  PT_RETURN_IF_ERROR(r.Parsed("tier", ParseTier, &e.tier));
   PT_RETURN_IF_ERROR(r.OptString("dtype", &e.dtype));
   PT_RETURN_IF_ERROR(NonNegativeNumber(&r, "alpha_us", &e.alpha_us));
   PT_RETURN_IF_ERROR(PositiveNumber(&r, "beta_GBps", &e.beta_GBps));
@@ -122,11 +117,7 @@ Result<CollectiveEntry> ParseCollectiveEntry(const Json& j, const std::string& p
 Result<GemmEntry> ParseGemmEntry(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   GemmEntry g;
-  std::string s;
-  PT_RETURN_IF_ERROR(r.String("precision", &s));
-  auto p = topology::ParsePrecision(s);
-  if (!p.ok()) return r.Error("precision", p.status().message());
-  g.precision = *p;
+  PT_RETURN_IF_ERROR(r.Parsed("precision", topology::ParsePrecision, &g.precision));
   PT_RETURN_IF_ERROR(PositiveNumber(&r, "peak_tflops", &g.peak_tflops));
   PT_RETURN_IF_ERROR(r.OptString("peak_source", &g.peak_source));
   PT_RETURN_IF_ERROR(PositiveNumber(&r, "saturation_efficiency", &g.saturation_efficiency));
@@ -165,15 +156,6 @@ Result<GemmEntry> ParseGemmEntry(const Json& j, const std::string& pointer) {
       }));
   PT_RETURN_IF_ERROR(r.Finish());
   return g;
-}
-
-uint64_t Fnv1a64(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
 }
 
 }  // namespace
@@ -456,12 +438,7 @@ Status WriteProfile(const Profile& p, const std::string& path) {
   return WriteFileAtomic(path, ProfileToJson(p).dump(2) + "\n");
 }
 
-std::string ProfileFingerprint(const Profile& p) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(ProfileToJson(p).dump())));
-  return buf;
-}
+std::string ProfileFingerprint(const Profile& p) { return Fnv1a64Hex(ProfileToJson(p).dump()); }
 
 Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster) {
   PT_CHECK(cluster != nullptr);

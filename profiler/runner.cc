@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/json.h"
+#include "common/strings.h"
 #include "profiler/cache.h"
 #include "profiler/discovery.h"
 #include "profiler/report.h"
@@ -216,7 +217,7 @@ Result<Profile> ImportProfile(const ImportRunOptions& o, std::vector<std::string
   m.env.tool = o.tool;
   m.env.backend = "nccl-tests";
   m.env.argv = o.argv;
-  m.env.created_at = UtcNow();
+  m.env.created_at = UtcNowIso8601();
   for (const std::string& path : o.logs) {
     PT_ASSIGN_OR_RETURN(ImportResult r, ImportNcclTestsFile(path, o.import));
     for (const std::string& w : r.warnings) warnings->push_back(w);

@@ -108,6 +108,20 @@ Result<std::vector<double>> TimedSamples(Backend& b, Timer& timer, int samples, 
   return t;
 }
 
+// Runs `op` `warmup` times and waits for the device, then takes TimedSamples;
+// a failure names `what`.
+template <typename Op>
+Result<std::vector<double>> WarmedSamples(Backend& b, Timer& timer, int warmup, int samples,
+                                          int iters, Op op, const std::string& what) {
+  Status warm = Status::Ok();
+  for (int w = 0; w < warmup && warm.ok(); ++w) warm = op();
+  if (warm.ok()) warm = b.Synchronize(backend::kDefaultStream);
+  PT_RETURN_IF_ERROR(warm.WithContext(what));
+  auto times = TimedSamples(b, timer, samples, iters, op);
+  if (!times.ok()) return times.status().WithContext(what);
+  return times;
+}
+
 // Sum over world ranks of one value per rank (max-reduction of one slot each).
 Result<double> SumOverRanks(Backend& b, double mine) {
   std::vector<double> slots(static_cast<size_t>(b.world_size()), 0.0);
@@ -277,17 +291,14 @@ Status MeasureCollective(Backend& b, const MeasurementPlan& plan, Collective c,
     const std::string what = std::string(topology::CollectiveName(c)) + " of " +
                              std::to_string(rc.size_bytes) + " B on " + std::to_string(p) +
                              " ranks (stride " + std::to_string(shape.stride) + ")";
-    Status warm = Status::Ok();
-    for (int w = 0; w < plan.warmup_iters && warm.ok(); ++w) warm = op();
-    if (warm.ok()) warm = b.Synchronize(backend::kDefaultStream);
-    PT_RETURN_IF_ERROR(warm.WithContext(what));
-    auto times = TimedSamples(b, timer, plan.samples, plan.iters, op);
-    if (!times.ok()) return times.status().WithContext(what);
+    PT_ASSIGN_OR_RETURN(
+        std::vector<double> times,
+        WarmedSamples(b, timer, plan.warmup_iters, plan.samples, plan.iters, op, what));
     SeriesRow row;
     row.size_bytes = rc.size_bytes;
     row.count = rc.count;
-    row.sample_time_us = *times;
-    row.time_us = Median(*times);
+    row.sample_time_us = times;
+    row.time_us = Median(times);
     row.algbw_GBps = AlgBwGBps(rc.size_bytes, row.time_us);
     row.busbw_GBps = BusBwGBps(c, p, row.algbw_GBps);
     int64_t wrong = 0;
@@ -348,18 +359,14 @@ Status MeasureGemms(Backend& b, const MeasurementPlan& plan, Timer& timer,
       PT_RETURN_IF_ERROR(b.FillRandom(*bb, GemmInputType(prec), 2).WithContext(what));
       backend::GemmArgs args{s.m, s.n, s.k, gp, *a, *bb, *c, backend::kDefaultStream};
       auto op = [&]() { return b.Gemm(args); };
-      Status warm = op();
-      if (warm.ok()) warm = op();
-      if (warm.ok()) warm = b.Synchronize(backend::kDefaultStream);
-      PT_RETURN_IF_ERROR(warm.WithContext(what));
-      auto times = TimedSamples(b, timer, plan.samples, plan.gemm_iters, op);
-      if (!times.ok()) return times.status().WithContext(what);
+      PT_ASSIGN_OR_RETURN(std::vector<double> times,
+                          WarmedSamples(b, timer, 2, plan.samples, plan.gemm_iters, op, what));
       GemmRow row;
       row.m = s.m;
       row.n = s.n;
       row.k = s.k;
-      row.sample_time_us = *times;
-      row.time_us = Median(*times);
+      row.sample_time_us = times;
+      row.time_us = Median(times);
       row.tflops = GemmTflops(s.m, s.n, s.k, row.time_us);
       series.rows.push_back(std::move(row));
     }
@@ -434,11 +441,9 @@ Status MeasureP2P(Backend& b, const MeasurementPlan& plan, Timer& timer, const P
         return Status::Ok();
       };
       const std::string what = "P2P " + std::to_string(src) + " -> " + std::to_string(dst);
-      PT_RETURN_IF_ERROR(op().WithContext(what));
-      PT_RETURN_IF_ERROR(b.Synchronize(backend::kDefaultStream).WithContext(what));
-      auto times = TimedSamples(b, timer, plan.samples, iters, op);
-      if (!times.ok()) return times.status().WithContext(what);
-      m.GBps[i][j] = AlgBwGBps(plan.p2p_bytes, Median(*times));
+      PT_ASSIGN_OR_RETURN(std::vector<double> times,
+                          WarmedSamples(b, timer, 1, plan.samples, iters, op, what));
+      m.GBps[i][j] = AlgBwGBps(plan.p2p_bytes, Median(times));
     }
   }
   out->p2p = m;
@@ -565,7 +570,7 @@ Result<Measurements> RunMeasurements(Backend& b, const MeasurementPlan& plan,
   PT_ASSIGN_OR_RETURN(backend::DeviceInfo dev, b.DescribeDevice());
   out.env.device = dev.name;
   out.env.versions = b.Versions();
-  out.env.created_at = UtcNow();
+  out.env.created_at = UtcNowIso8601();
 
   if (plan.samples < 1 || plan.iters < 1 || plan.warmup_iters < 0 || plan.gemm_iters < 1) {
     return Status::InvalidArgument("samples, iters and gemm_iters must be >= 1, warm-up >= 0");

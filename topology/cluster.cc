@@ -1,3 +1,7 @@
+// Cluster specs: the placement model that prices a collective on a group of
+// GPUs (links inside a node, the network across nodes), the parsing of the
+// three document forms, and the canonical JSON. Over 800 lines because the
+// three forms share their field readers and checks, which stay beside them.
 #include "topology/cluster.h"
 
 #include <algorithm>
@@ -10,6 +14,7 @@
 #include <utility>
 
 #include "common/embedded.h"
+#include "common/enum_names.h"
 #include "topology/graph.h"
 #include "topology/preset_util.h"
 
@@ -388,6 +393,17 @@ Status ReadHost(ObjectReader* r, ClusterSpec* c) {
   return Status::Ok();
 }
 
+// What both forms say the same way: the GPU, how many a node holds, and the
+// optional node limit.
+Status ReadNode(ObjectReader* r, ClusterSpec* c) {
+  PT_ASSIGN_OR_RETURN(c->gpu, ResolveGpu(r));
+  int64_t gpn = 0;
+  PT_RETURN_IF_ERROR(r->Integer("gpus_per_node", &gpn));
+  if (gpn < 1 || gpn > 1024) return r->Error("gpus_per_node", "must be in [1, 1024]");
+  c->gpus_per_node = static_cast<int>(gpn);
+  return r->OptInt("max_nodes", &c->max_nodes);
+}
+
 // The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
 // plus optional labels and latencies: one switch, one NIC per GPU.
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
@@ -395,12 +411,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   c.name = "custom";
   PT_RETURN_IF_ERROR(ReadSchema(r));
   PT_RETURN_IF_ERROR(r->OptString("name", &c.name));
-  PT_ASSIGN_OR_RETURN(c.gpu, ResolveGpu(r));
-  int64_t gpn = 0;
-  PT_RETURN_IF_ERROR(r->Integer("gpus_per_node", &gpn));
-  if (gpn < 1 || gpn > 1024) return r->Error("gpus_per_node", "must be in [1, 1024]");
-  c.gpus_per_node = static_cast<int>(gpn);
-  PT_RETURN_IF_ERROR(r->OptInt("max_nodes", &c.max_nodes));
+  PT_RETURN_IF_ERROR(ReadNode(r, &c));
   c.intra_node_fabric = "nvswitch";
   PT_RETURN_IF_ERROR(r->Number("intra_node_GBps", &c.intra_node_GBps));
   if (!(c.intra_node_GBps > 0)) return r->Error("intra_node_GBps", "must be positive");
@@ -427,12 +438,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(ReadSchema(r));
   PT_RETURN_IF_ERROR(r->String("name", &c.name));
   if (c.name.empty()) return r->Error("name", "must not be empty");
-  PT_ASSIGN_OR_RETURN(c.gpu, ResolveGpu(r));
-  int64_t gpn = 0;
-  PT_RETURN_IF_ERROR(r->Integer("gpus_per_node", &gpn));
-  if (gpn < 1 || gpn > 1024) return r->Error("gpus_per_node", "must be in [1, 1024]");
-  c.gpus_per_node = static_cast<int>(gpn);
-  PT_RETURN_IF_ERROR(r->OptInt("max_nodes", &c.max_nodes));
+  PT_RETURN_IF_ERROR(ReadNode(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("intra_node_fabric", &c.intra_node_fabric));
   PT_RETURN_IF_ERROR(r->OptInt("nvlink_domain_gpus", &c.nvlink_domain_gpus));
   if (c.nvlink_domain_gpus != 0) {
@@ -567,18 +573,12 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
 // ---------------------------------------------------------------------------
 // Public API.
 
-const char* CollectiveName(Collective c) {
-  const int i = static_cast<int>(c);
-  return (i >= 0 && i < kNumCollectives) ? kCollectiveNames[i] : "unknown";
-}
+const char* CollectiveName(Collective c) { return EnumLookup(c, kCollectiveNames, "unknown"); }
 
 Result<Collective> ParseCollective(const std::string& name) {
-  for (int i = 0; i < kNumCollectives; ++i) {
-    if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
-  }
-  return Status::InvalidArgument(
-      "unknown collective '" + name +
-      "' (valid: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv)");
+  if (auto c = EnumFromName<Collective>(name, kCollectiveNames)) return *c;
+  return Status::InvalidArgument("unknown collective '" + name +
+                                 "' (valid: " + EnumNameList(kCollectiveNames) + ")");
 }
 
 double BusFactor(Collective c, int group_size) {

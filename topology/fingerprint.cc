@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/strings.h"
 #include "topology/cluster.h"
 
 namespace paratune::topology {
@@ -145,22 +146,8 @@ std::string CanonicalText(const ClusterSpec& c) {
   return s;
 }
 
-uint64_t Fnv1a64(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 }  // namespace
 
-std::string Fingerprint(const ClusterSpec& c) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(CanonicalText(c))));
-  return buf;
-}
+std::string Fingerprint(const ClusterSpec& c) { return Fnv1a64Hex(CanonicalText(c)); }
 
 }  // namespace paratune::topology

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/embedded.h"
+#include "common/enum_names.h"
 #include "topology/preset_util.h"
 
 namespace paratune {
@@ -75,17 +76,12 @@ const std::vector<EfficiencyPoint>* EffectiveCurve(const GpuSpec& g, Precision p
 
 }  // namespace
 
-const char* PrecisionName(Precision p) {
-  const int i = static_cast<int>(p);
-  return (i >= 0 && i < kNumPrecisions) ? kPrecisionNames[i] : "unknown";
-}
+const char* PrecisionName(Precision p) { return EnumLookup(p, kPrecisionNames, "unknown"); }
 
 Result<Precision> ParsePrecision(const std::string& name) {
-  for (int i = 0; i < kNumPrecisions; ++i) {
-    if (name == kPrecisionNames[i]) return static_cast<Precision>(i);
-  }
+  if (auto p = EnumFromName<Precision>(name, kPrecisionNames)) return *p;
   return Status::InvalidArgument("unknown precision '" + name +
-                                 "' (valid: fp32, tf32, bf16, fp16, fp8)");
+                                 "' (valid: " + EnumNameList(kPrecisionNames) + ")");
 }
 
 double GpuSpec::PublishedMfuCeiling(Precision p) const {
@@ -95,18 +91,12 @@ double GpuSpec::PublishedMfuCeiling(Precision p) const {
   return 0;
 }
 
-const char* RecipeName(Recipe r) {
-  const int i = static_cast<int>(r);
-  return (i >= 0 && i < kNumRecipes) ? kRecipeNames[i] : "unknown";
-}
+const char* RecipeName(Recipe r) { return EnumLookup(r, kRecipeNames, "unknown"); }
 
 Result<Recipe> ParseRecipe(const std::string& name) {
-  for (int i = 0; i < kNumRecipes; ++i) {
-    if (name == kRecipeNames[i]) return static_cast<Recipe>(i);
-  }
-  return Status::InvalidArgument(
-      "unknown recipe '" + name +
-      "' (valid: fp8_delayed, fp8_current, fp8_blockwise, mxfp8, nvfp4)");
+  if (auto r = EnumFromName<Recipe>(name, kRecipeNames)) return *r;
+  return Status::InvalidArgument("unknown recipe '" + name +
+                                 "' (valid: " + EnumNameList(kRecipeNames) + ")");
 }
 
 const std::vector<EfficiencyPoint>& GpuSpec::RecipeGemmCurve(Recipe r) const {
@@ -240,11 +230,7 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
     for (size_t i = 0; i < arr.size(); ++i) {
       ObjectReader er(arr[i], cp + "/" + std::to_string(i));
       MfuCeiling c;
-      std::string precision;
-      PT_RETURN_IF_ERROR(er.String("precision", &precision));
-      auto prec = ParsePrecision(precision);
-      if (!prec.ok()) return er.Error("precision", prec.status().message());
-      c.precision = *prec;
+      PT_RETURN_IF_ERROR(er.Parsed("precision", ParsePrecision, &c.precision));
       PT_RETURN_IF_ERROR(er.Number("mfu", &c.mfu));
       if (!(c.mfu > 0 && c.mfu <= 1)) return er.Error("mfu", "must be in (0, 1]");
       PT_RETURN_IF_ERROR(er.String("source", &c.source));

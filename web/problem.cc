@@ -64,39 +64,52 @@ std::string PointerFromMessage(std::string_view m) {
   return "";
 }
 
-Problem ProblemFromStatus(const Status& s) {
-  Problem p;
-  p.detail = s.message();
-  switch (s.code()) {
+namespace {
+
+// The problem type a status code answers as.
+struct ProblemKind {
+  int status;
+  const char* type;
+  const char* title;
+};
+
+const ProblemKind& KindOf(StatusCode code) {
+  static constexpr ProblemKind kMalformed{400, "urn:paratune:problem:malformed-json",
+                                          "The request body is not valid JSON"};
+  static constexpr ProblemKind kInvalid{422, "urn:paratune:problem:invalid-spec",
+                                        "The request breaks a rule of the specification"};
+  static constexpr ProblemKind kConflict{409, "urn:paratune:problem:conflict",
+                                         "The resource is busy"};
+  static constexpr ProblemKind kUnavailable{503, "urn:paratune:problem:unavailable",
+                                            "The service cannot do this now"};
+  static constexpr ProblemKind kInternal{500, "urn:paratune:problem:internal", "Internal error"};
+  switch (code) {
     case StatusCode::kParseError:
-      p.status = 400;
-      p.type = "urn:paratune:problem:malformed-json";
-      p.title = "The request body is not valid JSON";
-      break;
+      return kMalformed;
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
-      p.status = 422;
-      p.type = "urn:paratune:problem:invalid-spec";
-      p.title = "The request breaks a rule of the specification";
-      p.pointer = PointerFromMessage(s.message());
-      break;
+      return kInvalid;
     case StatusCode::kFailedPrecondition:
-      p.status = 409;
-      p.type = "urn:paratune:problem:conflict";
-      p.title = "The resource is busy";
-      break;
+      return kConflict;
     case StatusCode::kUnavailable:
     case StatusCode::kTimeout:
-      p.status = 503;
-      p.type = "urn:paratune:problem:unavailable";
-      p.title = "The service cannot do this now";
-      break;
+      return kUnavailable;
     default:
-      p.status = 500;
-      p.type = "urn:paratune:problem:internal";
-      p.title = "Internal error";
-      break;
+      return kInternal;
   }
+}
+
+}  // namespace
+
+Problem ProblemFromStatus(const Status& s) {
+  const ProblemKind& kind = KindOf(s.code());
+  Problem p;
+  p.status = kind.status;
+  p.type = kind.type;
+  p.title = kind.title;
+  p.detail = s.message();
+  // An invalid spec names its field: the JSON pointer in its message.
+  if (kind.status == 422) p.pointer = PointerFromMessage(s.message());
   return p;
 }
 

@@ -1,3 +1,7 @@
+// The REST service: request context, problem and JSON replies, the access
+// rules (token, origin), and the routes over the planner, profiler and jobs.
+// Over 800 lines because Routes() keeps every route's handler beside its
+// registration: the whole route table in one place.
 #include "web/server.h"
 
 #include <fcntl.h>

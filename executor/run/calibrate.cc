@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace paratune::executor {
 namespace {
 

@@ -421,14 +421,7 @@ CandidateReport CandidateRun::Run() {
         else
           scratch.compute = *cbuf;
       }
-      if (mem.ok() && full_ && comm > 0) {
-        auto sbuf = arena.Carve(comm);
-        auto rbuf = sbuf.ok() ? arena.Carve(comm) : sbuf;
-        if (!rbuf.ok())
-          mem = rbuf.status();
-        else
-          scratch.send = *sbuf, scratch.recv = *rbuf;
-      }
+      if (mem.ok() && full_ && comm > 0) mem = arena.CarveComm(comm, &scratch);
       if (mem.ok()) {
         mem = b_.FillRandom(scratch.compute, role->precision.gemm_input,
                             0x5eed0000u + static_cast<uint64_t>(role->plan_rank));
@@ -480,14 +473,7 @@ CandidateReport CandidateRun::Run() {
       const CallShape sh = ShapeOf(*s.op, it->second.size);
       comm = std::max({comm, sh.send_bytes, sh.recv_bytes});
     }
-    if (comm > 0) {
-      auto sbuf = arena.Carve(comm);
-      auto rbuf = sbuf.ok() ? arena.Carve(comm) : sbuf;
-      if (!rbuf.ok())
-        mem = rbuf.status();
-      else
-        scratch.send = *sbuf, scratch.recv = *rbuf;
-    }
+    if (comm > 0) mem = arena.CarveComm(comm, &scratch);
     v = Agree(host_, mem);
     if (!v.ok()) {
       TearDown();

@@ -1,31 +1,19 @@
 #include "executor/run/extrapolate.h"
 
 #include <algorithm>
+#include <iterator>
+
+#include "common/enum_names.h"
 
 namespace paratune::executor {
 namespace {
 
-Term TermOf(Category c) {
-  switch (c) {
-    case Category::kCompute:
-      return Term::kCompute;
-    case Category::kCommX:
-      return Term::kCommX;
-    case Category::kCommY:
-      return Term::kCommY;
-    case Category::kCommZ:
-      return Term::kCommZ;
-    case Category::kCommCp:
-      return Term::kCommCp;
-    case Category::kCommData:
-      return Term::kCommData;
-    case Category::kCommPp:
-      return Term::kCommPp;
-    case Category::kOptimizer:
-      return Term::kOptimizer;
-  }
-  return Term::kCompute;
-}
+// The report term each workload category's time lands in.
+constexpr Term kTermOfCategory[] = {Term::kCompute, Term::kCommX,    Term::kCommY,
+                                    Term::kCommZ,   Term::kCommCp,   Term::kCommData,
+                                    Term::kCommPp,  Term::kOptimizer};
+static_assert(std::size(kTermOfCategory) == kNumCategories);
+Term TermOf(Category c) { return EnumLookup(c, kTermOfCategory, Term::kCompute); }
 
 // The weaker of two sources (measured < scaled < derived < modelled).
 Source Weaker(Source a, Source b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }

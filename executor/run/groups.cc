@@ -2,7 +2,9 @@
 // coordinates, the members and stride of each of its groups, which groups a
 // configuration has, and the ranks that represent every distinct role.
 #include <algorithm>
+#include <iterator>
 
+#include "common/enum_names.h"
 #include "executor/run/workload.h"
 
 namespace paratune::executor {
@@ -14,89 +16,25 @@ namespace {
 int DimIndex(Dim d) { return static_cast<int>(d); }
 }  // namespace
 
-const char* CategoryName(Category c) {
-  switch (c) {
-    case Category::kCompute:
-      return "compute";
-    case Category::kCommX:
-      return "comm_x";
-    case Category::kCommY:
-      return "comm_y";
-    case Category::kCommZ:
-      return "comm_z";
-    case Category::kCommCp:
-      return "comm_cp";
-    case Category::kCommData:
-      return "comm_data";
-    case Category::kCommPp:
-      return "comm_pp";
-    case Category::kOptimizer:
-      return "optimizer";
-  }
-  return "?";
-}
+namespace {
+// By value, in the order of each enum's declaration (workload.h).
+constexpr const char* kCategoryNames[] = {"compute", "comm_x",    "comm_y",  "comm_z",
+                                          "comm_cp", "comm_data", "comm_pp", "optimizer"};
+static_assert(std::size(kCategoryNames) == kNumCategories);
+constexpr const char* kScopeNames[] = {"layer", "stage", "step"};
+constexpr const char* kPhaseNames[] = {"fwd", "recompute", "bwd", "step"};
+constexpr const char* kGroupKindNames[] = {"x", "y", "z", "cp", "pp", "data", "data_node"};
+static_assert(std::size(kGroupKindNames) == kNumGroupKinds);
+constexpr const char* kStreamRoleNames[] = {"compute", "tensor_comm", "depth_comm", "context_comm",
+                                            "data_comm"};
+static_assert(std::size(kStreamRoleNames) == kNumStreamRoles);
+}  // namespace
 
-const char* ScopeName(Scope s) {
-  switch (s) {
-    case Scope::kLayer:
-      return "layer";
-    case Scope::kStage:
-      return "stage";
-    case Scope::kStep:
-      return "step";
-  }
-  return "?";
-}
-
-const char* PhaseName(Phase p) {
-  switch (p) {
-    case Phase::kForward:
-      return "fwd";
-    case Phase::kRecompute:
-      return "recompute";
-    case Phase::kBackward:
-      return "bwd";
-    case Phase::kStep:
-      return "step";
-  }
-  return "?";
-}
-
-const char* GroupKindName(GroupKind g) {
-  switch (g) {
-    case GroupKind::kX:
-      return "x";
-    case GroupKind::kY:
-      return "y";
-    case GroupKind::kZ:
-      return "z";
-    case GroupKind::kCp:
-      return "cp";
-    case GroupKind::kPp:
-      return "pp";
-    case GroupKind::kData:
-      return "data";
-    case GroupKind::kDataNode:
-      return "data_node";
-  }
-  return "?";
-}
-
-const char* StreamRoleName(StreamRole r) {
-  switch (r) {
-    case StreamRole::kCompute:
-      return "compute";
-    case StreamRole::kTensorComm:
-      return "tensor_comm";
-    case StreamRole::kDepthComm:
-      return "depth_comm";
-    case StreamRole::kContextComm:
-      return "context_comm";
-    case StreamRole::kDataComm:
-      return "data_comm";
-  }
-  return "?";
-}
+const char* CategoryName(Category c) { return EnumName(c, kCategoryNames); }
+const char* ScopeName(Scope s) { return EnumName(s, kScopeNames); }
+const char* PhaseName(Phase p) { return EnumName(p, kPhaseNames); }
+const char* GroupKindName(GroupKind g) { return EnumName(g, kGroupKindNames); }
+const char* StreamRoleName(StreamRole r) { return EnumName(r, kStreamRoleNames); }
 
 const Group* Workload::FindGroup(GroupKind kind) const {
   for (const Group& g : groups) {

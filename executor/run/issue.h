@@ -139,6 +139,18 @@ class Arena {
     return *buf;
   }
 
+  // The collectives' send and receive buffers, `bytes` each; `scratch` is
+  // left as it was when either cannot be had.
+  Status CarveComm(int64_t bytes, Scratch* scratch) {
+    auto send = Carve(bytes);
+    if (!send.ok()) return send.status();
+    auto recv = Carve(bytes);
+    if (!recv.ok()) return recv.status();
+    scratch->send = *send;
+    scratch->recv = *recv;
+    return Status::Ok();
+  }
+
   void Release() {
     for (const Block& blk : blocks_) (void)b_.Free(blk.buf);
     blocks_.clear();

@@ -1,29 +1,30 @@
 #include "executor/run/report.h"
 
-#include <ctime>
+#include <iterator>
+
+#include "common/enum_names.h"
 
 namespace paratune::executor {
 namespace {
-
-// Reads an array of strings under `key` (absent = empty).
-Status StringList(ObjectReader* r, std::string_view key, std::vector<std::string>* out) {
-  if (!r->Has(key)) {
-    r->Ignore(key);
-    return Status::Ok();
-  }
-  const Json& a = r->Raw(key);
-  if (!a.is_array()) return r->Error(key, "must be an array of strings");
-  for (const Json& s : a) {
-    if (!s.is_string()) return r->Error(key, "must be an array of strings");
-    out->push_back(s.get<std::string>());
-  }
-  return Status::Ok();
-}
 
 Status NonNegative(ObjectReader* r, std::string_view key, double* out, bool required) {
   if (required && !r->Has(key)) return r->Error(key, "is required");
   PT_RETURN_IF_ERROR(r->OptNumber(key, out));
   if (*out < 0) return r->Error(key, "must be >= 0");
+  return Status::Ok();
+}
+
+// Reads `key` with `read` into *out when the object has it; absent leaves
+// *out empty.
+template <class T, class Read>
+Status ReadOptional(ObjectReader* r, std::string_view key, std::optional<T>* out, Read read) {
+  if (!r->Has(key)) {
+    r->Ignore(key);
+    return Status::Ok();
+  }
+  T v{};
+  PT_RETURN_IF_ERROR(read(key, &v));
+  *out = v;
   return Status::Ok();
 }
 
@@ -41,41 +42,18 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
   if (!r.Has("config")) return r.Error("config", "is required");
   PT_ASSIGN_OR_RETURN(c.config, planner::ParseConfig(r.Raw("config"), r.PointerOf("config"), 0));
   r.Ignore("config_string");
-  std::string s;
-  PT_RETURN_IF_ERROR(r.String("status", &s));
-  auto outcome = ParseOutcome(s);
-  if (!outcome.ok()) return r.Error("status", outcome.status().message());
-  c.status = *outcome;
+  PT_RETURN_IF_ERROR(r.Parsed("status", ParseOutcome, &c.status));
   PT_RETURN_IF_ERROR(r.String("reason", &c.reason));
   PT_RETURN_IF_ERROR(NonNegative(&r, "predicted_s", &c.predicted_s, true));
-  if (r.Has("measured_s")) {
-    double v = 0;
-    PT_RETURN_IF_ERROR(NonNegative(&r, "measured_s", &v, true));
-    c.measured_s = v;
-  } else {
-    r.Ignore("measured_s");
-  }
-  if (r.Has("error")) {
-    double v = 0;
-    PT_RETURN_IF_ERROR(r.Number("error", &v));
-    c.error = v;
-  } else {
-    r.Ignore("error");
-  }
-  if (r.Has("plan_predicted_s")) {
-    double v = 0;
-    PT_RETURN_IF_ERROR(NonNegative(&r, "plan_predicted_s", &v, true));
-    c.plan_predicted_s = v;
-  } else {
-    r.Ignore("plan_predicted_s");
-  }
-  if (r.Has("measured_rank")) {
-    int v = 0;
-    PT_RETURN_IF_ERROR(r.OptInt("measured_rank", &v));
-    c.measured_rank = v;
-  } else {
-    r.Ignore("measured_rank");
-  }
+  auto non_negative = [&r](std::string_view key, double* v) {
+    return NonNegative(&r, key, v, true);
+  };
+  auto number = [&r](std::string_view key, double* v) { return r.Number(key, v); };
+  auto integer = [&r](std::string_view key, int* v) { return r.OptInt(key, v); };
+  PT_RETURN_IF_ERROR(ReadOptional(&r, "measured_s", &c.measured_s, non_negative));
+  PT_RETURN_IF_ERROR(ReadOptional(&r, "error", &c.error, number));
+  PT_RETURN_IF_ERROR(ReadOptional(&r, "plan_predicted_s", &c.plan_predicted_s, non_negative));
+  PT_RETURN_IF_ERROR(ReadOptional(&r, "measured_rank", &c.measured_rank, integer));
   if (c.status == Outcome::kOk && !c.measured_s) {
     return r.Error("measured_s", "is required when status is \"ok\"");
   }
@@ -90,16 +68,12 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
     TermTimes& t = c.breakdown[static_cast<size_t>(i)];
     PT_RETURN_IF_ERROR(NonNegative(&tr, "measured_s", &t.measured_s, false));
     PT_RETURN_IF_ERROR(NonNegative(&tr, "predicted_s", &t.predicted_s, true));
-    std::string src = SourceName(Source::kMeasured);
-    PT_RETURN_IF_ERROR(tr.OptString("source", &src));
-    auto parsed = ParseSource(src);
-    if (!parsed.ok()) return tr.Error("source", parsed.status().message());
-    t.source = *parsed;
+    PT_RETURN_IF_ERROR(tr.OptParsed("source", ParseSource, &t.source));
     PT_RETURN_IF_ERROR(tr.Finish());
   }
   PT_RETURN_IF_ERROR(br.Finish());
-  PT_RETURN_IF_ERROR(StringList(&r, "measured_parts", &c.measured_parts));
-  PT_RETURN_IF_ERROR(StringList(&r, "modelled_parts", &c.modelled_parts));
+  PT_RETURN_IF_ERROR(r.OptStringList("measured_parts", &c.measured_parts));
+  PT_RETURN_IF_ERROR(r.OptStringList("modelled_parts", &c.modelled_parts));
   if (r.Has("plan_ranks_run")) {
     const Json& a = r.Raw("plan_ranks_run");
     if (!a.is_array()) return r.Error("plan_ranks_run", "must be an array of integers");
@@ -126,85 +100,30 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
 
 }  // namespace
 
-const char* TermName(Term t) {
-  switch (t) {
-    case Term::kCompute:
-      return "compute";
-    case Term::kRecompute:
-      return "recompute";
-    case Term::kCommX:
-      return "comm_x";
-    case Term::kCommY:
-      return "comm_y";
-    case Term::kCommZ:
-      return "comm_z";
-    case Term::kCommCp:
-      return "comm_cp";
-    case Term::kCommData:
-      return "comm_data";
-    case Term::kCommPp:
-      return "comm_pp";
-    case Term::kBubble:
-      return "bubble";
-    case Term::kOptimizer:
-      return "optimizer";
-    case Term::kOffload:
-      return "offload";
-    case Term::kHost:
-      return "host";
-  }
-  return "?";
-}
+namespace {
+// By value, in the order of each enum's declaration (report.h).
+constexpr const char* kTermNames[] = {"compute", "recompute", "comm_x",    "comm_y",
+                                      "comm_z",  "comm_cp",   "comm_data", "comm_pp",
+                                      "bubble",  "optimizer", "offload",   "host"};
+static_assert(std::size(kTermNames) == kNumTerms);
+constexpr const char* kSourceNames[] = {"measured", "scaled", "derived", "modelled"};
+constexpr const char* kOutcomeNames[] = {"ok", "oom", "failed", "waived"};
+}  // namespace
 
-const char* SourceName(Source s) {
-  switch (s) {
-    case Source::kMeasured:
-      return "measured";
-    case Source::kScaled:
-      return "scaled";
-    case Source::kDerived:
-      return "derived";
-    case Source::kModelled:
-      return "modelled";
-  }
-  return "?";
-}
+const char* TermName(Term t) { return EnumName(t, kTermNames); }
+
+const char* SourceName(Source s) { return EnumName(s, kSourceNames); }
 
 Result<Source> ParseSource(const std::string& s) {
-  for (Source v : {Source::kMeasured, Source::kScaled, Source::kDerived, Source::kModelled}) {
-    if (s == SourceName(v)) return v;
-  }
+  if (auto v = EnumFromName<Source>(s, kSourceNames)) return *v;
   return Status::InvalidArgument("must be \"measured\", \"scaled\", \"derived\" or \"modelled\"");
 }
 
-const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kOk:
-      return "ok";
-    case Outcome::kOom:
-      return "oom";
-    case Outcome::kFailed:
-      return "failed";
-    case Outcome::kWaived:
-      return "waived";
-  }
-  return "?";
-}
+const char* OutcomeName(Outcome o) { return EnumName(o, kOutcomeNames); }
 
 Result<Outcome> ParseOutcome(const std::string& s) {
-  for (Outcome v : {Outcome::kOk, Outcome::kOom, Outcome::kFailed, Outcome::kWaived}) {
-    if (s == OutcomeName(v)) return v;
-  }
+  if (auto v = EnumFromName<Outcome>(s, kOutcomeNames)) return *v;
   return Status::InvalidArgument("must be \"ok\", \"oom\", \"failed\" or \"waived\"");
-}
-
-std::string UtcNowIso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 OrderedJson RunReportToJson(const RunReport& r) {
@@ -317,8 +236,8 @@ Result<RunReport> ParseRunReport(const Json& j) {
     RunEnvironment& e = rep.environment;
     PT_RETURN_IF_ERROR(er.String("tool", &e.tool));
     PT_RETURN_IF_ERROR(er.String("backend", &e.backend));
-    PT_RETURN_IF_ERROR(StringList(&er, "argv", &e.argv));
-    PT_RETURN_IF_ERROR(StringList(&er, "hosts", &e.hosts));
+    PT_RETURN_IF_ERROR(er.OptStringList("argv", &e.argv));
+    PT_RETURN_IF_ERROR(er.OptStringList("hosts", &e.hosts));
     PT_RETURN_IF_ERROR(er.OptInt("world_size", &e.world_size));
     PT_RETURN_IF_ERROR(er.OptString("device", &e.device));
     // Absent from reports written before them.

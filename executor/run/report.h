@@ -137,7 +137,4 @@ Result<RunReport> ParseRunReport(const Json& j);
 // Reads and parses a report file; errors name the file.
 Result<RunReport> LoadRunReport(const std::string& path);
 
-// "2026-01-31T12:00:00Z".
-std::string UtcNowIso8601();
-
 }  // namespace paratune::executor

@@ -34,6 +34,20 @@ int64_t Whole(double x) { return std::max<int64_t>(1, std::llround(x)); }
 
 int DimIndex(Dim d) { return static_cast<int>(d); }
 
+// An op's identity: what it is, where its time is counted, how often it runs,
+// and its name.
+WorkOp NewOp(OpType type, Category category, Scope scope, Phase phase, int layer,
+             const std::string& name) {
+  WorkOp op;
+  op.type = type;
+  op.category = category;
+  op.scope = scope;
+  op.phase = phase;
+  op.layer = layer;
+  op.name = name;
+  return op;
+}
+
 // The layer's four linears (cost-model.md §3): k inputs, n outputs; odd ones are
 // AxoNN's transposed layers (inputs over Y, outputs over X).
 enum Linear { kQkv = 0, kProj, kFc1, kFc2 };
@@ -186,13 +200,7 @@ class Builder {
 
   int AddGemm(const std::string& name, Scope scope, Phase phase, int layer, int64_t m, int64_t n,
               int64_t k, int calls = 1) {
-    WorkOp op;
-    op.type = OpType::kGemm;
-    op.category = Category::kCompute;
-    op.scope = scope;
-    op.phase = phase;
-    op.layer = layer;
-    op.name = name;
+    WorkOp op = NewOp(OpType::kGemm, Category::kCompute, scope, phase, layer, name);
     op.m = std::max<int64_t>(1, m);
     op.n = std::max<int64_t>(1, n);
     op.k = std::max<int64_t>(1, k);
@@ -207,13 +215,7 @@ class Builder {
   // (each its own call), at least.
   int AddMemory(const std::string& name, Scope scope, Phase phase, int layer, int64_t traffic,
                 Category category = Category::kCompute, int kernels = 1) {
-    WorkOp op;
-    op.type = OpType::kMemoryBound;
-    op.category = category;
-    op.scope = scope;
-    op.phase = phase;
-    op.layer = layer;
-    op.name = name;
+    WorkOp op = NewOp(OpType::kMemoryBound, category, scope, phase, layer, name);
     op.dtype = w_.precision.activation;
     traffic = std::max<int64_t>(2, traffic);
     op.calls = std::max<int>(std::max(1, kernels),
@@ -254,13 +256,7 @@ class Builder {
                     Peers peers = Peers::kNone) {
     const int p = GroupSize(group);
     if (p < 2) return -1;
-    WorkOp op;
-    op.type = OpType::kCollective;
-    op.category = cat;
-    op.scope = scope;
-    op.phase = phase;
-    op.layer = layer;
-    op.name = name;
+    WorkOp op = NewOp(OpType::kCollective, cat, scope, phase, layer, name);
     op.collective = kind;
     op.group = group;
     op.dtype = dtype;
@@ -534,17 +530,28 @@ class Builder {
     // Y (Megatron TP: proj and FC2 over Y); with sp an all-gather of the layer
     // input before QKV/FC1 and a reduce-scatter after proj/FC2 over Y.
     const bool tp_ar = !c_.sp && c_.tensor() > 1;
+    // Linear i with those collectives; `block` ("attention", "mlp") names the
+    // sp ones.
+    auto tp_linear = [&](int i, const std::string& block) {
+      const bool transposed = (i % 2) == 1;
+      if (c_.sp && !transposed) {
+        TpForward(l, phase, "sp_all_gather." + block, OpKind::kAllGather, GroupKind::kY,
+                  T * h * e_);
+      }
+      gemm(i);
+      if (tp_ar) {
+        TpForward(l, phase, std::string(kLinearName[i]) + ".all_reduce", OpKind::kAllReduce,
+                  transposed ? GroupKind::kY : GroupKind::kX, T * NLocal(i) * e_);
+      }
+      if (c_.sp && transposed) {
+        TpForward(l, phase, "sp_reduce_scatter." + block, OpKind::kReduceScatter, GroupKind::kY,
+                  T * h * e_);
+      }
+    };
 
     AddMemory(L(l, ph, "norm_residual.attention"), Scope::kLayer, phase, l, Whole(norm_res_ / 2),
               Category::kCompute, norm_kernels_);
-    if (c_.sp) {
-      TpForward(l, phase, "sp_all_gather.attention", OpKind::kAllGather, GroupKind::kY, T * h * e_);
-    }
-    gemm(kQkv);
-    if (tp_ar) {
-      TpForward(l, phase, "qkv.all_reduce", OpKind::kAllReduce, GroupKind::kX,
-                T * NLocal(kQkv) * e_);
-    }
+    tp_linear(kQkv, "attention");
     if (ulysses_) {
       AddCollective(L(l, ph, "ulysses_all_to_all.qkv"), Category::kCommCp, Scope::kLayer, phase, l,
                     OpKind::kAllToAll, GroupKind::kCp,
@@ -565,35 +572,13 @@ class Builder {
                     l, OpKind::kAllToAll, GroupKind::kCp, T * (static_cast<double>(h) / c_.gy) * e_,
                     w_.precision.activation);
     }
-    gemm(kProj);
-    if (tp_ar) {
-      TpForward(l, phase, "proj.all_reduce", OpKind::kAllReduce, GroupKind::kY,
-                T * NLocal(kProj) * e_);
-    }
-    if (c_.sp) {
-      TpForward(l, phase, "sp_reduce_scatter.attention", OpKind::kReduceScatter, GroupKind::kY,
-                T * h * e_);
-    }
+    tp_linear(kProj, "attention");
     AddMemory(L(l, ph, "norm_residual.mlp"), Scope::kLayer, phase, l, Whole(norm_res_ / 2),
               Category::kCompute, norm_kernels_);
-    if (c_.sp)
-      TpForward(l, phase, "sp_all_gather.mlp", OpKind::kAllGather, GroupKind::kY, T * h * e_);
-    gemm(kFc1);
-    if (tp_ar) {
-      TpForward(l, phase, "fc1.all_reduce", OpKind::kAllReduce, GroupKind::kX,
-                T * NLocal(kFc1) * e_);
-    }
+    tp_linear(kFc1, "mlp");
     AddMemory(L(l, ph, "activation"), Scope::kLayer, phase, l, Whole(act_fn_), Category::kCompute,
               act_kernels_);
-    gemm(kFc2);
-    if (tp_ar) {
-      TpForward(l, phase, "fc2.all_reduce", OpKind::kAllReduce, GroupKind::kY,
-                T * NLocal(kFc2) * e_);
-    }
-    if (c_.sp) {
-      TpForward(l, phase, "sp_reduce_scatter.mlp", OpKind::kReduceScatter, GroupKind::kY,
-                T * h * e_);
-    }
+    tp_linear(kFc2, "mlp");
     // TP comm overlap: the next compute waits for this layer's forward collectives.
     pending_.insert(pending_.end(), tp_join_.begin(), tp_join_.end());
     tp_join_.clear();

@@ -21,6 +21,7 @@ import sys
 import traceback
 
 import stubs  # noqa: F401  (stand-ins for optional packages; see stubs.py)
+from verdicts import check_folder
 
 
 def read_emitted(path):
@@ -92,15 +93,7 @@ def check(path):
 
 
 def main():
-    folder = sys.argv[1]
-    files = sorted(f for f in os.listdir(folder) if f.endswith('.megatron.sh'))
-    verdicts = {'ACCEPT': 0, 'REJECT': 0}
-    for name in files:
-        verdict, why = check(os.path.join(folder, name))
-        verdicts[verdict] += 1
-        print(f'{verdict} {name}: {why}', flush=True)
-    print(f"megatron: {verdicts['ACCEPT']} accepted, {verdicts['REJECT']} rejected of {len(files)}")
-    return 1 if verdicts['REJECT'] else 0
+    return check_folder('megatron', sys.argv[1], '.megatron.sh', check)
 
 
 if __name__ == '__main__':

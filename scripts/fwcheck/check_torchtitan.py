@@ -17,11 +17,11 @@ Usage: python3 check_torchtitan.py DIR   (the torchtitan checkout on sys.path)
 """
 import importlib.util
 import json
-import os
 import sys
 import traceback
 
 import stubs  # noqa: F401
+from verdicts import check_folder
 
 
 def schedule_is_single(name):
@@ -97,15 +97,7 @@ def check(path):
 
 
 def main():
-    folder = sys.argv[1]
-    files = sorted(f for f in os.listdir(folder) if f.endswith('.torchtitan.py'))
-    verdicts = {'ACCEPT': 0, 'REJECT': 0}
-    for name in files:
-        verdict, why = check(os.path.join(folder, name))
-        verdicts[verdict] += 1
-        print(f'{verdict} {name}: {why}', flush=True)
-    print(f"torchtitan: {verdicts['ACCEPT']} accepted, {verdicts['REJECT']} rejected of {len(files)}")
-    return 1 if verdicts['REJECT'] else 0
+    return check_folder('torchtitan', sys.argv[1], '.torchtitan.py', check)
 
 
 if __name__ == '__main__':

@@ -1,5 +1,6 @@
 // tests/cli/call.h: runs one `paratune` subcommand in process, the way the CLI
-// tests call them: arguments in, exit code and both output streams out.
+// tests call them: arguments (and stdin) in, exit code and both output streams
+// out; `progress` as main() sets it for a terminal.
 #pragma once
 
 #include <sstream>
@@ -15,10 +16,10 @@ struct Outcome {
 };
 
 inline Outcome Call(int (*fn)(const Args&, Io), const Args& args,
-                    const std::string& stdin_text = "") {
+                    const std::string& stdin_text = "", bool progress = false) {
   std::istringstream in(stdin_text);
   std::ostringstream out, err;
-  int code = fn(args, Io{in, out, err});
+  int code = fn(args, Io{in, out, err, progress});
   return {code, out.str(), err.str()};
 }
 

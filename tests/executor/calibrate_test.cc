@@ -171,13 +171,7 @@ TEST(Calibration, FixesPredictionsOfFreshConfigsOnTheFake) {
   o.samples = 1;
   o.comm_iters = 1;
   auto run = [&](const std::vector<planner::ParallelConfig>& configs) {
-    ConfirmInput in;
-    in.job = job;
-    in.candidates = configs;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      in.plan_ranks.push_back(static_cast<int>(i) + 1);
-      in.frameworks.push_back(testing::FrameworkFor(configs[i]));
-    }
+    const ConfirmInput in = testing::InputFor(job, configs);
     RunReport root;
     testing::RunWorld(fc, [&](backend::Backend& b) {
       auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);

@@ -16,27 +16,13 @@
 #include "profiler/discovery.h"
 #include "profiler/profile.h"
 #include "profiler/sampler.h"
+#include "tests/cli/call.h"
 #include "tests/executor/test_util.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
 
 namespace paratune::cli {
 namespace {
-
-struct Outcome {
-  int code = 0;
-  std::string out, err;
-};
-
-Outcome Call(int (*cmd)(const Args&, Io), const Args& args, bool progress = false) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  Outcome r;
-  r.code = cmd(args, Io{in, out, err, progress});
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -48,14 +34,9 @@ class CliTest : public ::testing::Test {
     planner::Job job =
         executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
                                    executor::testing::FakeLikeCluster(), 8, 2048, 16);
-    planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
-    planner::SearchOptions so;
-    so.top_k = 3;
-    so.family = planner::Family::kMegatron;
-    planner::Search search(cm, so);
-    planner::PlanSection sec{job, search.RunAll(), 0.0};
-    ASSERT_GE(sec.result.top.size(), 2u);
-    ASSERT_TRUE(WriteFileAtomic(Path("plan.json"), planner::PlansToJson({sec}, so).dump(2)).ok());
+    const auto plan = executor::testing::SearchMegatron(job, 3);
+    ASSERT_GE(plan.size(), 2u);
+    ASSERT_TRUE(WriteFileAtomic(Path("plan.json"), plan.Document().dump(2)).ok());
     // A profile of the fake backend (one rank: GEMM curves and copies only).
     backend::FakeConfig fc;
     auto world = backend::FakeWorld::Create(fc);
@@ -94,7 +75,7 @@ TEST_F(CliTest, ConfirmThenCalibrate) {
   Outcome c = Call(RunConfirm,
                    {"--plans", Path("plan.json"), "--top", "2", "--backend", "fake", "--out",
                     Path("run.json"), "--samples", "2"},
-                   /*progress=*/true);
+                   "", /*progress=*/true);
   ASSERT_EQ(c.code, kExitOk) << c.err;
   EXPECT_NE(c.err.find("[confirm] candidate 1/2"), std::string::npos) << c.err;
   // stderr not a terminal: the outcome only, no progress lines.
@@ -164,14 +145,10 @@ TEST_F(CliTest, ConfirmComparesWithTheMeasuredGpusPrediction) {
       executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
                                  *topology::ClusterPreset("dgx-a100-80gb"), 8, 2048, 16);
   ASSERT_EQ(job.cluster.gpu.name, "a100-80gb");
-  planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
-  planner::SearchOptions so;
-  so.top_k = 2;
-  so.family = planner::Family::kMegatron;
-  planner::Search search(cm, so);
-  planner::PlanSection sec{job, search.RunAll(), 0.0};
-  ASSERT_GE(sec.result.top.size(), 1u);
-  ASSERT_TRUE(WriteFileAtomic(Path("a100.json"), planner::PlansToJson({sec}, so).dump(2)).ok());
+  const planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  const auto plan = executor::testing::SearchMegatron(job, 2);
+  ASSERT_GE(plan.size(), 1u);
+  ASSERT_TRUE(WriteFileAtomic(Path("a100.json"), plan.Document().dump(2)).ok());
 
   Outcome strict =
       Call(RunConfirm, {"--plans", Path("a100.json"), "--backend", "fake", "--fake-gpu", "h100-sxm",

@@ -20,29 +20,9 @@ using planner::ParallelConfig;
 using testing::FakeLikeCluster;
 using testing::Gpt;
 using testing::MakeJob;
+using testing::MegatronSp;
 
 constexpr int64_t kS = 2048;
-
-ParallelConfig MegatronSp() {
-  ParallelConfig c;
-  c.gy = 2;
-  c.sp = true;
-  c.pp = 2;
-  c.gdata = 2;
-  c.distributed_optimizer = true;  // Megatron's ZeRO-1 (the megatron framework's costs: the fused baseline)
-  return c;
-}
-
-ConfirmInput Input(const planner::Job& job, const std::vector<ParallelConfig>& configs) {
-  ConfirmInput in;
-  in.job = job;
-  in.candidates = configs;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    in.plan_ranks.push_back(static_cast<int>(i) + 1);
-    in.frameworks.push_back(testing::FrameworkFor(configs[i]));
-  }
-  return in;
-}
 
 ConfirmOptions Quick() {
   ConfirmOptions o;
@@ -86,7 +66,7 @@ const TermTimes& TermOf(const CandidateReport& c, Term t) {
 
 TEST(Runner, MeasuresWhatTheModelPredictsWhenTheClusterIsTheFake) {
   const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), FakeLikeCluster(), 8, kS, 8);
-  const RunReport rep = Confirm(Fake(8), Input(job, {MegatronSp()}), Quick());
+  const RunReport rep = Confirm(Fake(8), testing::InputFor(job, {MegatronSp()}), Quick());
   ASSERT_EQ(rep.candidates.size(), 1u);
   const CandidateReport& c = rep.candidates[0];
   ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
@@ -122,7 +102,7 @@ TEST(Runner, Fp8RecipeMatchesTheModelToo) {
   job.cluster.gpu.peak_tflops[static_cast<size_t>(topology::Precision::kFp8)] = 624.0;
   backend::FakeConfig fc = Fake(8);
   fc.gemm_tflops[static_cast<size_t>(backend::GemmPrecision::kFp8)] = 624.0;
-  const RunReport rep = Confirm(fc, Input(job, {MegatronSp()}), Quick());
+  const RunReport rep = Confirm(fc, testing::InputFor(job, {MegatronSp()}), Quick());
   const CandidateReport& c = rep.candidates[0];
   ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
   // At 624 TFLOP/s the smallest GEMMs are memory-bound in the model's roofline
@@ -140,7 +120,7 @@ TEST(Runner, OverlapFlagsHideCommunicationBehindCompute) {
   plain.gx = plain.gy = plain.gz = 2;
   ParallelConfig overlapped = plain;
   overlapped.oar = overlapped.ors = overlapped.oag = true;
-  const RunReport rep = Confirm(Fake(8), Input(job, {plain, overlapped}), Quick());
+  const RunReport rep = Confirm(Fake(8), testing::InputFor(job, {plain, overlapped}), Quick());
   ASSERT_EQ(rep.candidates.size(), 2u);
   for (const CandidateReport& c : rep.candidates) ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
   const double z_plain = TermOf(rep.candidates[0], Term::kCommZ).measured_s;
@@ -156,7 +136,7 @@ TEST(Runner, FewerProcessesRunEachDistinctRankAndSayWhatWasModelled) {
   const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), FakeLikeCluster(), 8, kS, 8);
   // Two processes for an 8-GPU plan: the first and the last stage run their
   // compute; the 2-rank groups of the plan fit and are measured.
-  const RunReport two = Confirm(Fake(2), Input(job, {MegatronSp()}), Quick());
+  const RunReport two = Confirm(Fake(2), testing::InputFor(job, {MegatronSp()}), Quick());
   ASSERT_EQ(two.candidates.size(), 1u);
   const CandidateReport& c2 = two.candidates[0];
   ASSERT_EQ(c2.status, Outcome::kOk) << c2.reason;
@@ -169,7 +149,7 @@ TEST(Runner, FewerProcessesRunEachDistinctRankAndSayWhatWasModelled) {
   EXPECT_TRUE(overlap_modelled);
 
   // One process: every collective is priced by the cluster's α-β.
-  const RunReport one = Confirm(Fake(1), Input(job, {MegatronSp()}), Quick());
+  const RunReport one = Confirm(Fake(1), testing::InputFor(job, {MegatronSp()}), Quick());
   const CandidateReport& c1 = one.candidates[0];
   ASSERT_EQ(c1.status, Outcome::kOk) << c1.reason;
   EXPECT_EQ(c1.plan_ranks_run, (std::vector<int>{0, 4}));  // two rounds on one process
@@ -190,7 +170,7 @@ TEST(Runner, ScaledCollectivesWhenThePlanGroupIsBiggerThanTheWorld) {
   const planner::Job job = MakeJob(Gpt(2, 512, 8, 8000), FakeLikeCluster(), 8, 1024, 8);
   ParallelConfig c;
   c.gdata = 8;
-  const RunReport rep = Confirm(Fake(4), Input(job, {c}), Quick());
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(job, {c}), Quick());
   const CandidateReport& cr = rep.candidates[0];
   ASSERT_EQ(cr.status, Outcome::kOk) << cr.reason;
   EXPECT_EQ(TermOf(cr, Term::kCommData).source, Source::kScaled);
@@ -221,7 +201,7 @@ struct Faults : ::testing::Test {
 
 TEST_F(Faults, AnInjectedOutOfMemoryIsReportedAsOom) {
   const backend::FaultPlan fault{backend::FaultKind::kOutOfMemory, 1, 2};
-  const RunReport rep = Confirm(Fake(4), Input(job, configs), Quick(), &fault);
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
   ASSERT_EQ(rep.candidates.size(), 3u);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kOom);
   EXPECT_NE(rep.candidates[0].reason.find("rank 2"), std::string::npos) << rep.candidates[0].reason;
@@ -238,7 +218,7 @@ TEST_F(Faults, ACandidateBiggerThanTheDeviceIsOom) {
   ASSERT_LT(small, big);
   backend::FakeConfig fc = Fake(4);
   fc.memory_bytes = static_cast<int64_t>((small + big) / 2 * (1ull << 30));
-  const RunReport rep = Confirm(fc, Input(job, configs), Quick());
+  const RunReport rep = Confirm(fc, testing::InputFor(job, configs), Quick());
   EXPECT_EQ(rep.candidates[0].status, Outcome::kOk) << rep.candidates[0].reason;
   EXPECT_EQ(rep.candidates[2].status, Outcome::kOom);
   EXPECT_NE(rep.candidates[2].reason.find("GiB of the model's"), std::string::npos)
@@ -248,7 +228,7 @@ TEST_F(Faults, ACandidateBiggerThanTheDeviceIsOom) {
 TEST_F(Faults, ACollectiveErrorFailsItsCandidateOnly) {
   // The first collective after the candidate's communicator splits.
   const backend::FaultPlan fault{backend::FaultKind::kCollectiveError, Splits() + 1, 1};
-  const RunReport rep = Confirm(Fake(4), Input(job, configs), Quick(), &fault);
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
   ASSERT_EQ(rep.candidates.size(), 3u);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kFailed);
   EXPECT_NE(rep.candidates[0].reason.find("rank 1"), std::string::npos) << rep.candidates[0].reason;
@@ -259,7 +239,7 @@ TEST_F(Faults, ACollectiveErrorFailsItsCandidateOnly) {
 
 TEST_F(Faults, AHungCollectiveTimesOutItsCandidateOnly) {
   const backend::FaultPlan fault{backend::FaultKind::kTimeout, Splits() + 1, 1};
-  const RunReport rep = Confirm(Fake(4), Input(job, configs), Quick(), &fault);
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kFailed);
   EXPECT_NE(rep.candidates[0].reason.find("hung"), std::string::npos) << rep.candidates[0].reason;
   EXPECT_EQ(rep.candidates[1].status, Outcome::kOk) << rep.candidates[1].reason;
@@ -269,7 +249,7 @@ TEST_F(Faults, AHungCollectiveTimesOutItsCandidateOnly) {
 TEST_F(Faults, ADeadRankFailsWhatItTouchesAndTheRunStillEnds) {
   const backend::FaultPlan fault{backend::FaultKind::kRankDies, 1, 3};
   std::vector<Status> st;
-  const RunReport rep = Confirm(Fake(4), Input(job, configs), Quick(), &fault, &st);
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(job, configs), Quick(), &fault, &st);
   for (const Status& s : st) EXPECT_TRUE(s.ok()) << s.ToString();  // every rank returned a report
   ASSERT_EQ(rep.candidates.size(), 3u);
   for (const CandidateReport& c : rep.candidates) {
@@ -283,7 +263,7 @@ TEST_F(Faults, AGemmTheBackendCannotRunIsWaived) {
   planner::Job fp8 = job;
   fp8.training.precision = topology::Precision::kFp8;  // the fake has no fp8 rate configured
   fp8.cluster.gpu.peak_tflops[static_cast<size_t>(topology::Precision::kFp8)] = 624;
-  const RunReport rep = Confirm(Fake(4), Input(fp8, {configs[0]}), Quick());
+  const RunReport rep = Confirm(Fake(4), testing::InputFor(fp8, {configs[0]}), Quick());
   EXPECT_EQ(rep.candidates[0].status, Outcome::kWaived);
   EXPECT_NE(rep.candidates[0].reason.find("fp8"), std::string::npos) << rep.candidates[0].reason;
 }
@@ -294,7 +274,7 @@ TEST(Report, RoundTripsAndIsStrict) {
   c.gdata = 2;
   ParallelConfig bad = c;
   bad.mbs = 3;  // 4 sequences do not split into micro-batches of 3 over dp 2
-  RunReport rep = Confirm(Fake(2), Input(job, {c, bad}), Quick());
+  RunReport rep = Confirm(Fake(2), testing::InputFor(job, {c, bad}), Quick());
   ASSERT_EQ(rep.candidates.size(), 2u);
   EXPECT_EQ(rep.candidates[1].status, Outcome::kFailed);
   const OrderedJson j = RunReportToJson(rep);

@@ -11,7 +11,10 @@
 
 #include "backend/fake.h"
 #include "backend/fault.h"
+#include "executor/run/runner.h"
+#include "planner/plans.h"
 #include "planner/request.h"
+#include "planner/search.h"
 #include "tests/planner/test_models.h"
 #include "topology/cluster.h"
 
@@ -69,6 +72,19 @@ inline planner::Job MakeJob(const planner::ModelSpec& m, const topology::Cluster
   return job;
 }
 
+// Megatron: tp = 2 with sequence parallelism, pp = 2, dp = 2, ZeRO-1 (the
+// distributed optimizer: the megatron framework's costs, the fused baseline),
+// on 8 ranks.
+inline planner::ParallelConfig MegatronSp() {
+  planner::ParallelConfig c;
+  c.gy = 2;
+  c.sp = true;
+  c.pp = 2;
+  c.gdata = 2;
+  c.distributed_optimizer = true;
+  return c;
+}
+
 // A training framework that can express `c` (the executor runs what the plan
 // names; these tests build plans by hand): AxoNN for its X/Z grid, DeepSpeed's
 // Megatron for ZeRO stages and FPDT, torchtitan for FSDP with TP/PP/CP,
@@ -84,6 +100,38 @@ inline planner::Framework FrameworkFor(const planner::ParallelConfig& c) {
 inline planner::Job WithFrameworkFor(planner::Job job, const planner::ParallelConfig& c) {
   job.training.framework = FrameworkFor(c);
   return job;
+}
+
+// The input that confirms `configs` as the plan's ranks 1, 2, ..., each under
+// a framework that can express it.
+inline ConfirmInput InputFor(const planner::Job& job,
+                             const std::vector<planner::ParallelConfig>& configs) {
+  ConfirmInput in;
+  in.job = job;
+  in.candidates = configs;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    in.plan_ranks.push_back(static_cast<int>(i) + 1);
+    in.frameworks.push_back(FrameworkFor(configs[i]));
+  }
+  return in;
+}
+
+// A Megatron-family search of `job` keeping its `top_k` best: the section and
+// the options a plans document is written from.
+struct MegatronPlan {
+  planner::SearchOptions options;
+  planner::PlanSection section;
+  size_t size() const { return section.result.top.size(); }
+  OrderedJson Document() const { return planner::PlansToJson({section}, options); }
+};
+inline MegatronPlan SearchMegatron(const planner::Job& job, int top_k) {
+  planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  MegatronPlan p;
+  p.options.top_k = top_k;
+  p.options.family = planner::Family::kMegatron;
+  planner::Search search(cm, p.options);
+  p.section = planner::PlanSection{job, search.RunAll(), 0.0};
+  return p;
 }
 
 // Runs `body` on every rank of a fake world, each on its own thread, each

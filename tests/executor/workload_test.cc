@@ -24,6 +24,7 @@ using planner::ParallelConfig;
 using testing::FakeLikeCluster;
 using testing::Gpt;
 using testing::MakeJob;
+using testing::MegatronSp;
 
 using Shape = std::tuple<int64_t, int64_t, int64_t>;
 
@@ -32,17 +33,6 @@ constexpr int64_t kH = 1024, kF = 4096, kV = 32000, kS = 2048, kD = 64, kHeads =
 
 planner::Job TestJob(int gpus, int64_t global_batch = 8) {
   return MakeJob(Gpt(4, kH, kHeads, kV), FakeLikeCluster(), gpus, kS, global_batch);
-}
-
-// Megatron: tp = 2 with sequence parallelism, pp = 2, dp = 2, ZeRO-1, on 8 ranks.
-ParallelConfig MegatronSp() {
-  ParallelConfig c;
-  c.gy = 2;
-  c.sp = true;
-  c.pp = 2;
-  c.gdata = 2;
-  c.distributed_optimizer = true;  // Megatron's ZeRO-1
-  return c;
 }
 
 // AxoNN 4D: gx = gy = gz = 2 on 8 ranks.

@@ -10,21 +10,13 @@
 #include <string>
 
 #include "planner/model.h"
+#include "tests/planner/test_models.h"
 
 namespace paratune::planner {
 namespace {
 
-ModelSpec Preset(const std::string& name) {
-  Result<ModelSpec> m = ModelPreset(name);
-  EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-  return m.ok() ? *m : ModelSpec{};
-}
-
-Json MustParse(const std::string& text) {
-  Result<Json> j = ParseJson(text, "test");
-  EXPECT_TRUE(j.ok()) << j.status().ToString();
-  return j.ok() ? *j : Json();
-}
+using testing::MustParse;
+using testing::Preset;
 
 Json ReadHfFile(const std::string& name) {
   std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/planner/data/hf/" + name);

@@ -14,20 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/planner/test_models.h"
+
 namespace paratune::planner {
 namespace {
 
-ModelSpec Preset(const std::string& name) {
-  Result<ModelSpec> m = ModelPreset(name);
-  EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-  return m.ok() ? *m : ModelSpec{};
-}
-
-Json MustParse(const std::string& text) {
-  Result<Json> j = ParseJson(text, "test");
-  EXPECT_TRUE(j.ok()) << j.status().ToString();
-  return j.ok() ? *j : Json();
-}
+using testing::MustParse;
+using testing::Preset;
 
 // Narayanan et al. 2021, Eq. 2: Ψ = 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)).
 double NarayananParams(const ModelSpec& m) {

@@ -10,16 +10,13 @@
 #include <cmath>
 
 #include "planner/cost_model.h"
+#include "tests/planner/test_models.h"
 #include "topology/cluster.h"
 
 namespace paratune::planner {
 namespace {
 
-ModelSpec Preset(const std::string& name) {
-  Result<ModelSpec> m = ModelPreset(name);
-  EXPECT_TRUE(m.ok()) << name;
-  return m.ok() ? *m : ModelSpec{};
-}
+using testing::Preset;
 
 // DeepSeek-V3 §2.1.2 / §3.2.2: 256 routed experts, top-8, over 8 nodes with
 // node-limited routing to at most M = 4 nodes; uniform routing would reach

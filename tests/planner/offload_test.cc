@@ -210,6 +210,19 @@ TEST(Offload, NeverFasterThanNoOffloadWhenBothFit) {
   EXPECT_GT(compared, 100);
 }
 
+// FPDT over 4 ranks with ZeRO-3, the optimizer and parameters offloaded to the
+// host and full recompute, with the framework's overlaps.
+ParallelConfig FpdtOnFour(const FrameworkSupport& support) {
+  ParallelConfig c;
+  c.cp = 4;
+  c.cp_kind = CpKind::kFpdt;
+  c.zero = 3;
+  c.offload_optimizer = c.offload_param = true;
+  c.recompute = Recompute::kFull;
+  ApplyFrameworkOverlaps(support, &c);
+  return c;
+}
+
 // --- Host memory is accounted per node, and it binds: FPDT at long sequences
 // keeps all but two chunks of every layer's activations in host memory.
 TEST(Offload, HostMemoryIsCheckedPerNodeAndNamedAsBinding) {
@@ -218,13 +231,7 @@ TEST(Offload, HostMemoryIsCheckedPerNodeAndNamedAsBinding) {
   t.seq_len = 1 << 20;  // 1M tokens: 16 FPDT chunks of 64K
   t.global_batch = 1;
   t.framework = Framework::kMegatronDeepSpeed;
-  ParallelConfig c;
-  c.cp = 4;
-  c.cp_kind = CpKind::kFpdt;
-  c.zero = 3;
-  c.offload_optimizer = c.offload_param = true;
-  c.recompute = Recompute::kFull;
-  ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
+  const ParallelConfig c = FpdtOnFour(FrameworkPreset(t.framework).support);
   // Perlmutter's GPU nodes have 256 GB of DDR4; a DGX A100 (320 GB system) 1 TB.
   const CostModel perl(m, t, *topology::ClusterPreset("perlmutter"), 4);
   const CostModel dgx(m, t, *topology::ClusterPreset("dgx-a100-40gb"), 4);
@@ -289,13 +296,7 @@ TEST(Offload, FpdtTwoMillionTokensOnFourA100s) {
   t.global_batch = 1;
   t.framework = Framework::kMegatronDeepSpeed;
   const CostModel cm(m, t, *topology::ClusterPreset("dgx-a100-40gb"), 4);
-  ParallelConfig c;
-  c.cp = 4;
-  c.cp_kind = CpKind::kFpdt;
-  c.zero = 3;
-  c.offload_optimizer = c.offload_param = true;
-  c.recompute = Recompute::kFull;
-  ApplyFrameworkOverlaps(cm.framework().support, &c);
+  const ParallelConfig c = FpdtOnFour(cm.framework().support);
   ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
   const Prediction p = cm.Predict(c);
   EXPECT_TRUE(p.fits) << p.memory.reserved_GiB << " / " << p.memory.usable_GiB << " GiB, host "

@@ -5,28 +5,18 @@
 #include <filesystem>
 #include <sstream>
 
-#include "cli/commands.h"
 #include "backend/factory.h"
+#include "cli/commands.h"
 #include "profiler/cache.h"
 #include "profiler/profile.h"
 #include "test_util.h"
+#include "tests/cli/call.h"
 
 namespace paratune::cli {
 namespace {
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran Profile(const Args& args, bool progress = true) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  Ran r;
-  r.code = RunProfile(args, Io{in, out, err, progress});
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+Outcome Profile(const Args& args, bool progress = true) {
+  return Call(RunProfile, args, "", progress);
 }
 
 class CmdProfileTest : public ::testing::Test {
@@ -43,7 +33,7 @@ class CmdProfileTest : public ::testing::Test {
 };
 
 TEST_F(CmdProfileTest, HelpTeachesTheSizeSyntaxAndExitCodes) {
-  Ran r = Profile({"--help"});
+  Outcome r = Profile({"--help"});
   EXPECT_EQ(r.code, kExitOk);
   EXPECT_NE(r.out.find("-b, --minbytes"), std::string::npos);
   EXPECT_NE(r.out.find("8G"), std::string::npos);
@@ -55,7 +45,7 @@ TEST_F(CmdProfileTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(Profile({"--out", "x.json"}).code, kExitUsage);  // no backend
   EXPECT_EQ(Profile({"--backend", "tpu", "--out", "x"}).code, kExitUsage);
   EXPECT_EQ(Profile({"--backend", "fake"}).code, kExitUsage);  // no --out
-  Ran r = Profile(Fake({"-b", "1G", "-e", "1M"}));
+  Outcome r = Profile(Fake({"-b", "1G", "-e", "1M"}));
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("--minbytes"), std::string::npos);
   EXPECT_EQ(Profile(Fake({"--collectives", "all_reduce,broadcast"})).code, kExitUsage);
@@ -64,11 +54,11 @@ TEST_F(CmdProfileTest, BadFlagsAreUsageErrors) {
 }
 
 TEST_F(CmdProfileTest, ProfilesWithProgressOnStderrAndFitsOnStdout) {
-  Ran r = Profile(Fake({"--report", "-", "--json", dir_ + "/m.json"}));
+  Outcome r = Profile(Fake({"--report", "-", "--json", dir_ + "/m.json"}));
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.err.find("[profile] backend fake"), std::string::npos) << r.err;
   // stderr not a terminal: no progress, only what was written.
-  Ran quiet = Profile(Fake({"--refresh"}), /*progress=*/false);
+  Outcome quiet = Profile(Fake({"--refresh"}), /*progress=*/false);
   ASSERT_EQ(quiet.code, kExitOk) << quiet.err;
   EXPECT_EQ(quiet.err.find("[profile] backend"), std::string::npos) << quiet.err;
   EXPECT_NE(quiet.err.find("[profile] wrote"), std::string::npos) << quiet.err;
@@ -76,7 +66,7 @@ TEST_F(CmdProfileTest, ProfilesWithProgressOnStderrAndFitsOnStdout) {
   EXPECT_NE(r.out.find("WAIVED"), std::string::npos);  // report: one rank, no collectives
   EXPECT_TRUE(profiler::LoadProfile(dir_ + "/p.json").ok());
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/m.json"));
-  Ran again = Profile(Fake());
+  Outcome again = Profile(Fake());
   EXPECT_EQ(again.code, kExitOk);
   EXPECT_NE(again.err.find("cached"), std::string::npos);
 }
@@ -87,33 +77,33 @@ TEST_F(CmdProfileTest, ALockedCacheExits75) {
   ASSERT_TRUE(p.ok());
   auto lock = profiler::CacheLock::TryAcquire(dir_ + "/cache", p->cluster_fingerprint);
   ASSERT_TRUE(lock.ok());
-  Ran r = Profile(Fake());
+  Outcome r = Profile(Fake());
   EXPECT_EQ(r.code, kExitTempFail);
   EXPECT_NE(r.err.find("locked"), std::string::npos);
 }
 
 TEST_F(CmdProfileTest, AFailedMeasurementExits4) {
-  Ran r = Profile(Fake({"--inject-fault", "rank_dies@3", "--no-cache"}));
+  Outcome r = Profile(Fake({"--inject-fault", "rank_dies@3", "--no-cache"}));
   EXPECT_EQ(r.code, kExitMeasureFailed);
   EXPECT_NE(r.err.find("died"), std::string::npos);
   backend::BackendOptions o;
   o.name = "cuda";
   o.cuda_use_mpi = false;
   if (backend::CreateBackend(o).ok()) GTEST_SKIP() << "this machine has a GPU";
-  Ran gpu = Profile({"--backend", "cuda", "--out", dir_ + "/g.json", "--no-cache"});
+  Outcome gpu = Profile({"--backend", "cuda", "--out", dir_ + "/g.json", "--no-cache"});
   EXPECT_EQ(gpu.code, kExitMeasureFailed);
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/g.json"));
 }
 
 TEST_F(CmdProfileTest, ImportsLogsAndNamesAMalformedLine) {
-  Ran r =
+  Outcome r =
       Profile({"import", profiler::testing::DataPath("all_reduce_8xA100.log"),
                profiler::testing::DataPath("all_gather_2x8xH100.json"), "--out", dir_ + "/i.json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("all_reduce"), std::string::npos);
   EXPECT_NE(r.out.find("all_gather"), std::string::npos);
   EXPECT_TRUE(profiler::LoadProfile(dir_ + "/i.json").ok());
-  Ran bad = Profile(
+  Outcome bad = Profile(
       {"import", profiler::testing::DataPath("malformed_row.log"), "--out", dir_ + "/b.json"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("malformed_row.log:25"), std::string::npos) << bad.err;

@@ -19,12 +19,8 @@ const std::vector<std::string> kGpuPresets = {
     "h200",      "h800",      "mi250x-gcd", "mi300x", "mi325x", "mi350x", "mi355x", "v100-32gb"};
 
 TEST(PrecisionTest, NamesRoundTrip) {
-  for (int i = 0; i < kNumPrecisions; ++i) {
-    const Precision p = static_cast<Precision>(i);
-    Result<Precision> back = ParsePrecision(PrecisionName(p));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, p);
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      testing::ExpectNamesRoundTrip<Precision>(kNumPrecisions, PrecisionName, ParsePrecision));
   EXPECT_STREQ(PrecisionName(Precision::kBf16), "bf16");
   Result<Precision> bad = ParsePrecision("bfloat16");
   ASSERT_FALSE(bad.ok());
@@ -339,12 +335,8 @@ namespace paratune::topology {
 namespace {
 
 TEST(RecipeTest, NamesRoundTripAndUnknownIsAnError) {
-  for (int i = 0; i < kNumRecipes; ++i) {
-    const Recipe r = static_cast<Recipe>(i);
-    Result<Recipe> back = ParseRecipe(RecipeName(r));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, r);
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      testing::ExpectNamesRoundTrip<Recipe>(kNumRecipes, RecipeName, ParseRecipe));
   Result<Recipe> bad = ParseRecipe("fp4");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("nvfp4"), std::string::npos);

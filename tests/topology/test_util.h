@@ -31,6 +31,18 @@ inline GpuSpec MustGpu(const std::string& name) {
   return *r;
 }
 
+// Every one of the `count` values of E prints a name (`name`) that `parse`
+// reads back as that value.
+template <class E, class Name, class Parse>
+void ExpectNamesRoundTrip(int count, Name name, Parse parse) {
+  for (int i = 0; i < count; ++i) {
+    const E v = static_cast<E>(i);
+    Result<E> back = parse(name(v));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, v);
+  }
+}
+
 inline Json MustParse(const std::string& text) {
   Result<Json> r = ParseJson(text, "test");
   if (!r.ok()) {

@@ -17,12 +17,8 @@
 #include "tests/web/cdp.h"
 #include "tests/web/test_util.h"
 
-namespace paratune::web {
+namespace paratune::web::testing {
 namespace {
-
-using testing::TempDir;
-using testing::TestOptions;
-using testing::TestServer;
 
 std::string FindChromium() {
   if (const char* env = std::getenv("PARATUNE_CHROMIUM"); env && *env) return env;
@@ -31,17 +27,6 @@ std::string FindChromium() {
     if (std::system(cmd.c_str()) == 0) return name;
   }
   return "";
-}
-
-std::pair<std::string, int> RunCommand(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {"", -1};
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {out, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
 }
 
 int Count(const std::string& text, const std::string& what) {
@@ -56,16 +41,21 @@ std::string Section(const std::string& dom, const std::string& id, size_t len = 
   return i == std::string::npos ? "" : dom.substr(i, len);
 }
 
+// The page asked to plan Llama 3 70B on 256 GPUs of dgx-h100 at once, compare
+// plans 1 and 3 and sweep pp.
+std::string AutorunUrl(int port) {
+  return "http://127.0.0.1:" + std::to_string(port) +
+         "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
+         "seq_len=4096&space=megatron&top=60&compare=1,3&sweep=pp";
+}
+
 TEST(Browser, PagePlansAndDrawsTheResults) {
   const std::string chromium = FindChromium();
   if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (scripts/test.sh installs Debian's)";
   const std::string dir = TempDir("browser");
   TestServer s(TestOptions(dir));
   ASSERT_TRUE(s.ok()) << s.error();
-  const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
-                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
-                          "seq_len=4096&space=megatron&top=60" +
-                          "&compare=1,3&sweep=pp";
+  const std::string url = AutorunUrl(s.port());
   const std::string base =
       "timeout 150 " + chromium +
       " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
@@ -177,9 +167,7 @@ TEST(Browser, FitsAPhoneAndADesktop) {
   const std::string dir = TempDir("layout");
   TestServer s(TestOptions(dir));
   ASSERT_TRUE(s.ok()) << s.error();
-  const std::string url = "http://127.0.0.1:" + std::to_string(s.port()) +
-                          "/?autorun=1&model=llama3-70b&cluster=dgx-h100&gpus=256&global_batch=512&"
-                          "seq_len=4096&space=megatron&top=60&compare=1,3&sweep=pp";
+  const std::string url = AutorunUrl(s.port());
   testing::DevTools dt;
   ASSERT_TRUE(dt.Start(chromium, dir + "/profile", dir + "/chromium.log").ok());
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
@@ -249,4 +237,4 @@ TEST(Browser, FitsAPhoneAndADesktop) {
 }
 
 }  // namespace
-}  // namespace paratune::web
+}  // namespace paratune::web::testing

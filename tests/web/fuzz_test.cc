@@ -6,12 +6,8 @@
 
 #include "tests/web/test_util.h"
 
-namespace paratune::web {
+namespace paratune::web::testing {
 namespace {
-
-using testing::TempDir;
-using testing::TestOptions;
-using testing::TestServer;
 
 const char* kBases[] = {
     R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":8,"training":{"seq_len":2048,"global_batch":16},"config":{"tp":2,"pp":2,"mbs":1,"recompute":"full"}})",
@@ -173,4 +169,4 @@ TEST(Fuzz, JsonEndpointsNeverFailWithA5xx) {
 }
 
 }  // namespace
-}  // namespace paratune::web
+}  // namespace paratune::web::testing

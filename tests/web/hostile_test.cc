@@ -20,17 +20,9 @@
 #include "common/strings.h"
 #include "tests/web/test_util.h"
 
-namespace paratune::web {
+namespace paratune::web::testing {
 namespace {
 
-using testing::BodyJson;
-using testing::ExpectProblem;
-using testing::TempDir;
-using testing::TestOptions;
-using testing::TestServer;
-
-const char* kPredict = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":1024,
-  "training":{"seq_len":2048,"global_batch":1536},"config":{"tp":8,"pp":16,"mbs":1,"recompute":"full"}})";
 const char* kPlan = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":16,
   "training":{"seq_len":4096,"global_batch":64},"space":"megatron","top":5})";
 
@@ -628,4 +620,4 @@ TEST_F(HostileTest, JobsArePagedAndFinishedOnesPruned) {
 }
 
 }  // namespace
-}  // namespace paratune::web
+}  // namespace paratune::web::testing

@@ -14,14 +14,8 @@
 #include "tests/executor/test_util.h"
 #include "tests/web/test_util.h"
 
-namespace paratune::web {
+namespace paratune::web::testing {
 namespace {
-
-using testing::BodyJson;
-using testing::ExpectProblem;
-using testing::TempDir;
-using testing::TestOptions;
-using testing::TestServer;
 
 constexpr const char* kToken = "jobs-test-token-0123456789";
 
@@ -119,17 +113,12 @@ TEST_F(JobsTest, FakeProfileRunsAndStoresItsProfile) {
 TEST_F(JobsTest, FakeConfirmationRunsThePlan) {
   planner::Job job = executor::testing::MakeJob(executor::testing::Gpt(4, 1024, 16, 32000),
                                                 executor::testing::FakeLikeCluster(), 8, 2048, 16);
-  planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
-  planner::SearchOptions so;
-  so.top_k = 2;
-  so.family = planner::Family::kMegatron;
-  planner::Search search(cm, so);
-  planner::PlanSection sec{job, search.RunAll(), 0.0};
-  ASSERT_GE(sec.result.top.size(), 2u);
+  const auto plan = executor::testing::SearchMegatron(job, 2);
+  ASSERT_GE(plan.size(), 2u);
   Json req = {{"kind", "confirm"},
               {"backend", "fake"},
               {"top", 2},
-              {"plans", Json::parse(planner::PlansToJson({sec}, so).dump())}};
+              {"plans", Json::parse(plan.Document().dump())}};
   Json rec = Submit(req.dump());
   Json done = WaitForStatus(*client_, rec["id"], {"succeeded", "failed"}, 180);
   ASSERT_EQ(done["status"], "succeeded") << done.dump(1);
@@ -333,4 +322,4 @@ TEST(JobsCrash, AJobRunningWhenTheServiceIsKilledIsMarkedInterrupted) {
 }
 
 }  // namespace
-}  // namespace paratune::web
+}  // namespace paratune::web::testing

@@ -12,17 +12,9 @@
 #include "tests/web/test_util.h"
 #include "web/problem.h"
 
-namespace paratune::web {
+namespace paratune::web::testing {
 namespace {
 
-using testing::BodyJson;
-using testing::ExpectProblem;
-using testing::TempDir;
-using testing::TestOptions;
-using testing::TestServer;
-
-const char* kPredict = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":1024,
-  "training":{"seq_len":2048,"global_batch":1536},"config":{"tp":8,"pp":16,"mbs":1,"recompute":"full"}})";
 const char* kPlan = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":16,
   "training":{"seq_len":4096,"global_batch":64},"space":"megatron","top":5,"pareto":true})";
 
@@ -30,14 +22,7 @@ const char* kPlan = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":16,
 std::pair<std::string, int> RunCli(const std::string& args) {
   const std::string cmd =
       std::string("PARATUNE_NO_CACHE=1 ") + PARATUNE_BINARY + " " + args + " 2>/dev/null";
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {"", -1};
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {out, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+  return RunCommand(cmd);
 }
 
 class ServerTest : public ::testing::Test {
@@ -742,4 +727,4 @@ TEST(Problem, PointerFromLibraryMessages) {
 }
 
 }  // namespace
-}  // namespace paratune::web
+}  // namespace paratune::web::testing

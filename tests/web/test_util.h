@@ -5,18 +5,39 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "common/json.h"
 #include "web/server.h"
 
 namespace paratune::web::testing {
+
+// A predict request: GPT-3 175B on 1024 A100-80GB at one given configuration
+// (tp 8, pp 16), so the service prices it without a search.
+inline const char* const kPredict = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":1024,
+  "training":{"seq_len":2048,"global_batch":1536},"config":{"tp":8,"pp":16,"mbs":1,"recompute":"full"}})";
+
+// Runs `cmd` in a shell; returns its stdout and its exit code (-1 when it did
+// not exit normally).
+inline std::pair<std::string, int> RunCommand(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {"", -1};
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  return {out, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+}
 
 inline std::string TempDir(const std::string& tag) {
   std::random_device rd;
