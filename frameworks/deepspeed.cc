@@ -26,6 +26,7 @@
 
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
+#include "planner/moe.h"
 
 namespace paratune::planner::emit_internal {
 namespace {
@@ -150,35 +151,11 @@ Status CheckMoe(const Plan& p, EmitFormat f) {
   return Status::Ok();
 }
 
-// Megatron-DeepSpeed's MoE model: what its flags can build.
+// Megatron-DeepSpeed's MoE model: what its flags can build (the search's
+// mds_moe_model rule reads the same check).
 Status CheckMdsMoeModel(const Plan& p, EmitFormat f) {
-  const ModelSpec& m = p.job.model;
-  if (!m.is_moe()) return Status::Ok();
-  if (m.moe_ffn_hidden != m.ffn_hidden) {
-    return Refuse(f,
-                  "Megatron-DeepSpeed's experts are the dense MLP (ParallelMLP of "
-                  "--ffn-hidden-size, megatron/model/transformer.py:1066-1083): the expert "
-                  "width " +
-                      Str(m.moe_ffn_hidden) + " is not ffn_hidden " + Str(m.ffn_hidden));
-  }
-  if (m.shared_ffn_hidden > 0 || m.is_mla() || m.mtp_layers > 0 || m.router != "softmax") {
-    return Refuse(f,
-                  "Megatron-DeepSpeed's MoE layer is softmax top-k gating over routed "
-                  "experts (transformer.py:1066-1083): it has no shared experts, MLA, "
-                  "multi-token prediction or sigmoid router, which " +
-                      m.name + " has");
-  }
-  // transformer.py:1650-1660: layer_num (1-based) is MoE when layer_num % expert_interval == 0.
-  for (int i = 0; i < m.layers; ++i) {
-    if (m.is_moe_layer(i) != ((i + 1) % m.moe_layer_step == 0)) {
-      return Refuse(f, "--expert-interval " + Str(m.moe_layer_step) +
-                           " puts experts on every layer number divisible by it "
-                           "(transformer.py:1650-1660); " +
-                           m.name + "'s layer " + Str(i) + " differs (first_dense_layers " +
-                           Str(m.first_dense_layers) + ")");
-    }
-  }
-  return Status::Ok();
+  const std::string gap = MegatronDeepSpeedMoeGap(p.job.model);
+  return gap.empty() ? Status::Ok() : Refuse(f, gap);
 }
 
 Status CheckDeepSpeedConfig(const Plan& p) {

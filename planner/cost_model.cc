@@ -10,6 +10,7 @@
 
 #include "planner/cost/internal.h"
 #include "planner/memory.h"
+#include "planner/moe.h"
 
 namespace paratune::planner {
 
@@ -91,6 +92,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   const auto& curves = cluster.gpu.gemm_efficiency;
   const std::vector<topology::EfficiencyPoint>* curve =
       recipe ? &cluster.gpu.RecipeGemmCurve(training.recipe) : &cluster.gpu.EffectiveGemmCurve(p);
+  if (model.is_moe()) mds_moe_gap_ = MegatronDeepSpeedMoeGap(model);
   hp_peak_flops_ = cluster.gpu.PeakTflops(Precision::kBf16) * 1e12;
   if (!(hp_peak_flops_ > 0)) hp_peak_flops_ = peak_flops_;
   for (const topology::EfficiencyPoint& pt : cluster.gpu.EffectiveGemmCurve(Precision::kBf16)) {

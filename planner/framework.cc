@@ -169,7 +169,7 @@ const char* FrameworkName(Framework f) { return kNames[static_cast<int>(f)]; }
 constexpr const char* kRuleNames[kNumFrameworkRules] = {
     "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
     "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp",
-    "moe_bias_etp1", "ep_in_shard_mesh"};
+    "moe_bias_etp1", "ep_in_shard_mesh", "mds_moe_model"};
 
 const char* FrameworkRuleName(FrameworkRule r) { return kRuleNames[static_cast<int>(r)]; }
 
@@ -233,6 +233,8 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
     case FrameworkRule::kMoeBiasEtp1:
       if (!job.moe || !job.linear_bias || c.etp <= 1) return "";
       return "the experts of a model with linear biases are not split over etp " + S(c.etp);
+    case FrameworkRule::kMdsMoeModel:
+      return job.moe && job.mds_moe_gap != nullptr ? *job.mds_moe_gap : "";
     case FrameworkRule::kEpInShardMesh: {
       const int64_t shard = int64_t{c.gz} * c.cp * c.gy;
       if (c.etp == 1 && shard % c.ep == 0) return "";

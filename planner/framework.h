@@ -193,8 +193,11 @@ enum class FrameworkRule : uint8_t {
   // torchtitan: expert parallelism borrows from the dp_shard·cp·tp ranks (ep
   // divides them) and the experts are never tensor-split (etp 1).
   kEpInShardMesh,
+  // Megatron-DeepSpeed builds an MoE model only when its experts are the dense
+  // MLP under softmax gating on an --expert-interval pattern (MegatronDeepSpeedMoeGap).
+  kMdsMoeModel,
 };
-inline constexpr int kNumFrameworkRules = 8;
+inline constexpr int kNumFrameworkRules = 9;
 const char* FrameworkRuleName(FrameworkRule r);  // "cp_a2a_local_heads", ...
 Result<FrameworkRule> ParseFrameworkRule(const std::string& s);
 
@@ -208,6 +211,9 @@ struct RuleJob {
   int heads = 1, kv_heads = 1;
   bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
   bool moe = false;  // the model has routed experts
+  // Why Megatron-DeepSpeed cannot build the MoE model ("" = it can), computed
+  // once per cost model (MegatronDeepSpeedMoeGap).
+  const std::string* mds_moe_gap = nullptr;
   int64_t seq_len = 0;
   int64_t fpdt_chunk_tokens = 65536;
 };

@@ -75,4 +75,28 @@ DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens,
   return v;
 }
 
+std::string MegatronDeepSpeedMoeGap(const ModelSpec& m) {
+  if (!m.is_moe()) return "";
+  const auto S = [](int64_t v) { return std::to_string(v); };
+  if (m.moe_ffn_hidden != m.ffn_hidden) {
+    return "Megatron-DeepSpeed's experts are the dense MLP (ParallelMLP of --ffn-hidden-size, "
+           "megatron/model/transformer.py:1066-1083 @4efb479): the expert width " +
+           S(m.moe_ffn_hidden) + " is not ffn_hidden " + S(m.ffn_hidden);
+  }
+  if (m.shared_ffn_hidden > 0 || m.is_mla() || m.mtp_layers > 0 || m.router != "softmax") {
+    return "Megatron-DeepSpeed's MoE layer is softmax top-k gating over routed experts "
+           "(transformer.py:1066-1083 @4efb479): it has no shared experts, MLA, multi-token "
+           "prediction or sigmoid router, which " + m.name + " has";
+  }
+  for (int i = 0; i < m.layers; ++i) {
+    if (m.is_moe_layer(i) != ((i + 1) % m.moe_layer_step == 0)) {
+      return "--expert-interval " + S(m.moe_layer_step) +
+             " puts experts on every layer number divisible by it (transformer.py:1650-1660 "
+             "@4efb479); " + m.name + "'s layer " + S(i) + " differs (first_dense_layers " +
+             S(m.first_dense_layers) + ")";
+    }
+  }
+  return "";
+}
+
 }  // namespace paratune::planner

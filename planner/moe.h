@@ -61,4 +61,11 @@ struct DispatchVolume {
 DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens, int ep,
                              int ep_per_node, double elem_bytes, int node_limit);
 
+// "" when Megatron-DeepSpeed's MoE layer builds `m` (a dense model always),
+// else why not: its experts are the dense MLP of --ffn-hidden-size (ParallelMLP,
+// megatron/model/transformer.py:1066-1083 @4efb479) under softmax top-k gating,
+// with no shared experts, MLA, multi-token prediction or sigmoid router, on the
+// layer numbers (1-based) --expert-interval divides (transformer.py:1650-1660).
+std::string MegatronDeepSpeedMoeGap(const ModelSpec& m);
+
 }  // namespace paratune::planner

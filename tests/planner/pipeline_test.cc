@@ -190,6 +190,20 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   t.ep = 4;
   t.etp = 2;
   EXPECT_NE(tc.BrokenRule(t), nullptr);
+  // Megatron-DeepSpeed's experts are the dense MLP (transformer.py:1066-1083):
+  // Qwen3-30B-A3B's 768-wide experts beside a 6144-wide dense FFN are not
+  // built, at any layout; Mixtral's experts are its dense MLP, so they are.
+  const Job qm = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed);
+  const CostModel qmc(qm.model, qm.training, qm.cluster, qm.gpus);
+  ParallelConfig d;
+  d.gdata = 16;
+  d.zero = 1;
+  d.ep = 8;
+  ASSERT_NE(qmc.BrokenRule(d, &why), nullptr);
+  EXPECT_EQ(qmc.BrokenRule(d)->rule, FrameworkRule::kMdsMoeModel);
+  EXPECT_NE(why.find("dense MLP"), std::string::npos) << why;
+  const Job mx = MakeJob("mixtral-8x7b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed);
+  EXPECT_EQ(CostModel(mx.model, mx.training, mx.cluster, mx.gpus).BrokenRule(d), nullptr);
 }
 
 TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
