@@ -145,7 +145,7 @@ Result<SeedResult> AxonnVsMegatron() {
   s.published = "AxoNN 26 % faster than Megatron-LM; 57 % of peak (182 PFLOP/s)";
   s.criterion = "AxoNN faster than the best Megatron-LM configuration by 10-40 %, at >= 50 % of peak";
   s.assumed = {
-      "global batch 1024 sequences of 2048 tokens (the question as issue 15 asked it; the paper does not "
+      "global batch 1024 sequences of 2048 tokens (the seed question's batch; the paper does not "
       "state its batch, so larger batches are shown too), bf16, flash attention (--use-flash-attn in the "
       "Perlmutter scripts)",
       "Megatron-LM as of 2023 (whole pipeline stages, FlashAttention-2, no context parallelism): "
