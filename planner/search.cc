@@ -1,3 +1,9 @@
+// The exhaustive search over the configuration space (planner/search.h):
+// enumeration with pruning, ranking by the pessimistic edge, the Pareto front,
+// and the merge of per-thread shards. Over 800 lines because RunShard keeps
+// the whole loop nest (framework, tensor, pipeline and schedule, context,
+// ZeRO, experts, micro-batch) in one function, where each outer loop's pruning
+// bound is visible to the loops inside it.
 #include "planner/search.h"
 
 #include <algorithm>
