@@ -31,6 +31,10 @@ def schedule_is_single(name):
     try:
         from torch.distributed.pipelining.schedules import get_schedule_class, PipelineScheduleSingle
         cls = get_schedule_class(name)
+        # Under the stand-ins (stubs.py) the import succeeds with empty classes
+        # that answer nothing: only PyTorch's own classes are asked.
+        if getattr(cls, '__module__', '') != 'torch.distributed.pipelining.schedules':
+            raise ImportError('no torch.distributed.pipelining here')
         if isinstance(cls, type) and issubclass(cls, PipelineScheduleSingle):
             return True
         if isinstance(cls, type):
