@@ -22,34 +22,17 @@
 #include "profiler/discovery.h"
 #include "profiler/profile.h"
 #include "profiler/sampler.h"
+#include "tests/executor/test_util.h"
 
 namespace paratune::executor {
 namespace {
 
-backend::Backend& B() {
-  static std::unique_ptr<backend::Backend> b = [] {
-    auto r = backend::CreateMpiCpuBackend({});
-    if (!r.ok()) {
-      std::fprintf(stderr, "mpi-cpu backend: %s\n", r.status().ToString().c_str());
-      std::abort();
-    }
-    return std::move(*r);
-  }();
-  return *b;
-}
+backend::Backend& B() { return testing::MpiCpuBackend(); }
 
 planner::ModelSpec Tiny() {
-  planner::ModelSpec m;
+  planner::ModelSpec m =
+      planner::testing::GptLike(4, 256, 8, 2048, /*dropout=*/false, /*max_seq_len=*/128);
   m.name = "tiny-gpt";
-  m.layers = 4;
-  m.hidden = 256;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 1024;
-  m.vocab = 2048;
-  m.norm = "layernorm";
-  m.linear_bias = true;
-  m.max_seq_len = 128;
   return m;
 }
 

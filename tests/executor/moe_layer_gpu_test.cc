@@ -9,26 +9,19 @@
 #include "backend/cuda_nccl.h"
 #include "executor/run/moe_layer.h"
 #include "planner/model.h"
+#include "tests/executor/test_util.h"
 #include "topology/cluster.h"
 
 namespace paratune::executor {
 namespace {
 
 TEST(MoeLayerGpu, Qwen3ExpertsOnOneGpuStayUnderThePeak) {
-  auto devices = backend::CudaDeviceCount();
-  if (!devices.ok()) GTEST_SKIP() << devices.status().message();
-  auto made = backend::CreateCudaNcclBackend(backend::CreateSingleProcessBootstrap(), {});
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  backend::Backend& b = **made;
-  auto dev = b.DescribeDevice();
-  ASSERT_TRUE(dev.ok());
-  std::string preset;
-  for (auto [needle, name] : {std::pair<const char*, const char*>{"H200", "dgx-h200"},
-                              {"H100", "dgx-h100"},
-                              {"A100", "dgx-a100-80gb"}}) {
-    if (preset.empty() && dev->name.find(needle) != std::string::npos) preset = name;
-  }
-  if (preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
+  testing::OneGpu gpu;
+  testing::OpenOneGpu(&gpu);
+  if (IsSkipped() || HasFatalFailure()) return;
+  backend::Backend& b = *gpu.backend;
+  const backend::DeviceInfo* dev = &gpu.device;
+  const std::string& preset = gpu.preset;
   auto cluster = topology::ClusterPreset(preset);
   ASSERT_TRUE(cluster.ok());
   auto model = planner::ModelPreset("qwen3-30b-a3b");

@@ -7,21 +7,12 @@
 
 #include "backend/mpi_cpu.h"
 #include "executor/run/moe_layer.h"
+#include "tests/executor/test_util.h"
 
 namespace paratune::executor {
 namespace {
 
-backend::Backend& B() {
-  static std::unique_ptr<backend::Backend> b = [] {
-    auto r = backend::CreateMpiCpuBackend({});
-    if (!r.ok()) {
-      std::fprintf(stderr, "mpi-cpu backend: %s\n", r.status().ToString().c_str());
-      std::abort();
-    }
-    return std::move(*r);
-  }();
-  return *b;
-}
+backend::Backend& B() { return testing::MpiCpuBackend(); }
 
 // A small MoE: 8 experts of width 128, top-2, hidden 64, SwiGLU.
 planner::ModelSpec SmallMoe() {

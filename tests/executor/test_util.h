@@ -4,13 +4,21 @@
 // threads, optionally behind the fault injector.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "backend/cuda_nccl.h"
 #include "backend/fake.h"
 #include "backend/fault.h"
+#include "backend/mpi_cpu.h"
 #include "executor/run/runner.h"
 #include "planner/plans.h"
 #include "planner/request.h"
@@ -90,10 +98,12 @@ inline planner::ParallelConfig MegatronSp() {
 // Megatron for ZeRO stages and FPDT, torchtitan for FSDP with TP/PP/CP,
 // Megatron otherwise.
 inline planner::Framework FrameworkFor(const planner::ParallelConfig& c) {
-  if (c.zero > 0 || (c.cp > 1 && c.cp_kind == planner::CpKind::kFpdt)) return planner::Framework::kMegatronDeepSpeed;
+  if (c.zero > 0 || (c.cp > 1 && c.cp_kind == planner::CpKind::kFpdt))
+    return planner::Framework::kMegatronDeepSpeed;
   if (c.gx > 1) return planner::Framework::kAxonn;
   if (c.gz > 1) {
-    return (c.pp > 1 || c.cp > 1 || c.sp) ? planner::Framework::kTorchtitan : planner::Framework::kAxonn;
+    return (c.pp > 1 || c.cp > 1 || c.sp) ? planner::Framework::kTorchtitan
+                                          : planner::Framework::kAxonn;
   }
   return planner::Framework::kMegatron;
 }
@@ -160,6 +170,48 @@ inline void RunWorld(const backend::FakeConfig& config,
   // Keep the backends (and their logs) alive for the caller.
   static std::vector<std::vector<std::unique_ptr<backend::Backend>>> keep;
   keep.push_back(std::move(ranks));
+}
+
+// The mpi-cpu backend of this process, created once (MPI is initialised once
+// per process); aborts when it cannot be created, since every rank must fail
+// alike under mpirun.
+inline backend::Backend& MpiCpuBackend() {
+  static std::unique_ptr<backend::Backend> b = [] {
+    auto r = backend::CreateMpiCpuBackend({});
+    if (!r.ok()) {
+      std::fprintf(stderr, "mpi-cpu backend: %s\n", r.status().ToString().c_str());
+      std::abort();
+    }
+    return std::move(*r);
+  }();
+  return *b;
+}
+
+// The single-process cuda backend, its device and the cluster preset that
+// describes that device (H200, H100 or A100 80 GB).
+struct OneGpu {
+  std::unique_ptr<backend::Backend> backend;
+  backend::DeviceInfo device;
+  std::string preset;
+};
+// Opens the GPU for a test: skips the test without a device or without a
+// preset for it, fails it when the backend or the device cannot be opened.
+// The caller returns when IsSkipped() or HasFatalFailure().
+inline void OpenOneGpu(OneGpu* gpu) {
+  auto devices = backend::CudaDeviceCount();
+  if (!devices.ok()) GTEST_SKIP() << devices.status().message();
+  auto made = backend::CreateCudaNcclBackend(backend::CreateSingleProcessBootstrap(), {});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  gpu->backend = std::move(*made);
+  auto dev = gpu->backend->DescribeDevice();
+  ASSERT_TRUE(dev.ok());
+  gpu->device = *dev;
+  for (auto [needle, name] : {std::pair<const char*, const char*>{"H200", "dgx-h200"},
+                              {"H100", "dgx-h100"},
+                              {"A100", "dgx-a100-80gb"}}) {
+    if (gpu->preset.empty() && dev->name.find(needle) != std::string::npos) gpu->preset = name;
+  }
+  if (gpu->preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
 }
 
 }  // namespace paratune::executor::testing
