@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -198,41 +199,49 @@ bool SameSecret(const std::string& a, const std::string& b) {
   return diff == 0 && !b.empty();
 }
 
+// One entry per preset in `names` that loads (`load`), as `describe` writes it.
+template <typename Spec>
+OrderedJson PresetList(
+    const std::vector<std::string>& names, Result<Spec> (*load)(const std::string&),
+    const std::function<OrderedJson(const std::string&, const Spec&)>& describe) {
+  OrderedJson arr = OrderedJson::array();
+  for (const auto& name : names) {
+    auto spec = load(name);
+    if (!spec.ok()) continue;
+    arr.push_back(describe(name, *spec));
+  }
+  return arr;
+}
+
 OrderedJson PresetsDocument(const std::string& kind) {
   OrderedJson doc;
   doc["schema"] = "paratune.presets/v1";
   if (kind == "all" || kind == "models") {
-    OrderedJson arr = OrderedJson::array();
-    for (const auto& name : planner::ModelPresetNames()) {
-      auto m = planner::ModelPreset(name);
-      if (!m.ok()) continue;
-      arr.push_back({{"name", name},
-                     {"params_B", static_cast<double>(m->ParamCount()) / 1e9},
-                     {"layers", m->layers},
-                     {"hidden", m->hidden},
-                     {"max_seq_len", m->max_seq_len}});
-    }
-    doc["models"] = arr;
+    doc["models"] = PresetList<planner::ModelSpec>(
+        planner::ModelPresetNames(), &planner::ModelPreset,
+        [](const std::string& name, const planner::ModelSpec& m) -> OrderedJson {
+          return {{"name", name},
+                  {"params_B", static_cast<double>(m.ParamCount()) / 1e9},
+                  {"layers", m.layers},
+                  {"hidden", m.hidden},
+                  {"max_seq_len", m.max_seq_len}};
+        });
   }
   if (kind == "all" || kind == "gpus") {
-    OrderedJson arr = OrderedJson::array();
-    for (const auto& name : topology::GpuPresetNames()) {
-      auto g = topology::GpuPreset(name);
-      if (!g.ok()) continue;
-      arr.push_back({{"name", name},
-                     {"memory_GiB", g->memory_GiB},
-                     {"bf16_tflops", g->PeakTflops(topology::Precision::kBf16)}});
-    }
-    doc["gpus"] = arr;
+    doc["gpus"] = PresetList<topology::GpuSpec>(
+        topology::GpuPresetNames(), &topology::GpuPreset,
+        [](const std::string& name, const topology::GpuSpec& g) -> OrderedJson {
+          return {{"name", name},
+                  {"memory_GiB", g.memory_GiB},
+                  {"bf16_tflops", g.PeakTflops(topology::Precision::kBf16)}};
+        });
   }
   if (kind == "all" || kind == "clusters") {
-    OrderedJson arr = OrderedJson::array();
-    for (const auto& name : topology::ClusterPresetNames()) {
-      auto c = topology::ClusterPreset(name);
-      if (!c.ok()) continue;
-      arr.push_back({{"name", name}, {"gpu", c->gpu.name}, {"gpus_per_node", c->gpus_per_node}});
-    }
-    doc["clusters"] = arr;
+    doc["clusters"] = PresetList<topology::ClusterSpec>(
+        topology::ClusterPresetNames(), &topology::ClusterPreset,
+        [](const std::string& name, const topology::ClusterSpec& c) -> OrderedJson {
+          return {{"name", name}, {"gpu", c.gpu.name}, {"gpus_per_node", c.gpus_per_node}};
+        });
   }
   return doc;
 }
