@@ -55,65 +55,53 @@ Status IssueCollective(Backend& b, const CollectiveCall& c) {
   }
 }
 
+namespace {
+
+// What every collective call names: its kind, communicator, buffers, element
+// count and type, stream and (for the reductions) operation; SendRecv adds
+// its peers.
+CollectiveCall Call(OpKind kind, CommId comm, const Buffer& send, const Buffer& recv, int64_t count,
+                    DataType t, StreamId stream, ReduceOp op = ReduceOp::kSum) {
+  return {.kind = kind,
+          .comm = comm,
+          .send = send,
+          .recv = recv,
+          .count = count,
+          .dtype = t,
+          .op = op,
+          .stream = stream};
+}
+
+}  // namespace
+
 Status CollectiveBackend::AllReduce(CommId comm, const Buffer& send, const Buffer& recv,
                                     int64_t count, DataType t, ReduceOp op, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllReduce,
-                   .comm = comm,
-                   .send = send,
-                   .recv = recv,
-                   .count = count,
-                   .dtype = t,
-                   .op = op,
-                   .stream = stream});
+  return Dispatch(Call(OpKind::kAllReduce, comm, send, recv, count, t, stream, op));
 }
 
 Status CollectiveBackend::AllGather(CommId comm, const Buffer& send, const Buffer& recv,
                                     int64_t send_count, DataType t, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllGather,
-                   .comm = comm,
-                   .send = send,
-                   .recv = recv,
-                   .count = send_count,
-                   .dtype = t,
-                   .stream = stream});
+  return Dispatch(Call(OpKind::kAllGather, comm, send, recv, send_count, t, stream));
 }
 
 Status CollectiveBackend::ReduceScatter(CommId comm, const Buffer& send, const Buffer& recv,
                                         int64_t recv_count, DataType t, ReduceOp op,
                                         StreamId stream) {
-  return Dispatch({.kind = OpKind::kReduceScatter,
-                   .comm = comm,
-                   .send = send,
-                   .recv = recv,
-                   .count = recv_count,
-                   .dtype = t,
-                   .op = op,
-                   .stream = stream});
+  return Dispatch(Call(OpKind::kReduceScatter, comm, send, recv, recv_count, t, stream, op));
 }
 
 Status CollectiveBackend::AllToAll(CommId comm, const Buffer& send, const Buffer& recv,
                                    int64_t count_per_peer, DataType t, StreamId stream) {
-  return Dispatch({.kind = OpKind::kAllToAll,
-                   .comm = comm,
-                   .send = send,
-                   .recv = recv,
-                   .count = count_per_peer,
-                   .dtype = t,
-                   .stream = stream});
+  return Dispatch(Call(OpKind::kAllToAll, comm, send, recv, count_per_peer, t, stream));
 }
 
 Status CollectiveBackend::SendRecv(CommId comm, const Buffer& send, int send_peer,
                                    const Buffer& recv, int recv_peer, int64_t count, DataType t,
                                    StreamId stream) {
-  return Dispatch({.kind = OpKind::kSendRecv,
-                   .comm = comm,
-                   .send = send,
-                   .recv = recv,
-                   .count = count,
-                   .dtype = t,
-                   .stream = stream,
-                   .send_peer = send_peer,
-                   .recv_peer = recv_peer});
+  CollectiveCall call = Call(OpKind::kSendRecv, comm, send, recv, count, t, stream);
+  call.send_peer = send_peer;
+  call.recv_peer = recv_peer;
+  return Dispatch(call);
 }
 
 Status CollectiveBackend::Dispatch(CollectiveCall call) {

@@ -6,10 +6,10 @@
 
 namespace paratune::backend {
 
-void FillModuleApi(ModuleApi* api) {
-  api->module = "cuda";
-  api->create_cuda = &CreateCudaNcclBackend;
-  api->cuda_device_count = &CudaDeviceCount;
+ModuleApi ModuleProvides() {
+  return {.module = "cuda",
+          .create_cuda = &CreateCudaNcclBackend,
+          .cuda_device_count = &CudaDeviceCount};
 }
 
 }  // namespace paratune::backend

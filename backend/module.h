@@ -64,8 +64,8 @@ Result<const ModuleApi*> LoadBackendModule(const std::string& module);
 
 // Defined by each module's entry source (cuda_module.cc, mpi_module.cc): its
 // name and the entries it provides. The exported entry point (module_entry.cc)
-// fills in the versions and calls it once.
-void FillModuleApi(ModuleApi* api);
+// calls it once and stamps the table with this build's paratune version.
+ModuleApi ModuleProvides();
 
 // The dlerror() text of a failed dlopen turned into a sentence for `module`:
 // "the cuda backend needs libnccl.so.2: not found (<text>)" when the text

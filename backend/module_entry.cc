@@ -1,6 +1,6 @@
 // The exported entry point of every backend module (backend/module.h): the
 // ABI and paratune versions of this build, and what the module itself
-// provides (FillModuleApi, from the module's own entry source).
+// provides (ModuleProvides, from the module's own entry source).
 #include "backend/module.h"
 
 #ifndef PARATUNE_VERSION
@@ -10,9 +10,8 @@
 extern "C" __attribute__((visibility("default"))) const paratune::backend::ModuleApi*
 paratune_backend_module_v1() {
   static const paratune::backend::ModuleApi api = [] {
-    paratune::backend::ModuleApi a;
+    paratune::backend::ModuleApi a = paratune::backend::ModuleProvides();
     a.paratune_version = PARATUNE_VERSION;
-    paratune::backend::FillModuleApi(&a);
     return a;
   }();
   return &api;

@@ -120,6 +120,23 @@ void Reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+// The one of `sum`, `prod`, `max`, `min` that implements `op`; an average
+// reduces as a sum (the caller divides).
+template <typename V>
+V ForReduceOp(ReduceOp op, V sum, V prod, V max, V min) {
+  static_assert(static_cast<int>(ReduceOp::kAvg) == 4, "by_op follows ReduceOp's order");
+  const V by_op[] = {sum, prod, max, min, sum};
+  return by_op[static_cast<size_t>(op)];
+}
+
+// The MPI user function that reduces 16-bit floats of type T by `op`.
+template <typename T>
+MPI_User_function* Reduce16Function(ReduceOp op) {
+  return ForReduceOp<MPI_User_function*>(
+      op, &Reduce16<T, ReduceOp::kSum>, &Reduce16<T, ReduceOp::kProd>, &Reduce16<T, ReduceOp::kMax>,
+      &Reduce16<T, ReduceOp::kMin>);
+}
+
 template <typename T>
 void FillTyped(void* data, int64_t n, const std::function<double(int64_t)>& value) {
   T* p = static_cast<T*>(data);
@@ -564,42 +581,13 @@ class MpiCpuBackend final : public BootstrappedBackend {
     if (t == DataType::kFp8E4M3)
       return Status::Unavailable("the mpi-cpu backend cannot reduce f8e4m3 data");
     if (t != DataType::kFloat16 && t != DataType::kBFloat16) {
-      switch (op) {
-        case ReduceOp::kSum:
-        case ReduceOp::kAvg:
-          return MPI_SUM;
-        case ReduceOp::kProd:
-          return MPI_PROD;
-        case ReduceOp::kMax:
-          return MPI_MAX;
-        case ReduceOp::kMin:
-          return MPI_MIN;
-      }
+      return ForReduceOp<MPI_Op>(op, MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN);
     }
     const int key = static_cast<int>(t) * 16 + static_cast<int>(op);
     auto it = ops16_.find(key);
     if (it != ops16_.end()) return it->second;
-    MPI_User_function* fn = nullptr;
-    const bool bf = t == DataType::kBFloat16;
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        fn = bf ? &Reduce16<Eigen::bfloat16, ReduceOp::kSum>
-                : &Reduce16<Eigen::half, ReduceOp::kSum>;
-        break;
-      case ReduceOp::kProd:
-        fn = bf ? &Reduce16<Eigen::bfloat16, ReduceOp::kProd>
-                : &Reduce16<Eigen::half, ReduceOp::kProd>;
-        break;
-      case ReduceOp::kMax:
-        fn = bf ? &Reduce16<Eigen::bfloat16, ReduceOp::kMax>
-                : &Reduce16<Eigen::half, ReduceOp::kMax>;
-        break;
-      case ReduceOp::kMin:
-        fn = bf ? &Reduce16<Eigen::bfloat16, ReduceOp::kMin>
-                : &Reduce16<Eigen::half, ReduceOp::kMin>;
-        break;
-    }
+    MPI_User_function* fn = t == DataType::kBFloat16 ? Reduce16Function<Eigen::bfloat16>(op)
+                                                     : Reduce16Function<Eigen::half>(op);
     MPI_Op mop = MPI_OP_NULL;
     PT_RETURN_IF_ERROR(MpiCheck(MPI_Op_create(fn, 1, &mop), "MPI_Op_create"));
     ops16_[key] = mop;

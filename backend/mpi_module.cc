@@ -7,10 +7,10 @@
 
 namespace paratune::backend {
 
-void FillModuleApi(ModuleApi* api) {
-  api->module = "mpi";
-  api->create_mpi_cpu = &CreateMpiCpuBackend;
-  api->create_mpi_bootstrap = &CreateMpiBootstrap;
+ModuleApi ModuleProvides() {
+  return {.module = "mpi",
+          .create_mpi_cpu = &CreateMpiCpuBackend,
+          .create_mpi_bootstrap = &CreateMpiBootstrap};
 }
 
 }  // namespace paratune::backend
