@@ -23,25 +23,27 @@ struct Reference {  // GPT-3 175B on 1024 A100s, seq 2048, batch 1536
   }();
   topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-a100-80gb");
   CostModel cm{model, training, cluster, 1024};
+  // A typical candidate of that job (Megatron 3D with the distributed
+  // optimizer and the usual overlaps) and its compute terms.
+  ParallelConfig config = [] {
+    ParallelConfig c;
+    c.gy = 8;
+    c.pp = 8;
+    c.vpp = 3;
+    c.gdata = 16;
+    c.sp = true;
+    c.recompute = Recompute::kSelective;
+    c.distributed_optimizer = true;
+    c.oar = c.overlap_grad_reduce = c.overlap_param_gather = true;
+    return c;
+  }();
+  CostModel::ComputeTerms terms = cm.Compute(config);
 };
-
-ParallelConfig Typical() {
-  ParallelConfig c;
-  c.gy = 8;
-  c.pp = 8;
-  c.vpp = 3;
-  c.gdata = 16;
-  c.sp = true;
-  c.recompute = Recompute::kSelective;
-  c.distributed_optimizer = true;
-  c.oar = c.overlap_grad_reduce = c.overlap_param_gather = true;
-  return c;
-}
 
 // The full cost of one candidate from scratch: compute terms, memory, time.
 void BM_PredictFullCost(benchmark::State& state) {
   Reference ref;
-  ParallelConfig c = Typical();
+  ParallelConfig c = ref.config;
   for (auto _ : state) {
     Prediction p = ref.cm.Predict(c);
     benchmark::DoNotOptimize(p);
@@ -55,14 +57,13 @@ BENCHMARK(BM_PredictFullCost);
 // candidates that differ only in ZeRO, recompute, vpp and placement.
 void BM_PredictWithSharedTerms(benchmark::State& state) {
   Reference ref;
-  ParallelConfig c = Typical();
-  const CostModel::ComputeTerms terms = ref.cm.Compute(c);
+  ParallelConfig c = ref.config;
   int i = 0;
   for (auto _ : state) {
     c.recompute = static_cast<Recompute>(i % 3);
     c.vpp = 1 + (i % 2) * 2;
     ++i;
-    Prediction p = ref.cm.PredictWith(c, terms);
+    Prediction p = ref.cm.PredictWith(c, ref.terms);
     benchmark::DoNotOptimize(p);
   }
   state.SetItemsProcessed(state.iterations());
@@ -71,10 +72,8 @@ BENCHMARK(BM_PredictWithSharedTerms);
 
 void BM_Memory(benchmark::State& state) {
   Reference ref;
-  ParallelConfig c = Typical();
-  const CostModel::ComputeTerms terms = ref.cm.Compute(c);
   for (auto _ : state) {
-    MemoryBreakdown m = ref.cm.MemoryWith(c, terms);
+    MemoryBreakdown m = ref.cm.MemoryWith(ref.config, ref.terms);
     benchmark::DoNotOptimize(m);
   }
   state.SetItemsProcessed(state.iterations());
