@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/document.h"
 #include "common/strings.h"
 
 namespace paratune::profiler {
@@ -312,12 +313,7 @@ OrderedJson ProfileToJson(const Profile& p) {
 Result<Profile> ParseProfile(const Json& j) {
   ObjectReader r(j, "");
   Profile p;
-  std::string schema;
-  PT_RETURN_IF_ERROR(r.String("schema", &schema));
-  if (schema != kProfileSchema) {
-    return r.Error("schema",
-                   std::string("must be \"") + kProfileSchema + "\" (got \"" + schema + "\")");
-  }
+  PT_RETURN_IF_ERROR(ReadSchema(r, kProfileSchema));
   PT_RETURN_IF_ERROR(r.String("cluster_fingerprint", &p.cluster_fingerprint));
   if (!r.Has("environment")) return r.Error("environment", "is required");
   PT_ASSIGN_OR_RETURN(p.environment,
@@ -427,11 +423,7 @@ Result<Profile> ParseProfile(const Json& j) {
 }
 
 Result<Profile> LoadProfile(const std::string& path) {
-  PT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  PT_ASSIGN_OR_RETURN(Json j, ParseJson(text, "profile " + path));
-  auto p = ParseProfile(j);
-  if (!p.ok()) return p.status().WithContext("profile " + path);
-  return p;
+  return LoadDocument(path, "profile", &ParseProfile);
 }
 
 Status WriteProfile(const Profile& p, const std::string& path) {

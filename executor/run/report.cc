@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "common/enum_names.h"
+#include "common/document.h"
 
 namespace paratune::executor {
 namespace {
@@ -201,12 +202,7 @@ OrderedJson RunReportToJson(const RunReport& r) {
 Result<RunReport> ParseRunReport(const Json& j) {
   ObjectReader r(j, "");
   RunReport rep;
-  std::string schema;
-  PT_RETURN_IF_ERROR(r.String("schema", &schema));
-  if (schema != kRunReportSchema) {
-    return r.Error("schema",
-                   std::string("must be \"") + kRunReportSchema + "\" (got \"" + schema + "\")");
-  }
+  PT_RETURN_IF_ERROR(ReadSchema(r, kRunReportSchema));
   PT_RETURN_IF_ERROR(r.Bool("complete", &rep.complete));
   PT_RETURN_IF_ERROR(r.String("model", &rep.model));
   PT_RETURN_IF_ERROR(r.String("cluster", &rep.cluster));
@@ -281,11 +277,7 @@ Result<RunReport> ParseRunReport(const Json& j) {
 }
 
 Result<RunReport> LoadRunReport(const std::string& path) {
-  PT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  PT_ASSIGN_OR_RETURN(Json j, ParseJson(text, "run report " + path));
-  auto r = ParseRunReport(j);
-  if (!r.ok()) return r.status().WithContext("run report " + path);
-  return r;
+  return LoadDocument(path, "run report", &ParseRunReport);
 }
 
 }  // namespace paratune::executor
