@@ -57,6 +57,15 @@ const std::set<std::string>& ClusterSourceKeys() {
 
 bool IsFraction(double v) { return v > 0 && v <= 1; }
 
+// Whether the three factors of `k` lie in (0.05, 20): a calibration that moves
+// a term by more than that is a broken measurement, not a fit.
+bool PlausibleFactors(const ClusterSpec::Corrections& k) {
+  for (double f : {k.compute, k.communication, k.memory_bound}) {
+    if (!(f > 0.05 && f < 20)) return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Placement model.
 
@@ -517,9 +526,8 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     PT_RETURN_IF_ERROR(cr.OptNumber("communication", &c.corrections.communication));
     PT_RETURN_IF_ERROR(cr.OptNumber("memory_bound", &c.corrections.memory_bound));
     PT_RETURN_IF_ERROR(cr.Finish());
-    for (double f :
-         {c.corrections.compute, c.corrections.communication, c.corrections.memory_bound}) {
-      if (!(f > 0.05 && f < 20)) return r->Error("corrections", "factors must be in (0.05, 20)");
+    if (!PlausibleFactors(c.corrections)) {
+      return r->Error("corrections", "factors must be in (0.05, 20)");
     }
   } else {
     r->Ignore("corrections");
@@ -538,9 +546,8 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
       PT_RETURN_IF_ERROR(er.Number("memory_bound", &e.corrections.memory_bound));
       PT_RETURN_IF_ERROR(er.OptNumber("residual", &e.corrections.residual));
       PT_RETURN_IF_ERROR(er.Finish());
-      for (double f :
-           {e.corrections.compute, e.corrections.communication, e.corrections.memory_bound}) {
-        if (!(f > 0.05 && f < 20)) return er.Error("compute", "factors must be in (0.05, 20)");
+      if (!PlausibleFactors(e.corrections)) {
+        return er.Error("compute", "factors must be in (0.05, 20)");
       }
       if (!(e.corrections.residual >= 0 && e.corrections.residual < 10)) {
         return er.Error("residual", "must be in [0, 10)");

@@ -34,6 +34,17 @@ void AppendField(std::string* out, const char* key, const std::string& v) {
   out->push_back(';');
 }
 
+// An efficiency curve as "size:efficiency," per point, closed by ';'.
+void AppendCurve(std::string* out, const std::vector<EfficiencyPoint>& curve) {
+  for (const EfficiencyPoint& pt : curve) {
+    AppendNumber(out, pt.size);
+    out->push_back(':');
+    AppendNumber(out, pt.efficiency);
+    out->push_back(',');
+  }
+  out->push_back(';');
+}
+
 // The canonical text of the prediction-relevant fields: fixed order, fixed
 // number format, effective values (fallbacks resolved) so that two specs that
 // predict alike hash alike.
@@ -50,13 +61,7 @@ std::string CanonicalText(const ClusterSpec& c) {
     s += "gemm.";
     s += PrecisionName(p);
     s += '=';
-    for (const EfficiencyPoint& pt : g.EffectiveGemmCurve(p)) {
-      AppendNumber(&s, pt.size);
-      s += ':';
-      AppendNumber(&s, pt.efficiency);
-      s += ',';
-    }
-    s += ';';
+    AppendCurve(&s, g.EffectiveGemmCurve(p));
   }
   // Only when stated, so GPUs without it keep their fingerprints.
   if (g.gemm_sustained_fraction != 1.0)
@@ -73,13 +78,7 @@ std::string CanonicalText(const ClusterSpec& c) {
   if (g.fp4_peak_tflops > 0) {
     AppendField(&s, "fp4_peak_tflops", g.fp4_peak_tflops);
     s += "fp4_gemm=";
-    for (const EfficiencyPoint& pt : g.fp4_gemm_efficiency) {
-      AppendNumber(&s, pt.size);
-      s += ':';
-      AppendNumber(&s, pt.efficiency);
-      s += ',';
-    }
-    s += ';';
+    AppendCurve(&s, g.fp4_gemm_efficiency);
   }
   AppendField(&s, "flash_fwd_efficiency", g.flash_fwd_efficiency);
   AppendField(&s, "flash_bwd_efficiency", g.flash_bwd_efficiency);
