@@ -126,6 +126,25 @@ void SendStatus(Response& res, const Request& req, const Status& s) {
   SendProblem(res, req, ProblemFromStatus(s));
 }
 
+// Refuses a request over an identifier (`token`, named `what` in the message)
+// that CheckPathToken does not accept: a 400 bad-identifier problem titled
+// `title`, naming `pointer` when the identifier is a body field. Returns
+// whether it refused (false: the identifier is acceptable, nothing was sent).
+bool RefuseBadIdentifier(Response& res, const Request& req, const std::string& token,
+                         const std::string& what, const char* title,
+                         const std::string& pointer = "") {
+  Status t = CheckPathToken(token, what);
+  if (t.ok()) return false;
+  Problem p;
+  p.status = 400;
+  p.type = "urn:paratune:problem:bad-identifier";
+  p.title = title;
+  p.detail = t.message();
+  p.pointer = pointer;
+  SendProblem(res, req, p);
+  return true;
+}
+
 // JSON bodies go out uncompressed: cpp-httplib compresses "application/json"
 // (exactly that string) for any client that accepts br or gzip, which costs
 // ~100 ms (brotli) for a large plans document, far more than sending it. The
@@ -743,16 +762,8 @@ void Server::Routes() {
   // Path segments are checked as tokens here (400), not by the pattern, so a
   // bad identifier is a problem document, not a missing route.
   auto bad_token = [](const Request& req, Response& res, const std::string& what) {
-    const std::string id = req.matches[1];
-    Status t = CheckPathToken(id, what);
-    if (t.ok()) return false;
-    Problem p;
-    p.status = 400;
-    p.type = "urn:paratune:problem:bad-identifier";
-    p.title = "The identifier in the path is not acceptable";
-    p.detail = t.message();
-    SendProblem(res, req, p);
-    return true;
+    return RefuseBadIdentifier(res, req, req.matches[1], what,
+                               "The identifier in the path is not acceptable");
   };
   const char* profile_path = R"(/v1/profiles/([^/]+))";
   get(profile_path,
@@ -796,16 +807,9 @@ void Server::Routes() {
         if (!doc) return;
         // The fingerprint names the file: checked before anything else reads it.
         auto bad_fingerprint = [&](const std::string& fp) {
-          Status t = CheckPathToken(fp, "/cluster_fingerprint");
-          if (t.ok()) return false;
-          Problem p;
-          p.status = 400;
-          p.type = "urn:paratune:problem:bad-identifier";
-          p.title = "An identifier in the request is not acceptable";
-          p.detail = t.message();
-          p.pointer = "/cluster_fingerprint";
-          SendProblem(res, req, p);
-          return true;
+          return RefuseBadIdentifier(res, req, fp, "/cluster_fingerprint",
+                                     "An identifier in the request is not acceptable",
+                                     "/cluster_fingerprint");
         };
         if (doc->is_object() && doc->contains("cluster_fingerprint") &&
             (*doc)["cluster_fingerprint"].is_string() &&
@@ -912,15 +916,10 @@ void Server::Routes() {
           limit = *n;
         }
         const std::string after = req.get_param_value("after");
-        if (!after.empty()) {
-          if (Status t = CheckPathToken(after, "after"); !t.ok()) {
-            Problem p;
-            p.status = 400;
-            p.type = "urn:paratune:problem:bad-identifier";
-            p.title = "An identifier in the request is not acceptable";
-            p.detail = t.message();
-            return SendProblem(res, req, p);
-          }
+        if (!after.empty() &&
+            RefuseBadIdentifier(res, req, after, "after",
+                                "An identifier in the request is not acceptable")) {
+          return;
         }
         bool more = false;
         auto page = jobs_->Page(static_cast<size_t>(limit), after, &more);
