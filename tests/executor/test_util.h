@@ -193,6 +193,7 @@ struct OneGpu {
   std::unique_ptr<backend::Backend> backend;
   backend::DeviceInfo device;
   std::string preset;
+  topology::ClusterSpec cluster;  // the preset, loaded
 };
 // Opens the GPU for a test: skips the test without a device or without a
 // preset for it, fails it when the backend or the device cannot be opened.
@@ -212,6 +213,9 @@ inline void OpenOneGpu(OneGpu* gpu) {
     if (gpu->preset.empty() && dev->name.find(needle) != std::string::npos) gpu->preset = name;
   }
   if (gpu->preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
+  auto cluster = topology::ClusterPreset(gpu->preset);
+  ASSERT_TRUE(cluster.ok());
+  gpu->cluster = *cluster;
 }
 
 }  // namespace paratune::executor::testing
