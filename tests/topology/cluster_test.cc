@@ -63,13 +63,11 @@ TEST(BusFactorTest, MatchesNcclTests) {
 // Presets, parsing, serialisation, fingerprints.
 
 TEST(ClusterPresetTest, EveryPresetParsesAndIsListed) {
-  EXPECT_EQ(ClusterPresetNames(), kClusterPresets);
-  for (const std::string& name : kClusterPresets) {
-    Result<ClusterSpec> c = ClusterPreset(name);
-    ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
-    EXPECT_EQ(c->name, name);
-    EXPECT_GT(c->NodeInjectionGBps(), 0) << name;
-  }
+  testing::ExpectEveryPresetLoads<ClusterSpec>(ClusterPresetNames(), kClusterPresets,
+                                               &ClusterPreset,
+                                               [](const std::string& name, const ClusterSpec& c) {
+                                                 EXPECT_GT(c.NodeInjectionGBps(), 0) << name;
+                                               });
 }
 
 TEST(ClusterPresetTest, EveryNumberHasASource) {
@@ -161,12 +159,8 @@ TEST(ClusterSpecTest, HostFieldsParseAndRejectNegatives) {
 }
 
 TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
-  Result<ClusterSpec> c = ClusterPreset("selene");
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
-  for (const std::string& name : kClusterPresets) {
-    EXPECT_NE(c.status().message().find(name), std::string::npos) << name;
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::ExpectUnknownPresetListsTheKnown<ClusterSpec>(
+      "selene", &ClusterPreset, kClusterPresets));
   Result<ClusterSpec> r = ResolveCluster(Json("selene"), "/cluster");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);

@@ -29,23 +29,15 @@ TEST(PrecisionTest, NamesRoundTrip) {
 }
 
 TEST(GpuPresetTest, EveryPresetParsesAndIsListed) {
-  EXPECT_EQ(GpuPresetNames(), kGpuPresets);
-  for (const std::string& name : kGpuPresets) {
-    Result<GpuSpec> g = GpuPreset(name);
-    ASSERT_TRUE(g.ok()) << name << ": " << g.status().ToString();
-    EXPECT_EQ(g->name, name);
-    EXPECT_GT(g->memory_GiB, 0);
-    EXPECT_GT(g->PeakTflops(Precision::kFp32), 0) << name;
-  }
+  testing::ExpectEveryPresetLoads<GpuSpec>(GpuPresetNames(), kGpuPresets, &GpuPreset,
+                                           [](const std::string& name, const GpuSpec& g) {
+                                             EXPECT_GT(g.memory_GiB, 0);
+                                             EXPECT_GT(g.PeakTflops(Precision::kFp32), 0) << name;
+                                           });
 }
 
 TEST(GpuPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
-  Result<GpuSpec> g = GpuPreset("a100");
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), StatusCode::kNotFound);
-  for (const std::string& name : kGpuPresets) {
-    EXPECT_NE(g.status().message().find(name), std::string::npos) << name;
-  }
+  testing::ExpectUnknownPresetListsTheKnown<GpuSpec>("a100", &GpuPreset, kGpuPresets);
 }
 
 // Datasheet figures (dense peaks) must come out of the presets unchanged.

@@ -4,31 +4,62 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "topology/cluster.h"
 #include "topology/gpu.h"
 
 namespace paratune::topology::testing {
 
-// The named preset; aborts the test binary (with a gtest failure first) when it
-// does not load, since every later expectation would be meaningless.
-inline ClusterSpec MustCluster(const std::string& name) {
-  Result<ClusterSpec> r = ClusterPreset(name);
+// The preset `name` that `load` reads; aborts the test binary (with a gtest
+// failure first, naming `what`) when it does not load, since every later
+// expectation would be meaningless.
+template <class Spec>
+Spec MustLoad(const char* what, const std::string& name, Result<Spec> (*load)(const std::string&)) {
+  Result<Spec> r = load(name);
   if (!r.ok()) {
-    ADD_FAILURE() << "cluster preset " << name << ": " << r.status().ToString();
+    ADD_FAILURE() << what << " " << name << ": " << r.status().ToString();
     std::abort();
   }
   return *r;
 }
 
-inline GpuSpec MustGpu(const std::string& name) {
-  Result<GpuSpec> r = GpuPreset(name);
-  if (!r.ok()) {
-    ADD_FAILURE() << "GPU preset " << name << ": " << r.status().ToString();
-    std::abort();
+inline ClusterSpec MustCluster(const std::string& name) {
+  return MustLoad("cluster preset", name, &ClusterPreset);
+}
+
+inline GpuSpec MustGpu(const std::string& name) { return MustLoad("GPU preset", name, &GpuPreset); }
+
+// The presets `listed` are exactly `expected`, and each of them loads through
+// `load` under its own name and passes `check`.
+template <class Spec>
+void ExpectEveryPresetLoads(const std::vector<std::string>& listed,
+                            const std::vector<std::string>& expected,
+                            Result<Spec> (*load)(const std::string&),
+                            const std::function<void(const std::string&, const Spec&)>& check) {
+  EXPECT_EQ(listed, expected);
+  for (const std::string& name : expected) {
+    Result<Spec> spec = load(name);
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->name, name);
+    check(name, *spec);
   }
-  return *r;
+}
+
+// Loading the unknown preset `name` through `load` fails with kNotFound, and
+// the message lists every preset of `known`.
+template <class Spec>
+void ExpectUnknownPresetListsTheKnown(const std::string& name,
+                                      Result<Spec> (*load)(const std::string&),
+                                      const std::vector<std::string>& known) {
+  Result<Spec> spec = load(name);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kNotFound);
+  for (const std::string& k : known) {
+    EXPECT_NE(spec.status().message().find(k), std::string::npos) << k;
+  }
 }
 
 // Every one of the `count` values of E prints a name (`name`) that `parse`
