@@ -4,26 +4,26 @@
 // on one cache directory (real processes of the paratune executable): one
 // profile run, identical results, no partial file ever visible.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include "cli/allocation.h"
 #include "cli/commands.h"
-#include "tests/cli/call.h"
 #include "common/json.h"
 #include "frameworks/emit.h"
 #include "profiler/cache.h"
+#include "tests/cli/call.h"
 
 extern char** environ;
 
@@ -107,11 +107,39 @@ TEST(Emit, PrintsTheFormatAndRefusesWithExit2) {
   std::filesystem::remove_all(dir);
 }
 
+// The spaces of a framework family and the format each one's plans emit in.
+using SpaceFormats = std::vector<std::pair<const char*, const char*>>;
+
+// Plans each of `jobs` in each space of `families` (its top 25 as JSON) and
+// hands every feasible plans document to `each` with the job's arguments, the
+// space, its format's name and that format. Stops at the first fatal failure.
+void ForEachSpacesPlans(const std::vector<Args>& jobs, const SpaceFormats& families,
+                        const std::function<void(const Args&, const char*, const char*, const Json&,
+                                                 planner::EmitFormat)>& each) {
+  for (const Args& job : jobs) {
+    for (auto [space, format] : families) {
+      Args a = job;
+      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"})
+        a.push_back(x);
+      Outcome plan = Call(RunPlan, a);
+      if (plan.code == kExitNoFeasible) continue;
+      ASSERT_EQ(plan.code, kExitOk) << plan.err;
+      const Json doc = Json::parse(plan.out);
+      auto f = planner::ParseEmitFormat(format);
+      ASSERT_TRUE(f.ok());
+      each(a, space, format, doc, *f);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 // Every plan of a framework's space is one that framework's format can write:
 // `--framework X` (or `--space`) never leads to a refusal of its own format.
 TEST(Emit, EachSpacesPlansEmitInItsFramework) {
-  const std::pair<const char*, const char*> families[] = {
-      {"megatron", "megatron"}, {"deepspeed", "megatron-deepspeed"}, {"axonn", "axonn"}, {"fsdp", "torchtitan"}};
+  const SpaceFormats families = {{"megatron", "megatron"},
+                                 {"deepspeed", "megatron-deepspeed"},
+                                 {"axonn", "axonn"},
+                                 {"fsdp", "torchtitan"}};
   const std::vector<Args> jobs = {
       {"--model", "gpt3-13b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512"},
       {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "256", "--seq", "8192"},
@@ -119,36 +147,32 @@ TEST(Emit, EachSpacesPlansEmitInItsFramework) {
       {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--global-batch", "512", "--seq",
        "4096"}};
   int emitted = 0, hpz_with_tp = 0;
-  for (const Args& job : jobs) {
-    for (auto [space, format] : families) {
-      Args a = job;
-      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"}) a.push_back(x);
-      Outcome plan = Call(RunPlan, a);
-      if (plan.code == kExitNoFeasible) continue;
-      ASSERT_EQ(plan.code, kExitOk) << plan.err;
-      const Json doc = Json::parse(plan.out);
-      auto f = planner::ParseEmitFormat(format);
-      ASSERT_TRUE(f.ok());
-      EXPECT_EQ(planner::DefaultEmitFormat(doc), *f) << space;
-      for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
-        auto text = planner::EmitConfig(doc, static_cast<int>(r), *f);
-        const Json& cfg = doc["candidates"][r - 1]["config"];
-        // Known gap in the planner's DeepSpeed space (planner/search.cc, not this
-        // module's): it offers hpZ with Megatron-DeepSpeed TP > 1, but DeepSpeed
-        // builds hpZ groups from consecutive global ranks (zero/stage3.py:703-704,
-        // utils/groups.py:878-886), which then mix tensor shards. Refused, for that reason only.
-        if (!text.ok() && std::string(space) == "deepspeed" && cfg.value("hpz", false) && cfg.value("tp", 1) > 1) {
-          EXPECT_NE(text.status().message().find("consecutive ranks hold different tensor shards"), std::string::npos)
-              << text.status().ToString();
-          ++hpz_with_tp;
-          continue;
-        }
-        EXPECT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
-                               << doc["candidates"][r - 1]["config_string"] << ": " << text.status().ToString();
-        emitted += text.ok();
+  auto check = [&](const Args& a, const char* space, const char* /*format*/, const Json& doc,
+                   planner::EmitFormat f) {
+    EXPECT_EQ(planner::DefaultEmitFormat(doc), f) << space;
+    for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
+      auto text = planner::EmitConfig(doc, static_cast<int>(r), f);
+      const Json& cfg = doc["candidates"][r - 1]["config"];
+      // Known gap in the planner's DeepSpeed space (planner/search.cc, not this
+      // module's): it offers hpZ with Megatron-DeepSpeed TP > 1, but DeepSpeed
+      // builds hpZ groups from consecutive global ranks (zero/stage3.py:703-704,
+      // utils/groups.py:878-886), which then mix tensor shards. Refused, for that reason only.
+      if (!text.ok() && std::string(space) == "deepspeed" && cfg.value("hpz", false) &&
+          cfg.value("tp", 1) > 1) {
+        EXPECT_NE(text.status().message().find("consecutive ranks hold different tensor shards"),
+                  std::string::npos)
+            << text.status().ToString();
+        ++hpz_with_tp;
+        continue;
       }
+      EXPECT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
+                             << doc["candidates"][r - 1]["config_string"] << ": "
+                             << text.status().ToString();
+      emitted += text.ok();
     }
-  }
+  };
+  ForEachSpacesPlans(jobs, families, check);
+  if (HasFatalFailure()) return;
   EXPECT_GT(emitted, 200);
   std::cout << "[ spaces ] " << emitted << " plans emitted in their framework; " << hpz_with_tp
             << " DeepSpeed hpZ-with-TP plans refused\n";
@@ -162,7 +186,7 @@ TEST(Emit, EachSpacesPlansEmitInItsFramework) {
 // 4efb479), so the search never ranks a model whose experts are narrower
 // than its dense FFN for it, and nothing is refused.
 TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
-  const std::pair<const char*, const char*> families[] = {
+  const SpaceFormats families = {
       {"megatron", "megatron"}, {"deepspeed", "megatron-deepspeed"}, {"fsdp", "torchtitan"}};
   const std::vector<Args> jobs = {
       {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--gpus", "256", "--global-batch", "1024", "--seq", "4096"},
@@ -170,50 +194,53 @@ TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
       {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "512", "--seq", "4096"},
       {"--model", "gpt-oss-20b", "--cluster", "dgx-h100", "--gpus", "16", "--global-batch", "256", "--seq", "4096"}};
   int emitted = 0, with_ep = 0, dense_mlp_experts = 0;
-  for (const Args& job : jobs) {
-    for (auto [space, format] : families) {
-      Args a = job;
-      for (const char* x : {"--space", space, "--top", "25", "--format", "json", "--threads", "2"}) a.push_back(x);
-      Outcome plan = Call(RunPlan, a);
-      if (plan.code == kExitNoFeasible) continue;
-      ASSERT_EQ(plan.code, kExitOk) << plan.err;
-      const Json doc = Json::parse(plan.out);
-      auto f = planner::ParseEmitFormat(format);
-      ASSERT_TRUE(f.ok());
-      const Json& model = doc["job"]["model"];
-      for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
-        auto text = planner::EmitConfig(doc, static_cast<int>(r), *f);
-        const Json& cfg = doc["candidates"][r - 1]["config"];
-        const int ep = cfg.value("ep", 1), etp = cfg.value("etp", 1);
-        // The search never ranks a model Megatron-DeepSpeed cannot build
-        // (its experts are the dense MLP: the mds_moe_model rule).
-        if (std::string(space) == "deepspeed" &&
-            doc["candidates"][r - 1].value("framework", "") == "megatron-deepspeed") {
-          EXPECT_EQ(model.value("moe_ffn_hidden", 0), model.value("ffn_hidden", 0)) << a[1];
-          ++dense_mlp_experts;
-        }
-        ASSERT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
-                               << doc["candidates"][r - 1]["config_string"] << ": " << text.status().ToString();
-        ++emitted;
-        with_ep += ep > 1;
-        const std::string s = *text;
-        if (std::string(format) == "megatron") {
-          EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"), std::string::npos);
-          EXPECT_NE(s.find("--expert-model-parallel-size " + std::to_string(ep) + "\n"), std::string::npos) << s;
-          EXPECT_NE(s.find("--expert-tensor-parallel-size " + std::to_string(etp) + "\n"), std::string::npos) << s;
-          EXPECT_NE(s.find("${MOE_ARGS[@]}"), std::string::npos);
-        } else if (std::string(format) == "torchtitan") {
-          EXPECT_EQ(etp, 1);
-          EXPECT_NE(s.find("config.parallelism.expert_parallel_degree = " + std::to_string(ep) + "\n"),
-                    std::string::npos)
-              << s;
-        } else {
-          EXPECT_NE(s.find("--moe-expert-parallel-size " + std::to_string(ep) + "\n"), std::string::npos) << s;
-          EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"), std::string::npos);
-        }
+  auto check = [&](const Args& a, const char* space, const char* format, const Json& doc,
+                   planner::EmitFormat f) {
+    const Json& model = doc["job"]["model"];
+    for (size_t r = 1; r <= doc["candidates"].size(); ++r) {
+      auto text = planner::EmitConfig(doc, static_cast<int>(r), f);
+      const Json& cfg = doc["candidates"][r - 1]["config"];
+      const int ep = cfg.value("ep", 1), etp = cfg.value("etp", 1);
+      // The search never ranks a model Megatron-DeepSpeed cannot build
+      // (its experts are the dense MLP: the mds_moe_model rule).
+      if (std::string(space) == "deepspeed" &&
+          doc["candidates"][r - 1].value("framework", "") == "megatron-deepspeed") {
+        EXPECT_EQ(model.value("moe_ffn_hidden", 0), model.value("ffn_hidden", 0)) << a[1];
+        ++dense_mlp_experts;
+      }
+      ASSERT_TRUE(text.ok()) << a[1] << " --space " << space << " rank " << r << " "
+                             << doc["candidates"][r - 1]["config_string"] << ": "
+                             << text.status().ToString();
+      ++emitted;
+      with_ep += ep > 1;
+      const std::string s = *text;
+      if (std::string(format) == "megatron") {
+        EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"),
+                  std::string::npos);
+        EXPECT_NE(s.find("--expert-model-parallel-size " + std::to_string(ep) + "\n"),
+                  std::string::npos)
+            << s;
+        EXPECT_NE(s.find("--expert-tensor-parallel-size " + std::to_string(etp) + "\n"),
+                  std::string::npos)
+            << s;
+        EXPECT_NE(s.find("${MOE_ARGS[@]}"), std::string::npos);
+      } else if (std::string(format) == "torchtitan") {
+        EXPECT_EQ(etp, 1);
+        EXPECT_NE(
+            s.find("config.parallelism.expert_parallel_degree = " + std::to_string(ep) + "\n"),
+            std::string::npos)
+            << s;
+      } else {
+        EXPECT_NE(s.find("--moe-expert-parallel-size " + std::to_string(ep) + "\n"),
+                  std::string::npos)
+            << s;
+        EXPECT_NE(s.find("--num-experts " + std::to_string(model.value("experts", 0)) + "\n"),
+                  std::string::npos);
       }
     }
-  }
+  };
+  ForEachSpacesPlans(jobs, families, check);
+  if (HasFatalFailure()) return;
   EXPECT_GT(emitted, 150);
   EXPECT_GT(with_ep, 100);
   std::cout << "[ spaces ] " << emitted << " MoE plans emitted in their framework (" << with_ep
