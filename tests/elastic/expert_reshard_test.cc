@@ -8,14 +8,12 @@
 
 #include <map>
 
+#include "tests/planner/test_models.h"
+
 namespace paratune::planner {
 namespace {
 
-ModelSpec Preset(const std::string& name) {
-  auto m = ModelPreset(name);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return *m;
-}
+using testing::Preset;
 
 // Each new rank's received and kept pieces tile exactly what the new layout
 // gives it, and every source holds what it sends.

@@ -11,6 +11,8 @@
 #include <random>
 #include <tuple>
 
+#include "tests/planner/test_models.h"
+
 namespace paratune::planner {
 namespace {
 
@@ -25,16 +27,9 @@ topology::ClusterSpec TestCluster(int gpus_per_node) {
 // A small GPT: h = 64, 8 heads (MHA: qkv_out = 192), f = 256, V = 1024, tied,
 // LayerNorm without linear biases.
 ModelSpec Tiny(int layers) {
-  ModelSpec m;
+  ModelSpec m = testing::GptLike(layers, 64, 8, 1024, /*dropout=*/false, /*max_seq_len=*/0);
   m.name = "tiny";
-  m.layers = layers;
-  m.hidden = 64;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 256;
-  m.vocab = 1024;
-  m.norm = "layernorm";
-  m.max_seq_len = 0;
+  m.linear_bias = false;
   return m;
 }
 

@@ -7,14 +7,12 @@
 
 #include <algorithm>
 
+#include "tests/planner/test_models.h"
+
 namespace paratune::planner {
 namespace {
 
-ModelSpec Preset(const std::string& name) {
-  auto m = ModelPreset(name);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return *m;
-}
+using testing::Preset;
 
 bool Has(const std::vector<std::string>& args, const std::string& a) {
   return std::find(args.begin(), args.end(), a) != args.end();

@@ -2,6 +2,8 @@
 // (validation/fit.h), the published MFU ceilings of the GPU presets and
 // ranking by the pessimistic edge (docs/model.md, "Validation" and "Ranking
 // people can trust").
+#include "validation/fit.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +14,8 @@
 #include <vector>
 
 #include "planner/search.h"
+#include "tests/planner/test_models.h"
 #include "topology/cluster.h"
-#include "validation/fit.h"
 #include "validation/validation.h"
 
 namespace paratune::planner {
@@ -197,6 +199,24 @@ TEST(Ceilings, ParserRefusesAnUncitedCeiling) {
   EXPECT_FALSE(topology::ParseGpuSpec(j, "").ok());
 }
 
+// A GPT-3-style model: multi-head attention, f = 4h, a vocab of 51200, 2048
+// positions, tied embeddings, no linear biases.
+ModelSpec Gpt3Style(const std::string& name, int layers, int hidden, int heads) {
+  ModelSpec m = testing::GptLike(layers, hidden, heads, 51200, /*dropout=*/false,
+                                 /*max_seq_len=*/2048);
+  m.name = name;
+  m.linear_bias = false;
+  return m;
+}
+
+// Training on sequences of 2048 tokens, `global_batch` of them per iteration.
+TrainingSpec Seq2048(int64_t global_batch) {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = global_batch;
+  return t;
+}
+
 // The search ranks by the pessimistic edge: its top list is ordered by it,
 // every edge is at least the point time widened by the band, and a candidate
 // predicted above the GPU's published MFU ceiling is flagged and ranked as if
@@ -204,18 +224,8 @@ TEST(Ceilings, ParserRefusesAnUncitedCeiling) {
 TEST(Ranking, ByThePessimisticEdge) {
   auto cluster = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(cluster.ok());
-  ModelSpec m;
-  m.name = "gpt-13b";
-  m.layers = 40;
-  m.hidden = 5120;
-  m.heads = 40;
-  m.kv_heads = 40;
-  m.ffn_hidden = 4 * 5120;
-  m.vocab = 51200;
-  m.max_seq_len = 2048;
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 512;
+  const ModelSpec m = Gpt3Style("gpt-13b", 40, 5120, 40);
+  const TrainingSpec t = Seq2048(512);
   const CostModel cm(m, t, *cluster, 64);
   SearchOptions o;
   o.top_k = 20;
@@ -240,18 +250,8 @@ TEST(Ranking, ByThePessimisticEdge) {
 TEST(Ranking, BandWidensAwayFromEvidence) {
   auto cluster = topology::ClusterPreset("dgx-h100");
   ASSERT_TRUE(cluster.ok());
-  ModelSpec m;
-  m.name = "gpt-175b";
-  m.layers = 96;
-  m.hidden = 12288;
-  m.heads = 96;
-  m.kv_heads = 96;
-  m.ffn_hidden = 4 * 12288;
-  m.vocab = 51200;
-  m.max_seq_len = 2048;
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 65536;
+  const ModelSpec m = Gpt3Style("gpt-175b", 96, 12288, 96);
+  const TrainingSpec t = Seq2048(65536);
   ParallelConfig c;
   c.gy = 8;
   c.pp = 8;
