@@ -20,15 +20,30 @@ FakeConfig A100Node() {
   return c;
 }
 
-TEST(FakeBackend, AllReduceTakesAlphaTimesRanksPlusBusBytesOverBeta) {
-  auto world = FakeWorld::Create(A100Node());
-  auto b = world->MakeRank(0);
-  const int64_t bytes = int64_t{1} << 30;
-  auto send = b->Allocate(bytes);
-  auto recv = b->Allocate(bytes);
+// Rank 0 of A100Node() (its world kept alive) with a send and a receive
+// buffer of the same size.
+struct Rank0WithBuffers {
+  std::shared_ptr<FakeWorld> world;
+  std::unique_ptr<FakeBackend> b;
+  Buffer send, recv;
+};
+void MakeRank0WithBuffers(int64_t bytes, Rank0WithBuffers* r) {
+  r->world = FakeWorld::Create(A100Node());
+  r->b = r->world->MakeRank(0);
+  auto send = r->b->Allocate(bytes);
+  auto recv = r->b->Allocate(bytes);
   ASSERT_TRUE(send.ok() && recv.ok());
-  ASSERT_TRUE(b->AllReduce(kWorldComm, *send, *recv, bytes / 4, DataType::kFloat32, ReduceOp::kSum,
-                           kDefaultStream)
+  r->send = *send;
+  r->recv = *recv;
+}
+
+TEST(FakeBackend, AllReduceTakesAlphaTimesRanksPlusBusBytesOverBeta) {
+  const int64_t bytes = int64_t{1} << 30;
+  Rank0WithBuffers r;
+  ASSERT_NO_FATAL_FAILURE(MakeRank0WithBuffers(bytes, &r));
+  FakeBackend* b = r.b.get();
+  ASSERT_TRUE(b->AllReduce(kWorldComm, r.send, r.recv, bytes / 4, DataType::kFloat32,
+                           ReduceOp::kSum, kDefaultStream)
                   .ok());
   // 8 µs × 8 ranks + 2·7/8 × 2^30 B / 230e9 B/s.
   const double expected = 8e-6 * 8 + 1.75 * 1073741824.0 / 230e9;
@@ -46,15 +61,13 @@ TEST(FakeBackend, AllReduceTakesAlphaTimesRanksPlusBusBytesOverBeta) {
 // nccl-tests' size = the whole buffer and its busbw factor (n-1)/n
 // (doc/PERFORMANCE.md "AlltoAll: (n-1)/n").
 TEST(FakeBackend, AllToAllTakesAlphaTimesRanksPlusSevenEighthsOfTheBufferOverBeta) {
-  auto world = FakeWorld::Create(A100Node());
-  auto b = world->MakeRank(0);
   const int64_t bytes = int64_t{1} << 30;
-  auto send = b->Allocate(bytes);
-  auto recv = b->Allocate(bytes);
-  ASSERT_TRUE(send.ok() && recv.ok());
+  Rank0WithBuffers r;
+  ASSERT_NO_FATAL_FAILURE(MakeRank0WithBuffers(bytes, &r));
+  FakeBackend* b = r.b.get();
   const int64_t per_peer = bytes / 2 / 8;  // bf16 elements to each of 8 ranks
   ASSERT_TRUE(
-      b->AllToAll(kWorldComm, *send, *recv, per_peer, DataType::kBFloat16, kDefaultStream).ok());
+      b->AllToAll(kWorldComm, r.send, r.recv, per_peer, DataType::kBFloat16, kDefaultStream).ok());
   const double expected = 8e-6 * 8 + 7.0 / 8 * 1073741824.0 / 230e9;
   EXPECT_NEAR(b->StreamTime(kDefaultStream), expected, 1e-12);
   const OpRecord& rec = b->ops().back();
@@ -65,7 +78,7 @@ TEST(FakeBackend, AllToAllTakesAlphaTimesRanksPlusSevenEighthsOfTheBufferOverBet
   auto small = b->Allocate(bytes / 2);
   ASSERT_TRUE(small.ok());
   EXPECT_FALSE(
-      b->AllToAll(kWorldComm, *send, *small, per_peer, DataType::kBFloat16, kDefaultStream).ok());
+      b->AllToAll(kWorldComm, r.send, *small, per_peer, DataType::kBFloat16, kDefaultStream).ok());
 }
 
 TEST(FakeBackend, SplitFormsGroupsByColorOrderedByKeyAcrossNodes) {

@@ -49,22 +49,42 @@ std::string AutorunUrl(int port) {
          "seq_len=4096&space=megatron&top=60&compare=1,3&sweep=pp";
 }
 
+// What the page tests drive: a Chromium, a scratch directory, a server on it
+// and the page's autorun URL.
+struct Page {
+  std::string chromium;
+  std::string dir;
+  std::unique_ptr<TestServer> server;
+  std::string url;
+};
+// Opens the page in scratch directory `scratch`: skips the test where no
+// Chromium is installed, fails it when the server does not start. The caller
+// returns when IsSkipped() or HasFatalFailure().
+void OpenPage(const std::string& scratch, Page* page) {
+  page->chromium = FindChromium();
+  if (page->chromium.empty()) {
+    GTEST_SKIP() << "no chromium on PATH (scripts/test.sh installs Debian's)";
+  }
+  page->dir = TempDir(scratch);
+  page->server = std::make_unique<TestServer>(TestOptions(page->dir));
+  ASSERT_TRUE(page->server->ok()) << page->server->error();
+  page->url = AutorunUrl(page->server->port());
+}
+
 TEST(Browser, PagePlansAndDrawsTheResults) {
-  const std::string chromium = FindChromium();
-  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (scripts/test.sh installs Debian's)";
-  const std::string dir = TempDir("browser");
-  TestServer s(TestOptions(dir));
-  ASSERT_TRUE(s.ok()) << s.error();
-  const std::string url = AutorunUrl(s.port());
+  Page page;
+  OpenPage("browser", &page);
+  if (IsSkipped() || HasFatalFailure()) return;
   const std::string base =
-      "timeout 150 " + chromium +
+      "timeout 150 " + page.chromium +
       " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
       " --disable-extensions --hide-scrollbars --user-data-dir=" +
-      dir +
+      page.dir +
       "/profile"
       " --virtual-time-budget=60000 --window-size=1440,3400";
-  auto [dom, code] = RunCommand(base + " --dump-dom '" + url + "' 2>" + dir + "/chromium.log");
-  ASSERT_EQ(code, 0) << "chromium failed; see " << dir << "/chromium.log";
+  auto [dom, code] =
+      RunCommand(base + " --dump-dom '" + page.url + "' 2>" + page.dir + "/chromium.log");
+  ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
   ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos)
       << "the page did not finish planning:\n"
       << dom.substr(0, 3000);
@@ -102,8 +122,8 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
   const std::string png = std::string(PARATUNE_ARTIFACT_DIR) + "/web_page.png";
   std::filesystem::remove(png);
-  auto [out, code2] =
-      RunCommand(base + " --screenshot=" + png + " '" + url + "' 2>>" + dir + "/chromium.log");
+  auto [out, code2] = RunCommand(base + " --screenshot=" + png + " '" + page.url + "' 2>>" +
+                                 page.dir + "/chromium.log");
   ASSERT_EQ(code2, 0) << out;
   ASSERT_TRUE(std::filesystem::exists(png));
   EXPECT_GT(std::filesystem::file_size(png), 30000u);  // a blank page compresses to a few KB
@@ -111,8 +131,8 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(head->substr(1, 3), "PNG");
   std::cout << "[browser] screenshot: " << png << "\n";
-  s.Shutdown();
-  std::filesystem::remove_all(dir);
+  page.server->Shutdown();
+  std::filesystem::remove_all(page.dir);
 }
 
 // Measured in the page: the viewport and document widths, elements that
@@ -162,19 +182,17 @@ Result<Json> Eval(testing::DevTools& dt, const std::string& session, const std::
 }
 
 TEST(Browser, FitsAPhoneAndADesktop) {
-  const std::string chromium = FindChromium();
-  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (scripts/test.sh installs Debian's)";
-  const std::string dir = TempDir("layout");
-  TestServer s(TestOptions(dir));
-  ASSERT_TRUE(s.ok()) << s.error();
-  const std::string url = AutorunUrl(s.port());
+  Page page;
+  OpenPage("layout", &page);
+  if (IsSkipped() || HasFatalFailure()) return;
   testing::DevTools dt;
-  ASSERT_TRUE(dt.Start(chromium, dir + "/profile", dir + "/chromium.log").ok());
+  ASSERT_TRUE(dt.Start(page.chromium, page.dir + "/profile", page.dir + "/chromium.log").ok());
   std::filesystem::create_directories(PARATUNE_ARTIFACT_DIR);
   for (const int width : {390, 1440}) {
     SCOPED_TRACE("width " + std::to_string(width));
     auto target = dt.Call("Target.createTarget", {{"url", "about:blank"}});
-    ASSERT_TRUE(target.ok()) << target.status().ToString() << "; see " << dir << "/chromium.log";
+    ASSERT_TRUE(target.ok()) << target.status().ToString() << "; see " << page.dir
+                             << "/chromium.log";
     auto attached =
         dt.Call("Target.attachToTarget", {{"targetId", (*target)["targetId"]}, {"flatten", true}});
     ASSERT_TRUE(attached.ok()) << attached.status().ToString();
@@ -189,7 +207,7 @@ TEST(Browser, FitsAPhoneAndADesktop) {
           session);
     };
     ASSERT_TRUE(metrics(phone ? 844 : 900).ok());
-    ASSERT_TRUE(dt.Call("Page.navigate", {{"url", url}}, session).ok());
+    ASSERT_TRUE(dt.Call("Page.navigate", {{"url", page.url}}, session).ok());
     // Planned, swept, and the winner's configuration text in place.
     std::string st;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
@@ -232,8 +250,8 @@ TEST(Browser, FitsAPhoneAndADesktop) {
     ASSERT_TRUE(dt.Call("Target.closeTarget", {{"targetId", (*target)["targetId"]}}).ok());
   }
   dt.Stop();
-  s.Shutdown();
-  std::filesystem::remove_all(dir);
+  page.server->Shutdown();
+  std::filesystem::remove_all(page.dir);
 }
 
 }  // namespace
