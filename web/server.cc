@@ -941,21 +941,20 @@ void Server::Routes() {
     p.detail = "no job '" + std::string(req.matches[1]) + "'";
     SendProblem(res, req, p);
   };
+  // GET reads a job, DELETE cancels it: both answer with the job's record.
+  using JobAction = std::function<std::optional<OrderedJson>(const std::string& id)>;
+  auto job_route = [&route, job_missing, bad_token](JobAction act) {
+    return route("/v1/jobs/{id}",
+                 [job_missing, bad_token, act = std::move(act)](const Request& req, Response& res) {
+                   if (bad_token(req, res, "job id")) return;
+                   auto rec = act(req.matches[1]);
+                   if (!rec) return job_missing(req, res);
+                   SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+                 });
+  };
   const char* job_path = R"(/v1/jobs/([^/]+))";
-  get(job_path,
-      route("/v1/jobs/{id}", [this, job_missing, bad_token](const Request& req, Response& res) {
-        if (bad_token(req, res, "job id")) return;
-        auto rec = jobs_->Get(req.matches[1]);
-        if (!rec) return job_missing(req, res);
-        SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-      }));
-  del(job_path,
-      route("/v1/jobs/{id}", [this, job_missing, bad_token](const Request& req, Response& res) {
-        if (bad_token(req, res, "job id")) return;
-        auto rec = jobs_->Cancel(req.matches[1]);
-        if (!rec) return job_missing(req, res);
-        SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-      }));
+  get(job_path, job_route([this](const std::string& id) { return jobs_->Get(id); }));
+  del(job_path, job_route([this](const std::string& id) { return jobs_->Cancel(id); }));
 }
 
 }  // namespace paratune::web
