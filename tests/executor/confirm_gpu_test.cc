@@ -17,15 +17,14 @@
 namespace paratune::executor {
 namespace {
 
-TEST(ConfirmGpu, TopCandidatesOfAnEightGpuPlanOnOneGpu) {
-  testing::OneGpu gpu;
-  testing::OpenOneGpu(&gpu);
-  if (IsSkipped() || HasFatalFailure()) return;
+class ConfirmGpu : public testing::OneGpuTest {};
+
+TEST_F(ConfirmGpu, TopCandidatesOfAnEightGpuPlanOnOneGpu) {
   planner::Job job;
   auto model = planner::ModelPreset("gpt3-1.3b");
   ASSERT_TRUE(model.ok());
   job.model = *model;
-  job.cluster = gpu.cluster;
+  job.cluster = cluster_;
   job.gpus = 8;
   job.training.seq_len = 2048;
   job.training.global_batch = 64;
@@ -44,14 +43,14 @@ TEST(ConfirmGpu, TopCandidatesOfAnEightGpuPlanOnOneGpu) {
   ConfirmOptions o;
   o.workload.slice_layers = 2;
   auto rep = ConfirmCandidates(
-      *gpu.backend, in, o, [](const std::string& l) { std::printf("%s\n", l.c_str()); }, nullptr);
+      *backend_, in, o, [](const std::string& l) { std::printf("%s\n", l.c_str()); }, nullptr);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   for (const CandidateReport& c : rep->candidates) {
     ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
     ASSERT_TRUE(c.measured_s && std::isfinite(*c.measured_s) && *c.measured_s > 0);
-    std::printf("%s: %s  predicted %.4f s  measured %.4f s  error %+.1f %%\n",
-                gpu.device.name.c_str(), planner::ConfigToString(c.config).c_str(), c.predicted_s,
-                *c.measured_s, 100 * *c.error);
+    std::printf("%s: %s  predicted %.4f s  measured %.4f s  error %+.1f %%\n", device_.name.c_str(),
+                planner::ConfigToString(c.config).c_str(), c.predicted_s, *c.measured_s,
+                100 * *c.error);
     for (int t = 0; t < kNumTerms; ++t) {
       const TermTimes& tt = c.breakdown[static_cast<size_t>(t)];
       if (tt.predicted_s > 0 || tt.measured_s > 0) {

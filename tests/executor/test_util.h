@@ -187,35 +187,36 @@ inline backend::Backend& MpiCpuBackend() {
   return *b;
 }
 
-// The single-process cuda backend, its device and the cluster preset that
-// describes that device (H200, H100 or A100 80 GB).
-struct OneGpu {
-  std::unique_ptr<backend::Backend> backend;
-  backend::DeviceInfo device;
-  std::string preset;
-  topology::ClusterSpec cluster;  // the preset, loaded
-};
-// Opens the GPU for a test: skips the test without a device or without a
-// preset for it, fails it when the backend or the device cannot be opened.
-// The caller returns when IsSkipped() or HasFatalFailure().
-inline void OpenOneGpu(OneGpu* gpu) {
-  auto devices = backend::CudaDeviceCount();
-  if (!devices.ok()) GTEST_SKIP() << devices.status().message();
-  auto made = backend::CreateCudaNcclBackend(backend::CreateSingleProcessBootstrap(), {});
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  gpu->backend = std::move(*made);
-  auto dev = gpu->backend->DescribeDevice();
-  ASSERT_TRUE(dev.ok());
-  gpu->device = *dev;
-  for (auto [needle, name] : {std::pair<const char*, const char*>{"H200", "dgx-h200"},
-                              {"H100", "dgx-h100"},
-                              {"A100", "dgx-a100-80gb"}}) {
-    if (gpu->preset.empty() && dev->name.find(needle) != std::string::npos) gpu->preset = name;
+// A test on the single-process cuda backend. SetUp opens it, reads its device
+// and loads the cluster preset that describes that device (H200, H100 or A100
+// 80 GB); it skips the test without a device or without such a preset, and
+// fails it when the backend, the device or the preset cannot be opened.
+class OneGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto devices = backend::CudaDeviceCount();
+    if (!devices.ok()) GTEST_SKIP() << devices.status().message();
+    auto made = backend::CreateCudaNcclBackend(backend::CreateSingleProcessBootstrap(), {});
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    backend_ = std::move(*made);
+    auto dev = backend_->DescribeDevice();
+    ASSERT_TRUE(dev.ok());
+    device_ = *dev;
+    std::string preset;
+    for (auto [needle, name] : {std::pair<const char*, const char*>{"H200", "dgx-h200"},
+                                {"H100", "dgx-h100"},
+                                {"A100", "dgx-a100-80gb"}}) {
+      if (preset.empty() && dev->name.find(needle) != std::string::npos) preset = name;
+    }
+    if (preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
+    auto cluster = topology::ClusterPreset(preset);
+    ASSERT_TRUE(cluster.ok());
+    cluster_ = *cluster;
   }
-  if (gpu->preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
-  auto cluster = topology::ClusterPreset(gpu->preset);
-  ASSERT_TRUE(cluster.ok());
-  gpu->cluster = *cluster;
-}
+
+  std::unique_ptr<backend::Backend> backend_;
+  backend::DeviceInfo device_;
+  topology::ClusterSpec cluster_;
+};
 
 }  // namespace paratune::executor::testing
