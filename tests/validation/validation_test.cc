@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "validation/validation.h"
@@ -13,12 +15,22 @@
 namespace paratune::planner {
 namespace {
 
-TEST(Validation, KorthikantiRunsWithinFivePercent) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json");
+// shared/calibration/<file>, parsed, into `doc`: skips the test where the
+// file is absent, fails it where it does not parse. The caller returns when
+// IsSkipped() or HasFatalFailure().
+void LoadCalibration(const std::string& file, Json* doc) {
+  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/" + file);
   if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
-  auto doc = ParseJson(*text, "korthikanti2022.json");
-  ASSERT_TRUE(doc.ok());
-  auto runs = PublishedRunsFromCalibration(*doc, "dgx-a100-80gb");
+  auto parsed = ParseJson(*text, file);
+  ASSERT_TRUE(parsed.ok());
+  *doc = std::move(*parsed);
+}
+
+TEST(Validation, KorthikantiRunsWithinFivePercent) {
+  Json doc;
+  LoadCalibration("korthikanti2022.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto runs = PublishedRunsFromCalibration(doc, "dgx-a100-80gb");
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   int checked = 0;
   for (const auto& run : *runs) {
@@ -39,9 +51,10 @@ TEST(Validation, KorthikantiRunsWithinFivePercent) {
 // Selective recompute beats full recompute in every published pair, by the
 // published margin (Korthikanti Table 5: 29-32 % faster) within a few points.
 TEST(Validation, SelectiveVersusFullRecomputeSpeedup) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
-  auto runs = PublishedRunsFromCalibration(*ParseJson(*text, "k"), "dgx-a100-80gb");
+  Json doc;
+  LoadCalibration("korthikanti2022.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto runs = PublishedRunsFromCalibration(doc, "dgx-a100-80gb");
   ASSERT_TRUE(runs.ok());
   for (const auto& sel : *runs) {
     if (sel.id.find("_sp_selective") == std::string::npos || sel.measured_iteration_s <= 0) continue;
@@ -65,11 +78,10 @@ TEST(Validation, SelectiveVersusFullRecomputeSpeedup) {
 // model meets them today (docs/model.md, Validation), so a change that makes
 // a source worse fails here.
 TEST(Validation, PublicRunsPerSourceMedians) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/public_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
-  auto doc = ParseJson(*text, "public_runs.json");
-  ASSERT_TRUE(doc.ok());
-  auto runs = PublishedRunsFromPublicRuns(*doc);
+  Json doc;
+  LoadCalibration("public_runs.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto runs = PublishedRunsFromPublicRuns(doc);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   std::map<std::string, std::vector<double>> errors;
   std::vector<std::string> unfit;
@@ -114,9 +126,10 @@ TEST(Validation, PublicRunsPerSourceMedians) {
 // 47 % on 96 GPUs, 42 % on 4608 (the README's figure). The model must fall
 // as the measurement does (the same ranking, and the ratio within 5 %).
 TEST(Validation, MegatronCoreStrongScalingFalls) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/public_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
-  auto runs = PublishedRunsFromPublicRuns(*ParseJson(*text, "public_runs.json"));
+  Json doc;
+  LoadCalibration("public_runs.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto runs = PublishedRunsFromPublicRuns(doc);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   double mfu96 = 0, mfu4608 = 0;
   for (const auto& run : *runs) {
@@ -170,11 +183,10 @@ TEST(Validation, MistypedRowsAreBadInputNotExceptions) {
 // model expresses are predicted within the targets, with each GPU and
 // each release held out of the fit too.
 TEST(Validation, FleetRunsInSampleAndHeldOut) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
-  auto doc = ParseJson(*text, "fleet_runs.json");
-  ASSERT_TRUE(doc.ok());
-  auto runs = PublishedRunsFromFleetRuns(*doc);
+  Json doc;
+  LoadCalibration("fleet_runs.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
+  auto runs = PublishedRunsFromFleetRuns(doc);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   EXPECT_EQ(runs->size(), 95u);  // every row of the file maps to a request
   std::vector<PublishedRun> covered;
@@ -231,12 +243,6 @@ TEST(Validation, FleetRowWithUnknownGpuIsRefused) {
   EXPECT_NE(runs.status().message().find("TPU9"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace paratune::planner
-
-namespace paratune::planner {
-namespace {
-
 // The MoE runs of shared/calibration/moe_runs.json (Megatron-Bridge's published
 // tables): every H100 row maps onto dgx-h100 with the row's EP, dispatcher and
 // overlap, satisfies Megatron-Core's rules and is predicted, the Blackwell rows
@@ -245,12 +251,11 @@ namespace {
 // today's state (docs/model.md "Mixture of experts", Validation: median 15 %),
 // a regression guard above the 10 % the model aims at.
 TEST(Validation, MoeRunsMapAndPredict) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/moe_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found: " << text.status().ToString();
-  auto doc = ParseJson(*text, "moe_runs.json");
-  ASSERT_TRUE(doc.ok());
+  Json doc;
+  LoadCalibration("moe_runs.json", &doc);
+  if (IsSkipped() || HasFatalFailure()) return;
   std::vector<std::string> skipped;
-  auto runs = PublishedRunsFromMoeRuns(*doc, &skipped);
+  auto runs = PublishedRunsFromMoeRuns(doc, &skipped);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   int h100 = 0;
   std::vector<double> abs;
@@ -281,7 +286,7 @@ TEST(Validation, MoeRunsMapAndPredict) {
     }
   }
   EXPECT_EQ(h100, 15);
-  EXPECT_EQ(runs->size() + skipped.size(), doc->size());
+  EXPECT_EQ(runs->size() + skipped.size(), doc.size());
   for (const std::string& s : skipped) {
     EXPECT_TRUE(s.find("no cluster preset for GPU") != std::string::npos ||
                 s.find("a layout the framework refuses") != std::string::npos)
