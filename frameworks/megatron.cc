@@ -109,6 +109,9 @@ Status Check(const Plan& p) {
                           " (arguments.py:1335-1337)");
   }
   PT_RETURN_IF_ERROR(CheckFleetFeatures(p));
+  if (const std::string gap = MegatronLocalAttentionGap(m, p.job.training.seq_len); !gap.empty()) {
+    return Refuse(kF, gap);
+  }
   const bool dist_opt = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
   if (c.overlap_param_gather && !(dist_opt && c.overlap_grad_reduce)) {
     return Refuse(
@@ -314,6 +317,22 @@ std::string Write(const Plan& p) {
   // "flash" in the plan means a fused kernel that never stores the scores:
   // Megatron's default (auto) picks one where the precision allows it.
   if (t.attention == Attention::kUnfused) model.push_back("--attention-backend unfused");
+  // Local attention (MegatronLocalAttentionGap says when these express it): a
+  // sliding window of w keys, as Megatron-Bridge writes gpt-oss's 128
+  // (window_size (128, 0), window_attn_skip_freq 2: gpt_oss_provider.py @355cef4);
+  // chunks no longer than the sequence are full causal attention, and the
+  // global layers between them go without RoPE (Megatron-LM's Llama 4 example,
+  // examples/post_training/modelopt/conf/meta-llama/Llama-4-Maverick-17B-128E-Instruct.sh:50
+  // @d98e8a6: --no-rope-freq 4).
+  if (m.sliding_layers > 0) {
+    const int period = LocalAttentionPeriod(m);
+    if (!m.chunked_attention) {
+      model.push_back("--window-size " + Str(m.sliding_window) + ",0");
+      if (period > 1) model.push_back("--window-attn-skip-freq " + Str(period));
+    } else if (period > 1) {
+      model.push_back("--no-rope-freq " + Str(period));
+    }
+  }
   Array(os, "GPT_MODEL_ARGS", model);
   os << "\n";
 

@@ -93,6 +93,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   const std::vector<topology::EfficiencyPoint>* curve =
       recipe ? &cluster.gpu.RecipeGemmCurve(training.recipe) : &cluster.gpu.EffectiveGemmCurve(p);
   if (model.is_moe()) mds_moe_gap_ = MegatronDeepSpeedMoeGap(model);
+  mcore_attention_gap_ = MegatronLocalAttentionGap(model, training.seq_len);
   hp_peak_flops_ = cluster.gpu.PeakTflops(Precision::kBf16) * 1e12;
   if (!(hp_peak_flops_ > 0)) hp_peak_flops_ = peak_flops_;
   for (const topology::EfficiencyPoint& pt : cluster.gpu.EffectiveGemmCurve(Precision::kBf16)) {

@@ -329,6 +329,7 @@ class CostModel {
   TrainingSpec training_;
   FrameworkSpec fw_;
   std::string mds_moe_gap_;  // MegatronDeepSpeedMoeGap(model_), for the mds_moe_model rule
+  std::string mcore_attention_gap_;  // MegatronLocalAttentionGap, for mcore_local_attention
   double evidence_steps_ = 0;  // the job's distance from fw_.evidence
   double base_band_ = 0;       // the band before the evidence distance
   double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;

@@ -169,7 +169,7 @@ const char* FrameworkName(Framework f) { return kNames[static_cast<int>(f)]; }
 constexpr const char* kRuleNames[kNumFrameworkRules] = {
     "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
     "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp",
-    "moe_bias_etp1", "ep_in_shard_mesh", "mds_moe_model"};
+    "moe_bias_etp1", "ep_in_shard_mesh", "mds_moe_model", "mcore_local_attention"};
 
 const char* FrameworkRuleName(FrameworkRule r) { return kRuleNames[static_cast<int>(r)]; }
 
@@ -235,12 +235,38 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
       return "the experts of a model with linear biases are not split over etp " + S(c.etp);
     case FrameworkRule::kMdsMoeModel:
       return job.moe && job.mds_moe_gap != nullptr ? *job.mds_moe_gap : "";
+    case FrameworkRule::kMcoreLocalAttention:
+      return job.mcore_attention_gap != nullptr ? *job.mcore_attention_gap : "";
     case FrameworkRule::kEpInShardMesh: {
       const int64_t shard = int64_t{c.gz} * c.cp * c.gy;
       if (c.etp == 1 && shard % c.ep == 0) return "";
       if (c.etp != 1) return "the experts are not tensor-split (etp " + S(c.etp) + ")";
       return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " + S(shard);
     }
+  }
+  return "";
+}
+
+int LocalAttentionPeriod(const ModelSpec& m) {
+  const int global = m.layers - m.sliding_layers;
+  if (m.sliding_layers == 0 || global == 0) return 1;
+  return m.layers % global == 0 ? m.layers / global : 0;
+}
+
+std::string MegatronLocalAttentionGap(const ModelSpec& m, int64_t seq_len) {
+  if (m.sliding_layers == 0) return "";
+  const auto S = [](int64_t v) { return std::to_string(v); };
+  if (LocalAttentionPeriod(m) == 0) {
+    return m.name + "'s " + S(m.sliding_layers) + " local-attention layers of " + S(m.layers) +
+           " are not all but every N-th layer, the one pattern --window-attn-skip-freq N (or "
+           "--no-rope-freq N) writes (megatron/core/transformer/utils.py:532-546 @d98e8a6)";
+  }
+  if (m.chunked_attention && seq_len > m.sliding_window) {
+    return "Megatron-Core has no chunked attention (its --window-size is a sliding window, "
+           "megatron/core/transformer/utils.py:532-546 @d98e8a6): " +
+           m.name + "'s " + S(m.sliding_window) +
+           "-token chunks equal full causal attention only up to seq " + S(m.sliding_window) +
+           ", not " + S(seq_len);
   }
   return "";
 }

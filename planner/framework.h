@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "planner/config.h"
+#include "planner/model.h"
 #include "planner/pipeline.h"
 #include "topology/cluster.h"
 
@@ -196,8 +197,12 @@ enum class FrameworkRule : uint8_t {
   // Megatron-DeepSpeed builds an MoE model only when its experts are the dense
   // MLP under softmax gating on an --expert-interval pattern (MegatronDeepSpeedMoeGap).
   kMdsMoeModel,
+  // Megatron-Core expresses local attention only as a sliding window on every
+  // layer or on all but every N-th (--window-size, --window-attn-skip-freq) and
+  // has no chunked attention (MegatronLocalAttentionGap).
+  kMcoreLocalAttention,
 };
-inline constexpr int kNumFrameworkRules = 9;
+inline constexpr int kNumFrameworkRules = 10;
 const char* FrameworkRuleName(FrameworkRule r);  // "cp_a2a_local_heads", ...
 Result<FrameworkRule> ParseFrameworkRule(const std::string& s);
 
@@ -214,9 +219,23 @@ struct RuleJob {
   // Why Megatron-DeepSpeed cannot build the MoE model ("" = it can), computed
   // once per cost model (MegatronDeepSpeedMoeGap).
   const std::string* mds_moe_gap = nullptr;
+  // Why Megatron-Core cannot express the model's local attention at this
+  // sequence length ("" = it can), computed once per cost model.
+  const std::string* mcore_attention_gap = nullptr;
   int64_t seq_len = 0;
   int64_t fpdt_chunk_tokens = 65536;
 };
+
+// Why Megatron-Core cannot build `m`'s local attention at `seq_len` ("" = it
+// can). It has a sliding window of (w, 0) on the layers whose 1-based number
+// is not a multiple of --window-attn-skip-freq N (transformer/utils.py:532-546
+// @d98e8a6) and no chunked attention; chunks of w equal full causal attention
+// up to seq w, with RoPE left out of every N-th layer (--no-rope-freq N,
+// transformer_config.py:3138-3150), as Llama 4 lays them out.
+std::string MegatronLocalAttentionGap(const ModelSpec& m, int64_t seq_len);
+// The local-attention pattern's N: layers / (layers - sliding_layers) when it
+// divides, 1 when every layer is local, 0 when no N expresses it.
+int LocalAttentionPeriod(const ModelSpec& m);
 
 // "" when c keeps `rule` for `job`, else what breaks it, with the values.
 std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c);

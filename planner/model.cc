@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <initializer_list>
 #include <string_view>
 #include <utility>
@@ -158,10 +159,17 @@ double ModelSpec::ForwardFlopsPerToken(int seq_len) const {
   // window w < s attends to min(position, w) keys, on average w·(1 − w/(2s)).
   const double s = seq_len;
   const double full_keys = s / 2.0;
+  // A layer chunked into blocks of w attends, over n = s / w whole chunks and a
+  // remainder r, to (n·w² + r²) / (2s) keys on average.
   double window_keys = full_keys;
   if (sliding_layers > 0 && sliding_window > 0 && sliding_window < seq_len) {
     const double w = sliding_window;
-    window_keys = w * (1.0 - w / (2.0 * s));
+    if (chunked_attention) {
+      const double n = std::floor(s / w), r = s - n * w;
+      window_keys = (n * w * w + r * r) / (2.0 * s);
+    } else {
+      window_keys = w * (1.0 - w / (2.0 * s));
+    }
   }
   const double keys = (n_layers - sliding_layers) * full_keys + sliding_layers * window_keys;
   const double core = 2.0 * (core_qk + core_v) * keys;
@@ -298,6 +306,10 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
                       "must be set together with " +
                           std::string(m.sliding_window == 0 ? "sliding_layers" : "sliding_window"));
   }
+  if (m.chunked_attention && m.sliding_layers == 0) {
+    return FieldError(pointer, "chunked_attention",
+                      "needs sliding_window and sliding_layers (the chunk and the chunked layers)");
+  }
   // Every count is bounded, but their products may not be: check the total in
   // floating point before any int64 arithmetic relies on it.
   const double h = m.hidden, e = std::max(m.experts, 1);
@@ -363,6 +375,7 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptInt("mtp_layers", &m.mtp_layers));
   PT_RETURN_IF_ERROR(r.OptInt("sliding_window", &m.sliding_window));
   PT_RETURN_IF_ERROR(r.OptInt("sliding_layers", &m.sliding_layers));
+  PT_RETURN_IF_ERROR(r.OptBool("chunked_attention", &m.chunked_attention));
   PT_RETURN_IF_ERROR(r.OptString("source", &m.source));
   PT_RETURN_IF_ERROR(r.Finish());
   PT_RETURN_IF_ERROR(ValidateModel(m, pointer));
@@ -405,6 +418,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
   put("mtp_layers", m.mtp_layers, d.mtp_layers);
   put("sliding_window", m.sliding_window, d.sliding_window);
   put("sliding_layers", m.sliding_layers, d.sliding_layers);
+  put("chunked_attention", m.chunked_attention, d.chunked_attention);
   j["source"] = m.source;
   return j;
 }
@@ -609,6 +623,7 @@ Status ReadHuggingFaceMoe(ObjectReader& r, const std::string& model_type, ModelS
     if (chunk > 0 && rope_layers > 0) {
       m->sliding_window = chunk;
       m->sliding_layers = std::min(rope_layers, m->layers);
+      m->chunked_attention = true;
     }
   }
   return Status::Ok();

@@ -78,10 +78,13 @@ struct ModelSpec {
   int qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
 
   int mtp_layers = 0;  // multi-token prediction modules trained with the model (DeepSeek-V3: 1)
-  // Sliding-window (or chunked) attention: `sliding_layers` of the layers attend to
-  // at most `sliding_window` keys (gpt-oss: 128 on every second layer; Llama 4: 8192-token
-  // chunks on three layers in four). 0 = full attention everywhere.
+  // Local attention: `sliding_layers` of the layers attend to at most `sliding_window`
+  // keys. A sliding window (gpt-oss: 128 on every second layer) lets each query see
+  // the `sliding_window` keys before it; chunked attention (`chunked_attention`,
+  // Llama 4: 8192-token chunks on three layers in four) lets it see only the keys of
+  // its own chunk. 0 = full attention everywhere.
   int sliding_window = 0, sliding_layers = 0;
+  bool chunked_attention = false;
   std::string source;
 
   // Field-wise equality (name and source included).
@@ -175,7 +178,8 @@ struct ModelSpec {
 // router "softmax" or "sigmoid". MLA: kv_lora_rank > 0 needs qk_nope_head_dim +
 // qk_rope_head_dim > 0 and v_head_dim > 0; q_lora_rank >= 0. 0 <= mtp_layers <=
 // kMaxModelMtpLayers; sliding_window >= 0 and 0 <= sliding_layers <= layers, both
-// set or both 0. Errors are kInvalidArgument "<pointer>/<field>: <rule>".
+// set or both 0; chunked_attention only with them. Errors are kInvalidArgument "<pointer>/<field>:
+// <rule>".
 inline constexpr int kMaxModelLayers = 1 << 16;
 inline constexpr int kMaxModelHidden = 1 << 20;
 inline constexpr int kMaxModelFfnHidden = 1 << 22;
@@ -190,7 +194,7 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer);
 // max_seq_len?, head_dim?, experts?, top_k?, moe_ffn_hidden?, shared_ffn_hidden?,
 // first_dense_layers?, moe_layer_step?, router?, capacity_factor?, q_lora_rank?,
 // kv_lora_rank?, qk_nope_head_dim?, qk_rope_head_dim?, v_head_dim?, mtp_layers?,
-// sliding_window?, sliding_layers?, source?}. Strict.
+// sliding_window?, sliding_layers?, chunked_attention?, source?}. Strict.
 // layers, hidden, heads and vocab are required; kv_heads defaults to heads and
 // ffn_hidden to 4·hidden; the rest default as in ModelSpec. An unknown key, a wrong
 // type or a shape rule (ValidateModel) fails with kInvalidArgument naming the field's

@@ -126,6 +126,7 @@ const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::stri
   job.linear_bias = model_.linear_bias;
   job.moe = model_.is_moe();
   job.mds_moe_gap = &mds_moe_gap_;
+  job.mcore_attention_gap = &mcore_attention_gap_;
   job.seq_len = training_.seq_len;
   job.fpdt_chunk_tokens = training_.fpdt_chunk_tokens;
   return planner::BrokenRule(fw_, job, c, why);

@@ -125,6 +125,9 @@ inline const std::set<std::string>& MegatronFlags() {
       "--position-embedding-type",
       "--normalization",
       "--swiglu",
+      "--window-size",            // arguments.py:2384
+      "--window-attn-skip-freq",  // arguments.py:2387
+      "--no-rope-freq",           // arguments.py:2428
       "--untie-embeddings-and-output-weights",
       "--disable-bias-linear",
       "--attention-dropout",
@@ -317,8 +320,10 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
     // arguments.py:1165-1170: Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS != 1 and
     // the fsdp_dtensor checkpoint format; 3190-3192: the sharding strategies.
     auto it = a.env.find("CUDA_DEVICE_MAX_CONNECTIONS");
-    if (it != a.env.end() && it->second == "1") return "Megatron-FSDP with CUDA_DEVICE_MAX_CONNECTIONS=1";
-    if (a.Str("--ckpt-format") != "fsdp_dtensor") return "Megatron-FSDP needs --ckpt-format fsdp_dtensor";
+    if (it != a.env.end() && it->second == "1")
+      return "Megatron-FSDP with CUDA_DEVICE_MAX_CONNECTIONS=1";
+    if (a.Str("--ckpt-format") != "fsdp_dtensor")
+      return "Megatron-FSDP needs --ckpt-format fsdp_dtensor";
     static const std::set<std::string> kStrategies = {"no_shard", "optim", "optim_grads",
                                                       "optim_grads_params"};
     if (a.Has("--data-parallel-sharding-strategy") &&
