@@ -87,7 +87,15 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   const double router = GemmSeconds(tokens, E, h) + StreamSeconds(tokens * E * 4.0 * 4.0);
   // Permutation before the dispatch and its inverse after the combine: each
   // reads and writes every routed copy (Megatron's moe_permute_fusion kernels).
-  const double permute = StreamSeconds(2.0 * 2.0 * s.copies * h * e);
+  // The all-to-all dispatcher permutes twice each way when a rank holds more
+  // than one expert: into the all-to-all's rank order, then the received rows
+  // by local expert, and back (token_dispatcher.py:660-679, 753-790, 803-822,
+  // 890-900 @d98e8a64). DeepEP and HybridEP write the received rows in expert
+  // order inside the dispatch kernel, one pass each way (:1001-1013,
+  // :1225-1246).
+  const double passes =
+      c.moe_dispatcher == MoeDispatcher::kAllToAll && s.local_experts > 1 ? 2.0 : 1.0;
+  const double permute = StreamSeconds(passes * 2.0 * 2.0 * s.copies * h * e);
   // The grouped GEMMs of the local experts, at the rows the most loaded rank
   // receives: FC1 (gate + up) and FC2 per expert. Small, ragged row counts run
   // at the GEMM curve's efficiency for their size (GpuSpec::gemm_efficiency).
