@@ -113,7 +113,22 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
     shared = GemmSeconds(T, g * fs, h) + GemmSeconds(T, h, fs) +
              StreamSeconds(elem_traffic_ * T * fs * (g + 1.0) * e);
   }
-  t->moe_fwd = fc * (router + permute + experts + act_fn + shared);
+  // FP8 recipes quantise the expert GEMMs' inputs, output gradients and weights
+  // as a dense layer's (a third charged to the forward, as in Compute()).
+  double casts = 0;
+  if (training_.precision == topology::Precision::kFp8) {
+    const double rt = s.local_experts * rows, fl = s.ffn_local;
+    casts =
+        cost::RecipeCastBytes(training_.recipe, rt * h, rt * g * fl, s.local_experts * h * g * fl) +
+        cost::RecipeCastBytes(training_.recipe, rt * fl, rt * h, s.local_experts * fl * h);
+    if (m.shared_ffn_hidden > 0) {
+      const double fs = m.shared_ffn_hidden / static_cast<double>(c.tensor());
+      casts += cost::RecipeCastBytes(training_.recipe, T * h, T * g * fs, h * g * fs) +
+               cost::RecipeCastBytes(training_.recipe, T * fs, T * h, fs * h);
+    }
+  }
+  const double expert_casts = StreamSeconds(casts / 3.0);
+  t->moe_fwd = fc * (router + permute + experts + act_fn + shared + expert_casts);
   t->moe_act_fn_fwd = fc * act_fn;
 
   // Dispatch and combine, forward. An EP group's ranks sit etp apart inside the
