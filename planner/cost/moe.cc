@@ -11,7 +11,7 @@
 namespace paratune::planner {
 namespace {
 
-using cost::Overlapped;
+using cost::kOverlapSmShare;
 using topology::Collective;
 
 // MoE layers among model layers [begin, end).
@@ -214,10 +214,24 @@ double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
   // the forward's again.
   const double n = c.recompute == Recompute::kFull ? 3.0 : 2.0;
   const double total = n * t.moe_a2a_fwd;
-  // Megatron-Core's EP all-to-all overlap runs one micro-batch's dispatch and
-  // combine beside another's compute (--overlap-moe-expert-parallel-comm, the
-  // DualPipe-style 1F1B schedule: DeepSeek-V3 §3.2.1).
-  return c.moe_a2a_overlap ? Overlapped(total, window) : total;
+  if (!c.moe_a2a_overlap) return total;
+  // Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+  // the DualPipe-style 1F1B schedule: DeepSeek-V3 §3.2.1) runs one
+  // micro-batch's forward of a layer beside another's backward, each
+  // communication beside one compute block (model_chunk_schedule_plan.py:243-245
+  // @d98e8a64): comm stream combine_bwd | dispatch_fwd, dispatch_bwd |
+  // combine_fwd against compute pre_dispatch_fwd | mlp_bwd, mlp_fwd |
+  // pre_dispatch_bwd. A block shorter than its communication leaves the rest
+  // exposed. `window` is the layer's whole compute: the MoE MLP's forward
+  // (t.moe_fwd) and backward (2×), the attention half's (the rest) split 1:2.
+  const double a = t.moe_a2a_fwd / 2.0;  // one dispatch or combine
+  const double mlp = 3.0 * t.moe_fwd;
+  const double attn = std::max(0.0, window - mlp), attn_fwd = attn / 3.0;
+  const double pair = std::max(a, attn_fwd) + std::max(2.0 * a, mlp) + std::max(a, attn - attn_fwd);
+  const double exposed = std::max(0.0, pair - attn - mlp);
+  const double overlapped = std::max(0.0, 4.0 * a - exposed);
+  // Full recompute's extra forward communication runs outside the pairing.
+  return exposed + kOverlapSmShare * overlapped + (total - 4.0 * a);
 }
 
 }  // namespace paratune::planner

@@ -305,7 +305,7 @@ TEST(Validation, MoeRunsMapAndPredict) {
   }
   std::sort(abs.begin(), abs.end());
   ASSERT_FALSE(abs.empty());
-  EXPECT_LE(abs[abs.size() / 2], 0.16);
+  EXPECT_LE(abs[abs.size() / 2], 0.10);  // the goal: in-sample median |error| within 10 %
 }
 
 }  // namespace
