@@ -206,6 +206,7 @@ class CostModel {
     double normal_fwd = 0;      // QKV + FC1 (the layers whose backward all-reduce OAR hides)
     double attn_fwd = 0, attn_bwd = 0;  // attention core
     double elem_fwd = 0;        // memory-bound element-wise kernels, forward
+    double mlp_elem_fwd = 0;    // of which the dense MLP's activation and FP8 casts
     double logits_compute = 0;  // last stage: logits GEMMs fwd+bwd and the fp32 loss
     double embed = 0;           // first stage: embedding lookup and its gradient
     double kernel_fixed = 0;    // per layer, fwd + bwd: fixed GPU time of its kernels

@@ -369,7 +369,11 @@ bool UnevenStages(int layers, int pp, int vpp, int* first, int* last) {
       if (stages == 0 ? rest != 0 : (rest <= 0 || rest % (stages * vpp) != 0)) continue;
       const int mid = stages > 0 ? rest / stages : 0;
       const int worst = std::max({f, l, mid});
-      if (best < 0 || worst < best) {
+      // Of the splits whose fullest rank is least full, the one with the
+      // fewest layers on the last rank: it also runs the output layer, the loss
+      // and any MTP module (Megatron-Bridge's DeepSeek-V3 layouts put the
+      // remainder there: recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0).
+      if (best < 0 || worst < best || (worst == best && l < *last)) {
         best = worst;
         *first = f;
         *last = l;
@@ -556,7 +560,14 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     // Layouts the layer count does not divide: Megatron-Bridge states them as a
     // pipeline layout string; the nearest form Megatron's first/last stage
     // counts express.
-    if (pp > 1 && m.layers % (pp * c.vpp) != 0) {
+    // Megatron-Bridge's Qwen3 MoE recipes count the embedding and the loss as
+    // one layer each (account_for_embedding/loss_in_pipeline_split,
+    // recipes/qwen/qwen3_moe.py:166-167 @v0.5.0): Megatron's own form of an
+    // uneven split, taken where it divides at the stated interleaving.
+    if (pp > 1 && m.layers % (pp * c.vpp) != 0 && (m.layers + 2) % (pp * c.vpp) == 0) {
+      c.pp_embedding_layers = c.pp_loss_layers = 1;
+      run.assumed.push_back("embedding and loss counted as pipeline layers for the row's layout");
+    } else if (pp > 1 && m.layers % (pp * c.vpp) != 0) {
       int first = 0, last = 0;
       const int vpp_stated = c.vpp;
       // The largest interleaving up to the stated one that such a split allows.

@@ -108,7 +108,7 @@ double CostModel::GemmSeconds(double m, double n, double k, bool high_precision)
 // read, 0.5 written) and the Hadamard-transformed column-wise copy for the
 // wgrad GEMM (2 read, 0.5 written; NVIDIA's NVFP4 pretraining recipe), the
 // weights 2D-block quantised (2 read, 0.5 written).
-static double RecipeCastBytes(topology::Recipe r, double in, double grad, double w) {
+double cost::RecipeCastBytes(topology::Recipe r, double in, double grad, double w) {
   switch (r) {
     case topology::Recipe::kMxfp8:
       return 4.0 * (in + grad);
@@ -140,7 +140,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   // the reverse. The backward runs dgrad and wgrad GEMMs of the same size.
   const double kn[4][2] = {{h, attn_qkv_n_}, {attn_proj_k_, h}, {h, f * g}, {f, h}};
   const bool fp8 = training_.precision == topology::Precision::kFp8;
-  double fp8_cast_bytes = 0;
+  double fp8_cast_bytes = 0, mlp_cast_bytes = 0;
   for (int i = 0; i < 4; ++i) {
     const bool transposed = (i % 2) == 1;
     const double k_loc = kn[i][0] / (transposed ? gy : gx);
@@ -151,7 +151,10 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     if (fp8) {
       // Quantisation traffic (RecipeCastBytes): the GEMM inputs and output
       // gradients cast from bf16 in the recipe's format, and its weights.
-      fp8_cast_bytes += RecipeCastBytes(training_.recipe, T * k_loc, T * n_loc, k_loc * n_loc);
+      const double cast =
+          cost::RecipeCastBytes(training_.recipe, T * k_loc, T * n_loc, k_loc * n_loc);
+      fp8_cast_bytes += cast;
+      if (i >= 2) mlp_cast_bytes += cast;
     }
   }
 
@@ -191,6 +194,9 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   // The framework's preset scales the fused baseline (eager stacks run each
   // element-wise op as its own kernel).
   t.elem_fwd = StreamSeconds(elem_traffic_ * (norm_res + act_fn) + fp8_cast_bytes / 3.0);
+  // Of which the dense MLP's (its activation and FC1/FC2 casts): an MoE layer
+  // runs its experts' instead (planner/cost/moe.cc).
+  t.mlp_elem_fwd = StreamSeconds(elem_traffic_ * act_fn + mlp_cast_bytes / 3.0);
 
   // Last stage: logits GEMM (vocabulary split over the tensor ranks) forward and
   // its two backward GEMMs, and the fp32 cross-entropy (logits written, read and
@@ -223,6 +229,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   t.attn_fwd *= fc;
   t.attn_bwd *= fc;
   t.elem_fwd *= fc;
+  t.mlp_elem_fwd *= fc;
   t.logits_compute *= fc;
   t.kernel_fixed *= fc;
   t.embed *= fm;

@@ -71,6 +71,10 @@ inline SyncGroup WeightReplicas(const ParallelConfig& c) {
   return {c.gdata * c.cp, std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp))};
 }
 
+// Bytes the FP8 recipe's quantisation moves for one GEMM of `in` input,
+// `grad` output-gradient and `w` weight elements (planner/cost/compute.cc).
+double RecipeCastBytes(topology::Recipe r, double in, double grad, double w);
+
 }  // namespace cost
 
 // Per micro-batch, per GPU, one transformer block; seconds.

@@ -11,7 +11,7 @@
 namespace paratune::planner {
 namespace {
 
-using cost::Overlapped;
+using cost::kOverlapSmShare;
 using topology::Collective;
 
 // MoE layers among model layers [begin, end).
@@ -87,7 +87,15 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   const double router = GemmSeconds(tokens, E, h) + StreamSeconds(tokens * E * 4.0 * 4.0);
   // Permutation before the dispatch and its inverse after the combine: each
   // reads and writes every routed copy (Megatron's moe_permute_fusion kernels).
-  const double permute = StreamSeconds(2.0 * 2.0 * s.copies * h * e);
+  // The all-to-all dispatcher permutes twice each way when a rank holds more
+  // than one expert: into the all-to-all's rank order, then the received rows
+  // by local expert, and back (token_dispatcher.py:660-679, 753-790, 803-822,
+  // 890-900 @d98e8a64). DeepEP and HybridEP write the received rows in expert
+  // order inside the dispatch kernel, one pass each way (:1001-1013,
+  // :1225-1246).
+  const double passes =
+      c.moe_dispatcher == MoeDispatcher::kAllToAll && s.local_experts > 1 ? 2.0 : 1.0;
+  const double permute = StreamSeconds(passes * 2.0 * 2.0 * s.copies * h * e);
   // The grouped GEMMs of the local experts, at the rows the most loaded rank
   // receives: FC1 (gate + up) and FC2 per expert. Small, ragged row counts run
   // at the GEMM curve's efficiency for their size (GpuSpec::gemm_efficiency).
@@ -105,7 +113,22 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
     shared = GemmSeconds(T, g * fs, h) + GemmSeconds(T, h, fs) +
              StreamSeconds(elem_traffic_ * T * fs * (g + 1.0) * e);
   }
-  t->moe_fwd = fc * (router + permute + experts + act_fn + shared);
+  // FP8 recipes quantise the expert GEMMs' inputs, output gradients and weights
+  // as a dense layer's (a third charged to the forward, as in Compute()).
+  double casts = 0;
+  if (training_.precision == topology::Precision::kFp8) {
+    const double rt = s.local_experts * rows, fl = s.ffn_local;
+    casts =
+        cost::RecipeCastBytes(training_.recipe, rt * h, rt * g * fl, s.local_experts * h * g * fl) +
+        cost::RecipeCastBytes(training_.recipe, rt * fl, rt * h, s.local_experts * fl * h);
+    if (m.shared_ffn_hidden > 0) {
+      const double fs = m.shared_ffn_hidden / static_cast<double>(c.tensor());
+      casts += cost::RecipeCastBytes(training_.recipe, T * h, T * g * fs, h * g * fs) +
+               cost::RecipeCastBytes(training_.recipe, T * fs, T * h, fs * h);
+    }
+  }
+  const double expert_casts = StreamSeconds(casts / 3.0);
+  t->moe_fwd = fc * (router + permute + experts + act_fn + shared + expert_casts);
   t->moe_act_fn_fwd = fc * act_fn;
 
   // Dispatch and combine, forward. An EP group's ranks sit etp apart inside the
@@ -191,10 +214,24 @@ double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
   // the forward's again.
   const double n = c.recompute == Recompute::kFull ? 3.0 : 2.0;
   const double total = n * t.moe_a2a_fwd;
-  // Megatron-Core's EP all-to-all overlap runs one micro-batch's dispatch and
-  // combine beside another's compute (--overlap-moe-expert-parallel-comm, the
-  // DualPipe-style 1F1B schedule: DeepSeek-V3 §3.2.1).
-  return c.moe_a2a_overlap ? Overlapped(total, window) : total;
+  if (!c.moe_a2a_overlap) return total;
+  // Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+  // the DualPipe-style 1F1B schedule: DeepSeek-V3 §3.2.1) runs one
+  // micro-batch's forward of a layer beside another's backward, each
+  // communication beside one compute block (model_chunk_schedule_plan.py:243-245
+  // @d98e8a64): comm stream combine_bwd | dispatch_fwd, dispatch_bwd |
+  // combine_fwd against compute pre_dispatch_fwd | mlp_bwd, mlp_fwd |
+  // pre_dispatch_bwd. A block shorter than its communication leaves the rest
+  // exposed. `window` is the layer's whole compute: the MoE MLP's forward
+  // (t.moe_fwd) and backward (2×), the attention half's (the rest) split 1:2.
+  const double a = t.moe_a2a_fwd / 2.0;  // one dispatch or combine
+  const double mlp = 3.0 * t.moe_fwd;
+  const double attn = std::max(0.0, window - mlp), attn_fwd = attn / 3.0;
+  const double pair = std::max(a, attn_fwd) + std::max(2.0 * a, mlp) + std::max(a, attn - attn_fwd);
+  const double exposed = std::max(0.0, pair - attn - mlp);
+  const double overlapped = std::max(0.0, 4.0 * a - exposed);
+  // Full recompute's extra forward communication runs outside the pairing.
+  return exposed + kOverlapSmShare * overlapped + (total - 4.0 * a);
 }
 
 }  // namespace paratune::planner

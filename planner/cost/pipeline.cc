@@ -39,7 +39,7 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   const StageMoe sm{terms.moe_layers_first, terms.moe_layers_middle, terms.moe_layers_last};
   double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
   if (m.is_moe()) {
-    const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3];
+    const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3] + terms.mlp_elem_fwd;
     moe_recompute = lt.recompute;
     if (c.recompute == Recompute::kSelective) moe_recompute += terms.moe_act_fn_fwd;
     if (c.recompute == Recompute::kFull) moe_recompute += terms.moe_fwd - dense_mlp;

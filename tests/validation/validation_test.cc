@@ -285,11 +285,27 @@ TEST(Validation, MoeRunsMapAndPredict) {
       EXPECT_EQ(job.training.recipe, topology::Recipe::kMxfp8);
       EXPECT_FALSE(job.training.main_grads_fp32);
     }
-    // Qwen3-235B's 94 layers on PP 4 × VP 12: the largest interleaving an
-    // uneven split allows (2) keeps the EP all-to-all overlap the row states.
+    // Qwen3-235B's 94 layers on PP 4 × VP 12: Megatron-Bridge's Qwen3 MoE
+    // recipes count the embedding and the loss as layers (qwen3_moe.py:166-167
+    // @v0.5.0): (94 + 2) / 4 = 24 per rank, 2 per chunk, so the stated
+    // interleaving and the EP all-to-all overlap stay.
     if (run.id == "mb-26.06-gb300-qwen3_235b_a22b-mxfp8-256g") {
-      EXPECT_EQ(run.request.config.vpp, 2);
+      EXPECT_EQ(run.request.config.vpp, 12);
+      EXPECT_EQ(run.request.config.pp_embedding_layers, 1);
+      EXPECT_EQ(run.request.config.pp_loss_layers, 1);
       EXPECT_TRUE(run.request.config.moe_a2a_overlap);
+    }
+    // DeepSeek-V3's 61 layers: Megatron-Bridge's layouts give the last rank,
+    // which also runs MTP and the loss, the fewest layers
+    // (recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0): PP 16 = E+4 | 4 ×14 |
+    // 1+MTP+L; PP 4 = 16, 16, 16, 13.
+    if (run.id == "mb-26.04-b200-deepseek_v3-mxfp8-256g") {
+      EXPECT_EQ(run.request.config.first_stage_layers, 4);
+      EXPECT_EQ(run.request.config.last_stage_layers, 1);
+    }
+    if (run.id == "mb-26.04-gb200-deepseek_v3-mxfp8-256g") {
+      EXPECT_EQ(run.request.config.first_stage_layers, 16);
+      EXPECT_EQ(run.request.config.last_stage_layers, 13);
     }
   }
   EXPECT_EQ(h100, 15);
@@ -301,7 +317,7 @@ TEST(Validation, MoeRunsMapAndPredict) {
   }
   std::sort(abs.begin(), abs.end());
   ASSERT_FALSE(abs.empty());
-  EXPECT_LE(abs[abs.size() / 2], 0.16);
+  EXPECT_LE(abs[abs.size() / 2], 0.10);  // the goal: in-sample median |error| within 10 %
 }
 
 }  // namespace
