@@ -283,6 +283,34 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     s.even = lo == hi;
     return s;
   }
+  if (split != PpSplit::kMegatron && c.vpp >= 1 && (vshape || !VShaped(c.pp_schedule))) {
+    // Torchtitan's and the balanced split rank by rank, each rank's chunks
+    // (all of ChunkRank r) counted at once instead of one ChunkLayers each.
+    const int stages = pp * v;
+    const int in = c.pp_embedding_layers, out = c.pp_loss_layers;
+    const int eff = layers + in + out;
+    const int owner_last = vshape ? 0 : pp - 1;  // the rank of chunk stages − 1
+    for (int r = 0; r < pp; ++r) {
+      int n;
+      if (split == PpSplit::kBalanced) {
+        n = v * (layers / pp + (r < layers % pp ? 1 : 0));
+      } else {
+        const int rem = eff % stages;
+        // Chunks of rank r below rem take one layer more.
+        const int extra = vshape ? (r < rem ? 1 : 0) + (2 * pp - 1 - r < rem ? 1 : 0)
+                                 : (r < rem ? std::min(v, (rem - r - 1) / pp + 1) : 0);
+        n = v * (eff / stages) + extra - (r == 0 ? in : 0) - (r == owner_last ? out : 0);
+      }
+      if (r == 0) s.first = n;
+      if (r == pp - 1) s.last = n;
+      if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    s.max = hi;
+    s.even = lo == hi;
+    return s;
+  }
   for (int r = 0; r < pp; ++r) {
     int n = 0;
     if (vshape) {  // rank r runs stages r and 2pp−1−r (ChunkRank)

@@ -7,6 +7,7 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -656,6 +657,10 @@ SearchResult Search::RunShard(int shard) const {
     return res;
   }
 
+  struct OverlapFlags {
+    bool oar, ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p;
+  };
+  std::array<std::optional<OverlapFlags>, 32> overlaps;
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
   auto set_pipe = [&c](const Pipe& p) {
@@ -735,9 +740,33 @@ SearchResult Search::RunShard(int shard) const {
               // The framework's overlaps read only fields fixed at this level
               // (gz, pp, vpp, sp, ZeRO), so they are set once for every
               // recompute and placement below.
-              c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
-                  c.tp_comm_overlap = c.overlap_p2p = false;
-              ApplyFrameworkOverlaps(fr, &c);  // never slower in the model: not enumerated
+              // Never slower in the model: not enumerated. ApplyFrameworkOverlaps
+              // reads only gz > 1, pp == 1, distributed_optimizer || zero == 3,
+              // sp and vpp > 1 (planner/framework.cc): its answer for each of
+              // those combinations is kept for the shard.
+              const int overlap_key = (c.gz > 1 ? 1 : 0) | (c.pp == 1 ? 2 : 0) |
+                                      (c.distributed_optimizer || c.zero == 3 ? 4 : 0) |
+                                      (c.sp ? 8 : 0) | (c.vpp > 1 ? 16 : 0);
+              std::optional<OverlapFlags>& known = overlaps[static_cast<size_t>(overlap_key)];
+              if (!known) {
+                c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
+                    c.tp_comm_overlap = c.overlap_p2p = false;
+                ApplyFrameworkOverlaps(fr, &c);
+                known = OverlapFlags{c.oar,
+                                     c.ors,
+                                     c.oag,
+                                     c.overlap_grad_reduce,
+                                     c.overlap_param_gather,
+                                     c.tp_comm_overlap,
+                                     c.overlap_p2p};
+              }
+              c.oar = known->oar;
+              c.ors = known->ors;
+              c.oag = known->oag;
+              c.overlap_grad_reduce = known->overlap_grad_reduce;
+              c.overlap_param_gather = known->overlap_param_gather;
+              c.tp_comm_overlap = known->tp_comm_overlap;
+              c.overlap_p2p = known->overlap_p2p;
               for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
                 const bool b = BoolValue(v) == 1;
                 if (k == "oar")
