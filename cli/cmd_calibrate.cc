@@ -46,7 +46,7 @@ with divided out first (so factors are absolute, and calibrating twice does
 not compound). A factor no point informs keeps its previous value. The output
 reports the residual and the mean step-time error before and after.
 
-  --reports FILE...  run reports (paratune.run_report/v1); repeat the flag or
+  --reports FILE...  run reports (paratune.run_report/v2 or v1); repeat the flag or
                      list several files after it
   --profile FILE     the profile the plans were made with (paratune.profile/v1)
   --out FILE         the calibrated profile (the input plus "calibration")

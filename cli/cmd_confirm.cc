@@ -29,7 +29,7 @@ constexpr const char* kHelp =
 A prediction is a promise; confirm keeps it honest. It takes a plans document
 (`paratune plan --format json`), runs each of the top K candidates as the real
 per-rank workload of a training step on this machine, and writes a run report
-("paratune.run_report/v1") with measured and predicted time per candidate and
+("paratune.run_report/v2") with measured and predicted time per candidate and
 per term, the error, and the candidates re-ranked by what was measured. Feed
 reports to `paratune calibrate` so the next plan is closer.
 
@@ -55,6 +55,11 @@ What runs, per candidate and rank (docs/executor.md):
     hand-off, data-parallel/ZeRO sync), each timed alone nccl-tests style;
   - the slice again with its streams and events (OAR/ORS/OAG, TP comm overlap,
     ZeRO-3 prefetch) on every rank at once, which measures the overlap;
+  - for a mixture-of-experts model, one MoE layer's forward on expert-parallel
+    communicators (the plan's ep and etp, or the most that tile the processes):
+    the dispatch all-to-all, the local experts' FC1/FC2 GEMMs, the combine
+    all-to-all; the report's "moe_layer" has them measured beside the cost
+    model's all-to-all and expert-GEMM figures;
   - first, the memory proof: the model's per-GPU memory is allocated (and
     written); a candidate that does not fit is reported "oom", not "fits".
 A step is extrapolated from the slice with the cost model's own composition
@@ -155,6 +160,15 @@ void PrintTable(const executor::RunReport& r, std::ostream& out) {
     if (swapped) out << std::setw(12) << Cell(c.plan_predicted_s, 4);
     out << "  " << planner::ConfigToString(c.config) << "\n";
     if (c.status != executor::Outcome::kOk) out << "      " << c.reason << "\n";
+    if (c.moe_layer) {
+      const executor::MoeLayerReport& m = *c.moe_layer;
+      out << "      moe layer (ep " << m.ep << " x etp " << m.etp
+          << (m.as_planned ? "" : ", not the plan's") << "): a2a "
+          << FormatFixed(m.a2a.measured_s * 1e3, 3) << " ms measured / "
+          << FormatFixed(m.a2a.predicted_s * 1e3, 3) << " ms predicted, experts "
+          << FormatFixed(m.experts.measured_s * 1e3, 3) << " / "
+          << FormatFixed(m.experts.predicted_s * 1e3, 3) << " ms\n";
+    }
   }
 }
 

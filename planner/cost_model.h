@@ -259,6 +259,13 @@ class CostModel {
   // expert degrees whose experts alone cannot fit.
   double ExpertParamsHeld(const ParallelConfig& c) const;
 
+  // One (m × k)·(k × n) GEMM at the training precision on the efficiency
+  // curve, before the cluster's compute correction (the executor prices the
+  // GEMMs it runs outside a layout with it). `high_precision`: a GEMM a
+  // low-precision recipe keeps in bf16 (the output layer's logits:
+  // Megatron-Core's fp8/fp4 context wraps the transformer layers only).
+  double GemmSeconds(double m, double n, double k, bool high_precision = false) const;
+
  private:
   // The terms live in planner/cost/ (one file per term); these structs carry
   // one term's results to the next (planner/cost/internal.h).
@@ -297,10 +304,6 @@ class CostModel {
   // compute it may hide behind.
   double MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t, double window) const;
   Reason CheckMoeRules(const ParallelConfig& c) const;
-  // `high_precision`: a GEMM a low-precision recipe keeps in bf16 (the
-  // output layer's logits: Megatron-Core's fp8/fp4 context wraps the
-  // transformer layers only).
-  double GemmSeconds(double m, double n, double k, bool high_precision = false) const;
   // GpuSpec::GemmEfficiency for the training precision, with the curve's log2
   // sizes computed once (the hot loop calls it millions of times).
   double GemmEfficiency(double m, double n, double k) const;

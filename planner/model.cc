@@ -20,6 +20,12 @@ int64_t ModelSpec::NormParams() const { return norm == "rmsnorm" ? int64_t{hidde
 
 int ModelSpec::moe_layer_count() const {
   if (!is_moe()) return 0;
+  // Layers i in [first_dense_layers, layers) with (i + 1) % step == 0: the
+  // multiples of step in [first_dense_layers + 1, layers] (asked per
+  // configuration by the search, so not counted one by one).
+  if (moe_layer_step >= 1 && first_dense_layers >= 0) {
+    return std::max(0, layers / moe_layer_step - first_dense_layers / moe_layer_step);
+  }
   int n = 0;
   for (int i = first_dense_layers; i < layers; ++i) n += is_moe_layer(i) ? 1 : 0;
   return n;

@@ -249,6 +249,68 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
   }
   int lo = layers, hi = 0;
   const bool vshape = VShaped(c.pp_schedule) && v == 2;
+  if (split == PpSplit::kMegatron && c.vpp >= 1 && (vshape || !VShaped(c.pp_schedule))) {
+    // Megatron's split in closed form (the search asks for it per
+    // configuration): every chunk of rank r has ChunkRank r, so rank r holds
+    // v chunks of per_rank(r) / v layers with a first/last split; without one,
+    // v chunks of (layers + e + o) / pp / v, less e on the rank of chunk 0 and
+    // o on the rank of the last chunk (rank 0 under a V schedule).
+    const int f = c.first_stage_layers, l = c.last_stage_layers;
+    int n_first, n_mid, n_last;
+    if (f > 0 || l > 0) {
+      const int rest_stages = pp - (f > 0) - (l > 0);
+      const int mid = rest_stages > 0 ? (layers - f - l) / rest_stages : 0;
+      n_first = v * ((f > 0 ? f : mid) / v);
+      n_mid = v * (mid / v);
+      n_last = v * ((l > 0 ? l : mid) / v);
+    } else {
+      const int e = c.pp_embedding_layers, o = c.pp_loss_layers;
+      const int base = v * ((layers + e + o) / pp / v);
+      n_first = base - e - (vshape ? o : 0);
+      n_mid = base;
+      n_last = base - (vshape ? 0 : o);
+    }
+    s.first = n_first;
+    s.last = n_last;
+    lo = std::min({lo, n_first, n_last});
+    hi = std::max({hi, n_first, n_last});
+    if (pp > 2) {
+      s.middle = std::max(0, n_mid);
+      lo = std::min(lo, n_mid);
+      hi = std::max(hi, n_mid);
+    }
+    s.max = hi;
+    s.even = lo == hi;
+    return s;
+  }
+  if (split != PpSplit::kMegatron && c.vpp >= 1 && (vshape || !VShaped(c.pp_schedule))) {
+    // Torchtitan's and the balanced split rank by rank, each rank's chunks
+    // (all of ChunkRank r) counted at once instead of one ChunkLayers each.
+    const int stages = pp * v;
+    const int in = c.pp_embedding_layers, out = c.pp_loss_layers;
+    const int eff = layers + in + out;
+    const int owner_last = vshape ? 0 : pp - 1;  // the rank of chunk stages − 1
+    for (int r = 0; r < pp; ++r) {
+      int n;
+      if (split == PpSplit::kBalanced) {
+        n = v * (layers / pp + (r < layers % pp ? 1 : 0));
+      } else {
+        const int rem = eff % stages;
+        // Chunks of rank r below rem take one layer more.
+        const int extra = vshape ? (r < rem ? 1 : 0) + (2 * pp - 1 - r < rem ? 1 : 0)
+                                 : (r < rem ? std::min(v, (rem - r - 1) / pp + 1) : 0);
+        n = v * (eff / stages) + extra - (r == 0 ? in : 0) - (r == owner_last ? out : 0);
+      }
+      if (r == 0) s.first = n;
+      if (r == pp - 1) s.last = n;
+      if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    s.max = hi;
+    s.even = lo == hi;
+    return s;
+  }
   for (int r = 0; r < pp; ++r) {
     int n = 0;
     if (vshape) {  // rank r runs stages r and 2pp−1−r (ChunkRank)

@@ -7,9 +7,11 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "common/strings.h"
@@ -655,6 +657,10 @@ SearchResult Search::RunShard(int shard) const {
     return res;
   }
 
+  struct OverlapFlags {
+    bool oar, ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p;
+  };
+  std::array<std::optional<OverlapFlags>, 32> overlaps;
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
   auto set_pipe = [&c](const Pipe& p) {
@@ -731,41 +737,80 @@ SearchResult Search::RunShard(int shard) const {
               c.qgz = zc.qgz;
               c.offload_optimizer = zc.offload_opt;
               c.offload_param = zc.offload_param;
+              // The framework's overlaps read only fields fixed at this level
+              // (gz, pp, vpp, sp, ZeRO), so they are set once for every
+              // recompute and placement below.
+              // Never slower in the model: not enumerated. ApplyFrameworkOverlaps
+              // reads only gz > 1, pp == 1, distributed_optimizer || zero == 3,
+              // sp and vpp > 1 (planner/framework.cc): its answer for each of
+              // those combinations is kept for the shard.
+              const int overlap_key = (c.gz > 1 ? 1 : 0) | (c.pp == 1 ? 2 : 0) |
+                                      (c.distributed_optimizer || c.zero == 3 ? 4 : 0) |
+                                      (c.sp ? 8 : 0) | (c.vpp > 1 ? 16 : 0);
+              std::optional<OverlapFlags>& known = overlaps[static_cast<size_t>(overlap_key)];
+              if (!known) {
+                c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
+                    c.tp_comm_overlap = c.overlap_p2p = false;
+                ApplyFrameworkOverlaps(fr, &c);
+                known = OverlapFlags{c.oar,
+                                     c.ors,
+                                     c.oag,
+                                     c.overlap_grad_reduce,
+                                     c.overlap_param_gather,
+                                     c.tp_comm_overlap,
+                                     c.overlap_p2p};
+              }
+              c.oar = known->oar;
+              c.ors = known->ors;
+              c.oag = known->oag;
+              c.overlap_grad_reduce = known->overlap_grad_reduce;
+              c.overlap_param_gather = known->overlap_param_gather;
+              c.tp_comm_overlap = known->tp_comm_overlap;
+              c.overlap_p2p = known->overlap_p2p;
+              for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
+                const bool b = BoolValue(v) == 1;
+                if (k == "oar")
+                  c.oar = b;
+                else if (k == "ors")
+                  c.ors = b;
+                else if (k == "oag")
+                  c.oag = b;
+                else if (k == "overlap_grad_reduce")
+                  c.overlap_grad_reduce = b;
+                else if (k == "overlap_param_gather")
+                  c.overlap_param_gather = b;
+                else if (k == "tp_comm_overlap")
+                  c.tp_comm_overlap = b;
+                else if (k == "overlap_p2p")
+                  c.overlap_p2p = b;
+              }
+              // The framework's start-up rules read neither the recompute nor
+              // the placement (planner/framework.cc FrameworkRuleBroken).
+              const bool forbidden = cm.BrokenRule(c) != nullptr;
               for (Recompute rc : rcs) {
                 c.recompute = rc;
+                // Megatron's EP all-to-all overlap where its rules allow it
+                // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
+                c.moe_a2a_overlap = framework == Framework::kMegatron && c.ep > 1 &&
+                                    c.moe_dispatcher != MoeDispatcher::kAllGather &&
+                                    c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1) &&
+                                    Allowed("moe_a2a_overlap", 1);
+                // Memory reads the placement only through the hpZ node group
+                // (planner/cost/memory.cc): otherwise one breakdown serves every
+                // placement of this recompute choice.
+                const bool memory_per_placement = c.hpz && c.zero == 3;
+                std::optional<MemoryBreakdown> shared_mem;
+                auto memory_of = [&]() -> MemoryBreakdown {
+                  if (memory_per_placement) return cm.MemoryWith(c, terms);
+                  if (!shared_mem) shared_mem = cm.MemoryWith(c, terms);
+                  return *shared_mem;
+                };
                 for (const Placement& pl : places) {
                   c.placement = pl;
-                  c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
-                      c.tp_comm_overlap = c.overlap_p2p = false;
-                  ApplyFrameworkOverlaps(fr, &c);  // never slower in the model: not enumerated
-                  // Megatron's EP all-to-all overlap where its rules allow it
-                  // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
-                  c.moe_a2a_overlap = framework == Framework::kMegatron && c.ep > 1 &&
-                                      c.moe_dispatcher != MoeDispatcher::kAllGather &&
-                                      c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1) &&
-                                      Allowed("moe_a2a_overlap", 1);
-                  for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
-                    const bool b = BoolValue(v) == 1;
-                    if (k == "oar")
-                      c.oar = b;
-                    else if (k == "ors")
-                      c.ors = b;
-                    else if (k == "oag")
-                      c.oag = b;
-                    else if (k == "overlap_grad_reduce")
-                      c.overlap_grad_reduce = b;
-                    else if (k == "overlap_param_gather")
-                      c.overlap_param_gather = b;
-                    else if (k == "tp_comm_overlap")
-                      c.tp_comm_overlap = b;
-                    else if (k == "overlap_p2p")
-                      c.overlap_p2p = b;
-                  }
                   if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
                   ++res.evaluated;
                   // A configuration the framework would refuse at start-up is never
                   // ranked; the fastest one is kept aside (plans' faster_if_allowed).
-                  const bool forbidden = cm.BrokenRule(c) != nullptr;
                   if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
                       (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
@@ -774,7 +819,7 @@ SearchResult Search::RunShard(int shard) const {
                   if (forbidden) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     if (options_.memory_only) continue;
-                    const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                    const MemoryBreakdown mem = memory_of();
                     if (mem.Verdict() != Reason::kOk) continue;
                     // Only one faster than every ranked candidate is worth naming.
                     const double lb = static_cast<double>(cm.training().global_batch) /
@@ -795,7 +840,7 @@ SearchResult Search::RunShard(int shard) const {
                     continue;
                   }
                   // Memory first: cheap, and most rejections are for memory.
-                  const MemoryBreakdown mem = cm.MemoryWith(c, terms);
+                  const MemoryBreakdown mem = memory_of();
                   if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
                     ++res.rejected[static_cast<int>(verdict)];
                     continue;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "executor/run/extrapolate.h"
+#include "executor/run/moe_layer.h"
 #include "planner/plans.h"
 
 namespace paratune::executor::detail {
@@ -306,6 +307,92 @@ Status CandidateRun::PassSlice(const Workload* w, const Scratch& s, RoleResult* 
   return local;
 }
 
+Status CandidateRun::PassMoe(const planner::Job& job, const planner::CostModel& cm,
+                             CandidateReport* rep, std::optional<MoeLayerReport>* out) {
+  const planner::ModelSpec& m = job.model;
+  const int W = b_.world_size();
+  // The plan's degrees where the processes hold whole expert groups, else the
+  // largest divisor of ep (and etp, or 1) whose groups tile the processes.
+  const int etp = W % c_.etp == 0 ? c_.etp : 1;
+  int ep = 1;
+  for (int d = c_.ep; d >= 1; --d) {
+    if (c_.ep % d == 0 && W % (d * etp) == 0) {
+      ep = d;
+      break;
+    }
+  }
+  // The tokens each rank routes, as the cost model counts them: the
+  // micro-batch's sequence shard, split over the tensor ranks under sequence
+  // parallelism (planner/cost/moe.cc).
+  const int64_t seq_tokens = int64_t{c_.mbs} * job.training.seq_len;
+  const int split = c_.cp * (c_.sp ? c_.gy : 1);
+  auto not_run = [&](const std::string& why) {
+    rep->modelled_parts.push_back("moe layer: not run (" + why + ")");
+    return Status::Ok();
+  };
+  if (seq_tokens % split != 0) {
+    return not_run("the micro-batch's " + std::to_string(seq_tokens) +
+                   " tokens do not split over " + std::to_string(split) + " ranks");
+  }
+  const int64_t tokens = seq_tokens / split;
+  Result<MoeLayerShape> shape = MoeLayerShapeOf(m, tokens, ep, etp);
+  if (!shape.ok()) return not_run(shape.status().message());
+  const backend::GemmPrecision precision = PrecisionsOf(job.training).gemm;
+  Say("moe layer: ep " + std::to_string(ep) + " x etp " + std::to_string(etp) + ", " +
+      std::to_string(tokens) + " tokens per rank, " + std::to_string(shape->local_experts) +
+      " local expert(s), " + std::to_string(o_.samples) + " sample(s)");
+  Status local;
+  Result<MoeLayerComms> comms = SplitMoeComms(b_, ep, etp);
+  if (!comms.ok()) {
+    local = comms.status().WithContext("splitting the expert groups");
+    MaybeFatal(local);
+    return local;
+  }
+  Result<MoeLayerTiming> t = RunMoeLayer(b_, *comms, *shape, precision, o_.warmup, o_.samples);
+  if (!t.ok()) {
+    local = t.status().WithContext("the moe layer");
+    MaybeFatal(local);
+  }
+  if (comms->etp != backend::kNoComm) (void)b_.DestroyComm(comms->etp);
+  if (comms->ep != backend::kWorldComm) (void)b_.DestroyComm(comms->ep);
+  if (!local.ok()) return local;
+
+  // The cost model's figures for the degrees run: the forward dispatch and
+  // combine (with the ETP gather and reduce-scatter), and the local experts'
+  // FC1 and FC2 GEMMs at the rows each expert computes.
+  planner::ParallelConfig run = c_;
+  run.ep = ep;
+  run.etp = etp;
+  const planner::CostModel::ComputeTerms terms = cm.Compute(run);
+  const double rows = static_cast<double>(shape->rows_per_expert);
+  const double h = static_cast<double>(shape->hidden);
+  const double experts_predicted = job.cluster.corrections.compute * shape->local_experts *
+                                   (cm.GemmSeconds(rows, static_cast<double>(shape->fc1_out), h) +
+                                    cm.GemmSeconds(rows, h, static_cast<double>(shape->ffn_local)));
+  MoeLayerReport r;
+  r.ep = ep;
+  r.etp = etp;
+  r.as_planned = ep == c_.ep && etp == c_.etp;
+  r.tokens = tokens;
+  r.local_experts = shape->local_experts;
+  r.rows_per_expert = shape->rows_per_expert;
+  r.a2a_bytes_per_rank = MoeA2aBytesPerRank(*shape, precision);
+  r.a2a = {t->dispatch_s + t->combine_s, terms.moe_a2a_fwd, Source::kMeasured};
+  r.experts = {t->experts_s, experts_predicted, Source::kMeasured};
+  r.layer_measured_s = t->total_s;
+  *out = r;
+  rep->measured_parts.push_back(
+      "moe layer: one forward (dispatch all-to-all" +
+      std::string(etp > 1 ? ", ETP all-gather" : "") + ", the local experts' FC1/FC2 GEMMs" +
+      std::string(etp > 1 ? ", ETP reduce-scatter" : "") +
+      ", combine all-to-all) on expert groups of " + std::to_string(ep) + " x " +
+      std::to_string(etp) + " folded over the processes (etp innermost)" +
+      (r.as_planned ? ""
+                    : ", fewer than the plan's ep " + std::to_string(c_.ep) + " x etp " +
+                          std::to_string(c_.etp)));
+  return Status::Ok();
+}
+
 void CandidateRun::TearDown() {
   for (const auto& [kind, id] : comms_) {
     if (id != backend::kNoComm) (void)b_.DestroyComm(id);
@@ -486,6 +573,15 @@ CandidateReport CandidateRun::Run() {
       TearDown();
       return done(v.outcome, v.reason);
     }
+  }
+  if (job.model.is_moe()) {
+    std::optional<MoeLayerReport> moe;
+    v = Agree(host_, PassMoe(job, cm, &rep, &moe));
+    if (!v.ok()) {
+      TearDown();
+      return done(v.outcome, v.reason);
+    }
+    rep.moe_layer = moe;
   }
   auto gathered = host_.AllGather(SerializeRoles(results_));
   TearDown();

@@ -110,6 +110,12 @@ class CandidateRun {
   Status PassCompute(const Workload* w, const Scratch& s, RoleResult* out);
   Status PassComm(const Scratch* s, const Workload* mine);
   Status PassSlice(const Workload* w, const Scratch& s, RoleResult* out);
+  // Mixture of experts: one MoE layer's forward on expert-parallel
+  // communicators folded over the world (executor/run/moe_layer.h), beside the
+  // cost model's figures for it. Collective over the world; leaves `out` empty
+  // (and says why in `rep`'s modelled parts) when the layer cannot be shaped.
+  Status PassMoe(const planner::Job& job, const planner::CostModel& cm, CandidateReport* rep,
+                 std::optional<MoeLayerReport>* out);
   Result<EventId> Event(size_t k);
   void Finish(CandidateReport* rep, const std::vector<std::string>& gathered);
   void TearDown();

@@ -44,6 +44,15 @@ Result<MoeLayerShape> MoeLayerShapeOf(const planner::ModelSpec& m, int64_t token
   return s;
 }
 
+DataType MoeTokenType(GemmPrecision precision) {
+  const bool wide = precision == GemmPrecision::kFp32 || precision == GemmPrecision::kTf32;
+  return wide ? DataType::kFloat32 : DataType::kBFloat16;
+}
+
+int64_t MoeA2aBytesPerRank(const MoeLayerShape& s, GemmPrecision precision) {
+  return s.a2a_elements * backend::DataTypeBytes(MoeTokenType(precision)) * (s.ep - 1) / s.ep;
+}
+
 Result<MoeLayerComms> SplitMoeComms(Backend& b, int ep, int etp) {
   const int r = b.rank();
   if (ep < 1 || etp < 1 || b.world_size() % (ep * etp) != 0) {
@@ -93,7 +102,7 @@ Result<MoeLayerTiming> RunMoeLayer(Backend& b, const MoeLayerComms& comms, const
                                    GemmPrecision precision, int warmup, int samples) {
   if (samples < 1) return Status::InvalidArgument("samples: must be at least 1");
   const bool wide = precision == GemmPrecision::kFp32 || precision == GemmPrecision::kTf32;
-  const DataType tok = wide ? DataType::kFloat32 : DataType::kBFloat16;
+  const DataType tok = MoeTokenType(precision);
   const int64_t tb = backend::DataTypeBytes(tok);
   const int64_t in_b = backend::GemmInputBytes(precision);
   const int64_t out_b = backend::GemmOutputBytes(precision);

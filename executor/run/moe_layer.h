@@ -47,6 +47,14 @@ struct MoeLayerShape {
 // and the experts (tokens·top_k·ep·etp % experts, tokens·top_k % ep).
 Result<MoeLayerShape> MoeLayerShapeOf(const planner::ModelSpec& m, int64_t tokens, int ep, int etp);
 
+// The element type tokens move as in the dispatch and combine: bf16, or fp32
+// for an fp32/tf32 run.
+backend::DataType MoeTokenType(backend::GemmPrecision precision);
+
+// Bytes one all-to-all sends from a rank to the other ranks of its EP group:
+// tokens·top_k·h elements of `MoeTokenType`, (ep − 1)/ep of them leaving it.
+int64_t MoeA2aBytesPerRank(const MoeLayerShape& s, backend::GemmPrecision precision);
+
 // The communicators the layer runs on: the expert-parallel group and, when
 // etp > 1, the expert-tensor group (kNoComm otherwise).
 struct MoeLayerComms {

@@ -33,6 +33,59 @@ OrderedJson OptionalNumber(const std::optional<double>& v) {
   return v ? OrderedJson(*v) : OrderedJson(nullptr);
 }
 
+Status PositiveInt(ObjectReader* r, std::string_view key, int64_t* out) {
+  PT_RETURN_IF_ERROR(r->Integer(key, out));
+  if (*out < 1) return r->Error(key, "must be >= 1");
+  return Status::Ok();
+}
+
+// {"measured_s": ..., "predicted_s": ...}, both required and >= 0.
+Status ParseMeasuredPredicted(ObjectReader* parent, std::string_view key, TermTimes* t) {
+  if (!parent->Has(key)) return parent->Error(key, "is required");
+  ObjectReader r(parent->Raw(key), parent->PointerOf(key));
+  PT_RETURN_IF_ERROR(NonNegative(&r, "measured_s", &t->measured_s, true));
+  PT_RETURN_IF_ERROR(NonNegative(&r, "predicted_s", &t->predicted_s, true));
+  t->source = Source::kMeasured;
+  return r.Finish();
+}
+
+Result<MoeLayerReport> ParseMoeLayer(const Json& j, const std::string& pointer) {
+  ObjectReader r(j, pointer);
+  MoeLayerReport m;
+  int64_t ep = 0, etp = 0, local = 0;
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "ep", &ep));
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "etp", &etp));
+  m.ep = static_cast<int>(ep);
+  m.etp = static_cast<int>(etp);
+  PT_RETURN_IF_ERROR(r.Bool("as_planned", &m.as_planned));
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "tokens", &m.tokens));
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "local_experts", &local));
+  m.local_experts = static_cast<int>(local);
+  PT_RETURN_IF_ERROR(PositiveInt(&r, "rows_per_expert", &m.rows_per_expert));
+  PT_RETURN_IF_ERROR(r.Integer("a2a_bytes_per_rank", &m.a2a_bytes_per_rank));
+  if (m.a2a_bytes_per_rank < 0) return r.Error("a2a_bytes_per_rank", "must be >= 0");
+  PT_RETURN_IF_ERROR(ParseMeasuredPredicted(&r, "a2a", &m.a2a));
+  PT_RETURN_IF_ERROR(ParseMeasuredPredicted(&r, "experts", &m.experts));
+  PT_RETURN_IF_ERROR(NonNegative(&r, "layer_measured_s", &m.layer_measured_s, true));
+  PT_RETURN_IF_ERROR(r.Finish());
+  return m;
+}
+
+OrderedJson MoeLayerToJson(const MoeLayerReport& m) {
+  OrderedJson j;
+  j["ep"] = m.ep;
+  j["etp"] = m.etp;
+  j["as_planned"] = m.as_planned;
+  j["tokens"] = m.tokens;
+  j["local_experts"] = m.local_experts;
+  j["rows_per_expert"] = m.rows_per_expert;
+  j["a2a_bytes_per_rank"] = m.a2a_bytes_per_rank;
+  j["a2a"] = {{"measured_s", m.a2a.measured_s}, {"predicted_s", m.a2a.predicted_s}};
+  j["experts"] = {{"measured_s", m.experts.measured_s}, {"predicted_s", m.experts.predicted_s}};
+  j["layer_measured_s"] = m.layer_measured_s;
+  return j;
+}
+
 Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   CandidateReport c;
@@ -95,6 +148,11 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
     r.Ignore("memory_GiB");
   }
   PT_RETURN_IF_ERROR(NonNegative(&r, "wall_s", &c.slice_wall_s, false));
+  if (r.Has("moe_layer")) {
+    PT_ASSIGN_OR_RETURN(c.moe_layer, ParseMoeLayer(r.Raw("moe_layer"), r.PointerOf("moe_layer")));
+  } else {
+    r.Ignore("moe_layer");
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return c;
 }
@@ -193,6 +251,7 @@ OrderedJson RunReportToJson(const RunReport& r) {
                         {"allocated", c.memory_allocated_GiB},
                         {"scratch_beyond", c.scratch_beyond_GiB}};
     cj["wall_s"] = c.slice_wall_s;
+    if (c.moe_layer) cj["moe_layer"] = MoeLayerToJson(*c.moe_layer);
     cands.push_back(cj);
   }
   j["candidates"] = cands;
@@ -202,7 +261,12 @@ OrderedJson RunReportToJson(const RunReport& r) {
 Result<RunReport> ParseRunReport(const Json& j) {
   ObjectReader r(j, "");
   RunReport rep;
-  PT_RETURN_IF_ERROR(ReadSchema(r, kRunReportSchema));
+  std::string schema;
+  PT_RETURN_IF_ERROR(r.String("schema", &schema));
+  if (schema != kRunReportSchema && schema != kRunReportSchemaV1) {
+    return r.Error("schema", std::string("must be \"") + kRunReportSchema + "\" or \"" +
+                                 kRunReportSchemaV1 + "\" (got \"" + schema + "\")");
+  }
   PT_RETURN_IF_ERROR(r.Bool("complete", &rep.complete));
   PT_RETURN_IF_ERROR(r.String("model", &rep.model));
   PT_RETURN_IF_ERROR(r.String("cluster", &rep.cluster));

@@ -1,10 +1,12 @@
-// executor/run/report.h: the run report ("schema": "paratune.run_report/v1"),
+// executor/run/report.h: the run report ("schema": "paratune.run_report/v2"),
 // what `paratune confirm` writes and `paratune calibrate` reads. Per
 // candidate of the plan: its plan rank and config, the outcome (ok, oom,
 // failed, waived) with a reason, the predicted and the measured iteration
 // time, the relative error, the per-term breakdown (measured and predicted,
 // with where each measured figure came from) and, in words, which parts were
-// measured and which were modelled. docs/executor.md has the schema.
+// measured and which were modelled; for a mixture-of-experts candidate, one
+// MoE layer run for real (dispatch/combine all-to-all and the experts' GEMMs)
+// beside the cost model's figures for it. docs/executor.md has the schema.
 #pragma once
 
 #include <array>
@@ -21,7 +23,9 @@
 
 namespace paratune::executor {
 
-inline constexpr const char* kRunReportSchema = "paratune.run_report/v1";
+inline constexpr const char* kRunReportSchema = "paratune.run_report/v2";
+// v1 reports (before the "moe_layer" key) still parse.
+inline constexpr const char* kRunReportSchemaV1 = "paratune.run_report/v1";
 
 // The terms of planner::TimeBreakdown, under its JSON names (breakdown_s keys).
 enum class Term : uint8_t {
@@ -62,6 +66,28 @@ struct TermTimes {
   Source source = Source::kMeasured;
 };
 
+// One mixture-of-experts layer's forward run for real on the expert-parallel
+// communicators (executor/run/moe_layer.h), beside the cost model's figures
+// for the same layer (planner/cost/moe.cc) at the degrees run.
+struct MoeLayerReport {
+  int ep = 1, etp = 1;     // the degrees run
+  bool as_planned = true;  // ep and etp are the candidate's (else the most that fit the processes)
+  int64_t tokens = 0;      // tokens each rank routes per micro-batch
+  int local_experts = 0;   // experts / ep
+  int64_t rows_per_expert = 0;  // token copies each local expert computes (balanced routing)
+  // Bytes one all-to-all sends from each rank to the other EP ranks:
+  // tokens · top_k · hidden · token bytes · (ep − 1) / ep.
+  int64_t a2a_bytes_per_rank = 0;
+  // Dispatch + combine (with the ETP all-gather and reduce-scatter): measured
+  // max over ranks of the median; predicted the cost model's forward
+  // all-to-all term (ComputeTerms::moe_a2a_fwd).
+  TermTimes a2a;
+  // The local experts' FC1 and FC2 GEMMs: measured as above; predicted as the
+  // cost model prices the grouped GEMMs at these rows.
+  TermTimes experts;
+  double layer_measured_s = 0;  // the layer issued back to back
+};
+
 struct CandidateReport {
   int rank = 0;  // 1-based position in the plans document
   planner::ParallelConfig config;
@@ -84,6 +110,7 @@ struct CandidateReport {
   double memory_allocated_GiB = 0;  // allocated per rank by the memory proof
   double scratch_beyond_GiB = 0;    // workload buffers that did not fit inside it
   double slice_wall_s = 0;          // wall time this candidate took to measure
+  std::optional<MoeLayerReport> moe_layer;  // MoE candidates whose layer ran (ok only)
 };
 
 // Where and how the run was made.

@@ -81,7 +81,7 @@ done
 grep -q '"source": "slurm (SLURM_JOB_NUM_NODES, SLURM_GPUS_ON_NODE)"' "$OUT_DIR/tune.json" || fail "allocation not from Slurm: $(cat "$OUT_DIR/tune.json")"
 grep -q '"profile": "measured"' "$OUT_DIR/tune.json" || fail "the first job should have measured the profile"
 grep -q '"chosen_by": "measured"' "$OUT_DIR/tune.json" || fail "the choice should come from the confirmation run"
-grep -q '"schema": "paratune.run_report/v1"' "$OUT_DIR/run_report.json" || fail "no run report"
+grep -q '"schema": "paratune.run_report/v2"' "$OUT_DIR/run_report.json" || fail "no run report"
 grep -q 'from slurm' "$work/megatron.log" || fail "tune did not say where the allocation came from"
 grep -q '"default_format": "megatron"' "$OUT_DIR/tune.json" || fail "a --framework megatron plan should emit megatron"
 echo "megatron: TP=$TP PP=$PP CP=$CP DP=$DP MBS=$MBS GBS=$GBS RECOMPUTE=$RECOMPUTE"

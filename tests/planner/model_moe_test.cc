@@ -322,5 +322,26 @@ TEST(MoeSpec, ValidationNamesTheField) {
   }
 }
 
+// moe_layer_count is the number of layers is_moe_layer marks, for every
+// interleave step and leading dense block.
+TEST(MoeLayers, CountMatchesIsMoeLayer) {
+  ModelSpec m;
+  m.experts = 8;
+  m.top_k = 2;
+  for (int layers : {1, 2, 24, 48, 61, 94}) {
+    for (int step : {1, 2, 3, 4}) {
+      for (int dense : {0, 1, 3, 5, 61, 100}) {
+        m.layers = layers;
+        m.moe_layer_step = step;
+        m.first_dense_layers = dense;
+        int n = 0;
+        for (int i = 0; i < layers; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+        EXPECT_EQ(m.moe_layer_count(), n)
+            << layers << " layers, step " << step << ", " << dense << " dense";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace paratune::planner

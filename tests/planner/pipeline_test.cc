@@ -9,7 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "planner/cost_model.h"
 #include "planner/framework.h"
@@ -278,6 +281,69 @@ TEST(FrameworkRules, EveryConfigKeyCanBePinned) {
     EXPECT_EQ(cand.config.first_stage_layers, 7);
     EXPECT_EQ(cand.config.last_stage_layers, 7);
   }
+}
+
+// SplitLayers' per-rank counts are the sums of ChunkLayers over each rank's
+// chunks (ChunkRank), for every layout shape the search builds: first/last
+// splits, embedding/loss pseudo-layers, interleaving and the V schedules.
+TEST(SplitLayers, AgreesWithChunkLayersOverEveryRanksChunks) {
+  int checked = 0;
+  for (PpSplit split : {PpSplit::kMegatron, PpSplit::kTorchtitan, PpSplit::kBalanced}) {
+    for (int layers : {1, 7, 32, 61, 62, 80, 126}) {
+      for (int pp : {2, 3, 4, 7, 8, 16}) {
+        for (int v : {1, 2, 3, 4}) {
+          for (int si = 0; si < kNumPpSchedules; ++si) {
+            for (int f : {0, 3, 7}) {
+              for (int l : {0, 2, 7}) {
+                for (int e : {0, 1}) {
+                  for (int o : {0, 1, 2}) {
+                    ParallelConfig c;
+                    c.pp = pp;
+                    c.vpp = v;
+                    c.pp_schedule = static_cast<PpSchedule>(si);
+                    c.first_stage_layers = f;
+                    c.last_stage_layers = l;
+                    c.pp_embedding_layers = e;
+                    c.pp_loss_layers = o;
+                    const bool vshape = VShaped(c.pp_schedule) && v == 2;
+                    std::vector<int> per_rank(static_cast<size_t>(pp), 0);
+                    for (int r = 0; r < pp; ++r) {
+                      int& n = per_rank[static_cast<size_t>(r)];
+                      if (vshape) {
+                        n = ChunkLayers(layers, c, split, r) +
+                            ChunkLayers(layers, c, split, 2 * pp - 1 - r);
+                      } else {
+                        for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
+                      }
+                    }
+                    int middle = 0;
+                    for (int r = 1; r + 1 < pp; ++r)
+                      middle = std::max(middle, per_rank[static_cast<size_t>(r)]);
+                    const int lo =
+                        std::min(layers, *std::min_element(per_rank.begin(), per_rank.end()));
+                    const int hi = std::max(0, *std::max_element(per_rank.begin(), per_rank.end()));
+                    const StageLayers s = SplitLayers(layers, c, split);
+                    SCOPED_TRACE(std::string(PpSplitName(split)) + " layers " +
+                                 std::to_string(layers) + " pp " + std::to_string(pp) + " vpp " +
+                                 std::to_string(v) + " schedule " + std::to_string(si) +
+                                 " f/l/e/o " + std::to_string(f) + "/" + std::to_string(l) + "/" +
+                                 std::to_string(e) + "/" + std::to_string(o));
+                    ASSERT_EQ(s.first, per_rank.front());
+                    ASSERT_EQ(s.last, per_rank.back());
+                    ASSERT_EQ(s.middle, middle);
+                    ASSERT_EQ(s.max, hi);
+                    ASSERT_EQ(s.even, lo == hi);
+                    ++checked;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000);
 }
 
 }  // namespace

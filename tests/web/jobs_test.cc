@@ -122,7 +122,7 @@ TEST_F(JobsTest, FakeConfirmationRunsThePlan) {
   Json rec = Submit(req.dump());
   Json done = WaitForStatus(*client_, rec["id"], {"succeeded", "failed"}, 180);
   ASSERT_EQ(done["status"], "succeeded") << done.dump(1);
-  EXPECT_EQ(done["result"]["schema"], "paratune.run_report/v1");
+  EXPECT_EQ(done["result"]["schema"], "paratune.run_report/v2");
   EXPECT_EQ(done["result"]["candidates"].size(), 2u);
 }
 

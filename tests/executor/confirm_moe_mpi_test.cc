@@ -1,0 +1,115 @@
+// The MPI tier for mixture-of-experts plans (run under `mpirun -np 4`):
+// confirming an MoE candidate on four real processes also runs one MoE layer
+// with real bytes (dispatch all-to-all, the local experts' GEMMs, combine
+// all-to-all, the ETP all-gather and reduce-scatter when the experts' width is
+// split) and the report has it measured beside the cost model's figures. Rank 0
+// asserts; every rank runs (the measurements are collective).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/mpi_cpu.h"
+#include "executor/run/runner.h"
+#include "planner/config.h"
+#include "topology/cluster.h"
+
+namespace paratune::executor {
+namespace {
+
+backend::Backend& B() {
+  static std::unique_ptr<backend::Backend> b = [] {
+    auto r = backend::CreateMpiCpuBackend({});
+    if (!r.ok()) {
+      std::fprintf(stderr, "mpi-cpu backend: %s\n", r.status().ToString().c_str());
+      std::abort();
+    }
+    return std::move(*r);
+  }();
+  return *b;
+}
+
+// A small MoE a CPU runs in moments: 8 experts of width 128, top-2, hidden 64,
+// SwiGLU, two layers.
+planner::ModelSpec SmallMoe() {
+  planner::ModelSpec m;
+  m.name = "small-moe";
+  m.layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.ffn_hidden = 256;
+  m.vocab = 1000;
+  m.max_seq_len = 128;
+  m.gated_ffn = true;
+  m.norm = "rmsnorm";
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_ffn_hidden = 128;
+  return m;
+}
+
+TEST(ConfirmMoeMpi, MoeCandidatesReportTheLayerMeasuredAndPredicted) {
+  backend::Backend& b = B();
+  ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
+  constexpr int kSeq = 64;
+  ConfirmInput in;
+  in.job.model = SmallMoe();
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  in.job.cluster = *cluster;
+  in.job.gpus = 4;
+  in.job.training.seq_len = kSeq;
+  in.job.training.global_batch = 4;
+  in.job.training.precision = topology::Precision::kFp32;  // the CPU backend's GEMMs
+  planner::ParallelConfig ep4;                             // data parallel 4, the experts over EP 4
+  ep4.gdata = 4;
+  ep4.ep = 4;
+  planner::ParallelConfig etp2;  // TP 2 with SP, the experts over EP 2 x ETP 2
+  etp2.gy = 2;
+  etp2.sp = true;
+  etp2.gdata = 2;
+  etp2.ep = 2;
+  etp2.etp = 2;
+  in.candidates = {ep4, etp2};
+  in.plan_ranks = {1, 2};
+  ConfirmOptions o;
+  o.workload.slice_layers = 1;
+  o.samples = 3;
+  o.comm_iters = 2;
+  o.overlapped_slice = false;  // the dense slice's overlap is the dense tests' business
+  o.peers_can_hang = true;
+  auto rep = ConfirmCandidates(b, in, o, nullptr, nullptr);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  if (b.rank() != 0) return;
+  const planner::ModelSpec& m = in.job.model;
+  ASSERT_EQ(rep->candidates.size(), 2u);
+  for (size_t i = 0; i < in.candidates.size(); ++i) {
+    const planner::ParallelConfig& c = in.candidates[i];
+    const CandidateReport& cand = rep->candidates[i];
+    SCOPED_TRACE(planner::ConfigToString(c));
+    ASSERT_EQ(cand.status, Outcome::kOk) << cand.reason;
+    ASSERT_TRUE(cand.moe_layer.has_value());
+    const MoeLayerReport& ml = *cand.moe_layer;
+    EXPECT_EQ(ml.ep, c.ep);
+    EXPECT_EQ(ml.etp, c.etp);
+    EXPECT_TRUE(ml.as_planned);
+    const int64_t tokens = int64_t{c.mbs} * kSeq / (c.sp ? c.gy : 1);
+    EXPECT_EQ(ml.tokens, tokens);
+    // fp32 tokens: tokens × top_k × hidden × 4 bytes, (ep − 1)/ep of it leaving the rank.
+    EXPECT_EQ(ml.a2a_bytes_per_rank, tokens * m.top_k * m.hidden * 4 * (c.ep - 1) / c.ep);
+    EXPECT_EQ(ml.local_experts, m.experts / c.ep);
+    EXPECT_GT(ml.a2a.measured_s, 0);
+    EXPECT_GT(ml.a2a.predicted_s, 0);
+    EXPECT_GT(ml.experts.measured_s, 0);
+    EXPECT_GT(ml.experts.predicted_s, 0);
+    EXPECT_GE(ml.layer_measured_s, ml.experts.measured_s);
+    std::printf(
+        "  %-36s moe layer: a2a %.6f s measured / %.6f s predicted, experts %.6f / %.6f s\n",
+        planner::ConfigToString(c).c_str(), ml.a2a.measured_s, ml.a2a.predicted_s,
+        ml.experts.measured_s, ml.experts.predicted_s);
+  }
+}
+
+}  // namespace
+}  // namespace paratune::executor
