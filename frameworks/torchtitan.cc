@@ -21,8 +21,10 @@
 //    no expert TP (parallel_dims.py:282,328), the model's comm_backend
 //    standard | deepep | hybridep (models/common/config_utils.py:360-425)
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
 
@@ -163,17 +165,11 @@ Status Check(const Plan& p) {
   return CheckPresetRules(p, kF, Framework::kTorchtitan);
 }
 
-// torchtitan's comm_backend for the plan's dispatcher (Check refused allgather).
-const char* CommBackend(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kDeepEp:
-      return "deepep";
-    case MoeDispatcher::kHybridEp:
-      return "hybridep";
-    default:
-      return "standard";
-  }
-}
+// torchtitan's comm_backend for the plan's dispatcher, in MoeDispatcher's
+// order (config.h): alltoall and allgather (which Check refused) are "standard".
+constexpr const char* kCommBackends[] = {"standard", "standard", "deepep", "hybridep"};
+static_assert(std::size(kCommBackends) == kNumMoeDispatchers);
+const char* CommBackend(MoeDispatcher d) { return EnumLookup(d, kCommBackends, "standard"); }
 
 std::vector<Keep> KeepOf(const Plan&) {
   // torchtitan's run_train.sh starts every job with it (fewer allocator

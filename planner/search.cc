@@ -12,6 +12,7 @@
 #include <limits>
 #include <tuple>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "planner/pipeline.h"
 
@@ -29,6 +30,10 @@ std::vector<int> Divisors(int64_t n) {
   std::sort(d.begin(), d.end());
   return d;
 }
+
+// By value, in the order of each enum's declaration (search.h).
+constexpr const char* kFamilyNames[] = {"all", "megatron", "deepspeed", "axonn", "fsdp"};
+constexpr const char* kObjectiveNames[] = {"time", "tokens_per_s", "mfu", "memory"};
 
 // ZeRO/optimizer-sharding choices as one small record.
 struct ZeroChoice {
@@ -98,22 +103,12 @@ auto Key(const ParallelConfig& c) {
 
 }  // namespace
 
-const char* FamilyName(Family f) {
-  switch (f) {
-    case Family::kAll: return "all";
-    case Family::kMegatron: return "megatron";
-    case Family::kDeepSpeed: return "deepspeed";
-    case Family::kAxonn: return "axonn";
-    case Family::kFsdp: return "fsdp";
-  }
-  return "all";
-}
+const char* FamilyName(Family f) { return EnumLookup(f, kFamilyNames, "all"); }
 
 Result<Family> ParseFamily(const std::string& s) {
-  for (Family f : {Family::kAll, Family::kMegatron, Family::kDeepSpeed, Family::kAxonn, Family::kFsdp}) {
-    if (s == FamilyName(f)) return f;
-  }
-  return Status::InvalidArgument("'" + s + "' is not a space (all | megatron | deepspeed | axonn | fsdp)");
+  if (auto f = EnumFromName<Family>(s, kFamilyNames)) return *f;
+  return Status::InvalidArgument("'" + s + "' is not a space (" +
+                                 EnumNameList(kFamilyNames, " | ") + ")");
 }
 
 std::vector<Framework> FrameworksOf(Family f) {
@@ -140,21 +135,12 @@ Family FamilyOf(Framework f) {
   return Family::kAll;
 }
 
-const char* ObjectiveName(Objective o) {
-  switch (o) {
-    case Objective::kTime: return "time";
-    case Objective::kTokensPerS: return "tokens_per_s";
-    case Objective::kMfu: return "mfu";
-    case Objective::kMemory: return "memory";
-  }
-  return "time";
-}
+const char* ObjectiveName(Objective o) { return EnumLookup(o, kObjectiveNames, "time"); }
 
 Result<Objective> ParseObjective(const std::string& s) {
-  for (Objective o : {Objective::kTime, Objective::kTokensPerS, Objective::kMfu, Objective::kMemory}) {
-    if (s == ObjectiveName(o)) return o;
-  }
-  return Status::InvalidArgument("'" + s + "' is not an objective (time | tokens_per_s | mfu | memory)");
+  if (auto o = EnumFromName<Objective>(s, kObjectiveNames)) return *o;
+  return Status::InvalidArgument("'" + s + "' is not an objective (" +
+                                 EnumNameList(kObjectiveNames, " | ") + ")");
 }
 
 Status ValidateFixed(const FixedFields& fixed) {

@@ -4,8 +4,13 @@
 #include <cmath>
 #include <set>
 
+#include "common/enum_names.h"
+
 namespace paratune::planner {
 namespace {
+
+// By value, in the order of Holdout's declaration (fit.h).
+constexpr const char* kHoldoutNames[] = {"source", "model", "gpu", "release"};
 
 bool GpuIs(const PublishedRun& r, std::initializer_list<const char*> prefixes) {
   const std::string& n = r.request.job.cluster.gpu.name;
@@ -351,26 +356,12 @@ FitResult FitConstants(const std::vector<const PublishedRun*>& rows, const FitOp
   return out;
 }
 
-const char* HoldoutName(Holdout h) {
-  switch (h) {
-    case Holdout::kSource:
-      return "source";
-    case Holdout::kModel:
-      return "model";
-    case Holdout::kGpu:
-      return "gpu";
-    case Holdout::kRelease:
-      return "release";
-  }
-  return "?";
-}
+const char* HoldoutName(Holdout h) { return EnumName(h, kHoldoutNames); }
 
 Result<Holdout> ParseHoldout(const std::string& s) {
-  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
-    if (s == HoldoutName(h)) return h;
-  }
-  return Status::InvalidArgument("--holdout: '" + s +
-                                 "' is not one of source, model, gpu, release");
+  if (auto h = EnumFromName<Holdout>(s, kHoldoutNames)) return *h;
+  return Status::InvalidArgument("--holdout: '" + s + "' is not one of " +
+                                 EnumNameList(kHoldoutNames));
 }
 
 std::string HoldoutKey(const PublishedRun& run, Holdout h) {
