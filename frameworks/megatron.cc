@@ -262,10 +262,8 @@ std::vector<Keep> KeepOf(const Plan& p) {
 }
 
 std::string Launcher(const Plan& p) {
-  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
   std::ostringstream os;
-  os << "torchrun --nnodes " << p.Nodes() << " --nproc-per-node "
-     << std::min<int64_t>(gpn, p.job.gpus)
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc-per-node " << p.GpusPerNode()
      << " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 pretrain_gpt.py "
         "${GPT_MODEL_ARGS[@]} ${TRAINING_ARGS[@]} ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} "
         "${EVAL_AND_LOGGING_ARGS[@]}";
@@ -284,8 +282,7 @@ std::string Write(const Plan& p) {
   const ModelSpec& m = p.job.model;
   const TrainingSpec& t = p.job.training;
   std::ostringstream os;
-  os << Header(p, MegatronEmitter(), "#", "Megatron-LM arguments");
-  for (const Keep& k : KeepOf(p)) os << "export " << k.name << "=" << k.value << "\n";
+  os << ShellHeader(p, MegatronEmitter(), "Megatron-LM arguments");
   os << "\n";
 
   std::vector<std::string> model = {
@@ -379,17 +376,15 @@ std::string Write(const Plan& p) {
 
 }  // namespace
 
+// The Megatron-LM snapshot whose rules Check restates.
+constexpr Follows kFollows{
+    "NVIDIA/Megatron-LM", "d98e8a6", "Megatron-Core 0.20.0",
+    "megatron/training/arguments.py, megatron/core/transformer/transformer_config.py, "
+    "megatron/core/transformer/transformer_block.py; TransformerEngine d0067d0 "
+    "context_parallel.py"};
+
 const FrameworkEmitter& MegatronEmitter() {
-  static const FrameworkEmitter e{
-      kF,
-      {"NVIDIA/Megatron-LM", "d98e8a6", "Megatron-Core 0.20.0",
-       "megatron/training/arguments.py, megatron/core/transformer/transformer_config.py, "
-       "megatron/core/transformer/transformer_block.py; TransformerEngine d0067d0 "
-       "context_parallel.py"},
-      Check,
-      Write,
-      KeepOf,
-      Launcher};
+  static const FrameworkEmitter e{kF, kFollows, Check, Write, KeepOf, Launcher};
   return e;
 }
 

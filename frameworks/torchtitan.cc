@@ -178,10 +178,8 @@ std::vector<Keep> KeepOf(const Plan&) {
 }
 
 std::string Launcher(const Plan& p) {
-  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
   std::ostringstream os;
-  os << "torchrun --nnodes " << p.Nodes() << " --nproc_per_node "
-     << std::min<int64_t>(gpn, p.job.gpus)
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc_per_node " << p.GpusPerNode()
      << " --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train --module "
         "paratune_plan "
         "--config paratune_plan";
@@ -301,16 +299,14 @@ std::string Write(const Plan& p) {
 
 }  // namespace
 
+// The torchtitan snapshot whose rules Check restates.
+constexpr Follows kFollows{"pytorch/torchtitan", "b5bcd76", "0.2.2",
+                           "torchtitan/config/configs.py, torchtitan/trainer.py, "
+                           "torchtitan/distributed/parallel_dims.py, "
+                           "torchtitan/distributed/pipeline_parallel.py"};
+
 const FrameworkEmitter& TorchtitanEmitter() {
-  static const FrameworkEmitter e{kF,
-                                  {"pytorch/torchtitan", "b5bcd76", "0.2.2",
-                                   "torchtitan/config/configs.py, torchtitan/trainer.py, "
-                                   "torchtitan/distributed/parallel_dims.py, "
-                                   "torchtitan/distributed/pipeline_parallel.py"},
-                                  Check,
-                                  Write,
-                                  KeepOf,
-                                  Launcher};
+  static const FrameworkEmitter e{kF, kFollows, Check, Write, KeepOf, Launcher};
   return e;
 }
 
