@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
 
@@ -198,25 +199,14 @@ void PrecisionArgs(const TrainingSpec& t, std::vector<std::string>* out) {
       return;  // fp32: no flag
   }
   out->push_back("--bf16");
-  const char* fp8_recipe = "tensorwise";
-  switch (t.recipe) {
-    case topology::Recipe::kNvfp4:
-      out->push_back("--fp4-format e2m1");
-      out->push_back("--fp4-recipe nvfp4");
-      return;
-    case topology::Recipe::kFp8Delayed:
-      fp8_recipe = "delayed";
-      break;
-    case topology::Recipe::kFp8Current:
-      fp8_recipe = "tensorwise";
-      break;
-    case topology::Recipe::kFp8Blockwise:
-      fp8_recipe = "blockwise";
-      break;
-    case topology::Recipe::kMxfp8:
-      fp8_recipe = "mxfp8";
-      break;
+  if (t.recipe == topology::Recipe::kNvfp4) {
+    out->push_back("--fp4-format e2m1");
+    out->push_back("--fp4-recipe nvfp4");
+    return;
   }
+  // --fp8-recipe by Recipe, in its declaration order (topology/gpu.h; nvfp4 above).
+  constexpr const char* kFp8Recipes[] = {"delayed", "tensorwise", "blockwise", "mxfp8"};
+  const char* fp8_recipe = EnumLookup(t.recipe, kFp8Recipes, "tensorwise");
   // hybrid: E4M3 forward, E5M2 gradients (the format of every recipe the cost
   // model prices; MXFP8 and blockwise scaling use E4M3 data either way).
   out->push_back("--fp8-format hybrid");
