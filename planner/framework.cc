@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 #include "common/embedded.h"
 #include "common/enum_names.h"
@@ -38,6 +39,30 @@ Status ReadPair(ObjectReader& r, const char* key, double* eager, double* compile
   return Status::Ok();
 }
 
+// Reads `key`, a list of names: when it names any, exactly the switches it
+// names are on. A name not among them is an error: "<unknown> '<name>'" and
+// the names accepted.
+Status ReadSwitches(ObjectReader& r, const char* key, const char* unknown,
+                    std::initializer_list<std::pair<const char*, bool*>> switches) {
+  std::vector<std::string> list;
+  PT_RETURN_IF_ERROR(r.OptStringList(key, &list));
+  if (list.empty()) return Status::Ok();
+  std::string names;
+  for (const auto& [name, on] : switches) {
+    *on = false;
+    names += (names.empty() ? "" : " | ") + std::string(name);
+  }
+  for (const std::string& k : list) {
+    const auto it =
+        std::find_if(switches.begin(), switches.end(), [&](const auto& w) { return k == w.first; });
+    if (it == switches.end()) {
+      return r.Error(key, std::string(unknown) + " '" + k + "' (" + names + ")");
+    }
+    *it->second = true;
+  }
+  return Status::Ok();
+}
+
 Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer) {
   FrameworkSupport s;
   ObjectReader r(j, pointer);
@@ -55,26 +80,13 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
     if (!v.is_number_integer() || v.get<int>() < 2) return r.Error("vpp_min_pp", "must be an integer >= 2");
     s.vpp_min_pp = v.get<int>();
   }
-  std::vector<std::string> list;
-  PT_RETURN_IF_ERROR(r.OptStringList("cp", &list));
-  for (const std::string& k : list) {
-    if (k == "ring") s.cp_ring = true;
-    else if (k == "ulysses") s.cp_ulysses = true;
-    else if (k == "fpdt") s.cp_fpdt = true;
-    else return r.Error("cp", "unknown kind '" + k + "' (ring | ulysses | fpdt)");
-  }
-  list.clear();
-  PT_RETURN_IF_ERROR(r.OptStringList("offload", &list));
-  for (const std::string& k : list) {
-    if (k == "optimizer")
-      s.offload_optimizer = true;
-    else if (k == "param")
-      s.offload_param = true;
-    else if (k == "activations")
-      s.offload_activations = true;
-    else
-      return r.Error("offload", "unknown '" + k + "' (optimizer | param | activations)");
-  }
+  PT_RETURN_IF_ERROR(
+      ReadSwitches(r, "cp", "unknown kind",
+                   {{"ring", &s.cp_ring}, {"ulysses", &s.cp_ulysses}, {"fpdt", &s.cp_fpdt}}));
+  PT_RETURN_IF_ERROR(ReadSwitches(r, "offload", "unknown",
+                                  {{"optimizer", &s.offload_optimizer},
+                                   {"param", &s.offload_param},
+                                   {"activations", &s.offload_activations}}));
   if (r.Has("zero")) {
     const Json& z = r.Raw("zero");
     if (!z.is_array()) return r.Error("zero", "must be an array of stages 0-3");
@@ -86,18 +98,10 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
       s.zero[e.get<int>()] = true;
     }
   }
-  list.clear();
-  PT_RETURN_IF_ERROR(r.OptStringList("recompute", &list));
-  if (!list.empty()) {
-    s.recompute = {false, false, false};
-    for (const std::string& k : list) {
-      if (k == "none") s.recompute[0] = true;
-      else if (k == "selective") s.recompute[1] = true;
-      else if (k == "full") s.recompute[2] = true;
-      else return r.Error("recompute", "unknown '" + k + "' (none | selective | full)");
-    }
-  }
-  list.clear();
+  PT_RETURN_IF_ERROR(ReadSwitches(
+      r, "recompute", "unknown",
+      {{"none", &s.recompute[0]}, {"selective", &s.recompute[1]}, {"full", &s.recompute[2]}}));
+  std::vector<std::string> list;
   PT_RETURN_IF_ERROR(r.OptStringList("pp_schedules", &list));
   if (!list.empty()) {
     s.pp_schedules = {false, false, false, false};
@@ -112,8 +116,8 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
   if (s.placements.empty()) return r.Error("placements", "needs at least one rank order");
   PT_RETURN_IF_ERROR(r.OptStringList("overlaps", &s.overlaps));
   for (const std::string& o : s.overlaps) {
-    if (o != "oar" && o != "ors" && o != "oag" && o != "overlap_grad_reduce" &&
-        o != "overlap_param_gather" && o != "tp_comm_overlap" && o != "overlap_p2p") {
+    if (std::none_of(std::begin(kOverlapSwitches), std::end(kOverlapSwitches),
+                     [&](const OverlapSwitch& w) { return o == w.key; })) {
       return r.Error("overlaps", "unknown overlap '" + o + "'");
     }
   }

@@ -731,21 +731,9 @@ SearchResult Search::RunShard(int shard) const {
                                       c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1) &&
                                       Allowed("moe_a2a_overlap", 1);
                   for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
-                    const bool b = BoolValue(v) == 1;
-                    if (k == "oar")
-                      c.oar = b;
-                    else if (k == "ors")
-                      c.ors = b;
-                    else if (k == "oag")
-                      c.oag = b;
-                    else if (k == "overlap_grad_reduce")
-                      c.overlap_grad_reduce = b;
-                    else if (k == "overlap_param_gather")
-                      c.overlap_param_gather = b;
-                    else if (k == "tp_comm_overlap")
-                      c.tp_comm_overlap = b;
-                    else if (k == "overlap_p2p")
-                      c.overlap_p2p = b;
+                    for (const auto& [key, field] : kOverlapSwitches) {
+                      if (k == key) c.*field = BoolValue(v) == 1;
+                    }
                   }
                   if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
                   ++res.evaluated;
