@@ -41,12 +41,13 @@ constexpr std::optional<E> EnumFromName(std::string_view name, const char* const
   return std::nullopt;
 }
 
-// "a, b, c": the names, for an error that lists what is accepted.
+// "a, b, c" (or "a | b | c" with sep " | "): the names, for an error that
+// lists what is accepted.
 template <size_t N>
-std::string EnumNameList(const char* const (&names)[N]) {
+std::string EnumNameList(const char* const (&names)[N], std::string_view sep = ", ") {
   std::string out;
   for (size_t i = 0; i < N; ++i) {
-    if (i > 0) out += ", ";
+    if (i > 0) out += sep;
     out += names[i];
   }
   return out;

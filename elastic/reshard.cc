@@ -2,11 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
+#include "common/enum_names.h"
+
 namespace paratune::planner {
 namespace {
+
+// By value, in the order of each enum's declaration (reshard.h).
+constexpr const char* kTensorClassNames[] = {"qkv",       "proj",     "fc1",    "fc2",       "norm",
+                                             "embedding", "position", "output", "final_norm"};
+static_assert(std::size(kTensorClassNames) == kNumTensorClasses);
+constexpr const char* kStateNames[] = {"param", "master", "exp_avg", "exp_avg_sq", "grad"};
+static_assert(std::size(kStateNames) == kNumStates);
+constexpr const char* kRouteNames[] = {"local", "intra_node", "inter_node", "checkpoint"};
+constexpr const char* kPartitionNames[] = {"replicated", "per_tensor", "flat_buffer"};
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -86,41 +98,11 @@ Result<PipelineLayout> MakePipelineLayout(int layers, int pp, int vpp, int first
 // ---------------------------------------------------------------------------
 // Catalog.
 
-const char* TensorClassName(TensorClass c) {
-  switch (c) {
-    case TensorClass::kQkv: return "qkv";
-    case TensorClass::kProj: return "proj";
-    case TensorClass::kFc1: return "fc1";
-    case TensorClass::kFc2: return "fc2";
-    case TensorClass::kNorm: return "norm";
-    case TensorClass::kEmbedding: return "embedding";
-    case TensorClass::kPosition: return "position";
-    case TensorClass::kOutput: return "output";
-    case TensorClass::kFinalNorm: return "final_norm";
-  }
-  return "?";
-}
+const char* TensorClassName(TensorClass c) { return EnumName(c, kTensorClassNames); }
 
-const char* StateName(State s) {
-  switch (s) {
-    case State::kParam: return "param";
-    case State::kMaster: return "master";
-    case State::kExpAvg: return "exp_avg";
-    case State::kExpAvgSq: return "exp_avg_sq";
-    case State::kGrad: return "grad";
-  }
-  return "?";
-}
+const char* StateName(State s) { return EnumName(s, kStateNames); }
 
-const char* RouteName(Route r) {
-  switch (r) {
-    case Route::kLocal: return "local";
-    case Route::kIntraNode: return "intra_node";
-    case Route::kInterNode: return "inter_node";
-    case Route::kCheckpoint: return "checkpoint";
-  }
-  return "?";
-}
+const char* RouteName(Route r) { return EnumName(r, kRouteNames); }
 
 std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
   std::vector<TensorDesc> out;
@@ -681,14 +663,7 @@ ReshardMap ComputeReshard(const Layout& from, const Layout& to, const Allocation
 
 namespace {
 
-const char* PartitionName(Partition p) {
-  switch (p) {
-    case Partition::kReplicated: return "replicated";
-    case Partition::kPerTensor: return "per_tensor";
-    case Partition::kFlatBuffer: return "flat_buffer";
-  }
-  return "?";
-}
+const char* PartitionName(Partition p) { return EnumName(p, kPartitionNames); }
 
 OrderedJson Seconds(double s) { return std::isfinite(s) ? OrderedJson(s) : OrderedJson(nullptr); }
 

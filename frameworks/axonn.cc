@@ -165,24 +165,20 @@ std::vector<Keep> KeepOf(const Plan&) {
 }
 
 std::string Launcher(const Plan& p) {
-  return "srun --nodes " + Str(p.Nodes()) + " --ntasks-per-node " +
-         Str(std::min<int64_t>(std::max(1, p.job.cluster.gpus_per_node), p.job.gpus)) +
-         " --gpus-per-node " +
-         Str(std::min<int64_t>(std::max(1, p.job.cluster.gpus_per_node), p.job.gpus)) +
-         " python train.py";
+  const std::string gpn = Str(p.GpusPerNode());
+  return "srun --nodes " + Str(p.Nodes()) + " --ntasks-per-node " + gpn + " --gpus-per-node " +
+         gpn + " python train.py";
 }
 
 }  // namespace
 
+// The AxoNN snapshot whose rules Check restates.
+constexpr Follows kFollows{
+    "axonn-ai/axonn", "660a224", "main of 2024-10-24",
+    "axonn/communication.py, axonn/axonn.py, axonn/intra_layer/automatic_parallelism.py"};
+
 const FrameworkEmitter& AxonnEmitter() {
-  static const FrameworkEmitter e{
-      EmitFormat::kAxonn,
-      {"axonn-ai/axonn", "660a224", "main of 2024-10-24",
-       "axonn/communication.py, axonn/axonn.py, axonn/intra_layer/automatic_parallelism.py"},
-      Check,
-      Write,
-      KeepOf,
-      Launcher};
+  static const FrameworkEmitter e{EmitFormat::kAxonn, kFollows, Check, Write, KeepOf, Launcher};
   return e;
 }
 

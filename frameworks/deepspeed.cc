@@ -275,16 +275,18 @@ std::vector<Keep> KeepMds(const Plan& p) {
                : "as Megatron-DeepSpeed's examples launch"}};
 }
 
+// The deepspeed launcher over the job's nodes, running `script` with its arguments.
+std::string DeepSpeedLaunch(const Plan& p, const char* script) {
+  return "deepspeed --num_nodes " + Str(p.Nodes()) + " --num_gpus " + Str(p.GpusPerNode()) +
+         " --hostfile hostfile " + script;
+}
+
 std::string LauncherDs(const Plan& p) {
-  return "deepspeed --num_nodes " + Str(p.Nodes()) + " --num_gpus " +
-         Str(std::min<int64_t>(std::max(1, p.job.cluster.gpus_per_node), p.job.gpus)) +
-         " --hostfile hostfile train.py --deepspeed --deepspeed_config ds_config.json";
+  return DeepSpeedLaunch(p, "train.py --deepspeed --deepspeed_config ds_config.json");
 }
 
 std::string LauncherMds(const Plan& p) {
-  return "deepspeed --num_nodes " + Str(p.Nodes()) + " --num_gpus " +
-         Str(std::min<int64_t>(std::max(1, p.job.cluster.gpus_per_node), p.job.gpus)) +
-         " --hostfile hostfile pretrain_gpt.py ${MEGATRON_DEEPSPEED_ARGS[@]} ${DATA_ARGS[@]}";
+  return DeepSpeedLaunch(p, "pretrain_gpt.py ${MEGATRON_DEEPSPEED_ARGS[@]} ${DATA_ARGS[@]}");
 }
 
 std::string WriteMegatronDeepSpeed(const Plan& p) {
@@ -292,8 +294,7 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
   const ModelSpec& m = p.job.model;
   const TrainingSpec& t = p.job.training;
   std::ostringstream os;
-  os << Header(p, MegatronDeepSpeedEmitter(), "#", "Megatron-DeepSpeed launch");
-  for (const Keep& k : KeepMds(p)) os << "export " << k.name << "=" << k.value << "\n";
+  os << ShellHeader(p, MegatronDeepSpeedEmitter(), "Megatron-DeepSpeed launch");
   os << "\ncat > ds_config.json <<'EOF'\n" << DsConfig(p).dump(2) << "\nEOF\n\n";
   std::vector<std::string> a = {"--num-layers " + Str(m.layers), "--hidden-size " + Str(m.hidden),
                                 "--ffn-hidden-size " + Str(m.ffn_hidden),

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "frameworks/emit_internal.h"
 
@@ -14,10 +15,9 @@ using emit_internal::FrameworkEmitter;
 using emit_internal::Plan;
 using emit_internal::Str;
 
-constexpr EmitFormat kAllFormats[] = {EmitFormat::kMegatron,   EmitFormat::kMegatronDeepSpeed,
-                                      EmitFormat::kDeepSpeed,  EmitFormat::kAxonn,
-                                      EmitFormat::kTorchtitan, EmitFormat::kEnv,
-                                      EmitFormat::kJson};
+// By value, in the order of EmitFormat's declaration (emit.h).
+constexpr const char* kEmitFormatNames[] = {
+    "megatron", "megatron-deepspeed", "deepspeed", "axonn", "torchtitan", "env", "json"};
 
 // The framework room behind a format (nullptr: env and json, which follow no framework).
 const FrameworkEmitter* RoomOf(EmitFormat f) {
@@ -196,33 +196,12 @@ Result<OrderedJson> SidecarChecked(const Json& plans, int rank, EmitFormat forma
 }  // namespace
 
 Result<EmitFormat> ParseEmitFormat(const std::string& name) {
-  for (EmitFormat f : kAllFormats) {
-    if (name == EmitFormatName(f)) return f;
-  }
-  return Status::InvalidArgument(
-      "--format '" + name +
-      "' is not one of megatron, megatron-deepspeed, deepspeed, axonn, torchtitan, env, json");
+  if (auto f = EnumFromName<EmitFormat>(name, kEmitFormatNames)) return *f;
+  return Status::InvalidArgument("--format '" + name + "' is not one of " +
+                                 EnumNameList(kEmitFormatNames));
 }
 
-const char* EmitFormatName(EmitFormat f) {
-  switch (f) {
-    case EmitFormat::kMegatron:
-      return "megatron";
-    case EmitFormat::kMegatronDeepSpeed:
-      return "megatron-deepspeed";
-    case EmitFormat::kDeepSpeed:
-      return "deepspeed";
-    case EmitFormat::kAxonn:
-      return "axonn";
-    case EmitFormat::kTorchtitan:
-      return "torchtitan";
-    case EmitFormat::kEnv:
-      return "env";
-    case EmitFormat::kJson:
-      return "json";
-  }
-  return "json";
-}
+const char* EmitFormatName(EmitFormat f) { return EnumLookup(f, kEmitFormatNames, "json"); }
 
 Result<std::string> EmitConfig(const Json& plans, int rank, EmitFormat format) {
   // Documents come from users (CLI, REST): a JSON type surprise is bad input, not a crash.

@@ -13,6 +13,10 @@ int64_t Plan::Nodes() const {
   return std::max<int64_t>(1, (job.gpus + gpn - 1) / gpn);
 }
 
+int64_t Plan::GpusPerNode() const {
+  return std::min<int64_t>(std::max(1, job.cluster.gpus_per_node), job.gpus);
+}
+
 Status Refuse(EmitFormat f, const std::string& why) {
   return Status::InvalidArgument(std::string("--format ") + EmitFormatName(f) +
                                  " cannot express this plan: " + why);
@@ -155,6 +159,12 @@ std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* commen
   }
   os << comment << " launch: " << fe.launcher(p) << "\n";
   return os.str();
+}
+
+std::string ShellHeader(const Plan& p, const FrameworkEmitter& fe, const char* what) {
+  std::string out = Header(p, fe, "#", what);
+  for (const Keep& k : fe.keep(p)) out += "export " + k.name + "=" + k.value + "\n";
+  return out;
 }
 
 }  // namespace paratune::planner::emit_internal

@@ -40,6 +40,8 @@ struct Plan {
   PpSplit PricedSplit() const { return FrameworkPreset(framework).support.pp_split; }
   // Nodes the job spans (gpus / gpus per node, at least 1).
   int64_t Nodes() const;
+  // GPUs the launcher starts on each node (gpus per node, at most the job's GPUs).
+  int64_t GpusPerNode() const;
 };
 
 // The snapshot of a framework whose rules an emitter follows.
@@ -82,6 +84,9 @@ std::string OrderString(const ParallelConfig& c);
 // pipeline split, the settings to keep and the launcher line.
 std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* comment,
                    const char* what);
+// How a shell script format starts: the header in `#` comments, then an
+// `export NAME=value` line for each setting the framework's room keeps.
+std::string ShellHeader(const Plan& p, const FrameworkEmitter& fe, const char* what);
 // Transformer layers per pipeline rank and per model chunk as the plan priced them.
 std::vector<int> RankLayers(const Plan& p);
 std::vector<int> ChunkLayerList(const Plan& p);

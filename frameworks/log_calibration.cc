@@ -2,14 +2,14 @@
 // (what was read from the log, what was assumed), the prediction for it, and
 // the fit of the framework × GPU corrections over many logged runs
 // (docs/model.md, "Calibration from training logs"). Reading the logs is logs.cc.
-#include "frameworks/logs.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
+#include "frameworks/logs.h"
 #include "planner/config.h"
 #include "planner/cost_model.h"
 #include "planner/model.h"
@@ -73,25 +73,10 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   Json req = Json::object();
   Json training = Json::object();
 
-  // Framework.
-  Framework fw = Framework::kMegatron;
-  switch (run.format) {
-    case LogFormat::kMegatron:
-      fw = Framework::kMegatron;
-      break;
-    case LogFormat::kMegatronDeepSpeed:
-      fw = Framework::kMegatronDeepSpeed;
-      break;
-    case LogFormat::kDeepSpeed:
-      fw = Framework::kDeepSpeed;
-      break;
-    case LogFormat::kTorchtitan:
-      fw = Framework::kTorchtitan;
-      break;
-    case LogFormat::kHfTrainer:
-      fw = Framework::kFsdp;
-      break;
-  }
+  // Framework: the one behind each log format, in LogFormat's order (logs.h).
+  constexpr Framework kWriter[] = {Framework::kMegatron, Framework::kMegatronDeepSpeed,
+                                   Framework::kDeepSpeed, Framework::kTorchtitan, Framework::kFsdp};
+  Framework fw = EnumLookup(run.format, kWriter, Framework::kMegatron);
   if (flags.framework) {
     PT_ASSIGN_OR_RETURN(fw, ParseFramework(*flags.framework));
     assumed.push_back(Describe("framework", FrameworkName(fw), "--framework") +

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "planner/config.h"
 #include "planner/cost_model.h"
@@ -17,6 +18,10 @@
 
 namespace paratune::planner {
 namespace {
+
+// By value, in the order of LogFormat's declaration (logs.h).
+constexpr const char* kLogFormatNames[] = {"megatron", "megatron-deepspeed", "deepspeed",
+                                           "torchtitan", "hf-trainer"};
 
 // ---------------------------------------------------------------------------
 // Lines.
@@ -355,21 +360,7 @@ void AddStep(LoggedRun* run, std::set<int64_t>* seen, LogStep s) {
 
 }  // namespace
 
-const char* LogFormatName(LogFormat f) {
-  switch (f) {
-    case LogFormat::kMegatron:
-      return "megatron";
-    case LogFormat::kMegatronDeepSpeed:
-      return "megatron-deepspeed";
-    case LogFormat::kDeepSpeed:
-      return "deepspeed";
-    case LogFormat::kTorchtitan:
-      return "torchtitan";
-    case LogFormat::kHfTrainer:
-      return "hf-trainer";
-  }
-  return "?";
-}
+const char* LogFormatName(LogFormat f) { return EnumName(f, kLogFormatNames); }
 
 Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& name) {
   LoggedRun run;

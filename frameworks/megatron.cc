@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
 
@@ -201,25 +202,14 @@ void PrecisionArgs(const TrainingSpec& t, std::vector<std::string>* out) {
       return;  // fp32: no flag
   }
   out->push_back("--bf16");
-  const char* fp8_recipe = "tensorwise";
-  switch (t.recipe) {
-    case topology::Recipe::kNvfp4:
-      out->push_back("--fp4-format e2m1");
-      out->push_back("--fp4-recipe nvfp4");
-      return;
-    case topology::Recipe::kFp8Delayed:
-      fp8_recipe = "delayed";
-      break;
-    case topology::Recipe::kFp8Current:
-      fp8_recipe = "tensorwise";
-      break;
-    case topology::Recipe::kFp8Blockwise:
-      fp8_recipe = "blockwise";
-      break;
-    case topology::Recipe::kMxfp8:
-      fp8_recipe = "mxfp8";
-      break;
+  if (t.recipe == topology::Recipe::kNvfp4) {
+    out->push_back("--fp4-format e2m1");
+    out->push_back("--fp4-recipe nvfp4");
+    return;
   }
+  // --fp8-recipe by Recipe, in its declaration order (topology/gpu.h; nvfp4 above).
+  constexpr const char* kFp8Recipes[] = {"delayed", "tensorwise", "blockwise", "mxfp8"};
+  const char* fp8_recipe = EnumLookup(t.recipe, kFp8Recipes, "tensorwise");
   // hybrid: E4M3 forward, E5M2 gradients (the format of every recipe the cost
   // model prices; MXFP8 and blockwise scaling use E4M3 data either way).
   out->push_back("--fp8-format hybrid");
@@ -265,10 +255,8 @@ std::vector<Keep> KeepOf(const Plan& p) {
 }
 
 std::string Launcher(const Plan& p) {
-  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
   std::ostringstream os;
-  os << "torchrun --nnodes " << p.Nodes() << " --nproc-per-node "
-     << std::min<int64_t>(gpn, p.job.gpus)
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc-per-node " << p.GpusPerNode()
      << " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 pretrain_gpt.py "
         "${GPT_MODEL_ARGS[@]} ${TRAINING_ARGS[@]} ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} "
         "${EVAL_AND_LOGGING_ARGS[@]}";
@@ -287,8 +275,7 @@ std::string Write(const Plan& p) {
   const ModelSpec& m = p.job.model;
   const TrainingSpec& t = p.job.training;
   std::ostringstream os;
-  os << Header(p, MegatronEmitter(), "#", "Megatron-LM arguments");
-  for (const Keep& k : KeepOf(p)) os << "export " << k.name << "=" << k.value << "\n";
+  os << ShellHeader(p, MegatronEmitter(), "Megatron-LM arguments");
   os << "\n";
 
   std::vector<std::string> model = {
@@ -398,17 +385,15 @@ std::string Write(const Plan& p) {
 
 }  // namespace
 
+// The Megatron-LM snapshot whose rules Check restates.
+constexpr Follows kFollows{
+    "NVIDIA/Megatron-LM", "d98e8a6", "Megatron-Core 0.20.0",
+    "megatron/training/arguments.py, megatron/core/transformer/transformer_config.py, "
+    "megatron/core/transformer/transformer_block.py; TransformerEngine d0067d0 "
+    "context_parallel.py"};
+
 const FrameworkEmitter& MegatronEmitter() {
-  static const FrameworkEmitter e{
-      kF,
-      {"NVIDIA/Megatron-LM", "d98e8a6", "Megatron-Core 0.20.0",
-       "megatron/training/arguments.py, megatron/core/transformer/transformer_config.py, "
-       "megatron/core/transformer/transformer_block.py; TransformerEngine d0067d0 "
-       "context_parallel.py"},
-      Check,
-      Write,
-      KeepOf,
-      Launcher};
+  static const FrameworkEmitter e{kF, kFollows, Check, Write, KeepOf, Launcher};
   return e;
 }
 

@@ -21,8 +21,10 @@
 //    no expert TP (parallel_dims.py:282,328), the model's comm_backend
 //    standard | deepep | hybridep (models/common/config_utils.py:360-425)
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
 
@@ -163,17 +165,11 @@ Status Check(const Plan& p) {
   return CheckPresetRules(p, kF, Framework::kTorchtitan);
 }
 
-// torchtitan's comm_backend for the plan's dispatcher (Check refused allgather).
-const char* CommBackend(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kDeepEp:
-      return "deepep";
-    case MoeDispatcher::kHybridEp:
-      return "hybridep";
-    default:
-      return "standard";
-  }
-}
+// torchtitan's comm_backend for the plan's dispatcher, in MoeDispatcher's
+// order (config.h): alltoall and allgather (which Check refused) are "standard".
+constexpr const char* kCommBackends[] = {"standard", "standard", "deepep", "hybridep"};
+static_assert(std::size(kCommBackends) == kNumMoeDispatchers);
+const char* CommBackend(MoeDispatcher d) { return EnumLookup(d, kCommBackends, "standard"); }
 
 std::vector<Keep> KeepOf(const Plan&) {
   // torchtitan's run_train.sh starts every job with it (fewer allocator
@@ -182,10 +178,8 @@ std::vector<Keep> KeepOf(const Plan&) {
 }
 
 std::string Launcher(const Plan& p) {
-  const int gpn = std::max(1, p.job.cluster.gpus_per_node);
   std::ostringstream os;
-  os << "torchrun --nnodes " << p.Nodes() << " --nproc_per_node "
-     << std::min<int64_t>(gpn, p.job.gpus)
+  os << "torchrun --nnodes " << p.Nodes() << " --nproc_per_node " << p.GpusPerNode()
      << " --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train --module "
         "paratune_plan "
         "--config paratune_plan";
@@ -305,16 +299,14 @@ std::string Write(const Plan& p) {
 
 }  // namespace
 
+// The torchtitan snapshot whose rules Check restates.
+constexpr Follows kFollows{"pytorch/torchtitan", "b5bcd76", "0.2.2",
+                           "torchtitan/config/configs.py, torchtitan/trainer.py, "
+                           "torchtitan/distributed/parallel_dims.py, "
+                           "torchtitan/distributed/pipeline_parallel.py"};
+
 const FrameworkEmitter& TorchtitanEmitter() {
-  static const FrameworkEmitter e{kF,
-                                  {"pytorch/torchtitan", "b5bcd76", "0.2.2",
-                                   "torchtitan/config/configs.py, torchtitan/trainer.py, "
-                                   "torchtitan/distributed/parallel_dims.py, "
-                                   "torchtitan/distributed/pipeline_parallel.py"},
-                                  Check,
-                                  Write,
-                                  KeepOf,
-                                  Launcher};
+  static const FrameworkEmitter e{kF, kFollows, Check, Write, KeepOf, Launcher};
   return e;
 }
 

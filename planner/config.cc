@@ -1,104 +1,72 @@
 #include "planner/config.h"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace paratune::planner {
 
-const char* CpKindName(CpKind k) {
-  switch (k) {
-    case CpKind::kRing: return "ring";
-    case CpKind::kUlysses: return "ulysses";
-    case CpKind::kFpdt: return "fpdt";
-  }
-  return "ring";
-}
+namespace {
+// By value, in the order of each enum's declaration (config.h).
+constexpr const char* kCpKindNames[] = {"ring", "ulysses", "fpdt"};
+constexpr const char* kRecomputeNames[] = {"none", "selective", "full"};
+constexpr const char* kMoeDispatcherNames[] = {"alltoall", "allgather", "deepep", "hybridep"};
+static_assert(std::size(kMoeDispatcherNames) == kNumMoeDispatchers);
+constexpr const char* kPpScheduleNames[] = {"1f1b", "zb-h1", "zb-v", "dualpipev"};
+static_assert(std::size(kPpScheduleNames) == kNumPpSchedules);
+constexpr const char* kDimNames[] = {"x", "y", "cp", "z", "data", "pp"};
+static_assert(std::size(kDimNames) == kNumDims);
+}  // namespace
 
-const char* RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "none";
-}
+const char* CpKindName(CpKind k) { return EnumLookup(k, kCpKindNames, "ring"); }
+
+const char* RecomputeName(Recompute r) { return EnumLookup(r, kRecomputeNames, "none"); }
 
 const char* MoeDispatcherName(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kAllToAll:
-      return "alltoall";
-    case MoeDispatcher::kAllGather:
-      return "allgather";
-    case MoeDispatcher::kDeepEp:
-      return "deepep";
-    case MoeDispatcher::kHybridEp:
-      return "hybridep";
-  }
-  return "alltoall";
+  return EnumLookup(d, kMoeDispatcherNames, "alltoall");
 }
 
 Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s) {
-  for (int i = 0; i < kNumMoeDispatchers; ++i) {
-    const auto d = static_cast<MoeDispatcher>(i);
-    if (s == MoeDispatcherName(d)) return d;
-  }
-  return Status::InvalidArgument("'" + s +
-                                 "' is not a moe_dispatcher (alltoall | allgather | deepep | "
-                                 "hybridep)");
+  if (auto d = EnumFromName<MoeDispatcher>(s, kMoeDispatcherNames)) return *d;
+  return Status::InvalidArgument("'" + s + "' is not a moe_dispatcher (" +
+                                 EnumNameList(kMoeDispatcherNames, " | ") + ")");
 }
 
 const char* PpScheduleName(PpSchedule s, int vpp) {
-  switch (s) {
-    case PpSchedule::k1F1B:
-      return vpp > 1 ? "interleaved" : "1f1b";
-    case PpSchedule::kZbH1:
-      return "zb-h1";
-    case PpSchedule::kZbV:
-      return "zb-v";
-    case PpSchedule::kDualPipeV:
-      return "dualpipev";
-  }
-  return "1f1b";
+  if (s == PpSchedule::k1F1B && vpp > 1) return "interleaved";
+  return EnumLookup(s, kPpScheduleNames, "1f1b");
 }
 
 Result<PpSchedule> ParsePpSchedule(const std::string& s) {
-  if (s == "1f1b" || s == "interleaved") return PpSchedule::k1F1B;
-  for (int i = 1; i < kNumPpSchedules; ++i) {
-    const auto p = static_cast<PpSchedule>(i);
-    if (s == PpScheduleName(p)) return p;
-  }
+  if (s == "interleaved") return PpSchedule::k1F1B;
+  if (auto p = EnumFromName<PpSchedule>(s, kPpScheduleNames)) return *p;
   return Status::InvalidArgument("'" + s +
                                  "' is not a pipeline schedule (1f1b | interleaved | zb-h1 | "
                                  "zb-v | dualpipev)");
 }
 
 Result<CpKind> ParseCpKind(const std::string& s) {
-  if (s == "ring" || s == "p2p") return CpKind::kRing;
-  if (s == "ulysses" || s == "a2a") return CpKind::kUlysses;
-  if (s == "fpdt") return CpKind::kFpdt;
-  return Status::InvalidArgument("'" + s + "' is not a cp_kind (ring | ulysses | fpdt)");
+  // The --cp-comm-type values paratune writes for Megatron (frameworks/megatron.cc).
+  if (s == "p2p") return CpKind::kRing;
+  if (s == "a2a") return CpKind::kUlysses;
+  if (auto k = EnumFromName<CpKind>(s, kCpKindNames)) return *k;
+  return Status::InvalidArgument("'" + s + "' is not a cp_kind (" +
+                                 EnumNameList(kCpKindNames, " | ") + ")");
 }
 
 Result<Recompute> ParseRecompute(const std::string& s) {
-  if (s == "none" || s == "off") return Recompute::kNone;
-  if (s == "selective") return Recompute::kSelective;
-  if (s == "full") return Recompute::kFull;
-  return Status::InvalidArgument("'" + s + "' is not a recompute mode (none | selective | full)");
+  if (s == "off") return Recompute::kNone;
+  if (auto r = EnumFromName<Recompute>(s, kRecomputeNames)) return *r;
+  return Status::InvalidArgument("'" + s + "' is not a recompute mode (" +
+                                 EnumNameList(kRecomputeNames, " | ") + ")");
 }
 
-const char* DimName(Dim d) {
-  switch (d) {
-    case Dim::kX: return "x";
-    case Dim::kY: return "y";
-    case Dim::kCp: return "cp";
-    case Dim::kZ: return "z";
-    case Dim::kData: return "data";
-    case Dim::kPp: return "pp";
-  }
-  return "?";
-}
+const char* DimName(Dim d) { return EnumName(d, kDimNames); }
 
 std::string PlacementToString(const Placement& p) {
   std::string out;
@@ -121,14 +89,13 @@ Result<Placement> ParsePlacement(const std::string& s) {
   }
   for (int i = 0; i < kNumDims; ++i) {
     const std::string& n = parts[i];
-    Dim d;
-    if (n == "x") d = Dim::kX;
-    else if (n == "y" || n == "tp") d = Dim::kY;
-    else if (n == "cp") d = Dim::kCp;
-    else if (n == "z") d = Dim::kZ;
-    else if (n == "data" || n == "dp") d = Dim::kData;
-    else if (n == "pp") d = Dim::kPp;
-    else return Status::InvalidArgument("placement: unknown dimension '" + n + "'");
+    // "tp" and "dp" are Megatron's names of y and data.
+    std::string_view key = n;
+    if (n == "tp") key = "y";
+    if (n == "dp") key = "data";
+    const std::optional<Dim> named = EnumFromName<Dim>(key, kDimNames);
+    if (!named) return Status::InvalidArgument("placement: unknown dimension '" + n + "'");
+    const Dim d = *named;
     if (seen[static_cast<int>(d)]) {
       return Status::InvalidArgument("placement: dimension '" + n + "' appears twice");
     }

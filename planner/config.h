@@ -141,6 +141,21 @@ struct ParallelConfig {
   bool operator==(const ParallelConfig&) const = default;
 };
 
+// The overlap switches of a configuration by their config key (as in --config,
+// --fix and a framework preset's "overlaps").
+struct OverlapSwitch {
+  const char* key;
+  bool ParallelConfig::*field;
+};
+inline constexpr OverlapSwitch kOverlapSwitches[] = {
+    {"oar", &ParallelConfig::oar},
+    {"ors", &ParallelConfig::ors},
+    {"oag", &ParallelConfig::oag},
+    {"overlap_grad_reduce", &ParallelConfig::overlap_grad_reduce},
+    {"overlap_param_gather", &ParallelConfig::overlap_param_gather},
+    {"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
+    {"overlap_p2p", &ParallelConfig::overlap_p2p}};
+
 // Parses a config object (request `config`). Keys: tp, pp, vpp, pp_schedule, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
 // offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
+
 namespace paratune::planner {
 namespace {
+
+// By value, in the order of PpSplit's declaration (pipeline.h).
+constexpr const char* kPpSplitNames[] = {"megatron", "torchtitan", "balanced"};
 
 std::string Str(int v) { return std::to_string(v); }
 
@@ -110,24 +115,12 @@ std::string BalancedError(int layers, const ParallelConfig& c) {
 
 }  // namespace
 
-const char* PpSplitName(PpSplit s) {
-  switch (s) {
-    case PpSplit::kMegatron:
-      return "megatron";
-    case PpSplit::kTorchtitan:
-      return "torchtitan";
-    case PpSplit::kBalanced:
-      return "balanced";
-  }
-  return "megatron";
-}
+const char* PpSplitName(PpSplit s) { return EnumLookup(s, kPpSplitNames, "megatron"); }
 
 Result<PpSplit> ParsePpSplit(const std::string& s) {
-  for (PpSplit p : {PpSplit::kMegatron, PpSplit::kTorchtitan, PpSplit::kBalanced}) {
-    if (s == PpSplitName(p)) return p;
-  }
-  return Status::InvalidArgument("'" + s +
-                                 "' is not a pipeline split (megatron | torchtitan | balanced)");
+  if (auto p = EnumFromName<PpSplit>(s, kPpSplitNames)) return *p;
+  return Status::InvalidArgument("'" + s + "' is not a pipeline split (" +
+                                 EnumNameList(kPpSplitNames, " | ") + ")");
 }
 
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {

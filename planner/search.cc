@@ -14,6 +14,7 @@
 #include <optional>
 #include <tuple>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "planner/pipeline.h"
 
@@ -31,6 +32,10 @@ std::vector<int> Divisors(int64_t n) {
   std::sort(d.begin(), d.end());
   return d;
 }
+
+// By value, in the order of each enum's declaration (search.h).
+constexpr const char* kFamilyNames[] = {"all", "megatron", "deepspeed", "axonn", "fsdp"};
+constexpr const char* kObjectiveNames[] = {"time", "tokens_per_s", "mfu", "memory"};
 
 // ZeRO/optimizer-sharding choices as one small record.
 struct ZeroChoice {
@@ -100,22 +105,12 @@ auto Key(const ParallelConfig& c) {
 
 }  // namespace
 
-const char* FamilyName(Family f) {
-  switch (f) {
-    case Family::kAll: return "all";
-    case Family::kMegatron: return "megatron";
-    case Family::kDeepSpeed: return "deepspeed";
-    case Family::kAxonn: return "axonn";
-    case Family::kFsdp: return "fsdp";
-  }
-  return "all";
-}
+const char* FamilyName(Family f) { return EnumLookup(f, kFamilyNames, "all"); }
 
 Result<Family> ParseFamily(const std::string& s) {
-  for (Family f : {Family::kAll, Family::kMegatron, Family::kDeepSpeed, Family::kAxonn, Family::kFsdp}) {
-    if (s == FamilyName(f)) return f;
-  }
-  return Status::InvalidArgument("'" + s + "' is not a space (all | megatron | deepspeed | axonn | fsdp)");
+  if (auto f = EnumFromName<Family>(s, kFamilyNames)) return *f;
+  return Status::InvalidArgument("'" + s + "' is not a space (" +
+                                 EnumNameList(kFamilyNames, " | ") + ")");
 }
 
 std::vector<Framework> FrameworksOf(Family f) {
@@ -142,21 +137,12 @@ Family FamilyOf(Framework f) {
   return Family::kAll;
 }
 
-const char* ObjectiveName(Objective o) {
-  switch (o) {
-    case Objective::kTime: return "time";
-    case Objective::kTokensPerS: return "tokens_per_s";
-    case Objective::kMfu: return "mfu";
-    case Objective::kMemory: return "memory";
-  }
-  return "time";
-}
+const char* ObjectiveName(Objective o) { return EnumLookup(o, kObjectiveNames, "time"); }
 
 Result<Objective> ParseObjective(const std::string& s) {
-  for (Objective o : {Objective::kTime, Objective::kTokensPerS, Objective::kMfu, Objective::kMemory}) {
-    if (s == ObjectiveName(o)) return o;
-  }
-  return Status::InvalidArgument("'" + s + "' is not an objective (time | tokens_per_s | mfu | memory)");
+  if (auto o = EnumFromName<Objective>(s, kObjectiveNames)) return *o;
+  return Status::InvalidArgument("'" + s + "' is not an objective (" +
+                                 EnumNameList(kObjectiveNames, " | ") + ")");
 }
 
 Status ValidateFixed(const FixedFields& fixed) {
@@ -768,21 +754,9 @@ SearchResult Search::RunShard(int shard) const {
               c.tp_comm_overlap = known->tp_comm_overlap;
               c.overlap_p2p = known->overlap_p2p;
               for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
-                const bool b = BoolValue(v) == 1;
-                if (k == "oar")
-                  c.oar = b;
-                else if (k == "ors")
-                  c.ors = b;
-                else if (k == "oag")
-                  c.oag = b;
-                else if (k == "overlap_grad_reduce")
-                  c.overlap_grad_reduce = b;
-                else if (k == "overlap_param_gather")
-                  c.overlap_param_gather = b;
-                else if (k == "tp_comm_overlap")
-                  c.tp_comm_overlap = b;
-                else if (k == "overlap_p2p")
-                  c.overlap_p2p = b;
+                for (const auto& [key, field] : kOverlapSwitches) {
+                  if (k == key) c.*field = BoolValue(v) == 1;
+                }
               }
               // The framework's start-up rules read neither the recompute nor
               // the placement (planner/framework.cc FrameworkRuleBroken).

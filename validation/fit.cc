@@ -4,8 +4,13 @@
 #include <cmath>
 #include <set>
 
+#include "common/enum_names.h"
+
 namespace paratune::planner {
 namespace {
+
+// By value, in the order of Holdout's declaration (fit.h).
+constexpr const char* kHoldoutNames[] = {"source", "model", "gpu", "release"};
 
 bool GpuIs(const PublishedRun& r, std::initializer_list<const char*> prefixes) {
   const std::string& n = r.request.job.cluster.gpu.name;
@@ -29,73 +34,81 @@ double CurveAt(const std::vector<topology::EfficiencyPoint>& c, double size) {
   return c.empty() ? 0.0 : c.back().efficiency;
 }
 
+// GpuSpec::gemm_sustained_fraction, the fraction of the GPU's short-run GEMM
+// curve that training sustains.
+double SustainedFraction(const topology::GpuSpec& g, const FrameworkSpec&) {
+  return g.gemm_sustained_fraction;
+}
+void SetSustainedFraction(double v, topology::GpuSpec* g, FrameworkSpec*) {
+  g->gemm_sustained_fraction = v;
+}
+
+// GpuSpec::flash_fwd_efficiency; setting it moves flash_bwd_efficiency in
+// proportion (capped at 1).
+double FlashEfficiency(const topology::GpuSpec& g, const FrameworkSpec&) {
+  return g.flash_fwd_efficiency;
+}
+void SetFlashEfficiency(double v, topology::GpuSpec* g, FrameworkSpec*) {
+  const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
+  g->flash_fwd_efficiency = v;
+  g->flash_bwd_efficiency = std::min(1.0, v * ratio);
+}
+
+constexpr const char* kHopperGpus = "gpu h100-sxm, h200, gh200";
+constexpr const char* kBlackwellGpus = "gpu b200, b300, gb200, gb300";
+constexpr const char* kSustainedKey = "gemm_sustained_fraction";
+constexpr const char* kFlashKey = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
+
 std::vector<FittableConstant> MakeConstants() {
   using topology::GpuSpec;
   using topology::Precision;
   const int bf16 = static_cast<int>(Precision::kBf16), fp8 = static_cast<int>(Precision::kFp8);
   std::vector<FittableConstant> out;
-  {
-    FittableConstant c;
-    c.name = "hopper.gemm_sustained_fraction";
-    c.preset = "gpu h100-sxm, h200, gh200";
-    c.key = "gemm_sustained_fraction";
-    c.informs = "every Hopper row (GEMM time)";
-    c.prior = 1.0;
-    c.prior_source =
-        "1: the short-run GEMM curve as measured (798 TFLOP/s on one 8192^3 bf16 GEMM on an H100)";
-    c.lo = 0.5;
-    c.hi = 1.0;
-    c.applies = Hopper;
-    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_sustained_fraction; };
-    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_sustained_fraction = v; };
-    out.push_back(std::move(c));
-  }
-  {
-    FittableConstant c;
-    c.name = "hopper.fp8_gemm_ratio";
-    c.preset = "gpu h100-sxm, h200, gh200";
-    c.key = "gemm_efficiency.fp8 (÷ gemm_efficiency.bf16)";
-    c.informs = "Hopper FP8 rows (Transformer Engine recipes)";
-    c.prior = 1.0;
-    c.prior_source =
-        "1: FP8 GEMMs reach the same fraction of the doubled dense peak (H100 datasheet: FP8 1979 "
-        "= 2 x "
-        "BF16 989 TFLOP/s)";
-    c.lo = 0.5;
-    c.hi = 1.2;
-    c.applies = [](const PublishedRun& r) { return Hopper(r) && Fp8(r); };
-    c.get = [bf16, fp8](const GpuSpec& g, const FrameworkSpec&) {
-      const double b = CurveAt(g.gemm_efficiency[bf16], 8192);
-      return b > 0 ? CurveAt(g.gemm_efficiency[fp8], 8192) / b : 1.0;
-    };
-    c.set = [bf16, fp8](double v, GpuSpec* g, FrameworkSpec*) {
-      auto& f = g->gemm_efficiency[fp8];
-      f = g->gemm_efficiency[bf16];
-      for (auto& pt : f) pt.efficiency *= v;
-    };
-    out.push_back(std::move(c));
-  }
-  {
-    FittableConstant c;
-    c.name = "hopper.flash_efficiency";
-    c.preset = "gpu h100-sxm, h200, gh200";
-    c.key = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
-    c.informs = "Hopper rows with fused attention (attention-bound at long sequences)";
-    c.prior = 0.35;
-    c.prior_source =
-        "0.35: FlashAttention-2 reaches 35 % of the H100's peak (Shah et al. 2024, "
-        "FlashAttention-3, §1)";
-    c.lo = 0.2;
-    c.hi = 0.75;
-    c.applies = [](const PublishedRun& r) { return Hopper(r) && Flash(r); };
-    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.flash_fwd_efficiency; };
-    c.set = [](double v, GpuSpec* g, FrameworkSpec*) {
-      const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
-      g->flash_fwd_efficiency = v;
-      g->flash_bwd_efficiency = std::min(1.0, v * ratio);
-    };
-    out.push_back(std::move(c));
-  }
+  out.push_back({.name = "hopper.gemm_sustained_fraction",
+                 .preset = kHopperGpus,
+                 .key = kSustainedKey,
+                 .informs = "every Hopper row (GEMM time)",
+                 .prior = 1.0,
+                 .prior_source = "1: the short-run GEMM curve as measured (798 TFLOP/s on one "
+                                 "8192^3 bf16 GEMM on an H100)",
+                 .lo = 0.5,
+                 .hi = 1.0,
+                 .applies = Hopper,
+                 .get = SustainedFraction,
+                 .set = SetSustainedFraction});
+  out.push_back({.name = "hopper.fp8_gemm_ratio",
+                 .preset = kHopperGpus,
+                 .key = "gemm_efficiency.fp8 (÷ gemm_efficiency.bf16)",
+                 .informs = "Hopper FP8 rows (Transformer Engine recipes)",
+                 .prior = 1.0,
+                 .prior_source = "1: FP8 GEMMs reach the same fraction of the doubled dense peak "
+                                 "(H100 datasheet: FP8 1979 = 2 x BF16 989 TFLOP/s)",
+                 .lo = 0.5,
+                 .hi = 1.2,
+                 .applies = [](const PublishedRun& r) { return Hopper(r) && Fp8(r); },
+                 .get =
+                     [bf16, fp8](const GpuSpec& g, const FrameworkSpec&) {
+                       const double b = CurveAt(g.gemm_efficiency[bf16], 8192);
+                       return b > 0 ? CurveAt(g.gemm_efficiency[fp8], 8192) / b : 1.0;
+                     },
+                 .set =
+                     [bf16, fp8](double v, GpuSpec* g, FrameworkSpec*) {
+                       auto& f = g->gemm_efficiency[fp8];
+                       f = g->gemm_efficiency[bf16];
+                       for (auto& pt : f) pt.efficiency *= v;
+                     }});
+  out.push_back({.name = "hopper.flash_efficiency",
+                 .preset = kHopperGpus,
+                 .key = kFlashKey,
+                 .informs = "Hopper rows with fused attention (attention-bound at long sequences)",
+                 .prior = 0.35,
+                 .prior_source = "0.35: FlashAttention-2 reaches 35 % of the H100's peak (Shah et "
+                                 "al. 2024, FlashAttention-3, §1)",
+                 .lo = 0.2,
+                 .hi = 0.75,
+                 .applies = [](const PublishedRun& r) { return Hopper(r) && Flash(r); },
+                 .get = FlashEfficiency,
+                 .set = SetFlashEfficiency});
   // Blackwell and CDNA 4: the sustained fraction of each GPU's GEMM curve, as
   // for Hopper (each GPU its own: the NVL72 racks' power and clock limits differ
   // from the HGX boards'), fitted to the Megatron-Bridge and MLPerf rows.
@@ -106,16 +119,20 @@ std::vector<FittableConstant> MakeConstants() {
   const PerGpu kPerGpu[] = {{"b200", "b200"},   {"b300", "b300"},     {"gb200", "gb200"},
                             {"gb300", "gb300"}, {"mi350x", "mi350x"}, {"mi355x", "mi355x"}};
   for (const PerGpu& g : kPerGpu) {
-    FittableConstant c;
-    c.name = std::string(g.name) + ".gemm_sustained_fraction";
-    c.preset = std::string("gpu ") + g.preset;
-    c.key = "gemm_sustained_fraction";
-    c.informs = std::string("every ") + g.name + " row (GEMM time)";
-    c.prior = 1.0;
-    c.prior_source =
-        "1: the GPU's short-run GEMM curve as published (its preset's gemm_efficiency)";
-    c.lo = 0.4;
-    c.hi = 1.0;
+    const std::string gpu = g.preset;
+    FittableConstant c{
+        .name = std::string(g.name) + ".gemm_sustained_fraction",
+        .preset = "gpu " + gpu,
+        .key = kSustainedKey,
+        .informs = std::string("every ") + g.name + " row (GEMM time)",
+        .prior = 1.0,
+        .prior_source =
+            "1: the GPU's short-run GEMM curve as published (its preset's gemm_efficiency)",
+        .lo = 0.4,
+        .hi = 1.0,
+        .applies = [gpu](const PublishedRun& r) { return r.request.job.cluster.gpu.name == gpu; },
+        .get = SustainedFraction,
+        .set = SetSustainedFraction};
     const bool amd = std::string(g.name).rfind("mi", 0) == 0;
     c.siblings.resize(2);
     for (const PerGpu& o : kPerGpu) {
@@ -124,10 +141,6 @@ std::vector<FittableConstant> MakeConstants() {
       c.siblings[same ? 0 : 1].push_back(std::string(o.name) + ".gemm_sustained_fraction");
     }
     c.siblings[1].push_back("hopper.gemm_sustained_fraction");
-    const std::string gpu = g.preset;
-    c.applies = [gpu](const PublishedRun& r) { return r.request.job.cluster.gpu.name == gpu; };
-    c.get = [](const GpuSpec& s, const FrameworkSpec&) { return s.gemm_sustained_fraction; };
-    c.set = [](double v, GpuSpec* s, FrameworkSpec*) { s->gemm_sustained_fraction = v; };
     out.push_back(std::move(c));
   }
   // The microscaling recipes' GEMM rate relative to per-tensor FP8 on Blackwell
@@ -145,97 +158,78 @@ std::vector<FittableConstant> MakeConstants() {
         RecipeConst{"blackwell.nvfp4_gemm_factor", topology::Recipe::kNvfp4,
                     "1: NVFP4 GEMMs reach the same fraction of the dense FP4 peak as FP8 of "
                     "its own (NVIDIA Blackwell datasheets, dense FP4 = 2 x FP8 on B200/GB200)"}}) {
-    FittableConstant c;
-    c.name = rc.name;
-    c.preset = "gpu b200, b300, gb200, gb300";
-    c.key = std::string("recipe_gemm_factor.") + topology::RecipeName(rc.recipe);
-    c.informs = std::string("Blackwell rows with the ") + topology::RecipeName(rc.recipe) +
-                " recipe (the linear layers' GEMMs)";
-    c.prior = 1.0;
-    c.prior_source = rc.prior_source;
-    c.lo = 0.4;
-    c.hi = 1.0;
     const topology::Recipe recipe = rc.recipe;
-    c.applies = [recipe](const PublishedRun& r) {
-      return Blackwell(r) && Fp8(r) && r.request.job.training.recipe == recipe;
-    };
     const int i = static_cast<int>(recipe);
-    c.get = [i](const GpuSpec& s, const FrameworkSpec&) { return s.recipe_gemm_factor[i]; };
-    c.set = [i](double v, GpuSpec* s, FrameworkSpec*) { s->recipe_gemm_factor[i] = v; };
-    out.push_back(std::move(c));
+    out.push_back(
+        {.name = rc.name,
+         .preset = kBlackwellGpus,
+         .key = std::string("recipe_gemm_factor.") + topology::RecipeName(recipe),
+         .informs = std::string("Blackwell rows with the ") + topology::RecipeName(recipe) +
+                    " recipe (the linear layers' GEMMs)",
+         .prior = 1.0,
+         .prior_source = rc.prior_source,
+         .lo = 0.4,
+         .hi = 1.0,
+         .applies =
+             [recipe](const PublishedRun& r) {
+               return Blackwell(r) && Fp8(r) && r.request.job.training.recipe == recipe;
+             },
+         .get = [i](const GpuSpec& s, const FrameworkSpec&) { return s.recipe_gemm_factor[i]; },
+         .set = [i](double v, GpuSpec* s, FrameworkSpec*) { s->recipe_gemm_factor[i] = v; }});
   }
-  {
-    FittableConstant c;
-    c.name = "blackwell.flash_efficiency";
-    c.preset = "gpu b200, b300, gb200, gb300";
-    c.key = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
-    c.informs =
-        "Blackwell rows (fused attention: Llama at 8K tokens, DeepSeek-V3's and Kimi K2's MLA "
-        "with 128 heads)";
-    c.prior = 0.35;
-    c.prior_source =
-        "0.35: FlashAttention-2's fraction of the dense bf16 peak on the previous generation "
-        "(Shah et al. 2024, FlashAttention-3, §1), the figure a kernel not yet tuned for a new "
-        "tensor core reaches";
-    c.lo = 0.2;
-    c.hi = 0.8;
-    c.applies = [](const PublishedRun& r) { return Blackwell(r) && Flash(r); };
-    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.flash_fwd_efficiency; };
-    c.set = [](double v, GpuSpec* g, FrameworkSpec*) {
-      const double ratio = g->flash_bwd_efficiency / g->flash_fwd_efficiency;
-      g->flash_fwd_efficiency = v;
-      g->flash_bwd_efficiency = std::min(1.0, v * ratio);
-    };
-    out.push_back(std::move(c));
-  }
-  {
-    FittableConstant c;
-    c.name = "fsdp.attention_efficiency";
-    c.preset = "framework fsdp";
-    c.key = "costs.attention_efficiency";
-    c.informs = "FSDP1 rows with fused attention (llm-foundry's Triton kernel with ALiBi)";
-    c.prior = 0.53;
-    c.prior_source =
-        "1/1.9: FlashAttention-2 runs 1.3-2.5x faster than FlashAttention in Triton (Dao 2023, "
-        "FlashAttention-2, §4.1), the kernel family llm-foundry's ALiBi attention comes from";
-    c.lo = 0.3;
-    c.hi = 1.0;
-    c.applies = [](const PublishedRun& r) { return Runs(r, Framework::kFsdp) && Flash(r); };
-    c.get = [](const GpuSpec&, const FrameworkSpec& f) { return f.costs.attention_efficiency; };
-    c.set = [](double v, GpuSpec*, FrameworkSpec* f) { f->costs.attention_efficiency = v; };
-    out.push_back(std::move(c));
-  }
-  {
-    FittableConstant c;
-    c.name = "a100.gemm_sustained_fraction";
-    c.preset = "gpu a100-40gb, a100-80gb";
-    c.key = "gemm_sustained_fraction";
-    c.informs = "every A100 row (GEMM time)";
-    c.prior = 1.0;
-    c.prior_source = "1: the A100 curve as fitted to Korthikanti et al. 2022 Table 4 layer timings";
-    c.lo = 0.7;
-    c.hi = 1.0;
-    c.applies = [](const PublishedRun& r) { return GpuIs(r, {"a100"}); };
-    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_sustained_fraction; };
-    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_sustained_fraction = v; };
-    out.push_back(std::move(c));
-  }
-  {
-    FittableConstant c;
-    c.name = "gemm_k0";
-    c.preset = "gpu (every preset)";
-    c.key = "gemm_k0";
-    c.informs = "every row (GEMMs with a short inner dimension: small models, tensor-split FFNs)";
-    c.prior = 128;
-    c.prior_source =
-        "128: one K tile of a CUTLASS/cuBLAS Hopper and Ampere bf16 GEMM main loop (64-128)";
-    c.lo = 0;
-    c.hi = 1024;
-    c.applies = [](const PublishedRun&) { return true; };
-    c.get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_k0; };
-    c.set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_k0 = v; };
-    out.push_back(std::move(c));
-  }
+  out.push_back({.name = "blackwell.flash_efficiency",
+                 .preset = kBlackwellGpus,
+                 .key = kFlashKey,
+                 .informs = "Blackwell rows (fused attention: Llama at 8K tokens, DeepSeek-V3's "
+                            "and Kimi K2's MLA with 128 heads)",
+                 .prior = 0.35,
+                 .prior_source = "0.35: FlashAttention-2's fraction of the dense bf16 peak on the "
+                                 "previous generation (Shah et al. 2024, FlashAttention-3, §1), "
+                                 "the figure a kernel not yet tuned for a new tensor core reaches",
+                 .lo = 0.2,
+                 .hi = 0.8,
+                 .applies = [](const PublishedRun& r) { return Blackwell(r) && Flash(r); },
+                 .get = FlashEfficiency,
+                 .set = SetFlashEfficiency});
+  out.push_back(
+      {.name = "fsdp.attention_efficiency",
+       .preset = "framework fsdp",
+       .key = "costs.attention_efficiency",
+       .informs = "FSDP1 rows with fused attention (llm-foundry's Triton kernel with ALiBi)",
+       .prior = 0.53,
+       .prior_source = "1/1.9: FlashAttention-2 runs 1.3-2.5x faster than FlashAttention in "
+                       "Triton (Dao 2023, FlashAttention-2, §4.1), the kernel family "
+                       "llm-foundry's ALiBi attention comes from",
+       .lo = 0.3,
+       .hi = 1.0,
+       .applies = [](const PublishedRun& r) { return Runs(r, Framework::kFsdp) && Flash(r); },
+       .get = [](const GpuSpec&, const FrameworkSpec& f) { return f.costs.attention_efficiency; },
+       .set = [](double v, GpuSpec*, FrameworkSpec* f) { f->costs.attention_efficiency = v; }});
+  out.push_back({.name = "a100.gemm_sustained_fraction",
+                 .preset = "gpu a100-40gb, a100-80gb",
+                 .key = kSustainedKey,
+                 .informs = "every A100 row (GEMM time)",
+                 .prior = 1.0,
+                 .prior_source =
+                     "1: the A100 curve as fitted to Korthikanti et al. 2022 Table 4 layer timings",
+                 .lo = 0.7,
+                 .hi = 1.0,
+                 .applies = [](const PublishedRun& r) { return GpuIs(r, {"a100"}); },
+                 .get = SustainedFraction,
+                 .set = SetSustainedFraction});
+  out.push_back(
+      {.name = "gemm_k0",
+       .preset = "gpu (every preset)",
+       .key = "gemm_k0",
+       .informs = "every row (GEMMs with a short inner dimension: small models, tensor-split FFNs)",
+       .prior = 128,
+       .prior_source =
+           "128: one K tile of a CUTLASS/cuBLAS Hopper and Ampere bf16 GEMM main loop (64-128)",
+       .lo = 0,
+       .hi = 1024,
+       .applies = [](const PublishedRun&) { return true; },
+       .get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_k0; },
+       .set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_k0 = v; }});
   return out;
 }
 
@@ -351,26 +345,12 @@ FitResult FitConstants(const std::vector<const PublishedRun*>& rows, const FitOp
   return out;
 }
 
-const char* HoldoutName(Holdout h) {
-  switch (h) {
-    case Holdout::kSource:
-      return "source";
-    case Holdout::kModel:
-      return "model";
-    case Holdout::kGpu:
-      return "gpu";
-    case Holdout::kRelease:
-      return "release";
-  }
-  return "?";
-}
+const char* HoldoutName(Holdout h) { return EnumName(h, kHoldoutNames); }
 
 Result<Holdout> ParseHoldout(const std::string& s) {
-  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
-    if (s == HoldoutName(h)) return h;
-  }
-  return Status::InvalidArgument("--holdout: '" + s +
-                                 "' is not one of source, model, gpu, release");
+  if (auto h = EnumFromName<Holdout>(s, kHoldoutNames)) return *h;
+  return Status::InvalidArgument("--holdout: '" + s + "' is not one of " +
+                                 EnumNameList(kHoldoutNames));
 }
 
 std::string HoldoutKey(const PublishedRun& run, Holdout h) {

@@ -34,7 +34,7 @@ struct FittableConstant {
   // constant takes the median of the first tier's fitted siblings that had
   // rows (a GPU with no calibration borrows its vendor's sustained fraction),
   // and its prior only when no tier had any.
-  std::vector<std::vector<std::string>> siblings;
+  std::vector<std::vector<std::string>> siblings = {};
   // Whether the constant takes part in predicting `run`.
   std::function<bool(const PublishedRun& run)> applies;
   // The value the presets ship, for the run's GPU and framework.

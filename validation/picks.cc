@@ -42,15 +42,7 @@ FixedFields StackLimits(const PublishedRun& r) {
   ParallelConfig policy = c;
   ApplyFrameworkOverlaps(FrameworkPreset(r.request.job.training.framework).support, &policy);
   FixedFields fixed;
-  const std::pair<const char*, bool ParallelConfig::*> flags[] = {
-      {"oar", &ParallelConfig::oar},
-      {"ors", &ParallelConfig::ors},
-      {"oag", &ParallelConfig::oag},
-      {"overlap_grad_reduce", &ParallelConfig::overlap_grad_reduce},
-      {"overlap_param_gather", &ParallelConfig::overlap_param_gather},
-      {"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
-      {"overlap_p2p", &ParallelConfig::overlap_p2p}};
-  for (const auto& [key, member] : flags) {
+  for (const auto& [key, member] : kOverlapSwitches) {
     if (policy.*member && !(c.*member)) fixed.emplace_back(key, "false");
   }
   return fixed;

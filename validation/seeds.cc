@@ -90,14 +90,19 @@ SearchResult SearchSpace(const CostModel& cm, const Space& sp, bool memory_only)
   return best;
 }
 
-Result<SeedSide> Best(const Json& request, const Space& sp) {
-  auto job = MakeJob(request);
-  if (!job.ok()) return job.status();
-  auto cm = ModelFor(*job, sp);
-  const SearchResult r = SearchSpace(*cm, sp, false);
+// A side named for its space, before any figure is known.
+SeedSide SideOf(const Space& sp) {
   SeedSide side;
   side.label = sp.label;
   side.framework = sp.spec ? sp.spec->name : FrameworkName(sp.framework);
+  return side;
+}
+
+Result<SeedSide> Best(const Json& request, const Space& sp) {
+  PT_ASSIGN_OR_RETURN(Job job, MakeJob(request));
+  auto cm = ModelFor(job, sp);
+  const SearchResult r = SearchSpace(*cm, sp, false);
+  SeedSide side = SideOf(sp);
   if (r.top.empty()) return side;
   const Candidate& c = r.top[0];
   side.config = ConfigToString(c.config);
@@ -113,22 +118,18 @@ Result<SeedSide> Best(const Json& request, const Space& sp) {
 Result<SeedSide> Longest(Json request, const Space& sp, std::string* config_at_max) {
   auto fits = [&](int64_t seq, bool unlimited_host, Candidate* best) -> Result<bool> {
     request["training"]["seq_len"] = seq;
-    auto job = MakeJob(request);
-    if (!job.ok()) return job.status();
-    if (unlimited_host && job->cluster.host_memory_GiB > 0) job->cluster.host_memory_GiB = 1e12;
-    auto cm = ModelFor(*job, sp);
+    PT_ASSIGN_OR_RETURN(Job job, MakeJob(request));
+    if (unlimited_host && job.cluster.host_memory_GiB > 0) job.cluster.host_memory_GiB = 1e12;
+    auto cm = ModelFor(job, sp);
     const SearchResult r = SearchSpace(*cm, sp, true);
     if (r.top.empty()) return false;
     if (best) *best = r.top[0];
     return true;
   };
-  auto job = MakeJob(request);
-  if (!job.ok()) return job.status();
-  PT_ASSIGN_OR_RETURN(LongestSequence l,
-                      FindLongestSequence(fits, 4096, int64_t{16} << 20, job->training.fpdt_chunk_tokens));
-  SeedSide side;
-  side.label = sp.label;
-  side.framework = sp.spec ? sp.spec->name : FrameworkName(sp.framework);
+  PT_ASSIGN_OR_RETURN(Job job, MakeJob(request));
+  PT_ASSIGN_OR_RETURN(LongestSequence l, FindLongestSequence(fits, 4096, int64_t{16} << 20,
+                                                             job.training.fpdt_chunk_tokens));
+  SeedSide side = SideOf(sp);
   side.max_seq = l.max_seq;
   side.binding = l.binding;
   if (l.max_seq > 0 && config_at_max) *config_at_max = ConfigToString(l.at_max.config);
@@ -160,39 +161,39 @@ Result<SeedResult> AxonnVsMegatron() {
       "% of peak is hardware FLOP/s including recompute, as the paper's Narayanan formula counts it"};
   const Json req = Request("axonn-80b", "perlmutter", 1024, 1024, 2048, "bf16", "axonn");
   static const FrameworkSpec mega = Megatron2023();
-  auto ax = Best(req, {"AxoNN", Framework::kAxonn, nullptr, {}, false, 0});
-  if (!ax.ok()) return ax.status();
-  auto mg = Best(req, {"Megatron-LM (2023)", Framework::kMegatron, &mega, {}, false, 0});
-  if (!mg.ok()) return mg.status();
-  auto mg_now = Best(req, {"Megatron-Core (today: uneven stages)", Framework::kMegatron, nullptr, {}, false, 0});
-  if (!mg_now.ok()) return mg_now.status();
-  s.sides = {*ax, *mg, *mg_now};
-  if (ax->iteration_s > 0 && mg->iteration_s > 0) {
-    const double gain = mg->iteration_s / ax->iteration_s - 1.0;
-    s.figures.push_back("AxoNN " + Fmt(ax->iteration_s, 2) + " s at " + Fmt(100 * ax->hfu, 1) +
-                        " % of peak; Megatron-LM (2023) " + Fmt(mg->iteration_s, 2) + " s: AxoNN " +
+  PT_ASSIGN_OR_RETURN(SeedSide ax, Best(req, {"AxoNN", Framework::kAxonn, nullptr, {}, false, 0}));
+  PT_ASSIGN_OR_RETURN(SeedSide mg,
+                      Best(req, {"Megatron-LM (2023)", Framework::kMegatron, &mega, {}, false, 0}));
+  PT_ASSIGN_OR_RETURN(
+      SeedSide mg_now,
+      Best(req,
+           {"Megatron-Core (today: uneven stages)", Framework::kMegatron, nullptr, {}, false, 0}));
+  s.sides = {ax, mg, mg_now};
+  if (ax.iteration_s > 0 && mg.iteration_s > 0) {
+    const double gain = mg.iteration_s / ax.iteration_s - 1.0;
+    s.figures.push_back("AxoNN " + Fmt(ax.iteration_s, 2) + " s at " + Fmt(100 * ax.hfu, 1) +
+                        " % of peak; Megatron-LM (2023) " + Fmt(mg.iteration_s, 2) + " s: AxoNN " +
                         Pct(gain) + " faster");
-    if (mg_now->iteration_s > 0) {
-      s.figures.push_back("against today's Megatron-Core (uneven stages " + mg_now->config + "): " +
-                          Fmt(mg_now->iteration_s, 2) + " s, AxoNN " +
-                          Pct(mg_now->iteration_s / ax->iteration_s - 1.0));
+    if (mg_now.iteration_s > 0) {
+      s.figures.push_back("against today's Megatron-Core (uneven stages " + mg_now.config +
+                          "): " + Fmt(mg_now.iteration_s, 2) + " s, AxoNN " +
+                          Pct(mg_now.iteration_s / ax.iteration_s - 1.0));
     }
-    s.reproduced = gain >= 0.10 && gain <= 0.40 && ax->hfu >= 0.50;
+    s.reproduced = gain >= 0.10 && gain <= 0.40 && ax.hfu >= 0.50;
   }
   // The paper does not state its batch: the same question at larger batches
   // (more tokens per weight gather favour Z-heavy AxoNN configurations);
   // 1792 is the batch of Megatron-LM's own 76B run (Narayanan et al. 2021, Table 1).
   for (int64_t gbs : {1536, 1792, 2048, 4096}) {
     const Json r = Request("axonn-80b", "perlmutter", 1024, gbs, 2048, "bf16", "axonn");
-    auto a = Best(r, {"AxoNN", Framework::kAxonn, nullptr, {}, false, 0});
-    if (!a.ok()) return a.status();
-    auto m = Best(r, {"Megatron-LM (2023)", Framework::kMegatron, &mega, {}, false, 0});
-    if (!m.ok()) return m.status();
-    if (a->iteration_s > 0 && m->iteration_s > 0) {
-      s.figures.push_back("at global batch " + std::to_string(gbs) + ": AxoNN " + Fmt(a->iteration_s, 2) +
-                          " s (" + a->config + ", " + Fmt(100 * a->hfu, 1) + " % of peak), Megatron-LM (2023) " +
-                          Fmt(m->iteration_s, 2) + " s: AxoNN " + Pct(m->iteration_s / a->iteration_s - 1.0) +
-                          " faster");
+    PT_ASSIGN_OR_RETURN(SeedSide a, Best(r, {"AxoNN", Framework::kAxonn, nullptr, {}, false, 0}));
+    PT_ASSIGN_OR_RETURN(SeedSide m,
+                        Best(r, {"Megatron-LM (2023)", Framework::kMegatron, &mega, {}, false, 0}));
+    if (a.iteration_s > 0 && m.iteration_s > 0) {
+      s.figures.push_back("at global batch " + std::to_string(gbs) + ": AxoNN " +
+                          Fmt(a.iteration_s, 2) + " s (" + a.config + ", " + Fmt(100 * a.hfu, 1) +
+                          " % of peak), Megatron-LM (2023) " + Fmt(m.iteration_s, 2) +
+                          " s: AxoNN " + Pct(m.iteration_s / a.iteration_s - 1.0) + " faster");
     }
   }
   return s;
@@ -211,15 +212,20 @@ Result<SeedResult> Fpdt2M() {
                "Megatron-DeepSpeed (--ds-sequence-parallel-fpdt), FPDT chunk of 64K tokens (the request default)"};
   const Json req = Request("fpdt-8b", "dgx-a100-40gb", 4, 1, 4096, "bf16", "megatron-deepspeed");
   std::string at_max;
-  auto side = Longest(req, {"FPDT (Megatron-DeepSpeed)", Framework::kMegatronDeepSpeed, nullptr,
-                            {{"cp_kind", "fpdt"}}, false, 0},
-                      &at_max);
-  if (!side.ok()) return side.status();
-  side->config = at_max;
-  s.sides = {*side};
-  s.figures.push_back("longest sequence with FPDT: " + std::to_string(side->max_seq) + " tokens (" +
-                      at_max + "), bound by " + (side->binding == "max_seq" ? "nothing up to 16M" : side->binding));
-  s.reproduced = side->max_seq >= (int64_t{2} << 20);
+  PT_ASSIGN_OR_RETURN(SeedSide side, Longest(req,
+                                             {"FPDT (Megatron-DeepSpeed)",
+                                              Framework::kMegatronDeepSpeed,
+                                              nullptr,
+                                              {{"cp_kind", "fpdt"}},
+                                              false,
+                                              0},
+                                             &at_max));
+  side.config = at_max;
+  s.sides = {side};
+  s.figures.push_back("longest sequence with FPDT: " + std::to_string(side.max_seq) + " tokens (" +
+                      at_max + "), bound by " +
+                      (side.binding == "max_seq" ? "nothing up to 16M" : side.binding));
+  s.reproduced = side.max_seq >= (int64_t{2} << 20);
   return s;
 }
 
@@ -256,18 +262,27 @@ Result<SeedResult> ZeroPlusPlus() {
   for (int nics : {1, 4}) {
     const Json req = Request("megatron-18b", Dgx2(nics), 384, 384, 2048, "fp16", "deepspeed");
     const std::string net = std::to_string(100 * nics) + " Gb/s";
-    auto z3 = Best(req, {"ZeRO-3 at " + net, Framework::kDeepSpeed, nullptr,
-                         {{"zero", "3"}, {"qwz", "false"}, {"hpz", "false"}, {"qgz", "false"}}, false, 0});
-    if (!z3.ok()) return z3.status();
-    auto zpp = Best(req, {"ZeRO++ at " + net, Framework::kDeepSpeed, nullptr,
-                          {{"zero", "3"}, {"qwz", "true"}, {"hpz", "true"}, {"qgz", "true"}}, true, 0});
-    if (!zpp.ok()) return zpp.status();
-    s.sides.push_back(*z3);
-    s.sides.push_back(*zpp);
-    if (z3->iteration_s > 0 && zpp->iteration_s > 0) {
-      const double ratio = z3->iteration_s / zpp->iteration_s;
-      s.figures.push_back("at " + net + ": ZeRO-3 " + Fmt(z3->iteration_s, 2) + " s, ZeRO++ " +
-                          Fmt(zpp->iteration_s, 2) + " s: " + Fmt(ratio, 2) + "x");
+    PT_ASSIGN_OR_RETURN(
+        SeedSide z3,
+        Best(req, {"ZeRO-3 at " + net,
+                   Framework::kDeepSpeed,
+                   nullptr,
+                   {{"zero", "3"}, {"qwz", "false"}, {"hpz", "false"}, {"qgz", "false"}},
+                   false,
+                   0}));
+    PT_ASSIGN_OR_RETURN(
+        SeedSide zpp, Best(req, {"ZeRO++ at " + net,
+                                 Framework::kDeepSpeed,
+                                 nullptr,
+                                 {{"zero", "3"}, {"qwz", "true"}, {"hpz", "true"}, {"qgz", "true"}},
+                                 true,
+                                 0}));
+    s.sides.push_back(z3);
+    s.sides.push_back(zpp);
+    if (z3.iteration_s > 0 && zpp.iteration_s > 0) {
+      const double ratio = z3.iteration_s / zpp.iteration_s;
+      s.figures.push_back("at " + net + ": ZeRO-3 " + Fmt(z3.iteration_s, 2) + " s, ZeRO++ " +
+                          Fmt(zpp.iteration_s, 2) + " s: " + Fmt(ratio, 2) + "x");
       const bool in = nics == 1 ? (ratio >= 1.6 && ratio <= 2.7) : (ratio >= 1.1 && ratio <= 1.5);
       i += in ? 1 : 0;
     }
@@ -293,31 +308,28 @@ Result<SeedResult> UlyssesVsMegatronSp() {
   const Space uly{"DeepSpeed-Ulysses", Framework::kMegatronDeepSpeed, nullptr, {{"cp_kind", "ulysses"}}, false, 0};
   const Json req = Request("llama2-7b", "dgx-a100-40gb", 32, 4, 4096, "bf16", "megatron");
   std::string cfg_m, cfg_u;
-  auto cap_m = Longest(req, megasp, &cfg_m);
-  if (!cap_m.ok()) return cap_m.status();
-  auto cap_u = Longest(req, uly, &cfg_u);
-  if (!cap_u.ok()) return cap_u.status();
-  s.figures.push_back("longest sequence: Megatron-SP " + std::to_string(cap_m->max_seq) + " (" + cfg_m +
-                      "), Ulysses " + std::to_string(cap_u->max_seq) + " (" + cfg_u + ")");
-  const int64_t both = std::min(cap_m->max_seq, cap_u->max_seq);
+  PT_ASSIGN_OR_RETURN(SeedSide cap_m, Longest(req, megasp, &cfg_m));
+  PT_ASSIGN_OR_RETURN(SeedSide cap_u, Longest(req, uly, &cfg_u));
+  s.figures.push_back("longest sequence: Megatron-SP " + std::to_string(cap_m.max_seq) + " (" +
+                      cfg_m + "), Ulysses " + std::to_string(cap_u.max_seq) + " (" + cfg_u + ")");
+  const int64_t both = std::min(cap_m.max_seq, cap_u.max_seq);
   if (both <= 0) return s;
   Json at = req;
   at["training"]["seq_len"] = both;
-  auto t_m = Best(at, megasp);
-  if (!t_m.ok()) return t_m.status();
-  auto t_u = Best(at, uly);
-  if (!t_u.ok()) return t_u.status();
-  t_m->max_seq = cap_m->max_seq;
-  t_m->binding = cap_m->binding;
-  t_u->max_seq = cap_u->max_seq;
-  t_u->binding = cap_u->binding;
-  s.sides = {*t_m, *t_u};
-  if (t_m->iteration_s > 0 && t_u->iteration_s > 0) {
-    const double speed = t_m->iteration_s / t_u->iteration_s;
-    s.figures.push_back("at " + std::to_string(both) + " tokens: Megatron-SP " + Fmt(t_m->iteration_s, 1) +
-                        " s (MFU " + Fmt(100 * t_m->mfu, 1) + " %), Ulysses " + Fmt(t_u->iteration_s, 1) +
-                        " s (MFU " + Fmt(100 * t_u->mfu, 1) + " %): Ulysses " + Fmt(speed, 2) + "x");
-    s.reproduced = cap_u->max_seq > cap_m->max_seq && speed > 1.0;
+  PT_ASSIGN_OR_RETURN(SeedSide t_m, Best(at, megasp));
+  PT_ASSIGN_OR_RETURN(SeedSide t_u, Best(at, uly));
+  t_m.max_seq = cap_m.max_seq;
+  t_m.binding = cap_m.binding;
+  t_u.max_seq = cap_u.max_seq;
+  t_u.binding = cap_u.binding;
+  s.sides = {t_m, t_u};
+  if (t_m.iteration_s > 0 && t_u.iteration_s > 0) {
+    const double speed = t_m.iteration_s / t_u.iteration_s;
+    s.figures.push_back("at " + std::to_string(both) + " tokens: Megatron-SP " +
+                        Fmt(t_m.iteration_s, 1) + " s (MFU " + Fmt(100 * t_m.mfu, 1) +
+                        " %), Ulysses " + Fmt(t_u.iteration_s, 1) + " s (MFU " +
+                        Fmt(100 * t_u.mfu, 1) + " %): Ulysses " + Fmt(speed, 2) + "x");
+    s.reproduced = cap_u.max_seq > cap_m.max_seq && speed > 1.0;
   }
   return s;
 }

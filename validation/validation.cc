@@ -27,6 +27,31 @@ int IntOr(const Json& j, const char* key, int def) {
   return j[key].get<int>();
 }
 
+// The run a throughput row starts (its id and source); an error naming the
+// row ("<kind> row <id>") where it lacks its model, parallel or hardware object.
+Result<PublishedRun> StartRun(const Json& row, const std::string& id, const char* kind) {
+  if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
+    return Status::InvalidArgument(std::string(kind) + " row " + id +
+                                   ": needs model, parallel, hardware");
+  }
+  PublishedRun run;
+  run.id = id;
+  run.source = StrOr(row, "source");
+  return run;
+}
+
+// The shape a row's model states: name (else the row id), layers, hidden,
+// heads, kv_heads (else heads), ffn_hidden (else 4 hidden) and vocab.
+void ReadModelShape(const Json& mj, const std::string& id, ModelSpec* m) {
+  m->name = StrOr(mj, "name", id);
+  m->layers = IntOr(mj, "layers", 0);
+  m->hidden = IntOr(mj, "hidden", 0);
+  m->heads = IntOr(mj, "heads", 0);
+  m->kv_heads = IntOr(mj, "kv_heads", m->heads);
+  m->ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m->hidden);
+  m->vocab = IntOr(mj, "vocab", 0);
+}
+
 }  // namespace
 
 Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
@@ -37,24 +62,13 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
   for (const Json& row : doc) {
     const std::string id = StrOr(row, "id", "?");
     if (StrOr(row, "row_type") != "throughput") continue;
-    if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
-      return Status::InvalidArgument("calibration row " + id + ": needs model, parallel, hardware");
-    }
+    PT_ASSIGN_OR_RETURN(PublishedRun run, StartRun(row, id, "calibration"));
     const Json& mj = row["model"];
     const Json& pj = row["parallel"];
     const Json& hj = row["hardware"];
-    PublishedRun run;
-    run.id = id;
-    run.source = StrOr(row, "source");
     run.source_key = "korthikanti2022";
     ModelSpec& m = run.request.job.model;
-    m.name = StrOr(mj, "name", id);
-    m.layers = IntOr(mj, "layers", 0);
-    m.hidden = IntOr(mj, "hidden", 0);
-    m.heads = IntOr(mj, "heads", 0);
-    m.kv_heads = IntOr(mj, "kv_heads", m.heads);
-    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m.hidden);
-    m.vocab = IntOr(mj, "vocab", 0);
+    ReadModelShape(mj, id, &m);
     m.gated_ffn = false;
     m.tied_embeddings = true;
     m.dropout = true;
@@ -182,15 +196,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
   for (const Json& row : doc) {
     const std::string id = StrOr(row, "id", "?");
     if (StrOr(row, "row_type") != "throughput") continue;
-    if (!row.contains("model") || !row.contains("parallel") || !row.contains("hardware")) {
-      return Status::InvalidArgument("runs row " + id + ": needs model, parallel, hardware");
-    }
+    PT_ASSIGN_OR_RETURN(PublishedRun run, StartRun(row, id, "runs"));
     const Json& mj = row["model"];
     const Json& pj = row["parallel"];
     const Json& hj = row["hardware"];
-    PublishedRun run;
-    run.id = id;
-    run.source = StrOr(row, "source");
     run.source_key = run.source.substr(0, run.source.find(' '));
     run.release = StrOr(row, "release");
     const bool foundry = run.source_key.find("llm-foundry") != std::string::npos;
@@ -212,13 +221,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     // Model: the family's architecture (the rows give shapes, not these details).
     const std::string name = Lower(StrOr(mj, "name", id));
     ModelSpec& m = run.request.job.model;
-    m.name = StrOr(mj, "name", id);
-    m.layers = IntOr(mj, "layers", 0);
-    m.hidden = IntOr(mj, "hidden", 0);
-    m.heads = IntOr(mj, "heads", 0);
-    m.kv_heads = IntOr(mj, "kv_heads", m.heads);
-    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m.hidden);
-    m.vocab = IntOr(mj, "vocab", 0);
+    ReadModelShape(mj, id, &m);
     const int seq = IntOr(mj, "seq_len", 2048);
     if (m.vocab == 0) {
       m.vocab = 50304;  // MLPerf GPT-3: GPT-2 BPE (50257) padded to a multiple of 128

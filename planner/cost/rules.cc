@@ -1,67 +1,49 @@
 // The rules a configuration must satisfy before it is costed: divisibility,
 // ZeRO combinations and what the training framework can express, with the
 // stable names, fields and sentences the API reports for each violation.
+#include <iterator>
 #include <sstream>
 
+#include "common/enum_names.h"
 #include "planner/cost_model.h"
 
 namespace paratune::planner {
 
-const char* ReasonName(Reason r) {
-  switch (r) {
-    case Reason::kOk: return "ok";
-    case Reason::kBadDegree: return "bad_degree";
-    case Reason::kWorldMismatch: return "world_mismatch";
-    case Reason::kHeadsNotDivisible: return "heads_not_divisible";
-    case Reason::kKvHeadsNotDivisible: return "kv_heads_not_divisible";
-    case Reason::kHiddenNotDivisible: return "hidden_not_divisible";
-    case Reason::kFfnNotDivisible: return "ffn_not_divisible";
-    case Reason::kLayersNotDivisible: return "layers_not_divisible";
-    case Reason::kBatchNotDivisible: return "batch_not_divisible";
-    case Reason::kMicroBatchesVsPp: return "micro_batches_vs_pp";
-    case Reason::kSeqNotDivisible: return "seq_not_divisible";
-    case Reason::kZShardNotDivisible: return "z_shard_not_divisible";
-    case Reason::kSpNeedsTensor: return "sp_needs_tensor";
-    case Reason::kZeroConflict: return "zero_conflict";
-    case Reason::kOutOfMemory: return "out_of_memory";
-    case Reason::kFrameworkUnsupported: return "framework_unsupported";
-    case Reason::kOutOfHostMemory:
-      return "out_of_host_memory";
-    case Reason::kExpertsNotDivisible:
-      return "experts_not_divisible";
-    case Reason::kExpertGroupNotDivisible:
-      return "expert_group_not_divisible";
-  }
-  return "unknown";
-}
+namespace {
+// The stable name of each reason and the request field it points at, by
+// value in the order of Reason's declaration (cost_model.h).
+struct ReasonInfo {
+  const char* name;
+  const char* field;
+};
+constexpr ReasonInfo kReasons[] = {
+    {"ok", ""},
+    {"bad_degree", "/config"},
+    {"world_mismatch", "/gpus"},
+    {"heads_not_divisible", "/config/tp"},
+    {"kv_heads_not_divisible", "/config/tp"},
+    {"hidden_not_divisible", "/config/tp"},
+    {"ffn_not_divisible", "/config/tp"},
+    {"layers_not_divisible", "/config/pp"},
+    {"batch_not_divisible", "/config/mbs"},
+    {"micro_batches_vs_pp", "/config/vpp"},
+    {"seq_not_divisible", "/config/cp"},
+    {"z_shard_not_divisible", "/config/gz"},
+    {"sp_needs_tensor", "/config/sp"},
+    {"zero_conflict", "/config/zero"},
+    {"out_of_memory", "/config"},
+    {"framework_unsupported", "/training/framework"},
+    {"out_of_host_memory", "/cluster/host_memory_GiB"},
+    {"experts_not_divisible", "/config/ep"},
+    {"expert_group_not_divisible", "/config/etp"},
+};
+static_assert(std::size(kReasons) == kNumReasons);
+constexpr ReasonInfo kUnknownReason = {"unknown", ""};
+}  // namespace
 
-const char* ReasonField(Reason r) {
-  switch (r) {
-    case Reason::kOk: return "";
-    case Reason::kBadDegree: return "/config";
-    case Reason::kWorldMismatch: return "/gpus";
-    case Reason::kHeadsNotDivisible: return "/config/tp";
-    case Reason::kKvHeadsNotDivisible: return "/config/tp";
-    case Reason::kHiddenNotDivisible: return "/config/tp";
-    case Reason::kFfnNotDivisible: return "/config/tp";
-    case Reason::kLayersNotDivisible: return "/config/pp";
-    case Reason::kBatchNotDivisible: return "/config/mbs";
-    case Reason::kMicroBatchesVsPp: return "/config/vpp";
-    case Reason::kSeqNotDivisible: return "/config/cp";
-    case Reason::kZShardNotDivisible: return "/config/gz";
-    case Reason::kSpNeedsTensor: return "/config/sp";
-    case Reason::kZeroConflict: return "/config/zero";
-    case Reason::kOutOfMemory: return "/config";
-    case Reason::kFrameworkUnsupported: return "/training/framework";
-    case Reason::kOutOfHostMemory:
-      return "/cluster/host_memory_GiB";
-    case Reason::kExpertsNotDivisible:
-      return "/config/ep";
-    case Reason::kExpertGroupNotDivisible:
-      return "/config/etp";
-  }
-  return "";
-}
+const char* ReasonName(Reason r) { return EnumLookup(r, kReasons, kUnknownReason).name; }
+
+const char* ReasonField(Reason r) { return EnumLookup(r, kReasons, kUnknownReason).field; }
 
 Reason CostModel::CheckRules(const ParallelConfig& c, bool framework_rules) const {
   const ModelSpec& m = model_;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/json.h"
 #include "framework_rules.h"
 #include "frameworks/emit.h"
@@ -177,22 +178,10 @@ std::string WouldReject(EmitFormat f, const std::string& text, const World& w, B
   }
 }
 
-const char* Extension(EmitFormat f) {
-  switch (f) {
-    case EmitFormat::kMegatron:
-      return ".megatron.sh";
-    case EmitFormat::kMegatronDeepSpeed:
-      return ".megatron-deepspeed.sh";
-    case EmitFormat::kDeepSpeed:
-      return ".ds_config.json";
-    case EmitFormat::kTorchtitan:
-      return ".torchtitan.py";
-    case EmitFormat::kAxonn:
-      return ".axonn.py";
-    default:
-      return ".txt";
-  }
-}
+// The dump file's extension by EmitFormat, in its declaration order (emit.h).
+constexpr const char* kExtensions[] = {".megatron.sh", ".megatron-deepspeed.sh", ".ds_config.json",
+                                       ".axonn.py", ".torchtitan.py"};
+const char* Extension(EmitFormat f) { return EnumLookup(f, kExtensions, ".txt"); }
 
 TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   const char* dump = std::getenv("PARATUNE_EMIT_DUMP");
