@@ -643,9 +643,8 @@ SearchResult Search::RunShard(int shard) const {
     return res;
   }
 
-  struct OverlapFlags {
-    bool oar, ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p;
-  };
+  // The framework's overlap switches (kOverlapSwitches order) per overlap key.
+  using OverlapFlags = std::array<bool, std::size(kOverlapSwitches)>;
   std::array<std::optional<OverlapFlags>, 32> overlaps;
   ParallelConfig c;
   c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
@@ -735,24 +734,12 @@ SearchResult Search::RunShard(int shard) const {
                                       (c.sp ? 8 : 0) | (c.vpp > 1 ? 16 : 0);
               std::optional<OverlapFlags>& known = overlaps[static_cast<size_t>(overlap_key)];
               if (!known) {
-                c.oar = c.ors = c.oag = c.overlap_grad_reduce = c.overlap_param_gather =
-                    c.tp_comm_overlap = c.overlap_p2p = false;
+                for (const OverlapSwitch& sw : kOverlapSwitches) c.*sw.field = false;
                 ApplyFrameworkOverlaps(fr, &c);
-                known = OverlapFlags{c.oar,
-                                     c.ors,
-                                     c.oag,
-                                     c.overlap_grad_reduce,
-                                     c.overlap_param_gather,
-                                     c.tp_comm_overlap,
-                                     c.overlap_p2p};
+                known.emplace();
+                for (size_t i = 0; i < known->size(); ++i) (*known)[i] = c.*kOverlapSwitches[i].field;
               }
-              c.oar = known->oar;
-              c.ors = known->ors;
-              c.oag = known->oag;
-              c.overlap_grad_reduce = known->overlap_grad_reduce;
-              c.overlap_param_gather = known->overlap_param_gather;
-              c.tp_comm_overlap = known->tp_comm_overlap;
-              c.overlap_p2p = known->overlap_p2p;
+              for (size_t i = 0; i < known->size(); ++i) c.*kOverlapSwitches[i].field = (*known)[i];
               for (const auto& [k, v] : options_.fixed) {  // pinned overlaps win
                 for (const auto& [key, field] : kOverlapSwitches) {
                   if (k == key) c.*field = BoolValue(v) == 1;

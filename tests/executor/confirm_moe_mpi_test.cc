@@ -12,49 +12,20 @@
 #include "backend/mpi_cpu.h"
 #include "executor/run/runner.h"
 #include "planner/config.h"
+#include "tests/executor/test_util.h"
 #include "topology/cluster.h"
 
 namespace paratune::executor {
 namespace {
 
-backend::Backend& B() {
-  static std::unique_ptr<backend::Backend> b = [] {
-    auto r = backend::CreateMpiCpuBackend({});
-    if (!r.ok()) {
-      std::fprintf(stderr, "mpi-cpu backend: %s\n", r.status().ToString().c_str());
-      std::abort();
-    }
-    return std::move(*r);
-  }();
-  return *b;
-}
-
-// A small MoE a CPU runs in moments: 8 experts of width 128, top-2, hidden 64,
-// SwiGLU, two layers.
-planner::ModelSpec SmallMoe() {
-  planner::ModelSpec m;
-  m.name = "small-moe";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 256;
-  m.vocab = 1000;
-  m.max_seq_len = 128;
-  m.gated_ffn = true;
-  m.norm = "rmsnorm";
-  m.experts = 8;
-  m.top_k = 2;
-  m.moe_ffn_hidden = 128;
-  return m;
-}
+backend::Backend& B() { return testing::MpiCpuBackend(); }
 
 TEST(ConfirmMoeMpi, MoeCandidatesReportTheLayerMeasuredAndPredicted) {
   backend::Backend& b = B();
   ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
   constexpr int kSeq = 64;
   ConfirmInput in;
-  in.job.model = SmallMoe();
+  in.job.model = testing::SmallMoe();
   auto cluster = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(cluster.ok());
   in.job.cluster = *cluster;

@@ -14,24 +14,6 @@ namespace {
 
 backend::Backend& B() { return testing::MpiCpuBackend(); }
 
-// A small MoE: 8 experts of width 128, top-2, hidden 64, SwiGLU.
-planner::ModelSpec SmallMoe() {
-  planner::ModelSpec m;
-  m.name = "small-moe";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 256;
-  m.vocab = 1000;
-  m.gated_ffn = true;
-  m.norm = "rmsnorm";
-  m.experts = 8;
-  m.top_k = 2;
-  m.moe_ffn_hidden = 128;
-  return m;
-}
-
 TEST(MoeLayerMpi, ExpertGroupsRouteRealBytes) {
   backend::Backend& b = B();
   ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
@@ -64,7 +46,7 @@ TEST(MoeLayerMpi, ExpertGroupsRouteRealBytes) {
 TEST(MoeLayerMpi, LayerRunsWithAndWithoutExpertTensorParallelism) {
   backend::Backend& b = B();
   for (const auto& [ep, etp] : {std::pair{4, 1}, std::pair{2, 2}}) {
-    auto shape = MoeLayerShapeOf(SmallMoe(), 32, ep, etp);
+    auto shape = MoeLayerShapeOf(testing::SmallMoe(), 32, ep, etp);
     ASSERT_TRUE(shape.ok()) << shape.status().ToString();
     auto comms = SplitMoeComms(b, ep, etp);
     ASSERT_TRUE(comms.ok()) << comms.status().ToString();

@@ -187,6 +187,26 @@ inline backend::Backend& MpiCpuBackend() {
   return *b;
 }
 
+// A small mixture of experts a CPU runs in moments: 8 experts of width 128,
+// top-2, hidden 64, SwiGLU, two layers.
+inline planner::ModelSpec SmallMoe() {
+  planner::ModelSpec m;
+  m.name = "small-moe";
+  m.layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.ffn_hidden = 256;
+  m.vocab = 1000;
+  m.max_seq_len = 128;
+  m.gated_ffn = true;
+  m.norm = "rmsnorm";
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_ffn_hidden = 128;
+  return m;
+}
+
 // A test on the single-process cuda backend. SetUp opens it, reads its device
 // and loads the cluster preset that describes that device (H200, H100 or A100
 // 80 GB); it skips the test without a device or without such a preset, and
