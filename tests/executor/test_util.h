@@ -207,6 +207,36 @@ inline planner::ModelSpec SmallMoe() {
   return m;
 }
 
+// Tokens each rank routes through the MoE layer per micro-batch: the
+// micro-batch's sequence, split over the tensor ranks under sequence
+// parallelism.
+inline int64_t MoeTokensPerRank(const planner::ParallelConfig& c, int seq) {
+  return int64_t{c.mbs} * seq / (c.sp ? c.gy : 1);
+}
+
+// The checks every confirmed MoE candidate passes, whatever the backend: the
+// candidate ran, its MoE layer ran at the planned EP x ETP on the rank's
+// tokens, each all-to-all sent tokens x top_k x hidden elements of
+// `element_bytes`, (ep - 1)/ep of them leaving the rank, and the layer has
+// measured and predicted times. Call it under ASSERT_NO_FATAL_FAILURE.
+inline void ExpectMoeLayerAsPlanned(const CandidateReport& cand, const planner::ParallelConfig& c,
+                                    const planner::ModelSpec& m, int seq, int element_bytes) {
+  ASSERT_EQ(cand.status, Outcome::kOk) << cand.reason;
+  ASSERT_TRUE(cand.moe_layer.has_value());
+  const MoeLayerReport& ml = *cand.moe_layer;
+  EXPECT_EQ(ml.ep, c.ep);
+  EXPECT_EQ(ml.etp, c.etp);
+  EXPECT_TRUE(ml.as_planned);
+  const int64_t tokens = MoeTokensPerRank(c, seq);
+  EXPECT_EQ(ml.tokens, tokens);
+  EXPECT_EQ(ml.local_experts, m.experts / c.ep);
+  EXPECT_EQ(ml.a2a_bytes_per_rank, tokens * m.top_k * m.hidden * element_bytes * (c.ep - 1) / c.ep);
+  EXPECT_GT(ml.a2a.measured_s, 0);
+  EXPECT_GT(ml.a2a.predicted_s, 0);
+  EXPECT_GT(ml.experts.predicted_s, 0);
+  EXPECT_GE(ml.layer_measured_s, ml.experts.measured_s);
+}
+
 // A test on the single-process cuda backend. SetUp opens it, reads its device
 // and loads the cluster preset that describes that device (H200, H100 or A100
 // 80 GB); it skips the test without a device or without such a preset, and
