@@ -237,6 +237,15 @@ inline void ExpectMoeLayerAsPlanned(const CandidateReport& cand, const planner::
   EXPECT_GE(ml.layer_measured_s, ml.experts.measured_s);
 }
 
+// Asserts that ParseRunReport refuses `report` and that its message names
+// `pointer`, the JSON pointer of the offending key.
+inline void ExpectRunReportRefusedAt(const Json& report, const std::string& pointer) {
+  auto parsed = ParseRunReport(report);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find(pointer), std::string::npos)
+      << parsed.status().message();
+}
+
 // A test on the single-process cuda backend. SetUp opens it, reads its device
 // and loads the cluster preset that describes that device (H200, H100 or A100
 // 80 GB); it skips the test without a device or without such a preset, and
