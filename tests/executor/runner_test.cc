@@ -60,13 +60,19 @@ RunReport Confirm(const backend::FakeConfig& fc, const ConfirmInput& in, const C
   return root;
 }
 
+// Confirms MegatronSp() for a 4-layer GPT on 8 GPUs of the fake-like cluster,
+// on `processes` fake ranks.
+RunReport ConfirmMegatronSpOfGpt(int processes) {
+  const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), FakeLikeCluster(), 8, kS, 8);
+  return Confirm(Fake(processes), testing::InputFor(job, {MegatronSp()}), Quick());
+}
+
 const TermTimes& TermOf(const CandidateReport& c, Term t) {
   return c.breakdown[static_cast<size_t>(t)];
 }
 
 TEST(Runner, MeasuresWhatTheModelPredictsWhenTheClusterIsTheFake) {
-  const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), FakeLikeCluster(), 8, kS, 8);
-  const RunReport rep = Confirm(Fake(8), testing::InputFor(job, {MegatronSp()}), Quick());
+  const RunReport rep = ConfirmMegatronSpOfGpt(8);
   ASSERT_EQ(rep.candidates.size(), 1u);
   const CandidateReport& c = rep.candidates[0];
   ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
@@ -133,10 +139,9 @@ TEST(Runner, OverlapFlagsHideCommunicationBehindCompute) {
 }
 
 TEST(Runner, FewerProcessesRunEachDistinctRankAndSayWhatWasModelled) {
-  const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), FakeLikeCluster(), 8, kS, 8);
   // Two processes for an 8-GPU plan: the first and the last stage run their
   // compute; the 2-rank groups of the plan fit and are measured.
-  const RunReport two = Confirm(Fake(2), testing::InputFor(job, {MegatronSp()}), Quick());
+  const RunReport two = ConfirmMegatronSpOfGpt(2);
   ASSERT_EQ(two.candidates.size(), 1u);
   const CandidateReport& c2 = two.candidates[0];
   ASSERT_EQ(c2.status, Outcome::kOk) << c2.reason;
@@ -149,7 +154,7 @@ TEST(Runner, FewerProcessesRunEachDistinctRankAndSayWhatWasModelled) {
   EXPECT_TRUE(overlap_modelled);
 
   // One process: every collective is priced by the cluster's α-β.
-  const RunReport one = Confirm(Fake(1), testing::InputFor(job, {MegatronSp()}), Quick());
+  const RunReport one = ConfirmMegatronSpOfGpt(1);
   const CandidateReport& c1 = one.candidates[0];
   ASSERT_EQ(c1.status, Outcome::kOk) << c1.reason;
   EXPECT_EQ(c1.plan_ranks_run, (std::vector<int>{0, 4}));  // two rounds on one process
