@@ -18,10 +18,8 @@
 namespace paratune::executor {
 namespace {
 
-backend::Backend& B() { return testing::MpiCpuBackend(); }
-
 TEST(ConfirmMoeMpi, MoeCandidatesReportTheLayerMeasuredAndPredicted) {
-  backend::Backend& b = B();
+  backend::Backend& b = testing::MpiCpuBackend();
   ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
   constexpr int kSeq = 64;
   ConfirmInput in;
