@@ -205,15 +205,22 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   EXPECT_EQ(mxc.BrokenRule(d), nullptr);
 }
 
+// Context parallelism over `cp` ranks by all-to-all (Ulysses), beside `dp`
+// data-parallel ranks.
+ParallelConfig UlyssesCp(int cp, int dp) {
+  ParallelConfig c;
+  c.cp = cp;
+  c.cp_kind = CpKind::kUlysses;
+  c.gdata = dp;
+  return c;
+}
+
 TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
   // Llama-3-8B (32 heads, 8 KV heads) at 128K: a2a CP 32 at TP 1 breaks TE's
   // rule (8 KV heads over 32 ranks); CP 8 keeps it; ring CP 32 is not concerned.
   const CostModel cm =
       CostModelOf(MakeJob("llama3-8b", "dgx-h100", 64, 32, 131072, Framework::kMegatron));
-  ParallelConfig c;
-  c.cp = 32;
-  c.cp_kind = CpKind::kUlysses;
-  c.gdata = 2;
+  ParallelConfig c = UlyssesCp(32, 2);
   std::string why;
   const FrameworkRuleRef* r = cm.BrokenRule(c, &why);
   ASSERT_NE(r, nullptr);
@@ -224,19 +231,13 @@ TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
             std::string::npos);
   c.cp_kind = CpKind::kRing;
   EXPECT_EQ(cm.BrokenRule(c), nullptr);
-  c.cp = 8;
-  c.gdata = 8;
-  c.cp_kind = CpKind::kUlysses;
-  EXPECT_EQ(cm.BrokenRule(c), nullptr);
+  EXPECT_EQ(cm.BrokenRule(UlyssesCp(8, 8)), nullptr);
 }
 
 TEST(FrameworkRules, MegatronDeepSpeedUlyssesRefusesGqa) {
   const CostModel cm =
       CostModelOf(MakeJob("llama3-70b", "dgx-h100", 64, 64, 32768, Framework::kMegatronDeepSpeed));
-  ParallelConfig c;
-  c.cp = 8;
-  c.cp_kind = CpKind::kUlysses;
-  c.gdata = 8;
+  ParallelConfig c = UlyssesCp(8, 8);
   ASSERT_NE(cm.BrokenRule(c), nullptr);
   EXPECT_EQ(cm.BrokenRule(c)->rule, FrameworkRule::kUlyssesNoGqa);
   // The search never ranks it; the plans document names the fastest it forbade.
