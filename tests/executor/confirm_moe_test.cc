@@ -8,8 +8,6 @@
 // 1024, top-8, SwiGLU; Muennighoff et al. 2024, Table 1).
 #include <gtest/gtest.h>
 
-#include <mutex>
-
 #include "executor/run/report.h"
 #include "tests/executor/test_util.h"
 
@@ -32,8 +30,8 @@ planner::Job OlmoeJob(int gpus) {
   return testing::MakeJob(*m, testing::FakeLikeCluster(), gpus, kSeq, gpus);
 }
 
-// Runs confirm on every rank of a fake world; rank 0's report and every
-// rank's backend (for the logs).
+// Runs confirm on every rank of a fake world, each rank's run a success;
+// rank 0's report and every rank's backend (for the logs).
 RunReport ConfirmOnFake(const backend::FakeConfig& fc, const ConfirmInput& in,
                         std::vector<backend::FakeBackend*>* fakes) {
   ConfirmOptions o;
@@ -41,17 +39,9 @@ RunReport ConfirmOnFake(const backend::FakeConfig& fc, const ConfirmInput& in,
   o.warmup = 1;
   o.samples = 2;
   o.comm_iters = 2;
-  RunReport root;
-  std::mutex mu;
-  testing::RunWorld(
-      fc,
-      [&](backend::Backend& b) {
-        auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);
-        std::lock_guard<std::mutex> lock(mu);
-        EXPECT_TRUE(r.ok()) << r.status().ToString();
-        if (r.ok() && b.rank() == 0) root = *r;
-      },
-      nullptr, fakes);
+  std::vector<Status> statuses;
+  const RunReport root = testing::ConfirmOnFakeWorld(fc, in, o, nullptr, &statuses, fakes);
+  for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
   return root;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -170,6 +171,31 @@ inline void RunWorld(const backend::FakeConfig& config,
   // Keep the backends (and their logs) alive for the caller.
   static std::vector<std::vector<std::unique_ptr<backend::Backend>>> keep;
   keep.push_back(std::move(ranks));
+}
+
+// Runs ConfirmCandidates on every rank of a fake world, behind the fault
+// injector when `fault` is set. Returns rank 0's report (empty when rank 0
+// failed), and every rank's status through `statuses` and every rank's
+// backend through `fakes` when given.
+inline RunReport ConfirmOnFakeWorld(const backend::FakeConfig& fc, const ConfirmInput& in,
+                                    const ConfirmOptions& o,
+                                    const backend::FaultPlan* fault = nullptr,
+                                    std::vector<Status>* statuses = nullptr,
+                                    std::vector<backend::FakeBackend*>* fakes = nullptr) {
+  RunReport root;
+  std::mutex mu;
+  std::vector<Status> st(static_cast<size_t>(fc.world_size));
+  RunWorld(
+      fc,
+      [&](backend::Backend& b) {
+        auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);
+        std::lock_guard<std::mutex> lock(mu);
+        st[static_cast<size_t>(b.rank())] = r.status();
+        if (r.ok() && b.rank() == 0) root = *r;
+      },
+      fault, fakes);
+  if (statuses) *statuses = std::move(st);
+  return root;
 }
 
 // The mpi-cpu backend of this process, created once (MPI is initialised once
