@@ -182,12 +182,15 @@ struct Faults : ::testing::Test {
     }
   }
   int Splits() const { return static_cast<int>(GroupKindsOf(configs[0], 8).size()); }
+  // The configs confirmed on 4 fake ranks under `fault`; rank 0's report.
+  RunReport ConfirmUnder(const backend::FaultPlan& fault, std::vector<Status>* statuses = nullptr) {
+    return ConfirmOnFakeWorld(Fake(4), testing::InputFor(job, configs), Quick(), &fault, statuses);
+  }
 };
 
 TEST_F(Faults, AnInjectedOutOfMemoryIsReportedAsOom) {
   const backend::FaultPlan fault{backend::FaultKind::kOutOfMemory, 1, 2};
-  const RunReport rep =
-      ConfirmOnFakeWorld(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
+  const RunReport rep = ConfirmUnder(fault);
   ASSERT_EQ(rep.candidates.size(), 3u);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kOom);
   EXPECT_NE(rep.candidates[0].reason.find("rank 2"), std::string::npos) << rep.candidates[0].reason;
@@ -214,8 +217,7 @@ TEST_F(Faults, ACandidateBiggerThanTheDeviceIsOom) {
 TEST_F(Faults, ACollectiveErrorFailsItsCandidateOnly) {
   // The first collective after the candidate's communicator splits.
   const backend::FaultPlan fault{backend::FaultKind::kCollectiveError, Splits() + 1, 1};
-  const RunReport rep =
-      ConfirmOnFakeWorld(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
+  const RunReport rep = ConfirmUnder(fault);
   ASSERT_EQ(rep.candidates.size(), 3u);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kFailed);
   EXPECT_NE(rep.candidates[0].reason.find("rank 1"), std::string::npos) << rep.candidates[0].reason;
@@ -226,8 +228,7 @@ TEST_F(Faults, ACollectiveErrorFailsItsCandidateOnly) {
 
 TEST_F(Faults, AHungCollectiveTimesOutItsCandidateOnly) {
   const backend::FaultPlan fault{backend::FaultKind::kTimeout, Splits() + 1, 1};
-  const RunReport rep =
-      ConfirmOnFakeWorld(Fake(4), testing::InputFor(job, configs), Quick(), &fault);
+  const RunReport rep = ConfirmUnder(fault);
   EXPECT_EQ(rep.candidates[0].status, Outcome::kFailed);
   EXPECT_NE(rep.candidates[0].reason.find("hung"), std::string::npos) << rep.candidates[0].reason;
   EXPECT_EQ(rep.candidates[1].status, Outcome::kOk) << rep.candidates[1].reason;
@@ -237,8 +238,7 @@ TEST_F(Faults, AHungCollectiveTimesOutItsCandidateOnly) {
 TEST_F(Faults, ADeadRankFailsWhatItTouchesAndTheRunStillEnds) {
   const backend::FaultPlan fault{backend::FaultKind::kRankDies, 1, 3};
   std::vector<Status> st;
-  const RunReport rep =
-      ConfirmOnFakeWorld(Fake(4), testing::InputFor(job, configs), Quick(), &fault, &st);
+  const RunReport rep = ConfirmUnder(fault, &st);
   for (const Status& s : st) EXPECT_TRUE(s.ok()) << s.ToString();  // every rank returned a report
   ASSERT_EQ(rep.candidates.size(), 3u);
   for (const CandidateReport& c : rep.candidates) {
