@@ -257,37 +257,35 @@ EnvLookup Env(std::map<std::string, std::string> vars) {
   };
 }
 
+// What AllocationFromEnv finds in `vars` on 8-GPU nodes (a test failure, and
+// an empty allocation, when it finds none or refuses them).
+Allocation FoundInEnv(std::map<std::string, std::string> vars) {
+  auto a = AllocationFromEnv(Env(std::move(vars)), 8);
+  EXPECT_TRUE(a.ok() && *a);
+  return a.ok() && *a ? **a : Allocation{};
+}
+
 TEST(Allocation, SourcesInOrder) {
   // Slurm first, even inside mpirun (OMPI_* set too).
-  auto a = AllocationFromEnv(Env({{"SLURM_JOB_NUM_NODES", "4"}, {"SLURM_GPUS_ON_NODE", "8"},
-                                  {"OMPI_COMM_WORLD_SIZE", "2"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->gpus, 32);
-  EXPECT_EQ((*a)->source.rfind("slurm", 0), 0u);
-  a = AllocationFromEnv(Env({{"SLURM_NNODES", "2"}, {"SLURM_GPUS_PER_NODE", "h100:4"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->gpus, 8);
-  a = AllocationFromEnv(Env({{"SLURM_NNODES", "3"}, {"SLURM_NTASKS", "12"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->gpus_per_node, 4);
-  a = AllocationFromEnv(Env({{"SLURM_NNODES", "2"}}), 8);  // nodes only: the cluster's node size
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->gpus, 16);
-  EXPECT_NE((*a)->source.find("from the cluster"), std::string::npos);
-  a = AllocationFromEnv(Env({{"WORLD_SIZE", "16"}, {"LOCAL_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_SIZE", "4"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->nodes, 2);
-  EXPECT_EQ((*a)->source.rfind("torchrun", 0), 0u);
-  a = AllocationFromEnv(Env({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->nodes, 2);
-  EXPECT_EQ((*a)->source.rfind("openmpi", 0), 0u);
-  a = AllocationFromEnv(Env({{"PMI_SIZE", "6"}}), 8);
-  ASSERT_TRUE(a.ok() && *a);
-  EXPECT_EQ((*a)->gpus, 6);
-  a = AllocationFromEnv(Env({}), 8);
-  ASSERT_TRUE(a.ok());
-  EXPECT_FALSE(*a);
+  Allocation a = FoundInEnv(
+      {{"SLURM_JOB_NUM_NODES", "4"}, {"SLURM_GPUS_ON_NODE", "8"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  EXPECT_EQ(a.gpus, 32);
+  EXPECT_EQ(a.source.rfind("slurm", 0), 0u);
+  EXPECT_EQ(FoundInEnv({{"SLURM_NNODES", "2"}, {"SLURM_GPUS_PER_NODE", "h100:4"}}).gpus, 8);
+  EXPECT_EQ(FoundInEnv({{"SLURM_NNODES", "3"}, {"SLURM_NTASKS", "12"}}).gpus_per_node, 4);
+  a = FoundInEnv({{"SLURM_NNODES", "2"}});  // nodes only: the cluster's node size
+  EXPECT_EQ(a.gpus, 16);
+  EXPECT_NE(a.source.find("from the cluster"), std::string::npos);
+  a = FoundInEnv({{"WORLD_SIZE", "16"}, {"LOCAL_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
+  EXPECT_EQ(a.nodes, 2);
+  EXPECT_EQ(a.source.rfind("torchrun", 0), 0u);
+  a = FoundInEnv({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  EXPECT_EQ(a.nodes, 2);
+  EXPECT_EQ(a.source.rfind("openmpi", 0), 0u);
+  EXPECT_EQ(FoundInEnv({{"PMI_SIZE", "6"}}).gpus, 6);
+  auto none = AllocationFromEnv(Env({}), 8);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(*none);
   // Bad values name the variable.
   auto bad = AllocationFromEnv(Env({{"SLURM_NNODES", "two"}}), 8);
   ASSERT_FALSE(bad.ok());

@@ -171,13 +171,7 @@ TEST(Calibration, FixesPredictionsOfFreshConfigsOnTheFake) {
   o.samples = 1;
   o.comm_iters = 1;
   auto run = [&](const std::vector<planner::ParallelConfig>& configs) {
-    const ConfirmInput in = testing::InputFor(job, configs);
-    RunReport root;
-    testing::RunWorld(fc, [&](backend::Backend& b) {
-      auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);
-      if (b.rank() == 0 && r.ok()) root = *r;
-    });
-    return root;
+    return testing::ConfirmOnFakeWorld(fc, testing::InputFor(job, configs), o);
   };
   const RunReport before = run(calib);
   for (const CandidateReport& c : before.candidates) ASSERT_EQ(c.status, Outcome::kOk) << c.reason;

@@ -7,38 +7,25 @@
 
 #include <cstdio>
 #include <string>
-#include <utility>
 
 #include "backend/cuda_nccl.h"
 #include "executor/run/runner.h"
 #include "planner/model.h"
+#include "tests/executor/test_util.h"
 #include "topology/cluster.h"
 
 namespace paratune::executor {
 namespace {
 
-TEST(ConfirmMoeGpu, MoeCandidateOnOneGpuReportsItsExpertsMeasured) {
-  auto devices = backend::CudaDeviceCount();
-  if (!devices.ok()) GTEST_SKIP() << devices.status().message();
-  auto made = backend::CreateCudaNcclBackend(backend::CreateSingleProcessBootstrap(), {});
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  backend::Backend& b = **made;
-  auto dev = b.DescribeDevice();
-  ASSERT_TRUE(dev.ok());
-  std::string preset;
-  for (auto [needle, name] : {std::pair<const char*, const char*>{"H200", "dgx-h200"},
-                              {"H100", "dgx-h100"},
-                              {"A100", "dgx-a100-80gb"}}) {
-    if (preset.empty() && dev->name.find(needle) != std::string::npos) preset = name;
-  }
-  if (preset.empty()) GTEST_SKIP() << "no cluster preset for " << dev->name;
+class ConfirmMoeGpu : public testing::OneGpuTest {};
+
+TEST_F(ConfirmMoeGpu, MoeCandidateOnOneGpuReportsItsExpertsMeasured) {
+  backend::Backend& b = *backend_;
   ConfirmInput in;
   auto model = planner::ModelPreset("olmoe-1b-7b");
   ASSERT_TRUE(model.ok());
   in.job.model = *model;
-  auto cluster = topology::ClusterPreset(preset);
-  ASSERT_TRUE(cluster.ok());
-  in.job.cluster = *cluster;
+  in.job.cluster = cluster_;
   in.job.gpus = 8;
   in.job.training.seq_len = 4096;
   in.job.training.global_batch = 8;
@@ -75,7 +62,7 @@ TEST(ConfirmMoeGpu, MoeCandidateOnOneGpuReportsItsExpertsMeasured) {
   std::printf(
       "olmoe-1b-7b moe layer on %s: experts %.3f ms measured / %.3f ms predicted (%.0f of %.0f "
       "TFLOP/s), a2a %.3f ms\n",
-      dev->name.c_str(), ml.experts.measured_s * 1e3, ml.experts.predicted_s * 1e3,
+      device_.name.c_str(), ml.experts.measured_s * 1e3, ml.experts.predicted_s * 1e3,
       flops / ml.experts.measured_s / 1e12, peak, ml.a2a.measured_s * 1e3);
   EXPECT_LT(flops / ml.experts.measured_s / 1e12, peak);
 }

@@ -18,10 +18,8 @@
 namespace paratune::executor {
 namespace {
 
-backend::Backend& B() { return testing::MpiCpuBackend(); }
-
 TEST(ConfirmMoeMpi, MoeCandidatesReportTheLayerMeasuredAndPredicted) {
-  backend::Backend& b = B();
+  backend::Backend& b = testing::MpiCpuBackend();
   ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
   constexpr int kSeq = 64;
   ConfirmInput in;
@@ -59,22 +57,10 @@ TEST(ConfirmMoeMpi, MoeCandidatesReportTheLayerMeasuredAndPredicted) {
     const planner::ParallelConfig& c = in.candidates[i];
     const CandidateReport& cand = rep->candidates[i];
     SCOPED_TRACE(planner::ConfigToString(c));
-    ASSERT_EQ(cand.status, Outcome::kOk) << cand.reason;
-    ASSERT_TRUE(cand.moe_layer.has_value());
+    // fp32 tokens: 4 bytes each.
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectMoeLayerAsPlanned(cand, c, m, kSeq, 4));
     const MoeLayerReport& ml = *cand.moe_layer;
-    EXPECT_EQ(ml.ep, c.ep);
-    EXPECT_EQ(ml.etp, c.etp);
-    EXPECT_TRUE(ml.as_planned);
-    const int64_t tokens = int64_t{c.mbs} * kSeq / (c.sp ? c.gy : 1);
-    EXPECT_EQ(ml.tokens, tokens);
-    // fp32 tokens: tokens × top_k × hidden × 4 bytes, (ep − 1)/ep of it leaving the rank.
-    EXPECT_EQ(ml.a2a_bytes_per_rank, tokens * m.top_k * m.hidden * 4 * (c.ep - 1) / c.ep);
-    EXPECT_EQ(ml.local_experts, m.experts / c.ep);
-    EXPECT_GT(ml.a2a.measured_s, 0);
-    EXPECT_GT(ml.a2a.predicted_s, 0);
     EXPECT_GT(ml.experts.measured_s, 0);
-    EXPECT_GT(ml.experts.predicted_s, 0);
-    EXPECT_GE(ml.layer_measured_s, ml.experts.measured_s);
     std::printf(
         "  %-36s moe layer: a2a %.6f s measured / %.6f s predicted, experts %.6f / %.6f s\n",
         planner::ConfigToString(c).c_str(), ml.a2a.measured_s, ml.a2a.predicted_s,

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -172,6 +173,31 @@ inline void RunWorld(const backend::FakeConfig& config,
   keep.push_back(std::move(ranks));
 }
 
+// Runs ConfirmCandidates on every rank of a fake world, behind the fault
+// injector when `fault` is set. Returns rank 0's report (empty when rank 0
+// failed), and every rank's status through `statuses` and every rank's
+// backend through `fakes` when given.
+inline RunReport ConfirmOnFakeWorld(const backend::FakeConfig& fc, const ConfirmInput& in,
+                                    const ConfirmOptions& o,
+                                    const backend::FaultPlan* fault = nullptr,
+                                    std::vector<Status>* statuses = nullptr,
+                                    std::vector<backend::FakeBackend*>* fakes = nullptr) {
+  RunReport root;
+  std::mutex mu;
+  std::vector<Status> st(static_cast<size_t>(fc.world_size));
+  RunWorld(
+      fc,
+      [&](backend::Backend& b) {
+        auto r = ConfirmCandidates(b, in, o, nullptr, nullptr);
+        std::lock_guard<std::mutex> lock(mu);
+        st[static_cast<size_t>(b.rank())] = r.status();
+        if (r.ok() && b.rank() == 0) root = *r;
+      },
+      fault, fakes);
+  if (statuses) *statuses = std::move(st);
+  return root;
+}
+
 // The mpi-cpu backend of this process, created once (MPI is initialised once
 // per process); aborts when it cannot be created, since every rank must fail
 // alike under mpirun.
@@ -205,6 +231,45 @@ inline planner::ModelSpec SmallMoe() {
   m.top_k = 2;
   m.moe_ffn_hidden = 128;
   return m;
+}
+
+// Tokens each rank routes through the MoE layer per micro-batch: the
+// micro-batch's sequence, split over the tensor ranks under sequence
+// parallelism.
+inline int64_t MoeTokensPerRank(const planner::ParallelConfig& c, int seq) {
+  return int64_t{c.mbs} * seq / (c.sp ? c.gy : 1);
+}
+
+// The checks every confirmed MoE candidate passes, whatever the backend: the
+// candidate ran, its MoE layer ran at the planned EP x ETP on the rank's
+// tokens, each all-to-all sent tokens x top_k x hidden elements of
+// `element_bytes`, (ep - 1)/ep of them leaving the rank, and the layer has
+// measured and predicted times. Call it under ASSERT_NO_FATAL_FAILURE.
+inline void ExpectMoeLayerAsPlanned(const CandidateReport& cand, const planner::ParallelConfig& c,
+                                    const planner::ModelSpec& m, int seq, int element_bytes) {
+  ASSERT_EQ(cand.status, Outcome::kOk) << cand.reason;
+  ASSERT_TRUE(cand.moe_layer.has_value());
+  const MoeLayerReport& ml = *cand.moe_layer;
+  EXPECT_EQ(ml.ep, c.ep);
+  EXPECT_EQ(ml.etp, c.etp);
+  EXPECT_TRUE(ml.as_planned);
+  const int64_t tokens = MoeTokensPerRank(c, seq);
+  EXPECT_EQ(ml.tokens, tokens);
+  EXPECT_EQ(ml.local_experts, m.experts / c.ep);
+  EXPECT_EQ(ml.a2a_bytes_per_rank, tokens * m.top_k * m.hidden * element_bytes * (c.ep - 1) / c.ep);
+  EXPECT_GT(ml.a2a.measured_s, 0);
+  EXPECT_GT(ml.a2a.predicted_s, 0);
+  EXPECT_GT(ml.experts.predicted_s, 0);
+  EXPECT_GE(ml.layer_measured_s, ml.experts.measured_s);
+}
+
+// Asserts that ParseRunReport refuses `report` and that its message names
+// `pointer`, the JSON pointer of the offending key.
+inline void ExpectRunReportRefusedAt(const Json& report, const std::string& pointer) {
+  auto parsed = ParseRunReport(report);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find(pointer), std::string::npos)
+      << parsed.status().message();
 }
 
 // A test on the single-process cuda backend. SetUp opens it, reads its device

@@ -29,6 +29,30 @@ LoggedRun Parse(const std::string& name) {
   return r.ok() ? *r : LoggedRun{};
 }
 
+StepSummary Summarize(const LoggedRun& run) {
+  auto s = SummarizeSteps(run, StepSummaryOptions{});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : StepSummary{};
+}
+
+// megatron_no_args.log completed by the flags it lacks (Llama 2 70B on 512
+// GPUs of DGX A100 80GB, TP 8, PP 8, sequence parallel): its predict request
+// and its measured step time.
+void NoArgsRunRequest(PredictRequest* req, double* measured_s) {
+  LogFlags flags;
+  flags.cluster = Json("dgx-a100-80gb");
+  flags.model = Json("llama2-70b");
+  flags.gpus = 512;
+  flags.seq_len = 4096;
+  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
+  auto lr = RequestFromLog(Parse("megatron_no_args.log"), flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  auto parsed = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  *req = *parsed;
+  *measured_s = lr->measured_iteration_s;
+}
+
 bool Mentions(const std::vector<std::string>& lines, const std::string& what) {
   for (const std::string& l : lines) {
     if (l.find(what) != std::string::npos) return true;
@@ -61,12 +85,11 @@ TEST(LogsTest, MegatronArgumentsBlockAndSkippedIterations) {
   EXPECT_DOUBLE_EQ(run.steps[0].value, 0.3562);
   EXPECT_FALSE(run.steps[1].skipped);
   EXPECT_DOUBLE_EQ(run.steps[1].value, 0.1406);
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
+  const StepSummary sum = Summarize(run);
   // The skipped interval goes; the one left is not dropped as warm-up.
-  EXPECT_EQ(sum->skipped_dropped, 1);
-  EXPECT_EQ(sum->warmup_dropped, 0);
-  EXPECT_DOUBLE_EQ(sum->median, 0.1406);
+  EXPECT_EQ(sum.skipped_dropped, 1);
+  EXPECT_EQ(sum.warmup_dropped, 0);
+  EXPECT_DOUBLE_EQ(sum.median, 0.1406);
 }
 
 TEST(LogsTest, MegatronWithoutArgumentsTakesTheConfigurationFromFlags) {
@@ -75,11 +98,10 @@ TEST(LogsTest, MegatronWithoutArgumentsTakesTheConfigurationFromFlags) {
   EXPECT_FALSE(run.layers.has_value());
   EXPECT_EQ(run.global_batch, 1024);
   ASSERT_EQ(run.steps.size(), 4u);
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_EQ(sum->warmup_dropped, 1);  // iteration 122
-  EXPECT_EQ(sum->used, 3);
-  EXPECT_DOUBLE_EQ(sum->median, 89.0752);  // median of 87871.6, 89474.8, 89075.2 ms
+  const StepSummary sum = Summarize(run);
+  EXPECT_EQ(sum.warmup_dropped, 1);  // iteration 122
+  EXPECT_EQ(sum.used, 3);
+  EXPECT_DOUBLE_EQ(sum.median, 89.0752);  // median of 87871.6, 89474.8, 89075.2 ms
 
   LogFlags flags;
   flags.cluster = Json("dgx-a100-80gb");
@@ -118,13 +140,12 @@ TEST(LogsTest, NemoTwoStepTimingLines) {
   ASSERT_EQ(run.steps.size(), 6u);
   EXPECT_EQ(run.steps[0].iteration, 120);
   EXPECT_DOUBLE_EQ(run.steps[0].value, 0.03146);
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_EQ(sum->warmup_dropped, 1);
+  const StepSummary sum = Summarize(run);
+  EXPECT_EQ(sum.warmup_dropped, 1);
   // 0.03163 0.03215 0.03157 0.0317 0.03147: 0.03215 is 5 scaled MADs out but
   // only 1.6 % above the median: not an outlier.
-  EXPECT_EQ(sum->outliers_dropped, 0);
-  EXPECT_DOUBLE_EQ(sum->median, 0.03163);
+  EXPECT_EQ(sum.outliers_dropped, 0);
+  EXPECT_DOUBLE_EQ(sum.median, 0.03163);
 }
 
 TEST(LogsTest, TorchtitanRankPrefixedLines) {
@@ -135,10 +156,9 @@ TEST(LogsTest, TorchtitanRankPrefixedLines) {
   ASSERT_EQ(run.steps.size(), 8u);
   EXPECT_EQ(run.steps.front().iteration, 14);
   EXPECT_DOUBLE_EQ(run.steps.front().value, 7282);  // "tps: 7,282"
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_EQ(sum->warmup_dropped, 1);
-  EXPECT_DOUBLE_EQ(sum->median, 7309);  // steps 15-21
+  const StepSummary sum = Summarize(run);
+  EXPECT_EQ(sum.warmup_dropped, 1);
+  EXPECT_DOUBLE_EQ(sum.median, 7309);  // steps 15-21
   // tps is per device: iteration = global batch x seq / (tps x gpus).
   LogFlags flags;
   flags.cluster = Json("dgx-h100");
@@ -170,9 +190,8 @@ TEST(LogsTest, DeepSpeedThroughputLines) {
   EXPECT_EQ(run.steps[0].iteration, 40);
   EXPECT_DOUBLE_EQ(run.steps[0].value, 83.48609168106144);
   EXPECT_FALSE(run.steps[1].skipped);  // skipped=2 at both steps: none new
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_DOUBLE_EQ(sum->median, 83.73838805358588);
+  const StepSummary sum = Summarize(run);
+  EXPECT_DOUBLE_EQ(sum.median, 83.73838805358588);
   LogFlags flags;
   flags.cluster = Json("dgx-a100-80gb");
   flags.model = Json("gpt3-1.3b");
@@ -195,10 +214,9 @@ TEST(LogsTest, HuggingFaceTrainerWholeRunFigures) {
   EXPECT_EQ(run.global_batch, 10);
   EXPECT_EQ(run.micro_batch, 10);
   ASSERT_EQ(run.steps.size(), 3u);
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_EQ(sum->warmup_dropped, 0);  // warm-up is inside a whole-run figure
-  EXPECT_DOUBLE_EQ(sum->median, 21.6148 / 203);
+  const StepSummary sum = Summarize(run);
+  EXPECT_EQ(sum.warmup_dropped, 0);  // warm-up is inside a whole-run figure
+  EXPECT_DOUBLE_EQ(sum.median, 21.6148 / 203);
 
   // Without the steps line only samples/s is left: iteration = batch / rate.
   std::string text = ReadData("hf_trainer.log");
@@ -207,9 +225,7 @@ TEST(LogsTest, HuggingFaceTrainerWholeRunFigures) {
   auto rate = ParseTrainingLog(text, "hf");
   ASSERT_TRUE(rate.ok());
   EXPECT_EQ(rate->unit, StepUnit::kSamplesPerSec);
-  auto rs = SummarizeSteps(*rate, StepSummaryOptions{});
-  ASSERT_TRUE(rs.ok());
-  EXPECT_DOUBLE_EQ(rs->median, 5.783);
+  EXPECT_DOUBLE_EQ(Summarize(*rate).median, 5.783);
 }
 
 // The model of a log with an arguments block: the preset with its
@@ -386,11 +402,10 @@ TEST(LogsTest, OutliersAreDroppedFromTheMedianAndSkippedSteps) {
   for (int i = 1; i <= 9; ++i) run.steps.push_back({i, 1.0 + 0.01 * (i % 3), false});
   run.steps.push_back({10, 12.0, false});  // a checkpoint save
   run.steps.push_back({11, 50.0, true});   // an overflow interval
-  auto sum = SummarizeSteps(run, StepSummaryOptions{});
-  ASSERT_TRUE(sum.ok());
-  EXPECT_EQ(sum->outliers_dropped, 1);
-  EXPECT_EQ(sum->skipped_dropped, 1);
-  EXPECT_LT(sum->median, 1.03);
+  const StepSummary sum = Summarize(run);
+  EXPECT_EQ(sum.outliers_dropped, 1);
+  EXPECT_EQ(sum.skipped_dropped, 1);
+  EXPECT_LT(sum.median, 1.03);
 }
 
 TEST(LogsTest, FrameworkCorrectionsSurviveTheClusterJson) {
@@ -416,22 +431,13 @@ TEST(LogsTest, FrameworkCorrectionsSurviveTheClusterJson) {
 // Calibrating on one log reproduces it within 5 % and changes nothing for
 // another framework or another GPU.
 TEST(LogsTest, CalibrationReproducesTheRunAndStaysInItsKey) {
-  const LoggedRun run = Parse("megatron_no_args.log");
-  LogFlags flags;
-  flags.cluster = Json("dgx-a100-80gb");
-  flags.model = Json("llama2-70b");
-  flags.gpus = 512;
-  flags.seq_len = 4096;
-  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
-  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
-  ASSERT_TRUE(lr.ok()) << lr.status().message();
-  auto req = ParsePredictRequest(lr->request);
-  ASSERT_TRUE(req.ok());
-  const double measured = lr->measured_iteration_s;
-  const double before = PredictIterationSeconds(*req);
+  PredictRequest req;
+  double measured = 0;
+  ASSERT_NO_FATAL_FAILURE(NoArgsRunRequest(&req, &measured));
+  const double before = PredictIterationSeconds(req);
   ASSERT_GT(std::fabs(before - measured) / measured, 0.05) << "the test needs an error to fix";
 
-  auto fit = FitLogCalibration({{"megatron_no_args.log", *req, measured}});
+  auto fit = FitLogCalibration({{"megatron_no_args.log", req, measured}});
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   ASSERT_EQ(fit->entries.size(), 1u);
   const LogCalibrationEntry& e = fit->entries[0];
@@ -445,7 +451,7 @@ TEST(LogsTest, CalibrationReproducesTheRunAndStaysInItsKey) {
   // The entry applied the way the planner applies it (a cluster with
   // framework_corrections; the CostModel picks its key).
   topology::ClusterSpec::FrameworkCorrections fc{e.framework, e.gpu, e.factors};
-  PredictRequest calibrated = *req;
+  PredictRequest calibrated = req;
   calibrated.job.cluster.framework_corrections.push_back(fc);
   EXPECT_NEAR(PredictIterationSeconds(calibrated), measured, 0.05 * measured);
 
@@ -460,7 +466,7 @@ TEST(LogsTest, CalibrationReproducesTheRunAndStaysInItsKey) {
   // The same framework on another GPU: unchanged.
   auto h100 = topology::ClusterPreset("dgx-h100");
   ASSERT_TRUE(h100.ok());
-  PredictRequest other_gpu = *req;
+  PredictRequest other_gpu = req;
   other_gpu.job.cluster = *h100;
   PredictRequest other_gpu_entry = other_gpu;
   other_gpu_entry.job.cluster.framework_corrections.push_back(fc);
@@ -469,19 +475,11 @@ TEST(LogsTest, CalibrationReproducesTheRunAndStaysInItsKey) {
 
 // Two runs of one key: least squares between them; each key fitted alone.
 TEST(LogsTest, SeveralRunsAreFittedInTheLeastSquaresSense) {
-  LogFlags flags;
-  flags.cluster = Json("dgx-a100-80gb");
-  flags.model = Json("llama2-70b");
-  flags.gpus = 512;
-  flags.seq_len = 4096;
-  flags.config = Json{{"tp", 8}, {"pp", 8}, {"mbs", 1}, {"sp", true}};
-  auto lr = RequestFromLog(Parse("megatron_no_args.log"), flags, StepSummaryOptions{});
-  ASSERT_TRUE(lr.ok());
-  auto req = ParsePredictRequest(lr->request);
-  ASSERT_TRUE(req.ok());
-  const double m = lr->measured_iteration_s;
+  PredictRequest req;
+  double m = 0;
+  ASSERT_NO_FATAL_FAILURE(NoArgsRunRequest(&req, &m));
   // The same run logged twice, 10 % apart: the fit lands between them.
-  auto fit = FitLogCalibration({{"a", *req, m}, {"b", *req, 1.1 * m}});
+  auto fit = FitLogCalibration({{"a", req, m}, {"b", req, 1.1 * m}});
   ASSERT_TRUE(fit.ok());
   ASSERT_EQ(fit->entries.size(), 1u);
   EXPECT_EQ(fit->entries[0].runs.size(), 2u);

@@ -8,6 +8,7 @@
 #include "common/embedded.h"
 #include "planner/plans.h"
 #include "planner/search.h"
+#include "tests/planner/test_jobs.h"
 
 namespace paratune {
 const std::vector<EmbeddedPreset>& EmbeddedPresets_frameworks();
@@ -16,23 +17,8 @@ const std::vector<EmbeddedPreset>& EmbeddedPresets_frameworks();
 namespace paratune::planner {
 namespace {
 
-struct Job {
-  ModelSpec model;
-  TrainingSpec training;
-  topology::ClusterSpec cluster;
-  int gpus;
-};
-
-Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int64_t batch, int seq,
-            Framework fw = Framework::kMegatron) {
-  Job j{*ModelPreset(model), {}, *topology::ClusterPreset(cluster), gpus};
-  j.training.seq_len = seq;
-  j.training.global_batch = batch;
-  j.training.framework = fw;
-  return j;
-}
-
-CostModel Model(const Job& j) { return CostModel(j.model, j.training, j.cluster, j.gpus); }
+using testing::CostModelOf;
+using testing::MakeJob;
 
 TEST(Framework, EveryPresetLoadsAndCitesItsCosts) {
   for (Framework f : AllFrameworks()) {
@@ -102,11 +88,11 @@ TEST(Framework, EagerStacksAreSlowerAndCompileHelps) {
   ParallelConfig c;
   c.gdata = 8;
   c.mbs = 8;
-  const Prediction pm = Model(mj).Predict(c);
-  const Prediction pt = Model(tj).Predict(c);
+  const Prediction pm = CostModelOf(mj).Predict(c);
+  const Prediction pt = CostModelOf(tj).Predict(c);
   EXPECT_GT(pt.iteration_time_s, pm.iteration_time_s);
   tj.training.compile = true;
-  const Prediction pc = Model(tj).Predict(c);
+  const Prediction pc = CostModelOf(tj).Predict(c);
   EXPECT_LT(pc.iteration_time_s, pt.iteration_time_s);
   EXPECT_GE(pc.iteration_time_s, pm.iteration_time_s * 0.99);
 }
@@ -118,16 +104,16 @@ TEST(Framework, TinyLayersAreHostBound) {
   c.gz = 8;
   c.mbs = 1;
   c.oag = c.ors = true;
-  const Prediction p = Model(j).Predict(c);
+  const Prediction p = CostModelOf(j).Predict(c);
   EXPECT_GT(p.breakdown.host_s, 0.0);
   Job big = MakeJob("gpt3-2.7b", "dgx-h100", 8, 64, 2048, Framework::kFsdp);
   c.mbs = 8;
-  EXPECT_EQ(Model(big).Predict(c).breakdown.host_s, 0.0);
+  EXPECT_EQ(CostModelOf(big).Predict(c).breakdown.host_s, 0.0);
 }
 
 TEST(Framework, RulesNameTheFramework) {
-  Job j = MakeJob("llama2-7b", "dgx-a100-80gb", 16, 64, 4096, Framework::kFsdp);
-  const CostModel cm = Model(j);
+  const CostModel cm =
+      CostModelOf(MakeJob("llama2-7b", "dgx-a100-80gb", 16, 64, 4096, Framework::kFsdp));
   ParallelConfig c;
   c.gy = 2;
   c.gdata = 8;
@@ -158,8 +144,7 @@ TEST(UnevenStages, MegatronFirstAndLastStageCounts) {
   EXPECT_EQ(s.middle, 8);
   EXPECT_EQ(s.last, 8);
 
-  Job j = MakeJob("llama3.1-405b", "dgx-h100", 2048, 512, 8192);
-  const CostModel cm = Model(j);
+  const CostModel cm = CostModelOf(MakeJob("llama3.1-405b", "dgx-h100", 2048, 512, 8192));
   ParallelConfig p;
   p.gy = 8;
   p.pp = 16;
@@ -186,7 +171,7 @@ TEST(UnevenStages, EvenAsPossibleAndTheSlowestStageGoverns) {
 
   Job j = MakeJob("llama2-70b", "dgx-h100", 96, 96, 4096, Framework::kTorchtitan);
   j.model.layers = 78;  // 78 layers over 8 stages: 6 stages of 10, 2 of 9
-  const CostModel cm = Model(j);
+  const CostModel cm = CostModelOf(j);
   ParallelConfig p;
   p.gy = 4;
   p.sp = true;
@@ -196,7 +181,7 @@ TEST(UnevenStages, EvenAsPossibleAndTheSlowestStageGoverns) {
   const Prediction uneven = cm.Predict(p);
   Job even_job = j;
   even_job.model.layers = 80;  // 10 per stage everywhere
-  const Prediction even = Model(even_job).Predict(p);
+  const Prediction even = CostModelOf(even_job).Predict(p);
   // The slowest stage holds 10 layers in both: the steady state is the same
   // length, and the 78-layer model has less bubble work at most.
   EXPECT_LE(uneven.iteration_time_s, even.iteration_time_s);
@@ -205,8 +190,7 @@ TEST(UnevenStages, EvenAsPossibleAndTheSlowestStageGoverns) {
 
 // The search offers uneven stages where the framework runs them.
 TEST(UnevenStages, SearchCoversThem) {
-  Job j = MakeJob("llama3.1-405b", "dgx-h100", 2048, 512, 8192);
-  const CostModel cm = Model(j);
+  const CostModel cm = CostModelOf(MakeJob("llama3.1-405b", "dgx-h100", 2048, 512, 8192));
   SearchOptions opt;
   opt.fixed = {{"tp", "8"}, {"pp", "16"}};
   SearchResult r = Search(cm, opt).RunAll();
@@ -228,8 +212,7 @@ TEST(UnevenStages, SearchCoversThem) {
 }
 
 TEST(Ranking, IdenticalPredictionsCollapseIntoOneRow) {
-  Job j = MakeJob("gpt3-2.7b", "dgx-a100-80gb", 16, 64, 2048);
-  const CostModel cm = Model(j);
+  const CostModel cm = CostModelOf(MakeJob("gpt3-2.7b", "dgx-a100-80gb", 16, 64, 2048));
   ParallelConfig a;
   a.gy = 2;
   a.gdata = 8;
@@ -377,7 +360,7 @@ TEST(Ranking, TheBandWidensWithResiduals) {
   ParallelConfig c;
   c.gdata = 16;
   c.mbs = 4;
-  const Prediction p = Model(j).Predict(c);
+  const Prediction p = CostModelOf(j).Predict(c);
   const double base = p.uncertainty;
   // The framework's residual on the GPU, widened by the job's distance from
   // the calibrated evidence (a 2.7B model: smaller than any calibration row).
@@ -387,7 +370,7 @@ TEST(Ranking, TheBandWidensWithResiduals) {
                          kBandPerEvidenceStep * p.evidence_steps),
               1e-12);
   j.cluster.corrections.residual = 0.2;  // a calibration that left 20 % unexplained
-  const double wide = Model(j).Predict(c).uncertainty;
+  const double wide = CostModelOf(j).Predict(c).uncertainty;
   EXPECT_GT(wide, base);
   EXPECT_GE(wide, 0.2);
   // A framework with no public runs to calibrate on carries a wider band than megatron.
@@ -400,7 +383,7 @@ TEST(Ranking, TheBandWidensWithResiduals) {
 TEST(Ranking, LossyOptionsNeedTheFlag) {
   Job j = MakeJob("gpt3-13b", "dgx-a100-80gb", 64, 512, 2048, Framework::kMegatronDeepSpeed);
   j.cluster.nic_GBps = 1.5;  // a slow network, where quantization pays
-  const CostModel cm = Model(j);
+  const CostModel cm = CostModelOf(j);
   SearchOptions opt;
   opt.fixed = {{"zero", "3"}};
   opt.top_k = 200;

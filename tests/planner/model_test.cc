@@ -28,6 +28,22 @@ double NarayananParams(const ModelSpec& m) {
   return 12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (v + s) / (12.0 * l * h));
 }
 
+// A preset's parameter count as a paper or model card prints it, in the
+// table's unit.
+struct PublishedCount {
+  const char* name;
+  double count;
+};
+
+// Each preset's ParamCount(), in units of `unit` parameters, within `rel` of
+// the count published for it.
+void ExpectCountsWithin(const std::vector<PublishedCount>& rows, double unit, double rel) {
+  for (const PublishedCount& row : rows) {
+    SCOPED_TRACE(row.name);
+    EXPECT_NEAR(Preset(row.name).ParamCount() / unit, row.count, rel * row.count);
+  }
+}
+
 // The names the preset set must hold (the brief's list, plus none missing).
 const std::vector<std::string>& ExpectedPresetNames() {
   static const std::vector<std::string> kNames = {
@@ -105,16 +121,10 @@ TEST(ModelPresets, UnknownPresetListsValidNames) {
 // shapes (16 heads for XL, hidden 5120 for 13B) and differ from the paper's rounded
 // totals by < 3 %; 175B is also Narayanan 2021 Table 2's 174.6B.
 TEST(ModelParams, Gpt3FamilyMatchesTable21) {
-  const struct {
-    const char* name;
-    double published;
-  } kRows[] = {{"gpt3-125m", 125e6}, {"gpt3-350m", 350e6},  {"gpt3-760m", 760e6},
-               {"gpt3-1.3b", 1.3e9}, {"gpt3-2.7b", 2.7e9},  {"gpt3-6.7b", 6.7e9},
-               {"gpt3-13b", 13.0e9}, {"gpt3-175b", 175.0e9}};
-  for (const auto& row : kRows) {
-    SCOPED_TRACE(row.name);
-    EXPECT_NEAR(Preset(row.name).ParamCount(), row.published, 0.03 * row.published);
-  }
+  const std::vector<PublishedCount> rows = {
+      {"gpt3-125m", 125e6}, {"gpt3-350m", 350e6}, {"gpt3-760m", 760e6}, {"gpt3-1.3b", 1.3e9},
+      {"gpt3-2.7b", 2.7e9}, {"gpt3-6.7b", 6.7e9}, {"gpt3-13b", 13.0e9}, {"gpt3-175b", 175.0e9}};
+  ExpectCountsWithin(rows, 1, 0.03);
   const double gpt3 = static_cast<double>(Preset("gpt3-175b").ParamCount());
   EXPECT_GE(gpt3, 174.55e9);  // Narayanan 2021 Table 2: 174.6B
   EXPECT_LE(gpt3, 175.0e9);   // Brown et al. 2020: 175.0B
@@ -150,17 +160,15 @@ TEST(ModelParams, LlamaMistralPhiMatchPublishedTotals) {
 // Narayanan et al. 2021 Table 1 "Number of parameters (billion)", ±3 % (the table
 // prints 1.7 for a shape that Eq. 2 puts at 1.65).
 TEST(ModelParams, MegatronWeakScalingRowsMatchTable1) {
-  const struct {
-    const char* name;
-    double billions;
-  } kRows[] = {{"megatron-1.7b", 1.7},   {"megatron-3.6b", 3.6},   {"megatron-7.5b", 7.5},
-               {"megatron-18b", 18.4},   {"megatron-39b", 39.1},   {"megatron-76b", 76.1},
-               {"megatron-145b", 145.6}, {"megatron-310b", 310.1}, {"megatron-530b", 529.6},
-               {"megatron-1t", 1008.0}};
-  for (const auto& row : kRows) {
+  const std::vector<PublishedCount> rows = {{"megatron-1.7b", 1.7},   {"megatron-3.6b", 3.6},
+                                            {"megatron-7.5b", 7.5},   {"megatron-18b", 18.4},
+                                            {"megatron-39b", 39.1},   {"megatron-76b", 76.1},
+                                            {"megatron-145b", 145.6}, {"megatron-310b", 310.1},
+                                            {"megatron-530b", 529.6}, {"megatron-1t", 1008.0}};
+  ExpectCountsWithin(rows, 1e9, 0.03);
+  for (const PublishedCount& row : rows) {
     SCOPED_TRACE(row.name);
     const ModelSpec m = Preset(row.name);
-    EXPECT_NEAR(m.ParamCount() / 1e9, row.billions, 0.03 * row.billions);
     EXPECT_EQ(m.vocab, 51200);
     EXPECT_EQ(m.max_seq_len, 2048);
   }
@@ -171,16 +179,11 @@ TEST(ModelParams, MegatronWeakScalingRowsMatchTable1) {
 TEST(ModelParams, KorthikantiAndAxonnSizes) {
   EXPECT_NEAR(Preset("gpt-22b").ParamCount() / 1e9, 22.0, 0.03 * 22.0);
   EXPECT_NEAR(Preset("korthikanti-175b").ParamCount() / 1e9, 175.0, 0.03 * 175.0);
-  const struct {
-    const char* name;
-    double billions;
-  } kRows[] = {{"axonn-5b", 5},     {"axonn-10b", 10},   {"axonn-20b", 20},
-               {"axonn-40b", 40},   {"axonn-60b", 60},   {"axonn-80b", 80},
-               {"axonn-160b", 160}, {"axonn-320b", 320}, {"axonn-640b", 640}};
-  for (const auto& row : kRows) {
-    SCOPED_TRACE(row.name);
-    EXPECT_NEAR(Preset(row.name).ParamCount() / 1e9, row.billions, 0.05 * row.billions);
-  }
+  const std::vector<PublishedCount> rows = {
+      {"axonn-5b", 5},     {"axonn-10b", 10},   {"axonn-20b", 20},
+      {"axonn-40b", 40},   {"axonn-60b", 60},   {"axonn-80b", 80},
+      {"axonn-160b", 160}, {"axonn-320b", 320}, {"axonn-640b", 640}};
+  ExpectCountsWithin(rows, 1e9, 0.05);
 }
 
 // Eq. 2 counts the same matrices, biases, norms and embeddings (minus the final

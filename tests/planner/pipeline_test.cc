@@ -18,9 +18,13 @@
 #include "planner/framework.h"
 #include "planner/plans.h"
 #include "planner/search.h"
+#include "tests/planner/test_jobs.h"
 
 namespace paratune::planner {
 namespace {
+
+using testing::CostModelOf;
+using testing::MakeJob;
 
 ParallelConfig Pipe(int pp, int vpp, int first = 0, int last = 0, int emb = 0, int loss = 0) {
   ParallelConfig c;
@@ -136,15 +140,6 @@ TEST(Pipeline, LayoutChoicesIncludeTheRecipes) {
   EXPECT_EQ(d[0].vpps, std::vector<int>{1});
 }
 
-Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int64_t batch, int seq,
-            Framework fw) {
-  Job j{*ModelPreset(model), *topology::ClusterPreset(cluster), gpus, {}};
-  j.training.seq_len = seq;
-  j.training.global_batch = batch;
-  j.training.framework = fw;
-  return j;
-}
-
 TEST(FrameworkRules, PresetsCiteEveryRule) {
   for (Framework f : AllFrameworks()) {
     for (const FrameworkRuleRef& r : FrameworkPreset(f).rules) {
@@ -160,8 +155,8 @@ TEST(FrameworkRules, PresetsCiteEveryRule) {
 TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   // gpt-oss has linear biases: Megatron-Core keeps its experts whole
   // (transformer_config.py:2612-2615, "Bias in Moe is only supported when ETP==1").
-  const Job oss = MakeJob("gpt-oss-20b", "dgx-h100", 16, 256, 4096, Framework::kMegatron);
-  const CostModel mc(oss.model, oss.training, oss.cluster, oss.gpus);
+  const CostModel mc =
+      CostModelOf(MakeJob("gpt-oss-20b", "dgx-h100", 16, 256, 4096, Framework::kMegatron));
   ParallelConfig c;
   c.gy = 2;
   c.gdata = 8;
@@ -173,8 +168,8 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   EXPECT_EQ(mc.BrokenRule(c), nullptr);
   // torchtitan's experts borrow from dp_shard·cp·tp only (parallel_dims.py:187-192):
   // ep 8 over 2 TP ranks × 4 shard ranks, not over replicas.
-  const Job q = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kTorchtitan);
-  const CostModel tc(q.model, q.training, q.cluster, q.gpus);
+  const CostModel tc =
+      CostModelOf(MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kTorchtitan));
   ParallelConfig t;
   t.gy = 2;
   t.sp = true;
@@ -196,8 +191,8 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   // Megatron-DeepSpeed's experts are the dense MLP (transformer.py:1066-1083):
   // Qwen3-30B-A3B's 768-wide experts beside a 6144-wide dense FFN are not
   // built, at any layout; Mixtral's experts are its dense MLP, so they are.
-  const Job qm = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed);
-  const CostModel qmc(qm.model, qm.training, qm.cluster, qm.gpus);
+  const CostModel qmc = CostModelOf(
+      MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed));
   ParallelConfig d;
   d.gdata = 16;
   d.zero = 1;
@@ -205,19 +200,27 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   ASSERT_NE(qmc.BrokenRule(d, &why), nullptr);
   EXPECT_EQ(qmc.BrokenRule(d)->rule, FrameworkRule::kMdsMoeModel);
   EXPECT_NE(why.find("dense MLP"), std::string::npos) << why;
-  const Job mx = MakeJob("mixtral-8x7b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed);
-  EXPECT_EQ(CostModel(mx.model, mx.training, mx.cluster, mx.gpus).BrokenRule(d), nullptr);
+  const CostModel mxc = CostModelOf(
+      MakeJob("mixtral-8x7b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed));
+  EXPECT_EQ(mxc.BrokenRule(d), nullptr);
+}
+
+// Context parallelism over `cp` ranks by all-to-all (Ulysses), beside `dp`
+// data-parallel ranks.
+ParallelConfig UlyssesCp(int cp, int dp) {
+  ParallelConfig c;
+  c.cp = cp;
+  c.cp_kind = CpKind::kUlysses;
+  c.gdata = dp;
+  return c;
 }
 
 TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
   // Llama-3-8B (32 heads, 8 KV heads) at 128K: a2a CP 32 at TP 1 breaks TE's
   // rule (8 KV heads over 32 ranks); CP 8 keeps it; ring CP 32 is not concerned.
-  const Job job = MakeJob("llama3-8b", "dgx-h100", 64, 32, 131072, Framework::kMegatron);
-  const CostModel cm(job.model, job.training, job.cluster, job.gpus);
-  ParallelConfig c;
-  c.cp = 32;
-  c.cp_kind = CpKind::kUlysses;
-  c.gdata = 2;
+  const CostModel cm =
+      CostModelOf(MakeJob("llama3-8b", "dgx-h100", 64, 32, 131072, Framework::kMegatron));
+  ParallelConfig c = UlyssesCp(32, 2);
   std::string why;
   const FrameworkRuleRef* r = cm.BrokenRule(c, &why);
   ASSERT_NE(r, nullptr);
@@ -228,19 +231,13 @@ TEST(FrameworkRules, TransformerEngineA2aNeedsLocalHeadsOverCp) {
             std::string::npos);
   c.cp_kind = CpKind::kRing;
   EXPECT_EQ(cm.BrokenRule(c), nullptr);
-  c.cp = 8;
-  c.gdata = 8;
-  c.cp_kind = CpKind::kUlysses;
-  EXPECT_EQ(cm.BrokenRule(c), nullptr);
+  EXPECT_EQ(cm.BrokenRule(UlyssesCp(8, 8)), nullptr);
 }
 
 TEST(FrameworkRules, MegatronDeepSpeedUlyssesRefusesGqa) {
-  const Job gqa = MakeJob("llama3-70b", "dgx-h100", 64, 64, 32768, Framework::kMegatronDeepSpeed);
-  const CostModel cm(gqa.model, gqa.training, gqa.cluster, gqa.gpus);
-  ParallelConfig c;
-  c.cp = 8;
-  c.cp_kind = CpKind::kUlysses;
-  c.gdata = 8;
+  const CostModel cm =
+      CostModelOf(MakeJob("llama3-70b", "dgx-h100", 64, 64, 32768, Framework::kMegatronDeepSpeed));
+  ParallelConfig c = UlyssesCp(8, 8);
   ASSERT_NE(cm.BrokenRule(c), nullptr);
   EXPECT_EQ(cm.BrokenRule(c)->rule, FrameworkRule::kUlyssesNoGqa);
   // The search never ranks it; the plans document names the fastest it forbade.
@@ -269,8 +266,8 @@ TEST(FrameworkRules, EveryConfigKeyCanBePinned) {
   EXPECT_FALSE(ValidateFixed({{"first_stage_layers", "-1"}}).ok());
   EXPECT_FALSE(ValidateFixed({{"no_such_key", "1"}}).ok());
   // --fix first_stage_layers=7 on Llama 3.1 405B keeps 7-layer first stages.
-  const Job job = MakeJob("llama3.1-405b", "dgx-h100", 1024, 512, 8192, Framework::kMegatron);
-  const CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  const CostModel cm =
+      CostModelOf(MakeJob("llama3.1-405b", "dgx-h100", 1024, 512, 8192, Framework::kMegatron));
   SearchOptions o;
   o.top_k = 3;
   o.fixed = {{"pp", "16"}, {"first_stage_layers", "7"}, {"tp", "8"}};

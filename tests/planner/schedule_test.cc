@@ -21,6 +21,7 @@
 #include "planner/pipeline.h"
 #include "planner/plans.h"
 #include "planner/search.h"
+#include "tests/planner/test_jobs.h"
 
 namespace paratune::planner {
 namespace {
@@ -141,10 +142,7 @@ TEST(Schedules, ConfigKey) {
 }
 
 Job Llama70b(Framework fw, bool compile = false) {
-  Job j{*ModelPreset("llama3-70b"), *topology::ClusterPreset("dgx-h100"), 64, {}};
-  j.training.seq_len = 8192;
-  j.training.global_batch = 64;
-  j.training.framework = fw;
+  Job j = testing::MakeJob("llama3-70b", "dgx-h100", 64, 64, 8192, fw);
   j.training.compile = compile;
   return j;
 }
@@ -164,7 +162,7 @@ ParallelConfig Tt(PpSchedule s, int vpp) {
 
 TEST(Schedules, OfferedWhereTheFrameworkRunsThem) {
   const Job tt = Llama70b(Framework::kTorchtitan);
-  const CostModel titan(tt.model, tt.training, tt.cluster, tt.gpus);
+  const CostModel titan = testing::CostModelOf(tt);
   for (PpSchedule s : {PpSchedule::kZbH1, PpSchedule::kZbV, PpSchedule::kDualPipeV}) {
     EXPECT_EQ(titan.CheckRules(Tt(s, 2)), Reason::kOk) << PpScheduleName(s);
   }
@@ -172,11 +170,11 @@ TEST(Schedules, OfferedWhereTheFrameworkRunsThem) {
   EXPECT_NE(titan.CheckRules(Tt(PpSchedule::kZbH1, 1)), Reason::kOk);
   // PyTorch's zero-bubble schedules refuse compiled stages.
   const Job ttc = Llama70b(Framework::kTorchtitan, true);
-  const CostModel compiled(ttc.model, ttc.training, ttc.cluster, ttc.gpus);
+  const CostModel compiled = testing::CostModelOf(ttc);
   EXPECT_NE(compiled.CheckRules(Tt(PpSchedule::kZbV, 2)), Reason::kOk);
   // Megatron-Core @ d98e8a6 runs 1F1B and interleaved only.
   const Job mg = Llama70b(Framework::kMegatron);
-  const CostModel megatron(mg.model, mg.training, mg.cluster, mg.gpus);
+  const CostModel megatron = testing::CostModelOf(mg);
   ParallelConfig c = Tt(PpSchedule::kZbV, 2);
   c.pp_embedding_layers = c.pp_loss_layers = 0;
   EXPECT_NE(megatron.CheckRules(c), Reason::kOk);
@@ -205,7 +203,7 @@ TEST(Schedules, OfferedWhereTheFrameworkRunsThem) {
 
 TEST(Schedules, ZeroBubbleShrinksTheBubbleNotTheWork) {
   const Job tt = Llama70b(Framework::kTorchtitan);
-  const CostModel cm(tt.model, tt.training, tt.cluster, tt.gpus);
+  const CostModel cm = testing::CostModelOf(tt);
   const Prediction base = cm.Predict(Tt(PpSchedule::k1F1B, 2));
   const Prediction zbh1 = cm.Predict(Tt(PpSchedule::kZbH1, 2));
   const Prediction zbv = cm.Predict(Tt(PpSchedule::kZbV, 2));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "planner/search.h"
+#include "tests/planner/test_jobs.h"
 
 namespace paratune::planner {
 namespace {
@@ -18,19 +19,8 @@ std::vector<int> Divs(int64_t n) {
   return d;
 }
 
-struct Job {
-  ModelSpec model;
-  TrainingSpec training;
-  topology::ClusterSpec cluster;
-  int gpus;
-};
-
-Job MakeJob(const std::string& model, const std::string& cluster, int gpus, int64_t batch, int seq) {
-  Job j{*ModelPreset(model), {}, *topology::ClusterPreset(cluster), gpus};
-  j.training.seq_len = seq;
-  j.training.global_batch = batch;
-  return j;
-}
+using testing::CostModelOf;
+using testing::MakeJob;
 
 // The cost models of a space: one per framework it covers (FrameworksOf).
 struct SpaceModels {
@@ -166,8 +156,7 @@ TEST(Search, ExhaustiveEqualsBruteForceOverPredict) {
 }
 
 TEST(Search, ShardsInParallelGiveTheSameAnswer) {
-  Job j = MakeJob("gpt3-2.7b", "dgx-h100", 64, 512, 2048);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  CostModel cm = CostModelOf(MakeJob("gpt3-2.7b", "dgx-h100", 64, 512, 2048));
   SearchOptions opt;
   opt.keep_pareto = true;
   Search a(cm, opt), b(cm, opt);
@@ -263,7 +252,7 @@ TEST(Search, FrameworksNeverOfferWhatTheyCannotRun) {
 TEST(Search, FixedFieldsArePinned) {
   Job j = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
   j.training.framework = Framework::kMegatronDeepSpeed;  // a framework with ZeRO-3
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  CostModel cm = CostModelOf(j);
   SearchOptions opt;
   opt.fixed = {{"pp", "1"}, {"zero", "3"}, {"recompute", "full"}};
   opt.top_k = 100;
@@ -307,15 +296,13 @@ TEST(Qualitative, TensorGroupsStayInsideANode) {
 
 // Long sequences switch on sequence/context parallelism (DeepSpeed-Ulysses, CP).
 TEST(Qualitative, LongSequencesUseContextParallelism) {
-  Job j = MakeJob("llama3-8b", "dgx-h100", 64, 16, 131072);
-  CostModel cm(j.model, j.training, j.cluster, j.gpus);
+  CostModel cm = CostModelOf(MakeJob("llama3-8b", "dgx-h100", 64, 16, 131072));
   SearchOptions opt;
   opt.family = Family::kMegatron;
   SearchResult r = Search(cm, opt).RunAll();
   ASSERT_FALSE(r.top.empty());
   EXPECT_GT(r.top.front().config.cp, 1) << ConfigToString(r.top.front().config);
-  Job short_job = MakeJob("llama3-8b", "dgx-h100", 64, 512, 4096);
-  CostModel cm2(short_job.model, short_job.training, short_job.cluster, short_job.gpus);
+  CostModel cm2 = CostModelOf(MakeJob("llama3-8b", "dgx-h100", 64, 512, 4096));
   SearchResult r2 = Search(cm2, opt).RunAll();
   ASSERT_FALSE(r2.top.empty());
   EXPECT_EQ(r2.top.front().config.cp, 1) << ConfigToString(r2.top.front().config);

@@ -41,6 +41,14 @@ class ServerTest : public ::testing::Test {
   httplib::Result PostJson(const std::string& path, const std::string& body) {
     return client_->Post(path.c_str(), body, "application/json");
   }
+  // Posts `base` to `path` with the field at JSON pointer `field` set to
+  // `value`, and checks that the answer is a 422 problem naming that field.
+  Json ExpectFieldRefused(const std::string& path, const char* base, const std::string& field,
+                          const Json& value) {
+    Json bad = Json::parse(base);
+    bad[Json::json_pointer(field)] = value;
+    return ExpectProblem(PostJson(path, bad.dump()), 422, field);
+  }
   std::string dir_;
   std::unique_ptr<TestServer> server_;
   std::unique_ptr<httplib::Client> client_;
@@ -148,19 +156,11 @@ TEST_F(ServerTest, PredictErrors) {
   ExpectProblem(client_->Post("/v1/predict", kPredict, "text/plain"), 415);
   ExpectProblem(client_->Post("/v1/predict", kPredict, "application/xml"), 415);
   // A rule broken: tp must divide the 96 heads; the pointer names the field.
-  Json bad = Json::parse(kPredict);
-  bad["config"]["tp"] = 64;
-  Json p = ExpectProblem(PostJson("/v1/predict", bad.dump()), 422, "/config/tp");
+  Json p = ExpectFieldRefused("/v1/predict", kPredict, "/config/tp", 64);
   EXPECT_EQ(p["type"], "urn:paratune:problem:invalid-spec");
-  bad = Json::parse(kPredict);
-  bad["training"]["global_batch"] = "many";
-  ExpectProblem(PostJson("/v1/predict", bad.dump()), 422, "/training/global_batch");
-  bad = Json::parse(kPredict);
-  bad["surprise"] = 1;
-  ExpectProblem(PostJson("/v1/predict", bad.dump()), 422, "/surprise");
-  bad = Json::parse(kPredict);
-  bad["model"] = "no-such-model";
-  ExpectProblem(PostJson("/v1/predict", bad.dump()), 422, "/model");
+  ExpectFieldRefused("/v1/predict", kPredict, "/training/global_batch", "many");
+  ExpectFieldRefused("/v1/predict", kPredict, "/surprise", 1);
+  ExpectFieldRefused("/v1/predict", kPredict, "/model", "no-such-model");
   ExpectProblem(PostJson("/v1/predict", "[1,2,3]"), 422);
   // Too large: over the 256 KiB limit of the test server.
   ExpectProblem(PostJson("/v1/predict", std::string(300 * 1024, ' ')), 413);
@@ -242,32 +242,19 @@ TEST_F(ServerTest, PlanRangesAndFixedFields) {
 }
 
 TEST_F(ServerTest, PlanErrors) {
+  ExpectFieldRefused("/v1/plans", kPlan, "/space", "tensorflow");
+  ExpectFieldRefused("/v1/plans", kPlan, "/gpus", "8:4");
   Json bad = Json::parse(kPlan);
-  bad["space"] = "tensorflow";
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/space");
-  bad = Json::parse(kPlan);
-  bad["gpus"] = "8:4";
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/gpus");
-  bad = Json::parse(kPlan);
   bad.erase("gpus");
   ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/gpus");
   bad = Json::parse(kPlan);
   bad["fix"] = Json{{"warp", 9}};
   ExpectProblem(PostJson("/v1/plans", bad.dump()), 422);
-  bad = Json::parse(kPlan);
-  bad["top"] = 0;
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/top");
-  bad = Json::parse(kPlan);
-  bad["config"] = Json{{"tp", 2}};
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/config");
-  bad = Json::parse(kPlan);
-  bad["training"]["seq_len"] = -5;
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/training/seq_len");
-  bad = Json::parse(kPlan);
-  bad["profile"] = "../../etc/passwd";
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/profile");
-  bad["profile"] = "0123456789abcdef";
-  ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/profile");
+  ExpectFieldRefused("/v1/plans", kPlan, "/top", 0);
+  ExpectFieldRefused("/v1/plans", kPlan, "/config", Json{{"tp", 2}});
+  ExpectFieldRefused("/v1/plans", kPlan, "/training/seq_len", -5);
+  ExpectFieldRefused("/v1/plans", kPlan, "/profile", "../../etc/passwd");
+  ExpectFieldRefused("/v1/plans", kPlan, "/profile", "0123456789abcdef");
   ExpectProblem(client_->Post("/v1/plans", kPlan, "text/plain"), 415);
   ExpectProblem(client_->Get("/v1/plans"), 405);
 }
@@ -427,8 +414,11 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
   // three is there (bounded), then check everything.
   auto m = client_->Get("/metrics");
   auto counted = [&] {
-    return m && m->body.find("route=\"/v1/jobs/{id}\",method=\"GET\",code=\"404\"") != std::string::npos &&
-           m->body.find("route=\"/v1/predict\",method=\"POST\",code=\"400\"") != std::string::npos &&
+    return m &&
+           m->body.find("route=\"/v1/jobs/{id}\",method=\"GET\",code=\"404\"") !=
+               std::string::npos &&
+           m->body.find("route=\"/v1/predict\",method=\"POST\",code=\"400\"") !=
+               std::string::npos &&
            m->body.find("route=\"/v1/predict\",method=\"POST\",code=\"200\"") != std::string::npos;
   };
   for (int i = 0; i < 200 && !counted(); ++i) {
@@ -589,8 +579,8 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   EXPECT_EQ(spec["openapi"], "3.1.0");
   EXPECT_EQ(spec["info"]["version"], "test");
   for (const char* p :
-       {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/replans", "/v1/presets", "/v1/presets/{kind}", "/v1/profiles",
-        "/v1/jobs", "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
+       {"/v1/predict", "/v1/plans", "/v1/emit", "/v1/replans", "/v1/presets", "/v1/presets/{kind}",
+        "/v1/profiles", "/v1/jobs", "/v1/jobs/{id}", "/livez", "/readyz", "/metrics"}) {
     EXPECT_TRUE(spec["paths"].contains(p)) << p;
   }
   auto check = [&](const std::string& schema_name, const Json& doc) {
@@ -698,14 +688,16 @@ TEST_F(ServerTest, ProfilesImportListAndUse) {
 TEST(ServeCommand, HelpAndRefusals) {
   auto [help, code] = RunCli("serve --help");
   EXPECT_EQ(code, 0);
-  for (const char* word : {"--token-file", "--cache-dir", "/v1/plans", "/v1/jobs", "problem+json", "/metrics"}) {
+  for (const char* word :
+       {"--token-file", "--cache-dir", "/v1/plans", "/v1/jobs", "problem+json", "/metrics"}) {
     EXPECT_NE(help.find(word), std::string::npos) << word;
   }
   const std::string dir = TempDir("serve-cmd");
   // Not loopback and no token: refused before binding (exit 2, invalid input).
   EXPECT_EQ(RunCli("serve --host 0.0.0.0 --port 0 --cache-dir " + dir).second, 2);
   std::ofstream(dir + "/short-token") << "abc\n";
-  EXPECT_EQ(RunCli("serve --port 0 --token-file " + dir + "/short-token --cache-dir " + dir).second, 2);
+  EXPECT_EQ(RunCli("serve --port 0 --token-file " + dir + "/short-token --cache-dir " + dir).second,
+            2);
   EXPECT_EQ(RunCli("serve --port 70000 --cache-dir " + dir).second, 2);
   EXPECT_EQ(RunCli("serve --bogus").second, 2);
   std::filesystem::remove_all(dir);
