@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "common/median.h"
 #include "common/strings.h"
 #include "validation/fit.h"
 #include "validation/picks.h"
@@ -76,13 +77,6 @@ exit codes: 0 ok (also when a seed is not reproduced: the table says so),
 
 Mapping rules and assumptions: docs/model.md, "Validation".
 )";
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string Join(const std::vector<std::string>& v, const char* sep) {
   std::string out;

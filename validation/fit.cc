@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/enum_names.h"
+#include "common/median.h"
 
 namespace paratune::planner {
 namespace {
@@ -231,13 +232,6 @@ std::vector<FittableConstant> MakeConstants() {
        .get = [](const GpuSpec& g, const FrameworkSpec&) { return g.gemm_k0; },
        .set = [](double v, GpuSpec* g, FrameworkSpec*) { g->gemm_k0 = v; }});
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Mean over sources of the median |log error| of `rows` predicted with `values`.

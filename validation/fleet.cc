@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "common/median.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
 #include "validation/validation.h"
@@ -264,13 +265,6 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
 namespace paratune::planner {
 namespace {
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Bisection on one constant in [lo, 1] for a zero median signed error over
 // `rows` (throughput grows with each constant); 0 when there are no rows.
 double FitOne(const std::vector<const PublishedRun*>& rows, FleetConstants k,
@@ -284,7 +278,7 @@ double FitOne(const std::vector<const PublishedRun*>& rows, FleetConstants k,
       const double x = FleetRunError(*r, kk);
       if (std::isfinite(x)) e.push_back(x);
     }
-    return MedianOf(e);
+    return Median(e);
   };
   double a = lo, b = 1.0;
   if (median_at(b) <= 0) return b;  // even the ceiling is pessimistic
@@ -311,9 +305,9 @@ FleetConstants Borrowed(const std::map<std::string, FleetConstants>& fits, const
       if (k.nvfp4 > 0) fp4.push_back(k.nvfp4);
     }
     if (s.empty()) continue;
-    out.sustained = MedianOf(s);
-    out.mxfp8 = MedianOf(mx);
-    out.nvfp4 = MedianOf(fp4);
+    out.sustained = Median(s);
+    out.mxfp8 = Median(mx);
+    out.nvfp4 = Median(fp4);
     return out;
   }
   return out;

@@ -40,10 +40,10 @@ Result<PublishedRun> StartRun(const Json& row, const std::string& id, const char
   return run;
 }
 
-// The shape a row's model states: name (else the row id), layers, hidden,
+// The shape a row's model states: name (else `default_name`), layers, hidden,
 // heads, kv_heads (else heads), ffn_hidden (else 4 hidden) and vocab.
-void ReadModelShape(const Json& mj, const std::string& id, ModelSpec* m) {
-  m->name = StrOr(mj, "name", id);
+void ReadModelShape(const Json& mj, const std::string& default_name, ModelSpec* m) {
+  m->name = StrOr(mj, "name", default_name);
   m->layers = IntOr(mj, "layers", 0);
   m->hidden = IntOr(mj, "hidden", 0);
   m->heads = IntOr(mj, "heads", 0);
@@ -445,13 +445,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
       PT_ASSIGN_OR_RETURN(run.request.job.model, ModelPreset(name));
     } else {
       ModelSpec& m = run.request.job.model;
-      m.name = StrOr(mj, "name", key);
-      m.layers = IntOr(mj, "layers", 0);
-      m.hidden = IntOr(mj, "hidden", 0);
-      m.heads = IntOr(mj, "heads", 0);
-      m.kv_heads = IntOr(mj, "kv_heads", m.heads);
-      m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * m.hidden);
-      m.vocab = IntOr(mj, "vocab", 0);
+      ReadModelShape(mj, key, &m);
       m.gated_ffn = true;
       m.tied_embeddings = false;
       m.norm = "rmsnorm";

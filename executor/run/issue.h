@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "backend/collectives.h"
+#include "common/median.h"
 #include "common/strings.h"
 #include "executor/run/workload.h"
 #include "planner/cost_model.h"
@@ -33,13 +34,6 @@ inline constexpr int64_t kAlign = 256;
 
 inline int64_t AlignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-inline double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 inline std::string Fixed(double v, int digits) { return FormatFixed(v, digits); }
 

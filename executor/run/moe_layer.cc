@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "common/median.h"
+
 namespace paratune::executor {
 
 using backend::Backend;
@@ -71,12 +73,6 @@ Result<MoeLayerComms> SplitMoeComms(Backend& b, int ep, int etp) {
 }
 
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Buffers of one run, freed on every path.
 class Buffers {

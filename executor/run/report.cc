@@ -1,9 +1,10 @@
 #include "executor/run/report.h"
 
 #include <iterator>
+#include <variant>
 
-#include "common/enum_names.h"
 #include "common/document.h"
+#include "common/enum_names.h"
 
 namespace paratune::executor {
 namespace {
@@ -31,6 +32,64 @@ Status ReadOptional(ObjectReader* r, std::string_view key, std::optional<T>* out
 
 OrderedJson OptionalNumber(const std::optional<double>& v) {
   return v ? OrderedJson(*v) : OrderedJson(nullptr);
+}
+
+// The environment block's fields in document order: RunReportToJson writes
+// and ParseRunReport reads this one list. Only tool and backend are required;
+// the rest are absent from reports written before them.
+struct EnvironmentField {
+  const char* key;
+  std::variant<std::string RunEnvironment::*, std::vector<std::string> RunEnvironment::*,
+               int RunEnvironment::*, int64_t RunEnvironment::*, double RunEnvironment::*,
+               std::map<std::string, std::string> RunEnvironment::*>
+      member;
+  bool required = false;
+};
+const EnvironmentField kEnvironmentFields[] = {
+    {"tool", &RunEnvironment::tool, true},
+    {"backend", &RunEnvironment::backend, true},
+    {"argv", &RunEnvironment::argv},
+    {"hosts", &RunEnvironment::hosts},
+    {"world_size", &RunEnvironment::world_size},
+    {"device", &RunEnvironment::device},
+    {"device_memory_bytes", &RunEnvironment::device_memory_bytes},
+    {"device_sm_clock_GHz", &RunEnvironment::device_sm_clock_GHz},
+    {"device_sm_clock_now_GHz", &RunEnvironment::device_sm_clock_now_GHz},
+    {"device_sm_clock_max_GHz", &RunEnvironment::device_sm_clock_max_GHz},
+    {"versions", &RunEnvironment::versions},
+    {"created_at", &RunEnvironment::created_at},
+};
+
+// One environment field, by its type. `required` is honoured for strings,
+// the only required fields.
+Status ReadField(ObjectReader* r, std::string_view key, std::string* out, bool required) {
+  return required ? r->String(key, out) : r->OptString(key, out);
+}
+Status ReadField(ObjectReader* r, std::string_view key, std::vector<std::string>* out, bool) {
+  return r->OptStringList(key, out);
+}
+Status ReadField(ObjectReader* r, std::string_view key, int* out, bool) {
+  return r->OptInt(key, out);
+}
+Status ReadField(ObjectReader* r, std::string_view key, int64_t* out, bool) {
+  return r->OptInteger(key, out);
+}
+Status ReadField(ObjectReader* r, std::string_view key, double* out, bool) {
+  return r->OptNumber(key, out);
+}
+Status ReadField(ObjectReader* r, std::string_view key, std::map<std::string, std::string>* out,
+                 bool) {
+  if (!r->Has(key)) {
+    r->Ignore(key);
+    return Status::Ok();
+  }
+  const Json& v = r->Raw(key);
+  if (!v.is_object()) return r->Error(key, "must be an object of strings");
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (!it->is_string()) return r->Error(key, "must be an object of strings");
+    (*out)[it.key()] = it->get<std::string>();
+  }
+  return Status::Ok();
 }
 
 Status PositiveInt(ObjectReader* r, std::string_view key, int64_t* out) {
@@ -199,22 +258,10 @@ OrderedJson RunReportToJson(const RunReport& r) {
   j["corrections"] = {{"compute", r.corrections.compute},
                       {"communication", r.corrections.communication},
                       {"memory_bound", r.corrections.memory_bound}};
-  const RunEnvironment& e = r.environment;
   OrderedJson env;
-  env["tool"] = e.tool;
-  env["backend"] = e.backend;
-  env["argv"] = e.argv;
-  env["hosts"] = e.hosts;
-  env["world_size"] = e.world_size;
-  env["device"] = e.device;
-  env["device_memory_bytes"] = e.device_memory_bytes;
-  env["device_sm_clock_GHz"] = e.device_sm_clock_GHz;
-  env["device_sm_clock_now_GHz"] = e.device_sm_clock_now_GHz;
-  env["device_sm_clock_max_GHz"] = e.device_sm_clock_max_GHz;
-  OrderedJson versions = OrderedJson::object();
-  for (const auto& [k, v] : e.versions) versions[k] = v;
-  env["versions"] = versions;
-  env["created_at"] = e.created_at;
+  for (const EnvironmentField& f : kEnvironmentFields) {
+    std::visit([&](auto member) { env[f.key] = r.environment.*member; }, f.member);
+  }
   j["environment"] = env;
   j["measurement"] = {{"slice_layers", r.slice_layers},
                       {"warmup", r.warmup},
@@ -293,29 +340,13 @@ Result<RunReport> ParseRunReport(const Json& j) {
   if (!r.Has("environment")) return r.Error("environment", "is required");
   {
     ObjectReader er(r.Raw("environment"), r.PointerOf("environment"));
-    RunEnvironment& e = rep.environment;
-    PT_RETURN_IF_ERROR(er.String("tool", &e.tool));
-    PT_RETURN_IF_ERROR(er.String("backend", &e.backend));
-    PT_RETURN_IF_ERROR(er.OptStringList("argv", &e.argv));
-    PT_RETURN_IF_ERROR(er.OptStringList("hosts", &e.hosts));
-    PT_RETURN_IF_ERROR(er.OptInt("world_size", &e.world_size));
-    PT_RETURN_IF_ERROR(er.OptString("device", &e.device));
-    // Absent from reports written before them.
-    PT_RETURN_IF_ERROR(er.OptInteger("device_memory_bytes", &e.device_memory_bytes));
-    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_GHz", &e.device_sm_clock_GHz));
-    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_now_GHz", &e.device_sm_clock_now_GHz));
-    PT_RETURN_IF_ERROR(er.OptNumber("device_sm_clock_max_GHz", &e.device_sm_clock_max_GHz));
-    if (er.Has("versions")) {
-      const Json& v = er.Raw("versions");
-      if (!v.is_object()) return er.Error("versions", "must be an object of strings");
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!it->is_string()) return er.Error("versions", "must be an object of strings");
-        e.versions[it.key()] = it->get<std::string>();
-      }
-    } else {
-      er.Ignore("versions");
+    for (const EnvironmentField& f : kEnvironmentFields) {
+      PT_RETURN_IF_ERROR(std::visit(
+          [&](auto member) {
+            return ReadField(&er, f.key, &(rep.environment.*member), f.required);
+          },
+          f.member));
     }
-    PT_RETURN_IF_ERROR(er.OptString("created_at", &e.created_at));
     PT_RETURN_IF_ERROR(er.Finish());
   }
   if (!r.Has("measurement")) return r.Error("measurement", "is required");
