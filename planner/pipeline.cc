@@ -241,6 +241,14 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     return s;
   }
   int lo = layers, hi = 0;
+  // Counts rank r's `n` layers into s (first, last, the most loaded middle) and lo/hi.
+  auto add_rank = [&](int r, int n) {
+    if (r == 0) s.first = n;
+    if (r == pp - 1) s.last = n;
+    if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  };
   const bool vshape = VShaped(c.pp_schedule) && v == 2;
   if (split == PpSplit::kMegatron && c.vpp >= 1 && (vshape || !VShaped(c.pp_schedule))) {
     // Megatron's split in closed form (the search asks for it per
@@ -294,11 +302,7 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
                                  : (r < rem ? std::min(v, (rem - r - 1) / pp + 1) : 0);
         n = v * (eff / stages) + extra - (r == 0 ? in : 0) - (r == owner_last ? out : 0);
       }
-      if (r == 0) s.first = n;
-      if (r == pp - 1) s.last = n;
-      if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
-      lo = std::min(lo, n);
-      hi = std::max(hi, n);
+      add_rank(r, n);
     }
     s.max = hi;
     s.even = lo == hi;
@@ -311,11 +315,7 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     } else {
       for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
     }
-    if (r == 0) s.first = n;
-    if (r == pp - 1) s.last = n;
-    if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
-    lo = std::min(lo, n);
-    hi = std::max(hi, n);
+    add_rank(r, n);
   }
   s.max = hi;
   s.even = lo == hi;
