@@ -32,9 +32,7 @@ const char* MoeDispatcherName(MoeDispatcher d) {
 }
 
 Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s) {
-  if (auto d = EnumFromName<MoeDispatcher>(s, kMoeDispatcherNames)) return *d;
-  return Status::InvalidArgument("'" + s + "' is not a moe_dispatcher (" +
-                                 EnumNameList(kMoeDispatcherNames, " | ") + ")");
+  return ParseEnumName<MoeDispatcher>(s, kMoeDispatcherNames, "a moe_dispatcher");
 }
 
 const char* PpScheduleName(PpSchedule s, int vpp) {
@@ -54,16 +52,12 @@ Result<CpKind> ParseCpKind(const std::string& s) {
   // The --cp-comm-type values paratune writes for Megatron (frameworks/megatron.cc).
   if (s == "p2p") return CpKind::kRing;
   if (s == "a2a") return CpKind::kUlysses;
-  if (auto k = EnumFromName<CpKind>(s, kCpKindNames)) return *k;
-  return Status::InvalidArgument("'" + s + "' is not a cp_kind (" +
-                                 EnumNameList(kCpKindNames, " | ") + ")");
+  return ParseEnumName<CpKind>(s, kCpKindNames, "a cp_kind");
 }
 
 Result<Recompute> ParseRecompute(const std::string& s) {
   if (s == "off") return Recompute::kNone;
-  if (auto r = EnumFromName<Recompute>(s, kRecomputeNames)) return *r;
-  return Status::InvalidArgument("'" + s + "' is not a recompute mode (" +
-                                 EnumNameList(kRecomputeNames, " | ") + ")");
+  return ParseEnumName<Recompute>(s, kRecomputeNames, "a recompute mode");
 }
 
 const char* DimName(Dim d) { return EnumName(d, kDimNames); }

@@ -118,9 +118,7 @@ std::string BalancedError(int layers, const ParallelConfig& c) {
 const char* PpSplitName(PpSplit s) { return EnumLookup(s, kPpSplitNames, "megatron"); }
 
 Result<PpSplit> ParsePpSplit(const std::string& s) {
-  if (auto p = EnumFromName<PpSplit>(s, kPpSplitNames)) return *p;
-  return Status::InvalidArgument("'" + s + "' is not a pipeline split (" +
-                                 EnumNameList(kPpSplitNames, " | ") + ")");
+  return ParseEnumName<PpSplit>(s, kPpSplitNames, "a pipeline split");
 }
 
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {

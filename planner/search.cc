@@ -108,9 +108,7 @@ auto Key(const ParallelConfig& c) {
 const char* FamilyName(Family f) { return EnumLookup(f, kFamilyNames, "all"); }
 
 Result<Family> ParseFamily(const std::string& s) {
-  if (auto f = EnumFromName<Family>(s, kFamilyNames)) return *f;
-  return Status::InvalidArgument("'" + s + "' is not a space (" +
-                                 EnumNameList(kFamilyNames, " | ") + ")");
+  return ParseEnumName<Family>(s, kFamilyNames, "a space");
 }
 
 std::vector<Framework> FrameworksOf(Family f) {
@@ -140,9 +138,7 @@ Family FamilyOf(Framework f) {
 const char* ObjectiveName(Objective o) { return EnumLookup(o, kObjectiveNames, "time"); }
 
 Result<Objective> ParseObjective(const std::string& s) {
-  if (auto o = EnumFromName<Objective>(s, kObjectiveNames)) return *o;
-  return Status::InvalidArgument("'" + s + "' is not an objective (" +
-                                 EnumNameList(kObjectiveNames, " | ") + ")");
+  return ParseEnumName<Objective>(s, kObjectiveNames, "an objective");
 }
 
 Status ValidateFixed(const FixedFields& fixed) {

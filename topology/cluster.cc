@@ -583,9 +583,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
 const char* CollectiveName(Collective c) { return EnumLookup(c, kCollectiveNames, "unknown"); }
 
 Result<Collective> ParseCollective(const std::string& name) {
-  if (auto c = EnumFromName<Collective>(name, kCollectiveNames)) return *c;
-  return Status::InvalidArgument("unknown collective '" + name +
-                                 "' (valid: " + EnumNameList(kCollectiveNames) + ")");
+  return ParseKnownEnumName<Collective>(name, kCollectiveNames, "collective");
 }
 
 double BusFactor(Collective c, int group_size) {

@@ -79,9 +79,7 @@ const std::vector<EfficiencyPoint>* EffectiveCurve(const GpuSpec& g, Precision p
 const char* PrecisionName(Precision p) { return EnumLookup(p, kPrecisionNames, "unknown"); }
 
 Result<Precision> ParsePrecision(const std::string& name) {
-  if (auto p = EnumFromName<Precision>(name, kPrecisionNames)) return *p;
-  return Status::InvalidArgument("unknown precision '" + name +
-                                 "' (valid: " + EnumNameList(kPrecisionNames) + ")");
+  return ParseKnownEnumName<Precision>(name, kPrecisionNames, "precision");
 }
 
 double GpuSpec::PublishedMfuCeiling(Precision p) const {
@@ -94,9 +92,7 @@ double GpuSpec::PublishedMfuCeiling(Precision p) const {
 const char* RecipeName(Recipe r) { return EnumLookup(r, kRecipeNames, "unknown"); }
 
 Result<Recipe> ParseRecipe(const std::string& name) {
-  if (auto r = EnumFromName<Recipe>(name, kRecipeNames)) return *r;
-  return Status::InvalidArgument("unknown recipe '" + name +
-                                 "' (valid: " + EnumNameList(kRecipeNames) + ")");
+  return ParseKnownEnumName<Recipe>(name, kRecipeNames, "recipe");
 }
 
 const std::vector<EfficiencyPoint>& GpuSpec::RecipeGemmCurve(Recipe r) const {
