@@ -406,10 +406,7 @@ std::vector<LayoutChoice> LayoutChoices(int layers, int pp, PpSplit split, bool 
     if (std::find(out.begin(), out.end(), ch) != out.end()) continue;
     ParallelConfig c;
     c.pp = pp;
-    c.first_stage_layers = ch.first;
-    c.last_stage_layers = ch.last;
-    c.pp_embedding_layers = ch.embedding;
-    c.pp_loss_layers = ch.loss;
+    ch.ApplyTo(&c);
     const int top = interleave && pp > 1 ? std::max(1, max_vpp) : 1;
     for (int v = 1; v <= top; ++v) {
       c.vpp = v;

@@ -115,6 +115,13 @@ struct LayoutChoice {
   bool operator==(const LayoutChoice& o) const {
     return first == o.first && last == o.last && embedding == o.embedding && loss == o.loss;
   }
+  // Sets c's layout keys to this layout.
+  void ApplyTo(ParallelConfig* c) const {
+    c->first_stage_layers = first;
+    c->last_stage_layers = last;
+    c->pp_embedding_layers = embedding;
+    c->pp_loss_layers = loss;
+  }
 };
 
 // The layouts a framework with rule `split` builds at pp stages, each with the
