@@ -366,16 +366,14 @@ SearchResult Search::RunShard(int shard) const {
   // Pipeline layouts the framework builds at this pp (planner/pipeline.h), each
   // with the interleaving degrees that build it; pins and uneven_pp filter them.
   struct Pipe {
-    int first, last, embedding, loss, vpp;
+    PipeLayout layout;
+    int vpp;
     PpSchedule schedule;
     // Sets c's layout keys, vpp and schedule to this pipeline.
     void ApplyTo(ParallelConfig* c) const {
+      layout.ApplyTo(c);
       c->vpp = vpp;
       c->pp_schedule = schedule;
-      c->first_stage_layers = first;
-      c->last_stage_layers = last;
-      c->pp_embedding_layers = embedding;
-      c->pp_loss_layers = loss;
     }
   };
   std::vector<Pipe> pipes;
@@ -429,7 +427,7 @@ SearchResult Search::RunShard(int shard) const {
             probe.pp_schedule = PpSchedule::k1F1B;
             if (!ok) continue;
           }
-          pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v, sched});
+          pipes.push_back({ch, v, sched});
         }
       }
     }
