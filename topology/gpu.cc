@@ -355,28 +355,13 @@ Json GpuSpecToJson(const GpuSpec& g) {
   return j;
 }
 
-std::vector<std::string> GpuPresetNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedPreset& p : EmbeddedPresets_gpus()) names.emplace_back(p.name);
-  return names;
-}
+std::vector<std::string> GpuPresetNames() { return PresetNames(EmbeddedPresets_gpus()); }
 
 Result<GpuSpec> GpuPreset(const std::string& name) {
   // Parsed once; presets are immutable compiled-in text.
-  static const auto* const kParsed = [] {
-    auto* m = new std::map<std::string, Result<GpuSpec>, std::less<>>();
-    for (const EmbeddedPreset& p : EmbeddedPresets_gpus()) {
-      const std::string key(p.name);
-      m->emplace(key, ParsePreset<GpuSpec>(p, "gpu", ParseGpuSpec));
-    }
-    return m;
-  }();
-  auto it = kParsed->find(name);
-  if (it == kParsed->end()) {
-    return Status::NotFound("unknown GPU preset '" + name +
-                            "' (valid: " + JoinNames(GpuPresetNames()) + ")");
-  }
-  return it->second;
+  static const auto* const kPresets =
+      new PresetTable<GpuSpec>(EmbeddedPresets_gpus(), "gpu", ParseGpuSpec);
+  return kPresets->Find(name, "GPU");
 }
 
 }  // namespace paratune::topology
