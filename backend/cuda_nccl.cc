@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "backend/collectives.h"
 #include "backend/cuda_kernels.h"
 #include "backend/nvml_topology.h"
+#include "common/enum_names.h"
 
 namespace paratune::backend {
 namespace {
@@ -40,39 +42,15 @@ Status NcclError(ncclResult_t r, ncclComm_t comm, const std::string& what) {
                           (last.empty() ? "" : " (" + last + ")"));
 }
 
-ncclDataType_t NcclType(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kFloat16:
-      return ncclFloat16;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kFloat32:
-      return ncclFloat32;
-    case DataType::kFloat64:
-      return ncclFloat64;
-    case DataType::kFp8E4M3:
-      return ncclFloat8e4m3;
-  }
-  return ncclFloat32;
-}
+// NCCL's type and reduction for each DataType and ReduceOp, by value.
+constexpr ncclDataType_t kNcclTypes[] = {ncclInt8,    ncclFloat16, ncclBfloat16,
+                                         ncclFloat32, ncclFloat64, ncclFloat8e4m3};
+static_assert(std::size(kNcclTypes) == kNumDataTypes);
+constexpr ncclRedOp_t kNcclOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+static_assert(std::size(kNcclOps) == EnumIndex(ReduceOp::kAvg) + 1);
 
-ncclRedOp_t NcclOp(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kProd:
-      return ncclProd;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kMin:
-      return ncclMin;
-    case ReduceOp::kAvg:
-      return ncclAvg;
-  }
-  return ncclSum;
-}
+ncclDataType_t NcclType(DataType t) { return EnumLookup(t, kNcclTypes, ncclFloat32); }
+ncclRedOp_t NcclOp(ReduceOp op) { return EnumLookup(op, kNcclOps, ncclSum); }
 
 cuda::FillType ToFillType(DataType t) { return static_cast<cuda::FillType>(static_cast<int>(t)); }
 
@@ -482,16 +460,14 @@ class CudaNcclBackend final : public BootstrappedBackend {
     const Buffer& recv = call.recv;
     switch (call.kind) {
       case OpKind::kAllReduce:
-        return NcclError(
-            ncclAllReduce(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s), c->comm,
-            "ncclAllReduce");
+        return NcclError(ncclAllReduce(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s),
+                         c->comm, "ncclAllReduce");
       case OpKind::kAllGather:
         return NcclError(ncclAllGather(send.data, recv.data, n, t, c->comm, s), c->comm,
                          "ncclAllGather");
       case OpKind::kReduceScatter:
-        return NcclError(
-            ncclReduceScatter(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s), c->comm,
-            "ncclReduceScatter");
+        return NcclError(ncclReduceScatter(send.data, recv.data, n, t, NcclOp(call.op), c->comm, s),
+                         c->comm, "ncclReduceScatter");
       case OpKind::kAllToAll: {
         // Grouped send/recv per peer, as nccl-tests' alltoall does.
         const int64_t chunk = call.send_bytes / std::max(1, c->size);
@@ -511,20 +487,19 @@ class CudaNcclBackend final : public BootstrappedBackend {
         PT_RETURN_IF_ERROR(NcclError(ncclGroupStart(), c->comm, "ncclGroupStart"));
         Status st;
         if (call.send_peer != kNoPeer) {
-          st = NcclError(ncclSend(send.data, n, t, call.send_peer, c->comm, s), c->comm,
-                         "ncclSend");
+          st =
+              NcclError(ncclSend(send.data, n, t, call.send_peer, c->comm, s), c->comm, "ncclSend");
         }
         if (st.ok() && call.recv_peer != kNoPeer) {
-          st = NcclError(ncclRecv(recv.data, n, t, call.recv_peer, c->comm, s), c->comm,
-                         "ncclRecv");
+          st =
+              NcclError(ncclRecv(recv.data, n, t, call.recv_peer, c->comm, s), c->comm, "ncclRecv");
         }
         Status end = NcclError(ncclGroupEnd(), c->comm, "ncclGroupEnd");
         PT_RETURN_IF_ERROR(st);
         return end;
       }
       default:
-        return Status::InvalidArgument(std::string(OpKindName(call.kind)) +
-                                       " is not a collective");
+        return Status::InvalidArgument(std::string(OpKindName(call.kind)) + " is not a collective");
     }
   }
   Status CheckCollectiveStream(StreamId stream) const override {

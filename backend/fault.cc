@@ -89,11 +89,6 @@ Status FaultBackend::OnCollective(CommId comm, StreamId stream) {
   return Status::Ok();
 }
 
-Result<DeviceInfo> FaultBackend::DescribeDevice() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->DescribeDevice();
-}
-
 Result<Buffer> FaultBackend::Allocate(int64_t bytes) {
   PT_RETURN_IF_ERROR(OnOperation());
   ++allocations_;
@@ -102,51 +97,6 @@ Result<Buffer> FaultBackend::Allocate(int64_t bytes) {
     return OutOfMemory(bytes, 0, "rank " + std::to_string(inner_->rank()) + " (injected)");
   }
   return inner_->Allocate(bytes);
-}
-
-Status FaultBackend::Free(const Buffer& b) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->Free(b);
-}
-
-Result<MemoryInfo> FaultBackend::GetMemoryInfo() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->GetMemoryInfo();
-}
-
-Status FaultBackend::CopyToDevice(const Buffer& dst, const void* src, int64_t bytes) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->CopyToDevice(dst, src, bytes);
-}
-
-Status FaultBackend::CopyToHost(void* dst, const Buffer& src, int64_t bytes) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->CopyToHost(dst, src, bytes);
-}
-
-Status FaultBackend::Fill(const Buffer& b, DataType t, double value) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->Fill(b, t, value);
-}
-
-Status FaultBackend::FillRandom(const Buffer& b, DataType t, uint64_t seed) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->FillRandom(b, t, seed);
-}
-
-Status FaultBackend::Copy(const Buffer& dst, const Buffer& src, int64_t bytes, StreamId stream) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->Copy(dst, src, bytes, stream);
-}
-
-Result<StreamId> FaultBackend::CreateStream() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->CreateStream();
-}
-
-Result<EventId> FaultBackend::CreateEvent() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->CreateEvent();
 }
 
 Status FaultBackend::RecordEvent(EventId e, StreamId stream) {
@@ -198,49 +148,14 @@ Status FaultBackend::SynchronizeAll() {
   return inner_->SynchronizeAll();
 }
 
-Status FaultBackend::HoldStreams(const std::vector<StreamId>& streams) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->HoldStreams(streams);
-}
-
-Status FaultBackend::ReleaseStreams() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->ReleaseStreams();
-}
-
 Result<CommId> FaultBackend::SplitComm(CommId parent, int color, int key) {
   PT_RETURN_IF_ERROR(OnCollective(parent, kDefaultStream));
   return inner_->SplitComm(parent, color, key);
 }
 
-Status FaultBackend::DestroyComm(CommId comm) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->DestroyComm(comm);
-}
-
 Status FaultBackend::RunCollective(const CollectiveCall& call) {
   PT_RETURN_IF_ERROR(OnCollective(call.comm, call.stream));
   return IssueCollective(*inner_, call);
-}
-
-Status FaultBackend::Gemm(const GemmArgs& args) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->Gemm(args);
-}
-
-Status FaultBackend::HostBarrier() {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->HostBarrier();
-}
-
-Status FaultBackend::HostAllReduceMax(std::vector<double>* values) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->HostAllReduceMax(values);
-}
-
-Result<std::vector<std::string>> FaultBackend::HostAllGather(const std::string& mine) {
-  PT_RETURN_IF_ERROR(OnOperation());
-  return inner_->HostAllGather(mine);
 }
 
 }  // namespace paratune::backend

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -58,7 +59,7 @@ class FaultBackend final : public CollectiveBackend {
   int local_rank() const override { return inner_->local_rank(); }
   int local_size() const override { return inner_->local_size(); }
   const std::vector<std::string>& hosts() const override { return inner_->hosts(); }
-  Result<DeviceInfo> DescribeDevice() override;
+  Result<DeviceInfo> DescribeDevice() override { return Forward(&Backend::DescribeDevice); }
   std::map<std::string, std::string> Versions() const override { return inner_->Versions(); }
 
   Status CheckGemm(GemmPrecision p) const override { return inner_->CheckGemm(p); }
@@ -66,34 +67,53 @@ class FaultBackend final : public CollectiveBackend {
     return inner_->CheckCollective(kind, t, op);
   }
 
+  // Every call that does work counts as an operation (OnOperation). Those with
+  // a body here only forward; those defined in fault.cc also inject the other
+  // faults.
   Result<Buffer> Allocate(int64_t bytes) override;
-  Status Free(const Buffer& b) override;
-  Result<MemoryInfo> GetMemoryInfo() override;
-  Status CopyToDevice(const Buffer& dst, const void* src, int64_t bytes) override;
-  Status CopyToHost(void* dst, const Buffer& src, int64_t bytes) override;
-  Status Fill(const Buffer& b, DataType t, double value) override;
-  Status FillRandom(const Buffer& b, DataType t, uint64_t seed) override;
-  Status Copy(const Buffer& dst, const Buffer& src, int64_t bytes, StreamId stream) override;
+  Status Free(const Buffer& b) override { return Forward(&Backend::Free, b); }
+  Result<MemoryInfo> GetMemoryInfo() override { return Forward(&Backend::GetMemoryInfo); }
+  Status CopyToDevice(const Buffer& dst, const void* src, int64_t bytes) override {
+    return Forward(&Backend::CopyToDevice, dst, src, bytes);
+  }
+  Status CopyToHost(void* dst, const Buffer& src, int64_t bytes) override {
+    return Forward(&Backend::CopyToHost, dst, src, bytes);
+  }
+  Status Fill(const Buffer& b, DataType t, double value) override {
+    return Forward(&Backend::Fill, b, t, value);
+  }
+  Status FillRandom(const Buffer& b, DataType t, uint64_t seed) override {
+    return Forward(&Backend::FillRandom, b, t, seed);
+  }
+  Status Copy(const Buffer& dst, const Buffer& src, int64_t bytes, StreamId stream) override {
+    return Forward(&Backend::Copy, dst, src, bytes, stream);
+  }
 
-  Result<StreamId> CreateStream() override;
-  Result<EventId> CreateEvent() override;
+  Result<StreamId> CreateStream() override { return Forward(&Backend::CreateStream); }
+  Result<EventId> CreateEvent() override { return Forward(&Backend::CreateEvent); }
   Status RecordEvent(EventId e, StreamId stream) override;
   Status StreamWaitEvent(StreamId stream, EventId e) override;
   Result<double> ElapsedSeconds(EventId start, EventId end) override;
   Status Synchronize(StreamId stream) override;
   Status SynchronizeAll() override;
-  Status HoldStreams(const std::vector<StreamId>& streams) override;
-  Status ReleaseStreams() override;
+  Status HoldStreams(const std::vector<StreamId>& streams) override {
+    return Forward(&Backend::HoldStreams, streams);
+  }
+  Status ReleaseStreams() override { return Forward(&Backend::ReleaseStreams); }
 
   Result<CommId> SplitComm(CommId parent, int color, int key) override;
   Result<CommInfo> GetCommInfo(CommId comm) const override { return inner_->GetCommInfo(comm); }
-  Status DestroyComm(CommId comm) override;
+  Status DestroyComm(CommId comm) override { return Forward(&Backend::DestroyComm, comm); }
 
-  Status Gemm(const GemmArgs& args) override;
+  Status Gemm(const GemmArgs& args) override { return Forward(&Backend::Gemm, args); }
 
-  Status HostBarrier() override;
-  Status HostAllReduceMax(std::vector<double>* values) override;
-  Result<std::vector<std::string>> HostAllGather(const std::string& mine) override;
+  Status HostBarrier() override { return Forward(&Backend::HostBarrier); }
+  Status HostAllReduceMax(std::vector<double>* values) override {
+    return Forward(&Backend::HostAllReduceMax, values);
+  }
+  Result<std::vector<std::string>> HostAllGather(const std::string& mine) override {
+    return Forward(&Backend::HostAllGather, mine);
+  }
   void AbortWorld(int exit_code) override { inner_->AbortWorld(exit_code); }
 
  private:
@@ -113,6 +133,13 @@ class FaultBackend final : public CollectiveBackend {
   bool Targets() const { return plan_.rank < 0 || plan_.rank == inner_->rank(); }
   // Counts one operation; the Status to return instead of forwarding, or Ok.
   Status OnOperation();
+  // Counts one operation and, unless that kills the rank, makes the call on
+  // the wrapped backend.
+  template <typename R, typename... Params, typename... Args>
+  R Forward(R (Backend::*call)(Params...), Args&&... args) {
+    PT_RETURN_IF_ERROR(OnOperation());
+    return (inner_.get()->*call)(std::forward<Args>(args)...);
+  }
   // Counts one collective on `comm` enqueued on `stream`.
   Status OnCollective(CommId comm, StreamId stream);
   Status Dead() const;

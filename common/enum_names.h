@@ -11,6 +11,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/status.h"
+
 namespace paratune {
 
 // The index of `e` in its table.
@@ -51,6 +53,26 @@ std::string EnumNameList(const char* const (&names)[N], std::string_view sep = "
     out += names[i];
   }
   return out;
+}
+
+// The value named `name`, or kInvalidArgument "'<name>' is not <what> (a | b | c)",
+// `what` with its article ("a pipeline split"): the error of the planner's names.
+template <class E, size_t N>
+Result<E> ParseEnumName(const std::string& name, const char* const (&names)[N],
+                        const std::string& what) {
+  if (auto e = EnumFromName<E>(name, names)) return *e;
+  return Status::InvalidArgument("'" + name + "' is not " + what + " (" +
+                                 EnumNameList(names, " | ") + ")");
+}
+
+// The value named `name`, or kInvalidArgument "unknown <what> '<name>' (valid: a, b, c)":
+// the error of the topology's names.
+template <class E, size_t N>
+Result<E> ParseKnownEnumName(const std::string& name, const char* const (&names)[N],
+                             const std::string& what) {
+  if (auto e = EnumFromName<E>(name, names)) return *e;
+  return Status::InvalidArgument("unknown " + what + " '" + name +
+                                 "' (valid: " + EnumNameList(names) + ")");
 }
 
 }  // namespace paratune

@@ -110,17 +110,9 @@ Status CheckSameSplit(const Plan& p, EmitFormat f, PpSplit split) {
 }
 
 Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw) {
-  RuleJob job;
-  job.heads = p.job.model.heads;
-  job.kv_heads = p.job.model.kv_heads;
-  job.tied_embeddings = p.job.model.tied_embeddings;
-  job.gated_ffn = p.job.model.gated_ffn;
-  job.linear_bias = p.job.model.linear_bias;
-  job.moe = p.job.model.is_moe();
-  job.seq_len = p.job.training.seq_len;
-  job.fpdt_chunk_tokens = p.job.training.fpdt_chunk_tokens;
   std::string why;
-  if (const FrameworkRuleRef* r = BrokenRule(FrameworkPreset(fw), job, p.c, &why)) {
+  if (const FrameworkRuleRef* r =
+          BrokenRule(FrameworkPreset(fw), RuleJobOf(p.job.model, p.job.training), p.c, &why)) {
     return Refuse(f, why + " (" + r->source + ")");
   }
   return Status::Ok();

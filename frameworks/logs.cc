@@ -350,12 +350,14 @@ bool Contains(std::string_view text, std::string_view what) {
   return text.find(what) != std::string_view::npos;
 }
 
-// Adds a step, one per step number (several ranks log the same step).
-void AddStep(LoggedRun* run, std::set<int64_t>* seen, LogStep s) {
+// Adds a step, one per step number (several ranks log the same step); false
+// when the step number was already added.
+bool AddStep(LoggedRun* run, std::set<int64_t>* seen, LogStep s) {
   if (s.iteration > 0) {
-    if (!seen->insert(s.iteration).second) return;
+    if (!seen->insert(s.iteration).second) return false;
   }
   run->steps.push_back(s);
+  return true;
 }
 
 }  // namespace
@@ -478,9 +480,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           if (std::regex_search(s, k, kNemoBatch) && !run.global_batch) {
             run.global_batch = std::stoll(k[1].str());
           }
-          const size_t before = run.steps.size();
-          AddStep(&run, &seen, st);
-          duplicates += run.steps.size() == before;
+          duplicates += !AddStep(&run, &seen, st);
         } else if (Contains(s, "elapsed time per iteration") && std::regex_search(s, m, kMegIter)) {
           if (!from_step_rank(l)) break;
           LogStep st;
@@ -491,9 +491,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           if (std::regex_search(s, k, kMegBatch) && !run.global_batch) {
             run.global_batch = std::stoll(k[1].str());
           }
-          const size_t before = run.steps.size();
-          AddStep(&run, &seen, st);
-          duplicates += run.steps.size() == before;
+          duplicates += !AddStep(&run, &seen, st);
         } else if (Contains(s, "using world size") && std::regex_search(s, m, kWorld)) {
           run.world_size = std::stoi(m[1].str());
           std::smatch k;
@@ -511,9 +509,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           LogStep st;
           st.iteration = std::stoll(m[1].str());
           st.value = ToNumber(m[2].str()).value_or(0);
-          const size_t before = run.steps.size();
-          AddStep(&run, &seen, st);
-          duplicates += run.steps.size() == before;
+          duplicates += !AddStep(&run, &seen, st);
         } else if (Contains(s, "local batch size") && std::regex_search(s, m, kTitanLocal)) {
           run.micro_batch = std::stoll(m[1].str());
           if (std::regex_search(s, m, kTitanGlobal)) run.global_batch = std::stoll(m[1].str());
@@ -603,9 +599,7 @@ Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& nam
           }
           st.skipped = ds_new_skip;
           ds_new_skip = false;
-          const size_t before = run.steps.size();
-          AddStep(&run, &seen, st);
-          duplicates += run.steps.size() == before;
+          duplicates += !AddStep(&run, &seen, st);
         }
         [[fallthrough]];
       }

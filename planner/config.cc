@@ -32,9 +32,7 @@ const char* MoeDispatcherName(MoeDispatcher d) {
 }
 
 Result<MoeDispatcher> ParseMoeDispatcher(const std::string& s) {
-  if (auto d = EnumFromName<MoeDispatcher>(s, kMoeDispatcherNames)) return *d;
-  return Status::InvalidArgument("'" + s + "' is not a moe_dispatcher (" +
-                                 EnumNameList(kMoeDispatcherNames, " | ") + ")");
+  return ParseEnumName<MoeDispatcher>(s, kMoeDispatcherNames, "a moe_dispatcher");
 }
 
 const char* PpScheduleName(PpSchedule s, int vpp) {
@@ -54,16 +52,12 @@ Result<CpKind> ParseCpKind(const std::string& s) {
   // The --cp-comm-type values paratune writes for Megatron (frameworks/megatron.cc).
   if (s == "p2p") return CpKind::kRing;
   if (s == "a2a") return CpKind::kUlysses;
-  if (auto k = EnumFromName<CpKind>(s, kCpKindNames)) return *k;
-  return Status::InvalidArgument("'" + s + "' is not a cp_kind (" +
-                                 EnumNameList(kCpKindNames, " | ") + ")");
+  return ParseEnumName<CpKind>(s, kCpKindNames, "a cp_kind");
 }
 
 Result<Recompute> ParseRecompute(const std::string& s) {
   if (s == "off") return Recompute::kNone;
-  if (auto r = EnumFromName<Recompute>(s, kRecomputeNames)) return *r;
-  return Status::InvalidArgument("'" + s + "' is not a recompute mode (" +
-                                 EnumNameList(kRecomputeNames, " | ") + ")");
+  return ParseEnumName<Recompute>(s, kRecomputeNames, "a recompute mode");
 }
 
 const char* DimName(Dim d) { return EnumName(d, kDimNames); }
@@ -194,15 +188,7 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptInt("pp_loss_layers", &c.pp_loss_layers));
   if (c.pp_embedding_layers < 0) return r.Error("pp_embedding_layers", "must be >= 0 (0 = not counted)");
   if (c.pp_loss_layers < 0) return r.Error("pp_loss_layers", "must be >= 0 (0 = not counted)");
-  std::string s;
-  if (r.Has("cp_kind")) {
-    PT_RETURN_IF_ERROR(r.String("cp_kind", &s));
-    auto k = ParseCpKind(s);
-    if (!k.ok()) return r.Error("cp_kind", k.status().message());
-    c.cp_kind = *k;
-  } else {
-    r.Ignore("cp_kind");
-  }
+  PT_RETURN_IF_ERROR(r.OptParsed("cp_kind", ParseCpKind, &c.cp_kind));
   PT_RETURN_IF_ERROR(r.OptBool("sp", &c.sp));
   PT_RETURN_IF_ERROR(r.OptInt("zero", &c.zero));
   if (c.zero < 0 || c.zero > 3) return r.Error("zero", "must be 0, 1, 2 or 3");
@@ -218,14 +204,7 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   }
   PT_RETURN_IF_ERROR(r.OptBool("cuda_graphs", &c.cuda_graphs));
   PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
-  if (r.Has("recompute")) {
-    PT_RETURN_IF_ERROR(r.String("recompute", &s));
-    auto rc = ParseRecompute(s);
-    if (!rc.ok()) return r.Error("recompute", rc.status().message());
-    c.recompute = *rc;
-  } else {
-    r.Ignore("recompute");
-  }
+  PT_RETURN_IF_ERROR(r.OptParsed("recompute", ParseRecompute, &c.recompute));
   PT_RETURN_IF_ERROR(r.OptBool("oar", &c.oar));
   PT_RETURN_IF_ERROR(r.OptBool("ors", &c.ors));
   PT_RETURN_IF_ERROR(r.OptBool("oag", &c.oag));
@@ -235,14 +214,7 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("overlap_p2p", &c.overlap_p2p));
   PT_RETURN_IF_ERROR(PositiveInt(r, "ep", &c.ep));
   PT_RETURN_IF_ERROR(PositiveInt(r, "etp", &c.etp));
-  if (r.Has("moe_dispatcher")) {
-    PT_RETURN_IF_ERROR(r.String("moe_dispatcher", &s));
-    auto d = ParseMoeDispatcher(s);
-    if (!d.ok()) return r.Error("moe_dispatcher", d.status().message());
-    c.moe_dispatcher = *d;
-  } else {
-    r.Ignore("moe_dispatcher");
-  }
+  PT_RETURN_IF_ERROR(r.OptParsed("moe_dispatcher", ParseMoeDispatcher, &c.moe_dispatcher));
   PT_RETURN_IF_ERROR(r.OptBool("moe_a2a_overlap", &c.moe_a2a_overlap));
   // The derived expert-data degree is written by ConfigToJson; accepted back only
   // when it agrees (checked once gdata is known).
@@ -252,14 +224,7 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   } else {
     r.Ignore("edp");
   }
-  if (r.Has("placement")) {
-    PT_RETURN_IF_ERROR(r.String("placement", &s));
-    auto pl = ParsePlacement(s);
-    if (!pl.ok()) return r.Error("placement", pl.status().message());
-    c.placement = *pl;
-  } else {
-    r.Ignore("placement");
-  }
+  PT_RETURN_IF_ERROR(r.OptParsed("placement", ParsePlacement, &c.placement));
   PT_RETURN_IF_ERROR(r.Finish());
 
   // Derive the data degree when it was not given (Megatron: DP = world / (TP·PP·CP)).

@@ -53,6 +53,11 @@ struct TrainingSpec {
   double moe_skew = 1.0;
 };
 
+// What the framework rules (planner/framework.h) read of model `m` trained as
+// `t`. The gaps a cost model computes once (mds_moe_gap, mcore_attention_gap)
+// are left null.
+RuleJob RuleJobOf(const ModelSpec& m, const TrainingSpec& t);
+
 // Why a configuration cannot run, cheapest checks first. kOk = feasible.
 enum class Reason : uint8_t {
   kOk = 0,

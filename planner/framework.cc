@@ -179,9 +179,7 @@ constexpr const char* kRuleNames[kNumFrameworkRules] = {
 const char* FrameworkRuleName(FrameworkRule r) { return EnumName(r, kRuleNames); }
 
 Result<FrameworkRule> ParseFrameworkRule(const std::string& s) {
-  if (auto r = EnumFromName<FrameworkRule>(s, kRuleNames)) return *r;
-  return Status::InvalidArgument("'" + s + "' is not a framework rule (" +
-                                 EnumNameList(kRuleNames, " | ") + ")");
+  return ParseEnumName<FrameworkRule>(s, kRuleNames, "a framework rule");
 }
 
 std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c) {
@@ -287,12 +285,10 @@ const FrameworkRuleRef* BrokenRule(const FrameworkSpec& fw, const RuleJob& job, 
 
 
 Result<Framework> ParseFramework(const std::string& name) {
-  if (auto f = EnumFromName<Framework>(name, kNames)) return *f;
   if (name == "megatron-lm" || name == "megatron-core" || name == "nemo") return Framework::kMegatron;
   if (name == "fsdp1" || name == "llm-foundry" || name == "hf") return Framework::kFsdp;
   if (name == "fsdp2") return Framework::kTorchtitan;
-  return Status::InvalidArgument("'" + name + "' is not a framework (" +
-                                 EnumNameList(kNames, " | ") + ")");
+  return ParseEnumName<Framework>(name, kNames, "a framework");
 }
 
 std::array<Framework, kNumFrameworks> AllFrameworks() {

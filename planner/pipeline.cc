@@ -118,9 +118,7 @@ std::string BalancedError(int layers, const ParallelConfig& c) {
 const char* PpSplitName(PpSplit s) { return EnumLookup(s, kPpSplitNames, "megatron"); }
 
 Result<PpSplit> ParsePpSplit(const std::string& s) {
-  if (auto p = EnumFromName<PpSplit>(s, kPpSplitNames)) return *p;
-  return Status::InvalidArgument("'" + s + "' is not a pipeline split (" +
-                                 EnumNameList(kPpSplitNames, " | ") + ")");
+  return ParseEnumName<PpSplit>(s, kPpSplitNames, "a pipeline split");
 }
 
 std::string PipelineLayoutError(int layers, const ParallelConfig& c, PpSplit split) {
@@ -241,6 +239,14 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     return s;
   }
   int lo = layers, hi = 0;
+  // Counts rank r's `n` layers into s (first, last, the most loaded middle) and lo/hi.
+  auto add_rank = [&](int r, int n) {
+    if (r == 0) s.first = n;
+    if (r == pp - 1) s.last = n;
+    if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  };
   const bool vshape = VShaped(c.pp_schedule) && v == 2;
   if (split == PpSplit::kMegatron && c.vpp >= 1 && (vshape || !VShaped(c.pp_schedule))) {
     // Megatron's split in closed form (the search asks for it per
@@ -294,11 +300,7 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
                                  : (r < rem ? std::min(v, (rem - r - 1) / pp + 1) : 0);
         n = v * (eff / stages) + extra - (r == 0 ? in : 0) - (r == owner_last ? out : 0);
       }
-      if (r == 0) s.first = n;
-      if (r == pp - 1) s.last = n;
-      if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
-      lo = std::min(lo, n);
-      hi = std::max(hi, n);
+      add_rank(r, n);
     }
     s.max = hi;
     s.even = lo == hi;
@@ -311,11 +313,7 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
     } else {
       for (int j = 0; j < v; ++j) n += ChunkLayers(layers, c, split, r + j * pp);
     }
-    if (r == 0) s.first = n;
-    if (r == pp - 1) s.last = n;
-    if (r > 0 && r < pp - 1) s.middle = std::max(s.middle, n);
-    lo = std::min(lo, n);
-    hi = std::max(hi, n);
+    add_rank(r, n);
   }
   s.max = hi;
   s.even = lo == hi;
@@ -408,10 +406,7 @@ std::vector<LayoutChoice> LayoutChoices(int layers, int pp, PpSplit split, bool 
     if (std::find(out.begin(), out.end(), ch) != out.end()) continue;
     ParallelConfig c;
     c.pp = pp;
-    c.first_stage_layers = ch.first;
-    c.last_stage_layers = ch.last;
-    c.pp_embedding_layers = ch.embedding;
-    c.pp_loss_layers = ch.loss;
+    ch.ApplyTo(&c);
     const int top = interleave && pp > 1 ? std::max(1, max_vpp) : 1;
     for (int v = 1; v <= top; ++v) {
       c.vpp = v;

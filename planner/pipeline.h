@@ -107,14 +107,23 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split);
 // (ceil((layers + in + out) / value) == pp·vpp; pipeline_parallel.py:217-263).
 int TorchtitanLayersPerStage(int layers, const ParallelConfig& c);
 
-// A pipeline layout the search offers at one pp (layout keys of ParallelConfig).
-struct LayoutChoice {
+// A pipeline layout (the layout keys of ParallelConfig).
+struct PipeLayout {
   int first = 0, last = 0;      // first_stage_layers, last_stage_layers
   int embedding = 0, loss = 0;  // pp_embedding_layers, pp_loss_layers
-  std::vector<int> vpps;        // the interleaving degrees that build it
-  bool operator==(const LayoutChoice& o) const {
-    return first == o.first && last == o.last && embedding == o.embedding && loss == o.loss;
+  bool operator==(const PipeLayout&) const = default;
+  // Sets c's layout keys to this layout.
+  void ApplyTo(ParallelConfig* c) const {
+    c->first_stage_layers = first;
+    c->last_stage_layers = last;
+    c->pp_embedding_layers = embedding;
+    c->pp_loss_layers = loss;
   }
+};
+
+// A pipeline layout the search offers at one pp; equal when the layouts are.
+struct LayoutChoice : PipeLayout {
+  std::vector<int> vpps;  // the interleaving degrees that build it
 };
 
 // The layouts a framework with rule `split` builds at pp stages, each with the

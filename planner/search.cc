@@ -108,9 +108,7 @@ auto Key(const ParallelConfig& c) {
 const char* FamilyName(Family f) { return EnumLookup(f, kFamilyNames, "all"); }
 
 Result<Family> ParseFamily(const std::string& s) {
-  if (auto f = EnumFromName<Family>(s, kFamilyNames)) return *f;
-  return Status::InvalidArgument("'" + s + "' is not a space (" +
-                                 EnumNameList(kFamilyNames, " | ") + ")");
+  return ParseEnumName<Family>(s, kFamilyNames, "a space");
 }
 
 std::vector<Framework> FrameworksOf(Family f) {
@@ -140,9 +138,7 @@ Family FamilyOf(Framework f) {
 const char* ObjectiveName(Objective o) { return EnumLookup(o, kObjectiveNames, "time"); }
 
 Result<Objective> ParseObjective(const std::string& s) {
-  if (auto o = EnumFromName<Objective>(s, kObjectiveNames)) return *o;
-  return Status::InvalidArgument("'" + s + "' is not an objective (" +
-                                 EnumNameList(kObjectiveNames, " | ") + ")");
+  return ParseEnumName<Objective>(s, kObjectiveNames, "an objective");
 }
 
 Status ValidateFixed(const FixedFields& fixed) {
@@ -370,8 +366,15 @@ SearchResult Search::RunShard(int shard) const {
   // Pipeline layouts the framework builds at this pp (planner/pipeline.h), each
   // with the interleaving degrees that build it; pins and uneven_pp filter them.
   struct Pipe {
-    int first, last, embedding, loss, vpp;
+    PipeLayout layout;
+    int vpp;
     PpSchedule schedule;
+    // Sets c's layout keys, vpp and schedule to this pipeline.
+    void ApplyTo(ParallelConfig* c) const {
+      layout.ApplyTo(c);
+      c->vpp = vpp;
+      c->pp_schedule = schedule;
+    }
   };
   std::vector<Pipe> pipes;
   {
@@ -387,10 +390,7 @@ SearchResult Search::RunShard(int shard) const {
                                                 pinned_first_, pinned_last_)) {
       ParallelConfig probe;
       probe.pp = o.pp;
-      probe.first_stage_layers = ch.first;
-      probe.last_stage_layers = ch.last;
-      probe.pp_embedding_layers = ch.embedding;
-      probe.pp_loss_layers = ch.loss;
+      ch.ApplyTo(&probe);
       // uneven_pp=false pins whole, equal stages (Megatron-LM before
       // Megatron-Core 0.9 asserted num_layers % pipeline size == 0).
       const bool uneven = o.pp > 1 && !SplitLayers(m.layers, probe, fr.pp_split).even;
@@ -427,7 +427,7 @@ SearchResult Search::RunShard(int shard) const {
             probe.pp_schedule = PpSchedule::k1F1B;
             if (!ok) continue;
           }
-          pipes.push_back({ch.first, ch.last, ch.embedding, ch.loss, v, sched});
+          pipes.push_back({ch, v, sched});
         }
       }
     }
@@ -497,7 +497,7 @@ SearchResult Search::RunShard(int shard) const {
   std::vector<Placement> places;
   {
     ParallelConfig probe;
-    probe.gx = o.gx; probe.gy = o.gy; probe.gz = o.gz; probe.gdata = o.gdata; probe.pp = o.pp; probe.cp = o.cp;
+    o.ApplyTo(&probe);
     std::vector<std::array<int, kNumDims>> seen;
     for (const Placement& pl : placements) {
       probe.placement = pl;
@@ -604,23 +604,13 @@ SearchResult Search::RunShard(int shard) const {
     std::vector<MoeChoice> kept;
     for (const MoeChoice& mc : moe_choices) {
       ParallelConfig probe;
-      probe.gx = o.gx;
-      probe.gy = o.gy;
-      probe.gz = o.gz;
-      probe.gdata = o.gdata;
-      probe.pp = o.pp;
-      probe.cp = o.cp;
+      o.ApplyTo(&probe);
       probe.ep = mc.ep;
       probe.etp = mc.etp;
       // The least any of the tuple's pipeline layouts holds.
       double held = std::numeric_limits<double>::infinity();
       for (const Pipe& p : pipes) {
-        probe.vpp = p.vpp;
-        probe.pp_schedule = p.schedule;
-        probe.first_stage_layers = p.first;
-        probe.last_stage_layers = p.last;
-        probe.pp_embedding_layers = p.embedding;
-        probe.pp_loss_layers = p.loss;
+        p.ApplyTo(&probe);
         held = std::min(held, cm.ExpertParamsHeld(probe));
       }
       const double edp = static_cast<double>(stage) / (int64_t{mc.ep} * mc.etp);
@@ -647,15 +637,7 @@ SearchResult Search::RunShard(int shard) const {
   using OverlapFlags = std::array<bool, std::size(kOverlapSwitches)>;
   std::array<std::optional<OverlapFlags>, 32> overlaps;
   ParallelConfig c;
-  c.gx = o.gx; c.gy = o.gy; c.gz = o.gz; c.gdata = o.gdata; c.pp = o.pp; c.cp = o.cp;
-  auto set_pipe = [&c](const Pipe& p) {
-    c.vpp = p.vpp;
-    c.pp_schedule = p.schedule;
-    c.first_stage_layers = p.first;
-    c.last_stage_layers = p.last;
-    c.pp_embedding_layers = p.embedding;
-    c.pp_loss_layers = p.loss;
-  };
+  o.ApplyTo(&c);
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;
@@ -666,7 +648,7 @@ SearchResult Search::RunShard(int shard) const {
       // configuration they rule out is counted under its reason.
       // The probe takes the first choice of every inner field (each is one the
       // framework supports, so a framework rule that fails here fails them all).
-      set_pipe(pipes.front());
+      pipes.front().ApplyTo(&c);
       c.mbs = mbss.front();
       c.sp = sps.front() != 0;
       c.zero = 0;
@@ -689,7 +671,7 @@ SearchResult Search::RunShard(int shard) const {
         c.sp = sp != 0;
         for (int mbs : mbss) {
           c.mbs = mbs;
-          set_pipe(pipes.front());
+          pipes.front().ApplyTo(&c);
           c.recompute = Recompute::kNone;
           const CostModel::ComputeTerms terms = cm.Compute(c);
           const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
@@ -701,7 +683,7 @@ SearchResult Search::RunShard(int shard) const {
             for (double& x : compute) x += std::min(0.0, swap);
           }
           for (const Pipe& pipe : pipes) {
-            set_pipe(pipe);
+            pipe.ApplyTo(&c);
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
             c.zero = 0;

@@ -129,6 +129,15 @@ class Search {
   struct Outer {  // one tuple of degrees for one framework: the unit of sharding
     int model;     // index into models_
     int gx, gy, gz, gdata, pp, cp;
+    // Sets c's degrees to this tuple's.
+    void ApplyTo(ParallelConfig* c) const {
+      c->gx = gx;
+      c->gy = gy;
+      c->gz = gz;
+      c->gdata = gdata;
+      c->pp = pp;
+      c->cp = cp;
+    }
   };
   void Enumerate(int model);
   bool Allowed(const char* key, int value) const;

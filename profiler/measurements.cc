@@ -132,16 +132,19 @@ OrderedJson MeasurementsToJson(const Measurements& m) {
     gemm.push_back(std::move(e));
   }
   j["gemm"] = std::move(gemm);
-  if (m.copy) {
-    j["copy"] = {{"bytes", m.copy->bytes}, {"time_us", m.copy->time_us}, {"GBps", m.copy->GBps}};
-  }
-  if (m.p2p) {
-    j["p2p"] = {{"ranks", m.p2p->ranks}, {"bytes", m.p2p->bytes}, {"GBps", m.p2p->GBps}};
-  }
-  OrderedJson waived = OrderedJson::array();
-  for (const Waived& w : m.waived) waived.push_back({{"what", w.what}, {"reason", w.reason}});
-  j["waived"] = std::move(waived);
+  CopyP2pWaivedToJson(m.copy, m.p2p, m.waived, &j);
   return j;
+}
+
+void CopyP2pWaivedToJson(const std::optional<CopyResult>& copy, const std::optional<P2PMatrix>& p2p,
+                         const std::vector<Waived>& waived, OrderedJson* j) {
+  if (copy) {
+    (*j)["copy"] = {{"bytes", copy->bytes}, {"time_us", copy->time_us}, {"GBps", copy->GBps}};
+  }
+  if (p2p) (*j)["p2p"] = {{"ranks", p2p->ranks}, {"bytes", p2p->bytes}, {"GBps", p2p->GBps}};
+  OrderedJson w = OrderedJson::array();
+  for (const Waived& x : waived) w.push_back({{"what", x.what}, {"reason", x.reason}});
+  (*j)["waived"] = std::move(w);
 }
 
 }  // namespace paratune::profiler

@@ -109,4 +109,9 @@ Result<Environment> ParseEnvironment(const Json& j, const std::string& pointer);
 // sample's time), GEMM timings, copy and P2P figures, waived items.
 OrderedJson MeasurementsToJson(const Measurements& m);
 
+// Adds the fields the measurements and the profile documents both end with:
+// "copy" and "p2p" when measured, then "waived".
+void CopyP2pWaivedToJson(const std::optional<CopyResult>& copy, const std::optional<P2PMatrix>& p2p,
+                         const std::vector<Waived>& waived, OrderedJson* j);
+
 }  // namespace paratune::profiler

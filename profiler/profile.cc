@@ -299,13 +299,7 @@ OrderedJson ProfileToJson(const Profile& p) {
     gemm.push_back(std::move(e));
   }
   j["gemm"] = std::move(gemm);
-  if (p.copy) {
-    j["copy"] = {{"bytes", p.copy->bytes}, {"time_us", p.copy->time_us}, {"GBps", p.copy->GBps}};
-  }
-  if (p.p2p) j["p2p"] = {{"ranks", p.p2p->ranks}, {"bytes", p.p2p->bytes}, {"GBps", p.p2p->GBps}};
-  OrderedJson waived = OrderedJson::array();
-  for (const Waived& w : p.waived) waived.push_back({{"what", w.what}, {"reason", w.reason}});
-  j["waived"] = std::move(waived);
+  CopyP2pWaivedToJson(p.copy, p.p2p, p.waived, &j);
   if (p.calibration) j["calibration"] = OrderedJson::parse(p.calibration->dump());
   return j;
 }

@@ -583,9 +583,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
 const char* CollectiveName(Collective c) { return EnumLookup(c, kCollectiveNames, "unknown"); }
 
 Result<Collective> ParseCollective(const std::string& name) {
-  if (auto c = EnumFromName<Collective>(name, kCollectiveNames)) return *c;
-  return Status::InvalidArgument("unknown collective '" + name +
-                                 "' (valid: " + EnumNameList(kCollectiveNames) + ")");
+  return ParseKnownEnumName<Collective>(name, kCollectiveNames, "collective");
 }
 
 double BusFactor(Collective c, int group_size) {
@@ -806,26 +804,13 @@ Result<ClusterSpec> ResolveCluster(const Json& j, const std::string& pointer) {
                                  ": must be a cluster preset name or a cluster object");
 }
 
-std::vector<std::string> ClusterPresetNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedPreset& p : EmbeddedPresets_clusters()) names.emplace_back(p.name);
-  return names;
-}
+std::vector<std::string> ClusterPresetNames() { return PresetNames(EmbeddedPresets_clusters()); }
 
 Result<ClusterSpec> ClusterPreset(const std::string& name) {
-  static const auto* const kParsed = [] {
-    auto* m = new std::map<std::string, Result<ClusterSpec>, std::less<>>();
-    for (const EmbeddedPreset& p : EmbeddedPresets_clusters()) {
-      m->emplace(std::string(p.name), ParsePreset<ClusterSpec>(p, "cluster", ParseClusterSpec));
-    }
-    return m;
-  }();
-  auto it = kParsed->find(name);
-  if (it == kParsed->end()) {
-    return Status::NotFound("unknown cluster preset '" + name +
-                            "' (valid: " + JoinNames(ClusterPresetNames()) + ")");
-  }
-  return it->second;
+  // Parsed once; presets are immutable compiled-in text.
+  static const auto* const kPresets =
+      new PresetTable<ClusterSpec>(EmbeddedPresets_clusters(), "cluster", ParseClusterSpec);
+  return kPresets->Find(name, "cluster");
 }
 
 }  // namespace paratune::topology

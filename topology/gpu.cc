@@ -79,9 +79,7 @@ const std::vector<EfficiencyPoint>* EffectiveCurve(const GpuSpec& g, Precision p
 const char* PrecisionName(Precision p) { return EnumLookup(p, kPrecisionNames, "unknown"); }
 
 Result<Precision> ParsePrecision(const std::string& name) {
-  if (auto p = EnumFromName<Precision>(name, kPrecisionNames)) return *p;
-  return Status::InvalidArgument("unknown precision '" + name +
-                                 "' (valid: " + EnumNameList(kPrecisionNames) + ")");
+  return ParseKnownEnumName<Precision>(name, kPrecisionNames, "precision");
 }
 
 double GpuSpec::PublishedMfuCeiling(Precision p) const {
@@ -94,9 +92,7 @@ double GpuSpec::PublishedMfuCeiling(Precision p) const {
 const char* RecipeName(Recipe r) { return EnumLookup(r, kRecipeNames, "unknown"); }
 
 Result<Recipe> ParseRecipe(const std::string& name) {
-  if (auto r = EnumFromName<Recipe>(name, kRecipeNames)) return *r;
-  return Status::InvalidArgument("unknown recipe '" + name +
-                                 "' (valid: " + EnumNameList(kRecipeNames) + ")");
+  return ParseKnownEnumName<Recipe>(name, kRecipeNames, "recipe");
 }
 
 const std::vector<EfficiencyPoint>& GpuSpec::RecipeGemmCurve(Recipe r) const {
@@ -359,28 +355,13 @@ Json GpuSpecToJson(const GpuSpec& g) {
   return j;
 }
 
-std::vector<std::string> GpuPresetNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedPreset& p : EmbeddedPresets_gpus()) names.emplace_back(p.name);
-  return names;
-}
+std::vector<std::string> GpuPresetNames() { return PresetNames(EmbeddedPresets_gpus()); }
 
 Result<GpuSpec> GpuPreset(const std::string& name) {
   // Parsed once; presets are immutable compiled-in text.
-  static const auto* const kParsed = [] {
-    auto* m = new std::map<std::string, Result<GpuSpec>, std::less<>>();
-    for (const EmbeddedPreset& p : EmbeddedPresets_gpus()) {
-      const std::string key(p.name);
-      m->emplace(key, ParsePreset<GpuSpec>(p, "gpu", ParseGpuSpec));
-    }
-    return m;
-  }();
-  auto it = kParsed->find(name);
-  if (it == kParsed->end()) {
-    return Status::NotFound("unknown GPU preset '" + name +
-                            "' (valid: " + JoinNames(GpuPresetNames()) + ")");
-  }
-  return it->second;
+  static const auto* const kPresets =
+      new PresetTable<GpuSpec>(EmbeddedPresets_gpus(), "gpu", ParseGpuSpec);
+  return kPresets->Find(name, "GPU");
 }
 
 }  // namespace paratune::topology

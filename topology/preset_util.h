@@ -66,4 +66,39 @@ Result<T> ParsePreset(const EmbeddedPreset& p, const char* kind,
   return spec;
 }
 
+// The names of `presets`, in their order.
+inline std::vector<std::string> PresetNames(const std::vector<EmbeddedPreset>& presets) {
+  std::vector<std::string> names;
+  for (const EmbeddedPreset& p : presets) names.emplace_back(p.name);
+  return names;
+}
+
+// Compiled-in presets of one kind, each parsed once (ParsePreset), by name.
+template <typename T>
+class PresetTable {
+ public:
+  PresetTable(const std::vector<EmbeddedPreset>& presets, const char* kind,
+              Result<T> (*parse)(const Json&, const std::string&))
+      : names_(PresetNames(presets)) {
+    for (const EmbeddedPreset& p : presets) {
+      parsed_.emplace(std::string(p.name), ParsePreset<T>(p, kind, parse));
+    }
+  }
+
+  // The preset `name` (or why it does not parse), or kNotFound
+  // "unknown <label> preset '<name>' (valid: <the names in preset order>)".
+  Result<T> Find(const std::string& name, const char* label) const {
+    auto it = parsed_.find(name);
+    if (it == parsed_.end()) {
+      return Status::NotFound("unknown " + std::string(label) + " preset '" + name +
+                              "' (valid: " + JoinNames(names_) + ")");
+    }
+    return it->second;
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, Result<T>, std::less<>> parsed_;
+};
+
 }  // namespace paratune::topology

@@ -98,19 +98,24 @@ Reason CostModel::CheckRules(const ParallelConfig& c, bool framework_rules) cons
   return Reason::kOk;
 }
 
+RuleJob RuleJobOf(const ModelSpec& m, const TrainingSpec& t) {
+  RuleJob job;
+  job.heads = m.heads;
+  job.kv_heads = m.kv_heads;
+  job.tied_embeddings = m.tied_embeddings;
+  job.gated_ffn = m.gated_ffn;
+  job.linear_bias = m.linear_bias;
+  job.moe = m.is_moe();
+  job.seq_len = t.seq_len;
+  job.fpdt_chunk_tokens = t.fpdt_chunk_tokens;
+  return job;
+}
+
 const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::string* why) const {
   if (fw_.rules.empty()) return nullptr;
-  RuleJob job;
-  job.heads = model_.heads;
-  job.kv_heads = model_.kv_heads;
-  job.tied_embeddings = model_.tied_embeddings;
-  job.gated_ffn = model_.gated_ffn;
-  job.linear_bias = model_.linear_bias;
-  job.moe = model_.is_moe();
+  RuleJob job = RuleJobOf(model_, training_);
   job.mds_moe_gap = &mds_moe_gap_;
   job.mcore_attention_gap = &mcore_attention_gap_;
-  job.seq_len = training_.seq_len;
-  job.fpdt_chunk_tokens = training_.fpdt_chunk_tokens;
   return planner::BrokenRule(fw_, job, c, why);
 }
 
