@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/median.h"
 #include "common/strings.h"
 #include "profiler/fit.h"
 
@@ -26,13 +27,6 @@ static_assert(static_cast<int>(Collective::kSendRecv) ==
                   static_cast<int>(Collective::kAllToAll) ==
                       static_cast<int>(backend::OpKind::kAllToAll),
               "topology::Collective and backend::OpKind must list collectives alike");
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string Bytes(int64_t b) {
   if (b >= (int64_t{1} << 30) && b % (int64_t{1} << 30) == 0) return std::to_string(b >> 30) + "G";
