@@ -21,7 +21,7 @@ constexpr const char* kHelp = R"(usage: paratune capacity --model M --cluster C 
 For each framework family (or the one --space names): the longest sequence
 that fits in memory on N GPUs with some configuration of that family (one
 sequence per data-parallel replica, micro-batch 1), and the largest built-in
-model that fits at --seq (default: the model's context length). Only memory
+model that fits at --seq (default as in `paratune predict --help`). Only memory
 is modelled here; use `paratune plan` for the speed at that length.
 
 Memory is GPU memory and, where the cluster states it (host_memory_GiB),

@@ -15,7 +15,7 @@ namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp =
-    R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] --global-batch B
+    R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] [--global-batch B]
                      [--seq S] [--precision bf16] [--attention flash|unfused]
                      [--framework F] [--compile] [--allow-lossy]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
@@ -178,11 +178,10 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
 }
 
 void PrintSummary(const planner::PlanSection& s, std::ostream& out) {
-  out << s.job.model.name << " on " << s.job.gpus << " × " << s.job.cluster.gpu.name << " (" << s.job.cluster.name
-      << "), seq " << s.job.training.seq_len << ", global batch " << s.job.training.global_batch << ", "
-      << topology::PrecisionName(s.job.training.precision)
-      << (s.job.precision_defaulted ? " (the best " + s.job.cluster.gpu.name + " supports; --precision to choose)"
-                                    : std::string())
+  out << JobHeadline(s.job) << ", " << topology::PrecisionName(s.job.training.precision)
+      << (s.job.precision_defaulted
+              ? " (the best " + s.job.cluster.gpu.name + " supports; --precision to choose)"
+              : std::string())
       << "\n";
   out << "searched " << s.result.evaluated << " configurations in " << FormatFixed(s.search_time_s, 3)
       << " s: " << s.result.feasible << " fit";

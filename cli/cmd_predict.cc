@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
        paratune predict --log FILE --cluster C [--model M] [--gpus N] [...]
                         [--profile PROFILE.json] [--format json|table]
-       paratune predict --model M --cluster C --gpus N --global-batch B
+       paratune predict --model M --cluster C --gpus N [--global-batch B]
                         [--seq S] [--precision bf16] [--attention flash|unfused]
                         [--framework megatron] [--compile]
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.1]
@@ -36,8 +36,12 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     Hugging Face config.json
   --cluster C       a preset (paratune presets clusters) or a cluster JSON file
   --gpus N          total GPUs
-  --global-batch B  sequences per iteration
-  --seq S           sequence length (default: the model's context length)
+  --global-batch B  sequences per iteration (default: the model's published
+                    pretraining batch in tokens, e.g. deepseek-v3's 15360 x 4096,
+                    else 4M tokens as Llama 2 trained; divided by --seq)
+  --seq S           sequence length (default: the model's published pretraining
+                    length, e.g. 4096 for deepseek-v3 and qwen3, else its
+                    context length)
   --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (the GPU's default FP8
                     recipe) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 |
                     nvfp4 (a recipe the GPU cannot run is refused; default: the
@@ -89,11 +93,9 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
                 const planner::Prediction& p, std::ostream& out) {
   const auto& b = p.breakdown;
   const auto& m = p.memory;
-  out << job.model.name << " on " << job.gpus << " × " << job.cluster.gpu.name << " ("
-      << job.cluster.name << "), seq " << job.training.seq_len << ", global batch "
-      << job.training.global_batch << ", " << topology::PrecisionName(job.training.precision) << ", "
-      << planner::FrameworkName(job.training.framework) << (job.training.compile ? " (compiled)" : "")
-      << "\n";
+  out << JobHeadline(job) << ", " << topology::PrecisionName(job.training.precision) << ", "
+      << planner::FrameworkName(job.training.framework)
+      << (job.training.compile ? " (compiled)" : "") << "\n";
   out << "config        " << planner::ConfigToString(c) << "  (" << p.micro_batches
       << " micro-batches)\n";
   out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s ± "

@@ -92,8 +92,6 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
   if (auto b = flags.Get("--global-batch")) {
     PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*b, "--global-batch"));
     training["global_batch"] = n;
-  } else {
-    return Status::InvalidArgument("--global-batch is required");
   }
   if (auto s = flags.Get("--seq")) {
     PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*s, "--seq"));
@@ -114,6 +112,31 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
     }
   }
   return req;
+}
+
+std::string JobHeadline(const planner::Job& job) {
+  const planner::ModelSpec& m = job.model;
+  const int seq = job.training.seq_len;
+  std::string s = m.name + " on " + std::to_string(job.gpus) + " × " + job.cluster.gpu.name + " (" +
+                  job.cluster.name + "), seq " + std::to_string(seq);
+  if (job.seq_defaulted) {
+    s += m.pretrain_seq_len > 0 ? " (" + m.name + "'s pretraining length; --seq to choose)"
+                                : " (the model's context length; --seq to choose)";
+  }
+  s += ", global batch " + std::to_string(job.training.global_batch);
+  if (job.batch_defaulted) {
+    if (m.pretrain_global_batch <= 0) {
+      s += " (" + std::to_string(planner::kDefaultBatchTokens >> 20) +
+           "M tokens, the default where the model states no pretraining batch; "
+           "--global-batch to choose)";
+    } else if (seq == m.pretrain_seq_len) {
+      s += " (" + m.name + "'s pretraining batch; --global-batch to choose)";
+    } else {
+      s += " (" + m.name +
+           "'s pretraining tokens per step at this length; --global-batch to choose)";
+    }
+  }
+  return s;
 }
 
 Result<planner::LogFlags> LogFlagsFromFlags(const Flags& flags, std::istream& in) {

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "frameworks/logs.h"
+#include "planner/request.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
 
@@ -44,6 +45,12 @@ Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::
 // --precision --attention --headroom (and --config when with_config). With
 // gpus > 0 that count is used and --gpus is not read (plan's ranges).
 Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream& in, int gpus = 0);
+
+// "<model> on <gpus> × <gpu> (<cluster>), seq S, global batch B": the question
+// a plan or a prediction answers. A length or batch the request left unstated
+// says where it came from (the model's pretraining, its context length, or the
+// 4M-token default) and which flag chooses it.
+std::string JobHeadline(const planner::Job& job);
 
 // What --model --cluster --gpus --global-batch --seq --precision --attention
 // --framework --config supply for a training log (planner::RequestFromLog):

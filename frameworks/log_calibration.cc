@@ -210,7 +210,7 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
     training["seq_len"] = *flags.seq_len;
     assumed.push_back(Describe("seq", std::to_string(*flags.seq_len), "--seq"));
   } else {
-    assumed.push_back("seq: the model's context length (not in the log; --seq)");
+    assumed.push_back("seq: the model's default length (not in the log; --seq)");
   }
   if (run.precision) {
     training["precision"] = *run.precision;

@@ -231,6 +231,15 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
   PT_RETURN_IF_ERROR(CheckRange(pointer, "vocab", m.vocab, 1, kMaxModelVocab));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "max_seq_len", m.max_seq_len, 0, kMaxModelSeqLen));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "head_dim", m.head_dim_override, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(
+      CheckRange(pointer, "pretrain_seq_len", m.pretrain_seq_len, 0, kMaxModelSeqLen));
+  PT_RETURN_IF_ERROR(
+      CheckRange(pointer, "pretrain_global_batch", m.pretrain_global_batch, 0, kMaxGlobalBatch));
+  if (m.pretrain_global_batch > 0 && m.pretrain_seq_len == 0) {
+    return FieldError(pointer, "pretrain_global_batch",
+                      "needs pretrain_seq_len (a batch of sequences is a token count only with "
+                      "their length)");
+  }
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0) {
     return FieldError(pointer, "heads",
                       "must divide hidden (hidden " + std::to_string(m.hidden) +
@@ -364,6 +373,8 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptBool("linear_bias", &m.linear_bias));
   PT_RETURN_IF_ERROR(r.OptString("norm", &m.norm));
   PT_RETURN_IF_ERROR(r.OptInt("max_seq_len", &m.max_seq_len));
+  PT_RETURN_IF_ERROR(r.OptInt("pretrain_seq_len", &m.pretrain_seq_len));
+  PT_RETURN_IF_ERROR(r.OptInteger("pretrain_global_batch", &m.pretrain_global_batch));
   PT_RETURN_IF_ERROR(r.OptInt("head_dim", &m.head_dim_override));
   PT_RETURN_IF_ERROR(r.OptInt("experts", &m.experts));
   PT_RETURN_IF_ERROR(r.OptInt("top_k", &m.top_k));
@@ -425,6 +436,8 @@ Json ModelSpecToJson(const ModelSpec& m) {
   put("sliding_window", m.sliding_window, d.sliding_window);
   put("sliding_layers", m.sliding_layers, d.sliding_layers);
   put("chunked_attention", m.chunked_attention, d.chunked_attention);
+  put("pretrain_seq_len", m.pretrain_seq_len, d.pretrain_seq_len);
+  put("pretrain_global_batch", m.pretrain_global_batch, d.pretrain_global_batch);
   j["source"] = m.source;
   return j;
 }

@@ -52,6 +52,12 @@ struct ModelSpec {
   bool linear_bias = false;  // biases on the linear layers (and on the experts and router)
   std::string norm = "layernorm";  // "layernorm" | "rmsnorm"
   int max_seq_len = 0;             // 0 = unknown
+  // The published pretraining run's sequence length (tokens) and global batch
+  // (sequences per step), where the model's source states them (0 = not
+  // stated): a request that names no seq_len or global_batch takes them
+  // (planner/request.h, DefaultGlobalBatch). A batch needs its length.
+  int pretrain_seq_len = 0;
+  int64_t pretrain_global_batch = 0;
   // Per-head width d when it is not hidden / heads (Qwen3: 128 with h 4096 and 64
   // heads; gpt-oss: 64 with h 2880). 0 = hidden / heads. Megatron's --kv-channels.
   int head_dim_override = 0;
@@ -185,6 +191,10 @@ inline constexpr int kMaxModelHidden = 1 << 20;
 inline constexpr int kMaxModelFfnHidden = 1 << 22;
 inline constexpr int kMaxModelVocab = 1 << 24;
 inline constexpr int kMaxModelSeqLen = 1 << 26;
+// Sequences per iteration a request (or a model's pretrain_global_batch) may
+// name (2^30): caps the search's enumeration of micro-batch sizes (documented
+// in docs/cli.md).
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;
 inline constexpr int kMaxModelExperts = 1 << 14;
 inline constexpr int kMaxModelMtpLayers = 64;
 Status ValidateModel(const ModelSpec& m, const std::string& pointer);

@@ -1,21 +1,35 @@
 #include "planner/request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/strings.h"
 
 namespace paratune::planner {
 
+int DefaultSeqLen(const ModelSpec& model) {
+  if (model.pretrain_seq_len > 0) return model.pretrain_seq_len;
+  return model.max_seq_len > 0 ? model.max_seq_len : 2048;
+}
+
+int64_t DefaultGlobalBatch(const ModelSpec& model, int seq_len) {
+  const int64_t tokens = model.pretrain_global_batch > 0
+                             ? model.pretrain_global_batch * model.pretrain_seq_len
+                             : kDefaultBatchTokens;
+  return std::max<int64_t>(1, tokens / std::max(seq_len, 1));
+}
+
 Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
                                    const ModelSpec& model) {
   TrainingSpec t;
   ObjectReader r(j, pointer);
-  t.seq_len = model.max_seq_len > 0 ? model.max_seq_len : 2048;
+  t.seq_len = DefaultSeqLen(model);
   PT_RETURN_IF_ERROR(r.OptInt("seq_len", &t.seq_len));
   if (t.seq_len < 1 || t.seq_len > kMaxModelSeqLen) {
     return r.Error("seq_len", "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
   }
-  PT_RETURN_IF_ERROR(r.Integer("global_batch", &t.global_batch));
+  t.global_batch = DefaultGlobalBatch(model, t.seq_len);
+  PT_RETURN_IF_ERROR(r.OptInteger("global_batch", &t.global_batch));
   // The search enumerates the divisors of the batch: bounded, it stays fast.
   if (t.global_batch < 1 || t.global_batch > kMaxGlobalBatch) {
     return r.Error("global_batch", "must be in [1, " + std::to_string(kMaxGlobalBatch) + "]");
@@ -128,6 +142,11 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
     training["precision"] = topology::PrecisionName(BestTrainingPrecision(job.cluster.gpu));
     job.precision_defaulted = true;
   }
+  auto absent = [&training](const char* key) {
+    return training.is_object() && (!training.contains(key) || training[key].is_null());
+  };
+  job.seq_defaulted = absent("seq_len");
+  job.batch_defaulted = absent("global_batch");
   PT_ASSIGN_OR_RETURN(job.training, ParseTraining(training, r.PointerOf("training"), job.model));
   if (!(job.cluster.gpu.PeakTflops(job.training.precision) > 0)) {
     return Status::InvalidArgument(r.PointerOf("training") + "/precision: " + job.cluster.gpu.name +

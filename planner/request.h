@@ -25,6 +25,9 @@ struct Job {          // what is trained, where: everything but the parallel con
   TrainingSpec training;
   // training.precision was not given: it is BestTrainingPrecision(cluster.gpu).
   bool precision_defaulted = false;
+  // training.seq_len / global_batch were not given: DefaultSeqLen / DefaultGlobalBatch.
+  bool seq_defaulted = false;
+  bool batch_defaulted = false;
 };
 
 // The precision a job trains in when the request names none: the best the
@@ -48,12 +51,23 @@ struct PredictRequest {
 // docs/cli.md and docs/service.md).
 inline constexpr int64_t kMaxGpus = int64_t{1} << 24;
 
-// Sequences per iteration a request may ask for (2^30): caps the search's
-// enumeration of micro-batch sizes (documented in docs/cli.md).
-inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;
+// Tokens per step a request that names no global batch trains with when the
+// model states no pretraining batch of its own: 4M, Llama 2's pretraining
+// batch (Touvron et al. 2023, arXiv 2307.09288, section 2.2 and Table 1).
+inline constexpr int64_t kDefaultBatchTokens = int64_t{1} << 22;
 
-// Parses the `training` object. `model` supplies the default seq_len (its
-// max_seq_len) when absent. Strict.
+// The sequence length of a request that names none: the model's published
+// pretraining length (pretrain_seq_len), else its context length, else 2048.
+int DefaultSeqLen(const ModelSpec& model);
+
+// The global batch (sequences) of a request that names none, at `seq_len`:
+// the model's published pretraining batch in tokens (pretrain_global_batch ×
+// pretrain_seq_len), else kDefaultBatchTokens, divided by seq_len (at least 1).
+// So a model run at its pretraining length gets its published batch.
+int64_t DefaultGlobalBatch(const ModelSpec& model, int seq_len);
+
+// Parses the `training` object; an absent seq_len or global_batch takes the
+// defaults above. Strict.
 Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer, const ModelSpec& model);
 OrderedJson TrainingToJson(const TrainingSpec& t);
 

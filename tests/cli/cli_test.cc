@@ -59,21 +59,35 @@ TEST(Predict, RequestFileAndFlagsAgree) {
 TEST(Predict, BadInputExitsTwoNamingFieldAndRule) {
   struct Case { Args args; std::string stdin_text; std::string needle; };
   const Case cases[] = {
-      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
-         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "tpp": 1}})", "/config/tpp: unknown key"},
-      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
-         "training": {"global_batch": 64}, "config": {"tp": 64}})", "/config/tp"},
-      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
-         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "dp": 2}})", "/gpus"},
-      {{"--request", "-"}, R"({"model": "nope", "cluster": "dgx-a100-80gb", "gpus": 8,
-         "training": {"global_batch": 8}})", "nope"},
-      {{"--request", "-"}, R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 8,
-         "training": {"global_batch": 8, "precision": "fp7"}})", "/training/precision"},
-      {{"--request", "-"}, R"({"model": "llama2-7b", "cluster": {"gpu": "v100-32gb", "gpus_per_node": 8,
+      {{"--request", "-"},
+       R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "tpp": 1}})",
+       "/config/tpp: unknown key"},
+      {{"--request", "-"},
+       R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 64}})",
+       "/config/tp"},
+      {{"--request", "-"},
+       R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 64,
+         "training": {"global_batch": 64}, "config": {"tp": 8, "pp": 8, "dp": 2}})",
+       "/gpus"},
+      {{"--request", "-"},
+       R"({"model": "nope", "cluster": "dgx-a100-80gb", "gpus": 8,
+         "training": {"global_batch": 8}})",
+       "nope"},
+      {{"--request", "-"},
+       R"({"model": "gpt3-175b", "cluster": "dgx-a100-80gb", "gpus": 8,
+         "training": {"global_batch": 8, "precision": "fp7"}})",
+       "/training/precision"},
+      {{"--request", "-"},
+       R"({"model": "llama2-7b", "cluster": {"gpu": "v100-32gb", "gpus_per_node": 8,
          "intra_node_GBps": 130, "inter_node_GBps_per_gpu": 12}, "gpus": 8,
-         "training": {"global_batch": 8, "precision": "bf16"}})", "/training/precision"},
+         "training": {"global_batch": 8, "precision": "bf16"}})",
+       "/training/precision"},
       {{"--request", "-"}, "{not json", "invalid JSON"},
-      {{"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8"}, "", "--global-batch"},
+      {{"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8", "--global-batch", "0"},
+       "",
+       "/training/global_batch"},
       {{"--bogus"}, "", "unknown flag"},
   };
   for (const Case& c : cases) {
@@ -264,6 +278,35 @@ TEST(Presets, ListAndShow) {
   ASSERT_EQ(show.code, kExitOk);
   EXPECT_EQ(Json::parse(show.out)["gpus_per_node"], 8);
   EXPECT_EQ(Call(RunPresets, {"show", "nope"}).code, kExitUsage);
+}
+
+// The MoE questions asked with no length or batch: DeepSeek-V3 trains as its
+// report states (4K tokens, batch 15360, §4.2), Qwen3 at its published 4,096
+// tokens with the 4M-token default batch; the first line says where each came
+// from, and the plans carry expert parallelism.
+TEST(Plan, MoeQuestionsWithoutBatchUseThePublishedPretraining) {
+  Outcome ds = Call(RunPlan, {"--model", "deepseek-v3", "--cluster", "dgx-h100", "--gpus", "2048",
+                              "--top", "3", "--format", "json"});
+  ASSERT_EQ(ds.code, kExitOk) << ds.err;
+  Json j = Json::parse(ds.out);
+  EXPECT_EQ(j["job"]["training"]["seq_len"], 4096);
+  EXPECT_EQ(j["job"]["training"]["global_batch"], 15360);
+  ASSERT_FALSE(j["candidates"].empty());
+  EXPECT_GT(j["candidates"][0]["config"].value("ep", 1), 1) << j["candidates"][0]["config"].dump();
+
+  Outcome q = Call(RunPlan, {"--model", "qwen3-235b-a22b", "--cluster", "dgx-h100", "--gpus", "256",
+                             "--top", "3"});
+  ASSERT_EQ(q.code, kExitOk) << q.err;
+  EXPECT_NE(q.out.find("seq 4096 (qwen3-235b-a22b's pretraining length; --seq to choose), global "
+                       "batch 1024 (4M tokens, the default where the model states no pretraining "
+                       "batch; --global-batch to choose)"),
+            std::string::npos)
+      << q.out;
+  // Stated, neither is annotated.
+  Outcome s = Call(RunPlan, {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                             "--seq", "4096", "--global-batch", "512", "--top", "1"});
+  ASSERT_EQ(s.code, kExitOk) << s.err;
+  EXPECT_NE(s.out.find("seq 4096, global batch 512, "), std::string::npos) << s.out;
 }
 
 TEST(Plan, DefaultPrecisionIsTheBestTheGpuSupportsAndSaysSo) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "planner/model.h"
+#include "planner/request.h"
 #include "tests/planner/test_models.h"
 
 namespace paratune::planner {
@@ -26,10 +27,13 @@ Json ReadHfFile(const std::string& name) {
   return MustParse(ss.str());
 }
 
-// Everything but name, source and (where a revision differs) max_seq_len.
+// Everything but name, source, the pretraining run a config.json does not
+// describe, and (where a revision differs) max_seq_len.
 void ExpectSameArchitecture(ModelSpec a, ModelSpec b, bool same_positions = true) {
   a.name = b.name = "";
   a.source = b.source = "";
+  a.pretrain_seq_len = b.pretrain_seq_len = 0;
+  a.pretrain_global_batch = b.pretrain_global_batch = 0;
   if (!same_positions) a.max_seq_len = b.max_seq_len = 0;
   EXPECT_EQ(ModelSpecToJson(a).dump(), ModelSpecToJson(b).dump());
   EXPECT_TRUE(a == b);
@@ -320,6 +324,52 @@ TEST(MoeSpec, ValidationNamesTheField) {
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_TRUE(*back == Preset(name)) << name;
   }
+}
+
+// A request that names no length or batch trains as the model's authors
+// published: DeepSeek-V3 report §4.2 (4K tokens, batch 15360), Llama 3 paper
+// §3.4.1 (8,192 tokens, 16M tokens per batch), Qwen3 report §3.2 (4,096 tokens,
+// no batch published: 4M tokens, Llama 2's batch, Touvron et al. 2023 §2.2).
+TEST(PretrainDefaults, PublishedLengthsAndBatches) {
+  const ModelSpec v3 = Preset("deepseek-v3");
+  EXPECT_EQ(DefaultSeqLen(v3), 4096);
+  EXPECT_EQ(DefaultGlobalBatch(v3, 4096), 15360);
+  EXPECT_EQ(DefaultGlobalBatch(v3, 8192), 7680);  // the same tokens per step
+
+  const ModelSpec l405 = Preset("llama3.1-405b");
+  EXPECT_EQ(DefaultSeqLen(l405), 8192);
+  EXPECT_EQ(DefaultGlobalBatch(l405, 8192) * 8192, int64_t{16} << 20);
+
+  for (const char* name : {"qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    const ModelSpec q = Preset(name);
+    EXPECT_EQ(DefaultSeqLen(q), 4096) << name;
+    EXPECT_EQ(DefaultGlobalBatch(q, 4096) * 4096, int64_t{4} << 20) << name;
+  }
+  // No pretraining length stated: the context length (GPT-3's n_ctx 2048).
+  EXPECT_EQ(DefaultSeqLen(Preset("gpt3-175b")), 2048);
+  EXPECT_EQ(DefaultGlobalBatch(Preset("gpt3-175b"), 1 << 23), 1);  // never below one sequence
+
+  // A request that states them keeps its own.
+  Result<TrainingSpec> t =
+      ParseTraining(MustParse(R"({"seq_len": 8192, "global_batch": 64})"), "/training", v3);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->seq_len, 8192);
+  EXPECT_EQ(t->global_batch, 64);
+  t = ParseTraining(MustParse("{}"), "/training", v3);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->seq_len, 4096);
+  EXPECT_EQ(t->global_batch, 15360);
+
+  // A batch without its length is refused by name; the keys round-trip.
+  ModelSpec bad = Preset("llama3-8b");
+  bad.pretrain_global_batch = 512;
+  Status st = ValidateModel(bad, "/model");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/model/pretrain_global_batch"), std::string::npos) << st.message();
+  Result<ModelSpec> back = ParseModelSpec(ModelSpecToJson(v3), "");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == v3);
+  EXPECT_FALSE(ModelSpecToJson(Preset("llama3-8b")).contains("pretrain_seq_len"));
 }
 
 // moe_layer_count is the number of layers is_moe_layer marks, for every
