@@ -9,7 +9,9 @@
 // where no Chromium is installed.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -57,6 +59,18 @@ struct Page {
   std::unique_ptr<TestServer> server;
   std::string url;
 };
+// Removes a page's scratch directory. Chromium's helper processes can still
+// be writing its profile there for a moment after the browser has exited, so
+// a removal that races them is retried; what is left after 5 s stays in /tmp.
+void RemoveScratch(const std::string& dir) {
+  for (int i = 0; i < 50; ++i) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (!ec) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 // Opens the page in scratch directory `scratch`: skips the test where no
 // Chromium is installed, fails it when the server does not start. The caller
 // returns when IsSkipped() or HasFatalFailure().
@@ -132,7 +146,7 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   EXPECT_EQ(head->substr(1, 3), "PNG");
   std::cout << "[browser] screenshot: " << png << "\n";
   page.server->Shutdown();
-  std::filesystem::remove_all(page.dir);
+  RemoveScratch(page.dir);
 }
 
 // Measured in the page: the viewport and document widths, elements that
@@ -251,7 +265,7 @@ TEST(Browser, FitsAPhoneAndADesktop) {
   }
   dt.Stop();
   page.server->Shutdown();
-  std::filesystem::remove_all(page.dir);
+  RemoveScratch(page.dir);
 }
 
 }  // namespace
