@@ -59,7 +59,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     Offload/Infinity: states in host memory, the cluster must
                     state host_memory_GiB) offload_activation_layers (Megatron's
                     CPU activation offloading of N layers; pp = 1, no recompute)
-                    cuda_graphs (full-iteration CUDA graphs); megatron with
+                    cuda_graphs (full-iteration CUDA graphs; MoE models only
+                    with moe_dispatcher=hybridep); megatron with
                     zero=3 is Megatron-FSDP. Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
                     first_stage_layers/last_stage_layers under megatron.

@@ -178,6 +178,12 @@ Status CheckFleetFeatures(const Plan& p) {
                     "(transformer_config.py:1896-1899)");
     }
   }
+  if (c.cuda_graphs && m.is_moe() && c.moe_dispatcher != MoeDispatcher::kHybridEp) {
+    return Refuse(kF,
+                  "a full-iteration CUDA graph cannot capture a dropless MoE dispatch; it needs "
+                  "the hybridep dispatcher with a per-rank capacity "
+                  "(docs/user-guide/features/cuda_graph.md:159-181)");
+  }
   return Status::Ok();
 }
 
@@ -237,6 +243,16 @@ void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out) {
     // which asserts the NaN check off (arguments.py:1235-1237).
     out->push_back("--cuda-graph-impl full_iteration");
     out->push_back("--no-check-for-nan-in-loss-and-grad");
+    if (p.job.model.is_moe()) {
+      // Static dispatch shapes for the capture, as Megatron-Bridge's MXFP8
+      // recipes set them (perf_recipes/qwen/common.py:36-60 @v0.6.0): HybridEP
+      // with a per-rank budget of 1.5x the balanced load (tokens beyond it are
+      // dropped, transformer_config.py:1019-1025), which needs TE's op fuser
+      // (1868-1882), and the paged stash of the experts' activations.
+      out->push_back("--use-transformer-engine-op-fuser");
+      out->push_back("--moe-expert-rank-capacity-factor 1.5");
+      out->push_back("--moe-paged-stash");
+    }
   }
 }
 

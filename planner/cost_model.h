@@ -223,6 +223,8 @@ class CostModel {
     // micro-batch, replacing the dense FC1/FC2 (linear_fwd[2], [3]) in MoE layers.
     double moe_fwd = 0;          // router, permutation, grouped expert GEMMs, shared experts
     double moe_act_fn_fwd = 0;   // of which the experts' activation function (recomputed by moe_act)
+    double moe_experts_fwd = 0;  // of which the local experts' GEMMs, activation and FP8 casts
+    double moe_expert_host = 0;  // fwd + bwd: host time to issue the local experts' kernels
     double moe_a2a_fwd = 0;      // dispatch + combine forward (the backward moves the same)
     double moe_act_bytes[3] = {};  // an MoE layer's activation bytes, by Recompute
     double moe_buffer_bytes = 0;   // dispatch send/receive buffers in flight
@@ -342,6 +344,7 @@ class CostModel {
   double evidence_steps_ = 0;  // the job's distance from fw_.evidence
   double base_band_ = 0;       // the band before the evidence distance
   double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;
+  double moe_host_s_per_local_expert_;
   topology::ClusterSpec cluster_;
   int gpus_;
   topology::GroupCostTable comm_;

@@ -138,6 +138,10 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
                               &c.kernels_per_layer_compiled));
   PT_RETURN_IF_ERROR(ReadPair(r, "host_us_per_layer", &c.host_us_per_layer,
                               &c.host_us_per_layer_compiled));
+  PT_RETURN_IF_ERROR(r.OptNumber("moe_host_us_per_local_expert", &c.moe_host_us_per_local_expert));
+  if (!(c.moe_host_us_per_local_expert >= 0) || c.moe_host_us_per_local_expert > 1e4) {
+    return r.Error("moe_host_us_per_local_expert", "must be in [0, 10000]");
+  }
   for (auto [key, field] : {std::pair{"shard_overlap", &c.shard_overlap},
                             {"grad_reduce_overlap", &c.grad_reduce_overlap}}) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));

@@ -105,6 +105,13 @@ struct FrameworkCosts {
   double kernels_per_layer_compiled = 35;
   double host_us_per_layer = 250;
   double host_us_per_layer_compiled = 250;
+  // Host time to issue one local expert's kernels in a mixture-of-experts
+  // layer, forward + backward, where the framework runs a GEMM (and its FP8
+  // casts) per expert: FC1 and FC2, their input and weight gradients. The
+  // dispatch before them blocks the host until the token counts arrive, so
+  // the host cannot issue this section ahead of the GPU (planner/cost/
+  // pipeline.cc). 0 = one grouped kernel for all local experts.
+  double moe_host_us_per_local_expert = 0;
   // Multiplier on the GPU preset's fused-attention efficiencies: the
   // framework's attention kernel (cuDNN/TE fused attention, FlashAttention-2,
   // Triton flash attention with ALiBi biases, ...).

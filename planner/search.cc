@@ -64,7 +64,8 @@ constexpr const char* kBoolKeys[] = {"sp",
                                      "tp_comm_overlap",
                                      "overlap_p2p",
                                      "uneven_pp",
-                                     "moe_a2a_overlap"};
+                                     "moe_a2a_overlap",
+                                     "cuda_graphs"};
 
 bool IsIn(const char* const* b, const char* const* e, const std::string& k) {
   return std::find_if(b, e, [&](const char* s) { return k == s; }) != e;
@@ -638,6 +639,11 @@ SearchResult Search::RunShard(int shard) const {
   std::array<std::optional<OverlapFlags>, 32> overlaps;
   ParallelConfig c;
   o.ApplyTo(&c);
+  // Full-iteration CUDA graphs are never enumerated (for MoE they bring
+  // HybridEP's token budget): only a pin turns them on.
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "cuda_graphs") c.cuda_graphs = BoolValue(v) == 1;
+  }
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;

@@ -206,6 +206,26 @@ std::vector<FittableConstant> MakeConstants() {
        .applies = [](const PublishedRun& r) { return Runs(r, Framework::kFsdp) && Flash(r); },
        .get = [](const GpuSpec&, const FrameworkSpec& f) { return f.costs.attention_efficiency; },
        .set = [](double v, GpuSpec*, FrameworkSpec* f) { f->costs.attention_efficiency = v; }});
+  out.push_back(
+      {.name = "megatron.moe_host_us_per_local_expert",
+       .preset = "framework megatron",
+       .key = "costs.moe_host_us_per_local_expert",
+       .informs = "Megatron-Core MoE rows where the experts' kernels outlast their GPU time (small "
+                  "experts, small micro-batches, no full-iteration CUDA graph)",
+       .prior = 48,
+       .prior_source = "48: six GEMM launches per local expert (FC1 and FC2 forward, input and "
+                       "weight gradients; Transformer Engine's grouped linear issues one cuBLAS "
+                       "GEMM per expert) at the ~8 us per launch of host_us_per_layer's source",
+       .lo = 0,
+       .hi = 2000,
+       .applies =
+           [](const PublishedRun& r) {
+             return Runs(r, Framework::kMegatron) && r.request.job.model.is_moe();
+           },
+       .get = [](const GpuSpec&,
+                 const FrameworkSpec& f) { return f.costs.moe_host_us_per_local_expert; },
+       .set = [](double v, GpuSpec*,
+                 FrameworkSpec* f) { f->costs.moe_host_us_per_local_expert = v; }});
   out.push_back({.name = "a100.gemm_sustained_fraction",
                  .preset = "gpu a100-40gb, a100-80gb",
                  .key = kSustainedKey,

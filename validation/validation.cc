@@ -552,6 +552,12 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
       c.moe_a2a_overlap = other.contains("ep_a2a_overlap") &&
                           other["ep_a2a_overlap"].is_boolean() &&
                           other["ep_a2a_overlap"].get<bool>();
+      // A full-iteration graph replays the whole step (Megatron-Bridge sets it
+      // with HybridEP's per-rank capacity and paged stash,
+      // perf_recipes/qwen/common.py:36-60 @v0.6.0); per-module graphs
+      // (attn, moe_router, moe_preprocess) leave the experts eager.
+      c.cuda_graphs = other.contains("cuda_graphs") && other["cuda_graphs"].is_object() &&
+                      StrOr(other["cuda_graphs"], "impl") == "full_iteration";
     }
     ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
     // Layouts the layer count does not divide: Megatron-Bridge states them as a

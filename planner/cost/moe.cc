@@ -130,6 +130,8 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   const double expert_casts = StreamSeconds(casts / 3.0);
   t->moe_fwd = fc * (router + permute + experts + act_fn + shared + expert_casts);
   t->moe_act_fn_fwd = fc * act_fn;
+  t->moe_experts_fwd = fc * (experts + act_fn + expert_casts);
+  t->moe_expert_host = s.local_experts * moe_host_s_per_local_expert_;
 
   // Dispatch and combine, forward. An EP group's ranks sit etp apart inside the
   // stage (Megatron's expert rank order etp-ep-edp). Inside one node the

@@ -46,7 +46,19 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
     moe_compute =
         lt.fwd_compute + lt.bwd_compute - 3.0 * dense_mlp + 3.0 * terms.moe_fwd + moe_recompute;
     moe_comm = MoeCommSeconds(c, terms, moe_compute);
-    moe_time = std::max(moe_compute + layer_comm + moe_comm, host);
+    // The dropless dispatchers block the host until the token counts arrive,
+    // once per MoE layer (Megatron-Core token_dispatcher.py:956-958 all-to-all,
+    // fused_a2a.py:107-108 DeepEP, 415-417 and 559-562 HybridEP @d98e8a64), and
+    // Transformer Engine's grouped linear takes the per-expert split sizes as a
+    // host list (experts.py:915-916): the GPU's queue has drained when the host
+    // starts issuing the experts' per-expert kernels, so that section takes the
+    // longer of its GPU time and its issue time. Megatron's MoE README names
+    // this regime (moe/README.md:254-263: kernel gaps the CPU cannot fill; more
+    // micro-batch or CUDA graphs). A full-iteration graph issues nothing.
+    const double experts_gpu = 3.0 * terms.moe_experts_fwd;
+    const double experts_host = c.cuda_graphs ? 0.0 : terms.moe_expert_host;
+    moe_time = std::max(moe_compute + layer_comm + moe_comm, host) +
+               std::max(0.0, experts_host - experts_gpu);
   }
   // The MTP modules (last stage): a block like the last layer, the 2h×h projection
   // (fwd + bwd) and another logits pass.

@@ -247,6 +247,43 @@ TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
             << " with ep > 1); " << dense_mlp_experts << " of them Megatron-DeepSpeed's\n";
 }
 
+// A full-iteration CUDA graph of an MoE model: Megatron-Core captures the
+// dispatch only as HybridEP with a per-rank token budget (cuda_graph.md:159-181
+// @d98e8a6), so the plan takes it only with that dispatcher and the emitted
+// script carries Megatron-Bridge's settings for it (perf_recipes/qwen/
+// common.py:36-60 @v0.6.0); the graph also removes the experts' host time.
+TEST(Emit, MoeFullIterationGraphsNeedHybridEpAndItsCapacity) {
+  const Args job = {
+      "--model", "qwen3-30b-a3b", "--cluster", "dgx-b200", "--gpus", "8", "--global-batch", "512",
+      "--seq",   "4096",          "--space",   "megatron", "--top",  "1", "--format",       "json"};
+  auto plan_with = [&](const std::string& fix) {
+    Args a = job;
+    a.push_back("--fix");
+    a.push_back(fix);
+    return Call(RunPlan, a);
+  };
+  Outcome graphed = plan_with("ep=8,mbs=1,moe_dispatcher=hybridep,cuda_graphs=true");
+  ASSERT_EQ(graphed.code, kExitOk) << graphed.err;
+  const Json doc = Json::parse(graphed.out);
+  ASSERT_FALSE(doc["candidates"].empty());
+  EXPECT_TRUE(doc["candidates"][0]["config"].value("cuda_graphs", false));
+  EXPECT_EQ(doc["candidates"][0]["prediction"]["breakdown_s"]["host"], 0.0);
+  auto text = planner::EmitConfig(doc, 1, planner::EmitFormat::kMegatron);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  for (const char* flag : {"--cuda-graph-impl full_iteration", "--use-transformer-engine-op-fuser",
+                           "--moe-expert-rank-capacity-factor 1.5", "--moe-paged-stash",
+                           "--moe-flex-dispatcher-backend hybridep"}) {
+    EXPECT_NE(text->find(flag), std::string::npos) << flag << "\n" << *text;
+  }
+  // Eager, the same layout pays the 16 local experts' launches.
+  Outcome eager = plan_with("ep=8,mbs=1,moe_dispatcher=hybridep");
+  ASSERT_EQ(eager.code, kExitOk) << eager.err;
+  EXPECT_GT(Json::parse(eager.out)["candidates"][0]["prediction"]["breakdown_s"]["host"], 0.0);
+  // Any other dispatcher with the graph fits nothing.
+  Outcome a2a = plan_with("ep=8,mbs=1,moe_dispatcher=alltoall,cuda_graphs=true");
+  EXPECT_NE(a2a.code, kExitOk) << a2a.out;
+}
+
 // ------------------------------------------------------------------ allocation
 
 EnvLookup Env(std::map<std::string, std::string> vars) {

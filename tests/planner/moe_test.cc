@@ -155,6 +155,51 @@ TEST(MoeCost, ExpertParallelChoicesMoveTheTermsTheRightWay) {
   EXPECT_NEAR(sum, ep32.iteration_time_s, 1e-9 * ep32.iteration_time_s);
 }
 
+// The host issues a local expert's kernels after the dispatch has blocked it
+// (Megatron-Core's MoE README: the CPU-launch bottleneck, cured by a larger
+// micro-batch, fewer local experts or a full-iteration CUDA graph): each of
+// those moves the exposed host time the right way, and Megatron-Core refuses a
+// full-iteration graph of a dropless dispatch other than HybridEP's.
+TEST(MoeCost, ExpertLaunchesBindSmallExpertsAtSmallMicroBatches) {
+  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("dgx-b200"), 8};
+  f.training.seq_len = 4096;
+  f.training.global_batch = 512;
+  f.training.precision = topology::Precision::kBf16;
+  const CostModel cm = f.Make();
+  ASSERT_GT(cm.framework().costs.moe_host_us_per_local_expert, 0.0);
+  ParallelConfig ep8 = Config(1, 1, 1, 8, 8);
+  ep8.moe_dispatcher = MoeDispatcher::kHybridEp;
+  ASSERT_EQ(cm.CheckRules(ep8), Reason::kOk);
+  const Prediction mbs1 = cm.Predict(ep8);
+  EXPECT_GT(mbs1.breakdown.host_s, 0.0);
+  // 16 local experts' launches: the same per micro-batch, a quarter as many micro-batches.
+  ParallelConfig big = ep8;
+  big.mbs = 4;
+  const Prediction mbs4 = cm.Predict(big);
+  EXPECT_LT(mbs4.breakdown.host_s, mbs1.breakdown.host_s);
+  EXPECT_LT(mbs4.iteration_time_s, mbs1.iteration_time_s);
+  // Twice the expert parallelism, half the local experts: half the launches.
+  Fixture f16 = f;
+  f16.gpus = 16;
+  f16.training.global_batch = 1024;
+  const CostModel cm16 = f16.Make();
+  ParallelConfig ep16 = Config(1, 1, 1, 16, 16);
+  ep16.moe_dispatcher = MoeDispatcher::kHybridEp;
+  ParallelConfig ep8of16 = Config(1, 1, 1, 8, 16);
+  ep8of16.moe_dispatcher = MoeDispatcher::kHybridEp;
+  EXPECT_EQ(cm16.Compute(ep16).moe_expert_host * 2, cm16.Compute(ep8of16).moe_expert_host);
+  // A full-iteration CUDA graph issues nothing from the host.
+  ParallelConfig graphed = ep8;
+  graphed.cuda_graphs = true;
+  ASSERT_EQ(cm.CheckRules(graphed), Reason::kOk);
+  EXPECT_EQ(cm.Predict(graphed).breakdown.host_s, 0.0);
+  EXPECT_LT(cm.Predict(graphed).iteration_time_s, mbs1.iteration_time_s);
+  graphed.moe_dispatcher = MoeDispatcher::kAllToAll;
+  EXPECT_EQ(cm.CheckRules(graphed), Reason::kFrameworkUnsupported);
+  EXPECT_NE(cm.Explain(cm.CheckRules(graphed), graphed).find("hybridep"), std::string::npos)
+      << cm.Explain(cm.CheckRules(graphed), graphed);
+}
+
 // An EP group larger than the NVLink domain splits into equal domain-local
 // parts: EP 128 on 256 GPUs of NVL72 racks runs as two parts of 64 over NVLink
 // (not a 72-GPU group that 256 does not divide), and costs more than EP 64,
