@@ -79,13 +79,16 @@ struct Fixture {
   CostModel Make() const { return CostModel(model, training, cluster, gpus); }
 };
 
-Fixture Qwen30OnH100(int gpus) {
-  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("dgx-h100"), gpus};
+// Qwen3-30B-A3B in bf16 at 4096 tokens on `gpus` GPUs of a cluster preset.
+Fixture Qwen30On(const char* cluster, int gpus, int64_t global_batch = 1024) {
+  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset(cluster), gpus};
   f.training.seq_len = 4096;
-  f.training.global_batch = 1024;
+  f.training.global_batch = global_batch;
   f.training.precision = topology::Precision::kBf16;
   return f;
 }
+
+Fixture Qwen30OnH100(int gpus) { return Qwen30On("dgx-h100", gpus); }
 
 ParallelConfig Config(int tp, int pp, int vpp, int ep, int gpus) {
   ParallelConfig c;
@@ -161,10 +164,7 @@ TEST(MoeCost, ExpertParallelChoicesMoveTheTermsTheRightWay) {
 // those moves the exposed host time the right way, and Megatron-Core refuses a
 // full-iteration graph of a dropless dispatch other than HybridEP's.
 TEST(MoeCost, ExpertLaunchesBindSmallExpertsAtSmallMicroBatches) {
-  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("dgx-b200"), 8};
-  f.training.seq_len = 4096;
-  f.training.global_batch = 512;
-  f.training.precision = topology::Precision::kBf16;
+  const Fixture f = Qwen30On("dgx-b200", 8, 512);
   const CostModel cm = f.Make();
   ASSERT_GT(cm.framework().costs.moe_host_us_per_local_expert, 0.0);
   ParallelConfig ep8 = Config(1, 1, 1, 8, 8);
@@ -205,11 +205,7 @@ TEST(MoeCost, ExpertLaunchesBindSmallExpertsAtSmallMicroBatches) {
 // (not a 72-GPU group that 256 does not divide), and costs more than EP 64,
 // which one rack holds whole.
 TEST(MoeCost, ExpertGroupLargerThanTheNvlinkDomain) {
-  Fixture f{Preset("qwen3-30b-a3b"), {}, *topology::ClusterPreset("gb200-nvl72"), 256};
-  f.training.seq_len = 4096;
-  f.training.global_batch = 1024;
-  f.training.precision = topology::Precision::kBf16;
-  const CostModel cm = f.Make();
+  const CostModel cm = Qwen30On("gb200-nvl72", 256).Make();
   const ParallelConfig ep128 = Config(1, 1, 1, 128, 256);
   const ParallelConfig ep64 = Config(1, 1, 1, 64, 256);
   ASSERT_EQ(cm.CheckRules(ep128), Reason::kOk);

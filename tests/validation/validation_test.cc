@@ -37,6 +37,17 @@ void LoadPublicRuns(std::vector<PublishedRun>* runs) {
   *runs = std::move(*read);
 }
 
+// The runs of shared/calibration/moe_runs.json (the raw document in `doc`,
+// the rows it could not map in `skipped`), skipping or failing the test like
+// LoadCalibration, and failing it where the file does not map.
+void LoadMoeRuns(Json* doc, std::vector<PublishedRun>* runs, std::vector<std::string>* skipped) {
+  LoadCalibration("moe_runs.json", doc);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  auto read = PublishedRunsFromMoeRuns(*doc, skipped);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  *runs = std::move(*read);
+}
+
 TEST(Validation, KorthikantiRunsWithinFivePercent) {
   Json doc;
   LoadCalibration("korthikanti2022.json", &doc);
@@ -259,14 +270,13 @@ TEST(Validation, FleetRowWithUnknownGpuIsRefused) {
 // a regression guard above the 10 % the model aims at.
 TEST(Validation, MoeRunsMapAndPredict) {
   Json doc;
-  LoadCalibration("moe_runs.json", &doc);
-  if (IsSkipped() || HasFatalFailure()) return;
+  std::vector<PublishedRun> runs;
   std::vector<std::string> skipped;
-  auto runs = PublishedRunsFromMoeRuns(doc, &skipped);
-  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  LoadMoeRuns(&doc, &runs, &skipped);
+  if (IsSkipped() || HasFatalFailure()) return;
   int h100 = 0;
   std::vector<double> abs;
-  for (const auto& run : *runs) {
+  for (const auto& run : runs) {
     const auto& job = run.request.job;
     if (job.cluster.name == "dgx-h100") ++h100;
     ASSERT_TRUE(job.model.is_moe()) << run.id;
@@ -309,7 +319,7 @@ TEST(Validation, MoeRunsMapAndPredict) {
     }
   }
   EXPECT_EQ(h100, 15);
-  EXPECT_EQ(runs->size() + skipped.size(), doc.size());
+  EXPECT_EQ(runs.size() + skipped.size(), doc.size());
   for (const std::string& s : skipped) {
     EXPECT_TRUE(s.find("no cluster preset for GPU") != std::string::npos ||
                 s.find("a layout the framework refuses") != std::string::npos)
@@ -327,13 +337,12 @@ TEST(Validation, MoeRunsMapAndPredict) {
 // gain (it saw 1.2x while it issued an MoE layer as fast as a dense one).
 TEST(Validation, MoeMicroBatchGainOfHostBoundExperts) {
   Json doc;
-  LoadCalibration("moe_runs.json", &doc);
-  if (IsSkipped() || HasFatalFailure()) return;
+  std::vector<PublishedRun> runs;
   std::vector<std::string> skipped;
-  auto runs = PublishedRunsFromMoeRuns(doc, &skipped);
-  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  LoadMoeRuns(&doc, &runs, &skipped);
+  if (IsSkipped() || HasFatalFailure()) return;
   auto find = [&](const std::string& id) -> const PublishedRun* {
-    for (const auto& r : *runs) {
+    for (const auto& r : runs) {
       if (r.id == id) return &r;
     }
     ADD_FAILURE() << id << " not in moe_runs.json";
