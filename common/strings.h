@@ -14,6 +14,9 @@ namespace paratune {
 // Splits on `sep`, trimming blanks; empty pieces are dropped.
 std::vector<std::string> Split(std::string_view text, char sep);
 std::string Trim(std::string_view text);
+// `text` with the ASCII letters A-Z lowered and every other byte kept, whatever
+// the locale (names, model types, log keys).
+std::string AsciiLower(std::string_view text);
 
 // Parses "tp=8, pp=16,recompute=full" into ordered (key, value) pairs.
 // A piece without '=' or with an empty key is kInvalidArgument naming the piece.

@@ -243,8 +243,10 @@ Json ModelSpecToJson(const ModelSpec& m);
 //     no_rope_layers entries that are 1 (chunked layers); sigmoid router.
 // A layout the spec cannot represent (MoE layers not every step-th, dense layers
 // not first) is kInvalidArgument naming the key. `name` empty = take
-// _name_or_path, else model_type.
-Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name);
+// _name_or_path, else model_type. Errors name keys under `pointer` (the
+// document's root when empty). Defined in planner/hf_config.cc.
+Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name,
+                                         const std::string& pointer = "");
 
 // A preset name, a model object, or an HF config object (recognised by
 // "num_hidden_layers" or "n_layer", or model_type with a text_config). An unknown preset name is

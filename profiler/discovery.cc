@@ -22,14 +22,9 @@ std::string ReadFirstLine(const std::string& path) {
   return Trim(line);
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string Slug(const std::string& name) {
   std::string s;
-  for (char c : Lower(name)) {
+  for (char c : AsciiLower(name)) {
     if (std::isalnum(static_cast<unsigned char>(c)))
       s += c;
     else if (!s.empty() && s.back() != '-')
@@ -106,10 +101,10 @@ CpuInfo ReadCpuInfo(const std::string& proc_cpuinfo, const std::string& cpufreq_
 }
 
 Result<std::string> MatchGpuPreset(const std::string& device_name, int64_t memory_bytes) {
-  const std::string want = Lower(device_name);
+  const std::string want = AsciiLower(device_name);
   for (const std::string& name : topology::GpuPresetNames()) {
     auto g = topology::GpuPreset(name);
-    if (g.ok() && Lower(g->display_name) == want) return name;
+    if (g.ok() && AsciiLower(g->display_name) == want) return name;
   }
   auto has = [&](const char* s) { return want.find(s) != std::string::npos; };
   if (has("gh200")) return std::string("gh200");

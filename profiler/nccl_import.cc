@@ -56,11 +56,6 @@ bool IsInteger(const std::string& t) {
   return true;
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool IsDate(const std::string& t) {  // 2024-01-31
   return t.size() == 10 && t[4] == '-' && t[7] == '-';
 }
@@ -400,7 +395,7 @@ Result<ImportResult> ParseNcclTestsText(const std::string& text, const std::stri
       } else if (t[0] == "Rank") {
         RankInfo r;
         if (ParseRankLine(t, &r)) cur.ranks.push_back(r);
-      } else if (Lower(body).find("per-iteration") != std::string::npos) {
+      } else if (AsciiLower(body).find("per-iteration") != std::string::npos) {
         cur.per_iter = true;
       } else if (body.rfind("Avg bus bandwidth", 0) == 0) {
         const size_t colon = body.find(':');

@@ -4,15 +4,15 @@
 #include <cstdlib>
 #include <functional>
 
+#include "common/strings.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
 
 namespace paratune::planner {
 namespace {
 
-bool Contains(std::string s, const char* needle) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s.find(needle) != std::string::npos;
+bool Contains(const std::string& s, const char* needle) {
+  return AsciiLower(s).find(needle) != std::string::npos;
 }
 
 // A string field of a published-runs row, or `def` where the row lacks it or
@@ -135,11 +135,6 @@ double NumOr(const Json& j, const char* key, double def) {
   return j[key].get<double>();
 }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
-}
-
 // Published benchmark runs are tuned by the people who ran them, so a knob a
 // row leaves unstated takes the value the model finds fastest among those the
 // framework accepts and that fit (docs/model.md, Validation): the micro-batch
@@ -205,7 +200,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     const bool foundry = run.source_key.find("llm-foundry") != std::string::npos;
 
     // Hardware: the GPU's cluster preset.
-    const std::string gpu = Lower(StrOr(hj, "gpu"));
+    const std::string gpu = AsciiLower(StrOr(hj, "gpu"));
     std::string preset;
     if (gpu.find("a100") != std::string::npos && gpu.find("40gb") != std::string::npos) preset = "dgx-a100-40gb";
     else if (gpu.find("a100") != std::string::npos) preset = "dgx-a100-80gb";
@@ -219,7 +214,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     }
 
     // Model: the family's architecture (the rows give shapes, not these details).
-    const std::string name = Lower(StrOr(mj, "name", id));
+    const std::string name = AsciiLower(StrOr(mj, "name", id));
     ModelSpec& m = run.request.job.model;
     ReadModelShape(mj, id, &m);
     const int seq = IntOr(mj, "seq_len", 2048);
@@ -258,12 +253,12 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
 
     // Training.
     t.seq_len = seq;
-    const std::string prec = Lower(StrOr(hj, "precision"));
+    const std::string prec = AsciiLower(StrOr(hj, "precision"));
     t.precision = prec.find("fp8") != std::string::npos ? topology::Precision::kFp8 : topology::Precision::kBf16;
     // FlashAttention everywhere but the 2022 NeMo launcher (Megatron's fused softmax).
     t.attention = run.source_key.find("Launcher") != std::string::npos ? Attention::kUnfused : Attention::kFlash;
     t.framework = foundry ? Framework::kFsdp : Framework::kMegatron;
-    const std::string other = Lower(StrOr(pj, "other"));
+    const std::string other = AsciiLower(StrOr(pj, "other"));
     // Composer's FSDP mixed precision: PURE reduces gradients in bf16, DEFAULT in fp32.
     t.main_grads_fp32 = !(foundry && other.find("mode pure") != std::string::npos);
     if (!pj.contains("global_batch") || !pj["global_batch"].is_number()) continue;
@@ -275,10 +270,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     c.gy = tp;
     c.pp = pp;
     c.vpp = std::max(1, IntOr(pj, "virtual_pp", 1));
-    const std::string spcp = Lower(StrOr(pj, "sp_or_cp"));
+    const std::string spcp = AsciiLower(StrOr(pj, "sp_or_cp"));
     if (auto at = spcp.find("cp="); at != std::string::npos) c.cp = std::max(1, std::atoi(spcp.c_str() + at + 3));
     c.sp = tp > 1 && spcp.find("sp") != std::string::npos;
-    const std::string zero = Lower(StrOr(pj, "zero_stage"));
+    const std::string zero = AsciiLower(StrOr(pj, "zero_stage"));
     if (foundry || zero.find("full_shard") != std::string::npos) {
       c.gz = dp;  // FSDP FULL_SHARD over every data rank
       c.gdata = 1;
@@ -289,7 +284,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     c.mbs = IntOr(pj, "microbatch", 0);
     const bool mbs_unstated = c.mbs == 0;
     c.mbs = std::max(1, c.mbs);
-    const std::string rc = Lower(StrOr(pj, "recompute"));
+    const std::string rc = AsciiLower(StrOr(pj, "recompute"));
     const bool rc_unstated = rc.empty();
     if (rc.find("0 layers") != std::string::npos || rc.find("none") != std::string::npos || rc.empty()) {
       c.recompute = Recompute::kNone;
@@ -303,7 +298,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     const bool vpp_unstated = !pj.contains("virtual_pp") && pp > 1 && mbs_unstated;
     // TE's TP comm overlap only where the row states it (in its notes, its SP
     // field or the run's flags quoted in its source).
-    const std::string said = other + " " + spcp + " " + Lower(run.source);
+    const std::string said = other + " " + spcp + " " + AsciiLower(run.source);
     const bool tp_overlap_stated = said.find("tp comm overlap") != std::string::npos ||
                                    said.find("tp-comm-overlap") != std::string::npos;
     if (run.request.job.gpus != c.world()) {
@@ -417,7 +412,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
                                           : std::string());
 
     // Hardware.
-    const std::string gpu = Lower(StrOr(hj, "gpu"));
+    const std::string gpu = AsciiLower(StrOr(hj, "gpu"));
     std::string preset;
     if (gpu.find("h100") != std::string::npos)
       preset = "dgx-h100";
@@ -480,7 +475,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     t.global_batch = IntOr(pj, "gbs", 0);
     // The printed precision names the recipe (Megatron-Bridge's FP8_CS, FP8_MX,
     // FP8_SC/blockscaled configurations); plain "FP8" is the GPU's default.
-    const std::string prec = Lower(StrOr(hj, "precision"));
+    const std::string prec = AsciiLower(StrOr(hj, "precision"));
     const bool mx = prec.find("mx") != std::string::npos;
     t.precision = prec.find("fp8") != std::string::npos || mx ? topology::Precision::kFp8
                                                               : topology::Precision::kBf16;
@@ -536,14 +531,14 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     c.sp = tp > 1;
     if (tp > 1) run.assumed.push_back("sequence parallelism with tp > 1 (Megatron-Bridge recipes)");
     c.distributed_optimizer = pj.value("distributed_optimizer", true) && c.gdata * c.cp > 1;
-    const std::string rc = Lower(StrOr(pj, "recompute"));
+    const std::string rc = AsciiLower(StrOr(pj, "recompute"));
     c.recompute = rc.find("selective") != std::string::npos ? Recompute::kSelective
                   : rc.find("full") != std::string::npos    ? Recompute::kFull
                                                             : Recompute::kNone;
     if (rc.find("selective:") != std::string::npos) {
       run.assumed.push_back("recompute modules '" + StrOr(pj, "recompute") + "' as selective");
     }
-    const std::string disp = Lower(StrOr(pj, "dispatcher"));
+    const std::string disp = AsciiLower(StrOr(pj, "dispatcher"));
     c.moe_dispatcher = disp.find("hybridep") != std::string::npos ? MoeDispatcher::kHybridEp
                        : disp.find("deepep") != std::string::npos ? MoeDispatcher::kDeepEp
                                                                   : MoeDispatcher::kAllToAll;

@@ -27,11 +27,6 @@ namespace {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 bool IsTokenChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("!#$%&'*+-.^_`|~", c);
 }
@@ -315,22 +310,22 @@ Front::Outcome Front::Parse(Conn& c) {
       if (!std::all_of(name.begin(), name.end(), IsTokenChar))
         return bad("malformed header name '" + name.substr(0, 64) + "'");
       const std::string value = Trim(h.substr(colon + 1));
-      const std::string lname = Lower(name);
+      const std::string lname = AsciiLower(name);
       if (lname == "content-length") {
         lengths.push_back(value);
         continue;
       }
       if (lname == "transfer-encoding") {
-        te = Lower(value);
+        te = AsciiLower(value);
         ++te_count;
         continue;
       }
       if (lname == "expect") {
-        expect = Lower(value);
+        expect = AsciiLower(value);
         continue;
       }
-      if (lname == "content-encoding") ce = Lower(value);
-      if (lname == "connection") connection = Lower(value);
+      if (lname == "content-encoding") ce = AsciiLower(value);
+      if (lname == "connection") connection = AsciiLower(value);
       c.head += h + "\r\n";
     }
     for (const std::string& v : lengths) {
