@@ -25,6 +25,7 @@
 #include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
+#include "planner/moe.h"
 
 namespace paratune::planner::emit_internal {
 namespace {
@@ -178,12 +179,7 @@ Status CheckFleetFeatures(const Plan& p) {
                     "(transformer_config.py:1896-1899)");
     }
   }
-  if (c.cuda_graphs && m.is_moe() && c.moe_dispatcher != MoeDispatcher::kHybridEp) {
-    return Refuse(kF,
-                  "a full-iteration CUDA graph cannot capture a dropless MoE dispatch; it needs "
-                  "the hybridep dispatcher with a per-rank capacity "
-                  "(docs/user-guide/features/cuda_graph.md:159-181)");
-  }
+  if (const char* why = MegatronMoeCudaGraphGap(m, c)) return Refuse(kF, why);
   return Status::Ok();
 }
 

@@ -75,6 +75,15 @@ DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens,
   return v;
 }
 
+const char* MegatronMoeCudaGraphGap(const ModelSpec& m, const ParallelConfig& c) {
+  if (!c.cuda_graphs || !m.is_moe() || c.moe_dispatcher == MoeDispatcher::kHybridEp) {
+    return nullptr;
+  }
+  return "full-iteration CUDA graphs of a mixture-of-experts model need the hybridep "
+         "dispatcher (moe_dispatcher), whose per-rank token budget makes the dispatch "
+         "capturable (Megatron-LM docs/user-guide/features/cuda_graph.md:159-181)";
+}
+
 std::string MegatronDeepSpeedMoeGap(const ModelSpec& m) {
   if (!m.is_moe()) return "";
   const auto S = [](int64_t v) { return std::to_string(v); };

@@ -68,4 +68,12 @@ DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens,
 // layer numbers (1-based) --expert-interval divides (transformer.py:1650-1660).
 std::string MegatronDeepSpeedMoeGap(const ModelSpec& m);
 
+// nullptr when Megatron-Core can capture `c` of `m` in a full-iteration CUDA
+// graph as far as its MoE layers go, else why not: a dropless dispatch has
+// dynamic shapes, and only HybridEP with a per-rank token budget makes them
+// static (docs/user-guide/features/cuda_graph.md:159-181,
+// transformer_config.py:1868-1882 @d98e8a64). The search rule and the emitter
+// both ask this.
+const char* MegatronMoeCudaGraphGap(const ModelSpec& m, const ParallelConfig& c);
+
 }  // namespace paratune::planner

@@ -6,6 +6,7 @@
 
 #include "common/enum_names.h"
 #include "planner/cost_model.h"
+#include "planner/moe.h"
 
 namespace paratune::planner {
 
@@ -163,13 +164,7 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
       return "offload_activation_layers must be below the model's layers";
   }
   if (c.cuda_graphs && !f.cuda_graphs) return "no full-iteration CUDA graphs (cuda_graphs)";
-  // Megatron-Core captures a dropless MoE layer's dispatch only as HybridEP
-  // with a per-rank token capacity (docs/user-guide/features/cuda_graph.md:
-  // 159-181, transformer_config.py:1868-1882 @d98e8a64).
-  if (c.cuda_graphs && model_.is_moe() && c.moe_dispatcher != MoeDispatcher::kHybridEp) {
-    return "full-iteration CUDA graphs of a mixture-of-experts model need the hybridep "
-           "dispatcher (moe_dispatcher)";
-  }
+  if (const char* why = MegatronMoeCudaGraphGap(model_, c)) return why;
   const Framework fw = training_.framework;
   if (model_.is_moe() && (fw == Framework::kAxonn || fw == Framework::kFsdp)) {
     return "no mixture-of-experts layers";

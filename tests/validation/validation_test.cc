@@ -265,9 +265,8 @@ TEST(Validation, FleetRowWithUnknownGpuIsRefused) {
 // tables): every H100 row maps onto dgx-h100 with the row's EP, dispatcher and
 // overlap, satisfies Megatron-Core's rules and is predicted, the Blackwell rows
 // on their presets likewise; a row whose stated layout Megatron-Core refuses is
-// named as not covered, with the rule. The error bound is
-// today's state (docs/model.md "Mixture of experts", Validation: median 15 %),
-// a regression guard above the 10 % the model aims at.
+// named as not covered, with the rule. The error bound is the MoE issue's
+// goal, a median within 10 % (docs/model.md, Validation, has today's figure).
 TEST(Validation, MoeRunsMapAndPredict) {
   Json doc;
   std::vector<PublishedRun> runs;
