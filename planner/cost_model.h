@@ -124,6 +124,18 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
     if (host_usable_GiB > 0 && host_node_GiB > host_usable_GiB) return Reason::kOutOfHostMemory;
     return Reason::kOk;
   }
+  // Whether the step's memory can be had at all: the peak allocation within
+  // the device's capacity and the host's within its usable memory. Verdict()
+  // is stricter by the caching allocator's fragmentation slack and the
+  // headroom: under pressure PyTorch's caching allocator frees its unused
+  // cached blocks and retries a failed cudaMalloc (pytorch/pytorch@001074d2
+  // c10/cuda/CUDACachingAllocator.cpp, the allocator's header comment), which
+  // is slower but runs. Validation asks this of runs known to have run.
+  bool PeakFits() const {
+    if (peak_allocated_GiB > capacity_GiB) return false;
+    if (offloads && !(host_usable_GiB > 0)) return false;
+    return !(host_usable_GiB > 0 && host_node_GiB > host_usable_GiB);
+  }
   // The resource nearest its limit: "gpu_memory" or "host_memory" (the larger
   // of reserved / usable and host_node / host_usable).
   const char* Binding() const;

@@ -111,13 +111,16 @@ TEST(Validation, PublicRunsPerSourceMedians) {
     ASSERT_EQ(cm.CheckRules(run.request.config), Reason::kOk) << run.id;
     const Prediction p = cm.Predict(run.request.config);
     errors[run.source_key].push_back(ThroughputError(run, p));
-    if (!p.fits) unfit.push_back(run.id);
+    if (!p.memory.PeakFits()) unfit.push_back(run.id);
   }
-  // Every row ran. FSDP's fp32 shards are the optimizer's master (16 bytes a
-  // parameter, not 18), which brings llm-foundry's MPT-30B on 8 A100-80GB
-  // inside the capacity; the 2022 launcher's GPT-3 5B at tp 1 remains above it.
-  EXPECT_LE(unfit.size(), 3u);
-  for (const std::string& id : unfit) EXPECT_EQ(id.rfind("nemo_launcher_gpt3_5B", 0), 0u) << id;
+  // Every row ran, so its peak allocation fits the device. FSDP's fp32 shards
+  // are the optimizer's master (16 bytes a parameter, not 18), which brings
+  // llm-foundry's MPT-30B on 8 A100-80GB inside the capacity; the 2022
+  // launcher's GPT-3 5B at tp 1 on 16 and 32 GPUs fits once the allocator's
+  // slack is not counted as a limit, on 8 GPUs (the most optimizer state per
+  // GPU) it remains above it.
+  EXPECT_LE(unfit.size(), 1u);
+  for (const std::string& id : unfit) EXPECT_EQ(id, "nemo_launcher_gpt3_5B_8gpu");
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
