@@ -542,11 +542,25 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     c.moe_dispatcher = disp.find("hybridep") != std::string::npos ? MoeDispatcher::kHybridEp
                        : disp.find("deepep") != std::string::npos ? MoeDispatcher::kDeepEp
                                                                   : MoeDispatcher::kAllToAll;
+    // Megatron-Bridge's 25.09 performance runs chose DeepSeek-V3's dispatcher
+    // in the run script, not in the per-GPU configuration the rows transcribe:
+    // on H100, DeepEP (flex) with forced balance and the 1F1B all-to-all
+    // overlap (Megatron-Bridge@r0.1.0 684a6861
+    // scripts/performance/run_script.py:56-85). A row that names its own
+    // dispatcher keeps it.
+    const bool bridge_2509_dsv3_h100 = StrOr(row, "release") == "25.09" && key == "deepseek_v3" &&
+                                       preset == "dgx-h100" && disp.empty();
+    if (bridge_2509_dsv3_h100) {
+      c.moe_dispatcher = MoeDispatcher::kDeepEp;
+      run.assumed.push_back(
+          "DeepEP and the all-to-all overlap of Megatron-Bridge 25.09's run script for DeepSeek-V3 "
+          "on H100");
+    }
     if (pj.contains("other") && pj["other"].is_object()) {
       const Json& other = pj["other"];
-      c.moe_a2a_overlap = other.contains("ep_a2a_overlap") &&
-                          other["ep_a2a_overlap"].is_boolean() &&
-                          other["ep_a2a_overlap"].get<bool>();
+      c.moe_a2a_overlap = bridge_2509_dsv3_h100 || (other.contains("ep_a2a_overlap") &&
+                                                    other["ep_a2a_overlap"].is_boolean() &&
+                                                    other["ep_a2a_overlap"].get<bool>());
       // A full-iteration graph replays the whole step (Megatron-Bridge sets it
       // with HybridEP's per-rank capacity and paged stash,
       // perf_recipes/qwen/common.py:36-60 @v0.6.0); per-module graphs
@@ -582,7 +596,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
                ? ", vp " + std::to_string(vpp_stated) + " as " + std::to_string(c.vpp)
                : "") +
           " for the row's pipeline layout");
-      if (c.vpp == 1) c.moe_a2a_overlap = false;  // Megatron needs vpp for it with pp > 1
+      if (c.vpp == 1 && c.moe_a2a_overlap) {  // Megatron needs vpp for it with pp > 1
+        c.moe_a2a_overlap = false;
+        run.assumed.push_back("no all-to-all overlap (it needs the interleaving priced as 1)");
+      }
     }
 
     // What was measured: tokens/s per GPU (the tables' headline) or model TFLOP/s.

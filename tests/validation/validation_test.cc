@@ -319,6 +319,11 @@ TEST(Validation, MoeRunsMapAndPredict) {
       EXPECT_EQ(run.request.config.first_stage_layers, 16);
       EXPECT_EQ(run.request.config.last_stage_layers, 13);
     }
+    // Megatron-Bridge 25.09 ran DeepSeek-V3 on H100 with DeepEP, chosen in its
+    // run script (run_script.py:56-85 @r0.1.0), which the row does not name.
+    if (run.id == "mb-25.09-h100-deepseek_v3-fp8-1024g") {
+      EXPECT_EQ(run.request.config.moe_dispatcher, MoeDispatcher::kDeepEp);
+    }
   }
   EXPECT_EQ(h100, 15);
   EXPECT_EQ(runs.size() + skipped.size(), doc.size());
