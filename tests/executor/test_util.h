@@ -216,21 +216,19 @@ inline backend::Backend& MpiCpuBackend() {
 // A small mixture of experts a CPU runs in moments: 8 experts of width 128,
 // top-2, hidden 64, SwiGLU, two layers.
 inline planner::ModelSpec SmallMoe() {
-  planner::ModelSpec m;
-  m.name = "small-moe";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 256;
-  m.vocab = 1000;
-  m.max_seq_len = 128;
-  m.gated_ffn = true;
-  m.norm = "rmsnorm";
-  m.experts = 8;
-  m.top_k = 2;
-  m.moe_ffn_hidden = 128;
-  return m;
+  return planner::ModelSpec{.name = "small-moe",
+                            .layers = 2,
+                            .hidden = 64,
+                            .heads = 4,
+                            .kv_heads = 4,
+                            .ffn_hidden = 256,
+                            .vocab = 1000,
+                            .gated_ffn = true,
+                            .norm = "rmsnorm",
+                            .max_seq_len = 128,
+                            .experts = 8,
+                            .top_k = 2,
+                            .moe_ffn_hidden = 128};
 }
 
 // Tokens each rank routes through the MoE layer per micro-batch: the
