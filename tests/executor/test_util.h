@@ -53,10 +53,7 @@ inline topology::ClusterSpec FakeLikeCluster() {
   g.flash_bwd_efficiency = 1.0;
   // The fake backend charges math and bytes only: no launch gaps, no shape
   // penalties (the ideal device these tests compare the executor against).
-  g.kernel_overhead_us = 0;
-  g.gemm_k0 = 0;
-  g.flash_head_dim_half = 0;
-  g.flash_seq_half = 0;
+  for (const auto& [key, field] : topology::kKernelConstants) g.*field = 0;
   g.memory_GiB = 80.0;
   c.gpus_per_node = 8;
   c.intra_node_fabric = "nvswitch";
