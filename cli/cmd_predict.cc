@@ -125,19 +125,9 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
         << FormatFixed(v, 4) << "  " << std::setw(5) << FormatFixed(100 * v / p.iteration_time_s, 1)
         << " %\n";
   };
-  row("compute", b.compute_s);
-  row(" (recompute)", b.recompute_s);
-  row("comm x", b.comm_x_s);
-  row("comm y/tp", b.comm_y_s);
-  row("comm z", b.comm_z_s);
-  row("comm cp", b.comm_cp_s);
-  row("comm ep", b.comm_ep_s);
-  row("comm data", b.comm_data_s);
-  row("comm pp", b.comm_pp_s);
-  row("bubble", b.bubble_s);
-  row("optimizer", b.optimizer_s);
-  row("offload", b.offload_s);
-  row("host", b.host_s);
+  for (const planner::BreakdownTerm& term : planner::kBreakdownTerms) {
+    row(term.label, b.*term.seconds);
+  }
 }
 
 // `predict --log`: the run a training log describes, predicted and compared.

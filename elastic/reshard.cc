@@ -110,17 +110,15 @@ std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
   const bool layernorm = m.norm != "rmsnorm";
   auto add = [&](std::string name, TensorClass cls, int layer, int64_t rows, int64_t cols,
                  TpAxis row_axis, TpAxis col_axis, int groups = 1, bool vocab = false) {
-    TensorDesc d;
-    d.name = std::move(name);
-    d.cls = cls;
-    d.layer = layer;
-    d.rows = rows;
-    d.cols = cols;
-    d.row_axis = row_axis;
-    d.col_axis = col_axis;
-    d.row_groups = groups;
-    d.vocab_padded = vocab;
-    out.push_back(std::move(d));
+    out.push_back(TensorDesc{.name = std::move(name),
+                             .cls = cls,
+                             .layer = layer,
+                             .rows = rows,
+                             .cols = cols,
+                             .row_groups = groups,
+                             .row_axis = row_axis,
+                             .col_axis = col_axis,
+                             .vocab_padded = vocab});
   };
   add("embedding.weight", TensorClass::kEmbedding, -1, V, h, TpAxis::kXY, TpAxis::kNone, 1, true);
   if (m.learned_positions()) {

@@ -205,13 +205,9 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("cuda_graphs", &c.cuda_graphs));
   PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
   PT_RETURN_IF_ERROR(r.OptParsed("recompute", ParseRecompute, &c.recompute));
-  PT_RETURN_IF_ERROR(r.OptBool("oar", &c.oar));
-  PT_RETURN_IF_ERROR(r.OptBool("ors", &c.ors));
-  PT_RETURN_IF_ERROR(r.OptBool("oag", &c.oag));
-  PT_RETURN_IF_ERROR(r.OptBool("overlap_grad_reduce", &c.overlap_grad_reduce));
-  PT_RETURN_IF_ERROR(r.OptBool("overlap_param_gather", &c.overlap_param_gather));
-  PT_RETURN_IF_ERROR(r.OptBool("tp_comm_overlap", &c.tp_comm_overlap));
-  PT_RETURN_IF_ERROR(r.OptBool("overlap_p2p", &c.overlap_p2p));
+  for (const OverlapSwitch& sw : kOverlapSwitches) {
+    PT_RETURN_IF_ERROR(r.OptBool(sw.key, &(c.*sw.field)));
+  }
   PT_RETURN_IF_ERROR(PositiveInt(r, "ep", &c.ep));
   PT_RETURN_IF_ERROR(PositiveInt(r, "etp", &c.etp));
   PT_RETURN_IF_ERROR(r.OptParsed("moe_dispatcher", ParseMoeDispatcher, &c.moe_dispatcher));
@@ -302,13 +298,7 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   if (c.cuda_graphs) j["cuda_graphs"] = true;
   j["mbs"] = c.mbs;
   j["recompute"] = RecomputeName(c.recompute);
-  j["oar"] = c.oar;
-  j["ors"] = c.ors;
-  j["oag"] = c.oag;
-  j["overlap_grad_reduce"] = c.overlap_grad_reduce;
-  j["overlap_param_gather"] = c.overlap_param_gather;
-  j["tp_comm_overlap"] = c.tp_comm_overlap;
-  j["overlap_p2p"] = c.overlap_p2p;
+  for (const OverlapSwitch& sw : kOverlapSwitches) j[sw.key] = c.*sw.field;
   if (int64_t{c.ep} * c.etp > 1 || c.moe_dispatcher != MoeDispatcher::kAllToAll ||
       c.moe_a2a_overlap) {
     j["ep"] = c.ep;

@@ -121,7 +121,7 @@ struct ParallelConfig {
   // Dispatch/combine all-to-all of one micro-batch overlapped with another's compute
   // (Megatron-Core --overlap-moe-expert-parallel-comm, the DualPipe-style 1F1B overlap).
   bool moe_a2a_overlap = false;
-  Placement placement;
+  Placement placement{};
 
   int tensor() const { return gx * gy; }
   // Ranks of one pipeline stage: gx·gy·gz·gdata·cp.

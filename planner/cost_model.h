@@ -165,6 +165,31 @@ struct TimeBreakdown {     // seconds per iteration; the terms add up to the ite
   double host_s = 0;       // GPU idle while the host issues kernels (eager dispatch)
 };
 
+// The terms of a TimeBreakdown in order: the key of each in a prediction
+// document's breakdown_s and its label in `predict --format table`.
+struct BreakdownTerm {
+  const char* key;
+  const char* label;
+  double TimeBreakdown::*seconds;
+  // Written to documents only when positive (expert parallelism: the documents
+  // of dense models do not carry it).
+  bool only_when_positive = false;
+};
+inline constexpr BreakdownTerm kBreakdownTerms[] = {
+    {"compute", "compute", &TimeBreakdown::compute_s},
+    {"recompute", " (recompute)", &TimeBreakdown::recompute_s},
+    {"comm_x", "comm x", &TimeBreakdown::comm_x_s},
+    {"comm_y", "comm y/tp", &TimeBreakdown::comm_y_s},
+    {"comm_z", "comm z", &TimeBreakdown::comm_z_s},
+    {"comm_cp", "comm cp", &TimeBreakdown::comm_cp_s},
+    {"comm_ep", "comm ep", &TimeBreakdown::comm_ep_s, true},
+    {"comm_data", "comm data", &TimeBreakdown::comm_data_s},
+    {"comm_pp", "comm pp", &TimeBreakdown::comm_pp_s},
+    {"bubble", "bubble", &TimeBreakdown::bubble_s},
+    {"optimizer", "optimizer", &TimeBreakdown::optimizer_s},
+    {"offload", "offload", &TimeBreakdown::offload_s},
+    {"host", "host", &TimeBreakdown::host_s}};
+
 struct Prediction {
   Reason reason = Reason::kOk;   // kOk or kOutOfMemory (rule violations never get here)
   bool fits = false;

@@ -91,7 +91,7 @@ struct ModelSpec {
   // its own chunk. 0 = full attention everywhere.
   int sliding_window = 0, sliding_layers = 0;
   bool chunked_attention = false;
-  std::string source;
+  std::string source{};
 
   // Field-wise equality (name and source included).
   bool operator==(const ModelSpec&) const = default;

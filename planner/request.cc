@@ -239,19 +239,11 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   j["binding"] = p.memory.Binding();
   const TimeBreakdown& b = p.breakdown;
   OrderedJson br;
-  br["compute"] = b.compute_s;
-  br["recompute"] = b.recompute_s;
-  br["comm_x"] = b.comm_x_s;
-  br["comm_y"] = b.comm_y_s;
-  br["comm_z"] = b.comm_z_s;
-  br["comm_cp"] = b.comm_cp_s;
-  if (b.comm_ep_s > 0) br["comm_ep"] = b.comm_ep_s;  // MoE only: dense documents unchanged
-  br["comm_data"] = b.comm_data_s;
-  br["comm_pp"] = b.comm_pp_s;
-  br["bubble"] = b.bubble_s;
-  br["optimizer"] = b.optimizer_s;
-  br["offload"] = b.offload_s;
-  br["host"] = b.host_s;
+  for (const BreakdownTerm& term : kBreakdownTerms) {
+    const double v = b.*term.seconds;
+    if (term.only_when_positive && !(v > 0)) continue;
+    br[term.key] = v;
+  }
   j["breakdown_s"] = br;
   return j;
 }

@@ -184,22 +184,22 @@ Result<Profile> BuildProfile(const Measurements& m,
       if (warnings) warnings->push_back(name + " not fitted: " + fit.status().message());
       continue;
     }
-    CollectiveEntry e;
-    e.collective = s.collective;
-    e.group_size = s.group_size;
-    e.stride = s.stride;
-    e.concurrent_groups = s.concurrent_groups;
-    e.tier = s.tier;
-    e.dtype = s.dtype;
-    e.alpha_us = fit->alpha_us;
-    e.beta_GBps = fit->beta_GBps;
-    e.residual = fit->residual;
+    std::vector<ProfileSample> samples;
     for (const SeriesRow& r : s.rows) {
       if (r.size_bytes > 0 && r.time_us > 0) {
-        e.samples.push_back({r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps});
+        samples.push_back({r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps});
       }
     }
-    p.collectives.push_back(std::move(e));
+    p.collectives.push_back(CollectiveEntry{.collective = s.collective,
+                                            .group_size = s.group_size,
+                                            .stride = s.stride,
+                                            .concurrent_groups = s.concurrent_groups,
+                                            .tier = s.tier,
+                                            .dtype = s.dtype,
+                                            .alpha_us = fit->alpha_us,
+                                            .beta_GBps = fit->beta_GBps,
+                                            .residual = fit->residual,
+                                            .samples = std::move(samples)});
   }
   for (const GemmSeries& g : m.gemm) {
     const char* pname = topology::PrecisionName(g.precision);

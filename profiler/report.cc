@@ -44,16 +44,14 @@ std::string FormatCollectiveTables(const Measurements& m) {
     out << "#\n" << FormatTableHeader();
     double sum = 0;
     for (const SeriesRow& r : s.rows) {
-      ReportRow row;
-      row.size_bytes = r.size_bytes;
-      row.count = r.count;
-      row.type = s.dtype;
-      row.redop = s.redop;
-      row.time_us = r.time_us;
-      row.algbw_GBps = r.algbw_GBps;
-      row.busbw_GBps = r.busbw_GBps;
-      row.wrong = r.wrong;
-      out << FormatRow(row);
+      out << FormatRow(ReportRow{.size_bytes = r.size_bytes,
+                                 .count = r.count,
+                                 .type = s.dtype,
+                                 .redop = s.redop,
+                                 .time_us = r.time_us,
+                                 .algbw_GBps = r.algbw_GBps,
+                                 .busbw_GBps = r.busbw_GBps,
+                                 .wrong = r.wrong});
       sum += r.busbw_GBps;
     }
     out << Printf("# %-20s : %g\n", "Avg bus bandwidth",

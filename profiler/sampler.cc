@@ -257,16 +257,6 @@ Status MeasureCollective(Backend& b, const MeasurementPlan& plan, Collective c,
   const CommId comm = group.comm;
   const int me = group.me, p = shape.group_size;
   const ShapeInfo info = DescribeShape(shape, b.hosts());
-  CollectiveSeries series;
-  series.collective = c;
-  series.group_size = p;
-  series.stride = shape.stride;
-  series.groups = info.groups;
-  series.concurrent_groups = info.concurrent_groups;
-  series.tier = info.tier;
-  series.dtype = backend::DataTypeName(plan.dtype);
-  series.redop = RedopColumn(c, backend::ReduceOpName(plan.op));
-  series.origin = "measured";
   const int elem = backend::DataTypeBytes(plan.dtype);
   if (progress) {
     progress(std::string(topology::CollectiveName(c)) + ": " + std::to_string(info.groups) +
@@ -275,6 +265,7 @@ Status MeasureCollective(Backend& b, const MeasurementPlan& plan, Collective c,
              std::to_string(sizes.size()) + " sizes");
   }
   const bool active = comm != backend::kNoComm;
+  std::vector<SeriesRow> rows;
   for (int64_t size : sizes) {
     const RowCounts rc = CountsFor(c, size, elem, p);
     if (rc.count == 0) continue;
@@ -310,9 +301,19 @@ Status MeasureCollective(Backend& b, const MeasurementPlan& plan, Collective c,
     } else {
       row.wrong = -1;
     }
-    series.rows.push_back(std::move(row));
+    rows.push_back(std::move(row));
   }
-  out->collectives.push_back(std::move(series));
+  out->collectives.push_back(
+      CollectiveSeries{.collective = c,
+                       .group_size = p,
+                       .stride = shape.stride,
+                       .groups = info.groups,
+                       .concurrent_groups = info.concurrent_groups,
+                       .tier = info.tier,
+                       .dtype = backend::DataTypeName(plan.dtype),
+                       .redop = RedopColumn(c, backend::ReduceOpName(plan.op)),
+                       .rows = std::move(rows),
+                       .origin = "measured"});
   return Status::Ok();
 }
 

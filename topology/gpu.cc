@@ -206,12 +206,10 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
   }
   PT_RETURN_IF_ERROR(r.OptNumber("host_link_GBps", &g.host_link_GBps));
   if (!(g.host_link_GBps > 0)) return r.Error("host_link_GBps", "must be positive");
-  for (auto [key, field] : {std::pair{"kernel_overhead_us", &g.kernel_overhead_us},
-                            {"gemm_k0", &g.gemm_k0},
-                            {"flash_head_dim_half", &g.flash_head_dim_half},
-                            {"flash_seq_half", &g.flash_seq_half}}) {
-    PT_RETURN_IF_ERROR(r.OptNumber(key, field));
-    if (!(*field >= 0) || *field > 1e6) return r.Error(key, "must be in [0, 1e6]");
+  for (const auto& [key, field] : kKernelConstants) {
+    double& v = g.*field;
+    PT_RETURN_IF_ERROR(r.OptNumber(key, &v));
+    if (!(v >= 0) || v > 1e6) return r.Error(key, "must be in [0, 1e6]");
   }
   PT_RETURN_IF_ERROR(r.OptNumber("runtime_reserved_GiB", &g.runtime_reserved_GiB));
   if (g.runtime_reserved_GiB < 0 || g.runtime_reserved_GiB >= g.memory_GiB) {
@@ -327,10 +325,7 @@ Json GpuSpecToJson(const GpuSpec& g) {
   j["flash_bwd_efficiency"] = g.flash_bwd_efficiency;
   j["host_link_GBps"] = g.host_link_GBps;
   j["runtime_reserved_GiB"] = g.runtime_reserved_GiB;
-  j["kernel_overhead_us"] = g.kernel_overhead_us;
-  j["gemm_k0"] = g.gemm_k0;
-  j["flash_head_dim_half"] = g.flash_head_dim_half;
-  j["flash_seq_half"] = g.flash_seq_half;
+  for (const auto& [key, field] : kKernelConstants) j[key] = g.*field;
   if (!g.published_mfu_ceilings.empty()) {
     Json arr = Json::array();
     for (const MfuCeiling& c : g.published_mfu_ceilings) {

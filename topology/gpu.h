@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/json.h"
@@ -128,6 +129,14 @@ struct GpuSpec {
   // vector when the spec has no curve at all. Valid as long as *this is.
   const std::vector<EfficiencyPoint>& EffectiveGemmCurve(Precision p) const;
 };
+
+// The per-kernel overhead and the GEMM and fused-attention shape constants by
+// preset key, each in [0, 1e6]; 0 turns its effect off.
+inline constexpr std::pair<const char*, double GpuSpec::*> kKernelConstants[] = {
+    {"kernel_overhead_us", &GpuSpec::kernel_overhead_us},
+    {"gemm_k0", &GpuSpec::gemm_k0},
+    {"flash_head_dim_half", &GpuSpec::flash_head_dim_half},
+    {"flash_seq_half", &GpuSpec::flash_seq_half}};
 
 // Parses a GPU object: the preset file format (docs/presets.md). Strict: unknown keys
 // are errors naming their JSON pointer.

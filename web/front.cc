@@ -508,15 +508,14 @@ void Front::Worker(bool probes) {
           WriteAll(c.fd, out.data(), out.size(), options_.write_timeout_s) >= 0 && !c.close_after;
       if (count_) count_(503, "-");
     } else {
-      Exchange ex;
-      ex.request = std::move(c.request);
-      ex.fd = c.fd;
-      ex.remote_ip = c.remote_ip;
-      ex.remote_port = c.remote_port;
-      ex.local_ip = c.local_ip;
-      ex.local_port = c.local_port;
-      ex.close_after = c.close_after;
-      ex.write_timeout_s = options_.write_timeout_s;
+      Exchange ex{.request = std::move(c.request),
+                  .fd = c.fd,
+                  .remote_ip = c.remote_ip,
+                  .local_ip = c.local_ip,
+                  .remote_port = c.remote_port,
+                  .local_port = c.local_port,
+                  .close_after = c.close_after,
+                  .write_timeout_s = options_.write_timeout_s};
       keep = handler_(ex) && !c.close_after;
     }
     c.request.clear();

@@ -92,12 +92,6 @@ Status ReadField(ObjectReader* r, std::string_view key, std::map<std::string, st
   return Status::Ok();
 }
 
-Status PositiveInt(ObjectReader* r, std::string_view key, int64_t* out) {
-  PT_RETURN_IF_ERROR(r->Integer(key, out));
-  if (*out < 1) return r->Error(key, "must be >= 1");
-  return Status::Ok();
-}
-
 // {"measured_s": ..., "predicted_s": ...}, both required and >= 0.
 Status ParseMeasuredPredicted(ObjectReader* parent, std::string_view key, TermTimes* t) {
   if (!parent->Has(key)) return parent->Error(key, "is required");
@@ -108,40 +102,73 @@ Status ParseMeasuredPredicted(ObjectReader* parent, std::string_view key, TermTi
   return r.Finish();
 }
 
+// The MoE layer block's fields in document order: MoeLayerToJson writes and
+// ParseMoeLayer reads this one list. Every field is required; integers are at
+// least `min`, times at least 0.
+struct MoeLayerField {
+  const char* key;
+  std::variant<int MoeLayerReport::*, int64_t MoeLayerReport::*, bool MoeLayerReport::*,
+               TermTimes MoeLayerReport::*, double MoeLayerReport::*>
+      member;
+  int64_t min = 1;
+};
+const MoeLayerField kMoeLayerFields[] = {
+    {"ep", &MoeLayerReport::ep},
+    {"etp", &MoeLayerReport::etp},
+    {"as_planned", &MoeLayerReport::as_planned},
+    {"tokens", &MoeLayerReport::tokens},
+    {"local_experts", &MoeLayerReport::local_experts},
+    {"rows_per_expert", &MoeLayerReport::rows_per_expert},
+    {"a2a_bytes_per_rank", &MoeLayerReport::a2a_bytes_per_rank, 0},
+    {"a2a", &MoeLayerReport::a2a},
+    {"experts", &MoeLayerReport::experts},
+    {"layer_measured_s", &MoeLayerReport::layer_measured_s},
+};
+
+// One MoE layer field, by its type: integers (int, int64_t) checked against
+// `min`, a flag, a measured/predicted pair, a time.
+template <class Int>
+Status ReadMoeField(ObjectReader* r, const MoeLayerField& f, Int* out) {
+  int64_t v = 0;
+  PT_RETURN_IF_ERROR(r->Integer(f.key, &v));
+  if (v < f.min) return r->Error(f.key, "must be >= " + std::to_string(f.min));
+  *out = static_cast<Int>(v);
+  return Status::Ok();
+}
+Status ReadMoeField(ObjectReader* r, const MoeLayerField& f, bool* out) {
+  return r->Bool(f.key, out);
+}
+Status ReadMoeField(ObjectReader* r, const MoeLayerField& f, TermTimes* out) {
+  return ParseMeasuredPredicted(r, f.key, out);
+}
+Status ReadMoeField(ObjectReader* r, const MoeLayerField& f, double* out) {
+  return NonNegative(r, f.key, out, true);
+}
+
+OrderedJson MoeFieldJson(const TermTimes& t) {
+  return {{"measured_s", t.measured_s}, {"predicted_s", t.predicted_s}};
+}
+template <class T>
+OrderedJson MoeFieldJson(T v) {
+  return v;
+}
+
 Result<MoeLayerReport> ParseMoeLayer(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   MoeLayerReport m;
-  int64_t ep = 0, etp = 0, local = 0;
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "ep", &ep));
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "etp", &etp));
-  m.ep = static_cast<int>(ep);
-  m.etp = static_cast<int>(etp);
-  PT_RETURN_IF_ERROR(r.Bool("as_planned", &m.as_planned));
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "tokens", &m.tokens));
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "local_experts", &local));
-  m.local_experts = static_cast<int>(local);
-  PT_RETURN_IF_ERROR(PositiveInt(&r, "rows_per_expert", &m.rows_per_expert));
-  PT_RETURN_IF_ERROR(r.Integer("a2a_bytes_per_rank", &m.a2a_bytes_per_rank));
-  if (m.a2a_bytes_per_rank < 0) return r.Error("a2a_bytes_per_rank", "must be >= 0");
-  PT_RETURN_IF_ERROR(ParseMeasuredPredicted(&r, "a2a", &m.a2a));
-  PT_RETURN_IF_ERROR(ParseMeasuredPredicted(&r, "experts", &m.experts));
-  PT_RETURN_IF_ERROR(NonNegative(&r, "layer_measured_s", &m.layer_measured_s, true));
+  for (const MoeLayerField& f : kMoeLayerFields) {
+    PT_RETURN_IF_ERROR(
+        std::visit([&](auto member) { return ReadMoeField(&r, f, &(m.*member)); }, f.member));
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return m;
 }
 
 OrderedJson MoeLayerToJson(const MoeLayerReport& m) {
   OrderedJson j;
-  j["ep"] = m.ep;
-  j["etp"] = m.etp;
-  j["as_planned"] = m.as_planned;
-  j["tokens"] = m.tokens;
-  j["local_experts"] = m.local_experts;
-  j["rows_per_expert"] = m.rows_per_expert;
-  j["a2a_bytes_per_rank"] = m.a2a_bytes_per_rank;
-  j["a2a"] = {{"measured_s", m.a2a.measured_s}, {"predicted_s", m.a2a.predicted_s}};
-  j["experts"] = {{"measured_s", m.experts.measured_s}, {"predicted_s", m.experts.predicted_s}};
-  j["layer_measured_s"] = m.layer_measured_s;
+  for (const MoeLayerField& f : kMoeLayerFields) {
+    std::visit([&](auto member) { j[f.key] = MoeFieldJson(m.*member); }, f.member);
+  }
   return j;
 }
 

@@ -144,21 +144,19 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
     comm_pp = c.overlap_p2p ? Overlapped(total, n_mb * L_s * layer_compute) : total;
   }
 
-  Schedule out;
-  out.layer_compute = layer_compute;
-  out.host_stall = host_stall;
-  out.critical_layers = L_s;
-  out.critical_extra = crit_extra;
-  out.last_critical = last_crit;
-  out.pipeline = pipeline;
-  out.comm_pp = comm_pp;
-  out.critical_moe_layers = M_s;
-  out.moe_compute = moe_compute;
-  out.moe_recompute = moe_recompute;
-  out.moe_comm = moe_comm;
-  out.moe_time = moe_time;
-  out.layer_comm = layer_comm;
-  return out;
+  return Schedule{.layer_compute = layer_compute,
+                  .host_stall = host_stall,
+                  .critical_layers = L_s,
+                  .critical_extra = crit_extra,
+                  .last_critical = last_crit,
+                  .pipeline = pipeline,
+                  .comm_pp = comm_pp,
+                  .critical_moe_layers = M_s,
+                  .moe_compute = moe_compute,
+                  .moe_recompute = moe_recompute,
+                  .moe_comm = moe_comm,
+                  .moe_time = moe_time,
+                  .layer_comm = layer_comm};
 }
 
 }  // namespace paratune::planner

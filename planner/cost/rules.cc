@@ -100,16 +100,14 @@ Reason CostModel::CheckRules(const ParallelConfig& c, bool framework_rules) cons
 }
 
 RuleJob RuleJobOf(const ModelSpec& m, const TrainingSpec& t) {
-  RuleJob job;
-  job.heads = m.heads;
-  job.kv_heads = m.kv_heads;
-  job.tied_embeddings = m.tied_embeddings;
-  job.gated_ffn = m.gated_ffn;
-  job.linear_bias = m.linear_bias;
-  job.moe = m.is_moe();
-  job.seq_len = t.seq_len;
-  job.fpdt_chunk_tokens = t.fpdt_chunk_tokens;
-  return job;
+  return RuleJob{.heads = m.heads,
+                 .kv_heads = m.kv_heads,
+                 .tied_embeddings = m.tied_embeddings,
+                 .gated_ffn = m.gated_ffn,
+                 .linear_bias = m.linear_bias,
+                 .moe = m.is_moe(),
+                 .seq_len = t.seq_len,
+                 .fpdt_chunk_tokens = t.fpdt_chunk_tokens};
 }
 
 const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::string* why) const {

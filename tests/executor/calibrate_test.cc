@@ -152,13 +152,7 @@ TEST(Calibration, FixesPredictionsOfFreshConfigsOnTheFake) {
   optimistic.gpu.hbm_GBps = 3200.0;
   const planner::Job job = MakeJob(Gpt(4, 1024, 16, 32000), optimistic, 8, 2048, 16);
   auto config = [](int gy, int pp, int dp, int mbs, bool sp) {
-    planner::ParallelConfig c;
-    c.gy = gy;
-    c.pp = pp;
-    c.gdata = dp;
-    c.mbs = mbs;
-    c.sp = sp;
-    return c;
+    return planner::ParallelConfig{.gy = gy, .gdata = dp, .pp = pp, .sp = sp, .mbs = mbs};
   };
   const std::vector<planner::ParallelConfig> calib = {
       config(2, 2, 2, 1, true), config(8, 1, 1, 1, false), config(1, 1, 8, 2, false)};

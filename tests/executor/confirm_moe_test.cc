@@ -146,15 +146,14 @@ TEST(ConfirmMoe, ReportKeepsTheMoeLayerThroughJson) {
   c.config = MoeConfigs()[0];
   c.measured_s = 1.0;
   c.error = 0.0;
-  MoeLayerReport ml;
-  ml.ep = 8;
-  ml.tokens = 1024;
-  ml.local_experts = 8;
-  ml.rows_per_expert = 1024;
-  ml.a2a_bytes_per_rank = 29360128;
-  ml.a2a = {0.002, 0.0018, Source::kMeasured};
-  ml.experts = {0.003, 0.0031, Source::kMeasured};
-  ml.layer_measured_s = 0.0052;
+  const MoeLayerReport ml{.ep = 8,
+                          .tokens = 1024,
+                          .local_experts = 8,
+                          .rows_per_expert = 1024,
+                          .a2a_bytes_per_rank = 29360128,
+                          .a2a = {0.002, 0.0018, Source::kMeasured},
+                          .experts = {0.003, 0.0031, Source::kMeasured},
+                          .layer_measured_s = 0.0052};
   c.moe_layer = ml;
   r.candidates.push_back(c);
   const OrderedJson j = RunReportToJson(r);

@@ -53,10 +53,7 @@ inline topology::ClusterSpec FakeLikeCluster() {
   g.flash_bwd_efficiency = 1.0;
   // The fake backend charges math and bytes only: no launch gaps, no shape
   // penalties (the ideal device these tests compare the executor against).
-  g.kernel_overhead_us = 0;
-  g.gemm_k0 = 0;
-  g.flash_head_dim_half = 0;
-  g.flash_seq_half = 0;
+  for (const auto& [key, field] : topology::kKernelConstants) g.*field = 0;
   g.memory_GiB = 80.0;
   c.gpus_per_node = 8;
   c.intra_node_fabric = "nvswitch";
@@ -216,21 +213,19 @@ inline backend::Backend& MpiCpuBackend() {
 // A small mixture of experts a CPU runs in moments: 8 experts of width 128,
 // top-2, hidden 64, SwiGLU, two layers.
 inline planner::ModelSpec SmallMoe() {
-  planner::ModelSpec m;
-  m.name = "small-moe";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 256;
-  m.vocab = 1000;
-  m.max_seq_len = 128;
-  m.gated_ffn = true;
-  m.norm = "rmsnorm";
-  m.experts = 8;
-  m.top_k = 2;
-  m.moe_ffn_hidden = 128;
-  return m;
+  return planner::ModelSpec{.name = "small-moe",
+                            .layers = 2,
+                            .hidden = 64,
+                            .heads = 4,
+                            .kv_heads = 4,
+                            .ffn_hidden = 256,
+                            .vocab = 1000,
+                            .gated_ffn = true,
+                            .norm = "rmsnorm",
+                            .max_seq_len = 128,
+                            .experts = 8,
+                            .top_k = 2,
+                            .moe_ffn_hidden = 128};
 }
 
 // Tokens each rank routes through the MoE layer per micro-batch: the

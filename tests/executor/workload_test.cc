@@ -36,13 +36,7 @@ planner::Job TestJob(int gpus, int64_t global_batch = 8) {
 }
 
 // AxoNN 4D: gx = gy = gz = 2 on 8 ranks.
-ParallelConfig Axonn() {
-  ParallelConfig c;
-  c.gx = 2;
-  c.gy = 2;
-  c.gz = 2;
-  return c;
-}
+ParallelConfig Axonn() { return ParallelConfig{.gx = 2, .gy = 2, .gz = 2}; }
 
 Workload Build(const planner::Job& job, const ParallelConfig& c, int rank) {
   auto w = BuildWorkload(testing::WithFrameworkFor(job, c), c, rank, WorkloadOptions{});

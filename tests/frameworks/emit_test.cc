@@ -25,6 +25,7 @@
 #include "framework_rules.h"
 #include "planner/config.h"
 #include "planner/plans.h"
+#include "test_world.h"
 #include "topology/gpu.h"
 
 namespace paratune::planner {
@@ -157,22 +158,7 @@ using frameworks_test::World;
 World WorldOf(const Json& plans) {
   auto job = JobFromPlans(plans);
   EXPECT_TRUE(job.ok());
-  const ModelSpec& m = job->model;
-  World w;
-  w.gpus = job->gpus;
-  w.layers = m.layers;
-  w.hidden = m.hidden;
-  w.heads = m.heads;
-  w.kv_heads = m.kv_heads;
-  w.ffn = m.ffn_hidden;
-  w.vocab = m.vocab;
-  w.seq = job->training.seq_len;
-  w.gbs = job->training.global_batch;
-  w.tied_embeddings = m.tied_embeddings;
-  w.gated_ffn = m.gated_ffn;
-  w.linear_bias = m.linear_bias;
-  w.gpu_arch_major = job->cluster.gpu.name.rfind("a100", 0) == 0 ? 8 : 9;
-  return w;
+  return frameworks_test::WorldOf(*job);
 }
 
 // ------------------------------------------------------------------ rules

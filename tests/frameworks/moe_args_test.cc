@@ -30,11 +30,7 @@ TEST(MoeArgs, DeepSeekV3MegatronArgumentsAreThePublishedArchitecture) {
   // DeepSeek-V3 config.json: 256 routed experts of 2048, 1 shared of 2048, top-8,
   // sigmoid scores, the first 3 of 61 layers dense, MLA q_lora 1536 / kv_lora 512,
   // qk nope 128 + rope 64, v 128, one MTP module. EP 64 as the paper trained it.
-  MoeLaunch l;
-  l.ep = 64;
-  l.etp = 1;
-  l.world = 2048;
-  l.pp = 16;
+  const MoeLaunch l{.ep = 64, .etp = 1, .world = 2048, .pp = 16};
   auto a = MegatronMoeArgs(Preset("deepseek-v3"), l);
   ASSERT_TRUE(a.ok()) << a.status().message();
   for (const char* want :
@@ -52,9 +48,7 @@ TEST(MoeArgs, DeepSeekV3MegatronArgumentsAreThePublishedArchitecture) {
 }
 
 TEST(MoeArgs, InterleavedAndDenseFirstLayerPatterns) {
-  MoeLaunch l;
-  l.world = 128;
-  l.ep = 8;
+  const MoeLaunch l{.ep = 8, .world = 128};
   // Llama 4 Maverick: every second of 48 layers MoE, as Megatron's own example
   // writes it (Llama-4-Maverick-17B-128E-Instruct.sh:29: "([0,1]*24)").
   auto maverick = MegatronMoeArgs(Preset("llama4-maverick"), l);
@@ -74,10 +68,8 @@ TEST(MoeArgs, InterleavedAndDenseFirstLayerPatterns) {
 
 TEST(MoeArgs, MegatronRules) {
   const ModelSpec mixtral = Preset("mixtral-8x7b");
-  MoeLaunch l;
-  l.world = 64;
   // arguments.py:1657-1658: num_experts % expert_model_parallel_size == 0 (8 % 3).
-  l.ep = 3;
+  MoeLaunch l{.ep = 3, .world = 64};
   auto a = MegatronMoeArgs(mixtral, l);
   ExpectRefused(a, "arguments.py:1657-1658");
   // parallel_state.py:874-884: world 64 % (etp 4 · ep 8 · pp 4 = 128) != 0.
@@ -119,9 +111,7 @@ TEST(MoeArgs, MegatronRules) {
 
 TEST(MoeArgs, TorchtitanExpertParallelDegree) {
   const ModelSpec m = Preset("qwen3-30b-a3b");
-  MoeLaunch l;
-  l.ep = 8;
-  l.world = 16;
+  MoeLaunch l{.ep = 8, .world = 16};
   auto ok = TorchtitanMoeLines(m, l, 16);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(*ok, std::vector<std::string>{"expert_parallel_degree = 8"});
@@ -137,9 +127,7 @@ TEST(MoeArgs, TorchtitanExpertParallelDegree) {
 
 TEST(MoeArgs, DeepSpeedMoeLayer) {
   const ModelSpec m = Preset("mixtral-8x7b");
-  MoeLaunch l;
-  l.ep = 8;
-  l.world = 16;
+  MoeLaunch l{.ep = 8, .world = 16};
   auto call = DeepSpeedMoeLayerCall(m, l);
   ASSERT_TRUE(call.ok()) << call.status().message();
   EXPECT_EQ(*call,

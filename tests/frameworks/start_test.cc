@@ -26,6 +26,7 @@
 #include "frameworks/emit.h"
 #include "planner/plans.h"
 #include "planner/search.h"
+#include "test_world.h"
 #include "topology/cluster.h"
 
 namespace paratune::planner {
@@ -33,6 +34,7 @@ namespace {
 
 using frameworks_test::Built;
 using frameworks_test::World;
+using frameworks_test::WorldOf;
 
 struct Request {
   const char* name;
@@ -139,25 +141,6 @@ Job MakeJob(const Request& q, Framework fw) {
   j.training.framework = fw;
   j.training.precision = BestTrainingPrecision(j.cluster.gpu);
   return j;
-}
-
-World WorldOf(const Job& j) {
-  World w;
-  w.gpus = j.gpus;
-  w.layers = j.model.layers;
-  w.hidden = j.model.hidden;
-  w.heads = j.model.heads;
-  w.kv_heads = j.model.kv_heads;
-  w.ffn = j.model.ffn_hidden;
-  w.vocab = j.model.vocab;
-  w.seq = j.training.seq_len;
-  w.gbs = j.training.global_batch;
-  w.tied_embeddings = j.model.tied_embeddings;
-  w.gated_ffn = j.model.gated_ffn;
-  w.linear_bias = j.model.linear_bias;
-  // Compute capability by GPU generation (A100 8.0, H100/H200 9.0).
-  w.gpu_arch_major = j.cluster.gpu.name.rfind("a100", 0) == 0 ? 8 : 9;
-  return w;
 }
 
 // The rules of the format's framework, as restated from its source.

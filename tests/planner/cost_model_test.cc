@@ -86,10 +86,7 @@ TEST_F(Korthikanti, FullRecompute) {
 // --- FLOPs (Korthikanti Eq. 7; Narayanan 2021 Eq. 3 with full recompute).
 TEST(Flops, Gpt3_175bModelAndHardwareFlops) {
   ModelSpec m = GptLike(96, 12288, 96, 51200);
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 1536;
-  t.attention = Attention::kUnfused;
+  const TrainingSpec t{.seq_len = 2048, .global_batch = 1536, .attention = Attention::kUnfused};
   auto cluster = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   CostModel cm(m, t, *cluster, 1024);
@@ -113,9 +110,7 @@ TEST(Flops, Gpt3_175bModelAndHardwareFlops) {
 // normal/transposed pair with X = 1).
 TEST(Communication, MegatronTensorParallelIsAxonnGy) {
   ModelSpec m = GptLike(32, 4096, 32, 51200);
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 8;
+  const TrainingSpec t{.seq_len = 2048, .global_batch = 8};
   auto cluster = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(cluster.ok());
   const int tp = 8;
@@ -168,12 +163,7 @@ class Properties : public ::testing::Test {
     return out;
   }
   ModelSpec model = GptLike(24, 2048, 16, 51200);
-  TrainingSpec training = [] {
-    TrainingSpec t;
-    t.seq_len = 2048;
-    t.global_batch = 256;
-    return t;
-  }();
+  TrainingSpec training{.seq_len = 2048, .global_batch = 256};
 };
 
 TEST_F(Properties, MoreBandwidthIsNeverSlower) {
@@ -277,9 +267,7 @@ TEST_F(Properties, BreakdownAddsUpToIterationTime) {
 // nothing else: attention, element-wise kernels and memory are untouched.
 TEST(GemmSustainedFraction, ScalesGemmsOnly) {
   ModelSpec m = GptLike(24, 4096, 32, 51200);
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 64;
+  const TrainingSpec t{.seq_len = 2048, .global_batch = 64};
   auto full = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(full.ok());
   ASSERT_EQ(full->gpu.gemm_sustained_fraction, 1.0);
@@ -306,8 +294,7 @@ TEST(GemmSustainedFraction, ScalesGemmsOnly) {
 // --- Rule violations name the field.
 TEST(Rules, ViolationsNameFieldAndRule) {
   ModelSpec m = GptLike(24, 2048, 16, 51200);
-  TrainingSpec t;
-  t.global_batch = 64;
+  const TrainingSpec t{.global_batch = 64};
   auto cluster = topology::ClusterPreset("dgx-a100-80gb");
   ASSERT_TRUE(cluster.ok());
   CostModel cm(m, t, *cluster, 64);

@@ -60,12 +60,7 @@ TEST(Framework, VersionLimitsParseAndBind) {
 
   const Job job = MakeJob("gpt3-13b", "dgx-a100-80gb", 64, 512, 2048);
   CostModel cm(job.model, job.training, job.cluster, job.gpus, *spec);
-  ParallelConfig c;
-  c.gy = 4;
-  c.sp = true;
-  c.pp = 2;
-  c.vpp = 2;
-  c.gdata = 8;
+  ParallelConfig c{.gy = 4, .gdata = 8, .pp = 2, .vpp = 2, .sp = true};
   EXPECT_NE(std::string(cm.UnsupportedWhy(c)).find("pp"), std::string::npos);
   c.vpp = 1;
   c.overlap_grad_reduce = true;
@@ -114,9 +109,7 @@ TEST(Framework, TinyLayersAreHostBound) {
 TEST(Framework, RulesNameTheFramework) {
   const CostModel cm =
       CostModelOf(MakeJob("llama2-7b", "dgx-a100-80gb", 16, 64, 4096, Framework::kFsdp));
-  ParallelConfig c;
-  c.gy = 2;
-  c.gdata = 8;
+  const ParallelConfig c{.gy = 2, .gdata = 8};
   EXPECT_EQ(cm.CheckRules(c), Reason::kFrameworkUnsupported);
   EXPECT_NE(cm.Explain(Reason::kFrameworkUnsupported, c).find("fsdp"), std::string::npos);
   EXPECT_EQ(std::string(ReasonField(Reason::kFrameworkUnsupported)), "/training/framework");

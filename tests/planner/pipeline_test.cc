@@ -27,14 +27,12 @@ using testing::CostModelOf;
 using testing::MakeJob;
 
 ParallelConfig Pipe(int pp, int vpp, int first = 0, int last = 0, int emb = 0, int loss = 0) {
-  ParallelConfig c;
-  c.pp = pp;
-  c.vpp = vpp;
-  c.first_stage_layers = first;
-  c.last_stage_layers = last;
-  c.pp_embedding_layers = emb;
-  c.pp_loss_layers = loss;
-  return c;
+  return ParallelConfig{.pp = pp,
+                        .vpp = vpp,
+                        .first_stage_layers = first,
+                        .last_stage_layers = last,
+                        .pp_embedding_layers = emb,
+                        .pp_loss_layers = loss};
 }
 
 std::vector<int> Chunks(int layers, const ParallelConfig& c, PpSplit s) {
@@ -157,11 +155,7 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   // (transformer_config.py:2612-2615, "Bias in Moe is only supported when ETP==1").
   const CostModel mc =
       CostModelOf(MakeJob("gpt-oss-20b", "dgx-h100", 16, 256, 4096, Framework::kMegatron));
-  ParallelConfig c;
-  c.gy = 2;
-  c.gdata = 8;
-  c.ep = 8;
-  c.etp = 2;
+  ParallelConfig c{.gy = 2, .gdata = 8, .ep = 8, .etp = 2};
   ASSERT_NE(mc.BrokenRule(c), nullptr);
   EXPECT_EQ(mc.BrokenRule(c)->rule, FrameworkRule::kMoeBiasEtp1);
   c.etp = 1;
@@ -170,12 +164,7 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   // ep 8 over 2 TP ranks × 4 shard ranks, not over replicas.
   const CostModel tc =
       CostModelOf(MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096, Framework::kTorchtitan));
-  ParallelConfig t;
-  t.gy = 2;
-  t.sp = true;
-  t.gz = 4;
-  t.gdata = 2;
-  t.ep = 8;
+  ParallelConfig t{.gy = 2, .gz = 4, .gdata = 2, .sp = true, .ep = 8};
   EXPECT_EQ(tc.BrokenRule(t), nullptr);
   t.gz = 2;
   t.gdata = 4;

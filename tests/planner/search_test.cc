@@ -78,34 +78,34 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
           if (cm.training().global_batch % per) continue;
           for (int mbs : Divs(cm.training().global_batch / per)) {
             if (mbs > max_mbs) continue;
-            ParallelConfig c;
-            c.gx = gx;
-            c.gy = gy;
-            c.gz = gz;
-            c.gdata = gdata;
-            c.pp = pp;
-            c.vpp = vpp;
-            c.pp_embedding_layers = emb;
-            c.pp_loss_layers = loss;
-            c.cp = cp;
-            c.cp_kind = static_cast<CpKind>(kind);
-            c.sp = sp;
-            c.zero = zero;
-            c.distributed_optimizer = dopt;
-            c.qwz = zpp & 1;
-            c.hpz = zpp & 2;
-            c.qgz = zpp & 4;
-            c.offload_optimizer = off >= 1;
-            c.offload_param = off == 2;
-            c.recompute = static_cast<Recompute>(rc);
-            c.mbs = mbs;
-            c.oar = has("oar");
-            c.ors = has("ors") && gz > 1;
-            c.oag = has("oag") && gz > 1;
-            c.overlap_grad_reduce = has("overlap_grad_reduce");
-            c.overlap_param_gather = has("overlap_param_gather") && (dopt || zero == 3);
-            c.tp_comm_overlap = has("tp_comm_overlap") && c.sp;
-            c.overlap_p2p = has("overlap_p2p") && c.vpp > 1;
+            const ParallelConfig c{
+                .gx = gx,
+                .gy = gy,
+                .gz = gz,
+                .gdata = gdata,
+                .pp = pp,
+                .vpp = vpp,
+                .pp_embedding_layers = emb,
+                .pp_loss_layers = loss,
+                .cp = cp,
+                .cp_kind = static_cast<CpKind>(kind),
+                .sp = sp == 1,
+                .zero = zero,
+                .distributed_optimizer = dopt == 1,
+                .qwz = (zpp & 1) != 0,
+                .hpz = (zpp & 2) != 0,
+                .qgz = (zpp & 4) != 0,
+                .offload_optimizer = off >= 1,
+                .offload_param = off == 2,
+                .mbs = mbs,
+                .recompute = static_cast<Recompute>(rc),
+                .oar = has("oar"),
+                .ors = has("ors") && gz > 1,
+                .oag = has("oag") && gz > 1,
+                .overlap_grad_reduce = has("overlap_grad_reduce"),
+                .overlap_param_gather = has("overlap_param_gather") && (dopt == 1 || zero == 3),
+                .tp_comm_overlap = has("tp_comm_overlap") && sp == 1,
+                .overlap_p2p = has("overlap_p2p") && vpp > 1};
             if (cm.CheckRules(c) != Reason::kOk) continue;
             Prediction p = cm.Predict(c);
             if (p.fits) out.push_back({c, p, cm.training().framework});

@@ -76,13 +76,12 @@ TEST(NcclFormat, RowTextMatchesAnNcclTestsLogLine) {
     if (line.rfind("  8589934592", 0) == 0) want = line;
   }
   ASSERT_FALSE(want.empty());
-  ReportRow row;
-  row.size_bytes = 8589934592;
-  row.count = 2147483648;
-  row.time_us = 64422.8;
-  row.algbw_GBps = 133.34;
-  row.busbw_GBps = 233.34;
-  row.wrong = 0;
+  ReportRow row{.size_bytes = 8589934592,
+                .count = 2147483648,
+                .time_us = 64422.8,
+                .algbw_GBps = 133.34,
+                .busbw_GBps = 233.34,
+                .wrong = 0};
   const std::string got = FormatRow(row);
   EXPECT_EQ(got.substr(0, got.size() - 1), want.substr(0, got.size() - 1));
   row.wrong = -1;

@@ -266,14 +266,15 @@ TEST(SeedsTest, AxonnCommunicationTermsMatchTheAuthorsModel) {
 TEST(SeedsTest, AxonnCachingAndSplitAllReduceNeverSlower) {
   const CostModel with = Gpt80bOnPerlmutter(Framework::kAxonn);
   const CostModel without = Gpt80bOnPerlmutter(Framework::kAxonn, PlainAxonn());
-  ParallelConfig c;
-  c.gx = 4;
-  c.gy = 2;
-  c.gz = 128;
-  c.gdata = 1;
-  c.mbs = 8;
-  c.recompute = Recompute::kFull;
-  c.oar = c.ors = c.oag = true;
+  const ParallelConfig c{.gx = 4,
+                         .gy = 2,
+                         .gz = 128,
+                         .gdata = 1,
+                         .mbs = 8,
+                         .recompute = Recompute::kFull,
+                         .oar = true,
+                         .ors = true,
+                         .oag = true};
   const Prediction a = with.Predict(c), b = without.Predict(c);
   ASSERT_TRUE(a.fits);
   EXPECT_GT(a.memory.z_cached_layers, 0);

@@ -1,0 +1,27 @@
+// The World a framework's restated rules check an emitted file against,
+// taken from the planner's Job (shared by the emit and start-up tests).
+#pragma once
+
+#include "framework_rules.h"
+#include "planner/request.h"
+
+namespace paratune::frameworks_test {
+
+inline World WorldOf(const planner::Job& j) {
+  return World{.gpus = j.gpus,
+               .layers = j.model.layers,
+               .hidden = j.model.hidden,
+               .heads = j.model.heads,
+               .kv_heads = j.model.kv_heads,
+               .ffn = j.model.ffn_hidden,
+               .vocab = j.model.vocab,
+               .seq = j.training.seq_len,
+               .gbs = j.training.global_batch,
+               .tied_embeddings = j.model.tied_embeddings,
+               .gated_ffn = j.model.gated_ffn,
+               .linear_bias = j.model.linear_bias,
+               // Compute capability by GPU generation (A100 8.0, H100/H200 9.0).
+               .gpu_arch_major = j.cluster.gpu.name.rfind("a100", 0) == 0 ? 8 : 9};
+}
+
+}  // namespace paratune::frameworks_test
