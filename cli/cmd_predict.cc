@@ -63,7 +63,11 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     with moe_dispatcher=hybridep); megatron with
                     zero=3 is Megatron-FSDP. Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
-                    first_stage_layers/last_stage_layers under megatron.
+                    first_stage_layers/last_stage_layers under megatron, or
+                    pp_embedding_layers/pp_loss_layers (the embedding / loss
+                    counted as that many layers; above 1 Megatron's layout
+                    string: Megatron-Bridge's DeepSeek-V3 "Et*4|(t*4|)*14tmL"
+                    is pp=4,vpp=4,pp_embedding_layers=0,pp_loss_layers=3).
                     pp_schedule: 1f1b | interleaved (vpp > 1) | zb-h1 (vpp >= 2)
                     | zb-v | dualpipev (vpp = 2): zero-bubble and V schedules,
                     torchtitan only.

@@ -357,7 +357,16 @@ std::string Write(const Plan& p) {
   std::vector<std::string> par = {"--tensor-model-parallel-size " + Str(c.gy),
                                   "--pipeline-model-parallel-size " + Str(c.pp)};
   const bool explicit_stages = c.first_stage_layers > 0 || c.last_stage_layers > 0;
-  const bool accounted = c.pp > 1 && (c.pp_embedding_layers > 0 || c.pp_loss_layers > 0);
+  // An embedding or loss counted as more than one layer takes the layout
+  // string, which also sets the interleaving (arguments.py:941-952 @ d98e8a6:
+  // vpp = chunks / pp, exclusive with the other virtual-stage arguments).
+  const bool layout = NeedsMegatronLayout(c);
+  const bool accounted =
+      !layout && c.pp > 1 && (c.pp_embedding_layers > 0 || c.pp_loss_layers > 0);
+  if (layout) {
+    par.push_back("--pipeline-model-parallel-layout \"" +
+                  MegatronLayoutString(m.layers, m.mtp_layers, c) + "\"");
+  }
   if (c.pp > 1 && c.first_stage_layers > 0) {
     par.push_back("--decoder-first-pipeline-num-layers " + Str(c.first_stage_layers));
   }
@@ -368,10 +377,11 @@ std::string Write(const Plan& p) {
     par.push_back("--account-for-embedding-in-pipeline-split");
   if (accounted && c.pp_loss_layers > 0) par.push_back("--account-for-loss-in-pipeline-split");
   if (c.vpp > 1) {
-    // Uneven stages take the virtual stage count per rank (arguments.py:954-956).
-    if (explicit_stages || accounted) {
+    // Uneven stages take the virtual stage count per rank (arguments.py:954-956);
+    // a layout string states it by its chunk count.
+    if (!layout && (explicit_stages || accounted)) {
       par.push_back("--num-virtual-stages-per-pipeline-rank " + Str(c.vpp));
-    } else {
+    } else if (!layout) {
       par.push_back("--num-layers-per-virtual-pipeline-stage " + Str(m.layers / (c.pp * c.vpp)));
     }
     if (!c.overlap_p2p) par.push_back("--no-overlap-p2p-communication");

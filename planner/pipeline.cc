@@ -19,11 +19,9 @@ std::string MegatronError(int layers, const ParallelConfig& c) {
   const int pp = c.pp, v = c.vpp;
   const int f = c.first_stage_layers, l = c.last_stage_layers;
   const int e = c.pp_embedding_layers, o = c.pp_loss_layers;
-  if (e > 1 || o > 1) {
-    return "Megatron counts the embedding and the loss as one layer or not at all "
-           "(--account-for-embedding/loss-in-pipeline-split are switches; "
-           "transformer_config.py:137-143)";
-  }
+  // An embedding or loss counted as more than one layer is said with the
+  // layout string (MegatronLayoutString), where the first and last chunks
+  // hold that many layers fewer.
   if (f > 0 || l > 0) {
     if (e > 0 || o > 0) {
       return "first_stage_layers / last_stage_layers cannot be combined with counting the "
@@ -116,6 +114,133 @@ std::string BalancedError(int layers, const ParallelConfig& c) {
 }  // namespace
 
 const char* PpSplitName(PpSplit s) { return EnumLookup(s, kPpSplitNames, "megatron"); }
+
+namespace {
+
+// Megatron's two unrolling passes, each over the whole string once
+// (pipeline_parallel_layer_layout.py parse_str_to_list: re.sub of
+// r'\(([^)]+)\)\*(\d+)', then of r'(.)\*(\d+)').
+std::string UnrollLayout(const std::string& in) {
+  std::string s;
+  for (char ch : in) {
+    if (ch != ',') s += ch;
+  }
+  auto digits = [](const std::string& t, size_t i, int* n) {
+    size_t j = i;
+    long v = 0;
+    while (j < t.size() && t[j] >= '0' && t[j] <= '9' && v < 100000) v = v * 10 + (t[j++] - '0');
+    *n = static_cast<int>(v);
+    return j;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t close = s[i] == '(' ? s.find(')', i + 1) : std::string::npos;
+    int n = 0;
+    if (close != std::string::npos && close > i + 1 && close + 1 < s.size() && s[close + 1] == '*') {
+      const size_t end = digits(s, close + 2, &n);
+      if (end > close + 2) {
+        for (int k = 0; k < n; ++k) out.append(s, i + 1, close - i - 1);
+        i = end;
+        continue;
+      }
+    }
+    out += s[i++];
+  }
+  std::string res;
+  for (size_t i = 0; i < out.size();) {
+    int n = 0;
+    if (i + 1 < out.size() && out[i + 1] == '*') {
+      const size_t end = digits(out, i + 2, &n);
+      if (end > i + 2) {
+        res.append(static_cast<size_t>(n), out[i]);
+        i = end;
+        continue;
+      }
+    }
+    res += out[i++];
+  }
+  return res;
+}
+
+std::string Repeat(int n) { return n <= 0 ? "" : n == 1 ? "t" : "t*" + Str(n); }
+
+}  // namespace
+
+Result<MegatronLayout> ParseMegatronLayout(const std::string& s, int layers, int mtp) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("pipeline layout \"" + s + "\": " + why);
+  };
+  const std::string flat = UnrollLayout(s);
+  std::vector<std::string> chunks(1);
+  for (char ch : flat) {
+    if (ch == '|') {
+      chunks.emplace_back();
+    } else if (ch == 'E' || ch == 't' || ch == 'm' || ch == 'L') {
+      chunks.back() += ch;
+    } else {
+      return bad(std::string("unknown layer character '") + ch + "' (E, t, m, L, | and * only)");
+    }
+  }
+  const auto count = [&](char ch) { return static_cast<int>(std::count(flat.begin(), flat.end(), ch)); };
+  // validate_layer_layout @ d98e8a6 (pipeline_parallel_layer_layout.py:86-130).
+  if (flat.empty() || flat.front() != 'E' || count('E') != 1) {
+    return bad("the embedding E must come first, once");
+  }
+  if (flat.back() != 'L' || count('L') != 1) return bad("the loss L must come last, once");
+  if (count('t') != layers) {
+    return bad(Str(count('t')) + " decoder layers for a model of " + Str(layers));
+  }
+  if (count('m') != mtp) return bad(Str(count('m')) + " MTP modules for a model with " + Str(mtp));
+  const size_t first_m = flat.find('m');
+  if (first_m != std::string::npos && flat.find('t', first_m) != std::string::npos) {
+    return bad("decoder layers must come before the MTP modules");
+  }
+  const int n = static_cast<int>(chunks.size());
+  if (n < 2) return bad("one chunk: a layout needs pp > 1");
+  // The priced form: E + a layers | c layers each | b layers, the MTP, L.
+  const auto decoders = [](const std::string& c) {
+    return static_cast<int>(std::count(c.begin(), c.end(), 't'));
+  };
+  const std::string& head = chunks.front();
+  const std::string& tail = chunks.back();
+  if (head.find_first_not_of('t', 1) != std::string::npos) {
+    return bad("the first chunk holds more than the embedding and decoder layers");
+  }
+  const size_t tail_t = tail.find_last_of('t');
+  const size_t tail_rest = tail_t == std::string::npos ? 0 : tail_t + 1;
+  if (tail.find_first_not_of('t') != tail_rest || tail.find_first_not_of('m', tail_rest) != tail.size() - 1) {
+    return bad("the last chunk holds more than decoder layers, the MTP modules and the loss");
+  }
+  int size = std::max(decoders(head), decoders(tail));
+  for (int k = 1; k + 1 < n; ++k) {
+    if (chunks[k].find_first_not_of('t') != std::string::npos) {
+      return bad("chunk " + Str(k) + " holds more than decoder layers (the MTP belongs to the last)");
+    }
+    if (k == 1) size = decoders(chunks[k]);
+    if (decoders(chunks[k]) != size) {
+      return bad("the chunks between the first and the last hold different layer counts (" +
+                 Str(size) + ", " + Str(decoders(chunks[k])) +
+                 "): only the first and last may differ");
+    }
+  }
+  MegatronLayout out;
+  out.chunks = n;
+  out.embedding = size - decoders(head);
+  out.loss = size - decoders(tail);
+  if (out.embedding < 0 || out.loss < 0) {
+    return bad("the first or last chunk holds more layers than the chunks between");
+  }
+  return out;
+}
+
+std::string MegatronLayoutString(int layers, int mtp, const ParallelConfig& c) {
+  const int chunks = c.pp * c.vpp;
+  const int size = (layers + c.pp_embedding_layers + c.pp_loss_layers) / chunks;
+  std::string s = "E" + Repeat(size - c.pp_embedding_layers) + "|";
+  if (chunks > 2) s += "(" + Repeat(size) + "|)*" + Str(chunks - 2);
+  s += Repeat(size - c.pp_loss_layers) + std::string(static_cast<size_t>(std::max(0, mtp)), 'm') + "L";
+  return s;
+}
 
 Result<PpSplit> ParsePpSplit(const std::string& s) {
   return ParseEnumName<PpSplit>(s, kPpSplitNames, "a pipeline split");

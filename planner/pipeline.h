@@ -107,6 +107,36 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split);
 // (ceil((layers + in + out) / value) == pp·vpp; pipeline_parallel.py:217-263).
 int TorchtitanLayersPerStage(int layers, const ParallelConfig& c);
 
+// Megatron-Core's explicit layout (--pipeline-model-parallel-layout, parsed by
+// PipelineParallelLayerLayout @ d98e8a6, pipeline_parallel_layer_layout.py:
+// 'E' embedding, 't' a decoder layer, 'm' an MTP module, 'L' the loss, '|'
+// between the pp·vpp chunks, "x*n" and "(...)*n" repeat, ',' is cosmetic) in
+// the form the planner prices: every chunk holds the same count except the
+// first, which gives `embedding` of them to the embedding, and the last, which
+// gives `loss` of them to the MTP modules and the loss — the embedding and the
+// loss counted as that many layers (pp_embedding_layers / pp_loss_layers).
+// Megatron-Bridge's DeepSeek-V3 layouts are of this form (e.g.
+// "Et*4|(t*4|)*14tmL": 16 chunks, embedding 0, loss 3).
+struct MegatronLayout {
+  int chunks = 0;  // pp·vpp
+  int embedding = 0, loss = 0;
+};
+// Parses `s` for a model of `layers` decoder layers and `mtp` MTP modules;
+// an error names what Megatron would refuse (its validate_layer_layout rules:
+// E first and once, L last and once, the decoder and MTP counts, MTP after the
+// decoder layers in the last chunk) or a layout not of the form above.
+Result<MegatronLayout> ParseMegatronLayout(const std::string& s, int layers, int mtp);
+// The layout string of c's Megatron split with its embedding/loss counts
+// (pp > 1), in the form Megatron-Bridge writes: "E" + first chunk's layers,
+// "(t*n|)*k" for the middle chunks, the last chunk's layers + "m"·mtp + "L".
+// REQUIRES: PipelineLayoutError(layers, c, kMegatron) is "".
+std::string MegatronLayoutString(int layers, int mtp, const ParallelConfig& c);
+// Whether Megatron needs the layout string for c (an embedding or loss
+// counted as more than one layer, which its account-for switches cannot say).
+inline bool NeedsMegatronLayout(const ParallelConfig& c) {
+  return c.pp > 1 && (c.pp_embedding_layers > 1 || c.pp_loss_layers > 1);
+}
+
 // A pipeline layout (the layout keys of ParallelConfig).
 struct PipeLayout {
   int first = 0, last = 0;      // first_stage_layers, last_stage_layers

@@ -356,6 +356,24 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
 
 namespace {
 
+// Megatron-Bridge's pipeline layouts for the 61-layer models by (pp, vp), as
+// its recipes set them: DeepSeek-V3 with its MTP module
+// (recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0; PP 2 × VP 8 in
+// perf_recipes/deepseek/gb300/deepseek_v3.py:90-104 @v0.6.0) and Kimi K2
+// without one (recipes/kimi/h100/kimi_k2.py:31-40 @v0.6.0). "" for others.
+std::string RecipeLayout(const std::string& key, int pp, int vp) {
+  const bool dsv3 = key == "deepseek_v3";
+  if (!dsv3 && key != "kimi_k2") return "";
+  const std::string tail = dsv3 ? "mL" : "L";
+  if (pp == 4 && vp == 1) return "Et*16|(t*16|)*2t*13" + tail;
+  if ((pp == 8 && vp == 1) || (pp == 4 && vp == 2)) return "Et*8|(t*8|)*6t*5" + tail;
+  if ((pp == 16 && vp == 1) || (pp == 8 && vp == 2) || (pp == 4 && vp == 4) ||
+      (pp == 2 && vp == 8)) {
+    return "Et*4|(t*4|)*14t" + tail;
+  }
+  return "";
+}
+
 // Megatron's uneven stages for `layers` over pp stages with vpp chunks each:
 // the first/last stage counts (multiples of vpp) that leave the other stages an
 // equal share in whole chunks, as balanced as possible. False when none exists.
@@ -570,16 +588,39 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     }
     ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
     // Layouts the layer count does not divide: Megatron-Bridge states them as a
-    // pipeline layout string; the nearest form Megatron's first/last stage
-    // counts express.
+    // pipeline layout string (the row's recipe `pp_layout`), its 25.09 run
+    // script set one for DeepSeek-V3 on H100 (run_script.py:66 @r0.1.0,
+    // 684a6861), and its DeepSeek-V3 and Kimi K2 recipes set one per (pp, vp)
+    // (RecipeLayout).
+    std::string layout = row.contains("recipe") && row["recipe"].is_object()
+                             ? StrOr(row["recipe"], "pp_layout")
+                             : std::string();
+    if (layout.empty() && bridge_2509_dsv3_h100) layout = "Et|(tt|)*30mL";
+    if (layout.empty() && pp > 1 && m.layers % (pp * c.vpp) != 0) {
+      layout = RecipeLayout(key, pp, c.vpp);
+    }
+    bool laid_out = false;
+    if (pp > 1 && !layout.empty()) {
+      Result<MegatronLayout> l = ParseMegatronLayout(layout, m.layers, m.mtp_layers);
+      if (l.ok() && l->chunks == pp * c.vpp) {
+        c.pp_embedding_layers = l->embedding;
+        c.pp_loss_layers = l->loss;
+        laid_out = true;
+        run.assumed.push_back("pipeline layout " + layout);
+      } else {
+        run.assumed.push_back("pipeline layout " + layout + " not priced (" +
+                              (l.ok() ? "its chunks are not pp x vp" : l.status().message()) + ")");
+      }
+    }
     // Megatron-Bridge's Qwen3 MoE recipes count the embedding and the loss as
     // one layer each (account_for_embedding/loss_in_pipeline_split,
     // recipes/qwen/qwen3_moe.py:166-167 @v0.5.0): Megatron's own form of an
     // uneven split, taken where it divides at the stated interleaving.
-    if (pp > 1 && m.layers % (pp * c.vpp) != 0 && (m.layers + 2) % (pp * c.vpp) == 0) {
+    const bool uneven = !laid_out && pp > 1 && m.layers % (pp * c.vpp) != 0;
+    if (uneven && (m.layers + 2) % (pp * c.vpp) == 0) {
       c.pp_embedding_layers = c.pp_loss_layers = 1;
       run.assumed.push_back("embedding and loss counted as pipeline layers for the row's layout");
-    } else if (pp > 1 && m.layers % (pp * c.vpp) != 0) {
+    } else if (uneven) {
       int first = 0, last = 0;
       const int vpp_stated = c.vpp;
       // The largest interleaving up to the stated one that such a split allows.

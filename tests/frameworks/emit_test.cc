@@ -20,6 +20,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/json.h"
 #include "framework_rules.h"
@@ -354,6 +355,34 @@ TEST(EmitRules, MegatronFleetFeatures) {
     EXPECT_NE(text.find("--bf16"), std::string::npos) << recipe;
     EXPECT_EQ(text.find("--fp8-format") == std::string::npos, std::string(recipe) == "nvfp4")
         << recipe;
+  }
+}
+
+// An embedding or loss counted as more than one layer: Megatron's
+// account-for switches say one, so the split goes out as the layout string
+// (arguments.py:3103, parsed by pipeline_parallel_layer_layout.py), which also
+// sets the interleaving; the mirror unrolls it as Megatron does and builds the
+// chunks from it.
+TEST(EmitRules, MegatronLayoutString) {
+  const Json base = Load("gpt3-175b-megatron.plans.json");
+  const World w = WorldOf(base);
+  for (const auto& [pp, vpp, dp] : {std::tuple{8, 1, 16}, std::tuple{4, 2, 32}}) {
+    const Json plans = Patched(base, {{"pp", pp},
+                                      {"vpp", vpp},
+                                      {"dp", dp},
+                                      {"pp_embedding_layers", 2},
+                                      {"pp_loss_layers", 6}});
+    const std::string text = Emit(plans, EmitFormat::kMegatron);
+    Built built;
+    ASSERT_EQ(frameworks_test::MegatronWouldReject(text, w, &built), "") << text;
+    // (96 + 2 + 6) / 8 chunks = 13: the first gives 2 to the embedding, the last 6 to the loss.
+    EXPECT_NE(text.find("--pipeline-model-parallel-layout \"Et*11|(t*13|)*6t*7L\""),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("--num-virtual-stages-per-pipeline-rank"), std::string::npos);
+    EXPECT_EQ(text.find("--account-for-"), std::string::npos);
+    const std::vector<int> want = {11, 13, 13, 13, 13, 13, 13, 7};
+    EXPECT_EQ(built.chunk_layers, want);
   }
 }
 

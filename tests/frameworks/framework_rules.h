@@ -159,6 +159,7 @@ inline const std::set<std::string>& MegatronFlags() {
       "--decoder-last-pipeline-num-layers",         // arguments.py:3099
       "--account-for-embedding-in-pipeline-split",  // transformer_config.py:137
       "--account-for-loss-in-pipeline-split",       // transformer_config.py:141
+      "--pipeline-model-parallel-layout",           // arguments.py:3103
       "--num-layers-per-virtual-pipeline-stage",    // arguments.py:3114
       "--num-virtual-stages-per-pipeline-rank",     // arguments.py:3116
       "--no-overlap-p2p-communication",             // arguments.py:3118
@@ -212,6 +213,34 @@ inline std::string MegatronChunks(const World& w, int64_t pp, int64_t vpp, int64
   return "";
 }
 
+// Megatron-Core's layout string as PipelineParallelLayerLayout.parse_str_to_list
+// reads it (pipeline_parallel_layer_layout.py:283-330): commas dropped, then
+// re.sub of r'\(([^)]+)\)\*(\d+)' and of r'(.)\*(\d+)', then '|' between chunks.
+inline std::vector<std::string> MegatronLayoutChunks(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  for (const char* pattern : {R"(\(([^)]+)\)\*(\d+))", R"((.)\*(\d+))"}) {
+    const std::regex re(pattern);
+    std::string out;
+    auto begin = std::sregex_iterator(s.begin(), s.end(), re);
+    size_t last = 0;
+    for (auto it = begin; it != std::sregex_iterator(); ++it) {
+      out += s.substr(last, it->position() - last);
+      for (int64_t k = 0; k < ToInt((*it)[2]); ++k) out += (*it)[1].str();
+      last = it->position() + it->length();
+    }
+    s = out + s.substr(last);
+  }
+  std::vector<std::string> chunks(1);
+  for (char ch : s) {
+    if (ch == '|') {
+      chunks.emplace_back();
+    } else {
+      chunks.back() += ch;
+    }
+  }
+  return chunks;
+}
+
 inline std::string MegatronWouldReject(const std::string& text, const World& w, Built* built) {
   const BashArgs a = ParseBash(text);
   for (const auto& [flag, value] : a.args) {
@@ -246,13 +275,47 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
   // Pipeline layout. arguments.py:928-939: at most one virtual-pipeline option.
   const bool lpv = a.Has("--num-layers-per-virtual-pipeline-stage");
   const bool nvs = a.Has("--num-virtual-stages-per-pipeline-rank");
-  if (lpv && nvs) return "two VP options";
+  const bool layout = a.Has("--pipeline-model-parallel-layout");
+  if (lpv + nvs + layout > 1) return "two VP options";
+  int64_t layout_vpp = 0;
+  if (layout) {
+    std::string str = a.Str("--pipeline-model-parallel-layout");
+    if (str.size() < 2 || str.front() != '"' || str.back() != '"') return "unquoted layout";
+    const std::vector<std::string> chunks = MegatronLayoutChunks(str.substr(1, str.size() - 2));
+    // arguments.py:941-952: the chunk count divides by PP and sets VP.
+    if (static_cast<int64_t>(chunks.size()) % pp != 0) return "layout chunks % pp";
+    layout_vpp = static_cast<int64_t>(chunks.size()) / pp;
+    // The layout replaces the other split arguments (transformer_config.py:2242-2259).
+    if (a.Has("--decoder-first-pipeline-num-layers") || a.Has("--decoder-last-pipeline-num-layers") ||
+        a.Has("--account-for-embedding-in-pipeline-split") ||
+        a.Has("--account-for-loss-in-pipeline-split")) {
+      return "layout with other split arguments";
+    }
+    // pipeline_parallel_layer_layout.py:86-130 validate_layer_layout.
+    std::string flat;
+    for (const std::string& c : chunks) flat += c;
+    if (flat.find_first_not_of("Etm L") != std::string::npos) return "layout character";
+    if (flat.empty() || flat.front() != 'E' || std::count(flat.begin(), flat.end(), 'E') != 1)
+      return "layout embedding";
+    if (flat.back() != 'L' || std::count(flat.begin(), flat.end(), 'L') != 1) return "layout loss";
+    if (std::count(flat.begin(), flat.end(), 't') != w.layers) return "layout decoder count";
+    if (a.Int("--mtp-num-layers", 0) != std::count(flat.begin(), flat.end(), 'm'))
+      return "layout MTP count";
+    if (flat.find('m') != std::string::npos && flat.find('t', flat.find('m')) != std::string::npos)
+      return "layout decoder after MTP";
+    built->chunk_layers.clear();
+    for (const std::string& c : chunks) {
+      built->chunk_layers.push_back(static_cast<int>(std::count(c.begin(), c.end(), 't')));
+    }
+  }
   const int64_t first = a.Int("--decoder-first-pipeline-num-layers", -1);
   const int64_t last = a.Int("--decoder-last-pipeline-num-layers", -1);
   const bool emb = a.Has("--account-for-embedding-in-pipeline-split");
   const bool loss = a.Has("--account-for-loss-in-pipeline-split");
   int64_t vpp = 1;
-  if (lpv) {
+  if (layout) {
+    vpp = layout_vpp;
+  } else if (lpv) {
     // arguments.py:954-956: not with uneven first/last stages.
     if (first >= 0 || last >= 0)
       return "--num-layers-per-virtual-pipeline-stage with uneven stages";
@@ -294,7 +357,7 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
     if (n % pp != 0) return "layers + embedding/loss % pp";
     if (vpp > 1 && (n / pp) % vpp != 0) return "layers per rank % vpp (account_for)";
   }
-  if (pp > 1) {
+  if (pp > 1 && !layout) {
     const std::string why =
         MegatronChunks(w, pp, vpp, first, last, emb, loss, &built->chunk_layers);
     if (!why.empty()) return why;

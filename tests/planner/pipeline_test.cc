@@ -78,8 +78,65 @@ TEST(Pipeline, MegatronFirstAndLastStages) {
   EXPECT_NE(PipelineLayoutError(126, Pipe(16, 2, 7, 7), PpSplit::kMegatron), "");
   // :2346-2352: the middle stages must share the rest evenly.
   EXPECT_NE(PipelineLayoutError(126, Pipe(16, 1, 6, 7), PpSplit::kMegatron), "");
-  // Megatron's accounting is a switch: one layer or none.
-  EXPECT_NE(PipelineLayoutError(126, Pipe(8, 1, 0, 0, 2, 0), PpSplit::kMegatron), "");
+}
+
+// Megatron-Core's explicit layout (--pipeline-model-parallel-layout): its own
+// docstring example and the strings Megatron-Bridge's DeepSeek-V3 recipes and
+// run scripts write (recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0;
+// scripts/performance/run_script.py:66 @r0.1.0).
+TEST(Pipeline, MegatronLayoutStrings) {
+  // PP 4 x VP 4 (and 8 x 2, 16 x 1): E + 4 | 4 x 14 | 1 + MTP + L.
+  auto l = ParseMegatronLayout("Et*4|(t*4|)*14tmL", 61, 1);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->chunks, 16);
+  EXPECT_EQ(l->embedding, 0);
+  EXPECT_EQ(l->loss, 3);
+  ParallelConfig c = Pipe(4, 4, 0, 0, l->embedding, l->loss);
+  ASSERT_EQ(PipelineLayoutError(61, c, PpSplit::kMegatron), "");
+  EXPECT_TRUE(NeedsMegatronLayout(c));
+  EXPECT_EQ(MegatronLayoutString(61, 1, c), "Et*4|(t*4|)*14tmL");
+  std::vector<int> chunks = Chunks(61, c, PpSplit::kMegatron);
+  EXPECT_EQ(chunks.front(), 4);
+  EXPECT_EQ(chunks.back(), 1);
+  EXPECT_EQ(std::accumulate(chunks.begin(), chunks.end(), 0), 61);
+  // Rank 3 holds chunks 3, 7, 11, 15: 4 + 4 + 4 + 1.
+  EXPECT_EQ(SplitLayers(61, c, PpSplit::kMegatron).last, 13);
+  EXPECT_EQ(SplitLayers(61, c, PpSplit::kMegatron).first, 16);
+
+  // The 25.09 H100 run: E + 1 | 2 x 30 | MTP + L on PP 8 x VP 4.
+  l = ParseMegatronLayout("Et|(tt|)*30mL", 61, 1);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->chunks, 32);
+  EXPECT_EQ(l->embedding, 1);
+  EXPECT_EQ(l->loss, 2);
+  c = Pipe(8, 4, 0, 0, 1, 2);
+  ASSERT_EQ(PipelineLayoutError(61, c, PpSplit::kMegatron), "");
+  // Rank 0 holds chunks 0, 8, 16, 24 (1 + 2 + 2 + 2), rank 7 chunks 7, 15, 23, 31.
+  const StageLayers st = SplitLayers(61, c, PpSplit::kMegatron);
+  EXPECT_EQ(st.first, 7);
+  EXPECT_EQ(st.middle, 8);
+  EXPECT_EQ(st.last, 6);
+  // The same layout unrolled by hand, commas ignored.
+  l = ParseMegatronLayout("Et|tt|tt,|" + [] {
+    std::string s;
+    for (int k = 0; k < 28; ++k) s += "tt|";
+    return s;
+  }() + "mL", 61, 1);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->chunks, 32);
+
+  // Megatron's docstring example parses (E+3 | 2 x 29 | m | L) but its MTP
+  // stands alone in a chunk, which the first/even/last form cannot price.
+  EXPECT_FALSE(ParseMegatronLayout("Ettt|(tt|)*29,m|L", 61, 1).ok());
+  // What Megatron's validate_layer_layout refuses.
+  EXPECT_FALSE(ParseMegatronLayout("Et*4|(t*4|)*14tmL", 60, 1).ok());  // decoder count
+  EXPECT_FALSE(ParseMegatronLayout("Et*4|(t*4|)*14tL", 61, 1).ok());   // MTP count
+  EXPECT_FALSE(ParseMegatronLayout("t*4E|(t*4|)*14tmL", 61, 1).ok());  // E not first
+  EXPECT_FALSE(ParseMegatronLayout("Et*4|(t*4|)*14tLm", 61, 1).ok());  // L not last
+  EXPECT_FALSE(ParseMegatronLayout("Et*4|(t*4|)*14mtL", 61, 1).ok());  // MTP before a layer
+  EXPECT_FALSE(ParseMegatronLayout("Ex*4|(t*4|)*14tmL", 61, 1).ok());  // unknown character
+  // Uneven chunks between the first and the last.
+  EXPECT_FALSE(ParseMegatronLayout("Et*4|t*5|t*3|(t*4|)*12tmL", 61, 1).ok());
 }
 
 TEST(Pipeline, TorchtitanSplitsItsOwnWay) {
