@@ -6,7 +6,8 @@ parse_args and validate_args with the file's arrays as the command line and
 its `export` lines as the environment, builds the TransformerConfig
 (core_transformer_config_from_args, whose __post_init__ holds the pipeline
 layout rules) and asks get_num_layers_to_build for the layers of every
-pipeline rank and virtual stage, which must equal the split the plan was
+pipeline rank and virtual stage (for a --pipeline-model-parallel-layout string,
+the parsed layout's own stage lists), which must equal the split the plan was
 priced with (the sidecar's pipeline.chunk_layers). Prints one line per file:
 ACCEPT or REJECT with the reason, and a summary.
 
@@ -67,9 +68,19 @@ def check(path):
         pp = args.pipeline_model_parallel_size
         vpp = args.virtual_pipeline_model_parallel_size or 1
         got = []
+        layout = cfg.pipeline_model_parallel_layout
         for v in range(vpp):
             for r in range(pp):
-                got.append(get_num_layers_to_build(cfg, vp_stage=v if vpp > 1 else None, pp_rank=r))
+                if layout is not None:
+                    # A layout string: the decoder layers of Megatron's own
+                    # parsed stage list (what its get_num_layers_to_build
+                    # counts, pipeline_parallel_layer_layout.py:167-169, without
+                    # the process groups it asks for the ranks).
+                    from megatron.core.transformer.enums import LayerType
+                    got.append(layout.layout[r][v].count(LayerType.decoder))
+                else:
+                    got.append(get_num_layers_to_build(cfg, vp_stage=v if vpp > 1 else None,
+                                                       pp_rank=r))
         want = side.get('pipeline', {}).get('chunk_layers')
         if want is not None and got != want:
             return 'REJECT', f'Megatron builds layers per chunk {got}, the plan priced {want}'
