@@ -215,7 +215,9 @@ TEST_F(Properties, PlannerVerdictIsStricterThanThePeak) {
   for (const auto& c : RandomConfigs(cm, 400, 5)) {
     const Prediction p = cm.Predict(c);
     const MemoryBreakdown& m = p.memory;
-    if (p.fits) EXPECT_TRUE(m.PeakFits()) << ConfigToString(c);
+    if (p.fits) {
+      EXPECT_TRUE(m.PeakFits()) << ConfigToString(c);
+    }
     EXPECT_EQ(m.PeakFits(), m.peak_allocated_GiB <= m.capacity_GiB) << ConfigToString(c);
     if (!p.fits && m.PeakFits()) {
       ++only_peak;
