@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/pipeline.h"
 #include "validation/validation.h"
 
 namespace paratune::planner {
@@ -310,14 +311,19 @@ TEST(Validation, MoeRunsMapAndPredict) {
     // DeepSeek-V3's 61 layers: Megatron-Bridge's layouts give the last rank,
     // which also runs MTP and the loss, the fewest layers
     // (recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0): PP 16 = E+4 | 4 ×14 |
-    // 1+MTP+L; PP 4 = 16, 16, 16, 13.
+    // 1+MTP+L; PP 4 × VP 4 = 16, 16, 16, 13 per rank, at the stated interleaving.
+    const auto stages = [&] {
+      return SplitLayers(job.model.layers, run.request.config, PpSplit::kMegatron);
+    };
     if (run.id == "mb-26.04-b200-deepseek_v3-mxfp8-256g") {
-      EXPECT_EQ(run.request.config.first_stage_layers, 4);
-      EXPECT_EQ(run.request.config.last_stage_layers, 1);
+      EXPECT_EQ(stages().first, 4);
+      EXPECT_EQ(stages().last, 1);
     }
     if (run.id == "mb-26.04-gb200-deepseek_v3-mxfp8-256g") {
-      EXPECT_EQ(run.request.config.first_stage_layers, 16);
-      EXPECT_EQ(run.request.config.last_stage_layers, 13);
+      EXPECT_EQ(run.request.config.vpp, 4);
+      EXPECT_EQ(stages().first, 16);
+      EXPECT_EQ(stages().middle, 16);
+      EXPECT_EQ(stages().last, 13);
     }
     // Megatron-Bridge 25.09 ran DeepSeek-V3 on H100 with DeepEP, chosen in its
     // run script (run_script.py:56-85 @r0.1.0), which the row does not name.
