@@ -120,9 +120,13 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   // Inline: the search asks it for every candidate.
   Reason Verdict() const {
     if (reserved_GiB > usable_GiB) return Reason::kOutOfMemory;
-    if (offloads && !(host_usable_GiB > 0)) return Reason::kOutOfHostMemory;
-    if (host_usable_GiB > 0 && host_node_GiB > host_usable_GiB) return Reason::kOutOfHostMemory;
-    return Reason::kOk;
+    return HostFits() ? Reason::kOk : Reason::kOutOfHostMemory;
+  }
+  // The node's host memory holds what its ranks keep there (an offload needs
+  // a cluster that states its host memory).
+  bool HostFits() const {
+    if (offloads && !(host_usable_GiB > 0)) return false;
+    return !(host_usable_GiB > 0 && host_node_GiB > host_usable_GiB);
   }
   // Whether the step's memory can be had at all: the peak allocation within
   // the device's capacity and the host's within its usable memory. Verdict()
@@ -131,11 +135,7 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   // cached blocks and retries a failed cudaMalloc (pytorch/pytorch@001074d2
   // c10/cuda/CUDACachingAllocator.cpp, the allocator's header comment), which
   // is slower but runs. Validation asks this of runs known to have run.
-  bool PeakFits() const {
-    if (peak_allocated_GiB > capacity_GiB) return false;
-    if (offloads && !(host_usable_GiB > 0)) return false;
-    return !(host_usable_GiB > 0 && host_node_GiB > host_usable_GiB);
-  }
+  bool PeakFits() const { return peak_allocated_GiB <= capacity_GiB && HostFits(); }
   // The resource nearest its limit: "gpu_memory" or "host_memory" (the larger
   // of reserved / usable and host_node / host_usable).
   const char* Binding() const;

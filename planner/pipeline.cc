@@ -211,12 +211,12 @@ Result<MegatronLayout> ParseMegatronLayout(const std::string& s, int layers, int
   if (tail.find_first_not_of('t') != tail_rest || tail.find_first_not_of('m', tail_rest) != tail.size() - 1) {
     return bad("the last chunk holds more than decoder layers, the MTP modules and the loss");
   }
-  int size = std::max(decoders(head), decoders(tail));
+  // The common chunk size: the chunks between, or with none the larger end.
+  const int size = n > 2 ? decoders(chunks[1]) : std::max(decoders(head), decoders(tail));
   for (int k = 1; k + 1 < n; ++k) {
     if (chunks[k].find_first_not_of('t') != std::string::npos) {
       return bad("chunk " + Str(k) + " holds more than decoder layers (the MTP belongs to the last)");
     }
-    if (k == 1) size = decoders(chunks[k]);
     if (decoders(chunks[k]) != size) {
       return bad("the chunks between the first and the last hold different layer counts (" +
                  Str(size) + ", " + Str(decoders(chunks[k])) +
