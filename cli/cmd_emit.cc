@@ -29,7 +29,7 @@ rank, the settings to keep (environment variables) and a launcher line.
                       distributed optimizer, overlaps, recompute), after
                       `export CUDA_DEVICE_MAX_CONNECTIONS=1`; a MoE plan adds
                       MOE_ARGS (--num-experts, --moe-router-topk, expert width,
-                      layer pattern, MLA, dispatcher,
+                      layer pattern, group-limited routing, MLA, dispatcher,
                       --expert-model-parallel-size = ep,
                       --expert-tensor-parallel-size = etp, a2a overlap)
   megatron-deepspeed  bash: ds_config.json written by a heredoc, then

@@ -133,6 +133,11 @@ Result<std::vector<std::string>> MegatronMoeArgs(const ModelSpec& m, const MoeLa
     args.push_back("--moe-layer-freq '" + freq + "'");
   }
   if (m.router == "sigmoid") args.push_back("--moe-router-score-function sigmoid");
+  // Group-limited routing (transformer_config.py:780-796, checked at :2671-2677).
+  if (m.router_groups > 1) {
+    args.push_back("--moe-router-num-groups " + Str(m.router_groups));
+    args.push_back("--moe-router-group-topk " + Str(m.router_group_topk));
+  }
   // Dropless is Megatron's default (moe_expert_capacity_factor None, transformer_config.py:917).
   if (m.capacity_factor > 0)
     args.push_back("--moe-expert-capacity-factor " + Num(m.capacity_factor));

@@ -147,6 +147,28 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (*field < 0 || *field > 1) return r.Error(key, "must be in [0, 1]");
   }
+  if (r.Has("dedup_nic_fraction")) {
+    const Json& a = r.Raw("dedup_nic_fraction");
+    const std::string at = r.PointerOf("dedup_nic_fraction");
+    if (!a.is_array()) return r.Error("dedup_nic_fraction", "must be an array of {nodes, fraction}");
+    for (size_t i = 0; i < a.size(); ++i) {
+      ObjectReader p(a[i], at + "/" + std::to_string(i));
+      FrameworkCosts::NicFraction f;
+      double nodes = 0;
+      PT_RETURN_IF_ERROR(p.Number("nodes", &nodes));
+      PT_RETURN_IF_ERROR(p.Number("fraction", &f.fraction));
+      PT_RETURN_IF_ERROR(p.Finish());
+      if (!(nodes >= 2) || nodes > (1 << 20) || nodes != std::floor(nodes)) {
+        return p.Error("nodes", "must be an integer in [2, 2^20]");
+      }
+      f.nodes = static_cast<int>(nodes);
+      if (!(f.fraction > 0) || f.fraction > 1) return p.Error("fraction", "must be in (0, 1]");
+      if (!c.dedup_nic_fraction.empty() && f.nodes <= c.dedup_nic_fraction.back().nodes) {
+        return p.Error("nodes", "must ascend");
+      }
+      c.dedup_nic_fraction.push_back(f);
+    }
+  }
   PT_RETURN_IF_ERROR(r.OptNumber("attention_efficiency", &c.attention_efficiency));
   if (!(c.attention_efficiency > 0) || c.attention_efficiency > 2) {
     return r.Error("attention_efficiency", "must be in (0, 2]");
@@ -306,6 +328,18 @@ double FrameworkSpec::Uncertainty(const std::string& gpu_name) const {
   }
   auto it = uncertainty.find("default");
   return it != uncertainty.end() ? it->second : 0.15;
+}
+
+double DedupNicFraction(const FrameworkCosts& c, int nodes) {
+  const auto& t = c.dedup_nic_fraction;
+  if (t.empty()) return 0;
+  if (nodes <= t.front().nodes) return t.front().fraction;
+  if (nodes >= t.back().nodes) return t.back().fraction;
+  size_t i = 1;
+  while (t[i].nodes < nodes) ++i;
+  const double x0 = std::log2(t[i - 1].nodes), x1 = std::log2(t[i].nodes);
+  const double w = (std::log2(nodes) - x0) / (x1 - x0);
+  return t[i - 1].fraction + w * (t[i].fraction - t[i - 1].fraction);
 }
 
 double EvidenceSteps(const std::vector<Evidence>& evidence, const std::string& gpu_name,

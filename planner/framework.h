@@ -112,6 +112,16 @@ struct FrameworkCosts {
   // the host cannot issue this section ahead of the GPU (planner/cost/
   // pipeline.cc). 0 = one grouped kernel for all local experts.
   double moe_host_us_per_local_expert = 0;
+  // The fraction of a GPU's NIC bandwidth that the node-deduplicating
+  // dispatchers (DeepEP, HybridEP) reach on the bytes they send across nodes,
+  // by the number of nodes the EP group spans (ascending; linear in log2(nodes)
+  // between points, the end values beyond). Empty: the cluster's all-to-all
+  // efficiency, as for the all-to-all dispatcher.
+  struct NicFraction {
+    int nodes = 0;
+    double fraction = 0;
+  };
+  std::vector<NicFraction> dedup_nic_fraction;
   // Multiplier on the GPU preset's fused-attention efficiencies: the
   // framework's attention kernel (cuDNN/TE fused attention, FlashAttention-2,
   // Triton flash attention with ALiBi biases, ...).
@@ -162,6 +172,11 @@ struct Evidence {
   std::vector<std::string> families;          // "gpt", "llama" (planner::ModelFamily)
   std::string source;                         // the calibration rows
 };
+
+// FrameworkCosts::dedup_nic_fraction at an EP group spanning `nodes` nodes:
+// linear in log2(nodes) between the table's points, its end values beyond; 0
+// when the table is empty.
+double DedupNicFraction(const FrameworkCosts& c, int nodes);
 
 // How far a job lies from the evidence: 0 inside a region; one step for a
 // precision or model family the region lacks, one per factor of 4 in GPU

@@ -128,6 +128,17 @@ Status ReadHuggingFaceMoe(ObjectReader& r, const std::string& model_type, ModelS
         PT_RETURN_IF_ERROR(r.String("scoring_func", &scoring));
         if (scoring == "sigmoid") m->router = "sigmoid";
       }
+      // Group-limited routing (DeepSeek-V2 "group_limited_greedy", V3 "noaux_tc"):
+      // n_group groups, topk_group of them per token; 1 = every expert open.
+      // Megatron-Bridge maps the pair to moe_router_num_groups / group_topk
+      // (models/conversion/model_bridge.py:469-470 @v0.6.0).
+      int groups = 0, group_topk = 0;
+      PT_RETURN_IF_ERROR(FirstInt(r, {"n_group"}, &groups, &found));
+      PT_RETURN_IF_ERROR(FirstInt(r, {"topk_group"}, &group_topk, &found));
+      if (groups > 1) {
+        m->router_groups = groups;
+        m->router_group_topk = group_topk;
+      }
     }
     if (qwen) {
       PT_RETURN_IF_ERROR(

@@ -264,6 +264,9 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
     if (m.capacity_factor != 0) {
       return FieldError(pointer, "capacity_factor", "needs experts > 0 (a dense model has none)");
     }
+    if (m.router_groups != 0 || m.router_group_topk != 0) {
+      return FieldError(pointer, "router_groups", "needs experts > 0 (a dense model has none)");
+    }
   } else {
     if (m.experts < 2) return FieldError(pointer, "experts", "must be 0 (dense) or at least 2");
     PT_RETURN_IF_ERROR(CheckRange(pointer, "top_k", m.top_k, 1, m.experts));
@@ -281,6 +284,18 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
       return FieldError(
           pointer, "capacity_factor",
           "must be 0 (dropless) or in [1, 1024] (got " + std::to_string(m.capacity_factor) + ")");
+    }
+    PT_RETURN_IF_ERROR(CheckRange(pointer, "router_groups", m.router_groups, 0, m.experts));
+    if (m.router_groups > 0 && m.experts % m.router_groups != 0) {
+      return FieldError(pointer, "router_groups",
+                        "must divide experts " + std::to_string(m.experts) +
+                            " (Megatron splits the experts into equal groups, moe_utils.py:718-722)");
+    }
+    if (m.router_groups > 1) {
+      PT_RETURN_IF_ERROR(
+          CheckRange(pointer, "router_group_topk", m.router_group_topk, 1, m.router_groups));
+    } else if (m.router_group_topk != 0) {
+      return FieldError(pointer, "router_group_topk", "needs router_groups > 1");
     }
   }
   if (m.router != "softmax" && m.router != "sigmoid") {
@@ -376,6 +391,8 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptInt("first_dense_layers", &m.first_dense_layers));
   PT_RETURN_IF_ERROR(r.OptInt("moe_layer_step", &m.moe_layer_step));
   PT_RETURN_IF_ERROR(r.OptString("router", &m.router));
+  PT_RETURN_IF_ERROR(r.OptInt("router_groups", &m.router_groups));
+  PT_RETURN_IF_ERROR(r.OptInt("router_group_topk", &m.router_group_topk));
   PT_RETURN_IF_ERROR(r.OptNumber("capacity_factor", &m.capacity_factor));
   PT_RETURN_IF_ERROR(r.OptInt("q_lora_rank", &m.q_lora_rank));
   PT_RETURN_IF_ERROR(r.OptInt("kv_lora_rank", &m.kv_lora_rank));
@@ -419,6 +436,8 @@ Json ModelSpecToJson(const ModelSpec& m) {
   put("first_dense_layers", m.first_dense_layers, d.first_dense_layers);
   put("moe_layer_step", m.moe_layer_step, d.moe_layer_step);
   put("router", m.router, d.router);
+  put("router_groups", m.router_groups, d.router_groups);
+  put("router_group_topk", m.router_group_topk, d.router_group_topk);
   put("capacity_factor", m.capacity_factor, d.capacity_factor);
   put("q_lora_rank", m.q_lora_rank, d.q_lora_rank);
   put("kv_lora_rank", m.kv_lora_rank, d.kv_lora_rank);

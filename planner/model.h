@@ -74,6 +74,11 @@ struct ModelSpec {
   // Maverick's interleave_moe_layer_step, Qwen's decoder_sparse_step).
   int moe_layer_step = 1;
   std::string router = "softmax";  // "softmax" | "sigmoid" (DeepSeek-V3, Llama 4) scoring
+  // Group-limited routing: the experts in `router_groups` equal groups, each token
+  // routed within the `router_group_topk` groups of highest score (DeepSeek-V3: 8
+  // and 4, its node-limited routing; Hugging Face n_group / topk_group; Megatron
+  // --moe-router-num-groups / --moe-router-group-topk). 0 = every expert open.
+  int router_groups = 0, router_group_topk = 0;
   // Expert capacity factor: 0 = dropless (every routed token is computed); c > 0 =
   // each expert takes at most c·tokens·top_k/experts tokens, the rest are dropped.
   double capacity_factor = 0;

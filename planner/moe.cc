@@ -25,23 +25,47 @@ MoeLayerShape MoeShape(const ModelSpec& m, double tokens, int ep, int etp, doubl
   return s;
 }
 
-double ExpectedNodesPerToken(int experts, int top_k, int nodes, int node_limit) {
-  PT_CHECK(nodes >= 1);
-  if (nodes == 1) return 1.0;
-  // P(no chosen expert on a given node) = C(E − E/n, k) / C(E, k), as a product.
-  const double per_node = static_cast<double>(experts) / nodes;
+namespace {
+
+// Uniform routing of top_k of `experts` spread evenly over `nodes`:
+// nodes · (1 − C(E − E/n, k) / C(E, k)), the product form of the ratio.
+double UniformNodesPerToken(double experts, int top_k, int nodes) {
+  if (nodes <= 1) return 1.0;
+  const double per_node = experts / nodes;
   double miss = 1.0;
   for (int i = 0; i < top_k; ++i) {
-    const double num = experts - per_node - i, den = static_cast<double>(experts) - i;
+    const double num = experts - per_node - i, den = experts - i;
     miss *= std::max(0.0, num) / den;
   }
-  double expected = nodes * (1.0 - miss);
-  if (node_limit > 0) expected = std::min(expected, static_cast<double>(node_limit));
-  return expected;
+  return nodes * (1.0 - miss);
+}
+
+}  // namespace
+
+double ExpectedNodesPerToken(int experts, int top_k, int nodes, int groups, int group_topk) {
+  PT_CHECK(nodes >= 1);
+  if (nodes == 1) return 1.0;
+  const double uniform = UniformNodesPerToken(experts, top_k, nodes);
+  if (groups <= 1 || group_topk <= 0 || group_topk >= groups) return uniform;
+  if (groups % nodes == 0) {
+    // Each node holds groups/nodes whole groups; a token's group_topk groups,
+    // drawn uniformly, reach the nodes that hold any of them (each selected
+    // group receives at least one of the token's experts: Megatron selects
+    // the groups by their top-(k/group_topk) scores).
+    return std::min(uniform, UniformNodesPerToken(groups, group_topk, nodes));
+  }
+  if (nodes % groups == 0) {
+    // Each group spans nodes/groups nodes; the token's experts fall about
+    // top_k/group_topk to each of its selected groups.
+    const int per_group = std::max(1, top_k / group_topk);
+    return std::min(uniform, group_topk * UniformNodesPerToken(static_cast<double>(experts) / groups,
+                                                               per_group, nodes / groups));
+  }
+  return uniform;
 }
 
 DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens, int ep,
-                             int ep_per_node, double elem_bytes, int node_limit) {
+                             int ep_per_node, double elem_bytes) {
   DispatchVolume v;
   if (ep <= 1) return v;
   const double h = m.hidden, p = ep;
@@ -64,8 +88,8 @@ DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens,
       const double copies = tokens * m.top_k;
       // Inside the node, the copies bound for local experts; across nodes one
       // copy per remote node the token's experts lie on (forwarded over NVLink there).
-      const double distinct =
-          ExpectedNodesPerToken(m.experts, m.top_k, static_cast<int>(nodes), node_limit);
+      const double distinct = ExpectedNodesPerToken(m.experts, m.top_k, static_cast<int>(nodes),
+                                                    m.router_groups, m.router_group_topk);
       const double remote_nodes = distinct * (nodes - 1.0) / nodes;
       v.inter_node_bytes = tokens * h * elem_bytes * remote_nodes;
       v.bytes = copies * h * elem_bytes * (per_node - 1.0) / p + v.inter_node_bytes;

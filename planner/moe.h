@@ -40,10 +40,15 @@ MoeLayerShape MoeShape(const ModelSpec& m, double tokens, int ep, int etp, doubl
 
 // Expected number of distinct nodes a token's top_k experts lie on, when the EP
 // group spans `nodes` nodes each holding experts / nodes of them and routing is
-// uniform (forced balance): nodes · (1 − C(E − E/nodes, k) / C(E, k)); capped at
-// `node_limit` (> 0: DeepSeek-V3's node-limited routing, "each token will be sent
-// to at most M = 4 nodes", §2.1.2). REQUIRES: nodes >= 1.
-double ExpectedNodesPerToken(int experts, int top_k, int nodes, int node_limit);
+// uniform (forced balance): nodes · (1 − C(E − E/nodes, k) / C(E, k)).
+// Group-limited routing (`groups` > 1: the experts in `groups` equal groups, each
+// token routed within `group_topk` of them; Megatron-Core's
+// moe_router_num_groups / moe_router_group_topk, moe_utils.py:676-727
+// @d98e8a64; DeepSeek-V3's 8 groups, top-4, "each token will be sent to at
+// most M = 4 nodes", §2.1.2) reaches at most the nodes its groups lie on: with
+// whole groups per node, nodes · (1 − C(G − G/nodes, g) / C(G, g)). REQUIRES:
+// nodes >= 1.
+double ExpectedNodesPerToken(int experts, int top_k, int nodes, int groups, int group_topk);
 
 // Bytes one GPU sends in the dispatch of one MoE layer forward (the combine sends
 // the same back; the backward repeats both), and the part of it that leaves the
@@ -58,8 +63,9 @@ struct DispatchVolume {
   double inter_node_bytes = 0;  // of which to GPUs on other nodes
 };
 // `ep_per_node`: EP ranks of one group on one node (min(ep, gpus_per_node / stride)).
+// Group-limited routing comes from the model (ModelSpec::router_groups).
 DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens, int ep,
-                             int ep_per_node, double elem_bytes, int node_limit);
+                             int ep_per_node, double elem_bytes);
 
 // "" when Megatron-DeepSpeed's MoE layer builds `m` (a dense model always),
 // else why not: its experts are the dense MLP of --ffn-hidden-size (ParallelMLP,

@@ -161,14 +161,21 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
         // Every EP rank gathers the group's tokens; the outputs reduce-scatter back.
         return comm_.Seconds(Collective::kAllGather, stride, c.ep, tokens * h * e * c.ep);
       }
-      const DispatchVolume v = DispatchBytes(m, d, tokens, c.ep, per_node, e, 0);
+      const DispatchVolume v = DispatchBytes(m, d, tokens, c.ep, per_node, e);
       if (per_node >= c.ep) return comm_.Seconds(Collective::kAllToAll, stride, c.ep, buffer);
       const double intra_bytes = v.bytes - v.inter_node_bytes;
       const double intra = per_node > 1
                                ? comm_.Seconds(Collective::kAllToAll, stride, per_node,
                                                intra_bytes * per_node / std::max(1, per_node - 1))
                                : 0.0;
-      const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * cluster_.alltoall_efficiency * 1e9 /
+      // The deduplicating dispatchers' RDMA kernels reach their own fraction of
+      // the NIC, by the nodes the group spans (FrameworkCosts::dedup_nic_fraction).
+      const bool dedup = d == MoeDispatcher::kDeepEp || d == MoeDispatcher::kHybridEp;
+      const double nic_fraction =
+          dedup && !fw_.costs.dedup_nic_fraction.empty()
+              ? DedupNicFraction(fw_.costs, c.ep / per_node)
+              : cluster_.alltoall_efficiency;
+      const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * nic_fraction * 1e9 /
                                std::max(1e-9, cluster_.corrections.communication);
       const double inter =
           inter_Bps > 0 ? v.inter_node_bytes / inter_Bps : std::numeric_limits<double>::infinity();

@@ -74,6 +74,35 @@ TEST(Framework, VersionLimitsParseAndBind) {
   }
 }
 
+// The deduplicating dispatchers' NIC fractions: an ascending node count, a
+// fraction in (0, 1]; a bad point names its place.
+TEST(Framework, DedupNicFractionParses) {
+  Json j;
+  for (const EmbeddedPreset& p : EmbeddedPresets_frameworks()) {
+    if (p.name == "megatron") j = Json::parse(p.text);
+  }
+  ASSERT_FALSE(j.is_null());
+  Json& t = j["costs"]["dedup_nic_fraction"];
+  ASSERT_TRUE(t.is_array());
+  t[1]["nodes"] = 2;  // not ascending
+  auto bad = ParseFrameworkSpec(j, "/framework");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/framework/costs/dedup_nic_fraction/1/nodes"),
+            std::string::npos)
+      << bad.status().message();
+  t[1]["nodes"] = 4;
+  t[0]["fraction"] = 1.5;
+  bad = ParseFrameworkSpec(j, "/framework");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/framework/costs/dedup_nic_fraction/0/fraction"),
+            std::string::npos)
+      << bad.status().message();
+  t = Json::array();
+  auto none = ParseFrameworkSpec(j, "/framework");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(DedupNicFraction(none->costs, 4), 0.0);
+}
+
 // The same configuration runs slower in an eager PyTorch stack than in
 // Megatron-Core with Transformer Engine (unfused element-wise kernels, host
 // dispatch, upcast loss), and torch.compile wins part of it back.

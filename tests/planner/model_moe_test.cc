@@ -317,6 +317,21 @@ TEST(MoeSpec, ValidationNamesTheField) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("2^62"), std::string::npos) << st.message();
 
+  // Group-limited routing: equal groups of the experts, a top-k among them.
+  ModelSpec grouped = Preset("deepseek-v3");
+  grouped.router_groups = 7;  // 256 experts do not split into 7 groups
+  st = ValidateModel(grouped, "");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/router_groups"), std::string::npos) << st.message();
+  grouped.router_groups = 8;
+  grouped.router_group_topk = 9;
+  st = ValidateModel(grouped, "");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/router_group_topk"), std::string::npos) << st.message();
+  grouped.router_groups = 0;
+  grouped.router_group_topk = 4;
+  EXPECT_FALSE(ValidateModel(grouped, "").ok());
+
   // A dense document does not gain the new keys; a MoE one round-trips.
   EXPECT_FALSE(ModelSpecToJson(Preset("llama3-8b")).contains("experts"));
   for (const char* name : {"deepseek-v3", "llama4-maverick", "gpt-oss-120b"}) {
