@@ -74,6 +74,12 @@ std::vector<FittableConstant> MakeConstants() {
                                  "8192^3 bf16 GEMM on an H100)",
                  .lo = 0.5,
                  .hi = 1.0,
+                 // Held out, the same vendor's next generation (the same cuBLAS and
+                 // Transformer Engine stack), then the other vendor's.
+                 .siblings = {{"b200.gemm_sustained_fraction", "b300.gemm_sustained_fraction",
+                               "gb200.gemm_sustained_fraction", "gb300.gemm_sustained_fraction"},
+                              {"mi350x.gemm_sustained_fraction",
+                               "mi355x.gemm_sustained_fraction"}},
                  .applies = Hopper,
                  .get = SustainedFraction,
                  .set = SetSustainedFraction});
