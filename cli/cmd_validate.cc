@@ -62,7 +62,9 @@ applies to the held-out group and to no other row keeps its prior.
                       framework; a sweep's fastest row answers it) asked of the
                       planner; prints its pick's predicted throughput over the
                       best measured (median and worst; > 1 = the pick promises
-                      more than the experts got)
+                      more than the experts got), and per GPU over the fastest
+                      any row measured for the same model, length, GPU and
+                      precision
   --seeds             the headline results of the papers paratune is built on
                       (AxoNN vs Megatron-LM, FPDT's 2M tokens, ZeRO++ on slow and
                       fast networks, Ulysses vs Megatron-SP), each beside
@@ -380,9 +382,10 @@ int RunValidate(const Args& args, Io io) {
   out["mean_abs_error"] = n ? sum_abs / n : 0.0;
   out["max_abs_error"] = max_abs;
   out["predicted_not_to_fit"] = unfit;
-  std::vector<double> ratios;
+  std::vector<double> ratios, same_gpu;
   for (const auto& p : picks) {
     if (p.ratio > 0) ratios.push_back(p.ratio);
+    if (p.ratio_to_best_same_gpu > 0) same_gpu.push_back(p.ratio_to_best_same_gpu);
   }
   if (flags.Has("--picks")) {
     OrderedJson pj;
@@ -390,6 +393,7 @@ int RunValidate(const Args& args, Io io) {
     pj["questions"] = planner::PicksToJson(picks);
     pj["median_ratio"] = Median(ratios);
     pj["worst_ratio"] = ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
+    if (!same_gpu.empty()) pj["median_ratio_to_best_same_gpu"] = Median(same_gpu);
     out["picks"] = pj;
   }
   if (!not_covered.empty()) out["not_covered"] = not_covered;
@@ -436,12 +440,22 @@ int RunValidate(const Args& args, Io io) {
       io.out << "  " << std::left << std::setw(44) << p.run_id.substr(0, 43) << std::right
              << std::setw(8) << FormatFixed(p.ratio, 3) << "  "
              << (p.pick_config.empty() ? "nothing fits" : p.pick_config)
-             << (p.above_published_mfu ? "  (above the published MFU ceiling)" : "") << "\n";
+             << (p.above_published_mfu ? "  (above the published MFU ceiling)" : "")
+             << (p.ratio_to_best_same_gpu > 0 && p.best_same_gpu_run != p.run_id
+                     ? "  [" + FormatFixed(p.ratio_to_best_same_gpu, 3) + " per GPU of " +
+                           p.best_same_gpu_run + "]"
+                     : "")
+             << "\n";
     }
     io.out << "picks: " << ratios.size() << " questions, median ratio "
            << FormatFixed(Median(ratios), 3) << ", worst "
            << FormatFixed(ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()), 3)
            << "\n";
+    if (!same_gpu.empty()) {
+      io.out << "  per GPU over the fastest any row measured for the same model, length, GPU "
+                "and precision (any GPU count, batch or release; [..] where another row): median "
+             << FormatFixed(Median(same_gpu), 3) << "\n";
+    }
   }
   io.out << "per framework × GPU (rms of the log error):\n";
   for (const auto& s : spread) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planner/pipeline.h"
+#include "validation/picks.h"
 #include "validation/validation.h"
 
 namespace paratune::planner {
@@ -378,4 +379,41 @@ TEST(Validation, MoeMicroBatchGainOfHostBoundExperts) {
 }
 
 }  // namespace
+
+// The pick check on the Qwen3-30B MoE rows (8 and 16 GPUs: a quick search per
+// question): every question gets a pick; each is set beside the fastest per
+// GPU any row of the same model, length, GPU and precision measured, which is
+// at least the question's own best, so that ratio never exceeds the
+// question's; and the row it names is one of those rows.
+TEST(Validation, PickCheckComparesWithTheFastestOnThePart) {
+  Json doc;
+  std::vector<PublishedRun> all;
+  std::vector<std::string> skipped;
+  LoadMoeRuns(&doc, &all, &skipped);
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::vector<PublishedRun> runs;
+  for (const PublishedRun& r : all) {
+    if (r.request.job.model.name == "qwen3-30b-a3b") runs.push_back(r);
+  }
+  ASSERT_GE(runs.size(), 30u);
+  auto picks = CheckPicks(runs);
+  ASSERT_TRUE(picks.ok()) << picks.status().ToString();
+  ASSERT_FALSE(picks->empty());
+  std::map<std::string, const PublishedRun*> by_id;
+  for (const PublishedRun& r : runs) by_id[r.id] = &r;
+  for (const PickCheck& p : *picks) {
+    SCOPED_TRACE(p.question);
+    ASSERT_FALSE(p.pick_config.empty());
+    ASSERT_GT(p.ratio_to_best_same_gpu, 0.0);
+    EXPECT_LE(p.ratio_to_best_same_gpu, p.ratio * (1 + 1e-12));
+    ASSERT_TRUE(by_id.count(p.best_same_gpu_run)) << p.best_same_gpu_run;
+    const PublishedRun& f = *by_id[p.best_same_gpu_run];
+    const PublishedRun& q = *by_id[p.run_id];
+    EXPECT_EQ(f.request.job.cluster.gpu.name, q.request.job.cluster.gpu.name);
+    EXPECT_EQ(f.request.job.training.seq_len, q.request.job.training.seq_len);
+    EXPECT_EQ(f.request.job.training.precision, q.request.job.training.precision);
+    EXPECT_GE(p.best_same_gpu_per_gpu, p.measured / q.request.job.gpus * (1 - 1e-12));
+  }
+}
+
 }  // namespace paratune::planner
