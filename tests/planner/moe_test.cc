@@ -259,6 +259,11 @@ TEST(MoeDispatch, DeepEpNicFractionFollowsItsBenchmark) {
     const double nic_GBps = r.logical_GBps * (reached - own) / reached;
     EXPECT_NEAR(DedupNicFraction(costs, r.nodes), nic_GBps / 50.0, 0.01);
   }
+  // torchtitan's deepep/hybridep backends run the same kernels.
+  const FrameworkCosts& titan = FrameworkPreset(Framework::kTorchtitan).costs;
+  for (int nodes : {2, 3, 4, 8, 16}) {
+    EXPECT_DOUBLE_EQ(DedupNicFraction(titan, nodes), DedupNicFraction(costs, nodes)) << nodes;
+  }
   // Between the points, linear in log2(nodes); the ends hold beyond them.
   EXPECT_DOUBLE_EQ(DedupNicFraction(costs, 1), DedupNicFraction(costs, 2));
   EXPECT_DOUBLE_EQ(DedupNicFraction(costs, 64), DedupNicFraction(costs, 8));
