@@ -26,9 +26,10 @@ double Predicted(const PublishedRun& r, const Prediction& p, double time_s) {
   return (InTokens(r) ? p.tokens_per_s : p.model_tflops_per_gpu) * scale;
 }
 
-// Model, sequence length, GPU and precision (FP8 whatever its recipe: the Blackwell rows moved
-// from per-tensor FP8 to MXFP8 across releases, and the model prices MXFP8's
-// GEMMs below FP8's, so the comparison does not favour the pick).
+// Model, sequence length, GPU and precision (FP8 whatever its recipe: the
+// Blackwell rows moved from per-tensor FP8 to MXFP8 across releases, and the
+// model prices MXFP8's GEMMs below FP8's, so the comparison does not favour
+// the pick).
 std::string PartKey(const PublishedRun& r) {
   const Job& j = r.request.job;
   return j.model.name + "|" + std::to_string(j.training.seq_len) + "|" + j.cluster.gpu.name +
@@ -68,7 +69,7 @@ Result<std::vector<PickCheck>> CheckPicks(const std::vector<PublishedRun>& runs)
     if (!questions.count(key)) order.push_back(key);
     questions[key].push_back(&r);
   }
-  // The fastest tokens/s per GPU any row measured, per model, GPU and precision.
+  // The fastest tokens/s per GPU any row measured, per PartKey.
   std::map<std::string, const PublishedRun*> fastest;
   for (const PublishedRun& r : runs) {
     if (!InTokens(r) || Measured(r) <= 0) continue;

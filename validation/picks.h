@@ -34,10 +34,10 @@ struct PickCheck {
   double pessimistic_ratio = 0;      // pick_pessimistic / measured
   bool above_published_mfu = false;  // the pick's predicted MFU exceeds the GPU's published ceiling
   // The fastest any row measured per GPU for the same model, sequence length,
-  // GPU and precision, at any GPU count, batch or release (tokens/s/GPU; tokens/s questions only,
-  // else 0), and the pick's promise per GPU over it: whether the promise is
-  // beyond what anyone measured on that part, not only beyond this question's
-  // experts.
+  // GPU and precision, at any GPU count, batch or release (tokens/s/GPU; for
+  // tokens/s questions only, else 0), and the pick's promise per GPU over it:
+  // whether the promise is beyond what anyone measured on that part, not only
+  // beyond this question's experts.
   std::string best_same_gpu_run;
   double best_same_gpu_per_gpu = 0;
   double ratio_to_best_same_gpu = 0;
