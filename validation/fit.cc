@@ -60,11 +60,27 @@ constexpr const char* kBlackwellGpus = "gpu b200, b300, gb200, gb300";
 constexpr const char* kSustainedKey = "gemm_sustained_fraction";
 constexpr const char* kFlashKey = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
 
+// The GPUs with a sustained fraction of their own (Blackwell and CDNA 4).
+struct PerGpu {
+  const char* name;
+  const char* preset;
+};
+constexpr PerGpu kPerGpu[] = {{"b200", "b200"},   {"b300", "b300"},     {"gb200", "gb200"},
+                              {"gb300", "gb300"}, {"mi350x", "mi350x"}, {"mi355x", "mi355x"}};
+bool Amd(const PerGpu& g) { return std::string(g.name).rfind("mi", 0) == 0; }
+std::string FractionName(const PerGpu& g) {
+  return std::string(g.name) + ".gemm_sustained_fraction";
+}
+
 std::vector<FittableConstant> MakeConstants() {
   using topology::GpuSpec;
   using topology::Precision;
   const int bf16 = static_cast<int>(Precision::kBf16), fp8 = static_cast<int>(Precision::kFp8);
   std::vector<FittableConstant> out;
+  // Held out, Hopper borrows the same vendor's next generation (the same
+  // cuBLAS and Transformer Engine stack), then the other vendor's.
+  std::vector<std::vector<std::string>> hopper_siblings(2);
+  for (const PerGpu& g : kPerGpu) hopper_siblings[Amd(g) ? 1 : 0].push_back(FractionName(g));
   out.push_back({.name = "hopper.gemm_sustained_fraction",
                  .preset = kHopperGpus,
                  .key = kSustainedKey,
@@ -74,12 +90,7 @@ std::vector<FittableConstant> MakeConstants() {
                                  "8192^3 bf16 GEMM on an H100)",
                  .lo = 0.5,
                  .hi = 1.0,
-                 // Held out, the same vendor's next generation (the same cuBLAS and
-                 // Transformer Engine stack), then the other vendor's.
-                 .siblings = {{"b200.gemm_sustained_fraction", "b300.gemm_sustained_fraction",
-                               "gb200.gemm_sustained_fraction", "gb300.gemm_sustained_fraction"},
-                              {"mi350x.gemm_sustained_fraction",
-                               "mi355x.gemm_sustained_fraction"}},
+                 .siblings = std::move(hopper_siblings),
                  .applies = Hopper,
                  .get = SustainedFraction,
                  .set = SetSustainedFraction});
@@ -119,16 +130,10 @@ std::vector<FittableConstant> MakeConstants() {
   // Blackwell and CDNA 4: the sustained fraction of each GPU's GEMM curve, as
   // for Hopper (each GPU its own: the NVL72 racks' power and clock limits differ
   // from the HGX boards'), fitted to the Megatron-Bridge and MLPerf rows.
-  struct PerGpu {
-    const char* name;
-    const char* preset;
-  };
-  const PerGpu kPerGpu[] = {{"b200", "b200"},   {"b300", "b300"},     {"gb200", "gb200"},
-                            {"gb300", "gb300"}, {"mi350x", "mi350x"}, {"mi355x", "mi355x"}};
   for (const PerGpu& g : kPerGpu) {
     const std::string gpu = g.preset;
     FittableConstant c{
-        .name = std::string(g.name) + ".gemm_sustained_fraction",
+        .name = FractionName(g),
         .preset = "gpu " + gpu,
         .key = kSustainedKey,
         .informs = std::string("every ") + g.name + " row (GEMM time)",
@@ -140,12 +145,10 @@ std::vector<FittableConstant> MakeConstants() {
         .applies = [gpu](const PublishedRun& r) { return r.request.job.cluster.gpu.name == gpu; },
         .get = SustainedFraction,
         .set = SetSustainedFraction};
-    const bool amd = std::string(g.name).rfind("mi", 0) == 0;
     c.siblings.resize(2);
     for (const PerGpu& o : kPerGpu) {
       if (o.name == g.name) continue;
-      const bool same = amd == (std::string(o.name).rfind("mi", 0) == 0);
-      c.siblings[same ? 0 : 1].push_back(std::string(o.name) + ".gemm_sustained_fraction");
+      c.siblings[Amd(o) == Amd(g) ? 0 : 1].push_back(FractionName(o));
     }
     c.siblings[1].push_back("hopper.gemm_sustained_fraction");
     out.push_back(std::move(c));

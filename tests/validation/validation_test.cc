@@ -378,8 +378,6 @@ TEST(Validation, MoeMicroBatchGainOfHostBoundExperts) {
   EXPECT_GT(predicted(*large) / predicted(*small), 0.75 * measured);
 }
 
-}  // namespace
-
 // The pick check on the Qwen3-30B MoE rows (8 and 16 GPUs: a quick search per
 // question): every question gets a pick; each is set beside the fastest per
 // GPU any row of the same model, length, GPU and precision measured, which is
@@ -416,4 +414,5 @@ TEST(Validation, PickCheckComparesWithTheFastestOnThePart) {
   }
 }
 
+}  // namespace
 }  // namespace paratune::planner
