@@ -414,7 +414,8 @@ CandidateReport CandidateRun::Run() {
   const planner::TimeBreakdown& pb = pred.breakdown;
   const double predicted[kNumTerms] = {pb.compute_s, pb.recompute_s, pb.comm_x_s,    pb.comm_y_s,
                                        pb.comm_z_s,  pb.comm_cp_s,   pb.comm_data_s, pb.comm_pp_s,
-                                       pb.bubble_s,  pb.optimizer_s, pb.offload_s,   pb.host_s};
+                                       pb.bubble_s,  pb.optimizer_s, pb.offload_s,   pb.host_s,
+                                       pb.comm_ep_s};
   for (int i = 0; i < kNumTerms; ++i)
     rep.breakdown[static_cast<size_t>(i)].predicted_s = predicted[i];
   rep.predicted_s = pred.iteration_time_s;

@@ -140,7 +140,7 @@ const char* ExtrapolationText() {
 }
 
 StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<StageTimes>& stages,
-                         double offload_s, double host_s) {
+                         double offload_s, double host_s, double comm_ep_s) {
   PT_CHECK(static_cast<int>(stages.size()) == c.pp && !stages.empty());
   StepEstimate est;
   std::vector<StageFigures> fig;
@@ -210,10 +210,11 @@ StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<Sta
   at(Term::kOptimizer) = optimizer;
   at(Term::kOffload) = offload_s;
   at(Term::kHost) = host_s;
+  at(Term::kCommEp) = comm_ep_s;
   const double accounted = at(Term::kCompute) + at(Term::kCommX) + at(Term::kCommY) +
                            at(Term::kCommZ) + at(Term::kCommCp) + data_in_pipeline;
   at(Term::kBubble) = std::max(0.0, pipeline - accounted);
-  est.iteration_s = pipeline + comm_pp + step_data + optimizer + offload_s + host_s;
+  est.iteration_s = pipeline + comm_pp + step_data + optimizer + offload_s + host_s + comm_ep_s;
 
   // Sources: the weakest figure that went into each term.
   est.sources.fill(Source::kMeasured);
@@ -229,6 +230,8 @@ StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<Sta
   est.sources[static_cast<size_t>(Term::kOffload)] =
       offload_s > 0 ? Source::kModelled : Source::kMeasured;
   est.sources[static_cast<size_t>(Term::kHost)] = host_s > 0 ? Source::kModelled : Source::kMeasured;
+  est.sources[static_cast<size_t>(Term::kCommEp)] =
+      comm_ep_s > 0 ? Source::kModelled : Source::kMeasured;
   return est;
 }
 

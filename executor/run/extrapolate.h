@@ -56,11 +56,12 @@ struct StepEstimate {
 };
 
 // REQUIRES: stages.size() == c.pp, every stage's workload set, op_s and
-// op_source sized like its ops. `offload_s` (FPDT host traffic, not measured)
-// and `host_s` (the training framework's host dispatch stall, which the proxy
-// workload does not have) are added as modelled.
+// op_source sized like its ops. `offload_s` (FPDT host traffic, not measured),
+// `host_s` (the training framework's host dispatch stall, which the proxy
+// workload does not have) and `comm_ep_s` (the expert-parallel dispatch and
+// combine left exposed, which the slice does not issue) are added as modelled.
 StepEstimate Extrapolate(const planner::ParallelConfig& c, const std::vector<StageTimes>& stages,
-                         double offload_s, double host_s = 0.0);
+                         double offload_s, double host_s = 0.0, double comm_ep_s = 0.0);
 
 // The extrapolation above in one sentence, for the report.
 const char* ExtrapolationText();

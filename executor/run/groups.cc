@@ -23,7 +23,8 @@ constexpr const char* kCategoryNames[] = {"compute", "comm_x",    "comm_y",  "co
 static_assert(std::size(kCategoryNames) == kNumCategories);
 constexpr const char* kScopeNames[] = {"layer", "stage", "step"};
 constexpr const char* kPhaseNames[] = {"fwd", "recompute", "bwd", "step"};
-constexpr const char* kGroupKindNames[] = {"x", "y", "z", "cp", "pp", "data", "data_node"};
+constexpr const char* kGroupKindNames[] = {"x",    "y",         "z",          "cp",
+                                           "pp",   "data",      "data_node",  "expert_data"};
 static_assert(std::size(kGroupKindNames) == kNumGroupKinds);
 constexpr const char* kStreamRoleNames[] = {"compute", "tensor_comm", "depth_comm", "context_comm",
                                             "data_comm"};
@@ -111,6 +112,21 @@ std::vector<int> GroupRanks(const ParallelConfig& c, GroupKind kind, int rank, i
       }
       return out;
     }
+    case GroupKind::kExpertData: {
+      // The stage's ranks in rank order, every ep·etp-th from this rank's place.
+      std::vector<int> stage;
+      for (int r = 0; r < c.world(); ++r) {
+        if (Coordinates(c, r)[static_cast<size_t>(DimIndex(Dim::kPp))] ==
+            me[static_cast<size_t>(DimIndex(Dim::kPp))])
+          stage.push_back(r);
+      }
+      const size_t width = static_cast<size_t>(std::max(1, c.ep * c.etp));
+      const size_t pos = static_cast<size_t>(
+          std::find(stage.begin(), stage.end(), rank) - stage.begin());
+      std::vector<int> out;
+      for (size_t i = pos % width; i < stage.size(); i += width) out.push_back(stage[i]);
+      return out;
+    }
   }
   return {rank};
 }
@@ -132,6 +148,10 @@ int GroupStride(const ParallelConfig& c, GroupKind kind) {
       if (c.cp == 1) return c.Stride(Dim::kData);
       if (c.gdata == 1) return c.Stride(Dim::kCp);
       return std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp));
+    case GroupKind::kExpertData: {
+      const std::vector<int> g = GroupRanks(c, kind, 0, 1);
+      return g.size() > 1 ? g[1] - g[0] : 1;
+    }
   }
   return 1;
 }
@@ -149,6 +169,7 @@ std::vector<GroupKind> GroupKindsOf(const ParallelConfig& c, int gpus_per_node) 
     const size_t local = GroupRanks(c, GroupKind::kDataNode, 0, gpus_per_node).size();
     if (local > 1 && local < static_cast<size_t>(nd)) out.push_back(GroupKind::kDataNode);
   }
+  if (c.ep * c.etp > 1 && c.expert_data() > 1) out.push_back(GroupKind::kExpertData);
   return out;
 }
 

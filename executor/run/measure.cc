@@ -146,7 +146,8 @@ void CandidateRun::Finish(CandidateReport* rep, const std::vector<std::string>& 
 
   const StepEstimate est =
       Extrapolate(c_, stages, rep->breakdown[static_cast<size_t>(Term::kOffload)].predicted_s,
-                  rep->breakdown[static_cast<size_t>(Term::kHost)].predicted_s);
+                  rep->breakdown[static_cast<size_t>(Term::kHost)].predicted_s,
+                  rep->breakdown[static_cast<size_t>(Term::kCommEp)].predicted_s);
   for (int i = 0; i < kNumTerms; ++i) {
     rep->breakdown[static_cast<size_t>(i)].measured_s = est.terms[static_cast<size_t>(i)];
     rep->breakdown[static_cast<size_t>(i)].source = est.sources[static_cast<size_t>(i)];
@@ -228,6 +229,14 @@ void CandidateRun::Finish(CandidateReport* rep, const std::vector<std::string>& 
   }
   if (c_.cp > 1 && c_.cp_kind == planner::CpKind::kFpdt) {
     rep->modelled_parts.push_back("FPDT host offload: the cost model's figure (not measured)");
+  }
+  const double ep_s = rep->breakdown[static_cast<size_t>(Term::kCommEp)].predicted_s;
+  if (ep_s > 0) {
+    rep->modelled_parts.push_back(
+        "expert-parallel dispatch and combine left exposed (comm_ep, " + Fixed(ep_s, 4) +
+        " s): the cost model's figure, added to the step; the slice runs the MoE layers' "
+        "router, permutation, expert and shared-expert GEMMs but not their all-to-all (the moe "
+        "layer block measures one)");
   }
 }
 

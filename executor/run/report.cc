@@ -201,8 +201,11 @@ Result<CandidateReport> ParseCandidate(const Json& j, const std::string& pointer
   ObjectReader br(r.Raw("breakdown"), r.PointerOf("breakdown"));
   for (int i = 0; i < kNumTerms; ++i) {
     const char* key = TermName(static_cast<Term>(i));
-    if (static_cast<Term>(i) == Term::kHost && !br.Has(key))
-      continue;  // reports before v1.1 of the model
+    // Reports before v1.1 of the model have no host term; before mixture-of-
+    // experts steps were extrapolated, no comm_ep.
+    if ((static_cast<Term>(i) == Term::kHost || static_cast<Term>(i) == Term::kCommEp) &&
+        !br.Has(key))
+      continue;
     if (!br.Has(key)) return br.Error(key, "is required");
     ObjectReader tr(br.Raw(key), br.PointerOf(key));
     TermTimes& t = c.breakdown[static_cast<size_t>(i)];
@@ -249,7 +252,8 @@ namespace {
 // By value, in the order of each enum's declaration (report.h).
 constexpr const char* kTermNames[] = {"compute", "recompute", "comm_x",    "comm_y",
                                       "comm_z",  "comm_cp",   "comm_data", "comm_pp",
-                                      "bubble",  "optimizer", "offload",   "host"};
+                                      "bubble",  "optimizer", "offload",   "host",
+                                      "comm_ep"};
 static_assert(std::size(kTermNames) == kNumTerms);
 constexpr const char* kSourceNames[] = {"measured", "scaled", "derived", "modelled"};
 constexpr const char* kOutcomeNames[] = {"ok", "oom", "failed", "waived"};

@@ -40,10 +40,12 @@ enum class Term : uint8_t {
   kBubble,
   kOptimizer,
   kOffload,
-  kHost,  // the framework's host dispatch stall: modelled, the proxy workload has none
+  kHost,    // the framework's host dispatch stall: modelled, the proxy workload has none
+  kCommEp,  // expert-parallel dispatch/combine not hidden: modelled, the slice does not issue it
 };
-inline constexpr int kNumTerms = 12;
-// "compute" | "recompute" | "comm_x" | ... | "bubble" | "optimizer" | "offload" | "host".
+inline constexpr int kNumTerms = 13;
+// "compute" | "recompute" | "comm_x" | ... | "bubble" | "optimizer" | "offload" | "host" |
+// "comm_ep".
 const char* TermName(Term t);
 
 // Where a measured figure comes from.

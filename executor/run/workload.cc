@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "planner/cost_model.h"
+#include "planner/moe.h"
 
 namespace paratune::executor {
 namespace {
@@ -73,6 +74,7 @@ class Builder {
     kn_[kFc1][0] = h, kn_[kFc1][1] = f * g;
     kn_[kFc2][0] = f, kn_[kFc2][1] = h;
     psi_ = terms.psi;
+    expert_psi_ = terms.expert_psi;
     nd_ = c.gdata * c.cp;
     const double norm_params = 2.0 * static_cast<double>(m_.NormParams());
     layer_shard_ =
@@ -95,6 +97,13 @@ class Builder {
         compiled ? fw.costs.elementwise_traffic_compiled : fw.costs.elementwise_traffic;
     norm_res_ *= elem;
     act_fn_ *= elem;
+    elem_ = elem;
+    // Mixture of experts: the cost model's layer shape (MoeCompute: under
+    // sequence parallelism each tensor rank routes its shard of the tokens).
+    if (m_.is_moe()) {
+      moe_tokens_ = c.sp ? T / c.gy : T;
+      moe_ = planner::MoeShape(m_, moe_tokens_, c.ep, c.etp, std::max(1.0, t.moe_skew));
+    }
     loss_bytes_ = compiled ? fw.costs.loss_bytes_per_logit_compiled : fw.costs.loss_bytes_per_logit;
     // ... and in as many kernels as the stack launches (docs/executor.md §1,
     // "Frameworks"): of a layer's kernels_per_layer (forward + backward) a
@@ -149,6 +158,10 @@ class Builder {
   }
 
   void SetZCachedLayers(int n) { z_cached_layers_ = n; }
+  // The slice's last n layers carry the MoE MLP (n = the stage's MoE share of
+  // the slice: dense-first models put their dense layers at the front).
+  void SetMoeLayers(int n) { moe_slice_layers_ = n; }
+  bool MoeLayer(int l) const { return l >= w_.slice_layers - moe_slice_layers_; }
   bool ZCached(int layer) const { return layer < z_cached_layers_; }
 
   void Build() {
@@ -239,8 +252,9 @@ class Builder {
         return c_.pp;
       case GroupKind::kData:
         return nd_;
-      case GroupKind::kDataNode: {
-        const Group* grp = w_.FindGroup(GroupKind::kDataNode);
+      case GroupKind::kDataNode:
+      case GroupKind::kExpertData: {
+        const Group* grp = w_.FindGroup(g);
         return grp ? static_cast<int>(grp->ranks.size()) : 1;
       }
     }
@@ -575,10 +589,14 @@ class Builder {
     tp_linear(kProj, "attention");
     AddMemory(L(l, ph, "norm_residual.mlp"), Scope::kLayer, phase, l, Whole(norm_res_ / 2),
               Category::kCompute, norm_kernels_);
-    tp_linear(kFc1, "mlp");
-    AddMemory(L(l, ph, "activation"), Scope::kLayer, phase, l, Whole(act_fn_), Category::kCompute,
-              act_kernels_);
-    tp_linear(kFc2, "mlp");
+    if (MoeLayer(l)) {
+      MoeMlp(l, phase);
+    } else {
+      tp_linear(kFc1, "mlp");
+      AddMemory(L(l, ph, "activation"), Scope::kLayer, phase, l, Whole(act_fn_),
+                Category::kCompute, act_kernels_);
+      tp_linear(kFc2, "mlp");
+    }
     // TP comm overlap: the next compute waits for this layer's forward collectives.
     pending_.insert(pending_.end(), tp_join_.begin(), tp_join_.end());
     tp_join_.clear();
@@ -659,6 +677,68 @@ class Builder {
     }
   }
 
+  // The MoE MLP in place of the dense one, as the cost model prices it
+  // (CostModel::MoeCompute, planner/cost/moe.cc): the router GEMM and its fp32
+  // scores, the permutation into expert order and back, each local expert's
+  // FC1 and FC2 at the most loaded rank's rows (one GEMM call per expert, as a
+  // grouped GEMM issues them), their activation function, the shared experts
+  // (tensor-parallel, every token) and, in FP8 recipes, the experts' casts.
+  // The backward runs each GEMM's dgrad and wgrad and moves twice the
+  // element-wise bytes (the model's backward = 2 × forward). The dispatch and
+  // combine all-to-all are not issued here: the step adds the cost model's
+  // exposed expert-parallel time (comm_ep, modelled; docs/executor.md).
+  void MoeMlp(int l, Phase phase) {
+    const bool bwd = phase == Phase::kBackward;
+    const char* ph = PhaseName(phase);
+    const int64_t h = m_.hidden, g = m_.gated_ffn ? 2 : 1;
+    const int64_t tokens = Whole(moe_tokens_), rows = Whole(moe_.rows_max);
+    const int64_t fl = Whole(moe_.ffn_local);
+    const int experts = moe_.local_experts;
+    const double mult = bwd ? 2.0 : 1.0;
+    const double e = static_cast<double>(e_);
+    auto gemm = [&](const std::string& what, int64_t m, int64_t n, int64_t k, int calls) {
+      if (!bwd) {
+        AddGemm(L(l, ph, what), Scope::kLayer, phase, l, m, n, k, calls);
+        return;
+      }
+      AddGemm(L(l, ph, what + ".dgrad"), Scope::kLayer, phase, l, m, k, n, calls);
+      AddGemm(L(l, ph, what + ".wgrad"), Scope::kLayer, phase, l, n, k, m, calls);
+    };
+    auto memory = [&](const std::string& what, double bytes) {
+      AddMemory(L(l, ph, what), Scope::kLayer, phase, l, Whole(mult * bytes));
+    };
+    // FP8: the executor's per-linear cast bytes (Fp8Cast), over every expert.
+    auto casts = [&](int64_t k, int64_t n, int64_t m, int calls) {
+      if (w_.precision.gemm != backend::GemmPrecision::kFp8) return;
+      const double per = bwd ? 5.0 * m * n + 2.0 * (m * k + m * n) : 5.0 * m * k + 3.0 * k * n;
+      AddMemory(L(l, ph, "moe.fp8_cast"), Scope::kLayer, phase, l, Whole(per * calls));
+    };
+    gemm("moe.router", tokens, m_.experts, h, 1);
+    memory("moe.router_scores", static_cast<double>(tokens) * m_.experts * 16.0);
+    // Two passes each way for the all-to-all dispatcher with several local
+    // experts (rank order, then expert order), one for DeepEP/HybridEP.
+    const double passes =
+        c_.moe_dispatcher == planner::MoeDispatcher::kAllToAll && experts > 1 ? 2.0 : 1.0;
+    const double permute = passes * 2.0 * moe_.copies * static_cast<double>(h) * e;
+    memory("moe.permute", permute);
+    casts(h, g * fl, rows, experts);
+    gemm("moe.experts.fc1", rows, g * fl, h, experts);
+    memory("moe.experts.activation",
+           elem_ * experts * static_cast<double>(rows) * static_cast<double>(fl) * (g + 1.0) * e);
+    casts(fl, h, rows, experts);
+    gemm("moe.experts.fc2", rows, h, fl, experts);
+    memory("moe.unpermute", permute);
+    if (m_.shared_ffn_hidden > 0) {
+      const int64_t fs = std::max<int64_t>(1, m_.shared_ffn_hidden / c_.tensor());
+      casts(h, g * fs, tokens_, 1);
+      gemm("moe.shared.fc1", tokens_, g * fs, h, 1);
+      memory("moe.shared.activation",
+             elem_ * static_cast<double>(tokens_) * static_cast<double>(fs) * (g + 1.0) * e);
+      casts(fs, h, tokens_, 1);
+      gemm("moe.shared.fc2", tokens_, h, fs, 1);
+    }
+  }
+
   // One layer's backward (with its recompute first), linears in reverse order.
   void Backward(int l) {
     const LayerWindows& lw = windows_[static_cast<size_t>(l)];
@@ -693,10 +773,14 @@ class Builder {
         IssueDataGather(l, Phase::kBackward, StreamRole::kCompute);
       }
     }
-    LinearBackward(l, kFc2);
-    AddMemory(L(l, "bwd", "activation"), Scope::kLayer, Phase::kBackward, l, Whole(2 * act_fn_),
-              Category::kCompute, 2 * act_kernels_);
-    LinearBackward(l, kFc1);
+    if (MoeLayer(l)) {
+      MoeMlp(l, Phase::kBackward);
+    } else {
+      LinearBackward(l, kFc2);
+      AddMemory(L(l, "bwd", "activation"), Scope::kLayer, Phase::kBackward, l, Whole(2 * act_fn_),
+                Category::kCompute, 2 * act_kernels_);
+      LinearBackward(l, kFc1);
+    }
     AddMemory(L(l, "bwd", "norm_residual.mlp"), Scope::kLayer, Phase::kBackward, l,
               Whole(norm_res_), Category::kCompute, 2 * norm_kernels_);
     LinearBackward(l, kProj);
@@ -810,12 +894,40 @@ class Builder {
           w_.ops[static_cast<size_t>(ag)].step_window = StepWindow::kStageForward;
       }
     }
+    // Expert gradients synchronise over the expert-data group, as the dense
+    // ones over the data group (the cost model's DataSyncSeconds for expert_psi).
+    const int edp = c_.expert_data();
+    if (expert_psi_ > 0 && GroupSize(GroupKind::kExpertData) > 1) {
+      const DataType gtype = w_.precision.grad;
+      const double g_bytes = expert_psi_ * backend::DataTypeBytes(gtype);
+      if (c_.zero == 0 && !c_.distributed_optimizer) {
+        const int op = AddCollective("step.expert_dp.all_reduce", Category::kCommData,
+                                     Scope::kStep, Phase::kStep, -1, OpKind::kAllReduce,
+                                     GroupKind::kExpertData, g_bytes, gtype);
+        if (c_.overlap_grad_reduce)
+          w_.ops[static_cast<size_t>(op)].step_window = StepWindow::kStageBackward;
+      } else {
+        const int rs = AddCollective("step.expert_dp.reduce_scatter", Category::kCommData,
+                                     Scope::kStep, Phase::kStep, -1, OpKind::kReduceScatter,
+                                     GroupKind::kExpertData, g_bytes, gtype);
+        if (c_.overlap_grad_reduce)
+          w_.ops[static_cast<size_t>(rs)].step_window = StepWindow::kStageBackward;
+        const int ag = AddCollective("step.expert_dp.all_gather", Category::kCommData,
+                                     Scope::kStep, Phase::kStep, -1, OpKind::kAllGather,
+                                     GroupKind::kExpertData, expert_psi_ * pb_, w_.precision.param);
+        if (c_.overlap_param_gather)
+          w_.ops[static_cast<size_t>(ag)].step_window = StepWindow::kStageForward;
+      }
+    }
     // Adam over the shard (the cost model's optimizer term): fp32 states read +
     // written, the low-precision copy written, the local gradients read for
-    // the norm and zeroed.
+    // the norm and zeroed; the expert states shard over the expert-data group.
     const double opt_shard = (c_.zero >= 1 || c_.distributed_optimizer) ? nd_ : 1.0;
+    const double e_shard = (c_.zero >= 1 || c_.distributed_optimizer) ? std::max(1, edp) : 1.0;
     const double copy_b = pb_ < 4 ? 4.0 + pb_ : 0.0;
-    const double traffic = psi_ / opt_shard * (kAdamStateBytesRW + copy_b) + psi_ * 2.0 * gb_;
+    const double traffic = psi_ / opt_shard * (kAdamStateBytesRW + copy_b) + psi_ * 2.0 * gb_ +
+                           expert_psi_ / e_shard * (kAdamStateBytesRW + copy_b) +
+                           expert_psi_ * 2.0 * gb_;
     AddMemory("step.optimizer", Scope::kStep, Phase::kStep, -1, Whole(traffic),
               Category::kOptimizer);
   }
@@ -839,9 +951,14 @@ class Builder {
   bool ulysses_ = false, ring_ = false;
   int64_t kn_[4][2] = {};
   double psi_ = 0, layer_shard_ = 0;
+  double expert_psi_ = 0;  // expert parameters this rank holds (the cost model's expert_psi)
   int nd_ = 1;
   double norm_res_ = 0, act_fn_ = 0;
   int norm_kernels_ = 1, act_kernels_ = 1;  // per section, forward
+  double elem_ = 1.0;                       // the stack's element-wise traffic factor
+  planner::MoeLayerShape moe_;              // the MoE layer's shape on this rank
+  double moe_tokens_ = 0;                   // tokens this rank routes
+  int moe_slice_layers_ = 0;                // slice layers with the MoE MLP (the last ones)
   // One kernel of the loss: its name, phase, bytes read + written per logit,
   // and the element type it computes in.
   struct LossPass {
@@ -942,6 +1059,19 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
     const int stage_layers = std::max(1, cm.Stages(c).max);
     const double fraction = std::min(1.0, cm.Memory(c).z_cached_layers / double(stage_layers));
     b.SetZCachedLayers(static_cast<int>(std::lround(fraction * w.slice_layers)));
+  }
+  if (job.model.is_moe()) {
+    // The stage's MoE share of its layers, over the slice (rounded).
+    const planner::CostModel::ComputeTerms terms = cm.Compute(c);
+    const planner::StageLayers st = cm.Stages(c);
+    int layers = st.middle, moe = terms.moe_layers_middle;
+    if (w.stage == 0) {
+      layers = st.first, moe = terms.moe_layers_first;
+    } else if (w.stage == c.pp - 1) {
+      layers = st.last, moe = terms.moe_layers_last;
+    }
+    const double share = layers > 0 ? std::min(1.0, static_cast<double>(moe) / layers) : 1.0;
+    b.SetMoeLayers(static_cast<int>(std::lround(share * w.slice_layers)));
   }
   b.Build();
   return w;

@@ -65,9 +65,13 @@ enum class GroupKind : uint8_t {
   kPp,        // the pipeline: ranks that differ only in their stage
   kData,      // weight replicas: data × cp (Megatron's dp-cp group)
   kDataNode,  // the members of kData on this rank's node (ZeRO++ hpZ)
+  // Expert weight replicas: the stage's ranks ep·etp apart (Megatron-Core's
+  // expert rank order etp-ep-edp inside the stage), when experts are split.
+  kExpertData,
 };
-inline constexpr int kNumGroupKinds = 7;
-const char* GroupKindName(GroupKind g);  // "x" | "y" | "z" | "cp" | "pp" | "data" | "data_node"
+inline constexpr int kNumGroupKinds = 8;
+// "x" | "y" | "z" | "cp" | "pp" | "data" | "data_node" | "expert_data".
+const char* GroupKindName(GroupKind g);
 
 enum class OpType : uint8_t {
   kGemm = 0,     // C (m×n) = A (m×k) · B (k×n), `calls` identical calls

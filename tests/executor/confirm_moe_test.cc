@@ -106,6 +106,34 @@ TEST(ConfirmMoe, ReportsTheMoeLayerMeasuredBesidePredicted) {
   }
 }
 
+TEST(ConfirmMoe, TheStepRunsTheExpertsNotADenseMlp) {
+  // OLMoE has no dense MLP: every layer routes to 8 of 64 experts of width
+  // 1024. The slice's MoE layers run the router, the permutation and the
+  // local experts' GEMMs, and the step adds the cost model's exposed
+  // dispatch/combine as a modelled comm_ep term. With the cluster describing
+  // the fake, the measured step then agrees with the prediction, term by term.
+  const planner::Job job = OlmoeJob(8);
+  const std::vector<planner::ParallelConfig> configs = MoeConfigs();
+  const RunReport rep = ConfirmOnFake(MoeFake(8), testing::InputFor(job, configs), nullptr);
+  ASSERT_EQ(rep.candidates.size(), configs.size());
+  for (const CandidateReport& c : rep.candidates) {
+    SCOPED_TRACE(planner::ConfigToString(c.config));
+    ASSERT_EQ(c.status, Outcome::kOk) << c.reason;
+    ASSERT_TRUE(c.measured_s && c.error);
+    const TermTimes& compute = c.breakdown[static_cast<size_t>(Term::kCompute)];
+    EXPECT_NEAR(compute.measured_s / compute.predicted_s, 1.0, 0.05);
+    const TermTimes& ep = c.breakdown[static_cast<size_t>(Term::kCommEp)];
+    EXPECT_GT(ep.predicted_s, 0);
+    EXPECT_EQ(ep.measured_s, ep.predicted_s);
+    EXPECT_EQ(ep.source, Source::kModelled);
+    EXPECT_NEAR(*c.error, 0.0, 0.05) << "measured " << *c.measured_s << " predicted "
+                                      << c.predicted_s;
+    bool said = false;
+    for (const std::string& p : c.modelled_parts) said = said || p.find("comm_ep") != std::string::npos;
+    EXPECT_TRUE(said);
+  }
+}
+
 TEST(ConfirmMoe, FewerProcessesThanTheExpertGroupRunSmallerGroups) {
   // A 16-GPU plan with EP 16 on 4 processes: the layer runs on EP groups of
   // 4 (the largest divisor of 16 that tiles the processes) and says so.

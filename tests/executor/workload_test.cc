@@ -517,6 +517,77 @@ TEST(Workload, Zero3GathersEveryLayerOverTheDataGroup) {
                      {{OpKind::kAllGather, rounded}, 4}, {{OpKind::kReduceScatter, rounded}, 2}}));
 }
 
+// OLMoE-1B-7B (Muennighoff et al. 2024, Table 1: hidden 2048, 64 experts of
+// width 1024, top-8, SwiGLU, no shared expert) on 8 GPUs with EP 8, 1024
+// tokens per micro-batch: every layer's MLP is the MoE one. Each rank routes
+// its 1024 tokens over the 64 experts (the router GEMM 1024 x 64 x 2048) and,
+// balanced, receives 1024 x 8 copies x 8 ranks / 64 experts = 1024 rows for
+// each of its 8 experts: FC1 (1024 x 2048 x 2048: gate and up) and FC2
+// (1024 x 2048 x 1024) once per expert, their dgrad and wgrad backward.
+TEST(Workload, MoeLayersRunTheRouterAndTheLocalExpertsNotADenseMlp) {
+  auto m = planner::ModelPreset("olmoe-1b-7b");
+  ASSERT_TRUE(m.ok());
+  const planner::Job job = MakeJob(*m, FakeLikeCluster(), 8, 1024, 8);
+  ParallelConfig c{.gdata = 8, .ep = 8};
+  c.distributed_optimizer = true;
+  const Workload w = Build(job, c, 0);
+  std::multiset<Shape> moe;
+  for (const WorkOp& op : w.ops) {
+    const bool mlp = op.name.find(".fc1") != std::string::npos ||
+                     op.name.find(".fc2") != std::string::npos ||
+                     op.name.find("activation") != std::string::npos;
+    if (mlp) {
+      EXPECT_NE(op.name.find(".moe."), std::string::npos) << "a dense MLP op: " << op.name;
+    }
+    if (op.type != OpType::kGemm || op.name.find(".moe.") == std::string::npos) continue;
+    for (int k = 0; k < op.calls; ++k) moe.insert({op.m, op.n, op.k});
+  }
+  const size_t S = static_cast<size_t>(w.slice_layers), per_expert = 8 * S;
+  std::multiset<Shape> want;
+  // The router: forward, dgrad, wgrad.
+  AddTimes(&want, {1024, 64, 2048}, static_cast<int>(S));
+  AddTimes(&want, {1024, 2048, 64}, static_cast<int>(S));
+  AddTimes(&want, {64, 2048, 1024}, static_cast<int>(S));
+  // FC1 forward and dgrad, its wgrad; FC2 forward, dgrad and wgrad.
+  AddTimes(&want, {1024, 2048, 2048}, static_cast<int>(2 * per_expert));
+  AddTimes(&want, {2048, 2048, 1024}, static_cast<int>(per_expert));
+  AddTimes(&want, {1024, 2048, 1024}, static_cast<int>(per_expert));
+  AddTimes(&want, {1024, 1024, 2048}, static_cast<int>(per_expert));
+  AddTimes(&want, {2048, 1024, 1024}, static_cast<int>(per_expert));
+  EXPECT_EQ(moe, want);
+  // EP 8 on 8 GPUs: each expert has one replica, no expert-data group.
+  EXPECT_EQ(w.FindGroup(GroupKind::kExpertData), nullptr);
+  // EP 4: two replicas of each expert, ranks ep·etp = 4 apart (etp-ep-edp order).
+  ParallelConfig ep4{.gdata = 8, .ep = 4};
+  EXPECT_EQ(GroupRanks(ep4, GroupKind::kExpertData, 1, 8), (std::vector<int>{1, 5}));
+  EXPECT_EQ(GroupStride(ep4, GroupKind::kExpertData), 4);
+}
+
+// Llama 4 Maverick alternates dense and MoE layers (interleave_moe_layer_step
+// 2): a two-layer slice holds one of each, the MoE one second.
+TEST(Workload, AlternatingModelsPutHalfTheSliceOnTheExperts) {
+  auto m = planner::ModelPreset("llama4-maverick");
+  ASSERT_TRUE(m.ok());
+  const planner::Job job = MakeJob(*m, FakeLikeCluster(), 16, 1024, 16);
+  ParallelConfig c{.gy = 8, .gdata = 2, .sp = true, .ep = 16};
+  c.distributed_optimizer = true;
+  WorkloadOptions o;
+  o.slice_layers = 2;
+  auto w = BuildWorkload(testing::WithFrameworkFor(job, c), c, 0, o);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  bool dense0 = false, moe0 = false, dense1 = false, moe1 = false;
+  for (const WorkOp& op : w->ops) {
+    dense0 = dense0 || op.name == "L0.fwd.fc1";
+    moe0 = moe0 || op.name.rfind("L0.fwd.moe.", 0) == 0;
+    dense1 = dense1 || op.name == "L1.fwd.fc1";
+    moe1 = moe1 || op.name.rfind("L1.fwd.moe.", 0) == 0;
+  }
+  EXPECT_TRUE(dense0 && !moe0);
+  EXPECT_TRUE(moe1 && !dense1);
+  // EP 16 × ETP 1 over the stage's 16 ranks: one expert replica.
+  EXPECT_EQ(w->FindGroup(GroupKind::kExpertData), nullptr);
+}
+
 TEST(Workload, RejectsConfigsThatBreakARule) {
   ParallelConfig c;
   c.gy = 3;  // 16 heads do not split over 3
