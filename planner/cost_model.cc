@@ -230,7 +230,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     // MTP modules are in crit_extra (their time counted as compute).
     const double D_s = L_s - M_s;
     const double moe_stall =
-        sched.moe_time - (sched.moe_compute + sched.layer_comm + sched.moe_comm);
+        sched.moe_time - (sched.moe_compute + sched.moe_layer_comm + sched.moe_comm);
     br.compute_s = n_mb * (D_s * layer_compute + M_s * sched.moe_compute + crit_extra);
     br.recompute_s = n_mb * (D_s * lt.recompute + M_s * sched.moe_recompute);
     br.comm_ep_s = n_mb * M_s * sched.moe_comm;
@@ -240,8 +240,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
     br.recompute_s = n_mb * L_s * lt.recompute;
     br.host_s = n_mb * L_s * host_stall;
   }
-  br.comm_x_s = n_mb * L_s * lt.comm_x;
-  br.comm_y_s = n_mb * (L_s * lt.comm_y + (last_crit ? logits_comm : 0.0));
+  // MoE layers without shared experts keep the attention block's TP collectives only.
+  const double tp_layers = L_s - M_s * (1.0 - sched.moe_tp_share);
+  br.comm_x_s = n_mb * tp_layers * lt.comm_x;
+  br.comm_y_s = n_mb * (tp_layers * lt.comm_y + (last_crit ? logits_comm : 0.0));
   br.comm_z_s = n_mb * L_s * lt.comm_z;
   br.comm_cp_s = n_mb * L_s * lt.comm_cp;
   br.offload_s = n_mb * L_s * lt.offload;

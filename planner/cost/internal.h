@@ -102,7 +102,9 @@ struct CostModel::Schedule {
   // exposed expert-parallel communication and its time per micro-batch.
   int critical_moe_layers = 0;
   double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
-  double layer_comm = 0;       // one layer's exposed comm other than EP (both layer kinds)
+  double layer_comm = 0;       // one dense layer's exposed comm other than EP
+  double moe_layer_comm = 0;   // one MoE layer's (no MLP-block TP collectives without shared experts)
+  double moe_tp_share = 1;     // the share of a dense layer's TP/SP collectives an MoE layer keeps
 };
 
 }  // namespace paratune::planner

@@ -38,6 +38,7 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   // recompute of what the recompute choice drops.
   const StageMoe sm{terms.moe_layers_first, terms.moe_layers_middle, terms.moe_layers_last};
   double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
+  double moe_layer_comm = layer_comm, moe_tp_share = 1;
   if (m.is_moe()) {
     const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3] + terms.mlp_elem_fwd;
     moe_recompute = lt.recompute;
@@ -57,7 +58,16 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
     // micro-batch or CUDA graphs). A full-iteration graph issues nothing.
     const double experts_gpu = 3.0 * terms.moe_experts_fwd;
     const double experts_host = c.cuda_graphs ? 0.0 : terms.moe_expert_host;
-    moe_time = std::max(moe_compute + layer_comm + moe_comm, host) +
+    // The routed experts run no attention-TP collectives: the dispatcher moves
+    // tokens over the expert groups (token_dispatcher.py:85-89, its tp group is
+    // expt_tp @d98e8a64). Only shared experts gather the sequence-parallel
+    // input and reduce-scatter their output over the attention's TP group, as
+    // a dense MLP does (shared_experts.py:572-586). Without them an MoE layer
+    // keeps the attention block's half of the layer's TP/SP collectives (the
+    // two blocks move the same T·h bytes).
+    moe_tp_share = m.shared_ffn_hidden > 0 ? 1.0 : 0.5;
+    moe_layer_comm = layer_comm - (1.0 - moe_tp_share) * (lt.comm_x + lt.comm_y);
+    moe_time = std::max(moe_compute + moe_layer_comm + moe_comm, host) +
                std::max(0.0, experts_host - experts_gpu);
   }
   // The MTP modules (last stage): a block like the last layer, the 2h×h projection
@@ -156,7 +166,9 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
                   .moe_recompute = moe_recompute,
                   .moe_comm = moe_comm,
                   .moe_time = moe_time,
-                  .layer_comm = layer_comm};
+                  .layer_comm = layer_comm,
+                  .moe_layer_comm = moe_layer_comm,
+                  .moe_tp_share = moe_tp_share};
 }
 
 }  // namespace paratune::planner
