@@ -687,6 +687,13 @@ class Builder {
   // element-wise bytes (the model's backward = 2 × forward). The dispatch and
   // combine all-to-all are not issued here: the step adds the cost model's
   // exposed expert-parallel time (comm_ep, modelled; docs/executor.md).
+  // The experts' activation function over their rows (SwiGLU reads 2f, writes f).
+  double MoeActivationBytes() const {
+    const double g = m_.gated_ffn ? 2.0 : 1.0;
+    return elem_ * moe_.local_experts * static_cast<double>(Whole(moe_.rows_max)) *
+           static_cast<double>(Whole(moe_.ffn_local)) * (g + 1.0) * static_cast<double>(e_);
+  }
+
   void MoeMlp(int l, Phase phase) {
     const bool bwd = phase == Phase::kBackward;
     const char* ph = PhaseName(phase);
@@ -723,8 +730,7 @@ class Builder {
     memory("moe.permute", permute);
     casts(h, g * fl, rows, experts);
     gemm("moe.experts.fc1", rows, g * fl, h, experts);
-    memory("moe.experts.activation",
-           elem_ * experts * static_cast<double>(rows) * static_cast<double>(fl) * (g + 1.0) * e);
+    memory("moe.experts.activation", MoeActivationBytes());
     casts(fl, h, rows, experts);
     gemm("moe.experts.fc2", rows, h, fl, experts);
     memory("moe.unpermute", permute);
@@ -774,6 +780,12 @@ class Builder {
       }
     }
     if (MoeLayer(l)) {
+      // Selective recompute drops the experts' activation outputs (Megatron's
+      // recompute_modules moe_act) and recomputes them before their backward.
+      if (c_.recompute == planner::Recompute::kSelective) {
+        AddMemory(L(l, "recompute", "moe.experts.activation"), Scope::kLayer, Phase::kRecompute, l,
+                  Whole(MoeActivationBytes()));
+      }
       MoeMlp(l, Phase::kBackward);
     } else {
       LinearBackward(l, kFc2);

@@ -111,9 +111,13 @@ TEST(ConfirmMoe, TheStepRunsTheExpertsNotADenseMlp) {
   // 1024. The slice's MoE layers run the router, the permutation and the
   // local experts' GEMMs, and the step adds the cost model's exposed
   // dispatch/combine as a modelled comm_ep term. With the cluster describing
-  // the fake, the measured step then agrees with the prediction, term by term.
+  // the fake, the measured step then agrees with the prediction, term by term;
+  // selective recompute also recomputes the experts' activation (moe_act).
   const planner::Job job = OlmoeJob(8);
-  const std::vector<planner::ParallelConfig> configs = MoeConfigs();
+  std::vector<planner::ParallelConfig> configs = MoeConfigs();
+  planner::ParallelConfig selective = configs[0];
+  selective.recompute = planner::Recompute::kSelective;
+  configs.push_back(selective);
   const RunReport rep = ConfirmOnFake(MoeFake(8), testing::InputFor(job, configs), nullptr);
   ASSERT_EQ(rep.candidates.size(), configs.size());
   for (const CandidateReport& c : rep.candidates) {
@@ -122,6 +126,10 @@ TEST(ConfirmMoe, TheStepRunsTheExpertsNotADenseMlp) {
     ASSERT_TRUE(c.measured_s && c.error);
     const TermTimes& compute = c.breakdown[static_cast<size_t>(Term::kCompute)];
     EXPECT_NEAR(compute.measured_s / compute.predicted_s, 1.0, 0.05);
+    if (c.config.recompute == planner::Recompute::kSelective) {
+      const TermTimes& re = c.breakdown[static_cast<size_t>(Term::kRecompute)];
+      EXPECT_NEAR(re.measured_s / re.predicted_s, 1.0, 0.05);
+    }
     const TermTimes& ep = c.breakdown[static_cast<size_t>(Term::kCommEp)];
     EXPECT_GT(ep.predicted_s, 0);
     EXPECT_EQ(ep.measured_s, ep.predicted_s);
