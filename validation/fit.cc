@@ -60,17 +60,10 @@ constexpr const char* kBlackwellGpus = "gpu b200, b300, gb200, gb300";
 constexpr const char* kSustainedKey = "gemm_sustained_fraction";
 constexpr const char* kFlashKey = "flash_fwd_efficiency (flash_bwd_efficiency in proportion)";
 
-// The GPUs with a sustained fraction of their own (Blackwell and CDNA 4).
-struct PerGpu {
-  const char* name;
-  const char* preset;
-};
-constexpr PerGpu kPerGpu[] = {{"b200", "b200"},   {"b300", "b300"},     {"gb200", "gb200"},
-                              {"gb300", "gb300"}, {"mi350x", "mi350x"}, {"mi355x", "mi355x"}};
-bool Amd(const PerGpu& g) { return std::string(g.name).rfind("mi", 0) == 0; }
-std::string FractionName(const PerGpu& g) {
-  return std::string(g.name) + ".gemm_sustained_fraction";
-}
+// The GPU presets with a sustained fraction of their own (Blackwell and CDNA 4).
+constexpr const char* kPerGpu[] = {"b200", "b300", "gb200", "gb300", "mi350x", "mi355x"};
+bool Amd(const std::string& gpu) { return gpu.rfind("mi", 0) == 0; }
+std::string FractionName(const std::string& gpu) { return gpu + ".gemm_sustained_fraction"; }
 
 std::vector<FittableConstant> MakeConstants() {
   using topology::GpuSpec;
@@ -80,7 +73,7 @@ std::vector<FittableConstant> MakeConstants() {
   // Held out, Hopper borrows the same vendor's next generation (the same
   // cuBLAS and Transformer Engine stack), then the other vendor's.
   std::vector<std::vector<std::string>> hopper_siblings(2);
-  for (const PerGpu& g : kPerGpu) hopper_siblings[Amd(g) ? 1 : 0].push_back(FractionName(g));
+  for (const char* g : kPerGpu) hopper_siblings[Amd(g) ? 1 : 0].push_back(FractionName(g));
   out.push_back({.name = "hopper.gemm_sustained_fraction",
                  .preset = kHopperGpus,
                  .key = kSustainedKey,
@@ -130,13 +123,13 @@ std::vector<FittableConstant> MakeConstants() {
   // Blackwell and CDNA 4: the sustained fraction of each GPU's GEMM curve, as
   // for Hopper (each GPU its own: the NVL72 racks' power and clock limits differ
   // from the HGX boards'), fitted to the Megatron-Bridge and MLPerf rows.
-  for (const PerGpu& g : kPerGpu) {
-    const std::string gpu = g.preset;
+  for (const char* g : kPerGpu) {
+    const std::string gpu = g;
     FittableConstant c{
-        .name = FractionName(g),
+        .name = FractionName(gpu),
         .preset = "gpu " + gpu,
         .key = kSustainedKey,
-        .informs = std::string("every ") + g.name + " row (GEMM time)",
+        .informs = "every " + gpu + " row (GEMM time)",
         .prior = 1.0,
         .prior_source =
             "1: the GPU's short-run GEMM curve as published (its preset's gemm_efficiency)",
@@ -146,9 +139,9 @@ std::vector<FittableConstant> MakeConstants() {
         .get = SustainedFraction,
         .set = SetSustainedFraction};
     c.siblings.resize(2);
-    for (const PerGpu& o : kPerGpu) {
-      if (o.name == g.name) continue;
-      c.siblings[Amd(o) == Amd(g) ? 0 : 1].push_back(FractionName(o));
+    for (const char* o : kPerGpu) {
+      if (gpu == o) continue;
+      c.siblings[Amd(o) == Amd(gpu) ? 0 : 1].push_back(FractionName(o));
     }
     c.siblings[1].push_back("hopper.gemm_sustained_fraction");
     out.push_back(std::move(c));

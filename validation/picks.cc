@@ -21,6 +21,8 @@ double Measured(const PublishedRun& r) {
   }
   return 0;
 }
+// Tokens/s per GPU where the run states tokens (InTokens).
+double MeasuredPerGpu(const PublishedRun& r) { return Measured(r) / r.request.job.gpus; }
 double Predicted(const PublishedRun& r, const Prediction& p, double time_s) {
   const double scale = p.iteration_time_s / time_s;  // the same job at another time
   return (InTokens(r) ? p.tokens_per_s : p.model_tflops_per_gpu) * scale;
@@ -74,7 +76,7 @@ Result<std::vector<PickCheck>> CheckPicks(const std::vector<PublishedRun>& runs)
   for (const PublishedRun& r : runs) {
     if (!InTokens(r) || Measured(r) <= 0) continue;
     const PublishedRun*& f = fastest[PartKey(r)];
-    if (f == nullptr || Measured(r) / r.request.job.gpus > Measured(*f) / f->request.job.gpus) {
+    if (f == nullptr || MeasuredPerGpu(r) > MeasuredPerGpu(*f)) {
       f = &r;
     }
   }
@@ -115,7 +117,7 @@ Result<std::vector<PickCheck>> CheckPicks(const std::vector<PublishedRun>& runs)
       if (InTokens(*best)) {
         const PublishedRun* f = fastest.at(PartKey(*best));
         pc.best_same_gpu_run = f->id;
-        pc.best_same_gpu_per_gpu = Measured(*f) / f->request.job.gpus;
+        pc.best_same_gpu_per_gpu = MeasuredPerGpu(*f);
         pc.ratio_to_best_same_gpu = pc.pick_predicted / job.gpus / pc.best_same_gpu_per_gpu;
       }
     }

@@ -430,11 +430,12 @@ class Builder {
   // and gradient transposed for wgrad (1 + 1 each).
   void Fp8Cast(int l, Phase phase, int i) {
     if (w_.precision.gemm != backend::GemmPrecision::kFp8) return;
-    const int64_t T = tokens_, k = KLocal(i), n = NLocal(i);
-    const int64_t bytes =
-        phase == Phase::kBackward ? 5 * T * n + 2 * (T * k + T * n) : 5 * T * k + 3 * k * n;
     AddMemory(L(l, PhaseName(phase), std::string(kLinearName[i]) + ".fp8_cast"), Scope::kLayer,
-              phase, l, bytes);
+              phase, l, Fp8CastBytes(phase, tokens_, KLocal(i), NLocal(i)));
+  }
+  // The cast bytes of one (T × k)·(k × n) linear in `phase`.
+  static int64_t Fp8CastBytes(Phase phase, int64_t T, int64_t k, int64_t n) {
+    return phase == Phase::kBackward ? 5 * T * n + 2 * (T * k + T * n) : 5 * T * k + 3 * k * n;
   }
 
   int64_t AttentionRows() const {
@@ -714,11 +715,11 @@ class Builder {
     auto memory = [&](const std::string& what, double bytes) {
       AddMemory(L(l, ph, what), Scope::kLayer, phase, l, Whole(mult * bytes));
     };
-    // FP8: the executor's per-linear cast bytes (Fp8Cast), over every expert.
+    // FP8: each expert's casts as a dense linear's (Fp8CastBytes).
     auto casts = [&](int64_t k, int64_t n, int64_t m, int calls) {
       if (w_.precision.gemm != backend::GemmPrecision::kFp8) return;
-      const double per = bwd ? 5.0 * m * n + 2.0 * (m * k + m * n) : 5.0 * m * k + 3.0 * k * n;
-      AddMemory(L(l, ph, "moe.fp8_cast"), Scope::kLayer, phase, l, Whole(per * calls));
+      AddMemory(L(l, ph, "moe.fp8_cast"), Scope::kLayer, phase, l,
+                calls * Fp8CastBytes(phase, m, k, n));
     };
     gemm("moe.router", tokens, m_.experts, h, 1);
     memory("moe.router_scores", static_cast<double>(tokens) * m_.experts * 16.0);
@@ -1063,7 +1064,8 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
     g.stride = GroupStride(c, kind);
     w.groups.push_back(std::move(g));
   }
-  Builder b(job, c, options, cm.Compute(c), &w);
+  const planner::CostModel::ComputeTerms terms = cm.Compute(c);
+  Builder b(job, c, options, terms, &w);
   // AxoNN weight caching (the cost model's MemoryBreakdown::z_cached_layers):
   // the slice's first round(fraction × slice) layers keep their forward
   // gathers for the recompute and the backward.
@@ -1074,7 +1076,6 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
   }
   if (job.model.is_moe()) {
     // The stage's MoE share of its layers, over the slice (rounded).
-    const planner::CostModel::ComputeTerms terms = cm.Compute(c);
     const planner::StageLayers st = cm.Stages(c);
     int layers = st.middle, moe = terms.moe_layers_middle;
     if (w.stage == 0) {
