@@ -23,9 +23,11 @@ df -h . >&2  # a build that dies of a full disk is then recognisable as such
 if [ "${PARATUNE_SANITIZER_TIER:-1}" = 1 ]; then
   ASAN_DIR=${ASAN_BUILD_DIR:-build-asan}
   if [ ! -f "$ASAN_DIR/build.ninja" ]; then
-    # -g1: line tables are all a sanitizer report needs, at a fraction of the disk.
+    # -g1: line tables are all a sanitizer report needs, at a fraction of the
+    # disk. -O1, as the sanitizers' own documentation advises: reports stay
+    # exact, and the instrumented build compiles in about two thirds of -O2's time.
     cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-          -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+          -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
           -DPARATUNE_SANITIZE=ON -DPARATUNE_ENABLE_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
           -DPARATUNE_BUILD_BENCH=OFF -DPARATUNE_WERROR=OFF >&2
   fi
