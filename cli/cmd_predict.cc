@@ -110,6 +110,11 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
       << " hardware TFLOP/s (HFU " << FormatFixed(100 * p.hfu, 1) << " %)\n";
   out << "pessimistic   " << FormatFixed(p.pessimistic_time_s, 3) << " s (what `plan` ranks by; "
       << FormatFixed(p.evidence_steps, 1) << " steps from calibrated evidence)\n";
+  if (p.feature_band > 0) {
+    out << "              band " << FormatFixed(100 * p.feature_band, 0)
+        << " % for DeepEP/HybridEP dispatch across NVLink domains (the error of the calibration "
+           "rows that run it)\n";
+  }
   if (p.above_published_mfu) {
     out << "!             MFU above the best published for this GPU and precision ("
         << FormatFixed(100 * p.published_mfu_ceiling, 1) << " %)\n";

@@ -220,6 +220,15 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   p.fits = p.reason == Reason::kOk;
   p.evidence_steps = evidence_steps_;
   p.uncertainty = Uncertainty();
+  // DeepEP/HybridEP across NVLink domains: the calibration rows that run it
+  // are predicted worse than the rest, so its band is theirs.
+  const bool dedup = c.moe_dispatcher == MoeDispatcher::kDeepEp ||
+                     c.moe_dispatcher == MoeDispatcher::kHybridEp;
+  if (fw_.dedup_across_domains_uncertainty > 0 && m.is_moe() && c.ep > 1 && dedup &&
+      EpRanksPerDomain(c.ep, c.etp, cluster_.DomainGpus()) < c.ep) {
+    p.feature_band = fw_.dedup_across_domains_uncertainty;
+    p.uncertainty = std::hypot(p.uncertainty, p.feature_band);
+  }
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;
   // the rest of the pipeline is bubble.

@@ -206,6 +206,9 @@ struct Prediction {
   // The job's distance from the framework's calibration rows, in steps
   // (planner::EvidenceSteps: 0 inside a calibrated region).
   double evidence_steps = 0;
+  // The band a feature of this configuration adds in quadrature (included in
+  // `uncertainty`; FrameworkSpec::dedup_across_domains_uncertainty), 0: none.
+  double feature_band = 0;
   // The pessimistic edge the search ranks by: iteration_time_s × (1 +
   // uncertainty), and never shorter than the time at which the MFU would
   // equal the GPU's published ceiling for the precision.

@@ -424,6 +424,24 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
       f.uncertainty[it.key()] = it.value().get<double>();
     }
   }
+  if (r.Has("feature_uncertainty")) {
+    const Json& u = r.Raw("feature_uncertainty");
+    if (!u.is_object()) {
+      return r.Error("feature_uncertainty", "must be an object {feature: fraction}");
+    }
+    for (auto it = u.begin(); it != u.end(); ++it) {
+      if (it.key() != "dedup_dispatch_across_domains") {
+        return r.Error("feature_uncertainty", "'" + it.key() +
+                                                  "' is not a feature; known: "
+                                                  "dedup_dispatch_across_domains");
+      }
+      if (!it.value().is_number() || !(it.value().get<double>() >= 0) ||
+          it.value().get<double>() > 1) {
+        return r.Error("feature_uncertainty", "values must be fractions in [0, 1]");
+      }
+      f.dedup_across_domains_uncertainty = it.value().get<double>();
+    }
+  }
   if (r.Has("evidence")) {
     const Json& ev = r.Raw("evidence");
     if (!ev.is_array()) return r.Error("evidence", "must be an array of regions");

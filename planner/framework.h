@@ -275,6 +275,13 @@ struct FrameworkSpec {
   // prefix ("a100", "h100", ...; "default" for the rest): the residuals of
   // `paratune validate` on public runs of this framework (docs/model.md).
   std::map<std::string, double> uncertainty;
+  // Relative 1-sigma error of the configurations with a feature that the
+  // calibration rows predict worse than the rest (preset key
+  // `feature_uncertainty`), added in quadrature to the band of a prediction
+  // with it. `dedup_dispatch_across_domains`: DeepEP/HybridEP dispatch whose EP
+  // group spans NVLink domains; the RMS log error of `paratune validate` on
+  // the MoE rows that run it.
+  double dedup_across_domains_uncertainty = 0;
   // Where this framework's calibration rows lie (preset key `evidence`).
   std::vector<Evidence> evidence;
 

@@ -132,4 +132,12 @@ std::string MegatronDeepSpeedMoeGap(const ModelSpec& m) {
   return "";
 }
 
+int EpRanksPerDomain(int ep, int stride, int domain_gpus) {
+  const int cap = std::max(1, domain_gpus / std::max(1, stride));
+  for (int d = std::min(ep, cap); d > 1; --d) {
+    if (ep % d == 0) return d;
+  }
+  return 1;
+}
+
 }  // namespace paratune::planner

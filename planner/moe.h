@@ -67,6 +67,12 @@ struct DispatchVolume {
 DispatchVolume DispatchBytes(const ModelSpec& m, MoeDispatcher d, double tokens, int ep,
                              int ep_per_node, double elem_bytes);
 
+// EP ranks of one group inside one NVLink domain: the largest divisor of `ep`
+// that fits `domain_gpus / stride` (an EP group of 128 on NVL72 racks: two
+// parts of 64; of 16 on 8-GPU nodes at stride 1: 8). The group spans
+// ep / EpRanksPerDomain(...) domains. REQUIRES: ep >= 1.
+int EpRanksPerDomain(int ep, int stride, int domain_gpus);
+
 // "" when Megatron-DeepSpeed's MoE layer builds `m` (a dense model always),
 // else why not: its experts are the dense MLP of --ffn-hidden-size (ParallelMLP,
 // megatron/model/transformer.py:1066-1083 @4efb479) under softmax top-k gating,

@@ -213,6 +213,7 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   // GPU's published MFU ceiling (docs/model.md, "Ranking people can trust").
   j["pessimistic_iteration_time_s"] = p.pessimistic_time_s;
   j["evidence_steps"] = p.evidence_steps;
+  j["feature_band"] = p.feature_band;
   j["published_mfu_ceiling"] = p.published_mfu_ceiling;
   j["above_published_mfu"] = p.above_published_mfu;
   j["tokens_per_s"] = p.tokens_per_s;

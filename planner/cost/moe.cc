@@ -147,14 +147,7 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
     // its trays runs over NVLink (GroupCostTable prices the domain), not the NICs.
     // The group splits into equal domain-local parts: the largest divisor of ep
     // that fits one domain (an EP group of 128 on NVL72 racks: two parts of 64).
-    const int cap = std::max(1, cluster_.DomainGpus() / std::max(1, stride));
-    int per_node = 1;
-    for (int d = std::min(c.ep, cap); d >= 1; --d) {
-      if (c.ep % d == 0) {
-        per_node = d;
-        break;
-      }
-    }
+    const int per_node = EpRanksPerDomain(c.ep, stride, cluster_.DomainGpus());
     const double buffer = s.copies * h * e;  // the all-to-all's whole buffer per rank
     auto a2a_seconds = [&](MoeDispatcher d) {
       if (d == MoeDispatcher::kAllGather) {

@@ -103,6 +103,32 @@ TEST(Framework, DedupNicFractionParses) {
   EXPECT_EQ(DedupNicFraction(none->costs, 4), 0.0);
 }
 
+// Feature bands: a known feature with a fraction in [0, 1]; anything else is
+// refused with its place.
+TEST(Framework, FeatureUncertaintyParses) {
+  Json j;
+  for (const EmbeddedPreset& p : EmbeddedPresets_frameworks()) {
+    if (p.name == "megatron") j = Json::parse(p.text);
+  }
+  ASSERT_FALSE(j.is_null());
+  j["feature_uncertainty"] = Json{{"dedup_dispatch_across_domains", 0.3}};
+  auto spec = ParseFrameworkSpec(j, "/framework");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_DOUBLE_EQ(spec->dedup_across_domains_uncertainty, 0.3);
+  j["feature_uncertainty"] = Json{{"deepep", 0.3}};
+  auto bad = ParseFrameworkSpec(j, "/framework");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/framework/feature_uncertainty"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("dedup_dispatch_across_domains"), std::string::npos);
+  j["feature_uncertainty"] = Json{{"dedup_dispatch_across_domains", -0.1}};
+  EXPECT_FALSE(ParseFrameworkSpec(j, "/framework").ok());
+  j.erase("feature_uncertainty");
+  auto none = ParseFrameworkSpec(j, "/framework");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->dedup_across_domains_uncertainty, 0.0);
+}
+
 // The same configuration runs slower in an eager PyTorch stack than in
 // Megatron-Core with Transformer Engine (unfused element-wise kernels, host
 // dispatch, upcast loss), and torch.compile wins part of it back.

@@ -271,6 +271,40 @@ TEST(MoeDispatch, DeepEpNicFractionFollowsItsBenchmark) {
   EXPECT_LT(mid, DedupNicFraction(costs, 4));
 }
 
+// A DeepEP/HybridEP dispatch whose EP group leaves the NVLink domain carries
+// the framework's band for it beside the GPU's; inside the domain, or with
+// the all-to-all dispatcher, the band is the GPU's alone.
+TEST(MoeBand, DedupDispatchAcrossDomainsWidensTheBand) {
+  const double feature = FrameworkPreset(Framework::kMegatron).dedup_across_domains_uncertainty;
+  ASSERT_GT(feature, 0);
+  const CostModel h100 = Qwen30OnH100(32).Make();
+  auto band = [](const CostModel& cm, ParallelConfig c, MoeDispatcher d) {
+    c.moe_dispatcher = d;
+    const Prediction p = cm.Predict(c);
+    return std::make_pair(p.uncertainty, p.feature_band);
+  };
+  const ParallelConfig across = Config(1, 1, 1, 16, 32);  // two 8-GPU nodes
+  const ParallelConfig inside = Config(1, 1, 1, 8, 32);
+  const auto [plain, none] = band(h100, across, MoeDispatcher::kAllToAll);
+  EXPECT_EQ(none, 0);
+  for (MoeDispatcher d : {MoeDispatcher::kDeepEp, MoeDispatcher::kHybridEp}) {
+    const auto [wide, f] = band(h100, across, d);
+    EXPECT_DOUBLE_EQ(f, feature);
+    EXPECT_NEAR(wide, std::hypot(plain, feature), 1e-12);
+    EXPECT_EQ(band(h100, inside, d).second, 0);
+    EXPECT_DOUBLE_EQ(band(h100, inside, d).first, plain);
+  }
+  // EP 64 inside one NVL72 rack's NVLink domain.
+  const CostModel nvl72 = Qwen30On("gb200-nvl72", 64).Make();
+  EXPECT_EQ(band(nvl72, Config(1, 1, 1, 64, 64), MoeDispatcher::kDeepEp).second, 0);
+  // The group parts the cost model prices: 16 on 8-GPU nodes is two parts of 8.
+  EXPECT_EQ(EpRanksPerDomain(16, 1, 8), 8);
+  EXPECT_EQ(EpRanksPerDomain(128, 1, 72), 64);
+  EXPECT_EQ(EpRanksPerDomain(12, 2, 8), 4);
+  EXPECT_EQ(EpRanksPerDomain(7, 1, 8), 7);
+  EXPECT_EQ(EpRanksPerDomain(14, 1, 8), 7);
+}
+
 // DeepEP's deduplication cuts the bytes that cross nodes, but across two nodes
 // its kernels reach 0.43 of the NIC against the all-to-all's 0.75 (the
 // cluster's alltoall_efficiency): its layer time falls by less than its

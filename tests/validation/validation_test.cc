@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "planner/framework.h"
+#include "planner/moe.h"
 #include "planner/pipeline.h"
 #include "validation/picks.h"
 #include "validation/validation.h"
@@ -355,6 +357,33 @@ TEST_F(MoeRuns, MapAndPredict) {
 // micro-batch 4 in 26.04 (26,859): 2.77x, most of it the host's per-expert
 // launches spread over four times the tokens. The model must see most of that
 // gain (it saw 1.2x while it issued an MoE layer as fast as a dense one).
+// Megatron's band for DeepEP/HybridEP dispatch across NVLink domains is the
+// RMS log error of the rows that run it (framework preset
+// `feature_uncertainty`), and the predictions of those rows carry it.
+TEST_F(MoeRuns, DedupAcrossDomainsBandIsItsRowsError) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& run : runs_) {
+    const auto& job = run.request.job;
+    const CostModel cm(job.model, job.training, job.cluster, job.gpus);
+    const Prediction p = cm.Predict(run.request.config);
+    if (p.feature_band <= 0) continue;
+    const ParallelConfig& c = run.request.config;
+    EXPECT_TRUE(c.moe_dispatcher == MoeDispatcher::kDeepEp ||
+                c.moe_dispatcher == MoeDispatcher::kHybridEp)
+        << run.id;
+    EXPECT_LT(EpRanksPerDomain(c.ep, c.etp, job.cluster.DomainGpus()), c.ep) << run.id;
+    const double e = std::log1p(ThroughputError(run, p));
+    sum += e * e;
+    ++n;
+  }
+  ASSERT_GE(n, 5);
+  const double rms = std::sqrt(sum / n);
+  EXPECT_NEAR(FrameworkPreset(Framework::kMegatron).dedup_across_domains_uncertainty, rms, 0.02);
+  // Far above what the rest of the file shows: the reason for the band.
+  EXPECT_GT(rms, 0.15);
+}
+
 TEST_F(MoeRuns, MicroBatchGainOfHostBoundExperts) {
   auto find = [&](const std::string& id) -> const PublishedRun* {
     for (const auto& r : runs_) {
