@@ -352,11 +352,6 @@ TEST_F(MoeRuns, MapAndPredict) {
   EXPECT_LE(abs[abs.size() / 2], 0.10);  // the goal: in-sample median |error| within 10 %
 }
 
-// Megatron-Bridge's B200 tables run Qwen3-30B-A3B on 8 GPUs at EP 8 (16 local
-// experts each) at micro-batch 1 in 26.02 (9,691 tokens/s/GPU) and at
-// micro-batch 4 in 26.04 (26,859): 2.77x, most of it the host's per-expert
-// launches spread over four times the tokens. The model must see most of that
-// gain (it saw 1.2x while it issued an MoE layer as fast as a dense one).
 // Megatron's band for DeepEP/HybridEP dispatch across NVLink domains is the
 // RMS log error of the rows that run it (framework preset
 // `feature_uncertainty`), and the predictions of those rows carry it.
@@ -384,6 +379,11 @@ TEST_F(MoeRuns, DedupAcrossDomainsBandIsItsRowsError) {
   EXPECT_GT(rms, 0.15);
 }
 
+// Megatron-Bridge's B200 tables run Qwen3-30B-A3B on 8 GPUs at EP 8 (16 local
+// experts each) at micro-batch 1 in 26.02 (9,691 tokens/s/GPU) and at
+// micro-batch 4 in 26.04 (26,859): 2.77x, most of it the host's per-expert
+// launches spread over four times the tokens. The model must see most of that
+// gain (it saw 1.2x while it issued an MoE layer as fast as a dense one).
 TEST_F(MoeRuns, MicroBatchGainOfHostBoundExperts) {
   auto find = [&](const std::string& id) -> const PublishedRun* {
     for (const auto& r : runs_) {
