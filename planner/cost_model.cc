@@ -117,6 +117,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   // profile's own. A framework without evidence regions has no calibration
   // rows at all, which its default band already states.
   base_band_ = std::hypot(fw_.Uncertainty(cluster_.gpu.name), cluster_.corrections.residual);
+  dedup_band_ = model.is_moe() && fw_.dedup_across_domains_uncertainty > 0;
   evidence_steps_ =
       fw_.evidence.empty()
           ? 0.0
@@ -222,12 +223,11 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   p.uncertainty = Uncertainty();
   // DeepEP/HybridEP across NVLink domains: the calibration rows that run it
   // are predicted worse than the rest, so its band is theirs.
-  const bool dedup = c.moe_dispatcher == MoeDispatcher::kDeepEp ||
-                     c.moe_dispatcher == MoeDispatcher::kHybridEp;
-  if (fw_.dedup_across_domains_uncertainty > 0 && m.is_moe() && c.ep > 1 && dedup &&
-      EpRanksPerDomain(c.ep, c.etp, cluster_.DomainGpus()) < c.ep) {
+  if (dedup_band_ && terms.ep_domains > 1 &&
+      (c.moe_dispatcher == MoeDispatcher::kDeepEp ||
+       c.moe_dispatcher == MoeDispatcher::kHybridEp)) {
     p.feature_band = fw_.dedup_across_domains_uncertainty;
-    p.uncertainty = std::hypot(p.uncertainty, p.feature_band);
+    p.uncertainty = std::sqrt(p.uncertainty * p.uncertainty + p.feature_band * p.feature_band);
   }
 
   // --- Time and breakdown: the critical stage's per-micro-batch terms × n_mb;

@@ -266,6 +266,7 @@ class CostModel {
     double moe_experts_fwd = 0;  // of which the local experts' GEMMs, activation and FP8 casts
     double moe_expert_host = 0;  // fwd + bwd: host time to issue the local experts' kernels
     double moe_a2a_fwd = 0;      // dispatch + combine forward (the backward moves the same)
+    int ep_domains = 1;          // NVLink domains one EP group spans (EpRanksPerDomain)
     double moe_act_bytes[3] = {};  // an MoE layer's activation bytes, by Recompute
     double moe_buffer_bytes = 0;   // dispatch send/receive buffers in flight
     double expert_psi = 0;       // expert parameters this GPU holds (synced over expert-data)
@@ -383,6 +384,9 @@ class CostModel {
   std::string mcore_attention_gap_;  // MegatronLocalAttentionGap, for mcore_local_attention
   double evidence_steps_ = 0;  // the job's distance from fw_.evidence
   double base_band_ = 0;       // the band before the evidence distance
+  // Whether a configuration can carry the DeepEP-across-domains band: an MoE
+  // model and a framework that states the band (checked once, not per config).
+  bool dedup_band_ = false;
   double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;
   double moe_host_s_per_local_expert_;
   topology::ClusterSpec cluster_;

@@ -148,6 +148,7 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
     // The group splits into equal domain-local parts: the largest divisor of ep
     // that fits one domain (an EP group of 128 on NVL72 racks: two parts of 64).
     const int per_node = EpRanksPerDomain(c.ep, stride, cluster_.DomainGpus());
+    t->ep_domains = c.ep / per_node;
     const double buffer = s.copies * h * e;  // the all-to-all's whole buffer per rank
     auto a2a_seconds = [&](MoeDispatcher d) {
       if (d == MoeDispatcher::kAllGather) {
