@@ -425,15 +425,15 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
     }
   }
   if (r.Has("feature_uncertainty")) {
+    constexpr const char* kDedupFeature = "dedup_dispatch_across_domains";
     const Json& u = r.Raw("feature_uncertainty");
     if (!u.is_object()) {
       return r.Error("feature_uncertainty", "must be an object {feature: fraction}");
     }
     for (auto it = u.begin(); it != u.end(); ++it) {
-      if (it.key() != "dedup_dispatch_across_domains") {
-        return r.Error("feature_uncertainty", "'" + it.key() +
-                                                  "' is not a feature; known: "
-                                                  "dedup_dispatch_across_domains");
+      if (it.key() != kDedupFeature) {
+        return r.Error("feature_uncertainty",
+                       "'" + it.key() + "' is not a feature; known: " + kDedupFeature);
       }
       if (!it.value().is_number() || !(it.value().get<double>() >= 0) ||
           it.value().get<double>() > 1) {
