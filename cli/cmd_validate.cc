@@ -56,7 +56,9 @@ applies to the held-out group and to no other row keeps its prior.
                       to every file's rows and held out by group across them
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --holdout G         how rows are grouped for the held-out refit: source
-                      (default), model, gpu or release
+                      (default), model, gpu or release; a group whose rows
+                      come from several sources (a GPU held out across
+                      files) also prints its held-out error per source
   --picks             the pick check: every question the rows answered by
                       hand-tuning (same model, GPUs, batch, sequence, precision,
                       framework; a sweep's fastest row answers it) asked of the
@@ -296,6 +298,16 @@ int RunValidate(const Args& args, Io io) {
     h["held_out_median_abs_error"] = g.held_out_abs;
     h["held_out_median_signed_error"] = g.held_out_signed;
     h["prior_only"] = g.prior_only;
+    OrderedJson split = OrderedJson::array();
+    for (const planner::SourceError& e : g.by_source) {
+      OrderedJson x;
+      x["source"] = e.source;
+      x["runs"] = e.runs;
+      x["held_out_median_abs_error"] = e.held_out_abs;
+      x["held_out_median_signed_error"] = e.held_out_signed;
+      split.push_back(x);
+    }
+    h["by_source"] = split;
     held.push_back(h);
   }
   OrderedJson constants = OrderedJson::array();
@@ -420,6 +432,14 @@ int RunValidate(const Args& args, Io io) {
            << g.runs << std::setw(15) << FormatFixed(100 * g.in_sample_abs, 1) << "%"
            << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(15)
            << FormatFixed(100 * g.held_out_signed, 1) << "%  " << Join(g.prior_only, ", ") << "\n";
+    // A group that spans sources (a GPU held out across files) splits by source.
+    if (g.by_source.size() < 2) continue;
+    for (const planner::SourceError& e : g.by_source) {
+      io.out << std::left << std::setw(36) << ("  " + e.source).substr(0, 35) << std::right
+             << std::setw(6) << e.runs << std::setw(16) << "" << std::setw(15)
+             << FormatFixed(100 * e.held_out_abs, 1) << "%" << std::setw(15)
+             << FormatFixed(100 * e.held_out_signed, 1) << "%\n";
+    }
   }
   io.out << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
   for (const auto& k : constants) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "common/enum_names.h"
@@ -403,6 +404,7 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
     g.group = key;
     g.runs = static_cast<int>(members.size());
     std::vector<double> in_abs, in_signed, out_abs, out_signed;
+    std::map<std::string, std::vector<double>> out_by_source;
     for (const PublishedRun* r : members) {
       const double ein = ThroughputError(*r, PredictWithConstants(*r, {}));
       const double eout = ThroughputError(*r, PredictWithConstants(*r, fit.values));
@@ -410,6 +412,15 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
       in_signed.push_back(ein);
       out_abs.push_back(std::fabs(eout));
       out_signed.push_back(eout);
+      out_by_source[r->source_key].push_back(eout);
+    }
+    for (const auto& [src, errs] : out_by_source) {
+      std::vector<double> abs;
+      for (double e : errs) abs.push_back(std::fabs(e));
+      g.by_source.push_back({.source = src,
+                             .runs = static_cast<int>(errs.size()),
+                             .held_out_abs = Median(abs),
+                             .held_out_signed = Median(errs)});
     }
     g.in_sample_abs = Median(in_abs);
     g.in_sample_signed = Median(in_signed);

@@ -85,6 +85,13 @@ const char* HoldoutName(Holdout h);  // "source" | "model" | "gpu" | "release"
 Result<Holdout> ParseHoldout(const std::string& s);
 std::string HoldoutKey(const PublishedRun& run, Holdout h);
 
+// One source's rows inside a held-out group (a GPU held out across files).
+struct SourceError {
+  std::string source;
+  int runs = 0;
+  double held_out_abs = 0, held_out_signed = 0;  // medians refitted without the group
+};
+
 struct GroupError {
   std::string group;
   int runs = 0;
@@ -94,6 +101,9 @@ struct GroupError {
   // they take their fitted siblings' median (FittableConstant::siblings), else
   // keep their prior.
   std::vector<std::string> prior_only;
+  // The held-out errors per source, sorted by source; one entry when the group
+  // is one source.
+  std::vector<SourceError> by_source;
 };
 
 struct CrossValidation {

@@ -107,6 +107,42 @@ TEST(Fit, LeaveOneSourceOut) {
   }
 }
 
+// A GPU held out across sources splits its held-out error by source: the
+// A100-80GB rows come from Korthikanti, the NeMo launcher and llm-foundry. The
+// parts count every row once, and the group's median lies between theirs (a
+// median of a union lies between the medians of its parts).
+TEST(Fit, HeldOutGpuSplitsBySource) {
+  const auto runs = LoadAll();
+  if (runs.empty()) GTEST_SKIP() << "calibration files not found";
+  const CrossValidation cv = LeaveOneGroupOut(runs, Holdout::kGpu);
+  const auto a100 = std::find_if(cv.groups.begin(), cv.groups.end(),
+                                 [](const GroupError& g) { return g.group == "a100-80gb"; });
+  ASSERT_NE(a100, cv.groups.end());
+  std::vector<std::string> sources;
+  int rows = 0;
+  double lo = 1e9, hi = -1e9;
+  for (const SourceError& e : a100->by_source) {
+    sources.push_back(e.source);
+    rows += e.runs;
+    lo = std::min(lo, e.held_out_signed);
+    hi = std::max(hi, e.held_out_signed);
+  }
+  EXPECT_EQ(sources, (std::vector<std::string>{"NVIDIA/NeMo-Megatron-Launcher", "korthikanti2022",
+                                               "mosaicml/llm-foundry"}));
+  EXPECT_EQ(rows, a100->runs);
+  EXPECT_GE(a100->held_out_signed, lo);
+  EXPECT_LE(a100->held_out_signed, hi);
+  // A group from one source (the A100-40GB rows: llm-foundry) is its own split.
+  int single = 0;
+  for (const GroupError& g : cv.groups) {
+    if (g.by_source.size() != 1) continue;
+    ++single;
+    EXPECT_EQ(g.by_source[0].runs, g.runs) << g.group;
+    EXPECT_DOUBLE_EQ(g.by_source[0].held_out_abs, g.held_out_abs) << g.group;
+  }
+  EXPECT_GE(single, 1);
+}
+
 // A GPU with no rows of its own borrows its vendor's fitted sustained
 // fraction, and a vendor with no fitted GPU borrows the other vendors': fitted
 // on GB200 rows alone, GB300 and MI355X both take GB200's value.
