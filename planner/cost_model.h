@@ -287,6 +287,9 @@ class CostModel {
   // Whether the training framework can express `c`, and if not, why (a phrase).
   bool Supports(const ParallelConfig& c) const;
   const char* UnsupportedWhy(const ParallelConfig& c) const;
+  // The framework's rules that read the rank order (c.placement), checked with
+  // its start-up rules (CheckRules with framework_rules): "" when c passes.
+  const char* PlacementUnsupportedWhy(const ParallelConfig& c) const;
   // A sentence explaining a rule violation with the numbers involved.
   std::string Explain(Reason r, const ParallelConfig& c) const;
 

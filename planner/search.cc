@@ -761,7 +761,8 @@ SearchResult Search::RunShard(int shard) const {
                   // A configuration the framework would refuse at start-up is never
                   // ranked; the fastest one is kept aside (plans' faster_if_allowed).
                   if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
-                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp)) {
+                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp) ||
+                      cm.PlacementUnsupportedWhy(c)[0] != '\0') {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     continue;
                   }

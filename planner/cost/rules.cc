@@ -1,6 +1,7 @@
 // The rules a configuration must satisfy before it is costed: divisibility,
 // ZeRO combinations and what the training framework can express, with the
 // stable names, fields and sentences the API reports for each violation.
+#include <algorithm>
 #include <iterator>
 #include <sstream>
 
@@ -95,7 +96,9 @@ Reason CostModel::CheckRules(const ParallelConfig& c, bool framework_rules) cons
     return Reason::kZeroConflict;
   }
   if (!Supports(c)) return Reason::kFrameworkUnsupported;
-  if (framework_rules && BrokenRule(c) != nullptr) return Reason::kFrameworkUnsupported;
+  if (framework_rules && (BrokenRule(c) != nullptr || PlacementUnsupportedWhy(c)[0] != '\0')) {
+    return Reason::kFrameworkUnsupported;
+  }
   return Reason::kOk;
 }
 
@@ -198,6 +201,24 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   return "";
 }
 
+const char* CostModel::PlacementUnsupportedWhy(const ParallelConfig& c) const {
+  // Megatron-Core orders the expert ranks as the dense ones with ep in place of
+  // cp: tp-ep-dp-pp, or tp-ep-pp-dp under --use-tp-pp-dp-mapping, which with
+  // PP > 1 needs the expert data-parallel size to equal DP
+  // (parallel_state.py:898-902 @d98e8a6).
+  if (training_.framework == Framework::kMegatron && (model_.is_moe() || c.ep > 1) && c.pp > 1 &&
+      c.gdata > 1) {
+    const auto& o = c.placement.order;
+    const auto pp_at = std::find(o.begin(), o.end(), Dim::kPp);
+    const auto data_at = std::find(o.begin(), o.end(), Dim::kData);
+    if (pp_at < data_at && c.expert_data() != c.gdata) {
+      return "the tp-pp-dp rank order (--use-tp-pp-dp-mapping) with pp > 1 needs the expert "
+             "data-parallel size to equal dp";
+    }
+  }
+  return "";
+}
+
 bool CostModel::Supports(const ParallelConfig& c) const { return UnsupportedWhy(c)[0] == '\0'; }
 
 std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
@@ -289,6 +310,10 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
     case Reason::kFrameworkUnsupported: {
       os << FrameworkName(training_.framework) << " cannot run this configuration: ";
       std::string why;
+      if (UnsupportedWhy(c)[0] == '\0' && PlacementUnsupportedWhy(c)[0] != '\0') {
+        os << PlacementUnsupportedWhy(c);
+        break;
+      }
       if (UnsupportedWhy(c)[0] == '\0') {
         if (const FrameworkRuleRef* rule = BrokenRule(c, &why)) {
           os << why << " (" << rule->source << ")";

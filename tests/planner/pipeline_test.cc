@@ -207,6 +207,26 @@ TEST(FrameworkRules, PresetsCiteEveryRule) {
   EXPECT_FALSE(ParseFrameworkRule("no_such_rule").ok());
 }
 
+// Megatron-Core's tp-pp-dp rank order (--use-tp-pp-dp-mapping) with pipeline
+// stages needs the expert data-parallel size to equal DP
+// (parallel_state.py:898-902 @d98e8a6): the search does not offer what emit
+// refuses.
+TEST(FrameworkRules, MegatronTpPpDpMappingNeedsExpertDpEqualToDp) {
+  const CostModel cm =
+      CostModelOf(MakeJob("qwen3-30b-a3b", "dgx-h100", 32, 512, 4096, Framework::kMegatron));
+  ParallelConfig c{.gdata = 16, .pp = 2, .ep = 8};
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);  // tp-dp-pp: any expert-data size
+  c.placement = *ParsePlacement("x-y-cp-z-pp-data");
+  EXPECT_EQ(cm.CheckRules(c), Reason::kFrameworkUnsupported);
+  EXPECT_NE(std::string(cm.PlacementUnsupportedWhy(c)).find("tp-pp-dp"), std::string::npos);
+  EXPECT_NE(cm.Explain(Reason::kFrameworkUnsupported, c).find("tp-pp-dp"), std::string::npos);
+  // TP 4, EP 4 on the 16 ranks of a stage: expert-data 4 = DP 4, allowed.
+  ParallelConfig ok{.gy = 4, .gdata = 4, .pp = 2, .sp = true, .ep = 4};
+  ok.placement = c.placement;
+  EXPECT_EQ(ok.expert_data(), ok.gdata);
+  EXPECT_EQ(cm.CheckRules(ok), Reason::kOk);
+}
+
 TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   // gpt-oss has linear biases: Megatron-Core keeps its experts whole
   // (transformer_config.py:2612-2615, "Bias in Moe is only supported when ETP==1").
