@@ -273,6 +273,10 @@ class CostModel {
     int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;  // MoeLayersPerStage
   };
   ComputeTerms Compute(const ParallelConfig& c) const;
+  // Sets the fields of `t` that depend on c's pipeline layout (which stage holds
+  // the most parameters: psi, expert_psi and the MoE layers per stage). The
+  // search computes a micro-batch's terms once and applies each layout with this.
+  void ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const;
   // Memory only, cheap. REQUIRES: CheckRules(c) == kOk, t == Compute(c).
   MemoryBreakdown MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const;
   // `mem`, when given, must be MemoryWith(c, t) (the search has it already).

@@ -502,6 +502,16 @@ std::vector<LayoutChoice> LayoutChoices(int layers, int pp, PpSplit split, bool 
         raw.push_back({0, 0, 1, 1, {}});
         raw.push_back({0, 0, 1, 0, {}});
         raw.push_back({0, 0, 0, 1, {}});
+        // Megatron-Bridge's layouts for the 61-layer DeepSeek-V3 and Kimi K2
+        // give the last chunk the remainder of an equal split, the MTP module
+        // and the loss counted as those layers ("Et*4|(t*4|)*14tmL": loss 3 at
+        // pp·vpp 16; recipes/deepseek/deepseek_v3.py:68-76 @v0.5.0): one
+        // layout per remainder of 2 or more that leaves the last chunk a layer.
+        for (int v = 1; v <= (interleave ? std::max(1, max_vpp) : 1); ++v) {
+          const int chunks = pp * v, per = (layers + chunks - 1) / chunks;
+          const int r = per * chunks - layers;
+          if (r >= 2 && per - r >= 1) raw.push_back({0, 0, 0, r, {}});
+        }
         int f = 0, l = 0;
         if (layers % pp != 0 && BalancedFirstLast(layers, pp, &f, &l))
           raw.push_back({f, l, 0, 0, {}});

@@ -679,7 +679,7 @@ SearchResult Search::RunShard(int shard) const {
           c.mbs = mbs;
           pipes.front().ApplyTo(&c);
           c.recompute = Recompute::kNone;
-          const CostModel::ComputeTerms terms = cm.Compute(c);
+          CostModel::ComputeTerms terms = cm.Compute(c);
           const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
           const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
           double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
@@ -688,8 +688,16 @@ SearchResult Search::RunShard(int shard) const {
             const double swap = 3.0 * (terms.moe_fwd - terms.linear_fwd[2] - terms.linear_fwd[3]);
             for (double& x : compute) x += std::min(0.0, swap);
           }
+          // What a layout changes in the terms (psi and the MoE layers per
+          // stage) depends on its layer counts only: consecutive pipes of one
+          // layout (its vpps and schedules) share it.
+          const PipeLayout* priced = nullptr;
           for (const Pipe& pipe : pipes) {
             pipe.ApplyTo(&c);
+            if (priced == nullptr || !(*priced == pipe.layout)) {
+              cm.ApplyLayout(c, &terms);
+              priced = &pipe.layout;
+            }
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
             c.zero = 0;

@@ -219,8 +219,8 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc, fp8);
   }
   t.act_bytes_full = t.act_bytes[0];
-  t.psi = ParamsBeforeData(c);
   if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
+  ApplyLayout(c, &t);
   // Calibration (paratune calibrate): measured runs rescale the compute side.
   const double fc = cluster_.corrections.compute, fm = cluster_.corrections.memory_bound;
   for (double& x : t.linear_fwd) x *= fc;
@@ -234,6 +234,16 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   t.kernel_fixed *= fc;
   t.embed *= fm;
   return t;
+}
+
+void CostModel::ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {
+  t->psi = ParamsBeforeData(c);
+  if (!model_.is_moe()) return;
+  t->expert_psi = ExpertParamsHeld(c);
+  const StageMoe sm = MoeLayersPerStage(c);
+  t->moe_layers_first = sm.first;
+  t->moe_layers_middle = sm.middle;
+  t->moe_layers_last = sm.last;
 }
 
 double CostModel::ParamsBeforeData(const ParallelConfig& c) const {

@@ -203,11 +203,6 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_act_bytes[2] = t->act_bytes[2];
   // The dispatcher's send and receive buffers for one layer in flight.
   t->moe_buffer_bytes = c.ep > 1 ? 2.0 * s.copies * h * e : 0.0;
-  t->expert_psi = ExpertParamsHeld(c);
-  const StageMoe sm = MoeLayersPerStage(c);
-  t->moe_layers_first = sm.first;
-  t->moe_layers_middle = sm.middle;
-  t->moe_layers_last = sm.last;
 }
 
 double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,

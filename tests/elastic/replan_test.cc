@@ -60,7 +60,8 @@ TEST(Replan, AfterLosingNodesNeverNeedsMoreGpusOrMemoryThanRemain) {
       EXPECT_LE(p.memory.total_GiB, p.memory.usable_GiB);
       EXPECT_LE(p.memory.usable_GiB, 80.0);
       EXPECT_NEAR(c.relative_step_time * r->old_prediction.iteration_time_s, p.iteration_time_s,
-                  1e-6 * p.iteration_time_s);  // the search sums the same terms in another order
+                  1e-6 * p.iteration_time_s)  // the search sums the same terms in another order
+          << ConfigToString(c.candidate.config);
     }
     // Fewer GPUs never make the same batch faster than the running plan here.
     EXPECT_GT(r->candidates.front().relative_step_time, 1.0);

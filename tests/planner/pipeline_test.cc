@@ -183,6 +183,18 @@ TEST(Pipeline, LayoutChoicesIncludeTheRecipes) {
   }
   EXPECT_TRUE(recipe);
   EXPECT_TRUE(first_last);
+  // Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek/deepseek_v3.py:68-76
+  // @v0.5.0) count the MTP module and the loss as 3 layers: PP 4 at VP 1, 2 and 4.
+  bool bridge = false;
+  for (const LayoutChoice& ch : LayoutChoices(61, 4, PpSplit::kMegatron, true, 15)) {
+    if (ch.first != 0 || ch.embedding != 0 || ch.loss != 3) continue;
+    bridge = ch.vpps == std::vector<int>{1, 2, 4};
+    const std::string want[] = {"Et*16|(t*16|)*2t*13mL", "Et*8|(t*8|)*6t*5mL", "Et*4|(t*4|)*14tmL"};
+    for (size_t i = 0; i < ch.vpps.size() && i < 3; ++i) {
+      EXPECT_EQ(MegatronLayoutString(61, 1, Pipe(4, ch.vpps[i], 0, 0, 0, 3)), want[i]);
+    }
+  }
+  EXPECT_TRUE(bridge);
   // A pinned first stage brings its layout: 7 first, 7 last on 16 stages.
   bool pinned = false;
   for (const LayoutChoice& ch : LayoutChoices(126, 16, PpSplit::kMegatron, false, 1, 7, 0)) {

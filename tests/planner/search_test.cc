@@ -155,6 +155,34 @@ TEST(Search, ExhaustiveEqualsBruteForceOverPredict) {
   for (size_t i = 0; i < front.size(); ++i) EXPECT_DOUBLE_EQ(pr.pareto[i].prediction.iteration_time_s, front[i]);
 }
 
+// The search prices a micro-batch's per-layer terms once and every pipeline
+// layout of the same pp with them; what a layout changes (the stage holding
+// the most parameters) must be its own. Llama 2's 32 layers on 7 stages are
+// built two ways, the loss counted as 3 layers or 3 and 4 on the end stages:
+// every ranked configuration is priced as Predict prices it alone.
+TEST(Search, EveryLayoutIsPricedAsPredictPricesIt) {
+  const CostModel cm = CostModelOf(MakeJob("llama2-7b", "dgx-a100-80gb", 56, 224, 4096));
+  SearchOptions opt;
+  opt.top_k = 400;
+  opt.fixed = {{"pp", "7"}};
+  Search search({&cm}, opt);
+  const SearchResult r = search.RunAll();
+  ASSERT_FALSE(r.top.empty());
+  bool loss_counted = false, end_stages = false;
+  for (const Candidate& c : r.top) {
+    loss_counted = loss_counted || c.config.pp_loss_layers == 3;
+    end_stages = end_stages || c.config.first_stage_layers > 0;
+    const Prediction p = cm.Predict(c.config);
+    EXPECT_NEAR(c.prediction.iteration_time_s, p.iteration_time_s, 1e-9 * p.iteration_time_s)
+        << ConfigToString(c.config);
+    EXPECT_NEAR(c.prediction.memory.reserved_GiB, p.memory.reserved_GiB,
+                1e-9 * p.memory.reserved_GiB)
+        << ConfigToString(c.config);
+  }
+  EXPECT_TRUE(loss_counted);
+  EXPECT_TRUE(end_stages);
+}
+
 TEST(Search, ShardsInParallelGiveTheSameAnswer) {
   CostModel cm = CostModelOf(MakeJob("gpt3-2.7b", "dgx-h100", 64, 512, 2048));
   SearchOptions opt;
