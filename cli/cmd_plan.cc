@@ -396,12 +396,9 @@ int RunPlan(const Args& args, Io io) {
       } else {
         PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
       }
-      if (!s.result.forbidden.empty() &&
-          (s.result.top.empty() ||
-           s.result.forbidden.front().prediction.iteration_time_s <
-               planner::RankForTrust(s.result.pool, opt.objective, 1).front().best.prediction.iteration_time_s)) {
+      if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
         // A note, never a candidate: the framework refuses it at start-up.
-        const planner::Candidate& f = s.result.forbidden.front();
+        const planner::Candidate& f = *faster;
         planner::TrainingSpec t = s.job.training;
         t.framework = f.framework;
         const planner::CostModel cm(s.job.model, t, s.job.cluster, s.job.gpus);

@@ -119,6 +119,17 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
   return truncated();
 }
 
+const Candidate* FasterIfAllowed(const SearchResult& r) {
+  if (r.forbidden.empty()) return nullptr;
+  const Candidate& f = r.forbidden.front();
+  for (const std::vector<Candidate>* kept : {&r.top, &r.pool}) {
+    for (const Candidate& c : *kept) {
+      if (c.prediction.iteration_time_s <= f.prediction.iteration_time_s) return nullptr;
+    }
+  }
+  return &f;
+}
+
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
   OrderedJson doc;
   doc["schema"] = kPlansSchema;
@@ -177,9 +188,9 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["leaders_within_band"] = within;
   // The fastest configuration the framework's start-up rules forbid, when it
   // beats the pick: said, never ranked.
-  if (!s.result.forbidden.empty()) {
-    const Candidate& f = s.result.forbidden.front();
-    if (ranked.empty() || f.prediction.iteration_time_s < ranked.front().best.prediction.iteration_time_s) {
+  if (const Candidate* faster = FasterIfAllowed(s.result)) {
+    const Candidate& f = *faster;
+    {
       const CostModel& cm = model_for(f.framework);
       std::string why;
       const FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);

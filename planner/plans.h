@@ -49,6 +49,11 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
 
+// The fastest configuration the framework's start-up rules forbid
+// (SearchResult::forbidden), when it is faster than every configuration the
+// search kept: what `plan` names as "fastest if allowed". nullptr otherwise.
+const Candidate* FasterIfAllowed(const SearchResult& r);
+
 // The cost models a search needs (docs/frameworks.md): one per framework of
 // `family` (FrameworksOf), each costing the configurations it runs; or, when
 // the request named its framework (`framework_named`), only

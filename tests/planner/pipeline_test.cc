@@ -334,6 +334,26 @@ TEST(FrameworkRules, MegatronDeepSpeedUlyssesRefusesGqa) {
   EXPECT_EQ(cm.BrokenRule(c)->rule, FrameworkRule::kFpdtShapes);
 }
 
+// The forbidden configuration is named ("fastest if allowed") only when no
+// configuration the search kept is as fast: the pick, the simplest leader of
+// the band, may be slower than another kept one.
+TEST(FrameworkRules, FasterIfAllowedBeatsEveryKeptConfiguration) {
+  auto at = [](double s) {
+    Candidate c;
+    c.prediction.iteration_time_s = s;
+    return c;
+  };
+  SearchResult r;
+  EXPECT_EQ(FasterIfAllowed(r), nullptr);
+  r.forbidden = {at(7.7)};
+  r.top = {at(7.9), at(8.2)};
+  r.pool = {at(7.9), at(7.5), at(8.2)};  // a leader faster than the pick
+  EXPECT_EQ(FasterIfAllowed(r), nullptr);
+  r.pool = r.top;
+  ASSERT_NE(FasterIfAllowed(r), nullptr);
+  EXPECT_EQ(FasterIfAllowed(r)->prediction.iteration_time_s, 7.7);
+}
+
 TEST(FrameworkRules, EveryConfigKeyCanBePinned) {
   const OrderedJson keys = ConfigToJson(ParallelConfig{});
   for (const auto& [k, v] : keys.items()) {
