@@ -186,22 +186,19 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   }
   doc["candidates"] = cands;
   doc["leaders_within_band"] = within;
-  // The fastest configuration the framework's start-up rules forbid, when it
-  // beats the pick: said, never ranked.
-  if (const Candidate* faster = FasterIfAllowed(s.result)) {
-    const Candidate& f = *faster;
-    {
-      const CostModel& cm = model_for(f.framework);
-      std::string why;
-      const FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
-      OrderedJson n = CandidateBrief(f);
-      n["rule"] = rule ? FrameworkRuleName(rule->rule) : "";
-      n["why"] = why;
-      n["source"] = rule ? rule->source : "";
-      n["note"] = std::string("fastest if ") + FrameworkName(f.framework) + " allowed it: " +
-                  FrameworkName(f.framework) + " refuses it at start-up, so it is not a candidate";
-      doc["faster_if_allowed"] = n;
-    }
+  // The fastest configuration the framework's start-up rules forbid, when no
+  // kept configuration is as fast: said, never ranked.
+  if (const Candidate* f = FasterIfAllowed(s.result)) {
+    const CostModel& cm = model_for(f->framework);
+    std::string why;
+    const FrameworkRuleRef* rule = cm.BrokenRule(f->config, &why);
+    OrderedJson n = CandidateBrief(*f);
+    n["rule"] = rule ? FrameworkRuleName(rule->rule) : "";
+    n["why"] = why;
+    n["source"] = rule ? rule->source : "";
+    n["note"] = std::string("fastest if ") + FrameworkName(f->framework) + " allowed it: " +
+                FrameworkName(f->framework) + " refuses it at start-up, so it is not a candidate";
+    doc["faster_if_allowed"] = n;
   }
   OrderedJson pareto = OrderedJson::array();
   for (const Candidate& c : s.result.pareto) {
