@@ -256,6 +256,28 @@ TEST(Validate, HoldoutMustBeAGrouping) {
   EXPECT_NE(r.err.find("--holdout"), std::string::npos) << r.err;
 }
 
+// The held-out groups of the JSON document carry their split by source
+// (docs/cli.md, Validation): every key, and one entry that is the group itself
+// when the group is one source.
+TEST(Validate, HeldOutGroupsCarryTheirSplitBySource) {
+  const std::string cal = std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json";
+  if (!std::filesystem::exists(cal)) GTEST_SKIP() << "calibration file not found";
+  Outcome r = Call(RunValidate, {"--calibration", cal, "--holdout", "gpu", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["held_out"].size(), 1u);
+  const Json& g = j["held_out"][0];
+  EXPECT_EQ(g["group"], "a100-80gb");
+  ASSERT_EQ(g["by_source"].size(), 1u);
+  const Json& s = g["by_source"][0];
+  EXPECT_EQ(s["source"], "korthikanti2022");
+  EXPECT_EQ(s["runs"], g["runs"]);
+  EXPECT_DOUBLE_EQ(s["held_out_median_abs_error"].get<double>(),
+                   g["held_out_median_abs_error"].get<double>());
+  EXPECT_DOUBLE_EQ(s["held_out_median_signed_error"].get<double>(),
+                   g["held_out_median_signed_error"].get<double>());
+}
+
 TEST(Presets, ListAndShow) {
   Outcome list = Call(RunPresets, {"--format", "json"});
   ASSERT_EQ(list.code, kExitOk);
