@@ -122,10 +122,9 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
 const Candidate* FasterIfAllowed(const SearchResult& r) {
   if (r.forbidden.empty()) return nullptr;
   const Candidate& f = r.forbidden.front();
-  for (const std::vector<Candidate>* kept : {&r.top, &r.pool}) {
-    for (const Candidate& c : *kept) {
-      if (c.prediction.iteration_time_s <= f.prediction.iteration_time_s) return nullptr;
-    }
+  // `top` is a prefix of `pool`: the pool is every configuration kept.
+  for (const Candidate& c : r.pool) {
+    if (c.prediction.iteration_time_s <= f.prediction.iteration_time_s) return nullptr;
   }
   return &f;
 }

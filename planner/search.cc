@@ -644,10 +644,17 @@ SearchResult Search::RunShard(int shard) const {
   for (const auto& [k, v] : options_.fixed) {
     if (k == "cuda_graphs") c.cuda_graphs = BoolValue(v) == 1;
   }
+  std::vector<char> refused_order(places.size());
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;
     c.moe_dispatcher = mc.dispatcher;
+    // The rules that read the rank order read nothing below this level
+    // (pp, data, ep, etp): each placement is checked once here.
+    for (size_t i = 0; i < places.size(); ++i) {
+      c.placement = places[i];
+      refused_order[i] = cm.PlacementUnsupportedWhy(c)[0] != '\0';
+    }
     for (CpKind kind : kinds) {
       c.cp_kind = kind;
       // Shape rules that hold for the whole tuple are checked once and every
@@ -762,15 +769,15 @@ SearchResult Search::RunShard(int shard) const {
                   if (!shared_mem) shared_mem = cm.MemoryWith(c, terms);
                   return *shared_mem;
                 };
-                for (const Placement& pl : places) {
-                  c.placement = pl;
+                for (size_t pi = 0; pi < places.size(); ++pi) {
+                  c.placement = places[pi];
                   if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
                   ++res.evaluated;
                   // A configuration the framework would refuse at start-up is never
                   // ranked; the fastest one is kept aside (plans' faster_if_allowed).
                   if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
                       (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp) ||
-                      cm.PlacementUnsupportedWhy(c)[0] != '\0') {
+                      refused_order[pi]) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     continue;
                   }

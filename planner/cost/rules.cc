@@ -310,11 +310,11 @@ std::string CostModel::Explain(Reason r, const ParallelConfig& c) const {
     case Reason::kFrameworkUnsupported: {
       os << FrameworkName(training_.framework) << " cannot run this configuration: ";
       std::string why;
-      if (UnsupportedWhy(c)[0] == '\0' && PlacementUnsupportedWhy(c)[0] != '\0') {
-        os << PlacementUnsupportedWhy(c);
-        break;
-      }
       if (UnsupportedWhy(c)[0] == '\0') {
+        if (const char* order = PlacementUnsupportedWhy(c); order[0] != '\0') {
+          os << order;
+          break;
+        }
         if (const FrameworkRuleRef* rule = BrokenRule(c, &why)) {
           os << why << " (" << rule->source << ")";
           break;
