@@ -41,7 +41,9 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     else 4M tokens as Llama 2 trained; divided by --seq)
   --seq S           sequence length (default: the model's published pretraining
                     length, e.g. 4096 for deepseek-v3 and qwen3, else its
-                    context length)
+                    context length up to 8192, the longest published
+                    pretraining length: llama3.1-8b's 131072 is reached by a
+                    long-context stage after pretraining at 8192)
   --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (the GPU's default FP8
                     recipe) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 |
                     nvfp4 (a recipe the GPU cannot run is refused; default: the

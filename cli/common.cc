@@ -120,8 +120,15 @@ std::string JobHeadline(const planner::Job& job) {
   std::string s = m.name + " on " + std::to_string(job.gpus) + " × " + job.cluster.gpu.name + " (" +
                   job.cluster.name + "), seq " + std::to_string(seq);
   if (job.seq_defaulted) {
-    s += m.pretrain_seq_len > 0 ? " (" + m.name + "'s pretraining length; --seq to choose)"
-                                : " (the model's context length; --seq to choose)";
+    if (m.pretrain_seq_len > 0) {
+      s += " (" + m.name + "'s pretraining length; --seq to choose)";
+    } else if (m.max_seq_len > seq) {
+      s += " (" + m.name + " states no pretraining length: the longest published one, below its " +
+           std::to_string(m.max_seq_len) +
+           "-token context, which a long-context stage reaches; --seq to choose)";
+    } else {
+      s += " (the model's context length; --seq to choose)";
+    }
   }
   s += ", global batch " + std::to_string(job.training.global_batch);
   if (job.batch_defaulted) {

@@ -48,8 +48,9 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 
 // "<model> on <gpus> × <gpu> (<cluster>), seq S, global batch B": the question
 // a plan or a prediction answers. A length or batch the request left unstated
-// says where it came from (the model's pretraining, its context length, or the
-// 4M-token default) and which flag chooses it.
+// says where it came from (the model's pretraining, its context length, the
+// longest published pretraining length below a longer context, or the 4M-token
+// default) and which flag chooses it.
 std::string JobHeadline(const planner::Job& job);
 
 // What --model --cluster --gpus --global-batch --seq --precision --attention

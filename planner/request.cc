@@ -9,7 +9,7 @@ namespace paratune::planner {
 
 int DefaultSeqLen(const ModelSpec& model) {
   if (model.pretrain_seq_len > 0) return model.pretrain_seq_len;
-  return model.max_seq_len > 0 ? model.max_seq_len : 2048;
+  return model.max_seq_len > 0 ? std::min(model.max_seq_len, kLongestPretrainSeqLen) : 2048;
 }
 
 int64_t DefaultGlobalBatch(const ModelSpec& model, int seq_len) {

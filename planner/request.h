@@ -56,8 +56,16 @@ inline constexpr int64_t kMaxGpus = int64_t{1} << 24;
 // batch (Touvron et al. 2023, arXiv 2307.09288, section 2.2 and Table 1).
 inline constexpr int64_t kDefaultBatchTokens = int64_t{1} << 22;
 
+// The longest pretraining length of the published recipes the model presets
+// cite: Llama 3 pretrains at 8192 tokens before a long-context stage extends
+// the window to 128K (Dubey et al. 2024, arXiv 2407.21783, sections 3.4.1 and
+// 3.4.2); DeepSeek-V3 at 4096 before YaRN (arXiv 2412.19437, sections 4.2 and
+// 4.3). A context length above it is an extension's, not pretraining's.
+inline constexpr int kLongestPretrainSeqLen = 8192;
+
 // The sequence length of a request that names none: the model's published
-// pretraining length (pretrain_seq_len), else its context length, else 2048.
+// pretraining length (pretrain_seq_len), else its context length capped at
+// kLongestPretrainSeqLen, else 2048.
 int DefaultSeqLen(const ModelSpec& model);
 
 // The global batch (sequences) of a request that names none, at `seq_len`:

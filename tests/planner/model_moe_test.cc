@@ -363,6 +363,17 @@ TEST(PretrainDefaults, PublishedLengthsAndBatches) {
   // No pretraining length stated: the context length (GPT-3's n_ctx 2048).
   EXPECT_EQ(DefaultSeqLen(Preset("gpt3-175b")), 2048);
   EXPECT_EQ(DefaultGlobalBatch(Preset("gpt3-175b"), 1 << 23), 1);  // never below one sequence
+  // A context beyond the longest published pretraining length (Llama 3's 8192,
+  // §3.4.1) is a long-context stage's: Llama 3.1 8B's 128K (§3.4.2) and Llama 4
+  // Maverick's 1M default to 8192, with the 4M-token batch at that length.
+  EXPECT_EQ(kLongestPretrainSeqLen, 8192);
+  for (const char* name : {"llama3.1-8b", "llama4-maverick", "gpt-oss-120b", "mixtral-8x22b"}) {
+    const ModelSpec m = Preset(name);
+    ASSERT_GT(m.max_seq_len, 8192) << name;
+    EXPECT_EQ(DefaultSeqLen(m), 8192) << name;
+    EXPECT_EQ(DefaultGlobalBatch(m, 8192), 512) << name;
+  }
+  EXPECT_EQ(DefaultSeqLen(Preset("llama2-7b")), 4096);  // a shorter context stays
 
   // A request that states them keeps its own.
   Result<TrainingSpec> t =
