@@ -71,6 +71,10 @@ TEST(MoeParams, MatchPublishedTotalsAndActiveCounts) {
       {"llama4-maverick", 400, 1.0, 17, 0.5, false},
       // OLMoE paper Table 1: 6.9B total, 1.3B active.
       {"olmoe-1b-7b", 6.9, 0.05, 1.3, 0.05, false},
+      // Kimi K2 README section 2: "1T" total, "32B" activated, rounded without a
+      // stated convention: 1026.4B by this count; 32.9B active with both
+      // embedding tables, 31.7B without the input one (hence 1B of tolerance).
+      {"kimi-k2", 1000, 50, 32, 1.0, false},
   };
   for (const auto& row : kRows) {
     SCOPED_TRACE(row.name);

@@ -352,6 +352,24 @@ TEST_F(MoeRuns, MapAndPredict) {
   EXPECT_LE(abs[abs.size() / 2], 0.10);  // the goal: in-sample median |error| within 10 %
 }
 
+// The kimi-k2 preset is the architecture the Kimi K2 rows describe (their
+// source: Megatron-LM's Kimi-K2-Instruct.sh), all but its name, source and
+// context length.
+TEST_F(MoeRuns, KimiK2PresetIsTheRowsArchitecture) {
+  Result<ModelSpec> preset = ModelPreset("kimi-k2");
+  ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+  int n = 0;
+  for (const auto& run : runs_) {
+    if (run.id.find("kimi_k2") == std::string::npos) continue;
+    ModelSpec a = run.request.job.model, b = *preset;
+    a.name = b.name = a.source = b.source = "";
+    a.max_seq_len = b.max_seq_len = 0;
+    EXPECT_TRUE(a == b) << run.id;
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
+}
+
 // Megatron's band for DeepEP/HybridEP dispatch across NVLink domains (framework
 // preset `feature_uncertainty`) is the larger of two errors in moe_runs.json:
 // the RMS log error of the rows that run it, and the RMS log error of its
