@@ -178,7 +178,7 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
 }
 
 void PrintSummary(const planner::PlanSection& s, std::ostream& out) {
-  out << JobHeadline(s.job) << ", " << topology::PrecisionName(s.job.training.precision)
+  out << JobHeadline(s.job) << ", " << PrecisionLabel(s.job)
       << (s.job.precision_defaulted
               ? " (the best " + s.job.cluster.gpu.name + " supports; --precision to choose)"
               : std::string())

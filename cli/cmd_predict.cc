@@ -100,7 +100,7 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
                 const planner::Prediction& p, std::ostream& out) {
   const auto& b = p.breakdown;
   const auto& m = p.memory;
-  out << JobHeadline(job) << ", " << topology::PrecisionName(job.training.precision) << ", "
+  out << JobHeadline(job) << ", " << PrecisionLabel(job) << ", "
       << planner::FrameworkName(job.training.framework)
       << (job.training.compile ? " (compiled)" : "") << "\n";
   out << "config        " << planner::ConfigToString(c) << "  (" << p.micro_batches

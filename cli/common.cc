@@ -114,6 +114,14 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
   return req;
 }
 
+std::string PrecisionLabel(const planner::Job& job) {
+  const planner::TrainingSpec& t = job.training;
+  if (t.precision != topology::Precision::kFp8) return topology::PrecisionName(t.precision);
+  if (t.recipe_stated) return topology::RecipeName(t.recipe);
+  return std::string("fp8 (") + topology::RecipeName(t.recipe) + ", " + job.cluster.gpu.name +
+         "'s default recipe)";
+}
+
 std::string JobHeadline(const planner::Job& job) {
   const planner::ModelSpec& m = job.model;
   const int seq = job.training.seq_len;

@@ -53,6 +53,11 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 // default) and which flag chooses it.
 std::string JobHeadline(const planner::Job& job);
 
+// The job's precision as the request put it: "bf16", "mxfp8"; plain fp8 names
+// the recipe the GPU's default gave it ("fp8 (fp8_current, h100-sxm's default
+// recipe)").
+std::string PrecisionLabel(const planner::Job& job);
+
 // What --model --cluster --gpus --global-batch --seq --precision --attention
 // --framework --config supply for a training log (planner::RequestFromLog):
 // each only when given.

@@ -331,6 +331,25 @@ TEST(Plan, MoeQuestionsWithoutBatchUseThePublishedPretraining) {
   EXPECT_NE(s.out.find("seq 4096, global batch 512, "), std::string::npos) << s.out;
 }
 
+// The headline names the low-precision recipe a job runs: the one asked for,
+// or, for plain fp8, the GPU's default and that it is the default.
+TEST(Plan, HeadlineNamesTheFp8Recipe) {
+  auto headline = [](const char* precision) {
+    Outcome o = Call(RunPlan, {"--model", "qwen3-30b-a3b", "--cluster", "dgx-b200", "--gpus", "8",
+                               "--precision", precision, "--top", "1"});
+    EXPECT_EQ(o.code, kExitOk) << o.err;
+    return o.out.substr(0, o.out.find('\n'));
+  };
+  const std::string mx = headline("mxfp8");
+  EXPECT_EQ(mx.substr(mx.size() - 7), ", mxfp8") << mx;
+  const std::string fp8 = headline("fp8");
+  EXPECT_NE(fp8.find(", fp8 (" + std::string(topology::RecipeName(
+                                      topology::GpuPreset("b200")->fp8_default_recipe)) +
+                     ", b200's default recipe)"),
+            std::string::npos)
+      << fp8;
+}
+
 TEST(Plan, DefaultPrecisionIsTheBestTheGpuSupportsAndSaysSo) {
   // V100 has fp16 tensor cores and no bf16: the default must not be bf16.
   const std::string v100 = R"({"model": "gpt3-1.3b", "cluster": {"gpu": "v100-32gb",
