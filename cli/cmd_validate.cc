@@ -32,7 +32,9 @@ rows (listed after the table, each with its preset key, its prior from a
 public source and the sources that inform it) are refitted without one group
 of rows, and that group is predicted with them. This is the error to expect
 on a stack or model with no calibration rows of its own. A constant that
-applies to the held-out group and to no other row keeps its prior.
+applies to the held-out group and to no other row (the table's last column)
+takes its fitted siblings' value (a GPU's GEMM fraction: the part with the
+same die, as GB200 for B200, else its vendor's median), else keeps its prior.
 
   --calibration FILE  Korthikanti-style rows (shared/calibration/korthikanti2022.json):
                       every row on one cluster preset (--cluster)

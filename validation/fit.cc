@@ -1,12 +1,14 @@
 #include "validation/fit.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include "common/enum_names.h"
 #include "common/median.h"
+#include "common/strings.h"
 
 namespace paratune::planner {
 namespace {
@@ -139,12 +141,16 @@ std::vector<FittableConstant> MakeConstants() {
         .applies = [gpu](const PublishedRun& r) { return r.request.job.cluster.gpu.name == gpu; },
         .get = SustainedFraction,
         .set = SetSustainedFraction};
-    c.siblings.resize(2);
+    // Held out, a GPU borrows the fraction of the part with its die (the
+    // same silicon and kernels; the board's power limit is in the peaks the
+    // fraction multiplies), then its vendor's, then the rest.
+    c.siblings.resize(3);
     for (const char* o : kPerGpu) {
       if (gpu == o) continue;
-      c.siblings[Amd(o) == Amd(gpu) ? 0 : 1].push_back(FractionName(o));
+      const size_t tier = GpuDie(o) == GpuDie(gpu) ? 0 : Amd(o) == Amd(gpu) ? 1 : 2;
+      c.siblings[tier].push_back(FractionName(o));
     }
-    c.siblings[1].push_back("hopper.gemm_sustained_fraction");
+    c.siblings[2].push_back("hopper.gemm_sustained_fraction");
     out.push_back(std::move(c));
   }
   // The microscaling recipes' GEMM rate relative to per-tensor FP8 on Blackwell
@@ -271,6 +277,14 @@ double Objective(const std::vector<const PublishedRun*>& rows, const ConstantVal
 }
 
 }  // namespace
+
+std::string GpuDie(const std::string& gpu_name) {
+  std::string n = AsciiLower(gpu_name);
+  if (n.rfind("gb", 0) == 0 && n.size() > 2 && std::isdigit(static_cast<unsigned char>(n[2]))) {
+    n.erase(0, 1);
+  }
+  return n;
+}
 
 const std::vector<FittableConstant>& FittableConstants() {
   static const std::vector<FittableConstant> kConstants = MakeConstants();

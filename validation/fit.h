@@ -30,10 +30,11 @@ struct FittableConstant {
   std::string prior_source;  // that source
   double lo = 0, hi = 1;     // bounds of the fit
   // Constants of the same kind on sibling parts, nearest tier first (the
-  // vendor's other GPUs, then every other GPU). Given no row of its own, the
-  // constant takes the median of the first tier's fitted siblings that had
-  // rows (a GPU with no calibration borrows its vendor's sustained fraction),
-  // and its prior only when no tier had any.
+  // part with the same GPU die, then the vendor's other GPUs, then every
+  // other GPU). Given no row of its own, the constant takes the median of the
+  // first tier's fitted siblings that had rows (a GPU with no calibration
+  // borrows its die's, else its vendor's sustained fraction), and its prior
+  // only when no tier had any.
   std::vector<std::vector<std::string>> siblings = {};
   // Whether the constant takes part in predicting `run`.
   std::function<bool(const PublishedRun& run)> applies;
@@ -42,6 +43,13 @@ struct FittableConstant {
   // Sets the value in copies of the run's GPU and framework specs.
   std::function<void(double value, topology::GpuSpec* gpu, FrameworkSpec* fw)> set;
 };
+
+// The GPU die a preset or printed GPU name runs: a Grace-Blackwell superchip's
+// GPU is the HGX part's die ("gb200" and "GB200" → "b200", "gb300" → "b300";
+// the NVL72 datasheets give it higher peaks than the HGX ones, 2500 against
+// 2250 dense bf16 TFLOP/s, from its power limit, which each preset's peaks
+// already carry); every other name is itself, in lower case.
+std::string GpuDie(const std::string& gpu_name);
 
 // Every fitted constant, in fit order (the fitter visits them in this order).
 const std::vector<FittableConstant>& FittableConstants();

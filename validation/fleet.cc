@@ -9,6 +9,7 @@
 #include "common/median.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
+#include "validation/fit.h"
 #include "validation/validation.h"
 
 namespace paratune::planner {
@@ -292,24 +293,30 @@ double FitOne(const std::vector<const PublishedRun*>& rows, FleetConstants k,
 
 bool Amd(const std::string& gpu) { return gpu.rfind("MI", 0) == 0; }
 
-// The constants for `gpu` when it is held out of the fit: the median of the
-// other GPUs' of its vendor (all GPUs when its vendor has no other).
+// The constants for `gpu` when it is held out of the fit: each the median of
+// the nearest tier of other GPUs that fitted it: the part with the same die
+// (GpuDie: GB200's GPU is B200's), then the vendor's, then every GPU.
 FleetConstants Borrowed(const std::map<std::string, FleetConstants>& fits, const std::string& gpu) {
-  FleetConstants out;
-  for (bool same_vendor : {true, false}) {
-    std::vector<double> s, mx, fp4;
-    for (const auto& [g, k] : fits) {
-      if (g == gpu || (same_vendor && Amd(g) != Amd(gpu))) continue;
-      if (k.sustained > 0) s.push_back(k.sustained);
-      if (k.mxfp8 > 0) mx.push_back(k.mxfp8);
-      if (k.nvfp4 > 0) fp4.push_back(k.nvfp4);
+  auto in_tier = [&gpu](int tier, const std::string& g) {
+    if (g == gpu) return false;
+    if (tier == 0) return GpuDie(g) == GpuDie(gpu);
+    if (tier == 1) return Amd(g) == Amd(gpu);
+    return true;
+  };
+  auto borrow = [&](double FleetConstants::*field) {
+    for (int tier : {0, 1, 2}) {
+      std::vector<double> v;
+      for (const auto& [g, k] : fits) {
+        if (in_tier(tier, g) && k.*field > 0) v.push_back(k.*field);
+      }
+      if (!v.empty()) return Median(v);
     }
-    if (s.empty()) continue;
-    out.sustained = Median(s);
-    out.mxfp8 = Median(mx);
-    out.nvfp4 = Median(fp4);
-    return out;
-  }
+    return 0.0;
+  };
+  FleetConstants out;
+  out.sustained = borrow(&FleetConstants::sustained);
+  out.mxfp8 = borrow(&FleetConstants::mxfp8);
+  out.nvfp4 = borrow(&FleetConstants::nvfp4);
   return out;
 }
 

@@ -86,8 +86,9 @@ double FleetRunError(const PublishedRun& run, const FleetConstants& k);
 // that zero their rows' on top of it.
 std::map<std::string, FleetConstants> FitFleetConstants(const std::vector<PublishedRun>& runs);
 // Held-out errors: for each GPU (by_gpu) or release, the constants refitted
-// without its rows predict them; a GPU with no rows left borrows the median
-// of its vendor's other GPUs (all GPUs when it has none).
+// without its rows predict them; a GPU with no rows left borrows each
+// constant from the part with its die (GpuDie), else the median of its
+// vendor's other GPUs, else of all GPUs.
 struct HeldOutGroup {
   std::string group;
   std::vector<double> errors;

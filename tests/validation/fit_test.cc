@@ -167,6 +167,36 @@ TEST(Fit, AGpuWithoutRowsBorrowsItsSiblings) {
   EXPECT_TRUE(fit.informed_by.at("gb300.gemm_sustained_fraction").empty());
 }
 
+// Held out, a GPU borrows first the fraction of the part with its die (a
+// Grace-Blackwell superchip's GPU is the HGX part's), then its vendor's: fitted
+// on GB200 and GB300 rows, B200 takes GB200's and B300 GB300's, not the
+// median of the two.
+TEST(Fit, AGpuWithoutRowsBorrowsItsDieFirst) {
+  EXPECT_EQ(GpuDie("gb200"), "b200");
+  EXPECT_EQ(GpuDie("GB300"), "b300");
+  EXPECT_EQ(GpuDie("b200"), "b200");
+  EXPECT_EQ(GpuDie("h100-sxm"), "h100-sxm");
+  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
+  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
+  auto fleet = PublishedRunsFromFleetRuns(*ParseJson(*text, "fleet_runs.json"));
+  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
+  std::vector<const PublishedRun*> rows;
+  for (const PublishedRun& r : *fleet) {
+    const std::string& g = r.request.job.cluster.gpu.name;
+    if ((g == "gb200" || g == "gb300") && r.request.job.gpus <= 8) rows.push_back(&r);
+  }
+  FitOptions options;
+  options.passes = 1;
+  options.iterations = 10;
+  const FitResult fit = FitConstants(rows, options);
+  const double gb200 = fit.values.at("gb200.gemm_sustained_fraction");
+  const double gb300 = fit.values.at("gb300.gemm_sustained_fraction");
+  ASSERT_NE(gb200, gb300);  // else the test cannot tell the tiers apart
+  EXPECT_DOUBLE_EQ(fit.values.at("b200.gemm_sustained_fraction"), gb200);
+  EXPECT_DOUBLE_EQ(fit.values.at("b300.gemm_sustained_fraction"), gb300);
+  EXPECT_DOUBLE_EQ(fit.values.at("mi355x.gemm_sustained_fraction"), 0.5 * (gb200 + gb300));
+}
+
 TEST(Fit, HoldoutNames) {
   for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
     auto parsed = ParseHoldout(HoldoutName(h));
