@@ -60,7 +60,9 @@ a dry run.
   --allow-lossy      also offer ZeRO++'s quantized collectives (qwZ int8 weights,
                      qgZ int4 gradients): they change the training numerics
   --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config;
-                     also uneven_pp=false: whole pipeline stages only)
+                     also uneven_pp=false: whole pipeline stages only); on a
+                     mixture-of-experts model zero=3, host offload and gz > 1
+                     are refused (not priced for experts)
   --objective O      rank by time (default), tokens_per_s, mfu or memory
   --top K            rows to print (default 10), cut from the ranking of the whole
                      space: rows whose predictions are identical collapse into
@@ -298,6 +300,9 @@ int RunPlan(const Args& args, Io io) {
     const bool named = req.contains("training") && req["training"].contains("framework");
     auto space = planner::ModelsForSpace(sec.job, opt.family, flags.Has("--space"), named);
     if (!space.ok()) return UsageError(io, "plan", space.status());
+    if (Status s = planner::CheckFixedForModel(opt.fixed, sec.job.model); !s.ok()) {
+      return UsageError(io, "plan", s.WithContext("--fix"));
+    }
     if (named && !flags.Has("--space")) opt.family = planner::FamilyOf(sec.job.training.framework);
     const std::vector<const planner::CostModel*> model_ptrs = space->Pointers();
     planner::Search search(model_ptrs, opt);
@@ -391,7 +396,10 @@ int RunPlan(const Args& args, Io io) {
     for (const auto& s : sections) {
       if (sections.size() > 1 && &s != &sections.back()) continue;
       PrintSummary(s, io.out);
-      if (s.result.top.empty()) {
+      if (s.result.evaluated == 0) {
+        io.out << "nothing to search: the space offers no configuration with the pinned fields"
+                  " (--fix) for this job\n";
+      } else if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
       } else {
         PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);

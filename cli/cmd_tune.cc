@@ -423,6 +423,9 @@ int RunTune(const Args& args, Io io) {
       auto space = planner::ModelsForSpace(sec.job, opt.family, f.Has("--space"),
                                            training.contains("framework"));
       if (!space.ok()) return bad(space.status());
+      if (Status s = planner::CheckFixedForModel(opt.fixed, sec.job.model); !s.ok()) {
+        return bad(s.WithContext("--fix"));
+      }
       planner::Search search(space->Pointers(), opt);
       const Timer timer;
       sec.result = RunSearchThreaded(search, *threads);

@@ -142,6 +142,32 @@ Result<Objective> ParseObjective(const std::string& s) {
   return ParseEnumName<Objective>(s, kObjectiveNames, "an objective");
 }
 
+Status CheckFixedForModel(const FixedFields& fixed, const ModelSpec& model) {
+  if (!model.is_moe()) return Status::Ok();
+  for (const auto& [k, v] : fixed) {
+    const char* what = nullptr;
+    if (k == "zero" && v == "3") {
+      what = "ZeRO-3 (the gathers of the experts' shards are not priced); zero 0-2 or the "
+             "distributed optimizer are searched";
+    } else if ((k == "offload_optimizer" || k == "offload_param") && BoolValue(v) == 1) {
+      what = "host offload (the experts' optimizer states and copies to host memory are not "
+             "priced)";
+    } else if (k == "gz") {
+      auto n = ParseInt(v, "--fix gz");
+      if (n.ok() && *n > 1) {
+        what = "weights sharded over gz > 1 (FSDP's shards, AxoNN's Z: the gathers of the "
+               "experts' shards are not priced)";
+      }
+    }
+    if (what) {
+      return Status::InvalidArgument(k + "=" + v + ": " + model.name +
+                                     " is a mixture-of-experts model, and the search does not "
+                                     "offer " + what);
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateFixed(const FixedFields& fixed) {
   for (const auto& [k, v] : fixed) {
     if (IsIn(std::begin(kIntKeys), std::end(kIntKeys), k)) {

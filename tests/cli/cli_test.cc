@@ -331,6 +331,24 @@ TEST(Plan, MoeQuestionsWithoutBatchUseThePublishedPretraining) {
   EXPECT_NE(s.out.find("seq 4096, global batch 512, "), std::string::npos) << s.out;
 }
 
+// A pin the search never offers a mixture-of-experts model is a usage error
+// that says why; a pin that leaves nothing to search says so.
+TEST(Plan, PinsTheSearchNeverOffersAreExplained) {
+  Outcome moe = Call(RunPlan, {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                               "--fix", "zero=3"});
+  EXPECT_EQ(moe.code, kExitUsage);
+  EXPECT_NE(moe.err.find("--fix: zero=3: qwen3-30b-a3b is a mixture-of-experts model"),
+            std::string::npos)
+      << moe.err;
+  Outcome none = Call(RunPlan, {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16",
+                                "--space", "axonn", "--fix", "cp=2"});
+  EXPECT_NE(none.out.find("nothing to search: the space offers no configuration with the pinned "
+                          "fields (--fix)"),
+            std::string::npos)
+      << none.out;
+  EXPECT_EQ(none.out.find("most common reason"), std::string::npos) << none.out;
+}
+
 // The headline names the low-precision recipe a job runs: the one asked for,
 // or, for plain fp8, the GPU's default and that it is the default.
 TEST(Plan, HeadlineNamesTheFp8Recipe) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "planner/plans.h"
 #include "planner/search.h"
 #include "tests/planner/test_jobs.h"
 
@@ -294,6 +295,33 @@ TEST(Search, FixedFieldsArePinned) {
   }
   EXPECT_FALSE(ValidateFixed({{"tpp", "2"}}).ok());
   EXPECT_FALSE(ValidateFixed({{"recompute", "some"}}).ok());
+}
+
+// What the search never offers a mixture-of-experts model (ZeRO-3, host
+// offload, weights sharded over gz) is refused by name when pinned, not
+// answered with an empty search; a dense model is searched with the same pins.
+TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
+  const Job moe = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096);
+  auto space = ModelsForSpace(moe, Family::kAll, true, false);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  SearchOptions open;
+  ASSERT_GT(Search(space->Pointers(), open).RunAll().feasible, 0);
+  const FixedFields pins[] = {{{"zero", "3"}}, {{"offload_optimizer", "true"}},
+                              {{"offload_param", "true"}}, {{"gz", "2"}}};
+  for (const FixedFields& pin : pins) {
+    SCOPED_TRACE(pin.front().first);
+    ASSERT_TRUE(ValidateFixed(pin).ok());
+    SearchOptions opt;
+    opt.fixed = pin;
+    EXPECT_EQ(Search(space->Pointers(), opt).RunAll().feasible, 0);
+    const Status s = CheckFixedForModel(pin, moe.model);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("mixture-of-experts"), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().rfind(pin.front().first + "=", 0), 0u) << s.message();
+  }
+  const Job dense = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
+  for (const FixedFields& pin : pins) EXPECT_TRUE(CheckFixedForModel(pin, dense.model).ok());
+  EXPECT_TRUE(CheckFixedForModel({{"zero", "2"}, {"gz", "1"}}, moe.model).ok());
 }
 
 // AxoNN (axonn-notes §2.5; SC'24 tutorial): large-batch pre-training on many

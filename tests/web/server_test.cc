@@ -250,6 +250,12 @@ TEST_F(ServerTest, PlanErrors) {
   bad = Json::parse(kPlan);
   bad["fix"] = Json{{"warp", 9}};
   ExpectProblem(PostJson("/v1/plans", bad.dump()), 422);
+  // A pin the search never offers a mixture-of-experts model: refused by name.
+  bad = Json::parse(kPlan);
+  bad["model"] = "qwen3-30b-a3b";
+  bad["fix"] = Json{{"zero", 3}};
+  const Json moe = ExpectProblem(PostJson("/v1/plans", bad.dump()), 422, "/fix");
+  EXPECT_NE(moe.dump().find("mixture-of-experts"), std::string::npos) << moe.dump();
   ExpectFieldRefused("/v1/plans", kPlan, "/top", 0);
   ExpectFieldRefused("/v1/plans", kPlan, "/config", Json{{"tp", 2}});
   ExpectFieldRefused("/v1/plans", kPlan, "/training/seq_len", -5);
