@@ -402,7 +402,15 @@ int RunPlan(const Args& args, Io io) {
       } else if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
       } else {
-        PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
+        const auto ranked = planner::RankForTrust(s.result.pool, opt.objective, opt.top_k);
+        PrintCandidates(ranked, io.out);
+        if (s.job.model.is_moe() && ranked.front().best.framework == planner::Framework::kTorchtitan) {
+          io.out << "note: torchtitan shards an MoE model's weights with FSDP2 (dp_shard); the "
+                    "model does not price sharded MoE weights (docs/model.md, Mixture of "
+                    "experts), so this plan replicates them over the data-parallel ranks and "
+                    "takes its expert parallelism, which torchtitan carves from dp_shard·cp·tp, "
+                    "from cp or tp: pessimistic, and not the layout torchtitan would run\n";
+        }
       }
       if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
         // A note, never a candidate: the framework refuses it at start-up.
