@@ -146,18 +146,19 @@ Status CheckFixedForModel(const FixedFields& fixed, const ModelSpec& model) {
   if (!model.is_moe()) return Status::Ok();
   for (const auto& [k, v] : fixed) {
     const char* what = nullptr;
-    if (k == "zero" && v == "3") {
+    auto as_int = [&v, &k]() {
+      auto n = ParseInt(v, "--fix " + k);
+      return n.ok() ? *n : 0;
+    };
+    if (k == "zero" && as_int() == 3) {
       what = "ZeRO-3 (the gathers of the experts' shards are not priced); zero 0-2 or the "
              "distributed optimizer are searched";
     } else if ((k == "offload_optimizer" || k == "offload_param") && BoolValue(v) == 1) {
       what = "host offload (the experts' optimizer states and copies to host memory are not "
              "priced)";
-    } else if (k == "gz") {
-      auto n = ParseInt(v, "--fix gz");
-      if (n.ok() && *n > 1) {
-        what = "weights sharded over gz > 1 (FSDP's shards, AxoNN's Z: the gathers of the "
-               "experts' shards are not priced)";
-      }
+    } else if (k == "gz" && as_int() > 1) {
+      what = "weights sharded over gz > 1 (FSDP's shards, AxoNN's Z: the gathers of the "
+             "experts' shards are not priced)";
     }
     if (what) {
       return Status::InvalidArgument(k + "=" + v + ": " + model.name +
