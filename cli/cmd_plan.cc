@@ -404,7 +404,8 @@ int RunPlan(const Args& args, Io io) {
       } else {
         const auto ranked = planner::RankForTrust(s.result.pool, opt.objective, opt.top_k);
         PrintCandidates(ranked, io.out);
-        if (s.job.model.is_moe() && ranked.front().best.framework == planner::Framework::kTorchtitan) {
+        if (s.job.model.is_moe() &&
+            ranked.front().best.framework == planner::Framework::kTorchtitan) {
           io.out << "note: torchtitan shards an MoE model's weights with FSDP2 (dp_shard); the "
                     "model does not price sharded MoE weights (docs/model.md, Mixture of "
                     "experts), so this plan replicates them over the data-parallel ranks and "

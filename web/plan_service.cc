@@ -483,7 +483,8 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     PT_ASSIGN_OR_RETURN(planner::SpaceModels space,
                         planner::ModelsForSpace(sec.job, req.options.family, req.space_named,
                                                 req.framework_named));
-    PT_RETURN_IF_ERROR(UnderPointer(planner::CheckFixedForModel(req.options.fixed, sec.job.model), "/fix"));
+    PT_RETURN_IF_ERROR(
+        UnderPointer(planner::CheckFixedForModel(req.options.fixed, sec.job.model), "/fix"));
     planner::Search search(space.Pointers(), req.options);
     const auto t0 = std::chrono::steady_clock::now();
     PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));
