@@ -61,8 +61,8 @@ a dry run.
                      qgZ int4 gradients): they change the training numerics
   --fix SPEC         pin fields, e.g. "pp=1,zero=3,recompute=full" (keys of --config;
                      also uneven_pp=false: whole pipeline stages only); on a
-                     mixture-of-experts model zero=3, host offload and gz > 1
-                     are refused (not priced for experts)
+                     mixture-of-experts model zero=3 and host offload are
+                     refused (not priced for experts)
   --objective O      rank by time (default), tokens_per_s, mfu or memory
   --top K            rows to print (default 10), cut from the ranking of the whole
                      space: rows whose predictions are identical collapse into
@@ -402,16 +402,7 @@ int RunPlan(const Args& args, Io io) {
       } else if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
       } else {
-        const auto ranked = planner::RankForTrust(s.result.pool, opt.objective, opt.top_k);
-        PrintCandidates(ranked, io.out);
-        if (s.job.model.is_moe() &&
-            ranked.front().best.framework == planner::Framework::kTorchtitan) {
-          io.out << "note: torchtitan shards an MoE model's weights with FSDP2 (dp_shard); the "
-                    "model does not price sharded MoE weights (docs/model.md, Mixture of "
-                    "experts), so this plan replicates them over the data-parallel ranks and "
-                    "takes its expert parallelism, which torchtitan carves from dp_shard·cp·tp, "
-                    "from cp or tp: pessimistic, and not the layout torchtitan would run\n";
-        }
+        PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
       }
       if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
         // A note, never a candidate: the framework refuses it at start-up.

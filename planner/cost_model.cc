@@ -176,10 +176,17 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   double comm_data = DataSyncSeconds(c, lt, psi, L_s, n_mb, sd, nd, zero3_in_pipeline);
   // Expert gradients synchronise over the expert-data group: ranks etp·ep apart
   // inside the stage (Megatron-Core's expert rank order etp-ep-edp).
+  // Under FSDP2 they were reduce-scattered per layer over efsdp (the schedule);
+  // the shards then all-reduce over the data-parallel replicas (HSDP).
   const int edp = c.expert_data();
+  const int efsdp = ExpertFsdpShards(c);
   const double expert_psi = terms.expert_psi;
-  if (expert_psi > 0)
+  if (expert_psi > 0 && efsdp > 1) {
+    comm_data = DataSyncSeconds(c, lt, expert_psi / efsdp, L_s, n_mb, c.Stride(Dim::kData),
+                                c.gdata, comm_data);
+  } else if (expert_psi > 0) {
     comm_data = DataSyncSeconds(c, lt, expert_psi, L_s, n_mb, c.ep * c.etp, edp, comm_data);
+  }
 
   // --- Optimizer step (memory-bound): sharded over data with ZeRO ≥ 1 or the
   // distributed optimizer; the local gradients are read for the norm and zeroed.
@@ -189,11 +196,14 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
       cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
       StreamSeconds(psi / opt_shard * (kAdamStateBytesRW + copy_b) + psi * 2.0 * grad_bytes_);
   if (expert_psi > 0) {
-    // The expert states shard over the expert-data group.
-    const double e_shard = (c.zero >= 1 || c.distributed_optimizer) ? std::max(1, edp) : 1.0;
+    // The expert states shard over the expert-data group (under FSDP2 every
+    // expert state is an efsdp shard, as the dense part's are gz shards).
+    const double held = expert_psi / efsdp;
+    const double e_shard =
+        efsdp == 1 && (c.zero >= 1 || c.distributed_optimizer) ? std::max(1, edp) : 1.0;
     opt_s += cluster_.corrections.memory_bound * fw_.costs.optimizer_traffic *
-             StreamSeconds(expert_psi / e_shard * (kAdamStateBytesRW + copy_b) +
-                           expert_psi * 2.0 * grad_bytes_);
+             StreamSeconds(held / e_shard * (kAdamStateBytesRW + copy_b) +
+                           held * 2.0 * grad_bytes_);
   }
 
   // ZeRO-Offload: the Adam step runs on the host's CPUs instead.
@@ -253,7 +263,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double tp_layers = L_s - M_s * (1.0 - sched.moe_tp_share);
   br.comm_x_s = n_mb * tp_layers * lt.comm_x;
   br.comm_y_s = n_mb * (tp_layers * lt.comm_y + (last_crit ? logits_comm : 0.0));
-  br.comm_z_s = n_mb * L_s * lt.comm_z;
+  br.comm_z_s = n_mb * ((L_s - M_s) * lt.comm_z + M_s * sched.moe_comm_z);
   br.comm_cp_s = n_mb * L_s * lt.comm_cp;
   br.offload_s = n_mb * L_s * lt.offload;
   br.comm_data_s = comm_data;

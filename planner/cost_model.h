@@ -313,6 +313,14 @@ class CostModel {
   // the most MoE layers; 0 for a dense model). Cheap: the search uses it to skip
   // expert degrees whose experts alone cannot fit.
   double ExpertParamsHeld(const ParallelConfig& c) const;
+  // The ranks the experts' weights are sharded over: under torchtitan's FSDP2
+  // (gz > 1) its efsdp group, dp_shard·cp·tp / ep (parallel_dims.py:187-192,
+  // 282, 328 @b5bcd76c), the expert-data ranks of one data-parallel replica;
+  // 1 otherwise (replicated over the expert-data group).
+  int ExpertFsdpShards(const ParallelConfig& c) const;
+  // The expert parameters of one MoE layer this GPU computes with: its E/ep
+  // local experts, each split over etp.
+  double LocalExpertParamsPerLayer(const ParallelConfig& c) const;
 
   // One (m × k)·(k × n) GEMM at the training precision on the efficiency
   // curve, before the cluster's compute correction (the executor prices the

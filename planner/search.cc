@@ -156,9 +156,6 @@ Status CheckFixedForModel(const FixedFields& fixed, const ModelSpec& model) {
     } else if ((k == "offload_optimizer" || k == "offload_param") && BoolValue(v) == 1) {
       what = "host offload (the experts' optimizer states and copies to host memory are not "
              "priced)";
-    } else if (k == "gz" && as_int() > 1) {
-      what = "weights sharded over gz > 1 (FSDP's shards, AxoNN's Z: the gathers of the "
-             "experts' shards are not priced)";
     }
     if (what) {
       return Status::InvalidArgument(k + "=" + v + ": " + model.name +
@@ -298,8 +295,11 @@ void Search::Enumerate(int model) {
           const int r3 = r2 / pp;
           for (int gz : Divisors(r3)) {
             if ((!fr.shard_z && gz > 1) || !Allowed("gz", gz)) continue;
-            // Sharded expert weights (FSDP over the experts) are not modelled.
-            if (gz > 1 && models_[model]->model().is_moe()) continue;
+            // Sharded expert weights are modelled for torchtitan's FSDP2 only.
+            if (gz > 1 && models_[model]->model().is_moe() &&
+                models_[model]->training().framework != Framework::kTorchtitan) {
+              continue;
+            }
             const int gdata = r3 / gz;
             if (!Allowed("gdata", gdata)) continue;
             outer_.push_back({model, gx, gy, gz, gdata, pp, cp});
@@ -605,6 +605,12 @@ SearchResult Search::RunShard(int shard) const {
       if (!Allowed("etp", etp) || m.moe_ffn_hidden % etp != 0) continue;
       for (int ep : Divisors(m.experts)) {
         if (!Allowed("ep", ep) || stage % (int64_t{ep} * etp) != 0) continue;
+        // torchtitan carves EP out of its shard mesh (parallel_dims.py:187-192
+        // @b5bcd76c): an ep outside dp_shard·cp·tp is no layout it has.
+        if (framework == Framework::kTorchtitan &&
+            (int64_t{o.gz} * o.cp * o.gy) % (int64_t{ep} * etp) != 0) {
+          continue;
+        }
         for (int d = 0; d < kNumMoeDispatchers; ++d) {
           const auto disp = static_cast<MoeDispatcher>(d);
           bool offered = disp == MoeDispatcher::kAllToAll;
@@ -642,7 +648,11 @@ SearchResult Search::RunShard(int shard) const {
         held = std::min(held, cm.ExpertParamsHeld(probe));
       }
       const double edp = static_cast<double>(stage) / (int64_t{mc.ep} * mc.etp);
-      const double bytes = held * (2.0 + 2.0 + 12.0 / edp);
+      // Under FSDP2 every expert state is an efsdp shard (at least a 4-byte
+      // master, a 2-byte gradient and Adam's 8); otherwise bf16 weights and
+      // gradients and Adam states at best sharded over the expert-data group.
+      const int efsdp = cm.ExpertFsdpShards(probe);
+      const double bytes = efsdp > 1 ? held * 14.0 / efsdp : held * (2.0 + 2.0 + 12.0 / edp);
       if (bytes > usable) {
         const int64_t n = inner * static_cast<int64_t>(mbss.size());
         res.evaluated += n;

@@ -105,6 +105,7 @@ struct CostModel::Schedule {
   double layer_comm = 0;       // one dense layer's exposed comm other than EP
   double moe_layer_comm = 0;   // one MoE layer's (no MLP-block TP collectives without shared experts)
   double moe_tp_share = 1;     // the share of a dense layer's TP/SP collectives an MoE layer keeps
+  double moe_comm_z = 0;       // one MoE layer's exposed weight gathers/scatters (FSDP2's, else lt.comm_z)
 };
 
 }  // namespace paratune::planner

@@ -41,12 +41,18 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
         OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
   }
   ModelStates states = placed.gpu;
+  const int efsdp = ExpertFsdpShards(c);
   if (t.expert_psi > 0) {
     // Expert weights, gradients and optimizer states: replicated over the
-    // expert-data group, which the distributed optimizer / ZeRO shards them over.
+    // expert-data group, which the distributed optimizer / ZeRO shards them over;
+    // under FSDP2 sharded over efsdp (as the dense part over gz) and replicated
+    // over the data-parallel replicas.
     const ModelStates experts =
-        ModelStateBytes(t.expert_psi, std::max(1, c.expert_data()), c.zero, c.distributed_optimizer,
-                        state_param_bytes, c.zero >= 1 ? param_bytes_ : grad_bytes_);
+        efsdp > 1 ? ModelStateBytes(t.expert_psi / efsdp, c.gdata, 0, false, state_param_bytes,
+                                    grad_bytes_)
+                  : ModelStateBytes(t.expert_psi, std::max(1, c.expert_data()), c.zero,
+                                    c.distributed_optimizer, state_param_bytes,
+                                    c.zero >= 1 ? param_bytes_ : grad_bytes_);
     states.params_bytes += experts.params_bytes;
     states.grads_bytes += experts.grads_bytes;
     states.optimizer_bytes += experts.optimizer_bytes;
@@ -115,7 +121,14 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
   // its reduce-scatter.
-  const double layer_block = layer_params_ / c.tensor();
+  // Under FSDP2 an MoE layer's gathered block holds its local experts too.
+  const double layer_block = std::max(
+      layer_params_ / c.tensor(),
+      efsdp > 1 ? static_cast<double>(m.AttentionParams() + m.SharedExpertParams() +
+                                      m.RouterParams()) /
+                          c.tensor() +
+                      LocalExpertParamsPerLayer(c)
+                : 0.0);
   if (c.gz > 1 || c.zero == 3) buffers += fw_.costs.gathered_layers * layer_block * param_bytes_;
   if (c.zero >= 1) buffers += std::min(psi, kDeepSpeedBucketElems) * param_bytes_;
   if (c.hpz && c.zero == 3) {

@@ -55,6 +55,17 @@ double CostModel::ExpertParamsHeld(const ParallelConfig& c) const {
   return most * local * static_cast<double>(m.ExpertParams()) / c.etp;
 }
 
+double CostModel::LocalExpertParamsPerLayer(const ParallelConfig& c) const {
+  const ModelSpec& m = model_;
+  if (!m.is_moe()) return 0;
+  return static_cast<double>(m.experts) / c.ep * static_cast<double>(m.ExpertParams()) / c.etp;
+}
+
+int CostModel::ExpertFsdpShards(const ParallelConfig& c) const {
+  if (!model_.is_moe() || c.gz <= 1 || training_.framework != Framework::kTorchtitan) return 1;
+  return std::max(1, c.expert_data() / std::max(1, c.gdata));
+}
+
 Reason CostModel::CheckMoeRules(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   if (!m.is_moe()) {

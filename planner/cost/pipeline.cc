@@ -38,7 +38,7 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   // recompute of what the recompute choice drops.
   const StageMoe sm{terms.moe_layers_first, terms.moe_layers_middle, terms.moe_layers_last};
   double moe_compute = 0, moe_recompute = 0, moe_comm = 0, moe_time = 0;
-  double moe_layer_comm = layer_comm, moe_tp_share = 1;
+  double moe_layer_comm = layer_comm, moe_tp_share = 1, moe_comm_z = lt.comm_z;
   if (m.is_moe()) {
     const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3] + terms.mlp_elem_fwd;
     moe_recompute = lt.recompute;
@@ -67,6 +67,32 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
     // two blocks move the same T·h bytes).
     moe_tp_share = m.shared_ffn_hidden > 0 ? 1.0 : 0.5;
     moe_layer_comm = layer_comm - (1.0 - moe_tp_share) * (lt.comm_x + lt.comm_y);
+    if (const int efsdp = ExpertFsdpShards(c); efsdp > 1) {
+      // FSDP2 (torchtitan): an MoE layer gathers its attention, router and
+      // shared experts over dp_shard (gz) and its local experts over efsdp
+      // (the experts' mesh, ep innermost), forward and again backward, and
+      // reduce-scatters their gradients, in place of a dense layer's Z traffic.
+      const double dense_w =
+          static_cast<double>(m.AttentionParams() + m.SharedExpertParams() + m.RouterParams()) /
+          c.tensor();
+      const double expert_w = LocalExpertParamsPerLayer(c);
+      const int sz = c.Stride(Dim::kZ), se = c.ep * c.etp;
+      const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
+      const double ag = comm_.Seconds(Collective::kAllGather, sz, c.gz, dense_w * gather_bytes_) +
+                        comm_.Seconds(Collective::kAllGather, se, efsdp, expert_w * gather_bytes_);
+      const double rs = comm_.Seconds(Collective::kReduceScatter, sz, c.gz, dense_w * rs_bytes) +
+                        comm_.Seconds(Collective::kReduceScatter, se, efsdp, expert_w * rs_bytes);
+      const double fwd_w = lt.fwd_compute - dense_mlp + terms.moe_fwd;
+      const double bwd_w = std::max(0.0, moe_compute - fwd_w);
+      const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
+      const double eta = fw_.costs.shard_overlap;
+      const double moe_z =
+          (c.oag ? cost::OverlappedPartly(ag, fwd_w, eta) : ag) +
+          (c.oag ? cost::OverlappedPartly(n_ag_b * ag, bwd_w, eta) : n_ag_b * ag) +
+          (c.ors ? cost::OverlappedPartly(rs, bwd_w, eta) : rs);
+      moe_layer_comm += moe_z - lt.comm_z;
+      moe_comm_z = moe_z;
+    }
     moe_time = std::max(moe_compute + moe_layer_comm + moe_comm, host) +
                std::max(0.0, experts_host - experts_gpu);
   }
@@ -168,7 +194,8 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
                   .moe_time = moe_time,
                   .layer_comm = layer_comm,
                   .moe_layer_comm = moe_layer_comm,
-                  .moe_tp_share = moe_tp_share};
+                  .moe_tp_share = moe_tp_share,
+                  .moe_comm_z = moe_comm_z};
 }
 
 }  // namespace paratune::planner

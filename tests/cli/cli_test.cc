@@ -349,20 +349,6 @@ TEST(Plan, PinsTheSearchNeverOffersAreExplained) {
   EXPECT_EQ(none.out.find("most common reason"), std::string::npos) << none.out;
 }
 
-// A torchtitan pick for an MoE model says that FSDP2's sharding of the
-// experts is not priced; a dense model's torchtitan pick does not.
-TEST(Plan, TorchtitanMoePickSaysShardingIsNotPriced) {
-  const std::string note = "note: torchtitan shards an MoE model's weights with FSDP2";
-  Outcome moe = Call(RunPlan, {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus",
-                               "64", "--framework", "torchtitan", "--top", "1"});
-  ASSERT_EQ(moe.code, kExitOk) << moe.err;
-  EXPECT_NE(moe.out.find(note), std::string::npos) << moe.out;
-  Outcome dense = Call(RunPlan, {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
-                                 "--framework", "torchtitan", "--top", "1"});
-  ASSERT_EQ(dense.code, kExitOk) << dense.err;
-  EXPECT_EQ(dense.out.find(note), std::string::npos) << dense.out;
-}
-
 // The headline names the low-precision recipe a job runs: the one asked for,
 // or, for plain fp8, the GPU's default and that it is the default.
 TEST(Plan, HeadlineNamesTheFp8Recipe) {

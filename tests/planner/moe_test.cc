@@ -136,6 +136,44 @@ TEST(MoeRules, MegatronFolding) {
   EXPECT_EQ(cm.CheckRules(overlap), Reason::kFrameworkUnsupported);
 }
 
+// torchtitan shards an MoE model with FSDP2: the experts over efsdp =
+// dp_shard·cp·tp / ep, replicated over dp_replicate (parallel_dims.py:187-192,
+// 282, 328 @b5bcd76c). Sharded twice as wide, every state halves; each MoE
+// layer then gathers its experts and scatters their gradients, which a
+// replicated layout does not.
+TEST(MoeCost, TorchtitanShardsTheExpertsWithFsdp2) {
+  Fixture f = Qwen30OnH100(64);
+  f.training.framework = Framework::kTorchtitan;
+  const CostModel cm = f.Make();
+  auto hsdp = [](int gz, int gdata, int ep) {
+    ParallelConfig c;
+    c.gz = gz;
+    c.gdata = gdata;
+    c.ep = ep;
+    ApplyFrameworkOverlaps(FrameworkPreset(Framework::kTorchtitan).support, &c);
+    return c;
+  };
+  const ParallelConfig narrow = hsdp(16, 4, 8), wide = hsdp(32, 2, 8);
+  ASSERT_EQ(cm.CheckRules(narrow), Reason::kOk) << cm.UnsupportedWhy(narrow);
+  ASSERT_EQ(cm.CheckRules(wide), Reason::kOk) << cm.UnsupportedWhy(wide);
+  EXPECT_EQ(wide.expert_data(), 8);
+  EXPECT_EQ(cm.ExpertFsdpShards(narrow), 2);
+  EXPECT_EQ(cm.ExpertFsdpShards(wide), 4);
+  const MemoryBreakdown a = cm.Memory(narrow), b = cm.Memory(wide);
+  // Norms and biases are the only unsharded parameters: within 2 %.
+  EXPECT_NEAR(b.params_GiB / a.params_GiB, 0.5, 0.01);
+  EXPECT_NEAR(b.optimizer_GiB / a.optimizer_GiB, 0.5, 0.01);
+  // Megatron keeps its experts replicated over the expert-data group: no shards.
+  Fixture mf = Qwen30OnH100(64);
+  EXPECT_EQ(mf.Make().ExpertFsdpShards(wide), 1);
+  // The experts' gathers show as Z traffic; without sharding there is none.
+  const Prediction p = cm.Predict(wide);
+  EXPECT_GT(p.breakdown.comm_z_s, 0.0);
+  EXPECT_EQ(cm.Predict(hsdp(1, 64, 8)).breakdown.comm_z_s, 0.0);
+  // Every second is accounted for at pp 1: no bubble.
+  EXPECT_LT(p.breakdown.bubble_s, 1e-9 * p.iteration_time_s);
+}
+
 TEST(MoeCost, ExpertParallelChoicesMoveTheTermsTheRightWay) {
   const Fixture f = Qwen30OnH100(64);
   const CostModel cm = f.Make();

@@ -298,8 +298,8 @@ TEST(Search, FixedFieldsArePinned) {
 }
 
 // What the search never offers a mixture-of-experts model (ZeRO-3, host
-// offload, weights sharded over gz) is refused by name when pinned, not
-// answered with an empty search; a dense model is searched with the same pins.
+// offload) is refused by name when pinned, not answered with an empty search;
+// a dense model is searched with the same pins.
 TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   const Job moe = MakeJob("qwen3-30b-a3b", "dgx-h100", 16, 256, 4096);
   auto space = ModelsForSpace(moe, Family::kAll, true, false);
@@ -307,7 +307,7 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   SearchOptions open;
   ASSERT_GT(Search(space->Pointers(), open).RunAll().feasible, 0);
   const FixedFields pins[] = {{{"zero", "3"}}, {{"offload_optimizer", "true"}},
-                              {{"offload_param", "true"}}, {{"gz", "2"}}};
+                              {{"offload_param", "true"}}};
   for (const FixedFields& pin : pins) {
     SCOPED_TRACE(pin.front().first);
     ASSERT_TRUE(ValidateFixed(pin).ok());
@@ -321,7 +321,28 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   }
   const Job dense = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
   for (const FixedFields& pin : pins) EXPECT_TRUE(CheckFixedForModel(pin, dense.model).ok());
-  EXPECT_TRUE(CheckFixedForModel({{"zero", "2"}, {"gz", "1"}}, moe.model).ok());
+  EXPECT_TRUE(CheckFixedForModel({{"zero", "2"}, {"gz", "2"}}, moe.model).ok());
+}
+
+// torchtitan trains an MoE model with FSDP2: its DeepSeek-V3 16B and 671B
+// configs shard over every rank (data_parallel_shard_degree = -1) with no
+// context parallelism at 4096 tokens (pytorch/torchtitan
+// models/deepseek_v3/train_configs/deepseek_v3_16b.toml @00f785af,
+// deepseek_v3_671b.toml @0a8d2b0a). Its pick for Qwen3-30B on 64 H100
+// shards over gz and runs no cp.
+TEST(Search, TorchtitanMoePickShardsWithFsdp2) {
+  Job j = MakeJob("qwen3-30b-a3b", "dgx-h100", 64, 1024, 4096);
+  j.training.framework = Framework::kTorchtitan;
+  auto space = ModelsForSpace(j, Family::kFsdp, false, true);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  SearchOptions opt;
+  opt.top_k = 1;
+  const SearchResult r = Search(space->Pointers(), opt).RunAll();
+  ASSERT_FALSE(r.top.empty());
+  const ParallelConfig& c = r.top.front().config;
+  EXPECT_EQ(r.top.front().framework, Framework::kTorchtitan);
+  EXPECT_GT(c.gz, 1) << ConfigToString(c);
+  EXPECT_EQ(c.cp, 1) << ConfigToString(c);
 }
 
 // AxoNN (axonn-notes §2.5; SC'24 tutorial): large-batch pre-training on many
