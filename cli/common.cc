@@ -116,8 +116,9 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
 
 std::string PrecisionLabel(const planner::Job& job) {
   const planner::TrainingSpec& t = job.training;
-  if (t.precision != topology::Precision::kFp8) return topology::PrecisionName(t.precision);
-  if (t.recipe_stated) return topology::RecipeName(t.recipe);
+  if (t.precision != topology::Precision::kFp8 || t.recipe_stated) {
+    return planner::StatedPrecisionName(t);
+  }
   return std::string("fp8 (") + topology::RecipeName(t.recipe) + ", " + job.cluster.gpu.name +
          "'s default recipe)";
 }

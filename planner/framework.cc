@@ -264,10 +264,10 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
     case FrameworkRule::kMcoreLocalAttention:
       return job.mcore_attention_gap != nullptr ? *job.mcore_attention_gap : "";
     case FrameworkRule::kEpInShardMesh: {
-      const int64_t shard = int64_t{c.gz} * c.cp * c.gy;
-      if (c.etp == 1 && shard % c.ep == 0) return "";
+      if (c.etp == 1 && EpInShardMesh(c.gz, c.cp, c.gy, c.ep)) return "";
       if (c.etp != 1) return "the experts are not tensor-split (etp " + S(c.etp) + ")";
-      return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " + S(shard);
+      return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " +
+             S(int64_t{c.gz} * c.cp * c.gy);
     }
   }
   return "";

@@ -178,6 +178,13 @@ struct Evidence {
 // when the table is empty.
 double DedupNicFraction(const FrameworkCosts& c, int nodes);
 
+// torchtitan carves expert parallelism out of its shard mesh: ep divides
+// dp_shard·cp·tp (pytorch/torchtitan b5bcd76c parallel_dims.py:187-192; the
+// rule kEpInShardMesh).
+inline bool EpInShardMesh(int64_t dp_shard, int cp, int tp, int ep) {
+  return ep > 0 && (dp_shard * cp * tp) % ep == 0;
+}
+
 // How far a job lies from the evidence: 0 inside a region; one step for a
 // precision or model family the region lacks, one per factor of 4 in GPU
 // count or model size outside it (log4 distance), and kNoEvidenceSteps where

@@ -134,6 +134,11 @@ struct ModelSpec {
   // The shared experts of one MoE layer, and its router (h·E, plus E biases).
   int64_t SharedExpertParams() const;
   int64_t RouterParams() const;
+  // One MoE layer's parameters besides its routed experts and norms: attention,
+  // shared experts and router (split over the tensor ranks like a dense block).
+  int64_t MoeLayerDenseParams() const {
+    return AttentionParams() + SharedExpertParams() + RouterParams();
+  }
   // MoE MLP of one layer: router + experts·ExpertParams + shared; active: top_k experts.
   int64_t MoeMlpParams() const;
   int64_t MoeMlpActiveParams() const;

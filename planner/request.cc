@@ -76,13 +76,17 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   return t;
 }
 
+const char* StatedPrecisionName(const TrainingSpec& t) {
+  return t.precision == topology::Precision::kFp8 && t.recipe_stated
+             ? topology::RecipeName(t.recipe)
+             : topology::PrecisionName(t.precision);
+}
+
 OrderedJson TrainingToJson(const TrainingSpec& t) {
   OrderedJson j;
   j["seq_len"] = t.seq_len;
   j["global_batch"] = t.global_batch;
-  j["precision"] = t.precision == topology::Precision::kFp8 && t.recipe_stated
-                       ? topology::RecipeName(t.recipe)
-                       : topology::PrecisionName(t.precision);
+  j["precision"] = StatedPrecisionName(t);
   j["attention"] = AttentionName(t.attention);
   j["main_grads_fp32"] = t.main_grads_fp32;
   j["headroom"] = t.headroom;

@@ -78,6 +78,9 @@ int64_t DefaultGlobalBatch(const ModelSpec& model, int seq_len);
 // defaults above. Strict.
 Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer, const ModelSpec& model);
 OrderedJson TrainingToJson(const TrainingSpec& t);
+// The precision as a request states it: the recipe's name when one was asked
+// for ("mxfp8"), else the precision's ("fp8", "bf16").
+const char* StatedPrecisionName(const TrainingSpec& t);
 
 // Parses model, cluster, gpus and training from a request object, marking those
 // keys as read in `r` (so the caller can read its own keys and Finish()).

@@ -605,10 +605,9 @@ SearchResult Search::RunShard(int shard) const {
       if (!Allowed("etp", etp) || m.moe_ffn_hidden % etp != 0) continue;
       for (int ep : Divisors(m.experts)) {
         if (!Allowed("ep", ep) || stage % (int64_t{ep} * etp) != 0) continue;
-        // torchtitan carves EP out of its shard mesh (parallel_dims.py:187-192
-        // @b5bcd76c): an ep outside dp_shard·cp·tp is no layout it has.
-        if (framework == Framework::kTorchtitan &&
-            (int64_t{o.gz} * o.cp * o.gy) % (int64_t{ep} * etp) != 0) {
+        // Expert ranks outside torchtitan's shard mesh are no layout it has
+        // (with etp 1 exactly its rule; etp > 1 it refuses anyway).
+        if (framework == Framework::kTorchtitan && !EpInShardMesh(o.gz, o.cp, o.gy, ep * etp)) {
           continue;
         }
         for (int d = 0; d < kNumMoeDispatchers; ++d) {

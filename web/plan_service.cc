@@ -468,6 +468,9 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     key += "|" + fp;
     sections.push_back(std::move(sec));
   }
+  // Every count trains the same model: a pin its search never offers fails here.
+  PT_RETURN_IF_ERROR(UnderPointer(
+      planner::CheckFixedForModel(req.options.fixed, sections.front().job.model), "/fix"));
   if (auto doc = by_request_.Get(key)) {
     if (!body_key.empty()) by_body_.Put(body_key, doc);
     return Served{doc, true};
@@ -483,8 +486,6 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     PT_ASSIGN_OR_RETURN(planner::SpaceModels space,
                         planner::ModelsForSpace(sec.job, req.options.family, req.space_named,
                                                 req.framework_named));
-    PT_RETURN_IF_ERROR(
-        UnderPointer(planner::CheckFixedForModel(req.options.fixed, sec.job.model), "/fix"));
     planner::Search search(space.Pointers(), req.options);
     const auto t0 = std::chrono::steady_clock::now();
     PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));

@@ -115,9 +115,8 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     // the backward: they gather once per micro-batch.
     const double n_ag_b = (c.recompute == Recompute::kFull ? 2.0 : 1.0) * (1.0 - z_cached);
     const double eta = fw_.costs.shard_overlap;
-    out->comm_z = (c.oag ? OverlappedPartly(z_ag, fwd_w, eta) : z_ag) +
-                  (c.oag ? OverlappedPartly(n_ag_b * z_ag, bwd_w, eta) : n_ag_b * z_ag) +
-                  (c.ors ? OverlappedPartly(z_rs, bwd_w, eta) : z_rs);
+    out->comm_z =
+        cost::ShardedTrafficExposed(z_ag, z_ag, n_ag_b, z_rs, fwd_w, bwd_w, c.oag, c.ors, eta);
   }
 
   // --- Context parallelism.
@@ -177,9 +176,8 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
     const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
     const double eta = fw_.costs.shard_overlap;
-    zero3_layer = (c.overlap_param_gather ? OverlappedPartly(ag_f, fwd_w, eta) : ag_f) +
-                  (c.overlap_param_gather ? OverlappedPartly(n_ag_b * ag_b, bwd_w, eta) : n_ag_b * ag_b) +
-                  (c.overlap_grad_reduce ? OverlappedPartly(rs, bwd_w, eta) : rs);
+    zero3_layer = cost::ShardedTrafficExposed(ag_f, ag_b, n_ag_b, rs, fwd_w, bwd_w,
+                                              c.overlap_param_gather, c.overlap_grad_reduce, eta);
     // ZeRO++'s (de)quantization kernels run on the GPU beside the layer's own
     // work (Wang et al. 2023 §4.1, §4.3): qwZ dequantizes every gathered
     // block (read int8, write the parameter dtype); qgZ quantizes the

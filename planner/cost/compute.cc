@@ -261,8 +261,7 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
   double moe_delta = 0, mtp_extra = 0;
   StageMoe sm;
   if (m.is_moe()) {
-    const double moe_dense = static_cast<double>(m.AttentionParams() + m.SharedExpertParams() +
-                                                 m.RouterParams() + 2 * m.NormParams());
+    const double moe_dense = static_cast<double>(m.MoeLayerDenseParams() + 2 * m.NormParams());
     moe_delta = ((moe_dense - norm_params_) / t + norm_params_) / c.gz - layer_shard;
     sm = MoeLayersPerStage(c);
     // The MTP modules sit on the last stage: a block like the last layer, the 2h×h

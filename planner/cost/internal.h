@@ -56,6 +56,18 @@ inline double OverlappedPartly(double comm, double window, double eta) {
   const double hidden = eta * std::min(comm, window);
   return comm - hidden * (1.0 - kOverlapSmShare);
 }
+// Exposed seconds of a sharded layer's weight traffic per micro-batch: the
+// forward gather (`ag_fwd`), `n_ag_bwd` gathers again in the backward
+// (`ag_bwd` each: two with full recompute) and the gradients' reduce-scatter
+// (`rs`). Prefetched gathers hide behind the forward and backward compute,
+// a deferred reduce-scatter behind the backward, by the fraction `eta`.
+inline double ShardedTrafficExposed(double ag_fwd, double ag_bwd, double n_ag_bwd, double rs,
+                                    double fwd_w, double bwd_w, bool prefetch, bool defer_rs,
+                                    double eta) {
+  return (prefetch ? OverlappedPartly(ag_fwd, fwd_w, eta) : ag_fwd) +
+         (prefetch ? OverlappedPartly(n_ag_bwd * ag_bwd, bwd_w, eta) : n_ag_bwd * ag_bwd) +
+         (defer_rs ? OverlappedPartly(rs, bwd_w, eta) : rs);
+}
 
 // The group over which weights are replicated and gradients reduced: the data
 // ranks and the context-parallel ranks (they hold the same weights; Megatron's

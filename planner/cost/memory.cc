@@ -124,9 +124,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // Under FSDP2 an MoE layer's gathered block holds its local experts too.
   const double layer_block = std::max(
       layer_params_ / c.tensor(),
-      efsdp > 1 ? static_cast<double>(m.AttentionParams() + m.SharedExpertParams() +
-                                      m.RouterParams()) /
-                          c.tensor() +
+      efsdp > 1 ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
                       LocalExpertParamsPerLayer(c)
                 : 0.0);
   if (c.gz > 1 || c.zero == 3) buffers += fw_.costs.gathered_layers * layer_block * param_bytes_;

@@ -72,9 +72,7 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
       // shared experts over dp_shard (gz) and its local experts over efsdp
       // (the experts' mesh, ep innermost), forward and again backward, and
       // reduce-scatters their gradients, in place of a dense layer's Z traffic.
-      const double dense_w =
-          static_cast<double>(m.AttentionParams() + m.SharedExpertParams() + m.RouterParams()) /
-          c.tensor();
+      const double dense_w = static_cast<double>(m.MoeLayerDenseParams()) / c.tensor();
       const double expert_w = LocalExpertParamsPerLayer(c);
       const int sz = c.Stride(Dim::kZ), se = c.ep * c.etp;
       const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
@@ -87,9 +85,7 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
       const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
       const double eta = fw_.costs.shard_overlap;
       const double moe_z =
-          (c.oag ? cost::OverlappedPartly(ag, fwd_w, eta) : ag) +
-          (c.oag ? cost::OverlappedPartly(n_ag_b * ag, bwd_w, eta) : n_ag_b * ag) +
-          (c.ors ? cost::OverlappedPartly(rs, bwd_w, eta) : rs);
+          cost::ShardedTrafficExposed(ag, ag, n_ag_b, rs, fwd_w, bwd_w, c.oag, c.ors, eta);
       moe_layer_comm += moe_z - lt.comm_z;
       moe_comm_z = moe_z;
     }

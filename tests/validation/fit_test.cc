@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/search.h"
@@ -143,23 +145,32 @@ TEST(Fit, HeldOutGpuSplitsBySource) {
   EXPECT_GE(single, 1);
 }
 
+// One quick sweep of the fitter over the fleet's rows on at most 8 GPUs of
+// `gpus` (and how many there were); nullopt when the calibration file is absent.
+std::optional<std::pair<FitResult, size_t>> FitSmallFleetRows(const std::set<std::string>& gpus) {
+  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
+  if (!text.ok()) return std::nullopt;
+  auto fleet = PublishedRunsFromFleetRuns(*ParseJson(*text, "fleet_runs.json"));
+  EXPECT_TRUE(fleet.ok()) << fleet.status().ToString();
+  if (!fleet.ok()) return std::nullopt;
+  std::vector<const PublishedRun*> rows;
+  for (const PublishedRun& r : *fleet) {
+    if (gpus.count(r.request.job.cluster.gpu.name) && r.request.job.gpus <= 8) rows.push_back(&r);
+  }
+  FitOptions options;
+  options.passes = 1;
+  options.iterations = 10;
+  return std::make_pair(FitConstants(rows, options), rows.size());
+}
+
 // A GPU with no rows of its own borrows its vendor's fitted sustained
 // fraction, and a vendor with no fitted GPU borrows the other vendors': fitted
 // on GB200 rows alone, GB300 and MI355X both take GB200's value.
 TEST(Fit, AGpuWithoutRowsBorrowsItsSiblings) {
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
-  auto fleet = PublishedRunsFromFleetRuns(*ParseJson(*text, "fleet_runs.json"));
-  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
-  std::vector<const PublishedRun*> rows;
-  for (const PublishedRun& r : *fleet) {
-    if (r.request.job.cluster.gpu.name == "gb200" && r.request.job.gpus <= 8) rows.push_back(&r);
-  }
-  ASSERT_GE(rows.size(), 3u);
-  FitOptions options;
-  options.passes = 1;
-  options.iterations = 10;
-  const FitResult fit = FitConstants(rows, options);
+  const auto fitted = FitSmallFleetRows({"gb200"});
+  if (!fitted) GTEST_SKIP() << "calibration file not found";
+  const auto& [fit, rows] = *fitted;
+  ASSERT_GE(rows, 3u);
   const double gb200 = fit.values.at("gb200.gemm_sustained_fraction");
   EXPECT_NE(gb200, 1.0);
   EXPECT_DOUBLE_EQ(fit.values.at("gb300.gemm_sustained_fraction"), gb200);
@@ -176,19 +187,9 @@ TEST(Fit, AGpuWithoutRowsBorrowsItsDieFirst) {
   EXPECT_EQ(GpuDie("GB300"), "b300");
   EXPECT_EQ(GpuDie("b200"), "b200");
   EXPECT_EQ(GpuDie("h100-sxm"), "h100-sxm");
-  auto text = ReadFileToString(std::string(PARATUNE_SHARED_DIR) + "/calibration/fleet_runs.json");
-  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
-  auto fleet = PublishedRunsFromFleetRuns(*ParseJson(*text, "fleet_runs.json"));
-  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
-  std::vector<const PublishedRun*> rows;
-  for (const PublishedRun& r : *fleet) {
-    const std::string& g = r.request.job.cluster.gpu.name;
-    if ((g == "gb200" || g == "gb300") && r.request.job.gpus <= 8) rows.push_back(&r);
-  }
-  FitOptions options;
-  options.passes = 1;
-  options.iterations = 10;
-  const FitResult fit = FitConstants(rows, options);
+  const auto fitted = FitSmallFleetRows({"gb200", "gb300"});
+  if (!fitted) GTEST_SKIP() << "calibration file not found";
+  const FitResult& fit = fitted->first;
   const double gb200 = fit.values.at("gb200.gemm_sustained_fraction");
   const double gb300 = fit.values.at("gb300.gemm_sustained_fraction");
   ASSERT_NE(gb200, gb300);  // else the test cannot tell the tiers apart
