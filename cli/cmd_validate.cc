@@ -300,6 +300,12 @@ int RunValidate(const Args& args, Io io) {
     h["held_out_median_abs_error"] = g.held_out_abs;
     h["held_out_median_signed_error"] = g.held_out_signed;
     h["prior_only"] = g.prior_only;
+    OrderedJson refit;
+    for (const planner::FittableConstant& c : planner::FittableConstants()) {
+      auto it = g.refit.find(c.name);
+      if (it != g.refit.end()) refit[c.name] = it->second;
+    }
+    h["refit_constants"] = refit;
     OrderedJson split = OrderedJson::array();
     for (const planner::SourceError& e : g.by_source) {
       OrderedJson x;

@@ -440,6 +440,7 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
     g.in_sample_signed = Median(in_signed);
     g.held_out_abs = Median(out_abs);
     g.held_out_signed = Median(out_signed);
+    g.refit = fit.values;
     for (const FittableConstant& c : constants) {
       const bool here = std::any_of(members.begin(), members.end(),
                                     [&](const PublishedRun* r) { return c.applies(*r); });

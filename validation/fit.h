@@ -109,6 +109,8 @@ struct GroupError {
   // they take their fitted siblings' median (FittableConstant::siblings), else
   // keep their prior.
   std::vector<std::string> prior_only;
+  // The constants as refitted without the group (what predicted it).
+  ConstantValues refit;
   // The held-out errors per source, sorted by source; one entry when the group
   // is one source.
   std::vector<SourceError> by_source;
