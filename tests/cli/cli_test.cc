@@ -11,6 +11,7 @@
 #include "tests/cli/call.h"
 #include "cli/common.h"
 #include "common/json.h"
+#include "validation/fit.h"
 
 namespace paratune::cli {
 namespace {
@@ -276,6 +277,15 @@ TEST(Validate, HeldOutGroupsCarryTheirSplitBySource) {
                    g["held_out_median_abs_error"].get<double>());
   EXPECT_DOUBLE_EQ(s["held_out_median_signed_error"].get<double>(),
                    g["held_out_median_signed_error"].get<double>());
+  // Every fitted constant as refitted: with the only GPU held out no row is
+  // left to fit, so each is at its public prior.
+  const Json& refit = g["refit_constants"];
+  const auto& constants = planner::FittableConstants();
+  ASSERT_EQ(refit.size(), constants.size());
+  for (const planner::FittableConstant& c : constants) {
+    ASSERT_TRUE(refit.contains(c.name)) << c.name;
+    EXPECT_DOUBLE_EQ(refit[c.name].get<double>(), c.prior) << c.name;
+  }
 }
 
 TEST(Presets, ListAndShow) {
