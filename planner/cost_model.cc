@@ -288,13 +288,24 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // Ranked by the pessimistic edge; above the best published MFU for this
   // GPU and precision the prediction is flagged and ranked as if at it.
   p.published_mfu_ceiling = cluster_.gpu.PublishedMfuCeiling(training_.precision);
-  p.above_published_mfu = p.published_mfu_ceiling > 0 && p.mfu > p.published_mfu_ceiling;
+  p.mfu_vs_ceiling = p.mfu * ExecutedShare(training_.seq_len) /
+                     ExecutedShare(std::min(training_.seq_len, kCeilingSeqLen));
+  p.above_published_mfu =
+      p.published_mfu_ceiling > 0 && p.mfu_vs_ceiling > p.published_mfu_ceiling;
   p.pessimistic_time_s = p.iteration_time_s * (1.0 + p.uncertainty);
   if (p.above_published_mfu) {
-    p.pessimistic_time_s =
-        std::max(p.pessimistic_time_s, p.iteration_time_s * p.mfu / p.published_mfu_ceiling);
+    p.pessimistic_time_s = std::max(p.pessimistic_time_s, p.iteration_time_s * p.mfu_vs_ceiling /
+                                                              p.published_mfu_ceiling);
   }
   return p;
+}
+
+double CostModel::ExecutedShare(int seq_len) const {
+  if (!model_.plain_dense() || training_.attention != Attention::kFlash) return 1.0;
+  const double counted = model_.ForwardFlopsPerToken(seq_len);
+  // The counted core is 4·s·h per layer (both halves of the causal mask).
+  const double skipped = 2.0 * seq_len * static_cast<double>(model_.hidden) * model_.layers;
+  return counted > 0 ? (counted - skipped) / counted : 1.0;
 }
 
 }  // namespace paratune::planner

@@ -214,7 +214,11 @@ struct Prediction {
   // equal the GPU's published ceiling for the precision.
   double pessimistic_time_s = 0;
   double published_mfu_ceiling = 0;    // 0: the GPU preset states none
-  bool above_published_mfu = false;    // mfu > published_mfu_ceiling
+  // The MFU checked against the ceiling: `mfu`, except that beyond the
+  // ceilings' longest sequence (kCeilingSeqLen) a fused causal kernel's
+  // skipped half of the attention core is not counted as work done.
+  double mfu_vs_ceiling = 0;
+  bool above_published_mfu = false;    // mfu_vs_ceiling > published_mfu_ceiling
   int64_t micro_batches = 0;           // per pipeline per iteration
   MemoryBreakdown memory;
   TimeBreakdown breakdown;
@@ -308,6 +312,14 @@ class CostModel {
   double Uncertainty() const;
   // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
   double ModelFlopsPerIteration() const { return model_flops_; }
+  // The longest sequence of the published MFU ceilings' runs (GpuSpec::
+  // published_mfu_ceilings: 512-8192 tokens).
+  static constexpr int kCeilingSeqLen = 8192;
+  // The share of the counted model FLOPs at `seq_len` that the kernels execute:
+  // a plain dense model counts the causal attention core in full (Eq. 7), of
+  // which a fused causal kernel runs half; 1 for unfused attention (it computes
+  // the masked half) and for models counted as Megatron-Core does (core at s/2).
+  double ExecutedShare(int seq_len) const;
 
   // Mixture of experts: expert parameters this GPU holds under c (the stage with
   // the most MoE layers; 0 for a dense model). Cheap: the search uses it to skip

@@ -219,6 +219,7 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   j["evidence_steps"] = p.evidence_steps;
   j["feature_band"] = p.feature_band;
   j["published_mfu_ceiling"] = p.published_mfu_ceiling;
+  j["mfu_vs_ceiling"] = p.mfu_vs_ceiling;
   j["above_published_mfu"] = p.above_published_mfu;
   j["tokens_per_s"] = p.tokens_per_s;
   j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
