@@ -54,7 +54,7 @@ const std::vector<std::string>& ExpectedPresetNames() {
       "axonn-5b",      "axonn-10b",     "axonn-20b",    "axonn-40b",     "axonn-60b",
       "axonn-80b",     "axonn-160b",    "axonn-320b",   "axonn-640b",    "llama2-7b",
       "llama2-13b",    "llama2-70b",    "llama3-8b",    "llama3-70b",    "llama3.1-8b",
-      "llama3.1-70b",  "llama3.1-405b", "phi3-mini",    "mistral-7b",    "mixtral-8x7b",
+      "llama3.1-70b",  "llama3.1-405b", "llama3.2-1b",  "llama3.2-3b",   "phi3-mini",    "mistral-7b",    "mixtral-8x7b",
       "mixtral-8x22b", "deepseek-v3",   "deepseek-v2-lite", "qwen3-30b-a3b", "qwen3-235b-a22b",
       "gpt-oss-20b",   "gpt-oss-120b",  "llama4-scout",  "llama4-maverick", "olmoe-1b-7b"};
   return kNames;
@@ -146,6 +146,8 @@ TEST(ModelParams, LlamaMistralPhiMatchPublishedTotals) {
       {"llama3-70b", 70.6e9, 0.05e9},      // HF 70.6B
       {"llama3.1-70b", 70.6e9, 0.05e9},    // HF 70.6B
       {"llama3.1-405b", 405.9e9, 0.05e9},  // 405.9B by the HF count ("406B")
+      {"llama3.2-1b", 1.235e9, 0.005e9},   // Meta's card 1.23B (truncated), HF's page 1.24B
+      {"llama3.2-3b", 3.21e9, 0.005e9},    // Meta model card 3.21B (tied embeddings)
       {"mistral-7b", 7.24e9, 0.005e9},     // Jiang et al. 2023 / HF 7.24B
       {"phi3-mini", 3.82e9, 0.005e9},      // HF 3.82B (paper: 3.8B)
   };
