@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <iterator>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "common/enum_names.h"
 #include "frameworks/emit_internal.h"
@@ -33,28 +35,55 @@ namespace {
 
 constexpr EmitFormat kF = EmitFormat::kTorchtitan;
 
-// torchtitan's Llama 3 flavours (torchtitan/models/llama3/__init__.py), by shape.
+// torchtitan's model flavours, by shape (torchtitan/models/<module>/__init__.py,
+// the *_configs tables, at b5bcd76): the model_registry flavour and the
+// config_registry function whose data, optimizer and loss the plan starts from.
+// Where torchtitan has no function for the flavour, a sibling's of the same
+// family (same tokenizer) is named and its model_spec replaced.
 struct Flavor {
+  const char* module;    // torchtitan.models.<module>
   const char* name;      // model_registry flavour
   const char* function;  // config_registry function
-  int layers, hidden, heads, kv_heads, vocab;
+  bool own_function;     // false: `function` is a sibling flavour's
+  int layers, hidden, heads, vocab;
+  int experts, top_k, moe_ffn;  // 0: dense
+  bool moe_comm_backend;        // model_registry takes moe_comm_backend
+  bool mtp;                     // model_registry takes num_mtp_layers
 };
 constexpr Flavor kFlavors[] = {
-    {"8B", "llama3_8b", 32, 4096, 32, 8, 128256},
-    {"70B", "llama3_70b", 80, 8192, 64, 8, 128256},
-    {"405B", "llama3_405b", 126, 16384, 128, 8, 128256},
+    // llama3/__init__.py:359-366; config_registry.py:194, 267, 305 (none for 1B and 3B).
+    {"llama3", "1B", "llama3_8b", false, 16, 2048, 32, 128256, 0, 0, 0, false, false},
+    {"llama3", "3B", "llama3_8b", false, 28, 3072, 24, 128256, 0, 0, 0, false, false},
+    {"llama3", "8B", "llama3_8b", true, 32, 4096, 32, 128256, 0, 0, 0, false, false},
+    {"llama3", "70B", "llama3_70b", true, 80, 8192, 64, 128256, 0, 0, 0, false, false},
+    {"llama3", "405B", "llama3_405b", true, 126, 16384, 128, 128256, 0, 0, 0, false, false},
+    // qwen3/__init__.py:597-610; config_registry.py:305 (none for 235B-A22B).
+    {"qwen3", "30B-A3B", "qwen3_30b_a3b", true, 48, 2048, 32, 151936, 128, 8, 768, true, false},
+    {"qwen3", "235B-A22B", "qwen3_30b_a3b", false, 94, 4096, 64, 151936, 128, 8, 1536, true,
+     false},
+    // deepseek_v3/__init__.py:608-613 (MLA); config_registry.py:141, 209.
+    {"deepseek_v3", "16B", "deepseek_v3_16b", true, 27, 2048, 16, 102400, 64, 6, 1408, true,
+     true},
+    {"deepseek_v3", "671B", "deepseek_v3_671b", true, 61, 7168, 128, 129280, 256, 8, 2048, true,
+     true},
+    // gpt_oss/__init__.py:381-385; config_registry.py:71, 104.
+    {"gpt_oss", "20b", "gpt_oss_20b", true, 24, 2880, 64, 201088, 32, 4, 2880, true, false},
+    {"gpt_oss", "120b", "gpt_oss_120b", true, 36, 2880, 64, 201088, 128, 4, 2880, true, false},
 };
 
 const Flavor* FlavorOf(const ModelSpec& m) {
   for (const Flavor& f : kFlavors) {
     if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
-        m.kv_heads == f.kv_heads && m.vocab == f.vocab && m.gated_ffn && !m.linear_bias &&
-        m.norm == "rmsnorm") {
+        m.vocab == f.vocab && m.experts == f.experts && m.top_k == f.top_k &&
+        m.moe_ffn_hidden == f.moe_ffn && m.gated_ffn && m.norm == "rmsnorm" &&
+        (f.experts > 0 || (m.kv_heads == 8 && !m.linear_bias))) {
       return &f;
     }
   }
   return nullptr;
 }
+
+bool Llama3(const Flavor* f) { return f && std::string_view(f->module) == "llama3"; }
 
 // torch.distributed.pipelining's schedule names (get_schedule_class), which
 // torchtitan takes as parallelism.pipeline_parallel_schedule (config/configs.py:216-222):
@@ -151,7 +180,7 @@ Status Check(const Plan& p) {
         "async tensor parallelism (tp_comm_overlap) is an Inductor pass: it needs torch.compile "
         "(distributed/compile.py:76-97)");
   }
-  if (prec == topology::Precision::kFp8 && !FlavorOf(m)) {
+  if (prec == topology::Precision::kFp8 && !Llama3(FlavorOf(m))) {
     return Refuse(kF,
                   "float8 training is a converter on the model's configuration "
                   "(Float8LinearConverter): paratune writes it for torchtitan's Llama 3 flavours "
@@ -201,17 +230,29 @@ std::string Write(const Plan& p) {
   os << "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
   os << "from torchtitan.trainer import Trainer\n";
   if (flavor) {
-    os << "from torchtitan.models.llama3 import model_registry\n";
-    os << "from torchtitan.models.llama3.config_registry import " << flavor->function << "\n";
+    os << "from torchtitan.models." << flavor->module << " import model_registry\n";
+    os << "from torchtitan.models." << flavor->module << ".config_registry import "
+       << flavor->function << "\n";
     if (fp8) os << "from torchtitan.components.quantization import Float8LinearConverter\n";
     os << "\n\ndef base_config() -> Trainer.Config:\n";
-    os << "    \"\"\"torchtitan's " << flavor->function
-       << " (the model, data and optimizer): the shape "
-       << "of " << m.name << ".\"\"\"\n";
+    if (flavor->own_function) {
+      os << "    \"\"\"torchtitan's " << flavor->function
+         << " (the model, data and optimizer): the shape of " << m.name << ".\"\"\"\n";
+    } else {
+      os << "    \"\"\"torchtitan's " << flavor->name << " flavour on " << flavor->function
+         << "'s data and optimizer (torchtitan has\n    no config_registry function for "
+         << flavor->name << "): the shape of " << m.name << ".\"\"\"\n";
+    }
     os << "    config = " << flavor->function << "()\n";
     os << "    config.model_spec = model_registry(\n";
     os << "        \"" << flavor->name << "\",\n";
     os << "        attn_backend=\"flex\",\n";
+    if (flavor->moe_comm_backend) {
+      os << "        moe_comm_backend=\"" << CommBackend(c.moe_dispatcher) << "\",\n";
+    }
+    if (flavor->mtp && m.mtp_layers > 0) {
+      os << "        num_mtp_layers=" << m.mtp_layers << ",\n";
+    }
     if (fp8) {
       os << "        converters=[\n";
       os << "            Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
@@ -262,8 +303,10 @@ std::string Write(const Plan& p) {
     if (moe.ok()) {
       for (const std::string& line : *moe) os << "    config.parallelism." << line << "\n";
     }
-    os << "    # base_config()'s MoE layers take comm_backend=\"" << CommBackend(c.moe_dispatcher)
-       << "\" (make_routed_experts_config, models/common/config_utils.py:360-425)\n";
+    if (!flavor) {
+      os << "    # base_config()'s MoE layers take comm_backend=\"" << CommBackend(c.moe_dispatcher)
+         << "\" (make_routed_experts_config, models/common/config_utils.py:360-425)\n";
+    }
   }
   if (c.pp > 1) {
     const int lps = TorchtitanLayersPerStage(m.layers, c);

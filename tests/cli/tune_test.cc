@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -230,6 +231,29 @@ TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
             s.find("config.parallelism.expert_parallel_degree = " + std::to_string(ep) + "\n"),
             std::string::npos)
             << s;
+        // torchtitan's own flavour of the model where it has one
+        // (models/<module>/__init__.py at b5bcd76), built with the plan's
+        // dispatcher as its comm backend; Mixtral has none.
+        const std::string dispatcher = cfg.value("moe_dispatcher", "alltoall");
+        const std::string backend =
+            dispatcher == "deepep" || dispatcher == "hybridep" ? dispatcher : "standard";
+        const std::map<std::string, std::pair<std::string, std::string>> flavours = {
+            {"deepseek-v3", {"deepseek_v3", "671B"}},
+            {"qwen3-30b-a3b", {"qwen3", "30B-A3B"}},
+            {"gpt-oss-20b", {"gpt_oss", "20b"}}};
+        auto fl = flavours.find(a[1]);
+        if (fl != flavours.end()) {
+          const auto& [module, flavour] = fl->second;
+          EXPECT_NE(s.find("from torchtitan.models." + module + " import model_registry\n"),
+                    std::string::npos)
+              << s;
+          EXPECT_NE(s.find("model_registry(\n        \"" + flavour + "\",\n"), std::string::npos)
+              << s;
+          EXPECT_NE(s.find("moe_comm_backend=\"" + backend + "\""), std::string::npos) << s;
+        } else {
+          EXPECT_NE(s.find("has no configuration of this model's shape"), std::string::npos) << s;
+          EXPECT_NE(s.find("comm_backend=\"" + backend + "\""), std::string::npos) << s;
+        }
       } else {
         EXPECT_NE(s.find("--moe-expert-parallel-size " + std::to_string(ep) + "\n"),
                   std::string::npos)
