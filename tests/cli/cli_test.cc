@@ -251,6 +251,29 @@ TEST(Capacity, FpdtWithOffloadReachesTwoMillionTokensOnFourA100_40GB) {
   EXPECT_TRUE(p.contains("binding"));
 }
 
+// When memory rejects every configuration, the table names the fewest GPUs,
+// doubling from the job's, at which something fits: a plan there succeeds and
+// one at half of it (still above the job's count, or the job's) does not.
+TEST(Plan, NothingFitsNamesTheFewestGpusThatFit) {
+  const Args job = {"--model", "llama3.1-70b", "--cluster", "dgx-h100", "--seq", "8192",
+                    "--global-batch", "64", "--space", "megatron"};
+  auto with = [&](int gpus) {
+    Args a = job;
+    a.insert(a.end(), {"--gpus", std::to_string(gpus)});
+    return Call(RunPlan, a);
+  };
+  const Outcome none = with(2);
+  ASSERT_EQ(none.code, kExitNoFeasible) << none.out;
+  const std::string key = "fewest GPUs that fit (doubling from 2): ";
+  const size_t at = none.out.find(key);
+  ASSERT_NE(at, std::string::npos) << none.out;
+  const int fits = std::stoi(none.out.substr(at + key.size()));
+  EXPECT_GT(fits, 2);
+  EXPECT_EQ(with(fits).code, kExitOk);
+  EXPECT_EQ(with(fits / 2).code, kExitNoFeasible);
+  EXPECT_NE(none.out.find("(--gpus " + std::to_string(fits) + ")"), std::string::npos);
+}
+
 TEST(Validate, HoldoutMustBeAGrouping) {
   Outcome r = Call(RunValidate, {"--runs", "-", "--holdout", "vendor"}, "[]");
   EXPECT_EQ(r.code, kExitUsage);
