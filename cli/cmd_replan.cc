@@ -134,6 +134,22 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
       << ", inter-node " << GiB(pp["inter_node_bytes"].get<double>()) << ", from checkpoint "
       << GiB(pp["checkpoint_fallback_bytes"].get<double>()) << " GiB; bound by " << pp["bottleneck"].get<std::string>()
       << ")\n";
+  if (!d["experts"].is_null()) {
+    const auto& e = d["experts"];
+    auto lay = [](const Json& l) {
+      return std::to_string(l["ep"].get<int>()) + "x" + std::to_string(l["etp"].get<int>()) + "x" +
+             std::to_string(l["edp"].get<int>());
+    };
+    const double bytes_per_param = d["reshard"]["bytes_per_element"]["param"].get<double>();
+    out << "  routed experts (ep x etp x edp per stage " << lay(e["from"]) << " -> " << lay(e["to"])
+        << "; not in the loads above): " << e["moe_layers"].get<int>() << " MoE layers, "
+        << e["layers_changing_stage"].get<int>() << " change stage; "
+        << GiB(e["params_moved"].get<double>() * bytes_per_param) << " of "
+        << GiB(e["params_needed"].get<double>() * bytes_per_param) << " GiB of weights move, "
+        << GiB(e["bytes_moved"].get<double>())
+        << " GiB with their optimizer state; a rank reads at most "
+        << GiB(e["max_rank_params_in"].get<double>() * bytes_per_param) << " GiB of weights\n";
+  }
   const auto& frags = r["fragments"];
   if (!frags.empty()) {
     const size_t show = std::min<size_t>(frags.size(), 12);

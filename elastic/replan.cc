@@ -179,8 +179,52 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
     r.reshard = ComputeReshard(from_l, to_l, r.allocation, old_job.cluster, options.reshard);
     r.reshard_from = std::move(from_l);
     r.reshard_to = std::move(to_l);
+    if (old_job.model.is_moe()) {
+      PT_ASSIGN_OR_RETURN(r.experts, PlanExpertMove(old_job.model, old_config, to,
+                                                    old_job.training.precision));
+    }
   }
   return r;
+}
+
+Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from,
+                                  const ParallelConfig& to, topology::Precision precision) {
+  auto layout = [](const ParallelConfig& c) {
+    const int stage_ranks = static_cast<int>(c.world() / c.pp);
+    const int ep = std::max(1, c.ep), etp = std::max(1, c.etp);
+    return ExpertLayout{ep, etp, std::max(1, stage_ranks / (ep * etp))};
+  };
+  ExpertMove out;
+  out.from = layout(from);
+  out.to = layout(to);
+  PT_ASSIGN_OR_RETURN(const ExpertReshardPlan same, PlanExpertReshard(m, out.from, out.to));
+  PT_ASSIGN_OR_RETURN(const PipelineLayout pf,
+                      MakePipelineLayout(m.layers, from.pp, from.vpp, from.first_stage_layers,
+                                         from.last_stage_layers));
+  PT_ASSIGN_OR_RETURN(const PipelineLayout pt,
+                      MakePipelineLayout(m.layers, to.pp, to.vpp, to.first_stage_layers,
+                                         to.last_stage_layers));
+  // What one new stage-local rank holds of one MoE layer.
+  const int64_t per_rank = same.params_needed / out.to.ranks();
+  std::vector<int64_t> stage_in(to.pp, 0);
+  for (int l = 0; l < m.layers; ++l) {
+    if (!m.is_moe_layer(l)) continue;
+    ++out.moe_layers;
+    const int s_new = pt.StageOfChunk(pt.ChunkOfLayer(l));
+    const bool stays = pf.StageOfChunk(pf.ChunkOfLayer(l)) == s_new;
+    out.layers_changing_stage += stays ? 0 : 1;
+    out.params_needed += same.params_needed;
+    out.params_kept += stays ? same.params_kept : 0;
+    stage_in[s_new] += stays ? same.max_rank_params_in : per_rank;
+  }
+  out.params_moved = out.params_needed - out.params_kept;
+  out.max_rank_params_in = *std::max_element(stage_in.begin(), stage_in.end());
+  const bool wide = precision == topology::Precision::kFp32 || precision == topology::Precision::kTf32;
+  const double optimizer = (wide ? 0.0 : 4.0) + 8.0;  // master (below fp32), Adam m and v
+  const bool sharded = to.distributed_optimizer || to.zero > 0;
+  out.bytes_moved = static_cast<double>(out.params_moved) *
+                    ((wide ? 4.0 : 2.0) + optimizer / (sharded ? out.to.edp : 1));
+  return out;
 }
 
 OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
@@ -261,6 +305,29 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
   } else {
     doc["reshard_candidate"] = nullptr;
     doc["reshard"] = nullptr;
+  }
+  if (r.experts) {
+    const ExpertMove& e = *r.experts;
+    auto lay = [](const ExpertLayout& l) {
+      OrderedJson j;
+      j["ep"] = l.ep;
+      j["etp"] = l.etp;
+      j["edp"] = l.edp;
+      return j;
+    };
+    OrderedJson x;
+    x["from"] = lay(e.from);
+    x["to"] = lay(e.to);
+    x["moe_layers"] = e.moe_layers;
+    x["layers_changing_stage"] = e.layers_changing_stage;
+    x["params_needed"] = e.params_needed;
+    x["params_kept"] = e.params_kept;
+    x["params_moved"] = e.params_moved;
+    x["bytes_moved"] = e.bytes_moved;
+    x["max_rank_params_in"] = e.max_rank_params_in;
+    doc["experts"] = x;
+  } else {
+    doc["experts"] = nullptr;
   }
   return doc;
 }

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "planner/plans.h"
 #include "planner/request.h"
+#include "elastic/expert_reshard.h"
 #include "elastic/reshard.h"
 #include "planner/search.h"
 
@@ -61,6 +62,29 @@ struct ReplanCandidate {
   double relative_tokens_per_s = 0;  // candidate tokens/s / running tokens/s
 };
 
+// The routed experts' part of a reshard. Each pipeline stage's experts lie
+// over its ranks as ep × etp × edp (elastic/expert_reshard.h): an MoE layer
+// that stays on the stage of the same index keeps what each stage-local rank
+// already holds (PlanExpertReshard); one that changes stage is read whole.
+struct ExpertMove {
+  ExpertLayout from, to;  // per stage
+  int moe_layers = 0;
+  int layers_changing_stage = 0;
+  // Parameters, summed over the new ranks and the MoE layers (replicas count).
+  int64_t params_needed = 0, params_kept = 0, params_moved = 0;
+  // Bytes of the moved parameters with their optimizer state: the weights in
+  // the training dtype, the fp32 master weights (below fp32) and Adam's m and
+  // v, these three split over the expert-data replicas under a distributed
+  // optimizer or ZeRO.
+  double bytes_moved = 0;
+  // The most one new rank reads, summed over its stage's MoE layers (each
+  // layer's busiest rank: an upper bound).
+  int64_t max_rank_params_in = 0;
+};
+// Errors: a config whose experts do not divide over its stage's ranks.
+Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from,
+                                  const ParallelConfig& to, topology::Precision precision);
+
 struct ReplanResult {
   Job old_job;
   ParallelConfig old_config;
@@ -80,6 +104,9 @@ struct ReplanResult {
   // The reshard map to candidate reshard_candidate (absent with none).
   std::optional<ReshardMap> reshard;
   std::optional<Layout> reshard_from, reshard_to;
+  // A mixture-of-experts model's routed experts, which the map above leaves
+  // out, moved to the same candidate (absent for a dense model or no map).
+  std::optional<ExpertMove> experts;
 };
 
 using SearchRunner = std::function<SearchResult(const Search&)>;

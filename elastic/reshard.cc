@@ -13,7 +13,8 @@ namespace {
 
 // By value, in the order of each enum's declaration (reshard.h).
 constexpr const char* kTensorClassNames[] = {"qkv",       "proj",     "fc1",    "fc2",       "norm",
-                                             "embedding", "position", "output", "final_norm"};
+                                             "embedding", "position", "output", "final_norm",
+                                             "router"};
 static_assert(std::size(kTensorClassNames) == kNumTensorClasses);
 constexpr const char* kStateNames[] = {"param", "master", "exp_avg", "exp_avg_sq", "grad"};
 static_assert(std::size(kStateNames) == kNumStates);
@@ -106,7 +107,7 @@ const char* RouteName(Route r) { return EnumName(r, kRouteNames); }
 
 std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
   std::vector<TensorDesc> out;
-  const int64_t h = m.hidden, f = m.ffn_hidden, V = m.vocab;
+  const int64_t h = m.hidden, V = m.vocab;
   const bool layernorm = m.norm != "rmsnorm";
   auto add = [&](std::string name, TensorClass cls, int layer, int64_t rows, int64_t cols,
                  TpAxis row_axis, TpAxis col_axis, int groups = 1, bool vocab = false) {
@@ -125,23 +126,57 @@ std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
     add("position.weight", TensorClass::kPosition, -1, m.max_seq_len, h, TpAxis::kNone, TpAxis::kNone);
   }
   const int groups = m.gated_ffn ? 2 : 1;
-  for (int l = 0; l < m.layers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    auto norm = [&](const std::string& n) {
-      add(p + n + ".weight", TensorClass::kNorm, l, h, 1, TpAxis::kNone, TpAxis::kNone);
-      if (layernorm) add(p + n + ".bias", TensorClass::kNorm, l, h, 1, TpAxis::kNone, TpAxis::kNone);
-    };
-    norm("input_norm");
-    // Normal layers: output rows split by Y, input cols by X; transposed: the reverse.
-    add(p + "qkv.weight", TensorClass::kQkv, l, m.qkv_out(), h, TpAxis::kY, TpAxis::kX);
-    if (m.linear_bias) add(p + "qkv.bias", TensorClass::kQkv, l, m.qkv_out(), 1, TpAxis::kY, TpAxis::kNone);
-    add(p + "proj.weight", TensorClass::kProj, l, h, h, TpAxis::kX, TpAxis::kY);
-    if (m.linear_bias) add(p + "proj.bias", TensorClass::kProj, l, h, 1, TpAxis::kX, TpAxis::kNone);
-    norm("post_norm");
+  // An MLP of width f: FC1 normal ([gate; up] rows by Y), FC2 transposed.
+  auto mlp = [&](const std::string& p, int l, int64_t f) {
     add(p + "fc1.weight", TensorClass::kFc1, l, groups * f, h, TpAxis::kY, TpAxis::kX, groups);
     if (m.linear_bias) add(p + "fc1.bias", TensorClass::kFc1, l, groups * f, 1, TpAxis::kY, TpAxis::kNone, groups);
     add(p + "fc2.weight", TensorClass::kFc2, l, h, f, TpAxis::kX, TpAxis::kY);
     if (m.linear_bias) add(p + "fc2.bias", TensorClass::kFc2, l, h, 1, TpAxis::kX, TpAxis::kNone);
+  };
+  const int64_t a = m.heads;
+  for (int l = 0; l < m.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    auto norm = [&](const std::string& n, int64_t width = 0) {
+      add(p + n + ".weight", TensorClass::kNorm, l, width ? width : h, 1, TpAxis::kNone, TpAxis::kNone);
+      if (layernorm) add(p + n + ".bias", TensorClass::kNorm, l, width ? width : h, 1, TpAxis::kNone, TpAxis::kNone);
+    };
+    norm("input_norm");
+    if (m.is_mla()) {
+      // Megatron-Core's MLA (multi_latent_attention.py): the down projections
+      // and their norms are duplicated over the tensor group, the up
+      // projections column-parallel (heads by Y), the output row-parallel.
+      const int64_t qk = int64_t{m.qk_nope_head_dim} + m.qk_rope_head_dim;
+      if (m.q_lora_rank > 0) {
+        add(p + "q_down.weight", TensorClass::kQkv, l, m.q_lora_rank, h, TpAxis::kNone, TpAxis::kNone);
+        add(p + "q_norm.weight", TensorClass::kNorm, l, m.q_lora_rank, 1, TpAxis::kNone, TpAxis::kNone);
+        add(p + "q_up.weight", TensorClass::kQkv, l, a * qk, m.q_lora_rank, TpAxis::kY, TpAxis::kNone);
+      } else {
+        add(p + "q.weight", TensorClass::kQkv, l, a * qk, h, TpAxis::kY, TpAxis::kX);
+      }
+      add(p + "kv_down.weight", TensorClass::kQkv, l, int64_t{m.kv_lora_rank} + m.qk_rope_head_dim, h,
+          TpAxis::kNone, TpAxis::kNone);
+      add(p + "kv_norm.weight", TensorClass::kNorm, l, m.kv_lora_rank, 1, TpAxis::kNone, TpAxis::kNone);
+      add(p + "kv_up.weight", TensorClass::kQkv, l,
+          a * (int64_t{m.qk_nope_head_dim} + m.v_head_dim), m.kv_lora_rank, TpAxis::kY, TpAxis::kNone);
+      add(p + "proj.weight", TensorClass::kProj, l, h, a * m.v_head_dim, TpAxis::kX, TpAxis::kY);
+    } else {
+      // Normal layers: output rows split by Y, input cols by X; transposed: the reverse.
+      add(p + "qkv.weight", TensorClass::kQkv, l, m.qkv_out(), h, TpAxis::kY, TpAxis::kX);
+      if (m.linear_bias) add(p + "qkv.bias", TensorClass::kQkv, l, m.qkv_out(), 1, TpAxis::kY, TpAxis::kNone);
+      add(p + "proj.weight", TensorClass::kProj, l, h, m.q_out(), TpAxis::kX, TpAxis::kY);
+      if (m.linear_bias) add(p + "proj.bias", TensorClass::kProj, l, h, 1, TpAxis::kX, TpAxis::kNone);
+    }
+    norm("post_norm");
+    if (m.is_moe_layer(l)) {
+      // The router is replicated over the tensor group; the routed experts are
+      // laid out by ep × etp × edp (elastic/expert_reshard.h), not here; the
+      // shared experts are an MLP on the attention's tensor group.
+      add(p + "router.weight", TensorClass::kRouter, l, m.experts, h, TpAxis::kNone, TpAxis::kNone);
+      if (m.linear_bias) add(p + "router.bias", TensorClass::kRouter, l, m.experts, 1, TpAxis::kNone, TpAxis::kNone);
+      if (m.shared_ffn_hidden > 0) mlp(p + "shared_", l, m.shared_ffn_hidden);
+    } else {
+      mlp(p, l, m.ffn_hidden);
+    }
   }
   add("final_norm.weight", TensorClass::kFinalNorm, -1, h, 1, TpAxis::kNone, TpAxis::kNone);
   if (layernorm) add("final_norm.bias", TensorClass::kFinalNorm, -1, h, 1, TpAxis::kNone, TpAxis::kNone);

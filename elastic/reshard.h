@@ -64,10 +64,11 @@ Result<PipelineLayout> MakePipelineLayout(int layers, int pp, int vpp, int first
 // The tensors of a model, in consolidated coordinates.
 
 enum class TensorClass : uint8_t {
-  kQkv = 0, kProj, kFc1, kFc2, kNorm, kEmbedding, kPosition, kOutput, kFinalNorm
+  kQkv = 0, kProj, kFc1, kFc2, kNorm, kEmbedding, kPosition, kOutput, kFinalNorm, kRouter
 };
-inline constexpr int kNumTensorClasses = 9;
-// "qkv" | "proj" | "fc1" | "fc2" | "norm" | "embedding" | "position" | "output" | "final_norm"
+inline constexpr int kNumTensorClasses = 10;
+// "qkv" | "proj" | "fc1" | "fc2" | "norm" | "embedding" | "position" | "output" |
+// "final_norm" | "router"
 const char* TensorClassName(TensorClass c);
 
 // Which tensor-parallel axis splits a dimension of a tensor.
@@ -93,9 +94,16 @@ struct TensorDesc {
 
 // Every tensor of `m` in a fixed order (the order of the flat ZeRO buffers):
 // embedding, position (learned positions only), then per block: input norm
-// (weight, bias for LayerNorm), qkv weight (+bias), proj weight (+bias), post
-// norm, fc1 weight (+bias), fc2 weight (+bias); then the final norm and, when
-// untied, the output projection. Sharding (Megatron / AxoNN): QKV and FC1 are
+// (weight, bias for LayerNorm), qkv weight (+bias), proj weight (+bias; h ×
+// heads·head_dim), post norm, fc1 weight (+bias), fc2 weight (+bias); then the
+// final norm and, when untied, the output projection. MLA blocks carry
+// Megatron-Core's q_down, q_norm, q_up (or q without a q LoRA), kv_down,
+// kv_norm, kv_up and proj instead of qkv and proj, the down projections and
+// norms replicated over the tensor group. MoE blocks carry the router
+// (replicated) and the shared experts' shared_fc1/shared_fc2 instead of fc1
+// and fc2; their routed experts are not in the catalog (PlanExpertReshard lays
+// them out), nor are multi-token-prediction modules. So the catalog holds
+// ParamCount() less the routed experts and the MTP modules. Sharding (Megatron / AxoNN): QKV and FC1 are
 // "normal" layers (rows = output features split by Y, cols = input features by
 // X), projection and FC2 "transposed" (rows by X, cols by Y); biases follow
 // their layer's output rows; embedding/output rows (vocabulary) split over the

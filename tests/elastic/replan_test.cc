@@ -207,5 +207,51 @@ TEST(Replan, RequestToDocument) {
   EXPECT_NE(e.status().message().find("/lost_nodez"), std::string::npos) << e.status().message();
 }
 
+// The routed experts of a replan: nothing moves when the layout is unchanged;
+// each MoE layer's parameters are counted once per expert-data replica; a
+// layer that changes pipeline stage is read whole.
+TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
+  const ModelSpec m = *ModelPreset("qwen3-30b-a3b");
+  ParallelConfig a;
+  a.gdata = 64;
+  a.ep = 8;
+  a.distributed_optimizer = true;
+  auto same = PlanExpertMove(m, a, a, topology::Precision::kBf16);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  const int64_t per_layer = int64_t{m.experts} * m.ExpertParams();
+  EXPECT_EQ(same->moe_layers, m.moe_layer_count());
+  EXPECT_EQ(same->from.edp, 8);  // 64 ranks of one stage over ep 8
+  EXPECT_EQ(same->params_needed, m.moe_layer_count() * per_layer * 8);
+  EXPECT_EQ(same->params_kept, same->params_needed);
+  EXPECT_EQ(same->params_moved, 0);
+  EXPECT_EQ(same->bytes_moved, 0.0);
+  // To 56 GPUs on 7 stages of 8 ranks (EP 8, one replica): the 48 layers split
+  // 7 + 7 + ... ; only stage 0's layers stay on a stage of the same index.
+  ParallelConfig b;
+  b.pp = 7;
+  b.gdata = 8;
+  b.ep = 8;
+  b.distributed_optimizer = true;
+  auto move = PlanExpertMove(m, a, b, topology::Precision::kBf16);
+  ASSERT_TRUE(move.ok()) << move.status().message();
+  EXPECT_EQ(move->to.edp, 1);
+  EXPECT_EQ(move->params_needed, m.moe_layer_count() * per_layer);
+  auto stages = SplitLayers(m.layers, 7);
+  ASSERT_TRUE(stages.ok());
+  EXPECT_EQ(move->layers_changing_stage, m.layers - stages->front());
+  // Stage 0's layers keep each rank's own eighth of the experts (same EP).
+  EXPECT_EQ(move->params_kept, int64_t{stages->front()} * per_layer);
+  // Moved weights in bf16, with fp32 master, m and v (one replica: not split).
+  EXPECT_DOUBLE_EQ(move->bytes_moved, static_cast<double>(move->params_moved) * (2 + 12));
+  // A dense model's replan has no experts.
+  Json req = Json::parse(R"({
+    "from": {"model": "llama2-7b", "cluster": "dgx-a100-80gb", "gpus": 16,
+             "training": {"seq_len": 4096, "global_batch": 64}, "config": {"tp": 2}},
+    "lost_nodes": 1, "space": "megatron", "top": 1})");
+  auto doc = ReplanDocument(req);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_TRUE((*doc)["experts"].is_null());
+}
+
 }  // namespace
 }  // namespace paratune::planner

@@ -103,6 +103,26 @@ TEST(Catalog, CountsEveryParameterOnce) {
     for (const auto& t : TensorCatalog(*m)) k += t.numel();
     EXPECT_EQ(k, m->ParamCount()) << name;
   }
+  // MoE and MLA presets: everything but the routed experts (laid out by
+  // PlanExpertReshard) and the multi-token-prediction modules.
+  for (const char* name : {"deepseek-v3", "deepseek-v2-lite", "qwen3-30b-a3b", "gpt-oss-20b",
+                           "mixtral-8x7b", "llama4-maverick"}) {
+    auto m = ModelPreset(name);
+    ASSERT_TRUE(m.ok()) << name;
+    int64_t k = 0;
+    for (const auto& t : TensorCatalog(*m)) k += t.numel();
+    const int64_t routed = int64_t{m->moe_layer_count()} * m->experts * m->ExpertParams();
+    EXPECT_EQ(k, m->ParamCount() - routed - int64_t{m->mtp_layers} * m->MtpModuleParams())
+        << name;
+  }
+  // An MoE layer has no dense MLP: Qwen3-30B-A3B's 48 MoE layers carry routers,
+  // not fc1/fc2 (its config's dense intermediate size belongs to no layer).
+  auto q = ModelPreset("qwen3-30b-a3b");
+  ASSERT_TRUE(q.ok());
+  for (const auto& t : TensorCatalog(*q)) {
+    EXPECT_NE(t.cls, TensorClass::kFc1) << t.name;
+    EXPECT_NE(t.cls, TensorClass::kFc2) << t.name;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -151,6 +171,21 @@ ModelSpec RandomModel(std::mt19937& rng) {
   m.linear_bias = pick({0, 1}) == 1;
   m.norm = pick({0, 1}) ? "layernorm" : "rmsnorm";
   m.max_seq_len = m.norm == "layernorm" ? pick({0, 6}) : 0;
+  if (pick({0, 1, 2}) == 0) {  // a mixture of experts: a router and shared experts per MoE layer
+    m.experts = 4;
+    m.top_k = 2;
+    m.moe_ffn_hidden = 6;
+    m.shared_ffn_hidden = pick({0, 6});
+    m.first_dense_layers = pick({0, 1});
+  }
+  if (pick({0, 1, 2}) == 0) {  // multi-head latent attention, with or without a query LoRA
+    m.kv_heads = m.heads;
+    m.q_lora_rank = pick({0, 6});
+    m.kv_lora_rank = 5;
+    m.qk_nope_head_dim = 2;
+    m.qk_rope_head_dim = 1;
+    m.v_head_dim = 3;
+  }
   return m;
 }
 
