@@ -148,7 +148,9 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
         << GiB(e["params_needed"].get<double>() * bytes_per_param) << " GiB of weights move, "
         << GiB(e["bytes_moved"].get<double>())
         << " GiB with their optimizer state; a rank reads at most "
-        << GiB(e["max_rank_params_in"].get<double>() * bytes_per_param) << " GiB of weights\n";
+        << GiB(e["max_rank_params_in"].get<double>() * bytes_per_param)
+        << " GiB of weights; " << Secs(e["cross_node_s"])
+        << " if every moved piece crossed nodes\n";
   }
   const auto& frags = r["fragments"];
   if (!frags.empty()) {

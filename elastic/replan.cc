@@ -181,14 +181,16 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
     r.reshard_to = std::move(to_l);
     if (old_job.model.is_moe()) {
       PT_ASSIGN_OR_RETURN(r.experts, PlanExpertMove(old_job.model, old_config, to,
-                                                    old_job.training.precision));
+                                                    old_job.training.precision,
+                                                    old_job.cluster));
     }
   }
   return r;
 }
 
 Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from,
-                                  const ParallelConfig& to, topology::Precision precision) {
+                                  const ParallelConfig& to, topology::Precision precision,
+                                  const topology::ClusterSpec& cluster) {
   auto layout = [](const ParallelConfig& c) {
     const int stage_ranks = static_cast<int>(c.world() / c.pp);
     const int ep = std::max(1, c.ep), etp = std::max(1, c.etp);
@@ -222,8 +224,15 @@ Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from
   const bool wide = precision == topology::Precision::kFp32 || precision == topology::Precision::kTf32;
   const double optimizer = (wide ? 0.0 : 4.0) + 8.0;  // master (below fp32), Adam m and v
   const bool sharded = to.distributed_optimizer || to.zero > 0;
-  out.bytes_moved = static_cast<double>(out.params_moved) *
-                    ((wide ? 4.0 : 2.0) + optimizer / (sharded ? out.to.edp : 1));
+  const double per_param = (wide ? 4.0 : 2.0) + optimizer / (sharded ? out.to.edp : 1);
+  out.bytes_moved = static_cast<double>(out.params_moved) * per_param;
+  const double node_GBps = cluster.NodeInjectionGBps();
+  if (out.params_moved > 0 && node_GBps > 0) {
+    const double nodes = std::ceil(static_cast<double>(to.world()) / cluster.gpus_per_node);
+    out.cross_node_s = std::max(
+        static_cast<double>(out.max_rank_params_in) * per_param / (cluster.InterNodeGBpsPerGpu() * 1e9),
+        out.bytes_moved / (nodes * node_GBps * 1e9));
+  }
   return out;
 }
 
@@ -325,6 +334,7 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
     x["params_moved"] = e.params_moved;
     x["bytes_moved"] = e.bytes_moved;
     x["max_rank_params_in"] = e.max_rank_params_in;
+    x["cross_node_s"] = e.cross_node_s;
     doc["experts"] = x;
   } else {
     doc["experts"] = nullptr;

@@ -80,10 +80,16 @@ struct ExpertMove {
   // The most one new rank reads, summed over its stage's MoE layers (each
   // layer's busiest rank: an upper bound).
   int64_t max_rank_params_in = 0;
+  // The load time if every moved piece crossed nodes: the busiest rank's bytes
+  // at its share of the node's injection bandwidth, or all bytes at every new
+  // node's, whichever is longer; 0 when nothing moves or the cluster has no
+  // inter-node bandwidth.
+  double cross_node_s = 0;
 };
 // Errors: a config whose experts do not divide over its stage's ranks.
 Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from,
-                                  const ParallelConfig& to, topology::Precision precision);
+                                  const ParallelConfig& to, topology::Precision precision,
+                                  const topology::ClusterSpec& cluster);
 
 struct ReplanResult {
   Job old_job;

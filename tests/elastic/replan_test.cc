@@ -216,7 +216,8 @@ TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
   a.gdata = 64;
   a.ep = 8;
   a.distributed_optimizer = true;
-  auto same = PlanExpertMove(m, a, a, topology::Precision::kBf16);
+  const topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-h100");
+  auto same = PlanExpertMove(m, a, a, topology::Precision::kBf16, cluster);
   ASSERT_TRUE(same.ok()) << same.status().message();
   const int64_t per_layer = int64_t{m.experts} * m.ExpertParams();
   EXPECT_EQ(same->moe_layers, m.moe_layer_count());
@@ -225,6 +226,7 @@ TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
   EXPECT_EQ(same->params_kept, same->params_needed);
   EXPECT_EQ(same->params_moved, 0);
   EXPECT_EQ(same->bytes_moved, 0.0);
+  EXPECT_EQ(same->cross_node_s, 0.0);
   // To 56 GPUs on 7 stages of 8 ranks (EP 8, one replica): the 48 layers split
   // 7 + 7 + ... ; only stage 0's layers stay on a stage of the same index.
   ParallelConfig b;
@@ -232,7 +234,7 @@ TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
   b.gdata = 8;
   b.ep = 8;
   b.distributed_optimizer = true;
-  auto move = PlanExpertMove(m, a, b, topology::Precision::kBf16);
+  auto move = PlanExpertMove(m, a, b, topology::Precision::kBf16, cluster);
   ASSERT_TRUE(move.ok()) << move.status().message();
   EXPECT_EQ(move->to.edp, 1);
   EXPECT_EQ(move->params_needed, m.moe_layer_count() * per_layer);
@@ -243,6 +245,8 @@ TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
   EXPECT_EQ(move->params_kept, int64_t{stages->front()} * per_layer);
   // Moved weights in bf16, with fp32 master, m and v (one replica: not split).
   EXPECT_DOUBLE_EQ(move->bytes_moved, static_cast<double>(move->params_moved) * (2 + 12));
+  // Never faster than the moved bytes over the 7 new nodes' injection bandwidth.
+  EXPECT_GE(move->cross_node_s, move->bytes_moved / (7 * cluster.NodeInjectionGBps() * 1e9));
   // A dense model's replan has no experts.
   Json req = Json::parse(R"({
     "from": {"model": "llama2-7b", "cluster": "dgx-a100-80gb", "gpus": 16,
