@@ -179,7 +179,9 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
     r.reshard = ComputeReshard(from_l, to_l, r.allocation, old_job.cluster, options.reshard);
     r.reshard_from = std::move(from_l);
     r.reshard_to = std::move(to_l);
-    if (old_job.model.is_moe()) {
+    // The expert layout is Megatron-Core's folding (replicas over edp);
+    // torchtitan's FSDP2 shards the experts over its efsdp ranks instead.
+    if (old_job.model.is_moe() && old_config.gz == 1 && to.gz == 1) {
       PT_ASSIGN_OR_RETURN(r.experts, PlanExpertMove(old_job.model, old_config, to,
                                                     old_job.training.precision,
                                                     old_job.cluster));
@@ -270,6 +272,11 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
     warnings.push_back("no configuration fits on " + std::to_string(r.available_gpus) +
                        " GPUs or the counts below it that were searched" +
                        (options.allow_global_batch_change ? "" : "; --allow-global-batch-change may help"));
+  }
+  if (r.reshard && r.old_job.model.is_moe() && !r.experts) {
+    warnings.push_back(
+        "the routed experts' move is not mapped: their layout is modelled as Megatron-Core folds "
+        "them (ep x etp x edp replicas), and FSDP2 (gz > 1) shards them instead");
   }
   doc["warnings"] = warnings;
   doc["space"] = FamilyName(options.search.family);

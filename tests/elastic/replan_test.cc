@@ -255,6 +255,22 @@ TEST(Replan, ExpertMoveCountsEveryReplicaAndKeepsWhatStays) {
   auto doc = ReplanDocument(req);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   EXPECT_TRUE((*doc)["experts"].is_null());
+  // Under FSDP2 (torchtitan shards the experts over efsdp) the move is not
+  // mapped, and the document says so.
+  Json tt = Json::parse(R"({
+    "from": {"model": "qwen3-30b-a3b", "cluster": "dgx-h100", "gpus": 64,
+             "training": {"seq_len": 4096, "global_batch": 1024, "framework": "torchtitan"},
+             "config": {"gz": 32, "dp": 2, "ep": 8, "mbs": 2}},
+    "lost_nodes": 1, "space": "fsdp", "top": 1})");
+  auto fsdp = ReplanDocument(tt);
+  ASSERT_TRUE(fsdp.ok()) << fsdp.status().message();
+  EXPECT_FALSE((*fsdp)["reshard"].is_null());
+  EXPECT_TRUE((*fsdp)["experts"].is_null());
+  bool warned = false;
+  for (const auto& w : (*fsdp)["warnings"]) {
+    warned |= w.get<std::string>().find("routed experts' move is not mapped") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << (*fsdp)["warnings"].dump();
 }
 
 }  // namespace
