@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <iomanip>
-#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -216,44 +215,6 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
   }
 }
 
-// Whether memory (GPU or host) is what rejected most configurations.
-bool MemoryBinds(const planner::SearchResult& r) {
-  const auto mem = std::max(r.rejected[static_cast<int>(planner::Reason::kOutOfMemory)],
-                            r.rejected[static_cast<int>(planner::Reason::kOutOfHostMemory)]);
-  for (int i = 1; i < planner::kNumReasons; ++i) {
-    if (r.rejected[i] > mem) return false;
-  }
-  return mem > 0;
-}
-
-// When nothing fits for lack of memory: the fewest GPUs, doubling from the
-// job's count, at which the same search finds a configuration that fits
-// (checked up to 2^10 times the count), with that count's best candidate.
-struct FitsFrom {
-  int gpus = 0;
-  planner::Candidate best;
-};
-std::optional<FitsFrom> FewestGpusThatFit(const planner::Job& job, planner::SearchOptions opt,
-                                           bool family_named, bool framework_named, int threads,
-                                           Io io) {
-  opt.top_k = 1;
-  opt.keep_pareto = false;
-  for (int64_t g = int64_t{job.gpus} * 2; g <= kMaxGpus && g <= int64_t{job.gpus} << 10; g *= 2) {
-    planner::Job bigger = job;
-    bigger.gpus = static_cast<int>(g);
-    auto space = planner::ModelsForSpace(bigger, opt.family, family_named, framework_named);
-    if (!space.ok()) return std::nullopt;
-    if (io.progress) io.err << "[plan] nothing fits; trying " << g << " GPUs" << std::endl;
-    const planner::SearchResult r = RunThreaded(planner::Search(space->Pointers(), opt), threads);
-    if (!r.top.empty()) {
-      // Rank 1 as `plan --gpus g` prints it.
-      return FitsFrom{static_cast<int>(g),
-                      planner::RankForTrust(r.pool, opt.objective, 1).front().best};
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 int RunPlan(const Args& args, Io io) {
@@ -319,7 +280,6 @@ int RunPlan(const Args& args, Io io) {
   if (auto p = flags.Get("--profile")) base["profile"] = *p;
 
   std::vector<planner::PlanSection> sections;
-  std::optional<FitsFrom> fits_from;  // the last count's, when nothing fits for lack of memory
   for (size_t ci = 0; ci < counts.size(); ++ci) {
     const int gpus = counts[ci];
     Json req = base;
@@ -354,9 +314,18 @@ int RunPlan(const Args& args, Io io) {
     Timer timer;
     sec.result = RunThreaded(search, threads);
     sec.search_time_s = timer.Seconds();
-    if (format == "table" && ci + 1 == counts.size() && sec.result.top.empty() &&
-        MemoryBinds(sec.result) && !flags.Has("--explain")) {
-      fits_from = FewestGpusThatFit(sec.job, opt, flags.Has("--space"), named, threads, io);
+    if (ci + 1 == counts.size() && sec.result.top.empty() && planner::MemoryBinds(sec.result) &&
+        !flags.Has("--explain")) {
+      if (io.progress) {
+        io.err << "[plan] nothing fits on " << sec.job.gpus << " GPUs; doubling" << std::endl;
+      }
+      auto fits = planner::FewestGpusThatFit(
+          sec.job, opt, flags.Has("--space"), named, kMaxGpus,
+          [&](const planner::Search& s) -> Result<planner::SearchResult> {
+            return RunThreaded(s, threads);
+          });
+      if (!fits.ok()) return UsageError(io, "plan", fits.status());
+      sec.fits_from = *fits;
     }
 
     if (auto ex = flags.Get("--explain"); ex && counts.size() == 1) {
@@ -446,15 +415,15 @@ int RunPlan(const Args& args, Io io) {
                   " (--fix) for this job\n";
       } else if (s.result.top.empty()) {
         io.out << "no configuration fits; the most common reason is shown above\n";
-        if (fits_from) {
-          const planner::Candidate& b = fits_from->best;
-          io.out << "fewest GPUs that fit (doubling from " << s.job.gpus << "): " << fits_from->gpus
+        if (s.fits_from) {
+          const planner::Candidate& b = s.fits_from->best;
+          io.out << "fewest GPUs that fit (doubling from " << s.job.gpus << "): " << s.fits_from->gpus
                  << ", where the best is " << planner::FrameworkName(b.framework) << " "
                  << planner::ConfigToString(b.config) << " at "
                  << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
                  << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
-                 << fits_from->gpus << ")\n";
-        } else if (MemoryBinds(s.result)) {
+                 << s.fits_from->gpus << ")\n";
+        } else if (planner::MemoryBinds(s.result)) {
           io.out << "nothing fits at up to 1024 times as many GPUs either\n";
         }
       } else {

@@ -129,6 +129,35 @@ const Candidate* FasterIfAllowed(const SearchResult& r) {
   return &f;
 }
 
+bool MemoryBinds(const SearchResult& r) {
+  const int64_t mem = std::max(r.rejected[static_cast<int>(Reason::kOutOfMemory)],
+                               r.rejected[static_cast<int>(Reason::kOutOfHostMemory)]);
+  for (int i = 1; i < kNumReasons; ++i) {
+    if (r.rejected[i] > mem) return false;
+  }
+  return mem > 0;
+}
+
+Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions options,
+                                                  bool family_named, bool framework_named,
+                                                  int64_t max_gpus, const SearchRun& run) {
+  options.top_k = 1;
+  options.keep_pareto = false;
+  const int64_t limit = std::min(max_gpus, int64_t{job.gpus} << 10);
+  for (int64_t g = int64_t{job.gpus} * 2; g <= limit; g *= 2) {
+    Job bigger = job;
+    bigger.gpus = static_cast<int>(g);
+    PT_ASSIGN_OR_RETURN(SpaceModels space,
+                        ModelsForSpace(bigger, options.family, family_named, framework_named));
+    PT_ASSIGN_OR_RETURN(const SearchResult r, run(Search(space.Pointers(), options)));
+    if (!r.top.empty()) {
+      return std::optional<FitsFrom>(
+          FitsFrom{static_cast<int>(g), RankForTrust(r.pool, options.objective, 1).front().best});
+    }
+  }
+  return std::optional<FitsFrom>();
+}
+
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
   OrderedJson doc;
   doc["schema"] = kPlansSchema;
@@ -204,6 +233,15 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
     pareto.push_back(CandidateBrief(c));
   }
   doc["pareto"] = pareto;
+  // Nothing fits for lack of memory: where something does.
+  if (ranked.empty() && s.fits_from) {
+    const Candidate& b = s.fits_from->best;
+    OrderedJson f = CandidateBrief(b);
+    f["gpus"] = s.fits_from->gpus;
+    doc["fewest_gpus_that_fit"] = f;
+  } else {
+    doc["fewest_gpus_that_fit"] = nullptr;
+  }
   if (sections.size() > 1) {
     OrderedJson scaling = OrderedJson::array();
     double best_tps = 0;

@@ -5,7 +5,9 @@
 // cost model without the presets.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/json.h"
@@ -68,11 +70,30 @@ struct SpaceModels {
 Result<SpaceModels> ModelsForSpace(const Job& job, Family family, bool family_named,
                                    bool framework_named);
 
+// When memory rejects every configuration: the fewest GPUs, doubling from the
+// job's count, at which the same search fits, and that count's rank-1
+// candidate (RankForTrust).
+struct FitsFrom {
+  int gpus = 0;
+  Candidate best;
+};
+// Whether memory (GPU or host) rejected most of a search's configurations.
+bool MemoryBinds(const SearchResult& r);
+// Tries job.gpus·2, ·4, ... up to 1024 times it and `max_gpus`; `run` runs one
+// search (its error, e.g. a deadline, ends the attempt with that error).
+// nullopt: nothing fits up to there.
+using SearchRun = std::function<Result<SearchResult>(const Search&)>;
+Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions options,
+                                                  bool family_named, bool framework_named,
+                                                  int64_t max_gpus, const SearchRun& run);
+
 // One GPU count's search, for the document.
 struct PlanSection {
   Job job;
   SearchResult result;
   double search_time_s = 0;
+  // Set (FewestGpusThatFit) when nothing fits for lack of memory.
+  std::optional<FitsFrom> fits_from;
 };
 
 // The document. With one section it is the plan for that GPU count; with

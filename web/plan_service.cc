@@ -492,6 +492,15 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
     sec.search_time_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  // Nothing fits for lack of memory: where something does, within the same
+  // deadline and the service's GPU cap (past either, the document omits it).
+  planner::PlanSection& last = sections.back();
+  if (last.result.top.empty() && planner::MemoryBinds(last.result)) {
+    auto fits = planner::FewestGpusThatFit(
+        last.job, req.options, req.space_named, req.framework_named, options_.max_gpus,
+        [&](const planner::Search& s) { return RunSearch(s, deadline); });
+    if (fits.ok()) last.fits_from = *fits;
+  }
   auto body = std::make_shared<const std::string>(
       planner::PlansToJson(sections, req.options)
           .dump(-1, ' ', false, Json::error_handler_t::replace));

@@ -138,7 +138,7 @@ inline MegatronPlan SearchMegatron(const planner::Job& job, int top_k) {
   p.options.top_k = top_k;
   p.options.family = planner::Family::kMegatron;
   planner::Search search(cm, p.options);
-  p.section = planner::PlanSection{job, search.RunAll(), 0.0};
+  p.section = planner::PlanSection{job, search.RunAll(), 0.0, {}};
   return p;
 }
 

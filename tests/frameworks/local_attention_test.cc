@@ -36,7 +36,7 @@ Ranked MegatronPlans(const std::string& model, int gpus, int64_t seq, int64_t gb
   const SearchResult r = Search(cm, opt).RunAll();
   Ranked out;
   out.count = static_cast<int>(r.top.size());
-  if (out.count > 0) out.plans = Json::parse(PlansToJson({PlanSection{job, r, 0.0}}, opt).dump());
+  if (out.count > 0) out.plans = Json::parse(PlansToJson({PlanSection{job, r, 0.0, {}}}, opt).dump());
   return out;
 }
 

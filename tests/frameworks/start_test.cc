@@ -186,7 +186,7 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
         ++nothing_fits;
         continue;
       }
-      PlanSection section{job, r, 0.0};
+      PlanSection section{job, r, 0.0, {}};
       const Json plans = Json::parse(PlansToJson({section}, opt).dump());
       const EmitFormat format = DefaultEmitFormat(plans);
       const World w = WorldOf(job);

@@ -352,7 +352,7 @@ TEST(Ranking, RowsDoNotDependOnHowManyAreAskedFor) {
       opt.family = k.family;
       opt.objective = k.objective;
       opt.top_k = top;
-      PlanSection sec{job, Search(space->Pointers(), opt).RunAll(), 0};
+      PlanSection sec{job, Search(space->Pointers(), opt).RunAll(), 0, {}};
       const OrderedJson doc = PlansToJson({sec}, opt);
       std::vector<std::string> rows;
       for (const auto& c : doc["candidates"]) {

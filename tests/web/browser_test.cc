@@ -149,6 +149,30 @@ TEST(Browser, PagePlansAndDrawsTheResults) {
   RemoveScratch(page.dir);
 }
 
+// A job that fits nowhere for lack of memory: the table says so and names
+// the fewest GPUs where it fits, as `paratune plan` does.
+TEST(Browser, NothingFitsNamesWhereItWould) {
+  Page page;
+  OpenPage("browser-nofit", &page);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::string url = "http://127.0.0.1:" + std::to_string(page.server->port()) +
+                          "/?autorun=1&model=llama3.1-70b&cluster=dgx-h100&gpus=2&"
+                          "global_batch=64&seq_len=8192&space=megatron&top=5";
+  auto [dom, code] = RunCommand("timeout 150 " + page.chromium +
+                                " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
+                                " --no-first-run --disable-extensions --user-data-dir=" +
+                                page.dir + "/profile --virtual-time-budget=30000 --dump-dom '" +
+                                url + "' 2>" + page.dir + "/chromium.log");
+  ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
+  const std::string table = Section(dom, "candidates");
+  EXPECT_NE(table.find("No configuration fits"), std::string::npos) << table.substr(0, 2000);
+  EXPECT_NE(table.find("Fewest GPUs that fit (doubling from 2): "), std::string::npos)
+      << table.substr(0, 2000);
+  EXPECT_EQ(dom.find("class=\"error\""), std::string::npos);
+  page.server->Shutdown();
+  RemoveScratch(page.dir);
+}
+
 // Measured in the page: the viewport and document widths, elements that
 // stick out past the viewport (outside a box that scrolls or clips them), the
 // smallest rendered size of a chart label (font size times the drawing's

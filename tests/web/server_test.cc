@@ -173,6 +173,35 @@ TEST_F(ServerTest, PredictErrors) {
   ExpectProblem(client_->Get("/v1/nothing-here"), 404);
 }
 
+// A job that fits nowhere for lack of memory gets the CLI's document,
+// pointer to where it fits included: a plan at that count has candidates.
+TEST_F(ServerTest, NothingFitsNamesTheFewestGpusThatFitAsTheCliDoes) {
+  const char* job = R"({"model":"llama3.1-70b","cluster":"dgx-h100","gpus":2,
+    "training":{"seq_len":8192,"global_batch":64},"space":"megatron","top":1})";
+  auto r = PostJson("/v1/plans", job);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json rest = BodyJson(r);
+  EXPECT_TRUE(rest["candidates"].empty());
+  ASSERT_TRUE(rest["fewest_gpus_that_fit"].is_object()) << r->body;
+  const int fits = rest["fewest_gpus_that_fit"]["gpus"].get<int>();
+  EXPECT_GT(fits, 2);
+  auto [cli, code] = RunCli(
+      "plan --model llama3.1-70b --cluster dgx-h100 --gpus 2 --seq 8192 --global-batch 64 "
+      "--space megatron --top 1 --threads 2 --format json");
+  EXPECT_EQ(code, 3);
+  Json c = Json::parse(cli);
+  rest.erase("search_time_s");
+  c.erase("search_time_s");
+  EXPECT_EQ(rest, c);
+  Json there = Json::parse(job);
+  there["gpus"] = fits;
+  auto r2 = PostJson("/v1/plans", there.dump());
+  ASSERT_EQ(r2->status, 200);
+  EXPECT_FALSE(BodyJson(r2)["candidates"].empty());
+  EXPECT_TRUE(BodyJson(r2)["fewest_gpus_that_fit"].is_null());
+}
+
 TEST_F(ServerTest, PlansAreTheCliDocumentAndRepeatsComeFromTheCache) {
   auto r1 = PostJson("/v1/plans", kPlan);
   ASSERT_TRUE(r1);

@@ -184,6 +184,11 @@ function renderTable(doc) {
   tbody.replaceChildren();
   if (!doc.candidates.length) {
     tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg bad", text: "No configuration fits; see the rejections above." })));
+    const f = doc.fewest_gpus_that_fit;
+    if (f) {
+      tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg",
+        text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3)}k tokens/s, ${fmt(f.memory_GiB)} GiB per GPU.` })));
+    }
     return;
   }
   doc.candidates.forEach((c, i) => {
