@@ -51,7 +51,9 @@ rank, the settings to keep (environment variables) and a launcher line.
                       tokens, FSDP shard = gz, HSDP replicate = dp, TP, CP, PP
                       with its schedule and stage split, activation
                       checkpointing, compile, async TP, float8, MoE
-                      expert_parallel_degree = ep
+                      expert_parallel_degree = ep; its base_config() is
+                      torchtitan's own flavour of the model where it has one
+                      (Llama 3 / 3.2, Qwen3 MoE, DeepSeek-V3, gpt-oss)
   env                 export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE
                       RECOMPUTE GX GY GZ
   json                the plan's canonical config object (paratune predict
