@@ -424,7 +424,9 @@ int RunPlan(const Args& args, Io io) {
                  << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
                  << s.fits_from->gpus << ")\n";
         } else if (planner::MemoryBinds(s.result)) {
-          io.out << "nothing fits at up to 1024 times as many GPUs either\n";
+          io.out << "nothing fits at up to " << planner::MostGpusToTry(s.job, kMaxGpus)
+                 << " GPUs either (doubling from " << s.job.gpus
+                 << ", up to 1024 times it or the cluster's size)\n";
         }
       } else {
         PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);

@@ -138,12 +138,20 @@ bool MemoryBinds(const SearchResult& r) {
   return mem > 0;
 }
 
+int64_t MostGpusToTry(const Job& job, int64_t max_gpus) {
+  int64_t limit = std::min(max_gpus, int64_t{job.gpus} << 10);
+  if (job.cluster.max_nodes > 0) {
+    limit = std::min(limit, int64_t{job.cluster.max_nodes} * job.cluster.gpus_per_node);
+  }
+  return limit;
+}
+
 Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions options,
                                                   bool family_named, bool framework_named,
                                                   int64_t max_gpus, const SearchRun& run) {
   options.top_k = 1;
   options.keep_pareto = false;
-  const int64_t limit = std::min(max_gpus, int64_t{job.gpus} << 10);
+  const int64_t limit = MostGpusToTry(job, max_gpus);
   for (int64_t g = int64_t{job.gpus} * 2; g <= limit; g *= 2) {
     Job bigger = job;
     bigger.gpus = static_cast<int>(g);

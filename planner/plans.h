@@ -79,9 +79,12 @@ struct FitsFrom {
 };
 // Whether memory (GPU or host) rejected most of a search's configurations.
 bool MemoryBinds(const SearchResult& r);
-// Tries job.gpus·2, ·4, ... up to 1024 times it and `max_gpus`; `run` runs one
-// search (its error, e.g. a deadline, ends the attempt with that error).
-// nullopt: nothing fits up to there.
+// The most GPUs FewestGpusThatFit tries: 1024 times the job's, `max_gpus` and
+// the cluster's size (max_nodes, where it states one), whichever is least.
+int64_t MostGpusToTry(const Job& job, int64_t max_gpus);
+// Tries job.gpus·2, ·4, ... up to MostGpusToTry; `run` runs one search (its
+// error, e.g. a deadline, ends the attempt with that error). nullopt: nothing
+// fits up to there.
 using SearchRun = std::function<Result<SearchResult>(const Search&)>;
 Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions options,
                                                   bool family_named, bool framework_named,

@@ -11,6 +11,8 @@
 #include "tests/cli/call.h"
 #include "cli/common.h"
 #include "common/json.h"
+#include "planner/plans.h"
+#include "topology/cluster.h"
 #include "validation/fit.h"
 
 namespace paratune::cli {
@@ -272,6 +274,14 @@ TEST(Plan, NothingFitsNamesTheFewestGpusThatFit) {
   EXPECT_EQ(with(fits).code, kExitOk);
   EXPECT_EQ(with(fits / 2).code, kExitNoFeasible);
   EXPECT_NE(none.out.find("(--gpus " + std::to_string(fits) + ")"), std::string::npos);
+  // It never names more GPUs than the cluster has: Polaris's 560 nodes of 4.
+  planner::Job polaris;
+  polaris.cluster = *topology::ClusterPreset("polaris");
+  polaris.gpus = 64;
+  EXPECT_EQ(planner::MostGpusToTry(polaris, int64_t{1} << 24), 560 * 4);
+  polaris.gpus = 1;
+  EXPECT_EQ(planner::MostGpusToTry(polaris, int64_t{1} << 24), 1024);
+  EXPECT_EQ(planner::MostGpusToTry(polaris, 16), 16);
 }
 
 TEST(Validate, HoldoutMustBeAGrouping) {
