@@ -187,7 +187,7 @@ function renderTable(doc) {
     const f = doc.fewest_gpus_that_fit;
     if (f) {
       tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg",
-        text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3)}k tokens/s, ${fmt(f.memory_GiB)} GiB per GPU.` })));
+        text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3, 1)}k tokens/s, ${fmt(f.memory_GiB, 1)} GiB per GPU.` })));
     }
     return;
   }
