@@ -324,8 +324,7 @@ int RunPlan(const Args& args, Io io) {
           [&](const planner::Search& s) -> Result<planner::SearchResult> {
             return RunThreaded(s, threads);
           });
-      if (!fits.ok()) return UsageError(io, "plan", fits.status());
-      sec.fits_from = *fits;
+      if (fits.ok()) sec.fits_from = *fits;
     }
 
     if (auto ex = flags.Get("--explain"); ex && counts.size() == 1) {

@@ -223,7 +223,7 @@ Result<ExpertMove> PlanExpertMove(const ModelSpec& m, const ParallelConfig& from
   }
   out.params_moved = out.params_needed - out.params_kept;
   out.max_rank_params_in = *std::max_element(stage_in.begin(), stage_in.end());
-  const bool wide = precision == topology::Precision::kFp32 || precision == topology::Precision::kTf32;
+  const bool wide = topology::TrainsInFp32(precision);
   const double optimizer = (wide ? 0.0 : 4.0) + 8.0;  // master (below fp32), Adam m and v
   const bool sharded = to.distributed_optimizer || to.zero > 0;
   const double per_param = (wide ? 4.0 : 2.0) + optimizer / (sharded ? out.to.edp : 1);

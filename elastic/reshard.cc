@@ -136,9 +136,9 @@ std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
   const int64_t a = m.heads;
   for (int l = 0; l < m.layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
-    auto norm = [&](const std::string& n, int64_t width = 0) {
-      add(p + n + ".weight", TensorClass::kNorm, l, width ? width : h, 1, TpAxis::kNone, TpAxis::kNone);
-      if (layernorm) add(p + n + ".bias", TensorClass::kNorm, l, width ? width : h, 1, TpAxis::kNone, TpAxis::kNone);
+    auto norm = [&](const std::string& n) {
+      add(p + n + ".weight", TensorClass::kNorm, l, h, 1, TpAxis::kNone, TpAxis::kNone);
+      if (layernorm) add(p + n + ".bias", TensorClass::kNorm, l, h, 1, TpAxis::kNone, TpAxis::kNone);
     };
     norm("input_norm");
     if (m.is_mla()) {
@@ -207,7 +207,7 @@ Result<Layout> Layout::Make(const ModelSpec& m, const ParallelConfig& c, topolog
   PT_ASSIGN_OR_RETURN(L.pipe_, MakePipelineLayout(m.layers, c.pp, c.vpp, first_stage_layers, last_stage_layers));
   L.tensors_ = TensorCatalog(m);
   // As the cost model: fp32/tf32 train in fp32 (no master copy); fp8 recipes keep bf16 weights.
-  const bool wide = precision == topology::Precision::kFp32 || precision == topology::Precision::kTf32;
+  const bool wide = topology::TrainsInFp32(precision);
   L.param_bytes_ = wide ? 4 : 2;
   // ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
   L.grad_bytes_ = (wide || (main_grads_fp32 && c.zero == 0)) ? 4 : 2;

@@ -45,38 +45,44 @@ struct Flavor {
   const char* name;      // model_registry flavour
   const char* function;  // config_registry function
   bool own_function;     // false: `function` is a sibling flavour's
-  int layers, hidden, heads, vocab;
+  int layers, hidden, heads, kv_heads, vocab;
   int experts, top_k, moe_ffn;  // 0: dense
+  bool linear_bias;             // gpt-oss's attention and experts carry biases
   bool moe_comm_backend;        // model_registry takes moe_comm_backend
   bool mtp;                     // model_registry takes num_mtp_layers
 };
 constexpr Flavor kFlavors[] = {
     // llama3/__init__.py:359-366; config_registry.py:194, 267, 305 (none for 1B and 3B).
-    {"llama3", "1B", "llama3_8b", false, 16, 2048, 32, 128256, 0, 0, 0, false, false},
-    {"llama3", "3B", "llama3_8b", false, 28, 3072, 24, 128256, 0, 0, 0, false, false},
-    {"llama3", "8B", "llama3_8b", true, 32, 4096, 32, 128256, 0, 0, 0, false, false},
-    {"llama3", "70B", "llama3_70b", true, 80, 8192, 64, 128256, 0, 0, 0, false, false},
-    {"llama3", "405B", "llama3_405b", true, 126, 16384, 128, 128256, 0, 0, 0, false, false},
-    // qwen3/__init__.py:597-610; config_registry.py:305 (none for 235B-A22B).
-    {"qwen3", "30B-A3B", "qwen3_30b_a3b", true, 48, 2048, 32, 151936, 128, 8, 768, true, false},
-    {"qwen3", "235B-A22B", "qwen3_30b_a3b", false, 94, 4096, 64, 151936, 128, 8, 1536, true,
+    {"llama3", "1B", "llama3_8b", false, 16, 2048, 32, 8, 128256, 0, 0, 0, false, false, false},
+    {"llama3", "3B", "llama3_8b", false, 28, 3072, 24, 8, 128256, 0, 0, 0, false, false, false},
+    {"llama3", "8B", "llama3_8b", true, 32, 4096, 32, 8, 128256, 0, 0, 0, false, false, false},
+    {"llama3", "70B", "llama3_70b", true, 80, 8192, 64, 8, 128256, 0, 0, 0, false, false, false},
+    {"llama3", "405B", "llama3_405b", true, 126, 16384, 128, 8, 128256, 0, 0, 0, false, false,
      false},
-    // deepseek_v3/__init__.py:608-613 (MLA); config_registry.py:141, 209.
-    {"deepseek_v3", "16B", "deepseek_v3_16b", true, 27, 2048, 16, 102400, 64, 6, 1408, true,
-     true},
-    {"deepseek_v3", "671B", "deepseek_v3_671b", true, 61, 7168, 128, 129280, 256, 8, 2048, true,
-     true},
-    // gpt_oss/__init__.py:381-385; config_registry.py:71, 104.
-    {"gpt_oss", "20b", "gpt_oss_20b", true, 24, 2880, 64, 201088, 32, 4, 2880, true, false},
-    {"gpt_oss", "120b", "gpt_oss_120b", true, 36, 2880, 64, 201088, 128, 4, 2880, true, false},
+    // qwen3/__init__.py:597-610; config_registry.py:305 (none for 235B-A22B).
+    {"qwen3", "30B-A3B", "qwen3_30b_a3b", true, 48, 2048, 32, 4, 151936, 128, 8, 768, false, true,
+     false},
+    {"qwen3", "235B-A22B", "qwen3_30b_a3b", false, 94, 4096, 64, 4, 151936, 128, 8, 1536, false,
+     true, false},
+    // deepseek_v3/__init__.py:608-613 (MLA: every head its own keys and values);
+    // config_registry.py:141, 209.
+    {"deepseek_v3", "16B", "deepseek_v3_16b", true, 27, 2048, 16, 16, 102400, 64, 6, 1408, false,
+     true, true},
+    {"deepseek_v3", "671B", "deepseek_v3_671b", true, 61, 7168, 128, 128, 129280, 256, 8, 2048,
+     false, true, true},
+    // gpt_oss/__init__.py:381-385 (64 heads, 8 KV heads: lines 74-75); config_registry.py:71, 104.
+    {"gpt_oss", "20b", "gpt_oss_20b", true, 24, 2880, 64, 8, 201088, 32, 4, 2880, true, true,
+     false},
+    {"gpt_oss", "120b", "gpt_oss_120b", true, 36, 2880, 64, 8, 201088, 128, 4, 2880, true, true,
+     false},
 };
 
 const Flavor* FlavorOf(const ModelSpec& m) {
   for (const Flavor& f : kFlavors) {
     if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
-        m.vocab == f.vocab && m.experts == f.experts && m.top_k == f.top_k &&
-        m.moe_ffn_hidden == f.moe_ffn && m.gated_ffn && m.norm == "rmsnorm" &&
-        (f.experts > 0 || (m.kv_heads == 8 && !m.linear_bias))) {
+        m.kv_heads == f.kv_heads && m.vocab == f.vocab && m.experts == f.experts &&
+        m.top_k == f.top_k && m.moe_ffn_hidden == f.moe_ffn && m.linear_bias == f.linear_bias &&
+        m.gated_ffn && m.norm == "rmsnorm") {
       return &f;
     }
   }

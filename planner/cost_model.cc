@@ -48,7 +48,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
       (recipe ? cluster.gpu.RecipePeakTflops(training.recipe) : cluster.gpu.PeakTflops(p)) * 1e12;
   recipe_factor_ = recipe ? cluster.gpu.recipe_gemm_factor[static_cast<int>(training.recipe)] : 1.0;
   stream_Bps_ = cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency;
-  const bool wide = (p == Precision::kFp32 || p == Precision::kTf32);
+  const bool wide = topology::TrainsInFp32(p);
   act_bytes_ = wide ? 4.0 : 2.0;    // fp8 recipes keep activations in bf16 between GEMMs
   param_bytes_ = wide ? 4.0 : 2.0;  // fp8 recipes keep bf16 weights (TE)
   // Megatron-Bridge's fp8 recipes gather parameters in fp8 (fp8_param_gather:
@@ -72,6 +72,8 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   grad_bytes_ = (wide || training.main_grads_fp32) ? 4.0 : 2.0;
   model_flops_ = 3.0 * model.ForwardFlopsPerToken(training.seq_len) *
                  static_cast<double>(training.global_batch) * training.seq_len;
+  ceiling_mfu_scale_ = ExecutedShare(training.seq_len) /
+                       ExecutedShare(std::min(training.seq_len, kCeilingSeqLen));
   layer_params_ = static_cast<double>(model.ParamsPerLayer());
   // The attention's two GEMM groups: QKV (k = h) and the output projection
   // (n = h). MLA's down/up projections are priced as one k = h GEMM of the same
@@ -288,8 +290,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // Ranked by the pessimistic edge; above the best published MFU for this
   // GPU and precision the prediction is flagged and ranked as if at it.
   p.published_mfu_ceiling = cluster_.gpu.PublishedMfuCeiling(training_.precision);
-  p.mfu_vs_ceiling = p.mfu * ExecutedShare(training_.seq_len) /
-                     ExecutedShare(std::min(training_.seq_len, kCeilingSeqLen));
+  p.mfu_vs_ceiling = p.mfu * ceiling_mfu_scale_;
   p.above_published_mfu =
       p.published_mfu_ceiling > 0 && p.mfu_vs_ceiling > p.published_mfu_ceiling;
   p.pessimistic_time_s = p.iteration_time_s * (1.0 + p.uncertainty);

@@ -426,6 +426,9 @@ class CostModel {
   double gather_bytes_;     // bytes per weight element in a parameter all-gather
   double grad_bytes_;       // bytes per main-gradient element
   double model_flops_;
+  // Prediction::mfu_vs_ceiling / mfu for this job: ExecutedShare at its
+  // sequence over that at min(sequence, kCeilingSeqLen).
+  double ceiling_mfu_scale_ = 1;
   double layer_params_;     // parameters of one block (a dense block for MoE models)
   double attn_qkv_n_, attn_proj_k_;  // QKV output width and output-projection input width
   double attn_head_dim_;    // head dim the attention core runs at ((d_qk + d_v)/2 for MLA)

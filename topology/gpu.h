@@ -22,6 +22,10 @@ inline constexpr int kNumPrecisions = 5;
 
 // "fp32" | "tf32" | "bf16" | "fp16" | "fp8".
 const char* PrecisionName(Precision p);
+// Whether training at `p` keeps weights, activations and gradients in fp32
+// (fp32, tf32: no separate master copy); below it they are 2 bytes (fp8
+// recipes keep bf16 weights).
+inline bool TrainsInFp32(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
 Result<Precision> ParsePrecision(const std::string& name);
 
 // Low-precision training recipes: how GEMM inputs are scaled and in which
