@@ -16,7 +16,7 @@ Profile Tiny(const std::string& fingerprint) {
   Profile p;
   p.cluster_fingerprint = fingerprint;
   p.environment.tool = "paratune test";
-  p.environment.backend = "fake";
+  p.environment.backend = "nccl-tests";
   p.environment.created_at = "2026-02-11T09:00:00Z";
   CollectiveEntry e;
   e.group_size = 8;
@@ -97,6 +97,44 @@ TEST_F(CacheTest, AForeignOrBrokenFileIsAnErrorNamingIt) {
   ASSERT_TRUE(
       WriteProfile(Tiny("3333333333333333"), CachedProfilePath(dir_, "2222222222222222")).ok());
   EXPECT_FALSE(LoadCachedProfile(dir_, "2222222222222222").ok());  // filed under the wrong cluster
+}
+
+
+TEST_F(CacheTest, ALockFileLeavesWithItsHolderAndAFakeProfileIsRefused) {
+  const std::string lock_file = dir_ + "/profiles/00000000deadbeef.lock";
+  {
+    auto lock = CacheLock::TryAcquire(dir_, "00000000deadbeef");
+    ASSERT_TRUE(lock.ok());
+    EXPECT_TRUE(std::filesystem::exists(lock_file));
+    Profile fake = Tiny("00000000deadbeef");
+    fake.environment.backend = "fake";
+    Status s = StoreCachedProfile(dir_, fake, *lock);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find("fake backend"), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(std::filesystem::exists(lock_file));
+  EXPECT_FALSE(std::filesystem::exists(CachedProfilePath(dir_, "00000000deadbeef")));
+}
+
+TEST_F(CacheTest, AProfileBehindALinkOrWritableByOthersIsNotRead) {
+  {
+    auto lock = CacheLock::TryAcquire(dir_, "00000000deadbeef");
+    ASSERT_TRUE(lock.ok());
+    ASSERT_TRUE(StoreCachedProfile(dir_, Tiny("00000000deadbeef"), *lock).ok());
+  }
+  const std::string path = CachedProfilePath(dir_, "00000000deadbeef");
+  ASSERT_TRUE(LoadCachedProfile(dir_, "00000000deadbeef").ok());
+  std::filesystem::permissions(path, std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  auto open_to_all = LoadCachedProfile(dir_, "00000000deadbeef");
+  ASSERT_FALSE(open_to_all.ok());
+  EXPECT_NE(open_to_all.status().message().find("chmod go-w"), std::string::npos);
+  // The same bytes behind a symbolic link: refused, not followed.
+  std::filesystem::rename(path, dir_ + "/elsewhere.json");
+  std::filesystem::create_symlink(dir_ + "/elsewhere.json", path);
+  auto linked = LoadCachedProfile(dir_, "00000000deadbeef");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.status().message().find("symbolic link"), std::string::npos);
 }
 
 }  // namespace
