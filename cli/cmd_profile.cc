@@ -52,7 +52,7 @@ measure:
   -e, --maxbytes N     largest message (lowered when device memory is short)
   -f, --stepfactor F   multiply the size by F each step (default 4)
   -i, --stepbytes N    add N bytes each step instead
-  -n, --iters N        ops per timed sample (default 20; --quick 10)
+  -n, --iters N        ops per timed sample (default 20; --quick 10; at most 10000)
   -w, --warmup_iters N warm-up ops before each size
   --samples N          timed samples per row; the row reports their median
   -d, --datatype T     float (default), half, bfloat16, double, int8
@@ -219,10 +219,16 @@ int RunProfile(const Args& args, Io io) {
   if (auto w = f.Get("--warmup_iters")) {
     auto v = ParseInt(*w, "--warmup_iters");
     if (!v.ok()) return Fail(io, v.status());
-    if (*v < 0 || *v > 1000000) {
-      return Fail(io, Status::InvalidArgument("--warmup_iters must be in [0, 1000000]"));
+    if (*v < 0 || *v > profiler::kMaxWarmupIters) {
+      return Fail(io, Status::InvalidArgument("--warmup_iters: must be in [0, " +
+                                              std::to_string(profiler::kMaxWarmupIters) + "]"));
     }
     o.warmup_iters = static_cast<int>(*v);
+  }
+  if (Status s = profiler::CheckSampling(o.samples.value_or(-1), o.iters.value_or(-1),
+                                         o.warmup_iters.value_or(-1), "--");
+      !s.ok()) {
+    return Fail(io, s);
   }
   if (auto d = f.Get("--datatype")) {
     auto t = backend::ParseDataType(*d);

@@ -81,6 +81,26 @@ Result<CacheVerdict> WaitForCacheOrLock(const std::string& dir, const std::strin
 
 }  // namespace
 
+Status CheckSampling(int64_t samples, int64_t iters, int64_t warmup_iters,
+                     const std::string& prefix) {
+  auto range = [&](const char* name, int64_t v, int64_t lo, int64_t hi) {
+    if (v == -1 || (v >= lo && v <= hi)) return Status::Ok();
+    return Status::InvalidArgument(prefix + name + ": must be in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "]");
+  };
+  PT_RETURN_IF_ERROR(range("samples", samples, 1, kMaxSamples));
+  PT_RETURN_IF_ERROR(range("iters", iters, 1, kMaxIters));
+  PT_RETURN_IF_ERROR(range("warmup_iters", warmup_iters, 0, kMaxWarmupIters));
+  // Unstated values count at the largest default (5 samples of 20 iterations).
+  const int64_t ops = (samples == -1 ? 5 : samples) * (iters == -1 ? 20 : iters);
+  if (ops > kMaxSampledOps) {
+    return Status::InvalidArgument(prefix + "samples × " + prefix + "iters: " +
+                                   std::to_string(ops) + " timed operations per row; at most " +
+                                   std::to_string(kMaxSampledOps));
+  }
+  return Status::Ok();
+}
+
 Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
                                     const std::function<void(const std::string&)>& progress,
                                     const std::function<int(const Status&)>& on_fatal) {
@@ -105,7 +125,11 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
                                   : ""));
 
   // Rank 0 decides: cached profile, measure (holding the lock), or fail.
-  const std::string cache_dir = o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir;
+  // The fake backend measures nothing: its profiles live in a cache of their
+  // own that no plan reads (SyntheticCacheDir).
+  const bool synthetic = o.backend.name == "fake";
+  const std::string shared_dir = o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir;
+  const std::string cache_dir = synthetic ? SyntheticCacheDir(shared_dir) : shared_dir;
   std::optional<topology::ClusterSpec> base;
   std::optional<CacheLock> lock;
   std::optional<Profile> cached;
@@ -190,13 +214,11 @@ Result<ProfileRunResult> RunProfile(const ProfileRunOptions& o,
   PT_ASSIGN_OR_RETURN(result.profile, BuildProfile(m, base, PeaksOf(*base), &result.warnings));
   result.report = FormatReport(m, &result.profile);
   if (lock) {
-    if (Status s = StoreCachedProfile(cache_dir, result.profile, *lock);
-        s.code() == StatusCode::kFailedPrecondition && IsSynthetic(result.profile)) {
-      say("not cached: " + s.message());  // the measured profile stays; --out still gets this one
-    } else {
-      PT_RETURN_IF_ERROR(s);
-      say("cached as " + result.cache_path);
-    }
+    PT_RETURN_IF_ERROR(synthetic ? StoreSyntheticProfile(shared_dir, result.profile, *lock)
+                                 : StoreCachedProfile(cache_dir, result.profile, *lock));
+    say(std::string(synthetic ? "cached apart from measured profiles (plans never read it) as "
+                              : "cached as ") +
+        result.cache_path);
   }
   PT_RETURN_IF_ERROR(WriteProfile(result.profile, o.out_path));
   if (!o.report_path.empty()) PT_RETURN_IF_ERROR(WriteFileAtomic(o.report_path, result.report));

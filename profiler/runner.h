@@ -20,6 +20,21 @@
 
 namespace paratune::profiler {
 
+// The sampling bounds that `paratune profile` and the service's profile jobs
+// check before any work starts. Each timed sample enqueues `iters` operations
+// whose timing events are held until the sample ends, so memory grows with
+// samples × iters: 10,000 × 10,000 took 7 GB on the fake backend.
+inline constexpr int64_t kMaxSamples = 1000;
+inline constexpr int64_t kMaxIters = 10000;
+inline constexpr int64_t kMaxWarmupIters = 10000;
+inline constexpr int64_t kMaxSampledOps = 100000;  // samples × iters
+
+// kInvalidArgument naming the field (`prefix` + "samples", "iters",
+// "warmup_iters": "--" for the CLI's flags, "/" for a job's JSON) and its
+// range when a value is outside it; -1 = not given (the plan's default).
+Status CheckSampling(int64_t samples, int64_t iters, int64_t warmup_iters,
+                     const std::string& prefix);
+
 struct ProfileRunOptions {
   backend::BackendOptions backend;  // name, fake/cuda options, fault injection
   bool quick = false;

@@ -411,12 +411,24 @@ TEST_F(TuneTest, WithoutBackendPlansAndPrintsOnlyExports) {
   EXPECT_NE(meg.find("--pipeline-model-parallel-size " + vars["PP"] + "\n"), std::string::npos);
 }
 
-TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameCluster) {
-  // A job with a backend measures and caches the profile of dgx-h100 ...
+TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameClusterButNeverAFakeOne) {
+  // A job with the fake backend measures nothing: a later job does not plan with it ...
   Outcome first = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick"}));
   ASSERT_EQ(first.code, kExitOk) << first.err;
   EXPECT_NE(first.err.find("[tune] profile measured"), std::string::npos) << first.err;
-  // ... a later job without one plans with it ...
+  Outcome unmeasured = Call(RunTune, Base({"--gpus", "64"}));
+  ASSERT_EQ(unmeasured.code, kExitOk) << unmeasured.err;
+  EXPECT_NE(unmeasured.err.find("no cached profile"), std::string::npos) << unmeasured.err;
+  // ... while a profile of real measurements (here the same fits, as if
+  // imported from nccl-tests) is cached for dgx-h100 and reused ...
+  auto measured = profiler::LoadProfile(dir_ + "/out/profile.json");
+  ASSERT_TRUE(measured.ok()) << measured.status().ToString();
+  measured->environment.backend = "nccl-tests";
+  {
+    auto lock = profiler::CacheLock::TryAcquire(dir_ + "/cache", measured->cluster_fingerprint);
+    ASSERT_TRUE(lock.ok());
+    ASSERT_TRUE(profiler::StoreCachedProfile(dir_ + "/cache", *measured, *lock).ok());
+  }
   Outcome second = Call(RunTune, Base({"--gpus", "64"}));
   ASSERT_EQ(second.code, kExitOk) << second.err;
   EXPECT_NE(second.err.find("[tune] profile reused"), std::string::npos) << second.err;
@@ -463,7 +475,12 @@ TEST_F(TuneTest, ExitCodes) {
   EXPECT_EQ(busy.code, kExitTempFail) << busy.err;
   EXPECT_EQ(busy.out, "");
   EXPECT_NE(busy.err.find("waiting up to"), std::string::npos) << busy.err;
-  // The same with a backend that would profile: it waits, then gives up with 75.
+  // The same with a backend that would profile (the fake one locks its own
+  // cache): it waits, then gives up with 75.
+  auto fake_lock = profiler::CacheLock::TryAcquire(
+      profiler::SyntheticCacheDir(dir_ + "/cache"),
+      topology::Fingerprint(*topology::ResolveCluster(Json("dgx-h100"), "")));
+  ASSERT_TRUE(fake_lock.ok()) << fake_lock.status().ToString();
   Outcome busy_fake = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick", "--wait", "0.3"}));
   EXPECT_EQ(busy_fake.code, kExitTempFail) << busy_fake.err;
   EXPECT_EQ(busy_fake.out, "");
@@ -533,7 +550,8 @@ TEST(TuneConcurrency, SixteenProcessesProfileOnce) {
   // process must find it busy and wait; when it is released exactly one of
   // them measures and the rest reuse its profile.
   auto held = profiler::CacheLock::TryAcquire(
-      cache, topology::Fingerprint(*topology::ResolveCluster(Json("dgx-h100"), "")));
+      profiler::SyntheticCacheDir(cache),
+      topology::Fingerprint(*topology::ResolveCluster(Json("dgx-h100"), "")));
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   std::vector<Child> kids;
   for (int i = 0; i < kProcs; ++i) {

@@ -69,13 +69,17 @@ TEST_F(CmdProfileTest, ProfilesWithProgressOnStderrAndFitsOnStdout) {
   Outcome again = Profile(Fake());
   EXPECT_EQ(again.code, kExitOk);
   EXPECT_NE(again.err.find("cached"), std::string::npos);
+  // Never where plans read profiles: a fake profile would change them.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/cache/profiles"));
 }
 
 TEST_F(CmdProfileTest, ALockedCacheExits75) {
   ASSERT_EQ(Profile(Fake({"--no-cache"})).code, kExitOk);
   auto p = profiler::LoadProfile(dir_ + "/p.json");
   ASSERT_TRUE(p.ok());
-  auto lock = profiler::CacheLock::TryAcquire(dir_ + "/cache", p->cluster_fingerprint);
+  // The fake backend caches and locks apart from measured profiles.
+  auto lock = profiler::CacheLock::TryAcquire(profiler::SyntheticCacheDir(dir_ + "/cache"),
+                                              p->cluster_fingerprint);
   ASSERT_TRUE(lock.ok());
   Outcome r = Profile(Fake());
   EXPECT_EQ(r.code, kExitTempFail);

@@ -93,7 +93,8 @@ TEST_F(RunnerTest, ALockedCacheRefusesAndWritesNothing) {
       nullptr, nullptr);
   ASSERT_TRUE(probe.ok());
   std::filesystem::remove(o_.out_path);
-  auto lock = CacheLock::TryAcquire(o_.cache_dir, probe->profile.cluster_fingerprint);
+  auto lock = CacheLock::TryAcquire(SyntheticCacheDir(o_.cache_dir),
+                                   probe->profile.cluster_fingerprint);
   ASSERT_TRUE(lock.ok());
   auto r = RunProfile(o_, nullptr, nullptr);
   ASSERT_FALSE(r.ok());
