@@ -245,29 +245,60 @@ std::shared_ptr<const std::string> DocumentCache::Get(const std::string& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->second;
+  return it->second->doc;
 }
 
-void DocumentCache::Put(const std::string& key, std::shared_ptr<const std::string> doc) {
+void DocumentCache::Put(const std::string& key, std::shared_ptr<const std::string> doc,
+                        const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   if (capacity_ == 0 || index_.count(key)) return;
-  lru_.emplace_front(key, std::move(doc));
+  lru_.push_front(Entry{key, std::move(doc), owner});
   index_[key] = lru_.begin();
-  while (lru_.size() > capacity_) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
+  ++per_owner_[owner];
+  while (lru_.size() > capacity_) EvictOneLocked(owner);
+}
+
+void DocumentCache::EvictOneLocked(const std::string& inserting) {
+  // The owner holding the most entries gives one up (the inserting owner on a
+  // tie), its least recently used: a client filling the cache evicts its own
+  // documents once it holds the largest share, never a neighbour's first.
+  std::string victim = inserting;
+  size_t most = per_owner_[inserting];
+  for (const auto& [owner, n] : per_owner_) {
+    if (n > most) {
+      most = n;
+      victim = owner;
+    }
   }
+  for (auto it = lru_.end(); it != lru_.begin();) {
+    --it;
+    if (it->owner != victim) continue;
+    index_.erase(it->key);
+    if (--per_owner_[victim] == 0) per_owner_.erase(victim);
+    lru_.erase(it);
+    return;
+  }
+}
+
+size_t DocumentCache::CountOwnedBy(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = per_owner_.find(owner);
+  return it == per_owner_.end() ? 0 : it->second;
 }
 
 void DocumentCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   lru_.clear();
   index_.clear();
+  per_owner_.clear();
 }
 
 PlanService::PlanService(PlanServiceOptions options)
     : options_(std::move(options)),
       profiles_(options_.cache_dir),
+      slots_(SearchSlotOptions{options_.max_concurrent_searches, options_.max_waiting_per_client,
+                               options_.max_waiting_searches, options_.queue_wait_limit_s,
+                               options_.slot_quantum_s}),
       by_request_(options_.cache_entries),
       by_body_(options_.cache_entries) {}
 
@@ -294,7 +325,8 @@ Result<std::string> PlanService::ApplyProfileTo(const Json& profile,
   if (profile.is_null()) {
     auto cached = profiles_.Get(topology::Fingerprint(*cluster));
     if (!cached.ok()) return cached.status().WithContext("profile cache");
-    if (!cached->has_value()) return std::string();
+    // A synthetic profile measured nothing: never applied unasked.
+    if (!cached->has_value() || profiler::IsSynthetic(***cached)) return std::string();
     PT_RETURN_IF_ERROR(profiler::ApplyProfile(***cached, cluster).WithContext("cached profile"));
     return cluster->profile_fingerprint;
   }
@@ -345,28 +377,10 @@ Result<std::string> PlanService::Predict(const Json& request) {
       .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// A slot among the concurrent searches, so a burst of distinct requests
-// queues instead of oversubscribing the cores.
-Status PlanService::AcquireSlot() {
-  std::unique_lock<std::mutex> lock(slots_mu_);
-  const bool got =
-      slots_cv_.wait_for(lock, std::chrono::duration<double>(options_.queue_wait_limit_s),
-                         [&] { return running_searches_ < options_.max_concurrent_searches; });
-  if (!got) {
-    return Status::Unavailable("every search slot stayed busy for " +
-                               FormatFixed(options_.queue_wait_limit_s, 0) + " s; retry later");
-  }
-  ++running_searches_;
-  return Status::Ok();
-}
-
-PlanService::SlotRelease::~SlotRelease() {
-  std::lock_guard<std::mutex> lock(s->slots_mu_);
-  --s->running_searches_;
-  s->slots_cv_.notify_one();
-}
-
-Result<std::string> PlanService::Replan(const Json& request) {
+Result<std::string> PlanService::Replan(const Json& request, const std::string& client,
+                                        SlotRefusal* refusal) {
+  SlotRefusal ignored = SlotRefusal::kNone;
+  if (!refusal) refusal = &ignored;
   // The service's own bounds, beyond what the replan parser allows anyone.
   if (request.is_object()) {
     if (auto t = request.find("top");
@@ -382,14 +396,13 @@ Result<std::string> PlanService::Replan(const Json& request) {
       }
     }
   }
-  PT_RETURN_IF_ERROR(AcquireSlot());
-  SlotRelease release{this};
+  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client, 0, refusal));
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(options_.search_time_limit_s));
   Status late = Status::Ok();
   const planner::SearchRunner run = [&](const planner::Search& search) {
-    auto r = RunSearch(search, deadline);
+    auto r = RunSearch(search, deadline, ticket);
     if (!r.ok()) {
       late = r.status();
       return planner::SearchResult{};
@@ -403,36 +416,50 @@ Result<std::string> PlanService::Replan(const Json& request) {
 }
 
 Result<planner::SearchResult> PlanService::RunSearch(
-    const planner::Search& search, std::chrono::steady_clock::time_point deadline) {
+    const planner::Search& search, std::chrono::steady_clock::time_point deadline,
+    SearchSlots::Ticket& ticket) {
   const int n = search.num_shards();
   std::vector<planner::SearchResult> parts(n);
   std::atomic<int> next{0};
-  std::atomic<bool> late{false};
+  std::atomic<bool> late{false}, step_aside{false};
   auto work = [&] {
-    for (int i = next++; i < n; i = next++) {
+    while (!late && !step_aside) {
       // Shards are small (one tuple of degrees), so checking between them
       // bounds the overrun by one shard's time.
       if (std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
+      if (slots_.ShouldYield(ticket)) {
+        step_aside = true;
+        return;
+      }
+      const int i = next++;
+      if (i >= n) return;
       parts[i] = search.RunShard(i);
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(options_.search_threads, n); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (late) {
-    return Status::Timeout(
-        "the search ran past the service's limit of " +
-        FormatFixed(options_.search_time_limit_s, 0) +
-        " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+  const Status too_late = Status::Timeout(
+      "the search ran past the service's limit of " + FormatFixed(options_.search_time_limit_s, 0) +
+      " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+  while (true) {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min(options_.search_threads, n); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (late) return too_late;
+    if (next >= n) break;
+    // Another client waits: give it the slot, then carry on where this stopped.
+    if (!slots_.Yield(ticket, deadline).ok()) return too_late;
+    step_aside = false;
   }
   return search.Merge(std::move(parts));
 }
 
-Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body) {
+Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body,
+                                 const std::string& client, SlotRefusal* refusal) {
+  SlotRefusal ignored = SlotRefusal::kNone;
+  if (!refusal) refusal = &ignored;
   // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
@@ -472,24 +499,32 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
   PT_RETURN_IF_ERROR(UnderPointer(
       planner::CheckFixedForModel(req.options.fixed, sections.front().job.model), "/fix"));
   if (auto doc = by_request_.Get(key)) {
-    if (!body_key.empty()) by_body_.Put(body_key, doc);
+    if (!body_key.empty()) by_body_.Put(body_key, doc, client);
     return Served{doc, true};
   }
-  PT_RETURN_IF_ERROR(AcquireSlot());
-  SlotRelease release{this};
-
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(options_.search_time_limit_s));
+  // Every count's search is set up before a slot is asked for: its size (the
+  // shards to cost, summed over the counts) is the estimate the slots order by.
+  std::vector<planner::SpaceModels> spaces;
+  std::vector<std::unique_ptr<planner::Search>> searches;
+  double cost = 0;
   for (planner::PlanSection& sec : sections) {
     // One cost model per framework of the space, or only the one the request names.
     PT_ASSIGN_OR_RETURN(planner::SpaceModels space,
                         planner::ModelsForSpace(sec.job, req.options.family, req.space_named,
                                                 req.framework_named));
-    planner::Search search(space.Pointers(), req.options);
+    spaces.push_back(std::move(space));
+    searches.push_back(std::make_unique<planner::Search>(spaces.back().Pointers(), req.options));
+    cost += searches.back()->num_shards();
+  }
+  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client, cost, refusal));
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.search_time_limit_s));
+  for (size_t i = 0; i < sections.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    PT_ASSIGN_OR_RETURN(sec.result, RunSearch(search, deadline));
-    sec.search_time_s =
+    PT_ASSIGN_OR_RETURN(sections[i].result, RunSearch(*searches[i], deadline, ticket));
+    sections[i].search_time_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // Nothing fits for lack of memory: where something does, within the same
@@ -498,14 +533,14 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
   if (last.result.top.empty() && planner::MemoryBinds(last.result)) {
     auto fits = planner::FewestGpusThatFit(
         last.job, req.options, req.space_named, req.framework_named, options_.max_gpus,
-        [&](const planner::Search& s) { return RunSearch(s, deadline); });
+        [&](const planner::Search& s) { return RunSearch(s, deadline, ticket); });
     if (fits.ok()) last.fits_from = *fits;
   }
   auto body = std::make_shared<const std::string>(
       planner::PlansToJson(sections, req.options)
           .dump(-1, ' ', false, Json::error_handler_t::replace));
-  by_request_.Put(key, body);
-  if (!body_key.empty()) by_body_.Put(body_key, body);
+  by_request_.Put(key, body, client);
+  if (!body_key.empty()) by_body_.Put(body_key, body, client);
   return Served{body, false};
 }
 
@@ -513,7 +548,8 @@ Result<Served> PlanService::Plan(const Json& request, const std::string& raw_bod
 
 namespace paratune::web {
 
-Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) {
+Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body,
+                                                              const std::string& client) {
   if (!body.is_object()) return Status::InvalidArgument("the request must be a JSON object");
   ObjectReader r(body, "");
   std::string schema = "paratune.emit_request/v1";
@@ -537,7 +573,7 @@ Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body) 
       return r.Error("plans", "must be a paratune.plans/v1 object");
     }
   } else {
-    auto served = Plan(r.Raw("request"));
+    auto served = Plan(r.Raw("request"), "", client);
     if (!served.ok()) return UnderPointer(served.status(), "/request");
     auto doc = ParseJson(*served->body, "plans");
     if (!doc.ok()) return doc.status();

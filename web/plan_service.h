@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "planner/plans.h"
 #include "planner/search.h"
 #include "profiler/profile.h"
+#include "web/search_slots.h"
 
 namespace paratune::web {
 
@@ -76,26 +78,42 @@ class ProfileStore {
   std::unordered_map<std::string, Entry> entries_;
 };
 
-// A bounded least-recently-used map from a key to a served document.
+// A bounded least-recently-used map from a key to a served document, with
+// each entry's owner (the client that caused it, web/peer.h). When full, the
+// owner holding the most entries loses its least recently used one, so one
+// client filling the cache flushes its own documents, not its neighbours'.
 // Thread-safe.
 class DocumentCache {
  public:
   explicit DocumentCache(size_t capacity) : capacity_(capacity) {}
   std::shared_ptr<const std::string> Get(const std::string& key);
-  void Put(const std::string& key, std::shared_ptr<const std::string> doc);
+  void Put(const std::string& key, std::shared_ptr<const std::string> doc,
+           const std::string& owner = "");
   void Clear();
+  size_t CountOwnedBy(const std::string& owner) const;
 
  private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const std::string> doc;
+    std::string owner;
+  };
+  void EvictOneLocked(const std::string& inserting);
   size_t capacity_;
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> lru_;  // most recent first
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // most recent first
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  std::map<std::string, size_t> per_owner_;
 };
 
 struct PlanServiceOptions {
   std::string cache_dir;            // profiles are read from <cache_dir>/profiles
   int search_threads = 2;           // worker threads per search
   int max_concurrent_searches = 2;  // searches running at once; others wait
+  int max_waiting_per_client = 2;   // a client's searches waiting for a slot (more: 429)
+  int max_waiting_searches = 8;     // all searches waiting for a slot (more: 429); keeps
+                                    // the front end's workers free for cached plans
+  double slot_quantum_s = 0.25;     // a search yields its slot to a waiting client after this
   double search_time_limit_s = 30;  // a search still running after this fails (kTimeout)
   double queue_wait_limit_s = 10;   // waiting for a search slot longer fails (kUnavailable)
   size_t cache_entries = 256;       // plans documents kept (least recently used evicted)
@@ -119,7 +137,11 @@ class PlanService {
   // POST /v1/plans: a paratune.plans/v1 document (compact JSON). A search over
   // the time limit fails with kTimeout naming the limit. `raw_body` (the bytes
   // `request` was parsed from, optional) is remembered for LookupBody.
-  Result<Served> Plan(const Json& request, const std::string& raw_body = "");
+  // `client` (web/peer.h) gets its fair share of the search slots
+  // (web/search_slots.h) and owns the cache entries it causes; `refusal`
+  // says why a slot was refused (kClientShare/kQueueFull: 429).
+  Result<Served> Plan(const Json& request, const std::string& raw_body = "",
+                      const std::string& client = "", SlotRefusal* refusal = nullptr);
   // The document for a body seen before, byte for byte, while no profile in
   // the cache directory changed: the fast path for scripts that repeat a
   // request, before any parsing. nullptr when unknown.
@@ -132,13 +154,15 @@ class PlanService {
   // POST /v1/plans would, from the cache when it can). Returns the format's
   // name and the text. Errors name the JSON pointer; a plan the framework would
   // reject is kInvalidArgument saying which rule.
-  Result<std::pair<std::string, std::string>> Emit(const Json& body);
+  Result<std::pair<std::string, std::string>> Emit(const Json& body,
+                                                   const std::string& client = "");
 
   // POST /v1/replans: planner::ReplanDocument on the service's search threads,
   // under the same slot queue and time limit as POST /v1/plans (kTimeout past
   // it, kUnavailable when every slot stays busy). Returns the
   // paratune.replan/v1 document (compact JSON). Errors name the JSON pointer.
-  Result<std::string> Replan(const Json& request);
+  Result<std::string> Replan(const Json& request, const std::string& client = "",
+                             SlotRefusal* refusal = nullptr);
 
   ProfileStore& profiles() { return profiles_; }
   // Drops every cached plans document (a profile was added or replaced).
@@ -148,20 +172,15 @@ class PlanService {
   // Applies the profile selected by `profile` (see PlanRequest) to `cluster`.
   // Returns the applied profile's fingerprint ("" = none).
   Result<std::string> ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster);
-  Status AcquireSlot();  // waits up to queue_wait_limit_s for a search slot
-  struct SlotRelease {   // gives the slot back when it leaves scope
-    PlanService* s;
-    ~SlotRelease();
-  };
+  // Runs `search` on search_threads threads until `deadline` (kTimeout past
+  // it), yielding `ticket`'s slot between shards when another client waits.
   Result<planner::SearchResult> RunSearch(const planner::Search& search,
-                                          std::chrono::steady_clock::time_point deadline);
+                                          std::chrono::steady_clock::time_point deadline,
+                                          SearchSlots::Ticket& ticket);
 
   PlanServiceOptions options_;
   ProfileStore profiles_;
-
-  std::mutex slots_mu_;
-  std::condition_variable slots_cv_;
-  int running_searches_ = 0;
+  SearchSlots slots_;
 
   // Key for the byte-for-byte cache: the body and the modification time of
   // <cache_dir>/profiles (atomic renames of profiles change it).
