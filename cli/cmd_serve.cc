@@ -1,6 +1,11 @@
 // `paratune serve`: the REST service and the web page (docs/rest.md). Thin:
 // parse flags, read the token, build web::Server, wait for SIGINT/SIGTERM.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <ostream>
@@ -49,11 +54,19 @@ bodies are JSON only. docs/service.md has the threat model and every limit.
 
   --host H             address to listen on (default 127.0.0.1). Anything but
                        loopback requires --token-file.
+  --allow-host H[,H]   Host names answered besides loopback's, the --host
+                       address and (off loopback) this machine's name; any
+                       other Host header gets 421 (DNS-rebinding defence)
   --port P             TCP port (default 8080; 0 = any free port, printed on stderr)
-  --token-file F       a file holding the bearer token (at least 16 characters);
+  --token-file F       a file holding the bearer token (at least 16 characters),
+                       yours and mode 0600 or stricter (else refused, exit 2);
                        then reads (/v1, /metrics) need it too, not only writes
   --cache-dir D        the state directory: profiles, job records, the token
-                       (default ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/paratune})
+                       (default ${PARATUNE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/paratune}).
+                       Made mode 0700 when missing; refused (exit 2) when it or
+                       anything in it belongs to another user, is writable by
+                       group or others, or is a link. Read-only (or full):
+                       plans are served, writes get 503, /readyz says degraded
   --max-body-bytes N   largest request body, however it is sent (default 1048576;
                        larger: 413). Compressed bodies are refused (415).
   --max-connections N  open connections (default 512); when full, the longest
@@ -81,13 +94,34 @@ example:
     -d '{"kind":"profile","backend":"fake"}'
 )help";
 
+// kFailedPrecondition when the token file belongs to another user or its
+// group or others may read or write it (fix: chmod 600).
+Status TokenFileIsPrivate(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::IoError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("'" + path + "' is not a file");
+  if (st.st_uid != ::geteuid()) {
+    return Status::InvalidArgument("'" + path + "' belongs to uid " +
+                                      std::to_string(st.st_uid) +
+                                      ", not to the user running the service");
+  }
+  if (st.st_mode & 077) {
+    return Status::InvalidArgument("'" + path +
+                                   "' can be read by its group or others; a token is a "
+                                   "secret: `chmod 600 '" + path + "'`");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunServe(const Args& args, Io io) {
   Flags flags(
       {"--host", "--port", "--token-file", "--cache-dir", "--max-body-bytes", "--search-threads",
        "--search-time-limit", "--max-queued-jobs", "--max-connections", "--workers",
-       "--header-timeout", "--idle-timeout", "--max-finished-jobs", "--job-max-age-days"},
+       "--header-timeout", "--idle-timeout", "--max-finished-jobs", "--job-max-age-days",
+       "--allow-host"},
       {"--help"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "serve", kHelp)) return *done;
   if (!flags.positionals().empty()) {
@@ -153,6 +187,9 @@ int RunServe(const Args& args, Io io) {
     o.plans.search_time_limit_s = *v;
   }
   if (auto f = flags.Get("--token-file")) {
+    // Like an SSH key: this user's, and readable by nobody else.
+    if (Status mine = TokenFileIsPrivate(*f); !mine.ok())
+      return UsageError(io, "serve", mine.WithContext("--token-file"));
     auto text = ReadFileToString(*f);
     if (!text.ok()) return UsageError(io, "serve", text.status().WithContext("--token-file"));
     o.token = Trim(*text);
@@ -162,7 +199,22 @@ int RunServe(const Args& args, Io io) {
           Status::InvalidArgument("--token-file: the token must be at least 16 characters"));
     }
   }
+  if (auto hosts = flags.Get("--allow-host")) {
+    for (const std::string& h : Split(*hosts, ',')) {
+      const std::string name = Trim(h);
+      if (name.empty() || name.size() > 253 ||
+          name.find_first_of(" /\\@#?\t") != std::string::npos) {
+        return UsageError(io, "serve",
+                          Status::InvalidArgument("--allow-host: '" + name.substr(0, 64) +
+                                                  "' is not a host name or address"));
+      }
+      o.allowed_hosts.push_back(name);
+    }
+  }
   o.cache_dir = flags.GetOr("--cache-dir", profiler::DefaultCacheDir());
+  // Everything the service creates (state, token, job records and logs) is
+  // the serving user's alone, whatever umask it was started with.
+  ::umask(077);
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   o.executable = ec ? "/proc/self/exe" : self.string();
@@ -177,13 +229,25 @@ int RunServe(const Args& args, Io io) {
   signal(SIGPIPE, SIG_IGN);
 
   auto server = web::Server::Create(o);
-  if (!server.ok()) return UsageError(io, "serve", server.status());
+  if (!server.ok()) {
+    // A state directory someone else could have prepared is a usage error
+    // (exit 2) with its fix, not a busy cache to retry.
+    const Status& st = server.status();
+    return UsageError(io, "serve",
+                      st.code() == StatusCode::kFailedPrecondition
+                          ? Status::InvalidArgument(st.message())
+                          : st);
+  }
   auto bound = (*server)->Bind();
   if (!bound.ok()) return UsageError(io, "serve", bound.status(), /*measuring=*/false);
   io.err << "paratune serve: listening on http://"
          << (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) << ":" << *bound
          << "/ (state " << o.cache_dir
          << (o.token.empty() ? "; reads open on loopback" : "; bearer token required") << ")\n";
+  if (!(*server)->read_only().empty()) {
+    io.err << "paratune serve: degraded: " << (*server)->read_only()
+           << "; plans are served, profile and job writes are refused (503)\n";
+  }
   if (!(*server)->token_file().empty()) {
     io.err << "paratune serve: writes need \"Authorization: Bearer <token>\"; the token is in "
            << (*server)->token_file() << " (mode 0600)\n";

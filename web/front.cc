@@ -28,7 +28,19 @@ namespace {
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 bool IsTokenChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("!#$%&'*+-.^_`|~", c);
+  // c != 0: strchr would find the string's own terminator.
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c));
+}
+
+// A request target's characters: visible ASCII, no space or control.
+bool IsVisibleChar(char c) { return c > 0x20 && c < 0x7f; }
+
+// A header value's characters (RFC 9110 §5.5): visible, space, tab, and
+// obs-text (bytes >= 0x80); never NUL, CR, LF or another control.
+bool IsFieldValueChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u == '\t' || (u >= 0x20 && u != 0x7f);
 }
 
 void PeerAddress(int fd, bool local, std::string* ip, int* port) {
@@ -285,7 +297,7 @@ Front::Outcome Front::Parse(Conn& c) {
              "the method " + c.method + " is not served");
       return Outcome::kRefused;
     }
-    if (target.empty() || target.find(' ') != std::string::npos)
+    if (target.empty() || !std::all_of(target.begin(), target.end(), IsVisibleChar))
       return bad("malformed request target");
     c.path = target.substr(0, target.find('?'));
     if (version != "HTTP/1.1" && version != "HTTP/1.0") {
@@ -295,7 +307,7 @@ Front::Outcome Front::Parse(Conn& c) {
     // Headers.
     std::vector<std::string> lengths;
     std::string te, ce, expect, connection;
-    int te_count = 0;
+    int te_count = 0, host_count = 0;
     c.head = line + "\r\n";
     size_t at = eol + 2;
     while (at < end + 2) {
@@ -310,7 +322,16 @@ Front::Outcome Front::Parse(Conn& c) {
       if (!std::all_of(name.begin(), name.end(), IsTokenChar))
         return bad("malformed header name '" + name.substr(0, 64) + "'");
       const std::string value = Trim(h.substr(colon + 1));
+      // RFC 9110 §5.5: a field value never holds CR, LF or NUL (a bare CR is
+      // how requests are smuggled past proxies that split lines on it).
+      if (!std::all_of(value.begin(), value.end(), IsFieldValueChar))
+        return bad("a control character in the value of header '" + name.substr(0, 64) + "'");
       const std::string lname = AsciiLower(name);
+      if (lname == "host") ++host_count;
+      // Byte ranges are not served (one request could ask for a document a
+      // thousand times over): the whole document is the answer, as RFC 9110
+      // §14.2 allows a server that ignores Range.
+      if (lname == "range" || lname == "if-range") continue;
       if (lname == "content-length") {
         lengths.push_back(value);
         continue;
@@ -328,6 +349,9 @@ Front::Outcome Front::Parse(Conn& c) {
       if (lname == "connection") connection = AsciiLower(value);
       c.head += h + "\r\n";
     }
+    // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host.
+    if (host_count > 1) return bad("more than one Host header");
+    if (host_count == 0 && version == "HTTP/1.1") return bad("an HTTP/1.1 request needs a Host header");
     for (const std::string& v : lengths) {
       if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), ::isdigit))
         return bad("Content-Length must be one decimal number");

@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <random>
 
+#include "common/state_dir.h"
 #include "common/strings.h"
 #include "planner/plans.h"
+#include "profiler/runner.h"
 #include "topology/cluster.h"
 
 extern char** environ;
@@ -85,9 +87,11 @@ bool JobManager::UsesHardware(const Json& request) {
 
 Status JobManager::Start() {
   std::error_code ec;
-  std::filesystem::create_directories(options_.dir, ec);
-  if (ec)
-    return Status::IoError("cannot create the job folder " + options_.dir + ": " + ec.message());
+  if (!options_.read_only) {
+    PT_RETURN_IF_ERROR(MakeStateSubdirectory(options_.dir));
+  } else if (!std::filesystem::exists(options_.dir, ec)) {
+    return Status::Ok();
+  }
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(options_.dir, ec)) {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
@@ -104,7 +108,7 @@ Status JobManager::Start() {
       std::fprintf(stderr, "paratune serve: job record %s set aside: %s\n",
                    f.filename().string().c_str(), why.c_str());
     };
-    auto text = ReadFileToString(f.string());
+    auto text = ReadStateFile(f.string());
     if (!text.ok()) {
       set_aside(text.status().message());
       continue;
@@ -144,7 +148,10 @@ Status JobManager::Start() {
       j.status = "failed";
       j.error = "interrupted: the service stopped while the job ran";
       j.finished_at = NowRfc3339();
-      PT_RETURN_IF_ERROR(Persist(j));
+      if (Status w = options_.read_only ? Status::Ok() : Persist(j); !w.ok()) {
+        std::fprintf(stderr, "paratune serve: job %s: %s (kept in memory)\n", j.id.c_str(),
+                     w.message().c_str());
+      }
     } else if (j.status == "queued") {
       queued.emplace_back(j.created_at, j.id);
     }
@@ -153,6 +160,7 @@ Status JobManager::Start() {
   }
   std::sort(queued.begin(), queued.end());
   for (auto& q : queued) queue_.push_back(q.second);
+  if (options_.read_only) return Status::Ok();
   Prune();
   worker_ = std::thread([this] { Worker(); });
   return Status::Ok();
@@ -175,11 +183,13 @@ Result<OrderedJson> JobManager::Submit(const Json& request, SubmitError* why) {
   if (j.kind == "profile") {
     bool quick = true;
     PT_RETURN_IF_ERROR(r.OptBool("quick", &quick));
-    for (const char* key : {"samples", "iters"}) {  // `paratune profile --samples N --iters N`
-      int64_t n = 1;
-      PT_RETURN_IF_ERROR(r.OptInteger(key, &n));
-      if (n < 1 || n > 100000) return r.Error(key, "must be in [1, 100000]");
-    }
+    // `paratune profile --samples N --iters N`, within the CLI's bounds.
+    int64_t samples = -1, iters = -1;
+    PT_RETURN_IF_ERROR(r.OptInteger("samples", &samples));
+    PT_RETURN_IF_ERROR(r.OptInteger("iters", &iters));
+    if (r.Has("samples") && samples == -1) return r.Error("samples", "must be >= 1");
+    if (r.Has("iters") && iters == -1) return r.Error("iters", "must be >= 1");
+    PT_RETURN_IF_ERROR(profiler::CheckSampling(samples, iters, -1, "/"));
     if (r.Has("cluster")) {
       auto c = topology::ResolveCluster(r.Raw("cluster"), "/cluster");
       if (!c.ok()) return c.status();
@@ -268,7 +278,7 @@ OrderedJson JobManager::ToJson(const Job& j, bool with_result) const {
 
 Status JobManager::Persist(const Job& j) const {
   OrderedJson o = ToJson(j, false);
-  return WriteFileAtomic(options_.dir + "/" + j.id + ".json",
+  return WriteStateFile(options_.dir + "/" + j.id + ".json",
                          o.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
@@ -400,22 +410,21 @@ void JobManager::RunOne(const std::string& id) {
     Job& j = jobs_.at(id);
     if (j.status != "queued") return;
     work = options_.dir + "/" + id;
-    std::error_code ec;
-    std::filesystem::create_directories(work, ec);
+    Status made = MakeStateSubdirectory(work);
     Status inputs = Status::Ok();
     if (j.kind == "profile" && j.request.contains("cluster")) {
       // Resolve presets here so the child reads one self-contained file.
       auto c = topology::ResolveCluster(j.request["cluster"], "/cluster");
       inputs =
-          c.ok() ? WriteFileAtomic(work + "/cluster.json", topology::ClusterSpecToJson(*c).dump(2))
+          c.ok() ? WriteStateFile(work + "/cluster.json", topology::ClusterSpecToJson(*c).dump(2))
                  : c.status();
     } else if (j.kind == "confirm") {
-      inputs = WriteFileAtomic(work + "/plans.json", j.request["plans"].dump(2));
+      inputs = WriteStateFile(work + "/plans.json", j.request["plans"].dump(2));
     }
     j.started_at = NowRfc3339();
-    if (ec || !inputs.ok()) {
+    if (!made.ok() || !inputs.ok()) {
       j.status = "failed";
-      j.error = ec ? "cannot create " + work + ": " + ec.message() : inputs.message();
+      j.error = !made.ok() ? made.message() : inputs.message();
       j.finished_at = j.started_at;
       (void)Persist(j);
       return;
@@ -448,12 +457,16 @@ void JobManager::RunOne(const std::string& id) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Close-on-exec, so the child keeps them only as 0, 1 and 2; every other
+    // descriptor of the service (sockets, the epoll set) is closed too.
+    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (in < 0 || out < 0) ::_exit(127);
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(out, 2);
+    for (int fd = 0; fd < 3; ++fd) ::fcntl(fd, F_SETFD, 0);  // in == 0 kept its close-on-exec
+    ::close_range(3, ~0U, 0);
     ::execve(cargv[0], cargv.data(), environ);
     ::_exit(127);
   }

@@ -41,6 +41,9 @@ struct JobOptions {
   double kill_grace_s = 2;     // SIGTERM, then SIGKILL after this many seconds
   int max_finished = 200;      // finished jobs kept (oldest pruned first)
   double max_age_s = 7 * 86400;  // finished jobs older than this are pruned
+  // The state directory takes no writes: records are read, nothing is
+  // written, no job runs (Submit is refused by the service before it).
+  bool read_only = false;
 };
 
 // Why Submit refused a job.
@@ -53,9 +56,12 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Reads the records in options.dir (creating it), re-queues queued jobs,
-  // marks jobs that were running as failed ("interrupted"), and starts the
-  // worker. kIoError when the folder cannot be made or written.
+  // Reads the records in options.dir (creating it, mode 0700), re-queues
+  // queued jobs, marks jobs that were running as failed ("interrupted"), and
+  // starts the worker. A record that cannot be rewritten (a full disk) is
+  // reported on stderr and kept in memory. kIoError when the folder cannot be
+  // made; kFailedPrecondition when it is not this user's alone. Read-only:
+  // reads what is there, writes nothing, starts no worker.
   Status Start();
 
   // Validates a job request and stores it as a queued record. On success the

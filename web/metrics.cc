@@ -19,10 +19,18 @@ std::string EscapeLabel(const std::string& v) {
   return out;
 }
 
+std::string MethodLabel(const std::string& method) {
+  for (const char* m : {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"}) {
+    if (method == m) return method;
+  }
+  return "other";
+}
+
 void Metrics::RecordRequest(const std::string& route, const std::string& method, int code,
                             double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{route, method, code}];
+  // Labels come from bounded sets only, so no client can grow the series.
+  ++requests_[{route, MethodLabel(method), code < 100 || code > 599 ? 0 : code}];
   Histogram& h = latency_[{route, code}];
   size_t i = 0;
   while (i < kBuckets.size() && seconds > kBuckets[i]) ++i;

@@ -23,7 +23,8 @@ class Metrics {
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
   // One finished request. `route` is the route pattern ("/v1/jobs/{id}"), not
-  // the raw path, so the label set stays bounded. `seconds` ≥ 0.
+  // the raw path, and a method outside HTTP's seven is counted as "other", so
+  // the label set stays bounded. `seconds` ≥ 0.
   void RecordRequest(const std::string& route, const std::string& method, int code, double seconds);
   // One plans document served; `cache_hit` when it came from the plan cache.
   void RecordPlan(bool cache_hit);
@@ -48,6 +49,9 @@ class Metrics {
   int64_t plans_served_ = 0;
   int64_t cache_hits_ = 0;
 };
+
+// The method label: GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH or "other".
+std::string MethodLabel(const std::string& method);
 
 // Escapes a label value for the exposition format (\\, \", \n).
 std::string EscapeLabel(const std::string& v);

@@ -82,8 +82,12 @@ const ProblemKind& KindOf(StatusCode code) {
                                          "The resource is busy"};
   static constexpr ProblemKind kUnavailable{503, "urn:paratune:problem:unavailable",
                                             "The service cannot do this now"};
+  static constexpr ProblemKind kStorage{503, "urn:paratune:problem:storage",
+                                        "The service could not read or write its state"};
   static constexpr ProblemKind kInternal{500, "urn:paratune:problem:internal", "Internal error"};
   switch (code) {
+    case StatusCode::kIoError:
+      return kStorage;
     case StatusCode::kParseError:
       return kMalformed;
     case StatusCode::kInvalidArgument:
@@ -101,13 +105,22 @@ const ProblemKind& KindOf(StatusCode code) {
 
 }  // namespace
 
-Problem ProblemFromStatus(const Status& s) {
+Problem ProblemFromStatus(const Status& s, const std::string& operation) {
   const ProblemKind& kind = KindOf(s.code());
   Problem p;
   p.status = kind.status;
   p.type = kind.type;
   p.title = kind.title;
   p.detail = s.message();
+  if (s.code() == StatusCode::kIoError) {
+    // The operation and the system's reason, never the file it was about:
+    // library messages end with strerror's text after the last ": ".
+    const size_t colon = s.message().rfind(": ");
+    const std::string reason = colon == std::string::npos ? "" : s.message().substr(colon + 2);
+    const bool plain = !reason.empty() && reason.find('/') == std::string::npos;
+    p.detail = "could not " + (operation.empty() ? std::string("use the state directory") : operation) +
+               (plain ? ": " + reason : std::string());
+  }
   // An invalid spec names its field: the JSON pointer in its message.
   if (kind.status == 422) p.pointer = PointerFromMessage(s.message());
   return p;

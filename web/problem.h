@@ -34,9 +34,11 @@ const char* ReasonPhrase(int status);
 std::string PointerFromMessage(std::string_view message);
 
 // The problem for a failed library Status on a request body: parse errors 400,
-// invalid or unknown input 422, a held lock 409, unavailable/timeout 503,
+// invalid or unknown input 422, a held lock 409, unavailable/timeout 503, an
+// I/O failure 503 (urn:paratune:problem:storage) whose detail names
+// `operation` ("store the profile") and the system's reason, never a path;
 // everything else 500 (the server's fault, not the client's).
-Problem ProblemFromStatus(const Status& s);
+Problem ProblemFromStatus(const Status& s, const std::string& operation = "");
 
 // The JSON body: type, title, status, detail, instance, request_id, and
 // errors [{pointer, detail}] when a pointer is known.

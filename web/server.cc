@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -20,12 +21,15 @@
 #include <thread>
 
 #include "common/embedded.h"
+#include "common/json.h"
+#include "common/state_dir.h"
 #include "common/strings.h"
 #include "planner/model.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
+#include "web/peer.h"
 #include "web/problem.h"
 
 namespace paratune {
@@ -116,14 +120,25 @@ void SendProblem(Response& res, const Request& req, Problem p) {
   p.detail = HidePaths(p.detail, tl_ctx.hide);
   if (tl_ctx.active) p.request_id = std::to_string(tl_ctx.id);
   res.status = p.status;
-  if (p.status == 429 || p.status == 503)
-    res.set_header("Retry-After", p.status == 429 ? "30" : "5");
+  // A full job queue drains in minutes; a search slot frees in seconds.
+  if (p.status == 429 || p.status == 503) {
+    const bool jobs = p.type == "urn:paratune:problem:queue-full";
+    res.set_header("Retry-After", jobs ? "30" : "5");
+  }
   res.set_content(ProblemToJson(p).dump(-1, ' ', false, Json::error_handler_t::replace),
                   kProblemMediaType);
 }
 
-void SendStatus(Response& res, const Request& req, const Status& s) {
-  SendProblem(res, req, ProblemFromStatus(s));
+// A failed library call as a problem; an I/O failure names `operation`
+// ("store the profile") and logs the full message, which may name files, on
+// the service's stderr only.
+void SendStatus(Response& res, const Request& req, const Status& s,
+                const std::string& operation = "") {
+  if (s.code() == StatusCode::kIoError) {
+    std::fprintf(stderr, "paratune serve: request %llu: %s\n",
+                 static_cast<unsigned long long>(tl_ctx.id), s.message().c_str());
+  }
+  SendProblem(res, req, ProblemFromStatus(s, operation));
 }
 
 // Refuses a request over an identifier (`token`, named `what` in the message)
@@ -143,6 +158,27 @@ bool RefuseBadIdentifier(Response& res, const Request& req, const std::string& t
   p.pointer = pointer;
   SendProblem(res, req, p);
   return true;
+}
+
+// Who sent `req`, for fair shares of the search slots and the plan cache.
+std::string ClientOf(const Request& req) {
+  return ClientKey(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+}
+
+// A search that failed: past the time limit 422, a client over its share of
+// the waiting searches (or a full queue) 429, the rest as ProblemFromStatus.
+void SendSearchProblem(Response& res, const Request& req, const Status& s, SlotRefusal refusal) {
+  Problem p = ProblemFromStatus(s);
+  if (s.code() == StatusCode::kTimeout) {
+    p.status = 422;  // the request asks for more than the service does in time
+    p.type = "urn:paratune:problem:search-time-limit";
+    p.title = "The search is larger than this service's time limit";
+  } else if (refusal == SlotRefusal::kClientShare || refusal == SlotRefusal::kQueueFull) {
+    p.status = 429;
+    p.type = "urn:paratune:problem:search-queue-full";
+    p.title = "Too many searches are waiting";
+  }
+  SendProblem(res, req, p);
 }
 
 // JSON bodies go out uncompressed: cpp-httplib compresses "application/json"
@@ -295,6 +331,38 @@ bool IsLoopbackHost(const std::string& host) {
   return host.rfind("127.", 0) == 0 && std::count(host.begin(), host.end(), '.') == 3;
 }
 
+std::string HostOfHeader(const std::string& host_header) {
+  std::string h = AsciiLower(Trim(host_header));
+  if (!h.empty() && h[0] == '[') {
+    const size_t close = h.find(']');
+    return close == std::string::npos ? "" : h.substr(0, close + 1);
+  }
+  if (std::count(h.begin(), h.end(), ':') == 1) h = h.substr(0, h.find(':'));
+  while (!h.empty() && h.back() == '.') h.pop_back();  // "localhost." is localhost
+  return h;
+}
+
+std::set<std::string> AllowedHosts(const ServerOptions& o) {
+  std::set<std::string> out = {"localhost", "127.0.0.1", "[::1]"};
+  auto add = [&out](std::string h) {
+    h = AsciiLower(h);
+    if (h.find(':') != std::string::npos && h[0] != '[') h = "[" + h + "]";  // an IPv6 literal
+    if (!h.empty()) out.insert(h);
+  };
+  const bool wildcard = o.host == "0.0.0.0" || o.host == "::" || o.host == "[::]";
+  if (!wildcard) add(o.host);
+  if (!IsLoopbackHost(o.host)) {
+    // Bound beyond loopback: this machine's own name is how clients reach it.
+    char name[256] = {0};
+    if (::gethostname(name, sizeof name - 1) == 0) {
+      add(name);
+      add(std::string(name).substr(0, std::string(name).find('.')));
+    }
+  }
+  for (const std::string& h : o.allowed_hosts) add(h);
+  return out;
+}
+
 Server::Server(ServerOptions options) : options_(std::move(options)) {}
 
 Server::~Server() {
@@ -305,34 +373,20 @@ Server::~Server() {
 
 namespace {
 
-// A fresh random token (256 bits, hex) written to `path` with mode 0600: the
-// file is created exclusively under a temporary name that nobody else can
-// open, then renamed over any old one.
+// A fresh random token (256 bits, 64 hex digits) written to `path` in the
+// state directory, atomically (common/json.h WriteFileAtomic).
 Result<std::string> WriteNewToken(const std::string& path) {
   std::random_device rd;
   std::string token;
   static const char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 8; ++i) {  // 8 × 32 = 256 bits
     const uint32_t v = rd();
     for (int b = 0; b < 4; ++b) {
       token += kHex[(v >> (8 * b + 4)) & 15];
       token += kHex[(v >> (8 * b)) & 15];
     }
   }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return Status::IoError("cannot create the token file " + path + ": " + std::strerror(errno));
-  const std::string text = token + "\n";
-  const bool ok = ::fchmod(fd, 0600) == 0 &&
-                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot write the token file " + path);
-  }
+  PT_RETURN_IF_ERROR(WriteStateFile(path, token + "\n"));
   return token;
 }
 
@@ -345,17 +399,32 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
         " is not a loopback address: binding there needs --token-file (a bearer token)");
   }
   if (o.cache_dir.empty()) return Status::InvalidArgument("the cache directory is required");
+  // Created 0700 when missing; refused when another user owns or can write
+  // anything in it (kFailedPrecondition, naming what and how to fix it).
+  auto prepared = PrepareStateDirectory(o.cache_dir);
+  if (!prepared.ok()) return prepared.status().WithContext("--cache-dir");
+  const StateDirectory& state = *prepared;
   std::error_code ec;
-  std::filesystem::create_directories(o.cache_dir, ec);
-  if (ec)
-    return Status::IoError("cannot create the cache directory " + o.cache_dir + ": " +
-                           ec.message());
+  std::string read_only = state.writable ? "" : state.why_read_only;
   std::string token_file;
   o.token_given = !o.token.empty();
-  if (o.token.empty()) {
+  if (o.token.empty() && read_only.empty()) {
     token_file = o.cache_dir + "/serve-token";
-    PT_ASSIGN_OR_RETURN(o.token, WriteNewToken(token_file));
+    auto written = WriteNewToken(token_file);
+    if (written.ok()) {
+      o.token = *written;
+    } else {
+      read_only = "the token file cannot be written";
+      token_file.clear();
+    }
   }
+  if (o.token.empty()) {
+    // Degraded: no token was given and none could be written, so no client can
+    // hold one; writes are refused before the token is looked at.
+    std::random_device rd;
+    for (int i = 0; i < 8; ++i) o.token += std::to_string(rd());
+  }
+  o.jobs.read_only = !read_only.empty();
   o.plans.cache_dir = o.cache_dir;
   o.jobs.dir = o.cache_dir + "/jobs";
   o.jobs.cache_dir = o.cache_dir;
@@ -363,6 +432,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   o.front.max_body_bytes = o.max_body_bytes;
   std::unique_ptr<Server> s(new Server(std::move(o)));
   s->token_file_ = token_file;
+  s->read_only_ = read_only;
   {
     auto& h = s->hide_;
     const std::string dir = s->options_.cache_dir;
@@ -380,6 +450,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions o) {
   s->plans_ = std::make_unique<PlanService>(s->options_.plans);
   s->jobs_ = std::make_unique<JobManager>(s->options_.jobs);
   PT_RETURN_IF_ERROR(s->jobs_->Start().WithContext("job records"));
+  s->allowed_hosts_ = AllowedHosts(s->options_);
   s->http_ = std::make_unique<HttpServer>();
   s->Routes();
   Server* self = s.get();
@@ -426,9 +497,20 @@ std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {
   const bool presets =
       !planner::ModelPresetNames().empty() && !topology::ClusterPresetNames().empty();
   out.emplace_back("presets", presets, presets ? "loaded" : "no presets compiled in");
-  const Status w = WriteFileAtomic(options_.cache_dir + "/.readyz", "ok\n");
-  out.emplace_back("cache", w.ok(),
-                   w.ok() ? "state directory writable" : HidePaths(w.message(), &hide_));
+  // Degraded, not failed: plans are still served when the state directory
+  // cannot take writes; nothing is written to find that out. Gone: failed.
+  struct stat st {};
+  if (::stat(options_.cache_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    out.emplace_back("cache", false, "the state directory is gone");
+    out.emplace_back("accepting", !stopping_, stopping_ ? "shutting down" : "yes");
+    return out;
+  }
+  const std::string obstacle =
+      read_only_.empty() ? StateWriteObstacle(options_.cache_dir) : read_only_;
+  out.emplace_back("cache", true,
+                   obstacle.empty() ? "state directory writable"
+                                    : "degraded: " + obstacle +
+                                          "; plans are served, profile and job writes are not");
   out.emplace_back("accepting", !stopping_, stopping_ ? "shutting down" : "yes");
   return out;
 }
@@ -450,11 +532,29 @@ void Server::Routes() {
   httplib::Server& svr = *http_;
   // The front end has enforced the limit already; httplib checks it again.
   svr.set_payload_max_length(options_.max_body_bytes);
+  // The Keep-Alive header states the front end's real limits.
+  svr.set_keep_alive_max_count(options_.front.max_requests_per_connection);
+  svr.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.front.idle_timeout_s)));
 
   svr.set_pre_routing_handler([this](const Request& req, Response& res) {
     tl_ctx = RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_,
                             &hide_};
     res.set_header("X-Request-Id", std::to_string(tl_ctx.id));
+    // Byte ranges are not served: every answer is the whole document (200).
+    res.set_header("Accept-Ranges", "none");
+    // DNS rebinding: a page on evil.example whose name now resolves to this
+    // machine sends "Host: evil.example"; only the names this service is
+    // reached by are answered.
+    const std::string host = HostOfHeader(req.get_header_value("Host"));
+    if (!allowed_hosts_.count(host) && !(IsLoopbackHost(host) && IsLoopbackHost(options_.host))) {
+      Problem p;
+      p.status = 421;
+      p.type = "urn:paratune:problem:host-not-allowed";
+      p.detail = "this service does not answer for the host '" + host.substr(0, 100) +
+                 "'; a name it should answer for is added with `paratune serve --allow-host NAME`";
+      SendProblem(res, req, p);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
     const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
     // State changes: profiles and jobs (their records and what they run).
@@ -500,6 +600,16 @@ void Server::Routes() {
         SendProblem(res, req, p);
         return httplib::Server::HandlerResponse::Handled;
       }
+    }
+    if (write && !read_only_.empty()) {
+      Problem p;
+      p.status = 503;
+      p.type = "urn:paratune:problem:read-only";
+      p.title = "The service is read-only";
+      p.detail = "the state directory cannot take writes (" + read_only_ +
+                 "): plans are served, profiles and jobs cannot change";
+      SendProblem(res, req, p);
+      return httplib::Server::HandlerResponse::Handled;
     }
     if (api && stopping_ && req.path != "/metrics") {
       Problem p;
@@ -620,10 +730,11 @@ void Server::Routes() {
         res.set_content("ok\n", "text/plain");
       }));
   Fn readyz = [this](const Request& req, Response& res) {
-    bool ok = true;
+    bool ok = true, degraded = false;
     std::string text;
     for (const auto& [name, good, detail] : Checks()) {
       ok = ok && good;
+      degraded = degraded || detail.rfind("degraded", 0) == 0;
       text += std::string(good ? "[+]" : "[-]") + name + (good ? " ok" : " failed") + ": " +
               detail + "\n";
     }
@@ -631,7 +742,7 @@ void Server::Routes() {
     if (!ok) res.set_header("Retry-After", "5");
     res.set_content(req.has_param("verbose")
                         ? text + (ok ? "readyz check passed\n" : "readyz check failed\n")
-                        : std::string(ok ? "ok\n" : "not ready\n"),
+                        : std::string(!ok ? "not ready\n" : degraded ? "degraded\n" : "ok\n"),
                     "text/plain");
   };
   get("/readyz", route("/readyz", readyz));
@@ -703,16 +814,9 @@ void Server::Routes() {
          }
          auto body = JsonBody(req, res, options_.max_json_depth);
          if (!body) return;
-         auto out = plans_->Plan(*body, req.body);
-         if (!out.ok()) {
-           Problem p = ProblemFromStatus(out.status());
-           if (out.status().code() == StatusCode::kTimeout) {
-             p.status = 422;  // the request asks for more than the service does in time
-             p.type = "urn:paratune:problem:search-time-limit";
-             p.title = "The search is larger than this service's time limit";
-           }
-           return SendProblem(res, req, p);
-         }
+         SlotRefusal refusal = SlotRefusal::kNone;
+         auto out = plans_->Plan(*body, req.body, ClientOf(req), &refusal);
+         if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
          metrics_.RecordPlan(out->cache_hit);
          res.set_header("X-Paratune-Cache", out->cache_hit ? "hit" : "miss");
          SendJson(res, 200, *out->body);
@@ -720,7 +824,7 @@ void Server::Routes() {
   post("/v1/emit", route("/v1/emit", [this](const Request& req, Response& res) {
          auto body = JsonBody(req, res, options_.max_json_depth);
          if (!body) return;
-         auto out = plans_->Emit(*body);
+         auto out = plans_->Emit(*body, ClientOf(req));
          if (!out.ok()) return SendStatus(res, req, out.status());
          res.set_header("X-Paratune-Format", out->first);
          res.status = 200;
@@ -729,23 +833,16 @@ void Server::Routes() {
   post("/v1/replans", route("/v1/replans", [this](const Request& req, Response& res) {
          auto body = JsonBody(req, res, options_.max_json_depth);
          if (!body) return;
-         auto out = plans_->Replan(*body);
-         if (!out.ok()) {
-           Problem p = ProblemFromStatus(out.status());
-           if (out.status().code() == StatusCode::kTimeout) {
-             p.status = 422;
-             p.type = "urn:paratune:problem:search-time-limit";
-             p.title = "The search is larger than this service's time limit";
-           }
-           return SendProblem(res, req, p);
-         }
+         SlotRefusal refusal = SlotRefusal::kNone;
+         auto out = plans_->Replan(*body, ClientOf(req), &refusal);
+         if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
          SendJson(res, 200, *out);
        }));
 
   // ---- profiles ----
   get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
         auto listed = plans_->profiles().List();
-        if (!listed.ok()) return SendStatus(res, req, listed.status());
+        if (!listed.ok()) return SendStatus(res, req, listed.status(), "list the profiles");
         OrderedJson doc;
         doc["schema"] = "paratune.profiles/v1";
         doc["profiles"] = OrderedJson::array();
@@ -770,7 +867,7 @@ void Server::Routes() {
       route("/v1/profiles/{fingerprint}", [this, bad_token](const Request& req, Response& res) {
         if (bad_token(req, res, "cluster fingerprint")) return;
         auto got = plans_->profiles().Get(req.matches[1]);
-        if (!got.ok()) return SendStatus(res, req, got.status());
+        if (!got.ok()) return SendStatus(res, req, got.status(), "read the profile");
         if (!got->has_value()) {
           Problem p;
           p.status = 404;
@@ -786,9 +883,9 @@ void Server::Routes() {
         if (bad_token(req, res, "cluster fingerprint")) return;
         const std::string fp = req.matches[1];
         auto lock = profiler::CacheLock::TryAcquire(options_.cache_dir, fp);
-        if (!lock.ok()) return SendStatus(res, req, lock.status());
+        if (!lock.ok()) return SendStatus(res, req, lock.status(), "lock the profile");
         auto removed = profiler::DeleteCachedProfile(options_.cache_dir, fp, *lock);
-        if (!removed.ok()) return SendStatus(res, req, removed.status());
+        if (!removed.ok()) return SendStatus(res, req, removed.status(), "delete the profile");
         if (!*removed) {
           Problem p;
           p.status = 404;
@@ -846,7 +943,7 @@ void Server::Routes() {
             } else {
               const std::string tmp = options_.cache_dir + "/tmp";
               std::error_code ec;
-              std::filesystem::create_directories(tmp, ec);
+              Status made = MakeStateSubdirectory(tmp);
               const std::string stem = tmp + "/import-" + std::to_string(tl_ctx.id);
               const std::string log = stem + (text_log ? ".log" : ".json");
               profiler::ImportRunOptions o;
@@ -858,7 +955,7 @@ void Server::Routes() {
               o.tool = "paratune " + options_.version + " (serve)";
               o.argv = {"POST", "/v1/profiles"};
               std::vector<std::string> warnings;
-              Status w = WriteFileAtomic(log, text_log ? *text_log : req.body);
+              Status w = made.ok() ? WriteFileAtomic(log, text_log ? *text_log : req.body) : made;
               profile =
                   w.ok() ? profiler::ImportProfile(o, &warnings) : Result<profiler::Profile>(w);
               std::filesystem::remove(log, ec);
@@ -866,13 +963,13 @@ void Server::Routes() {
             }
           }
         }
-        if (!profile.ok()) return SendStatus(res, req, profile.status());
+        if (!profile.ok()) return SendStatus(res, req, profile.status(), "import the logs");
         if (bad_fingerprint(profile->cluster_fingerprint)) return;
         auto lock =
             profiler::CacheLock::TryAcquire(options_.cache_dir, profile->cluster_fingerprint);
-        if (!lock.ok()) return SendStatus(res, req, lock.status());
+        if (!lock.ok()) return SendStatus(res, req, lock.status(), "lock the profile");
         if (Status s = profiler::StoreCachedProfile(options_.cache_dir, *profile, *lock); !s.ok()) {
-          return SendStatus(res, req, s);
+          return SendStatus(res, req, s, "store the profile");
         }
         plans_->InvalidateCache();  // plans may now use the new fits
         res.set_header("Location", "/v1/profiles/" + profile->cluster_fingerprint);
@@ -888,15 +985,11 @@ void Server::Routes() {
          SubmitError why = SubmitError::kNone;
          auto rec = jobs_->Submit(*body, &why);
          if (!rec.ok()) {
-           Problem p = ProblemFromStatus(rec.status());
+           Problem p = ProblemFromStatus(rec.status(), "record the job");
            if (why == SubmitError::kQueueFull) {
              p.status = 429;
              p.type = "urn:paratune:problem:queue-full";
              p.title = "The job queue is full";
-           } else if (why == SubmitError::kIo) {
-             p.status = 503;
-             p.type = "urn:paratune:problem:not-ready";
-             p.title = "The job could not be recorded";
            }
            return SendProblem(res, req, p);
          }
@@ -923,7 +1016,7 @@ void Server::Routes() {
         }
         bool more = false;
         auto page = jobs_->Page(static_cast<size_t>(limit), after, &more);
-        if (!page.ok()) return SendStatus(res, req, page.status());
+        if (!page.ok()) return SendStatus(res, req, page.status(), "list the jobs");
         OrderedJson doc;
         doc["schema"] = "paratune.jobs/v1";
         doc["jobs"] = OrderedJson::array();

@@ -20,7 +20,9 @@
 #include <atomic>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "web/front.h"
@@ -46,6 +48,7 @@ struct ServerOptions {
   std::string version = "dev";
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413 (copied to front)
   int max_json_depth = 64;          // deeper nesting gets 400
+  std::vector<std::string> allowed_hosts;  // Host names answered beyond loopback and --host
   FrontOptions front;               // connections, timeouts, workers (web/front.h)
   PlanServiceOptions plans;         // cache_dir is filled in from cache_dir
   JobOptions jobs;                  // dir, cache_dir, executable filled in
@@ -53,6 +56,15 @@ struct ServerOptions {
 
 // Whether `host` is a loopback address or name (127.0.0.0/8, ::1, localhost).
 bool IsLoopbackHost(const std::string& host);
+
+// The host of a Host header, lower case, without the port ("[::1]" keeps its
+// brackets); "" when malformed.
+std::string HostOfHeader(const std::string& host_header);
+
+// The Host names the service answers for (DNS-rebinding defence): loopback
+// names, the bound address (unless a wildcard), this machine's name when
+// bound beyond loopback, and options.allowed_hosts.
+std::set<std::string> AllowedHosts(const ServerOptions& o);
 
 class Server {
  public:
@@ -77,6 +89,9 @@ class Server {
   size_t open_connections() const { return front_ ? front_->open_connections() : 0; }
   // Where a generated token was written ("" when the token was given).
   const std::string& token_file() const { return token_file_; }
+  // Why the state directory took no writes at start ("" = it did): the
+  // service then serves plans and refuses profile and job writes (503).
+  const std::string& read_only() const { return read_only_; }
   const ServerOptions& options() const { return options_; }
   PlanService& plans() { return *plans_; }
   JobManager& jobs() { return *jobs_; }
@@ -100,6 +115,8 @@ class Server {
   // Route patterns and the method each takes, for 405 + Allow.
   std::vector<std::pair<std::regex, std::string>> routes_;
   std::string token_file_;
+  std::string read_only_;  // why the state directory takes no writes ("" = it does)
+  std::set<std::string> allowed_hosts_;
   std::vector<std::pair<std::string, std::string>> hide_;  // (folder, role) for HidePaths
   int port_ = 0;
 };

@@ -10,14 +10,20 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <future>
+#include <iterator>
+#include <optional>
 #include <set>
 
 #include "common/strings.h"
+#include "topology/cluster.h"
+#include "web/peer.h"
 #include "tests/web/test_util.h"
 
 namespace paratune::web::testing {
@@ -617,6 +623,403 @@ TEST_F(HostileTest, JobsArePagedAndFinishedOnesPruned) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/jobs/000000000001-0001.json"));
   ExpectProblem(c->Get("/v1/jobs?limit=0"), 422);
   ExpectProblem(c->Get("/v1/jobs?limit=100000"), 422);
+}
+
+
+// ---- round two: a shared node's other users ----
+
+constexpr uid_t kOtherUid = 65534;  // nobody: the second user, where the test runs as root
+
+bool IsRoot() { return ::geteuid() == 0; }
+
+// A GET on a fresh connection with these extra header lines.
+Reply Get(int port, const std::string& path, const std::string& headers) {
+  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers +
+                            "Connection: close\r\n\r\n");
+}
+
+TEST_F(HostileTest, RangesAreIgnoredSoNoRequestAmplifies) {
+  Start();
+  const Reply whole = Get(port_, "/v1/openapi.json", "");
+  ASSERT_EQ(whole.status, 200);
+  std::string thousand = "bytes=0-";
+  for (int i = 1; i < 1000; ++i) thousand += ",0-";
+  for (const std::string& range : {thousand, std::string("bytes=0-10"), std::string("bytes=5-")}) {
+    for (const char* path : {"/v1/openapi.json", "/static/app.js"}) {
+      const Reply r = Get(port_, path, "Range: " + range + "\r\nIf-Range: x\r\n");
+      EXPECT_EQ(r.status, 200) << path;
+      if (std::string(path) == "/v1/openapi.json") EXPECT_EQ(r.body.size(), whole.body.size());
+      EXPECT_EQ(r.Header("Content-Range"), "");
+      EXPECT_EQ(r.Header("Accept-Ranges"), "none");
+    }
+  }
+}
+
+TEST_F(HostileTest, AStateDirectoryOthersCouldHavePreparedIsRefused) {
+  auto refused = [&](const std::string& why) {
+    auto s = Server::Create(TestOptions(dir_));
+    EXPECT_FALSE(s.ok()) << why;
+    return s.ok() ? std::string() : s.status().message();
+  };
+  // Writable by others.
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  EXPECT_NE(refused("0777").find("chmod go-w"), std::string::npos);
+  std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
+  // A link inside, pointing where job records would land.
+  const std::string outside = TempDir("outside");
+  std::filesystem::create_directory_symlink(outside, dir_ + "/jobs");
+  EXPECT_NE(refused("jobs link").find("symbolic link"), std::string::npos);
+  std::filesystem::remove(dir_ + "/jobs");
+  EXPECT_TRUE(std::filesystem::is_empty(outside));
+  if (IsRoot()) {
+    // Another user's folder, and another user's profile inside ours.
+    ASSERT_EQ(::chown(dir_.c_str(), kOtherUid, kOtherUid), 0);
+    EXPECT_NE(refused("owner").find("belongs to uid 65534"), std::string::npos);
+    ASSERT_EQ(::chown(dir_.c_str(), 0, 0), 0);
+    std::filesystem::create_directories(dir_ + "/profiles");
+    std::ofstream(dir_ + "/profiles/00000000deadbeef.json") << "{}";
+    ASSERT_EQ(::chown((dir_ + "/profiles/00000000deadbeef.json").c_str(), kOtherUid, kOtherUid), 0);
+    EXPECT_NE(refused("planted profile").find("00000000deadbeef.json"), std::string::npos);
+    std::filesystem::remove_all(dir_ + "/profiles");
+  }
+  // A missing one is made 0700 with 0600 files, whatever the umask.
+  const std::string fresh = dir_ + "/fresh/state";
+  const mode_t old = ::umask(0);
+  {
+    ServerOptions o = TestOptions(fresh);
+    Start(o);
+  }
+  ::umask(old);
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((fresh + "/serve-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(server_->token().size(), 64u);  // 256 bits in hex, as docs/service.md says
+  ASSERT_EQ(::stat((fresh + "/jobs").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A planted temporary name is never written through; probes write nothing.
+  std::ofstream(outside + "/victim") << "mine\n";
+  for (int pid = ::getpid() - 2; pid <= ::getpid() + 2; ++pid) {
+    std::filesystem::create_symlink(outside + "/victim",
+                                    fresh + "/.readyz.tmp." + std::to_string(pid));
+  }
+  EXPECT_EQ(Get(port_, "/readyz", "").status, 200);
+  EXPECT_EQ(*ReadFileToString(outside + "/victim"), "mine\n");
+  EXPECT_FALSE(std::filesystem::exists(fresh + "/.readyz"));
+  std::filesystem::remove_all(outside);
+}
+
+TEST_F(HostileTest, ARestartOnAReadOnlyStateDirectoryServesPlansDegraded) {
+  if (!IsRoot()) GTEST_SKIP() << "needs a second uid (run as root)";
+  // The service runs as the second user on a folder that user owns but cannot
+  // write (as a read-only mount would be), holding the record of a job that
+  // was running when the service was killed.
+  std::filesystem::create_directories(dir_ + "/jobs");
+  std::ofstream(dir_ + "/jobs/000000000001-0001.json")
+      << R"({"id":"000000000001-0001","kind":"profile","backend":"fake","status":"running",
+           "request":{},"created_at":"2026-01-01T00:00:00Z","pid":999999})";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+    ASSERT_EQ(::lchown(e.path().c_str(), kOtherUid, kOtherUid), 0);
+  ASSERT_EQ(::chown(dir_.c_str(), kOtherUid, kOtherUid), 0);
+  ASSERT_EQ(::chmod((dir_ + "/jobs").c_str(), 0500), 0);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0500), 0);
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(out[1], 2);
+    if (::setgid(kOtherUid) != 0 || ::setuid(kOtherUid) != 0) ::_exit(99);
+    ::execl(PARATUNE_BINARY, PARATUNE_BINARY, "serve", "--port", "0", "--cache-dir", dir_.c_str(),
+            nullptr);
+    ::_exit(98);
+  }
+  ::close(out[1]);
+  std::string err;
+  char buf[4096];
+  int port = 0;
+  while (port == 0) {
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<size_t>(n));
+    const size_t at = err.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos && err.find('/', at + 30) != std::string::npos)
+      port = std::atoi(err.c_str() + at + 30);
+  }
+  ASSERT_GT(port, 0) << err;
+  EXPECT_NE(err.find("degraded"), std::string::npos) << err;
+  const Reply ready = Get(port, "/readyz?verbose", "");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_NE(ready.body.find("degraded"), std::string::npos) << ready.body;
+  EXPECT_EQ(Exchange(port, Post("/v1/plans", kPlan)).status, 200);
+  const Reply job = Exchange(port, Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})"));
+  EXPECT_EQ(job.status, 503);
+  EXPECT_NE(job.body.find("read-only"), std::string::npos) << job.body;
+  EXPECT_EQ(job.body.find(dir_), std::string::npos) << job.body;
+  ::kill(child, SIGTERM);
+  ::waitpid(child, nullptr, 0);
+  ::close(out[0]);
+  ::chmod(dir_.c_str(), 0700);
+  ::chmod((dir_ + "/jobs").c_str(), 0700);
+}
+
+TEST_F(HostileTest, AStorageFailureIs503NamingTheOperationNotAPath) {
+  Start();
+  // The profile's file name is taken by a folder: the store cannot rename
+  // over it, as a full disk cannot write it.
+  auto c = Authorized();
+  auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  const std::string fp = topology::Fingerprint(*cluster);
+  std::filesystem::create_directories(dir_ + "/profiles/" + fp + ".json/x");
+  std::string log;
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/profiler/data/all_reduce_8xA100.log");
+  log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(log.empty());
+  auto r = c->Post("/v1/profiles?cluster=dgx-h100", Json({{"nccl_tests_log", log}}).dump(),
+                   "application/json");
+  Json p = ExpectProblem(r, 503);
+  EXPECT_EQ(p["type"], "urn:paratune:problem:storage");
+  EXPECT_NE(p["detail"].get<std::string>().find("could not store the profile"), std::string::npos)
+      << p.dump();
+  EXPECT_EQ(r->body.find('/' + std::string("profiles")), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("$STATE"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("$TMPDIR"), std::string::npos) << r->body;
+}
+
+TEST_F(HostileTest, AnotherUsersSweepsDoNotStarveANeighboursPlans) {
+  if (!IsRoot()) GTEST_SKIP() << "needs a second uid (run as root)";
+  ServerOptions o = TestOptions(dir_);
+  o.plans.max_concurrent_searches = 1;  // the 2-core machine: one search at a time
+  o.plans.search_threads = 1;
+  o.plans.queue_wait_limit_s = 10;
+  Start(o);
+  // The attacker: four clients of another user looping distinct large sweeps.
+  const pid_t attacker = ::fork();
+  if (attacker == 0) {
+    if (::setgid(kOtherUid) != 0 || ::setuid(kOtherUid) != 0) ::_exit(99);
+    for (int k = 0; k < 4; ++k) {
+      if (::fork() == 0) {
+        for (int i = 0;; ++i) {
+          const std::string body =
+              R"({"model":"llama3.1-405b","cluster":"dgx-h100","gpus":"2048:131072:2048",
+              "training":{"seq_len":8192,"global_batch":)" +
+              std::to_string(2048 * (1 + k * 1000 + i)) + "}}";
+          Exchange(port_, Post("/v1/plans", body));
+        }
+      }
+    }
+    ::pause();
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // The neighbour: distinct uncached plans, each answered; probes and a
+  // cached plan meanwhile.
+  std::vector<int> statuses;
+  for (int gpus : {8, 16, 24, 32, 48}) {
+    const std::string body = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":)" +
+                             std::to_string(gpus) +
+                             R"(,"training":{"seq_len":4096,"global_batch":64},"space":"megatron"})";
+    statuses.push_back(Exchange(port_, Post("/v1/plans", body)).status);
+    EXPECT_EQ(Get(port_, "/livez", "").status, 200);
+    const Reply again = Exchange(port_, Post("/v1/plans", body));
+    EXPECT_EQ(again.status, 200);
+    EXPECT_EQ(again.Header("X-Paratune-Cache"), "hit");
+  }
+  ::kill(-attacker, SIGKILL);
+  ::kill(attacker, SIGKILL);
+  ::waitpid(attacker, nullptr, 0);
+  EXPECT_EQ(statuses, std::vector<int>(5, 200));
+}
+
+TEST_F(HostileTest, ACheapSearchOvertakesALargeOneOfTheSameClient) {
+  ServerOptions o = TestOptions(dir_);
+  o.plans.max_concurrent_searches = 1;
+  o.plans.search_threads = 1;
+  Start(o);
+  auto sweep = std::async(std::launch::async, [&] {
+    return Exchange(port_, Post("/v1/plans",
+                                R"({"model":"llama3.1-405b","cluster":"dgx-h100","gpus":"2048:131072:2048",
+      "training":{"seq_len":8192,"global_batch":2048}})")).status;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Exchange(port_, Post("/v1/plans", kPlan)).status, 200);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int big = sweep.get();
+  EXPECT_TRUE(big == 200 || big == 422) << big;
+  // Not a timing assertion on speed: the small plan was answered before the
+  // sweep's 60 s limit could free the slot.
+  EXPECT_LT(waited, o.plans.search_time_limit_s / 2);
+}
+
+TEST(PlanCacheFairness, OneClientFillingTheCacheEvictsOnlyItsOwn) {
+  DocumentCache cache(8);
+  auto doc = std::make_shared<const std::string>("{}");
+  cache.Put("mine", doc, "uid:1000");
+  for (int i = 0; i < 300; ++i) cache.Put("flood" + std::to_string(i), doc, "uid:1001");
+  EXPECT_NE(cache.Get("mine"), nullptr);
+  EXPECT_EQ(cache.CountOwnedBy("uid:1001"), 7u);
+  EXPECT_EQ(cache.Get("flood0"), nullptr);
+  EXPECT_NE(cache.Get("flood299"), nullptr);
+}
+
+TEST(PeerIdentity, ALoopbackClientIsItsUser) {
+  // /proc/net/tcp rows as the kernel prints them: 127.0.0.1:40000 ->
+  // 127.0.0.1:8080 owned by uid 1234, and the server's side of it.
+  const std::string table =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1\n"
+      "   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1234        0 2 1\n";
+  EXPECT_EQ(SocketOwner(table, "127.0.0.1", 40000, "127.0.0.1", 8080), std::optional<uid_t>(1234));
+  EXPECT_EQ(SocketOwner(table, "127.0.0.1", 40001, "127.0.0.1", 8080), std::nullopt);
+  EXPECT_EQ(ClientKey("10.0.0.7", 5, "10.0.0.1", 8080), "ip:10.0.0.7");
+  // A real connection to this process's own listening socket.
+  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  const int cfd = Connect(port);
+  ASSERT_GE(cfd, 0);
+  sockaddr_in mine{};
+  len = sizeof mine;
+  ::getsockname(cfd, reinterpret_cast<sockaddr*>(&mine), &len);
+  EXPECT_EQ(ClientKey("127.0.0.1", ntohs(mine.sin_port), "127.0.0.1", port),
+            "uid:" + std::to_string(::geteuid()));
+  ::close(cfd);
+  ::close(lfd);
+}
+
+TEST_F(HostileTest, FakeProfilesNeverEnterTheCacheThatPlansRead) {
+  Start();
+  const std::string out = dir_ + "/fake.json";
+  auto [text, code] = RunCommand(std::string(PARATUNE_BINARY) +
+                                 " profile --backend fake --quick --cluster dgx-h100 --out " + out +
+                                 " --cache-dir " + dir_ + " 2>&1");
+  ASSERT_EQ(code, 0) << text;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/profiles")) << text;
+  // Nor through the service: the fake profile is refused, and plans stay as they were.
+  auto doc = ReadFileToString(out);
+  ASSERT_TRUE(doc.ok());
+  Json p = ExpectProblem(Authorized()->Post("/v1/profiles", *doc, "application/json"), 409);
+  EXPECT_NE(p["detail"].get<std::string>().find("fake backend"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/profiles/" + Json::parse(*doc)["cluster_fingerprint"]
+                                                                    .get<std::string>() + ".json"));
+  EXPECT_TRUE(BodyJson(server_->Client()->Get("/v1/profiles"))["profiles"].empty());
+}
+
+TEST_F(HostileTest, JobSamplingIsBoundedBeforeWorkStarts) {
+  Start();
+  auto c = Authorized();
+  ExpectProblem(c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake","samples":100000})",
+                        "application/json"),
+                422, "/samples");
+  ExpectProblem(c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake","iters":100000})",
+                        "application/json"),
+                422, "/iters");
+  Json both = ExpectProblem(
+      c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake","samples":1000,"iters":10000})",
+              "application/json"),
+      422);
+  EXPECT_NE(both["detail"].get<std::string>().find("100000"), std::string::npos);
+  auto [text, code] = RunCommand(std::string(PARATUNE_BINARY) +
+                                 " profile --backend fake --samples 100000 --iters 100000 "
+                                 "--no-cache --out " + dir_ + "/x.json 2>&1");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find("--samples"), std::string::npos) << text;
+}
+
+TEST_F(HostileTest, OnlyTheNamesThisServiceIsReachedByAreAnswered) {
+  Start();
+  const std::string evil = "Host: evil.example\r\nOrigin: http://evil.example\r\n";
+  for (const char* path : {"/v1/plans", "/v1/jobs", "/v1/profiles"}) {
+    const Reply r = Exchange(port_, "POST " + std::string(path) +
+                                        " HTTP/1.1\r\n" + evil +
+                                        "Content-Type: application/json\r\nContent-Length: 2\r\n"
+                                        "Connection: close\r\n\r\n{}");
+    EXPECT_EQ(r.status, 421) << path;
+    EXPECT_NE(r.body.find("--allow-host"), std::string::npos) << r.body;
+  }
+  for (const char* path : {"/metrics", "/v1/profiles", "/"}) {
+    EXPECT_EQ(Exchange(port_, "GET " + std::string(path) + " HTTP/1.1\r\n" + evil +
+                                  "Connection: close\r\n\r\n")
+                  .status,
+              421)
+        << path;
+  }
+  for (const std::string host : {"localhost:" + std::to_string(port_), std::string("127.0.0.1"),
+                                 std::string("[::1]:80"), std::string("LOCALHOST")}) {
+    EXPECT_EQ(Exchange(port_, "GET /v1/version HTTP/1.1\r\nHost: " + host +
+                                  "\r\nConnection: close\r\n\r\n")
+                  .status,
+              200)
+        << host;
+  }
+  server_.reset();
+  ServerOptions o = TestOptions(dir_);
+  o.allowed_hosts = {"paratune.example"};
+  Start(o);
+  EXPECT_EQ(Exchange(port_, "GET /v1/version HTTP/1.1\r\nHost: paratune.example:8080\r\n"
+                            "Connection: close\r\n\r\n")
+                .status,
+            200);
+}
+
+TEST_F(HostileTest, UnknownMethodsShareOneMetricSeries) {
+  Start();
+  for (int i = 0; i < 200; ++i) {
+    Exchange(port_, "M" + std::to_string(i) + " / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  }
+  const std::string metrics = server_->Client()->Get("/metrics")->body;
+  EXPECT_EQ(metrics.find("M17"), std::string::npos);
+  EXPECT_NE(metrics.find("method=\"other\""), std::string::npos);
+  EXPECT_LT(metrics.size(), 64u * 1024);
+}
+
+TEST_F(HostileTest, HeadersAreReadAsRfc9112Says) {
+  Start();
+  const Reply bare_cr = Exchange(port_, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\rb\r\n\r\n");
+  EXPECT_EQ(bare_cr.status, 400);
+  std::string nul = "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a";
+  nul += '\0';
+  nul += "b\r\n\r\n";
+  EXPECT_EQ(Exchange(port_, nul).status, 400);
+  std::string nul_name = "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-";
+  nul_name += '\0';
+  nul_name += ": b\r\n\r\n";
+  EXPECT_EQ(Exchange(port_, nul_name).status, 400);
+  EXPECT_EQ(Exchange(port_, "GET /livez HTTP/1.1\r\n\r\n").status, 400);  // no Host
+  EXPECT_EQ(Exchange(port_, "GET /livez HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status, 400);
+  EXPECT_EQ(Exchange(port_, "GET /livez HTTP/1.0\r\n\r\n").status, 200);  // 1.0 needs none
+}
+
+TEST_F(HostileTest, NothingIsLeftBehindAndHeadersSayWhatTheCodeDoes) {
+  Start();
+  auto c = Authorized();
+  for (int i = 0; i < 300; ++i) {
+    char fp[17];
+    std::snprintf(fp, sizeof fp, "%016x", 0xc0ffee00 + i);
+    EXPECT_EQ(c->Delete((std::string("/v1/profiles/") + fp).c_str())->status, 404);
+  }
+  size_t locks = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+    locks += e.path().extension() == ".lock" ? 1 : 0;
+  EXPECT_EQ(locks, 0u);
+  const Reply r = Exchange(port_, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(r.Header("Keep-Alive"), "timeout=5, max=1000");
+  // A token file others can read is refused (exit 2), like an SSH key.
+  const std::string token = dir_ + "/token";
+  std::ofstream(token) << "0123456789abcdef0123\n";
+  ::chmod(token.c_str(), 0666);
+  auto [text, code] = RunCommand(std::string(PARATUNE_BINARY) + " serve --port 0 --token-file " +
+                                 token + " --cache-dir " + dir_ + "/other 2>&1");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find("chmod 600"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ TEST_F(ServerTest, HealthEndpoints) {
   EXPECT_EQ(health->status, 200);
 }
 
-TEST_F(ServerTest, ReadyzFailsWhenTheCacheIsNotWritable) {
+TEST_F(ServerTest, ReadyzFailsWhenTheStateDirectoryIsGone) {
   // Replace the cache directory by a plain file: no write can succeed, even as root.
   std::filesystem::remove_all(dir_);
   std::ofstream(dir_) << "not a directory";
