@@ -648,7 +648,9 @@ TEST_F(HostileTest, RangesAreIgnoredSoNoRequestAmplifies) {
     for (const char* path : {"/v1/openapi.json", "/static/app.js"}) {
       const Reply r = Get(port_, path, "Range: " + range + "\r\nIf-Range: x\r\n");
       EXPECT_EQ(r.status, 200) << path;
-      if (std::string(path) == "/v1/openapi.json") EXPECT_EQ(r.body.size(), whole.body.size());
+      if (std::string(path) == "/v1/openapi.json") {
+        EXPECT_EQ(r.body.size(), whole.body.size());
+      }
       EXPECT_EQ(r.Header("Content-Range"), "");
       EXPECT_EQ(r.Header("Accept-Ranges"), "none");
     }
@@ -952,7 +954,7 @@ TEST_F(HostileTest, OnlyTheNamesThisServiceIsReachedByAreAnswered) {
               421)
         << path;
   }
-  for (const std::string host : {"localhost:" + std::to_string(port_), std::string("127.0.0.1"),
+  for (const std::string& host : {"localhost:" + std::to_string(port_), std::string("127.0.0.1"),
                                  std::string("[::1]:80"), std::string("LOCALHOST")}) {
     EXPECT_EQ(Exchange(port_, "GET /v1/version HTTP/1.1\r\nHost: " + host +
                                   "\r\nConnection: close\r\n\r\n")
