@@ -545,8 +545,10 @@ void Server::Routes() {
     // DNS rebinding: a page on evil.example whose name now resolves to this
     // machine sends "Host: evil.example"; only the names this service is
     // reached by are answered.
+    // (HTTP/1.0 may omit Host; the front end refuses HTTP/1.1 without one.)
     const std::string host = HostOfHeader(req.get_header_value("Host"));
-    if (!allowed_hosts_.count(host) && !(IsLoopbackHost(host) && IsLoopbackHost(options_.host))) {
+    if (req.has_header("Host") && !allowed_hosts_.count(host) &&
+        !(IsLoopbackHost(host) && IsLoopbackHost(options_.host))) {
       Problem p;
       p.status = 421;
       p.type = "urn:paratune:problem:host-not-allowed";
@@ -585,6 +587,17 @@ void Server::Routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
+    // Degraded: no write can succeed, and no client holds a token to try.
+    if (write && !read_only_.empty()) {
+      Problem p;
+      p.status = 503;
+      p.type = "urn:paratune:problem:read-only";
+      p.title = "The service is read-only";
+      p.detail = "the state directory cannot take writes (" + read_only_ +
+                 "): plans are served, profiles and jobs cannot change";
+      SendProblem(res, req, p);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if ((api && options_.token_given) || write) {
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
@@ -600,16 +613,6 @@ void Server::Routes() {
         SendProblem(res, req, p);
         return httplib::Server::HandlerResponse::Handled;
       }
-    }
-    if (write && !read_only_.empty()) {
-      Problem p;
-      p.status = 503;
-      p.type = "urn:paratune:problem:read-only";
-      p.title = "The service is read-only";
-      p.detail = "the state directory cannot take writes (" + read_only_ +
-                 "): plans are served, profiles and jobs cannot change";
-      SendProblem(res, req, p);
-      return httplib::Server::HandlerResponse::Handled;
     }
     if (api && stopping_ && req.path != "/metrics") {
       Problem p;

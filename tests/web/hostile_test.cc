@@ -173,7 +173,7 @@ TEST_F(HostileTest, ProbesAndTheApiAnswerWhileAHundredSlowClientsHoldSockets) {
     ASSERT_GE(fd, 0);
     // Half send a request a byte at a time and stop mid-headers; half send nothing.
     if (i % 2 == 0) {
-      ASSERT_TRUE(SendAll(fd, "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Le"));
+      ASSERT_TRUE(SendAll(fd, "POST /v1/plans HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le"));
     }
     slow.push_back(fd);
   }
@@ -277,7 +277,7 @@ TEST_F(HostileTest, ChunkedBodiesAreDecodedAndLimited) {
   }
   chunked += "0\r\n\r\n";
   Reply ok = Exchange(port_,
-                      "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       "Transfer-Encoding: chunked\r\n\r\n" +
                           chunked);
   ASSERT_EQ(ok.status, 200) << ok.body;
@@ -287,7 +287,7 @@ TEST_F(HostileTest, ChunkedBodiesAreDecodedAndLimited) {
   // Over the limit: 413 as soon as the decoded bytes pass it, the rest unread.
   const int fd = Connect(port_);
   ASSERT_TRUE(SendAll(fd,
-                      "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       "Transfer-Encoding: chunked\r\n\r\n"));
   const std::string piece(64 * 1024, ' ');
   int sent = 0;
@@ -300,12 +300,12 @@ TEST_F(HostileTest, ChunkedBodiesAreDecodedAndLimited) {
   ::close(fd);
   // A declared Content-Length over the limit is refused before the body is sent.
   Reply declared = Exchange(port_,
-                            "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                             "application/json\r\nContent-Length: 52428800\r\n\r\n{");
   EXPECT_EQ(declared.status, 413);
   // So is one that asks first (curl does for large bodies).
   Reply expect = Exchange(port_,
-                          "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                          "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                           "application/json\r\nContent-Length: 52428800\r\nExpect: "
                           "100-continue\r\n\r\n");
   EXPECT_EQ(expect.status, 413);
@@ -329,7 +329,7 @@ TEST_F(HostileTest, CompressedBodiesAreRefusedUnread) {
 TEST_F(HostileTest, AmbiguousFramingIsRefused) {
   Start();
   const std::string head =
-      "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+      "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
   EXPECT_EQ(Exchange(port_, head + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n{}").status, 400);
   EXPECT_EQ(Exchange(port_, head + "Content-Length: 5, 6\r\n\r\n{}").status, 400);
   EXPECT_EQ(Exchange(port_, head + "Content-Length: -1\r\n\r\n{}").status, 400);
@@ -341,7 +341,7 @@ TEST_F(HostileTest, AmbiguousFramingIsRefused) {
   EXPECT_EQ(Exchange(port_, head + "Transfer-Encoding: gzip, chunked\r\n\r\n").status, 501);
   EXPECT_EQ(Exchange(port_, head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n").status, 400);
   EXPECT_EQ(Exchange(port_,
-                     "GET /livez HTTP/1.1\r\nHost: x\r\nX: " + std::string(20000, 'a') + "\r\n\r\n")
+                     "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n")
                 .status,
             431);
   // Identical repeated lengths are one length.
@@ -352,8 +352,8 @@ TEST_F(HostileTest, PipelinedRequestsAreAnsweredInOrder) {
   Start();
   const int fd = Connect(port_);
   ASSERT_TRUE(SendAll(fd,
-                      "GET /livez HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/version HTTP/1.1\r\nHost: "
-                      "x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n"));
+                      "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/version HTTP/1.1\r\nHost: "
+                      "localhost\r\n\r\nGET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   std::string carry;
   EXPECT_EQ(ReadReply(fd, &carry).status, 200);
   Reply v = ReadReply(fd, &carry);
@@ -469,8 +469,8 @@ TEST_F(HostileTest, WritesNeedTheTokenAndTheSameOrigin) {
         << type;
   }
   EXPECT_EQ(Exchange(port_, Post("/v1/profiles", "{}", "")).status, 401);
-  EXPECT_EQ(Exchange(port_, "DELETE /v1/jobs/abc HTTP/1.1\r\nHost: x\r\n\r\n").status, 401);
-  EXPECT_EQ(Exchange(port_, "DELETE /v1/profiles/abc HTTP/1.1\r\nHost: x\r\n\r\n").status, 401);
+  EXPECT_EQ(Exchange(port_, "DELETE /v1/jobs/abc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 401);
+  EXPECT_EQ(Exchange(port_, "DELETE /v1/profiles/abc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 401);
   // Same origin with the token: accepted. Reads need nothing on loopback.
   const std::string origin = "Origin: http://127.0.0.1:" + std::to_string(port_) + "\r\n";
   Reply ok =
@@ -478,7 +478,7 @@ TEST_F(HostileTest, WritesNeedTheTokenAndTheSameOrigin) {
                           "\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(job.size()) + "\r\n" + bearer + origin + "\r\n" + job);
   EXPECT_EQ(ok.status, 202) << ok.body;
-  EXPECT_EQ(Exchange(port_, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n").status, 200);
+  EXPECT_EQ(Exchange(port_, "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 200);
   // Computations are not writes, but a page elsewhere cannot post them either.
   EXPECT_EQ(Exchange(port_, Post("/v1/plans", kPlan, "Origin: http://evil.example\r\n")).status,
             403);
@@ -548,15 +548,15 @@ TEST_F(HostileTest, AWrongMethodIs405WithAllow) {
                                          {"POST", "/v1/profiles/abc", "GET, DELETE"},
                                          {"OPTIONS", "/v1/version", "GET"}}) {
     Reply r = Exchange(port_, k.method + " " + k.path +
-                                  " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                   "Content-Length: 2\r\nAuthorization: Bearer " +
                                   server_->token() + "\r\n\r\n{}");
     EXPECT_EQ(r.status, 405) << k.method << " " << k.path << ": " << r.body;
     EXPECT_EQ(r.Header("Allow"), k.allow) << k.method << " " << k.path;
   }
-  EXPECT_EQ(Exchange(port_, "GET /v1/no-such-thing HTTP/1.1\r\nHost: x\r\n\r\n").status, 404);
+  EXPECT_EQ(Exchange(port_, "GET /v1/no-such-thing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 404);
   // A method HTTP does not define is not implemented anywhere.
-  EXPECT_EQ(Exchange(port_, "FOO /v1/version HTTP/1.1\r\nHost: x\r\n\r\n").status, 501);
+  EXPECT_EQ(Exchange(port_, "FOO /v1/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 501);
 }
 
 TEST_F(HostileTest, ErrorBodiesNeverShowTheServicesFolders) {
@@ -784,7 +784,7 @@ TEST_F(HostileTest, AStorageFailureIs503NamingTheOperationNotAPath) {
   EXPECT_EQ(p["type"], "urn:paratune:problem:storage");
   EXPECT_NE(p["detail"].get<std::string>().find("could not store the profile"), std::string::npos)
       << p.dump();
-  EXPECT_EQ(r->body.find('/' + std::string("profiles")), std::string::npos) << r->body;
+  EXPECT_EQ(p["detail"].get<std::string>().find('/'), std::string::npos) << r->body;
   EXPECT_EQ(r->body.find("$STATE"), std::string::npos) << r->body;
   EXPECT_EQ(r->body.find("$TMPDIR"), std::string::npos) << r->body;
 }
@@ -838,6 +838,7 @@ TEST_F(HostileTest, ACheapSearchOvertakesALargeOneOfTheSameClient) {
   ServerOptions o = TestOptions(dir_);
   o.plans.max_concurrent_searches = 1;
   o.plans.search_threads = 1;
+  o.plans.search_time_limit_s = 12;  // the sweep ends (422) inside the socket's 20 s timeout
   Start(o);
   auto sweep = std::async(std::launch::async, [&] {
     return Exchange(port_, Post("/v1/plans",
