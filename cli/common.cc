@@ -53,20 +53,19 @@ std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std:
 }
 
 Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in) {
-  Result<std::string> text = std::string();
-  if (path == "-") {
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    text = data;
-  } else {
-    text = ReadFileToString(path);
-  }
+  Result<std::string> text =
+      path == "-" ? ReadStreamToString(in, "<stdin>") : ReadFileToString(path);
   if (!text.ok()) return text.status().WithContext(what);
   return ParseJson(*text, what + " " + (path == "-" ? std::string("<stdin>") : path));
 }
 
 Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::istream& in) {
+  // Anything that exists but a directory is a file argument: a FIFO from
+  // `<(...)` is read, and a device (/dev/zero) or socket is refused by name
+  // rather than taken for a preset. A directory stays a name, so a folder
+  // that happens to share a preset's name does not shadow it.
   struct stat st;
-  if (arg == "-" || (::stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode))) {
+  if (arg == "-" || (::stat(arg.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))) {
     return LoadJsonArg(arg, what, in);
   }
   return Json(arg);

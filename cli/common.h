@@ -37,8 +37,9 @@ std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std:
 // `in`); `what` names the flag.
 Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in);
 
-// A --model / --cluster argument: an existing file is loaded as JSON, anything
-// else is kept as a preset name (a JSON string).
+// A --model / --cluster argument: an existing path other than a directory is
+// loaded as JSON (ReadFileToString: a device or socket is refused by name),
+// anything else is kept as a preset name (a JSON string).
 Result<Json> PresetOrFile(const std::string& arg, const std::string& what, std::istream& in);
 
 // Builds a request object from --model --cluster --gpus --global-batch --seq

@@ -1,6 +1,7 @@
 #include "common/json.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,16 +30,84 @@ Result<Json> ParseJson(std::string_view text, const std::string& what) {
   }
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
+namespace {
+
+std::string LimitText() {
+  return std::to_string(kMaxInputFileBytes >> 20) + " MiB";
+}
+
+Status TooLarge(const std::string& what) {
+  return Status::InvalidArgument(what + " is larger than the " + LimitText() +
+                                 " limit on an input file");
+}
+
+// What kind of file `mode` is, for a refusal; nullptr for the kinds read.
+const char* RefusedKind(mode_t mode) {
+  if (S_ISREG(mode) || S_ISFIFO(mode)) return nullptr;
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+Status NotAFile(const std::string& path, const char* kind) {
+  return Status::InvalidArgument("'" + path + "' is " + kind +
+                                 " (a regular file, a FIFO or - for stdin is read)");
+}
+
+}  // namespace
+
+Result<std::string> ReadStreamToString(std::istream& in, const std::string& what) {
+  std::string data;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof(buf));
+    const size_t n = static_cast<size_t>(in.gcount());
+    if (data.size() + n > kMaxInputFileBytes) return TooLarge(what);
+    data.append(buf, n);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IoError("cannot open '" + path + "': " + std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IoError("cannot read '" + path + "'");
+  if (in.bad()) return Status::IoError("cannot read " + what);
+  return data;
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  if (path == "-") return ReadStreamToString(std::cin, "<stdin>");
+  // Looked at before opening: opening a device may block or act on it.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::IoError("cannot open '" + path + "': " + std::strerror(errno));
+  }
+  if (const char* kind = RefusedKind(st.st_mode)) return NotAFile(path, kind);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("cannot open '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  // Checked again on what was opened: the path may have changed in between.
+  if (::fstat(fd, &st) != 0) {
+    return Status::IoError("cannot read '" + path + "': " + std::strerror(errno));
+  }
+  if (const char* kind = RefusedKind(st.st_mode)) return NotAFile(path, kind);
+  const std::string what = "'" + path + "'";
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxInputFileBytes) {
+    return TooLarge(what);
+  }
+  std::string data;
+  if (S_ISREG(st.st_mode)) data.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("cannot read '" + path + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    // Files that grow while read and FIFOs are held to the same limit.
+    if (data.size() + static_cast<size_t>(n) > kMaxInputFileBytes) return TooLarge(what);
+    data.append(buf, static_cast<size_t>(n));
+  }
   return data;
 }
 

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +23,21 @@ using OrderedJson = nlohmann::ordered_json;
 // Parses `text`; a syntax error is a kParseError naming `what` and the byte offset.
 Result<Json> ParseJson(std::string_view text, const std::string& what);
 
-// Reads a whole file ("-" = stdin) into a string.
+// The most bytes ReadFileToString and ReadStreamToString return: 256 MiB. Every
+// document paratune reads (requests, clusters, models, profiles, plans,
+// calibration sets, training logs) is far below it; a larger input is a
+// mistake or an attack, refused before it can exhaust memory.
+inline constexpr size_t kMaxInputFileBytes = size_t{256} << 20;
+
+// Reads a whole file ("-" = stdin) into a string. Accepts a regular file, a
+// FIFO (process substitution, `<(...)`) and "-"; refuses, naming the path, a
+// directory, a character or block device (/dev/zero), a socket, a regular
+// file larger than kMaxInputFileBytes (before reading it) and a stream that
+// runs past that limit (kInvalidArgument); a file that cannot be opened or
+// read is kIoError.
 Result<std::string> ReadFileToString(const std::string& path);
+// Reads `in` to its end, refusing (naming `what`) more than kMaxInputFileBytes.
+Result<std::string> ReadStreamToString(std::istream& in, const std::string& what);
 
 // Writes `data` to `path` atomically (temp file in the same folder + rename).
 Status WriteFileAtomic(const std::string& path, std::string_view data);

@@ -261,6 +261,10 @@ Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name,
   PT_RETURN_IF_ERROR(FirstInt(r, {"num_key_value_heads"}, &m.kv_heads, &found));
   PT_RETURN_IF_ERROR(
       FirstInt(r, {"max_position_embeddings", "n_positions"}, &m.max_seq_len, &found));
+  if (found && (m.max_seq_len < 1 || m.max_seq_len > kMaxModelSeqLen)) {
+    return r.Error(r.Has("max_position_embeddings") ? "max_position_embeddings" : "n_positions",
+                   "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
+  }
 
   std::string act;
   if (r.Has("hidden_act")) {

@@ -380,7 +380,13 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptBool("dropout", &m.dropout));
   PT_RETURN_IF_ERROR(r.OptBool("linear_bias", &m.linear_bias));
   PT_RETURN_IF_ERROR(r.OptString("norm", &m.norm));
+  // Absent, max_seq_len is unknown (0); stated, it is a length of at least one
+  // token (a stated 0 is a mistake, not "unknown").
+  const bool has_max_seq_len = r.Has("max_seq_len");
   PT_RETURN_IF_ERROR(r.OptInt("max_seq_len", &m.max_seq_len));
+  if (has_max_seq_len) {
+    PT_RETURN_IF_ERROR(CheckRange(pointer, "max_seq_len", m.max_seq_len, 1, kMaxModelSeqLen));
+  }
   PT_RETURN_IF_ERROR(r.OptInt("pretrain_seq_len", &m.pretrain_seq_len));
   PT_RETURN_IF_ERROR(r.OptInteger("pretrain_global_batch", &m.pretrain_global_batch));
   PT_RETURN_IF_ERROR(r.OptInt("head_dim", &m.head_dim_override));
@@ -423,7 +429,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
   j["dropout"] = m.dropout;
   j["linear_bias"] = m.linear_bias;
   j["norm"] = m.norm;
-  j["max_seq_len"] = m.max_seq_len;
+  if (m.max_seq_len > 0) j["max_seq_len"] = m.max_seq_len;  // absent: unknown (ParseModelSpec)
   const ModelSpec d;  // defaults: written only when the model differs from them
   auto put = [&j](const char* key, auto v, auto def) {
     if (v != def) j[key] = v;

@@ -61,7 +61,9 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   PT_RETURN_IF_ERROR(r.OptNumber("headroom", &t.headroom));
   if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
   PT_RETURN_IF_ERROR(r.OptInt("fpdt_chunk_tokens", &t.fpdt_chunk_tokens));
-  if (t.fpdt_chunk_tokens < 1) return r.Error("fpdt_chunk_tokens", "must be a positive integer");
+  if (t.fpdt_chunk_tokens < 1 || t.fpdt_chunk_tokens > kMaxModelSeqLen) {
+    return r.Error("fpdt_chunk_tokens", "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
+  }
   PT_RETURN_IF_ERROR(r.OptParsed("framework", ParseFramework, &t.framework));
   PT_RETURN_IF_ERROR(r.OptBool("compile", &t.compile));
   if (t.compile && !FrameworkPreset(t.framework).support.compile) {
@@ -138,7 +140,11 @@ Result<Job> ParseJob(const Json& request, ObjectReader& r) {
   if (job.cluster.max_nodes > 0 &&
       gpus > int64_t{job.cluster.max_nodes} * job.cluster.gpus_per_node) {
     return r.Error("gpus", "exceeds the cluster (" + std::to_string(job.cluster.max_nodes) +
-                               " nodes × " + std::to_string(job.cluster.gpus_per_node) + " GPUs)");
+                               " nodes × " + std::to_string(job.cluster.gpus_per_node) + " GPUs" +
+                               (job.cluster.nics_per_node == 0
+                                    ? "; it has no NIC, so no job spans more"
+                                    : "") +
+                               ")");
   }
   if (!r.Has("training")) return r.Error("training", "is required ({seq_len, global_batch, ...})");
   Json training = r.Raw("training");

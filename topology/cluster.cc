@@ -267,8 +267,12 @@ Status ParseLinkMatrix(const Json& j, const std::string& pointer, int n,
     for (int b = 0; b < n; ++b) {
       const std::string cell = row + "/" + std::to_string(b);
       const Json& v = j[a][b];
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-        return Status::InvalidArgument(cell + ": must be a finite number >= 0");
+      if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+          !(v.get<double>() == 0 ||
+            (v.get<double>() >= kMinGBps && v.get<double>() <= kMaxGBps))) {
+        return Status::InvalidArgument(cell + ": must be 0 (no link) or in [" +
+                                       RangeNumber(kMinGBps) + ", " + RangeNumber(kMaxGBps) +
+                                       "] GB/s");
       }
       if (a == b && v.get<double>() != 0) {
         return Status::InvalidArgument(cell + ": a GPU has no link to itself (must be 0)");
@@ -297,7 +301,7 @@ Status ParseTable(const Json& j, const std::string& pointer, int gpn,
       return r.Error("group_size", "stride·group_size must divide gpus_per_node (" +
                                        std::to_string(gpn) + ") for an intra-node entry");
     }
-    if (!(e.busbw_GBps > 0)) return r.Error("busbw_GBps", "must be positive");
+    PT_RETURN_IF_ERROR(CheckClosed(r, "busbw_GBps", e.busbw_GBps, kMinGBps, kMaxGBps, "GB/s"));
     e.stride = static_cast<int>(stride);
     e.group_size = static_cast<int>(size);
     for (const IntraNodeEntry& prev : *out) {
@@ -336,8 +340,8 @@ Status ParseFits(const Json& j, const std::string& pointer, std::vector<Collecti
     }
     if (size < 2 || size > (int64_t{1} << 30)) return r.Error("group_size", "must be >= 2");
     f.group_size = static_cast<int>(size);
-    if (f.alpha_us < 0) return r.Error("alpha_us", "must be >= 0");
-    if (!(f.busbw_GBps > 0)) return r.Error("busbw_GBps", "must be positive");
+    PT_RETURN_IF_ERROR(CheckClosed(r, "alpha_us", f.alpha_us, 0, kMaxLatencyUs, "µs"));
+    PT_RETURN_IF_ERROR(CheckClosed(r, "busbw_GBps", f.busbw_GBps, kMinGBps, kMaxGBps, "GB/s"));
     out->push_back(f);
   }
   return Status::Ok();
@@ -367,12 +371,37 @@ Status CheckCommon(const ObjectReader& r, const ClusterSpec& c) {
   if (c.gpus_per_node < 1 || c.gpus_per_node > 1024) {
     return r.Error("gpus_per_node", "must be in [1, 1024]");
   }
-  if (c.max_nodes < 0) return r.Error("max_nodes", "must be >= 0 (0 = unbounded)");
-  if (c.intra_alpha_us < 0) return r.Error("intra_alpha_us", "must be >= 0");
-  if (c.inter_alpha_us < 0) return r.Error("inter_alpha_us", "must be >= 0");
+  if (c.max_nodes < 0 || c.max_nodes > kMaxClusterNodes) {
+    return r.Error("max_nodes",
+                   "must be in [0, " + std::to_string(kMaxClusterNodes) + "] (0 = unbounded)");
+  }
+  PT_RETURN_IF_ERROR(CheckClosed(r, "intra_alpha_us", c.intra_alpha_us, 0, kMaxLatencyUs, "µs"));
+  PT_RETURN_IF_ERROR(CheckClosed(r, "inter_alpha_us", c.inter_alpha_us, 0, kMaxLatencyUs, "µs"));
   if (!IsFraction(c.alltoall_efficiency))
     return r.Error("alltoall_efficiency", "must be in (0, 1]");
   if (c.network.empty()) return r.Error("network", "must not be empty");
+  return Status::Ok();
+}
+
+// A cluster without a network (no NIC) is one node, or one NVLink domain of
+// several trays (GB200 NVL72): its GPUs reach no other node. max_nodes 0
+// (unbounded) becomes that size, so no job or sweep spans nodes it cannot
+// reach (every cross-node collective would take forever: null times); a
+// larger max_nodes is refused, naming `key` (the field that said "no NIC").
+Status CheckNetwork(const ObjectReader& r, std::string_view key, ClusterSpec* c) {
+  if (c->nics_per_node > 0) return Status::Ok();
+  const int domain_nodes = c->DomainGpus() / c->gpus_per_node;
+  if (c->max_nodes > domain_nodes) {
+    return r.Error(key, std::string(key == "nics_per_node" ? "must be >= 1"
+                                                           : "must be positive") +
+                            " for a cluster of more than " +
+                            (domain_nodes == 1 ? std::string("one node")
+                                               : "one NVLink domain (" +
+                                                     std::to_string(domain_nodes) + " nodes)") +
+                            " (max_nodes " + std::to_string(c->max_nodes) +
+                            "): without a NIC its nodes cannot communicate");
+  }
+  if (c->max_nodes == 0) c->max_nodes = domain_nodes;
   return Status::Ok();
 }
 
@@ -394,11 +423,17 @@ Status ReadMemoryOverride(ObjectReader* r, ClusterSpec* c) {
 // The host side of a node (both forms): optional, each >= 0.
 Status ReadHost(ObjectReader* r, ClusterSpec* c) {
   PT_RETURN_IF_ERROR(r->OptNumber("host_memory_GiB", &c->host_memory_GiB));
-  if (c->host_memory_GiB < 0) return r->Error("host_memory_GiB", "must be >= 0");
+  if (!(c->host_memory_GiB >= 0 && c->host_memory_GiB <= kMaxHostMemoryGiB)) {
+    return RangeError(*r, "host_memory_GiB",
+                      "0 (not stated) or in (0, " + RangeNumber(kMaxHostMemoryGiB) + "]", "GiB",
+                      c->host_memory_GiB);
+  }
   PT_RETURN_IF_ERROR(r->OptNumber("host_memory_GBps", &c->host_memory_GBps));
-  if (c->host_memory_GBps < 0) return r->Error("host_memory_GBps", "must be >= 0");
+  PT_RETURN_IF_ERROR(CheckZeroOr(*r, "host_memory_GBps", c->host_memory_GBps, kMinGBps, kMaxGBps,
+                                 "GB/s", "not stated"));
   PT_RETURN_IF_ERROR(r->OptNumber("host_link_GBps", &c->host_link_GBps));
-  if (c->host_link_GBps < 0) return r->Error("host_link_GBps", "must be >= 0");
+  PT_RETURN_IF_ERROR(CheckZeroOr(*r, "host_link_GBps", c->host_link_GBps, kMinGBps, kMaxGBps,
+                                 "GB/s", "the GPU's"));
   return Status::Ok();
 }
 
@@ -423,11 +458,14 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(ReadNode(r, &c));
   c.intra_node_fabric = "nvswitch";
   PT_RETURN_IF_ERROR(r->Number("intra_node_GBps", &c.intra_node_GBps));
-  if (!(c.intra_node_GBps > 0)) return r->Error("intra_node_GBps", "must be positive");
+  PT_RETURN_IF_ERROR(
+      CheckClosed(*r, "intra_node_GBps", c.intra_node_GBps, kMinGBps, kMaxGBps, "GB/s"));
   double per_gpu = 0;
   PT_RETURN_IF_ERROR(r->Number("inter_node_GBps_per_gpu", &per_gpu));
-  if (per_gpu < 0) return r->Error("inter_node_GBps_per_gpu", "must be >= 0");
+  PT_RETURN_IF_ERROR(CheckZeroOr(*r, "inter_node_GBps_per_gpu", per_gpu, kMinGBps, kMaxGBps,
+                                 "GB/s", "no network: one node"));
   c.nics_per_node = per_gpu > 0 ? c.gpus_per_node : 0;
+  PT_RETURN_IF_ERROR(CheckNetwork(*r, "inter_node_GBps_per_gpu", &c));
   c.nic_GBps = per_gpu;
   c.nic_efficiency = 1.0;  // the figure is already an achievable one
   PT_RETURN_IF_ERROR(r->OptNumber("intra_alpha_us", &c.intra_alpha_us));
@@ -463,7 +501,8 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     }
   }
   PT_RETURN_IF_ERROR(r->OptNumber("intra_node_GBps", &c.intra_node_GBps));
-  if (c.intra_node_GBps < 0) return r->Error("intra_node_GBps", "must be >= 0");
+  PT_RETURN_IF_ERROR(CheckZeroOr(*r, "intra_node_GBps", c.intra_node_GBps, kMinGBps, kMaxGBps,
+                                 "GB/s", "not stated: mesh and pcie fabrics"));
   PT_RETURN_IF_ERROR(r->OptNumber("link_efficiency", &c.link_efficiency));
   if (!IsFraction(c.link_efficiency)) return r->Error("link_efficiency", "must be in (0, 1]");
   if (c.intra_node_fabric == "nvswitch") {
@@ -495,11 +534,13 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   c.nics_per_node = static_cast<int>(nics);
   if (c.nics_per_node > 0) {
     PT_RETURN_IF_ERROR(r->Number("nic_GBps", &c.nic_GBps));
-    if (!(c.nic_GBps > 0)) return r->Error("nic_GBps", "must be positive");
+    PT_RETURN_IF_ERROR(CheckClosed(*r, "nic_GBps", c.nic_GBps, kMinGBps, kMaxGBps, "GB/s"));
   } else {
     PT_RETURN_IF_ERROR(r->OptNumber("nic_GBps", &c.nic_GBps));
-    if (c.nic_GBps < 0) return r->Error("nic_GBps", "must be >= 0");
+    PT_RETURN_IF_ERROR(CheckZeroOr(*r, "nic_GBps", c.nic_GBps, kMinGBps, kMaxGBps, "GB/s",
+                                   "no NIC"));
   }
+  PT_RETURN_IF_ERROR(CheckNetwork(*r, "nics_per_node", &c));
   PT_RETURN_IF_ERROR(r->OptNumber("nic_efficiency", &c.nic_efficiency));
   if (!IsFraction(c.nic_efficiency)) return r->Error("nic_efficiency", "must be in (0, 1]");
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));

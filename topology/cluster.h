@@ -55,6 +55,12 @@ struct CollectiveFit {
   double busbw_GBps = 0;  // fitted bus bandwidth, GB/s
 };
 
+// Accepted ranges of a cluster object's numbers beyond the GPU's (gpu.h;
+// docs/presets.md, "Accepted ranges").
+inline constexpr double kMaxLatencyUs = 1e4;         // per rank: 10 ms, 250x the slowest measured
+inline constexpr double kMaxHostMemoryGiB = 65536;   // 64 TiB of CPU DRAM per node
+inline constexpr int kMaxClusterNodes = 1 << 24;     // as many nodes as the planner takes GPUs
+
 struct ClusterSpec {
   std::string name;  // preset key or user label
   GpuSpec gpu;

@@ -48,7 +48,7 @@ Status ReadCurve(const Json& j, const std::string& pointer, std::vector<Efficien
     PT_RETURN_IF_ERROR(r.Number("size", &pt.size));
     PT_RETURN_IF_ERROR(r.Number("efficiency", &pt.efficiency));
     PT_RETURN_IF_ERROR(r.Finish());
-    if (!(pt.size > 0)) return r.Error("size", "must be positive");
+    PT_RETURN_IF_ERROR(CheckPositive(r, "size", pt.size, kMaxCurveSize, ""));
     if (!(pt.efficiency > 0 && pt.efficiency <= 1))
       return r.Error("efficiency", "must be in (0, 1]");
     if (!out->empty() && !(pt.size > out->back().size)) {
@@ -144,9 +144,9 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
   g.display_name = g.name;
   PT_RETURN_IF_ERROR(r.OptString("display_name", &g.display_name));
   PT_RETURN_IF_ERROR(r.Number("memory_GiB", &g.memory_GiB));
-  if (!(g.memory_GiB > 0)) return r.Error("memory_GiB", "must be positive");
+  PT_RETURN_IF_ERROR(CheckPositive(r, "memory_GiB", g.memory_GiB, kMaxGpuMemoryGiB, "GiB"));
   PT_RETURN_IF_ERROR(r.Number("hbm_GBps", &g.hbm_GBps));
-  if (!(g.hbm_GBps > 0)) return r.Error("hbm_GBps", "must be positive");
+  PT_RETURN_IF_ERROR(CheckClosed(r, "hbm_GBps", g.hbm_GBps, kMinGBps, kMaxGBps, "GB/s"));
   PT_RETURN_IF_ERROR(r.OptNumber("hbm_efficiency", &g.hbm_efficiency));
   if (!(g.hbm_efficiency > 0 && g.hbm_efficiency <= 1)) {
     return r.Error("hbm_efficiency", "must be in (0, 1]");
@@ -159,12 +159,14 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
     for (int i = 0; i < kNumPrecisions; ++i) {
       double v = 0;
       PT_RETURN_IF_ERROR(pr.OptNumber(kPrecisionNames[i], &v));
-      if (v < 0) return pr.Error(kPrecisionNames[i], "must be >= 0 (0 = unsupported)");
+      PT_RETURN_IF_ERROR(CheckZeroOr(pr, kPrecisionNames[i], v, kMinPeakTflops, kMaxPeakTflops,
+                                     "TFLOP/s", "unsupported"));
       g.peak_tflops[i] = v;
       any = any || v > 0;
     }
     PT_RETURN_IF_ERROR(pr.OptNumber("fp4", &g.fp4_peak_tflops));
-    if (g.fp4_peak_tflops < 0) return pr.Error("fp4", "must be >= 0 (0 = unsupported)");
+    PT_RETURN_IF_ERROR(CheckZeroOr(pr, "fp4", g.fp4_peak_tflops, kMinPeakTflops, kMaxPeakTflops,
+                                   "TFLOP/s", "unsupported"));
     PT_RETURN_IF_ERROR(pr.Finish());
     if (!any) return r.Error("peak_tflops", "must give at least one positive peak");
   }
@@ -205,7 +207,8 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
     return r.Error("flash_bwd_efficiency", "must be in (0, 1]");
   }
   PT_RETURN_IF_ERROR(r.OptNumber("host_link_GBps", &g.host_link_GBps));
-  if (!(g.host_link_GBps > 0)) return r.Error("host_link_GBps", "must be positive");
+  PT_RETURN_IF_ERROR(
+      CheckClosed(r, "host_link_GBps", g.host_link_GBps, kMinGBps, kMaxGBps, "GB/s"));
   for (const auto& [key, field] : kKernelConstants) {
     double& v = g.*field;
     PT_RETURN_IF_ERROR(r.OptNumber(key, &v));

@@ -142,6 +142,17 @@ inline constexpr std::pair<const char*, double GpuSpec::*> kKernelConstants[] = 
     {"flash_head_dim_half", &GpuSpec::flash_head_dim_half},
     {"flash_seq_half", &GpuSpec::flash_seq_half}};
 
+// Accepted ranges of the numbers in GPU and cluster objects (docs/presets.md,
+// "Accepted ranges"): wide enough for any part shipped or announced, narrow
+// enough that a typo or a hostile 1e308 / 1e-300 is refused by name before
+// the cost model turns it into an iteration of 1e302 s.
+inline constexpr double kMaxGpuMemoryGiB = 4096;  // 14x the most any GPU holds (B300, 288 GB)
+inline constexpr double kMinPeakTflops = 0.1;     // a positive peak: 1/35 of a 2012 K20 (fp32)
+inline constexpr double kMaxPeakTflops = 1e6;     // 10x an announced 100 PFLOP/s fp4 package
+inline constexpr double kMinGBps = 0.01;          // every bandwidth: 10 MB/s
+inline constexpr double kMaxGBps = 1e5;           // every bandwidth: 100 TB/s (HBM is 8)
+inline constexpr double kMaxCurveSize = 1e9;      // GEMM curve: geometric-mean dimension
+
 // Parses a GPU object: the preset file format (docs/presets.md). Strict: unknown keys
 // are errors naming their JSON pointer.
 Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer);

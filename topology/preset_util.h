@@ -3,9 +3,13 @@
 // of the module's public interface.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/embedded.h"
@@ -38,6 +42,43 @@ inline Status ReadSources(ObjectReader* r, const std::set<std::string>& allowed,
     (*out)[it.key()] = it->get<std::string>();
   }
   return Status::Ok();
+}
+
+// A bound as an error message writes it: integers whole, others as %g.
+inline std::string RangeNumber(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+// The range checks of GPU and cluster fields, each an error naming the field's
+// pointer, the accepted range with its unit and the value given:
+// "/gpu/memory_GiB: must be in (0, 4096] GiB (got 1e+308)".
+inline Status RangeError(const ObjectReader& r, std::string_view key, const std::string& range,
+                         std::string_view unit, double v) {
+  return r.Error(key, "must be " + range + (unit.empty() ? "" : " " + std::string(unit)) +
+                          " (got " + RangeNumber(v) + ")");
+}
+// v in [lo, hi].
+inline Status CheckClosed(const ObjectReader& r, std::string_view key, double v, double lo,
+                          double hi, std::string_view unit) {
+  if (v >= lo && v <= hi) return Status::Ok();
+  return RangeError(r, key, "in [" + RangeNumber(lo) + ", " + RangeNumber(hi) + "]", unit, v);
+}
+// v in (0, hi].
+inline Status CheckPositive(const ObjectReader& r, std::string_view key, double v, double hi,
+                            std::string_view unit) {
+  if (v > 0 && v <= hi) return Status::Ok();
+  return RangeError(r, key, "in (0, " + RangeNumber(hi) + "]", unit, v);
+}
+// v == 0 (meaning `zero`) or v in [lo, hi].
+inline Status CheckZeroOr(const ObjectReader& r, std::string_view key, double v, double lo,
+                          double hi, std::string_view unit, const std::string& zero) {
+  if (v == 0 || (v >= lo && v <= hi)) return Status::Ok();
+  return RangeError(r, key,
+                    "0 (" + zero + ") or in [" + RangeNumber(lo) + ", " + RangeNumber(hi) + "]",
+                    unit, v);
 }
 
 // "a, b, c".

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -99,6 +101,54 @@ TEST(Predict, BadInputExitsTwoNamingFieldAndRule) {
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << "stderr: " << r.err;
     EXPECT_TRUE(r.out.empty()) << "nothing on stdout on error";
   }
+}
+
+// Issue 40 (8): `--cluster /dev/zero` ended in std::bad_alloc (exit 1), and a
+// cluster without NICs answered a two-node job with null times (exit 0). Both
+// are usage errors (exit 2) naming what was wrong; a NIC-less single node
+// still plans, with numbers.
+TEST(Plan, AbsurdInputsExitTwoNamingWhat) {
+  Outcome dev = Call(RunPlan, {"--model", "llama3-8b", "--cluster", "/dev/zero", "--gpus", "8",
+                               "--global-batch", "64"});
+  EXPECT_EQ(dev.code, kExitUsage) << dev.err;
+  EXPECT_NE(dev.err.find("'/dev/zero' is a character device"), std::string::npos) << dev.err;
+  EXPECT_TRUE(dev.out.empty());
+
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string box = R"({"name": "box", "gpu": "h100-sxm", "gpus_per_node": 8,
+    "intra_node_GBps": 370, "nics_per_node": 0)";
+  const std::string four = write("paratune_nonic4.json", box + R"(, "max_nodes": 4})");
+  const std::string one = write("paratune_nonic.json", box + "}");
+  const std::string slow = write("paratune_slowlink.json",
+                                 R"({"name": "slow", "gpu": "h100-sxm", "gpus_per_node": 8,
+    "intra_node_GBps": 1e-300, "nics_per_node": 8, "nic_GBps": 50})");
+  struct Case {
+    std::string cluster;
+    std::string gpus;
+    std::string needle;
+  };
+  for (const Case& c : {Case{four, "16", "/cluster/nics_per_node: must be >= 1"},
+                        Case{one, "16", "/gpus: exceeds the cluster"},
+                        Case{slow, "8", "/cluster/intra_node_GBps"}}) {
+    Outcome r = Call(RunPlan, {"--model", "llama3-8b", "--cluster", c.cluster, "--gpus", c.gpus,
+                               "--global-batch", "64"});
+    EXPECT_EQ(r.code, kExitUsage) << c.needle << "\n" << r.err << r.out;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  Outcome ok = Call(RunPredict, {"--model", "llama3-8b", "--cluster", one, "--gpus", "8",
+                                 "--global-batch", "64", "--seq", "4096", "--config", "tp=8",
+                                 "--format", "json"});
+  ASSERT_EQ(ok.code, kExitOk) << ok.err;
+  const Json j = Json::parse(ok.out);
+  EXPECT_TRUE(j["iteration_time_s"].is_number()) << ok.out;
+  EXPECT_GT(j["iteration_time_s"].get<double>(), 0);
+  for (const std::string& p : {four, one, slow}) std::remove(p.c_str());
 }
 
 TEST(Predict, OutOfMemoryIsANormalAnswer) {

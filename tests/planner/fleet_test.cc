@@ -4,7 +4,9 @@
 // rack-scale NVLink and on the NVLink-cut H800 (docs/model.md).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "planner/cost_model.h"
 #include "planner/request.h"
@@ -170,6 +172,53 @@ TEST(FleetPlanTest, H800PlanDiffersFromH100Plan) {
   EXPECT_FALSE(best100 == best800) << ConfigToString(best100);
   ASSERT_EQ(m800.CheckRules(best100), Reason::kOk);
   EXPECT_GT(m800.Predict(best100).iteration_time_s, r800.top[0].prediction.iteration_time_s);
+}
+
+// Issue 40 (8): a job's numbers are checked before any work, each error
+// naming its field; a cluster without a NIC takes no job larger than a node,
+// and what passes gets finite times (the case that answered null before).
+TEST(JobRangesTest, RefusedByNameBeforeWork) {
+  const Json box = Json::parse(R"({"name": "box", "gpu": "h100-sxm", "gpus_per_node": 8,
+    "intra_node_GBps": 370, "nics_per_node": 0})");
+  struct Case {
+    Json cluster;
+    int gpus;
+    Json training;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"dgx-h100", 8, {{"seq_len", 0}}, "/training/seq_len: must be in [1, 67108864]"},
+      {"dgx-h100", 8, {{"seq_len", 1 << 27}}, "/training/seq_len: must be in [1, 67108864]"},
+      {"dgx-h100", 8, {{"global_batch", 0}}, "/training/global_batch: must be in [1, 1073741824]"},
+      {"dgx-h100", 8, {{"fpdt_chunk_tokens", 1 << 27}},
+       "/training/fpdt_chunk_tokens: must be in [1, 67108864]"},
+      {"dgx-h100", 8, {{"headroom", 1}}, "/training/headroom: must be in [0, 1)"},
+      {"dgx-h100", 0, Json::object(), "/gpus: must be in [1, 16777216]"},
+      {box, 16, Json::object(),
+       "/gpus: exceeds the cluster (1 nodes × 8 GPUs; it has no NIC, so no job spans more)"},
+  };
+  for (const Case& c : cases) {
+    Json j = {{"model", "llama3-8b"}, {"cluster", c.cluster}, {"gpus", c.gpus},
+              {"training", c.training}};
+    Result<PredictRequest> r = ParsePredictRequest(j);
+    ASSERT_FALSE(r.ok()) << c.expected;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.expected), std::string::npos) << r.status().message();
+  }
+  Json many = box;
+  many["max_nodes"] = 2;
+  Result<PredictRequest> r = ParsePredictRequest(
+      {{"model", "llama3-8b"}, {"cluster", many}, {"gpus", 16}, {"training", Json::object()}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/cluster/nics_per_node: must be >= 1"), std::string::npos)
+      << r.status().message();
+  // One node of the box: accepted, with finite times.
+  Result<PredictRequest> in_box = ParsePredictRequest(
+      {{"model", "llama3-8b"}, {"cluster", box}, {"gpus", 8},
+       {"training", {{"seq_len", 4096}, {"global_batch", 64}}}, {"config", {{"tp", 8}}}});
+  ASSERT_TRUE(in_box.ok()) << in_box.status().ToString();
+  const Prediction p = PredictOf(*in_box);
+  EXPECT_TRUE(std::isfinite(p.iteration_time_s) && p.iteration_time_s > 0) << p.iteration_time_s;
 }
 
 }  // namespace

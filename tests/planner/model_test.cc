@@ -474,6 +474,57 @@ TEST(ModelSpecParse, RejectsNonDivisibleShapesNamingTheField) {
   EXPECT_NE(s.message().find("/m/layers"), std::string::npos);
 }
 
+// Issue 40 (8): every count of a model object has a range, refused by its
+// pointer; the ends are accepted. max_seq_len absent is "unknown", never 0.
+TEST(ModelSpecParse, CountsOutsideTheirRangesAreRefusedByName) {
+  const Json base = MustParse(R"({"layers": 2, "hidden": 256, "heads": 4, "vocab": 1000})");
+  struct Case {
+    std::string key;
+    int64_t value;
+    std::string expected;  // "" = accepted
+  };
+  const std::vector<Case> cases = {
+      {"max_seq_len", 0, "/model/max_seq_len: must be a positive integer (got 0)"},
+      {"max_seq_len", -1, "/model/max_seq_len: must be a positive integer"},
+      {"max_seq_len", int64_t{kMaxModelSeqLen} + 1, "/model/max_seq_len: must be at most"},
+      {"max_seq_len", 1, ""},
+      {"max_seq_len", kMaxModelSeqLen, ""},
+      {"layers", 0, "/model/layers: must be a positive integer (got 0)"},
+      {"layers", int64_t{kMaxModelLayers} + 1, "/model/layers: must be at most 65536"},
+      {"layers", 1, ""},
+      {"hidden", 0, "/model/hidden: must be a positive integer"},
+      {"hidden", int64_t{kMaxModelHidden} * 2, "/model/hidden: must be at most"},
+      {"heads", 0, "/model/heads: must be a positive integer"},
+      {"heads", 1, ""},
+      {"kv_heads", 0, "/model/kv_heads: must be a positive integer"},
+      {"ffn_hidden", 0, "/model/ffn_hidden: must be a positive integer"},
+      {"vocab", 0, "/model/vocab: must be a positive integer"},
+      {"vocab", int64_t{kMaxModelVocab} + 1, "/model/vocab: must be at most"},
+      {"pretrain_seq_len", -1, "/model/pretrain_seq_len: must be at least 0"},
+  };
+  for (const Case& c : cases) {
+    Json j = base;
+    j[c.key] = c.value;
+    Result<ModelSpec> m = ParseModelSpec(j, "/model");
+    if (c.expected.empty()) {
+      EXPECT_TRUE(m.ok()) << c.key << " = " << c.value << ": " << m.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(m.ok()) << c.key << " = " << c.value;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(c.expected), std::string::npos) << m.status().message();
+  }
+  // Unknown stays unknown through a round trip (the key is left out, not 0).
+  Result<ModelSpec> unknown = ParseModelSpec(base, "/model");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->max_seq_len, 0);
+  const Json out = ModelSpecToJson(*unknown);
+  EXPECT_FALSE(out.contains("max_seq_len"));
+  Result<ModelSpec> back = ParseModelSpec(out, "/model");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *unknown);
+}
+
 TEST(ModelResolve, PresetNamesObjectsAndOtherTypes) {
   Result<ModelSpec> m = ResolveModel(Json("llama3.1-405b"), "/model");
   ASSERT_TRUE(m.ok()) << m.status().ToString();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/topology/test_util.h"
@@ -730,6 +731,145 @@ TEST(ClusterSpecTest, GpuMemoryOverride) {
       ParseClusterSpec(Json::parse(R"({"gpu": "h100-sxm", "gpu_memory_GiB": -1})"), "/cluster");
   ASSERT_FALSE(neg.ok());
   EXPECT_NE(neg.status().message().find("/cluster/gpu_memory_GiB"), std::string::npos);
+}
+
+// Issue 40 (8): every number of a cluster object has a range, refused by its
+// pointer with the range; the ends of each range are accepted.
+Json SetAt(Json j, const std::vector<std::string>& path, const Json& value) {
+  Json* at = &j;
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    at = at->is_array() ? &(*at)[std::stoul(path[i])] : &(*at)[path[i]];
+  }
+  if (at->is_array()) {
+    (*at)[std::stoul(path.back())] = value;
+  } else {
+    (*at)[path.back()] = value;
+  }
+  return j;
+}
+
+TEST(ClusterSpecTest, NumbersOutsideTheirRangesAreRefusedByName) {
+  struct Case {
+    std::string base;  // preset whose canonical JSON is edited
+    std::vector<std::string> path;
+    Json value;
+    std::string expected;  // "" = accepted
+  };
+  const std::vector<Case> cases = {
+      {"dgx-h100", {"intra_node_GBps"}, 1e-300,
+       "/cluster/intra_node_GBps: must be 0 (not stated: mesh and pcie fabrics) or in [0.01, "
+       "100000] GB/s (got 1e-300)"},
+      {"dgx-h100", {"intra_node_GBps"}, 1e308, "/cluster/intra_node_GBps: must be 0"},
+      {"dgx-h100", {"intra_node_GBps"}, 0.01, ""},
+      {"dgx-h100", {"intra_node_GBps"}, 1e5, ""},
+      {"dgx-h100", {"nic_GBps"}, 1e308, "/cluster/nic_GBps: must be in [0.01, 100000] GB/s"},
+      {"dgx-h100", {"nic_GBps"}, 1e-300, "/cluster/nic_GBps: must be in [0.01, 100000] GB/s"},
+      {"dgx-h100", {"nic_GBps"}, 0.01, ""},
+      {"dgx-h100", {"nics_per_node"}, -1, "/cluster/nics_per_node: must be in [0, 1024]"},
+      {"dgx-h100", {"intra_alpha_us"}, 1e308, "/cluster/intra_alpha_us: must be in [0, 10000] µs"},
+      {"dgx-h100", {"inter_alpha_us"}, -1, "/cluster/inter_alpha_us: must be in [0, 10000] µs"},
+      {"dgx-h100", {"inter_alpha_us"}, 1e4, ""},
+      {"dgx-h100", {"inter_alpha_us"}, 0, ""},
+      {"dgx-h100", {"max_nodes"}, 16777217, "/cluster/max_nodes: must be in [0, 16777216]"},
+      {"dgx-h100", {"max_nodes"}, 16777216, ""},
+      {"dgx-h100", {"host_memory_GiB"}, 1e308, "/cluster/host_memory_GiB: must be 0 (not stated)"},
+      {"dgx-h100", {"host_memory_GiB"}, 65536, ""},
+      {"dgx-h100", {"host_memory_GBps"}, 1e-300, "/cluster/host_memory_GBps: must be 0"},
+      {"dgx-h100", {"host_link_GBps"}, 2e5, "/cluster/host_link_GBps: must be 0"},
+      {"dgx-h100", {"gpu_memory_GiB"}, 1e308, "/cluster/gpu_memory_GiB: must be in (0, 4096]"},
+      {"dgx-h100", {"gpu", "memory_GiB"}, 1e308, "/cluster/gpu/memory_GiB: must be in (0, 4096]"},
+      {"dgx-h100", {"gpu", "peak_tflops", "bf16"}, 1e308, "/cluster/gpu/peak_tflops/bf16"},
+      {"perlmutter", {"link_GBps", "0", "1"}, 1e-300,
+       "/cluster/link_GBps/0/1: must be 0 (no link) or in [0.01, 100000] GB/s"},
+      {"perlmutter", {"link_GBps", "0", "1"}, 1e308, "/cluster/link_GBps/0/1: must be 0"},
+      {"perlmutter", {"intra_node_table", "0", "busbw_GBps"}, 1e-300,
+       "/cluster/intra_node_table/0/busbw_GBps: must be in [0.01, 100000] GB/s"},
+      {"perlmutter", {"fits"}, Json::parse(R"([{"collective": "all_reduce", "tier": "inter_node",
+        "group_size": 8, "alpha_us": 1e308, "busbw_GBps": 20}])"),
+       "/cluster/fits/0/alpha_us: must be in [0, 10000] µs"},
+      {"perlmutter", {"fits"}, Json::parse(R"([{"collective": "all_reduce", "tier": "inter_node",
+        "group_size": 8, "alpha_us": 10, "busbw_GBps": 1e-300}])"),
+       "/cluster/fits/0/busbw_GBps: must be in [0.01, 100000] GB/s"},
+  };
+  for (const Case& c : cases) {
+    const Json j = SetAt(ClusterSpecToJson(MustCluster(c.base)), c.path, c.value);
+    Result<ClusterSpec> r = ParseClusterSpec(j, "/cluster");
+    if (c.expected.empty()) {
+      EXPECT_TRUE(r.ok()) << c.path.back() << " = " << c.value << ": " << r.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(r.ok()) << c.path.back() << " = " << c.value;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.expected), std::string::npos) << r.status().message();
+  }
+  // The request form's two bandwidths.
+  const Json req = MustParse(R"({"gpu": "h100-sxm", "gpus_per_node": 8, "intra_node_GBps": 370,
+    "inter_node_GBps_per_gpu": 50})");
+  for (const auto& [key, value, expected] :
+       std::vector<std::tuple<std::string, double, std::string>>{
+           {"intra_node_GBps", 1e-300, "/cluster/intra_node_GBps: must be in [0.01, 100000] GB/s"},
+           {"intra_node_GBps", 0, "/cluster/intra_node_GBps: must be in [0.01, 100000] GB/s"},
+           {"inter_node_GBps_per_gpu", 1e-300,
+            "/cluster/inter_node_GBps_per_gpu: must be 0 (no network: one node) or in [0.01"},
+           {"inter_node_GBps_per_gpu", 1e308, "/cluster/inter_node_GBps_per_gpu: must be 0"},
+           {"intra_node_GBps", 0.01, ""},
+           {"inter_node_GBps_per_gpu", 1e5, ""}}) {
+    Json j = req;
+    j[key] = value;
+    Result<ClusterSpec> r = ParseClusterSpec(j, "/cluster");
+    if (expected.empty()) {
+      EXPECT_TRUE(r.ok()) << key << ": " << r.status().ToString();
+    } else {
+      ASSERT_FALSE(r.ok()) << key << " = " << value;
+      EXPECT_NE(r.status().message().find(expected), std::string::npos) << r.status().message();
+    }
+  }
+}
+
+// Issue 40 (8): nics_per_node 0 answered a two-node job with null times. A
+// cluster without a NIC is one node (or one NVLink domain): max_nodes 0 becomes
+// that, and a larger max_nodes is refused.
+TEST(ClusterSpecTest, NoNicMeansOneNodeOrOneDomain) {
+  Json box = MustParse(R"({"name": "box", "gpu": "h100-sxm", "gpus_per_node": 8,
+    "intra_node_GBps": 370, "nics_per_node": 0})");
+  Result<ClusterSpec> one = ParseClusterSpec(box, "/cluster");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->max_nodes, 1);
+  box["max_nodes"] = 1;
+  EXPECT_TRUE(ParseClusterSpec(box, "/cluster").ok());
+  box["max_nodes"] = 4;
+  Result<ClusterSpec> four = ParseClusterSpec(box, "/cluster");
+  ASSERT_FALSE(four.ok());
+  EXPECT_EQ(four.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(four.status().message().find(
+                "/cluster/nics_per_node: must be >= 1 for a cluster of more than one node "
+                "(max_nodes 4)"),
+            std::string::npos)
+      << four.status().message();
+  // A rack-scale NVLink domain without NICs still spans its trays.
+  Json rack = ClusterSpecToJson(MustCluster("gb200-nvl72"));
+  rack["nics_per_node"] = 0;
+  rack["max_nodes"] = 0;
+  rack.erase("nic_GBps");
+  Result<ClusterSpec> r = ParseClusterSpec(rack, "/cluster");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->max_nodes, r->DomainGpus() / r->gpus_per_node);
+  rack["max_nodes"] = r->max_nodes + 1;
+  EXPECT_NE(ParseClusterSpec(rack, "/cluster").status().message().find("one NVLink domain"),
+            std::string::npos);
+  // The request form says "no network" with inter_node_GBps_per_gpu 0.
+  Json req = MustParse(R"({"gpu": "h100-sxm", "gpus_per_node": 8, "intra_node_GBps": 370,
+    "inter_node_GBps_per_gpu": 0})");
+  Result<ClusterSpec> q = ParseClusterSpec(req, "/cluster");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->max_nodes, 1);
+  req["max_nodes"] = 2;
+  EXPECT_NE(ParseClusterSpec(req, "/cluster")
+                .status()
+                .message()
+                .find("/cluster/inter_node_GBps_per_gpu: must be positive for a cluster of more "
+                      "than one node"),
+            std::string::npos);
 }
 
 }  // namespace

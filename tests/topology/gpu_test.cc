@@ -320,6 +320,61 @@ TEST(GpuSpecTest, StrictErrorsNameThePointer) {
             std::string::npos);
 }
 
+// Issue 40 (8): every number of a GPU object has a range, refused by its
+// pointer with the range and the value; the range's ends are accepted.
+TEST(GpuSpecTest, NumbersOutsideTheirRangesAreRefusedByName) {
+  struct Case {
+    std::vector<std::string> path;
+    double value;
+    std::string expected;  // "" = accepted
+  };
+  const std::vector<Case> cases = {
+      {{"memory_GiB"}, 1e308, "/gpu/memory_GiB: must be in (0, 4096] GiB (got 1e+308)"},
+      {{"memory_GiB"}, 0, "/gpu/memory_GiB: must be in (0, 4096] GiB"},
+      {{"memory_GiB"}, 4096.5, "/gpu/memory_GiB: must be in (0, 4096] GiB"},
+      {{"memory_GiB"}, 4096, ""},
+      {{"hbm_GBps"}, 1e-300, "/gpu/hbm_GBps: must be in [0.01, 100000] GB/s (got 1e-300)"},
+      {{"hbm_GBps"}, 2e5, "/gpu/hbm_GBps: must be in [0.01, 100000] GB/s"},
+      {{"hbm_GBps"}, 0.01, ""},
+      {{"hbm_GBps"}, 1e5, ""},
+      {{"peak_tflops", "bf16"}, 1e308,
+       "/gpu/peak_tflops/bf16: must be 0 (unsupported) or in [0.1, 1000000] TFLOP/s"},
+      {{"peak_tflops", "bf16"}, 1e-300, "/gpu/peak_tflops/bf16: must be 0 (unsupported) or in"},
+      {{"peak_tflops", "fp32"}, -1, "/gpu/peak_tflops/fp32: must be 0 (unsupported) or in"},
+      {{"peak_tflops", "fp4"}, 2e6, "/gpu/peak_tflops/fp4: must be 0 (unsupported) or in"},
+      {{"peak_tflops", "bf16"}, 1e6, ""},
+      {{"peak_tflops", "bf16"}, 0.1, ""},
+      {{"peak_tflops", "fp32"}, 0, ""},
+      {{"host_link_GBps"}, 1e-300, "/gpu/host_link_GBps: must be in [0.01, 100000] GB/s"},
+      {{"host_link_GBps"}, 0, "/gpu/host_link_GBps: must be in [0.01, 100000] GB/s"},
+      {{"host_link_GBps"}, 1e5, ""},
+      {{"gemm_efficiency", "bf16", "1", "size"}, 1e12,
+       "/gpu/gemm_efficiency/bf16/1/size: must be in (0, 1000000000]"},
+      {{"kernel_overhead_us"}, 1e7, "/gpu/kernel_overhead_us: must be in [0, 1e6]"},
+      {{"runtime_reserved_GiB"}, 16, "/gpu/runtime_reserved_GiB"},
+  };
+  for (const Case& c : cases) {
+    Json j = MinimalGpu();
+    Json* at = &j;
+    for (size_t i = 0; i + 1 < c.path.size(); ++i) {
+      at = at->is_array() ? &(*at)[std::stoul(c.path[i])] : &(*at)[c.path[i]];
+    }
+    if (at->is_array()) {
+      (*at)[std::stoul(c.path.back())] = c.value;
+    } else {
+      (*at)[c.path.back()] = c.value;
+    }
+    Result<GpuSpec> g = ParseGpuSpec(j, "/gpu");
+    if (c.expected.empty()) {
+      EXPECT_TRUE(g.ok()) << c.path.back() << " = " << c.value << ": " << g.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(g.ok()) << c.path.back() << " = " << c.value;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(g.status().message().find(c.expected), std::string::npos) << g.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace paratune::topology
 
