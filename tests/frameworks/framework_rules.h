@@ -656,6 +656,11 @@ struct PyConfig {
   std::string ac;                          // "none" | "selective" | "full" | "memory_budget"
   bool flex = true;                        // attn_backend of the model (Flex by default)
   bool float8 = false;
+  // The model's token dispatcher: moe_comm_backend of model_registry ("standard"
+  // when not given, models/common/config_utils.py:360-425), and whether HybridEP
+  // gets a non_blocking_capacity_factor.
+  std::string comm_backend = "standard";
+  bool non_blocking_capacity = false;
 };
 
 inline PyConfig ParsePy(const std::string& text) {
@@ -680,6 +685,12 @@ inline PyConfig ParsePy(const std::string& text) {
     }
     if (line.find("attn_backend=\"sdpa\"") != std::string::npos) p.flex = false;
     if (line.find("Float8LinearConverter.Config(") != std::string::npos) p.float8 = true;
+    const std::regex backend(R"(^\s*moe_comm_backend=\"([a-z_]+)\",?$)");
+    if (std::regex_match(line, m, backend)) p.comm_backend = m[1];
+    if (line.find("non_blocking_capacity_factor=") != std::string::npos &&
+        line.find("non_blocking_capacity_factor=None") == std::string::npos) {
+      p.non_blocking_capacity = true;
+    }
   }
   return p;
 }
@@ -723,7 +734,8 @@ inline std::string TorchtitanChunks(int64_t layers, int64_t pp, bool single, int
 inline std::string TorchtitanWouldReject(const std::string& text, const World& w, Built* built) {
   const PyConfig py = ParsePy(text);
   // Fields of the config dataclasses (slots=True: an unknown attribute raises):
-  // torchtitan/config/configs.py TrainingConfig 36-115, ParallelismConfig 121-291,
+  // torchtitan/config/configs.py TrainingConfig 36-115, ParallelismConfig 121-291
+  // (expert_parallel_degree 282),
   // CompileConfig 294-305.
   static const std::set<std::string> kFields = {
       "training.max_context_length",
@@ -740,6 +752,7 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
       "parallelism.spmd_backend",
       "parallelism.context_parallel_load_balancer",
       "parallelism.pipeline_parallel_degree",
+      "parallelism.expert_parallel_degree",
       "parallelism.pipeline_parallel_schedule",
       "parallelism.num_pp_microbatches",
       "parallelism.module_fqns_per_model_part",
@@ -796,9 +809,18 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
   // trainer.py:124-128.
   const int64_t nmb_cfg = num("parallelism.num_pp_microbatches", 1);
   if (nmb_cfg <= 0) return "num_pp_microbatches";
-  // trainer.py:167-176: CUDA graphs (on unless disabled) refuse PP.
-  if (pp > 1 && !flag("training.disable_cuda_graphs", false))
-    return "PP needs training.disable_cuda_graphs";
+  // trainer.py:168-199 (Trainer.Config._validate_cuda_graphs, run again at 352):
+  // CUDA graphs (on unless disabled, configs.py:75) refuse PP, and EP > 1 unless
+  // every token dispatcher is MinimalAsyncEP or HybridEP with
+  // non_blocking_capacity_factor.
+  const bool graphs = !flag("training.disable_cuda_graphs", false);
+  if (graphs && pp > 1) return "PP needs training.disable_cuda_graphs";
+  const int64_t ep = num("parallelism.expert_parallel_degree", 1);
+  const bool graph_safe_dispatch =
+      py.comm_backend == "minimal_async_ep" ||
+      (py.comm_backend == "hybridep" && py.non_blocking_capacity);
+  if (graphs && ep > 1 && !graph_safe_dispatch)
+    return "EP with the " + py.comm_backend + " dispatcher needs training.disable_cuda_graphs";
   // trainer.py:159-166: memory-budget AC needs the compiled model.
   if (py.ac == "memory_budget" && !flag("compile.enable", false))
     return "memory budget AC without compile";
