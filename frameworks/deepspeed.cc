@@ -339,6 +339,12 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
     a.push_back("--checkpoint-activations");
     a.push_back("--deepspeed-activation-checkpointing");
   }
+  // ZeRO-Offload steps the optimizer on the host: DeepSpeed refuses any client
+  // optimizer but its CPU Adam there (zero_force_ds_cpu_optimizer, on by
+  // default: DeepSpeed runtime/engine.py:2040-2044), and Megatron-DeepSpeed
+  // hands it DeepSpeedCPUAdam only under --cpu-optimizer
+  // (megatron/optimizer/__init__.py:83-94, megatron/arguments.py:948).
+  if (c.offload_optimizer) a.push_back("--cpu-optimizer");
   const int stage = c.zero > 0 ? c.zero : 0;
   if (m.is_moe()) {
     // megatron/arguments.py:608-615, 910-925, 1151, 1159 at 4efb479.

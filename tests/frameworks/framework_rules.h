@@ -564,7 +564,12 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // --no-pipeline-parallel 954, --ds-sequence-parallel-size 974, --ds-sequence-parallel-fpdt
   // 979, -chunk-size 981, -offloading 983, --fp16 1111, --bf16 1113,
   // --tensor-model-parallel-size 1149, --pipeline-model-parallel-size 1154, --seq-length 1278,
-  // --zero-stage 1487, --deepspeed-activation-checkpointing 1524; --deepspeed and
+  // MoE: --num-experts 608, --topk 612, --expert-interval 614,
+  // --disable-moe-token-dropping 910, --moe-train-capacity-factor 913,
+  // --create-moe-param-group 921, --enable-expert-tensor-parallelism 1151,
+  // --moe-expert-parallel-size 1159;
+  // --cpu-optimizer 948, --zero-stage 1487, --deepspeed-activation-checkpointing 1524;
+  // --deepspeed and
   // --deepspeed_config from DeepSpeed's add_config_arguments, deepspeed/__init__.py:285-290).
   static const std::set<std::string> kFlags = {"--num-layers",
                                                "--hidden-size",
@@ -596,6 +601,15 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--checkpoint-activations",
                                                "--deepspeed-activation-checkpointing",
                                                "--zero-stage",
+                                               "--cpu-optimizer",
+                                               "--num-experts",
+                                               "--topk",
+                                               "--expert-interval",
+                                               "--disable-moe-token-dropping",
+                                               "--moe-train-capacity-factor",
+                                               "--create-moe-param-group",
+                                               "--enable-expert-tensor-parallelism",
+                                               "--moe-expert-parallel-size",
                                                "--deepspeed",
                                                "--deepspeed_config"};
   for (const auto& [flag, value] : a.args) {
@@ -620,6 +634,17 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // The ZeRO stage of the ds_config and of --zero-stage agree (ZeRO-3 init, training.py).
   if (ds["zero_optimization"]["stage"].get<int64_t>() != a.Int("--zero-stage", 1))
     return "zero stage mismatch";
+  // ZeRO-Offload (offload_optimizer on cpu or nvme) refuses a client optimizer
+  // other than DeepSpeedCPUAdam while zero_force_ds_cpu_optimizer holds (its
+  // default): DeepSpeed runtime/engine.py:2040-2044, 1232-1235. Megatron-DeepSpeed
+  // passes its own optimizer (training.py:606-620), DeepSpeedCPUAdam only under
+  // --cpu-optimizer (megatron/optimizer/__init__.py:83-94).
+  const Json& off = ds["zero_optimization"].value("offload_optimizer", Json::object());
+  const std::string off_device = off.value("device", "none");
+  if ((off_device == "cpu" || off_device == "nvme") && !a.Has("--cpu-optimizer") &&
+      ds.value("zero_force_ds_cpu_optimizer", true)) {
+    return "ZeRO-Offload with a GPU client optimizer (no --cpu-optimizer)";
+  }
   const bool fpdt = a.Has("--ds-sequence-parallel-fpdt");
   if (sp > 1) {
     // model/transformer.py:618 (Ulysses) and :912 (FPDT): heads % sp.
