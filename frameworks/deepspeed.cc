@@ -305,6 +305,11 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
   if (!m.learned_positions()) {
     a.push_back("--use-rotary-position-embeddings");
     a.push_back("--no-position-embedding");
+    // The base, an int defaulting to 10000 (megatron/arguments.py:635-637).
+    if (m.rope_theta > 0) {
+      a.push_back("--rotary-position-embeddings-theta " +
+                  Str(static_cast<int64_t>(m.rope_theta)));
+    }
   }
   if (m.norm == "rmsnorm") a.push_back("--normalization rmsnorm");
   if (m.gated_ffn) a.push_back("--swiglu");

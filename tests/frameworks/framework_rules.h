@@ -37,6 +37,14 @@ struct World {
   int64_t gpus = 0;
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0, gbs = 0;
   bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
+  int64_t experts = 0;  // routed experts per MoE layer (0: dense)
+  // Local attention: sliding_layers layers attend to sliding_window keys (0: none).
+  int64_t sliding_window = 0, sliding_layers = 0;
+  // The Hugging Face model_type the model is built from ("" = not stated).
+  std::string hf_model_type;
+  // RoPE as the model's config.json states it: rope_theta (0 = no RoPE or not
+  // stated) and the Llama 3.x rope_scaling factor (0 = none).
+  double rope_theta = 0, rope_llama3_scaling = 0;
   int gpu_arch_major = 9;  // compute capability of the cluster's GPU (Hopper 9, Blackwell 10)
 };
 
@@ -125,6 +133,9 @@ inline const std::set<std::string>& MegatronFlags() {
       "--seq-length",
       "--max-position-embeddings",
       "--position-embedding-type",
+      "--rotary-base",
+      "--use-rope-scaling",
+      "--rope-scaling-factor",
       "--normalization",
       "--swiglu",
       "--window-size",            // arguments.py:2384
@@ -261,6 +272,17 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
   if (layers != w.layers || heads != w.heads || hidden != w.hidden || seq != w.seq)
     return "model shape";
   if (groups != w.kv_heads) return "query groups";
+  // RoPE as the model has it: --rotary-base (int, default 10000: arguments.py:2418)
+  // and Llama 3.x scaling, --use-rope-scaling with --rope-scaling-factor (default
+  // 8.0: arguments.py:2424-2427).
+  if (a.Str("--position-embedding-type") == "rope") {
+    if (w.rope_theta > 0 && a.Int("--rotary-base", 10000) != static_cast<int64_t>(w.rope_theta))
+      return "RoPE base";
+    if (a.Has("--use-rope-scaling") != (w.rope_llama3_scaling > 0)) return "RoPE scaling";
+    if (w.rope_llama3_scaling > 0 &&
+        std::stod(a.Str("--rope-scaling-factor", "8.0")) != w.rope_llama3_scaling)
+      return "RoPE scaling factor";
+  }
   // arguments.py:424-448 (validate_args): world % (TP·PP·CP), DP = world / (TP·PP·CP).
   if (w.gpus % (tp * pp * cp) != 0) return "world % (TP*PP*CP)";
   const int64_t dp = w.gpus / (tp * pp * cp);
@@ -557,7 +579,8 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // Flags Megatron-DeepSpeed's parser defines (megatron/arguments.py: --num-layers 602,
   // --hidden-size 616, --ffn-hidden-size 618, --num-attention-heads 621,
   // --num-key-value-heads 623, --max-position-embeddings 630,
-  // --use-rotary-position-embeddings 633, --no-position-embedding 640, --normalization 647,
+  // --use-rotary-position-embeddings 633, --rotary-position-embeddings-theta 635,
+  // --no-position-embedding 640, --normalization 647,
   // --swiglu 670, --untie-embeddings-and-output-weights 680, --attention-dropout 768,
   // --hidden-dropout 770, --micro-batch-size 801, --global-batch-size 808,
   // --checkpoint-activations 864, --use-flash-attn-v2 930, --disable-bias-linear 937,
@@ -579,6 +602,7 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--seq-length",
                                                "--max-position-embeddings",
                                                "--use-rotary-position-embeddings",
+                                               "--rotary-position-embeddings-theta",
                                                "--no-position-embedding",
                                                "--normalization",
                                                "--swiglu",
@@ -627,6 +651,17 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   const int64_t kv = a.Int("--num-key-value-heads", heads);
   if (heads != w.heads || kv != w.kv_heads || a.Int("--num-layers", -1) != w.layers)
     return "model shape";
+  // No sliding-window attention flag in its parser: local layers would attend to
+  // the whole sequence.
+  if (w.sliding_layers > 0 && w.seq > w.sliding_window) return "no sliding-window attention";
+  // RoPE: a base only (rope_theta, int, default 10000: arguments.py:635-637); no
+  // Llama 3.x frequency scaling anywhere in its parser.
+  if (a.Has("--use-rotary-position-embeddings")) {
+    if (w.rope_theta > 0 &&
+        a.Int("--rotary-position-embeddings-theta", 10000) != static_cast<int64_t>(w.rope_theta))
+      return "RoPE base";
+    if (w.rope_llama3_scaling > 0) return "no Llama 3.x RoPE scaling";
+  }
   // arguments.py:446: heads % kv heads.
   if (heads % kv != 0) return "heads % kv heads";
   // model/transformer.py:562-567: heads and kv heads split over TP (core.utils.divide asserts).
