@@ -203,7 +203,7 @@ TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
       const Json& cfg = doc["candidates"][r - 1]["config"];
       const int ep = cfg.value("ep", 1), etp = cfg.value("etp", 1);
       // The search never ranks a model Megatron-DeepSpeed cannot build
-      // (its experts are the dense MLP: the mds_moe_model rule).
+      // (its experts are the dense MLP: the mds_model rule).
       if (std::string(space) == "deepspeed" &&
           doc["candidates"][r - 1].value("framework", "") == "megatron-deepspeed") {
         EXPECT_EQ(model.value("moe_ffn_hidden", 0), model.value("ffn_hidden", 0)) << a[1];

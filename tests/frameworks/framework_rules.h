@@ -557,13 +557,59 @@ inline std::string DeepSpeedConfigWouldReject(const Json& j, const World& w, int
   return "";
 }
 
+// AutoEP, the ds_config's expert_parallel block (DeepSpeed edaa722
+// runtime/config.py:69, 129-133; module_inject/auto_ep_config.py:41-88 parses
+// it, enabled false by default). Its presets and the Hugging Face model types
+// each serves (auto_ep_presets/registry.py:19-27; mixtral.py:26, qwen3_moe.py:29,
+// qwen3_5_moe.py:40, deepseek_v2.py:35, deepseek_v3.py:35); autoep_size divides
+// the stage (world / pp; auto_ep_folding.py:100-115) and the experts
+// (auto_ep_config.py:274-290); expert_tensor_parallel_size 1
+// (auto_ep_folding.py:214-217).
+inline std::string AutoEpWouldReject(const Json& j, const World& w) {
+  const Json e = j.value("expert_parallel", Json::object());
+  if (!e.value("enabled", false)) return "";
+  static const std::map<std::string, std::set<std::string>> kPresets = {
+      {"mixtral", {"mixtral"}},
+      {"qwen3_moe", {"qwen3_moe", "qwen2_moe"}},
+      {"qwen3_5_moe", {"qwen3_5_moe_text"}},
+      {"deepseek_v2", {"deepseek_v2"}},
+      {"deepseek_v3", {"deepseek_v3"}}};
+  const int64_t ep = e.value("autoep_size", int64_t{1});
+  if (ep < 1 || w.gpus % ep != 0) return "AutoEP: autoep_size divides the world";
+  if (w.experts == 0 || w.experts % ep != 0) return "AutoEP: autoep_size divides the experts";
+  if (e.value("expert_tensor_parallel_size", int64_t{1}) != 1) return "AutoEP: etp 1";
+  const std::string preset = e.value("preset_model", std::string());
+  auto it = kPresets.find(preset);
+  if (it == kPresets.end()) return "AutoEP: unknown preset_model " + preset;
+  if (!it->second.count(w.hf_model_type))
+    return "AutoEP: preset " + preset + " does not build model_type " + w.hf_model_type;
+  return "";
+}
+
 // The HF flow (framework "deepspeed"): ds_config.json only; Ulysses through
 // ALST's UlyssesSPAttentionHF (runtime/sequence_parallel/ulysses_sp.py:145-150):
 // heads % sp and kv % sp or sp % kv.
 inline std::string DeepSpeedWouldReject(const std::string& text, const World& w) {
   const Json j = Json::parse(text);
+  // The HF flow passes no client optimizer: with offload_optimizer on cpu/nvme
+  // (runtime/engine.py:1232-1235) DeepSpeed builds DeepSpeedCPUAdam from an
+  // "optimizer" of type Adam or AdamW without torch_adam (engine.py:2095-2133;
+  // names lower-cased, runtime/config.py:72-73, 840-842); without such a block
+  // the script must bring DeepSpeedCPUAdam itself, or engine.py:2040-2044 raises.
+  const std::string off =
+      j["zero_optimization"].value("offload_optimizer", Json::object()).value("device", "none");
+  if (off == "cpu" || off == "nvme") {
+    std::string type = j.value("optimizer", Json::object()).value("type", "");
+    std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+    const bool torch_adam =
+        j.value("optimizer", Json::object()).value("params", Json::object()).value("torch_adam",
+                                                                                   false);
+    if ((type != "adam" && type != "adamw") || torch_adam)
+      return "ZeRO-Offload without an optimizer block DeepSpeed makes DeepSpeedCPUAdam of";
+  }
   const int64_t sp = j.value("sequence_parallel_size", int64_t{1});
   if (sp > 1 && !(w.kv_heads % sp == 0 || sp % w.kv_heads == 0)) return "ALST: kv heads vs SP";
+  if (const std::string why = AutoEpWouldReject(j, w); !why.empty()) return why;
   return DeepSpeedConfigWouldReject(j, w, 1, 1, false);
 }
 
