@@ -55,7 +55,9 @@ rank, the settings to keep (environment variables) and a launcher line.
                       torchtitan's own flavour of the model where it has one
                       (Llama 3 / 3.2, Qwen3 MoE, DeepSeek-V3, gpt-oss)
   env                 export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE
-                      RECOMPUTE GX GY GZ
+                      RECOMPUTE GX GY GZ; for an fsdp or torchtitan plan also
+                      DP_SHARD (= GZ) DP_REPLICATE (= DP), and ZERO_STAGE 3
+                      when it shards
   json                the plan's canonical config object (paratune predict
                       --request's `config`)
 

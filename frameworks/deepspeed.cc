@@ -61,8 +61,7 @@ bool FpdtOffloads(const Plan& p) { return p.job.training.seq_len > 2 * FpdtChunk
 Status CheckConfig(const Plan& p, EmitFormat f) {
   const ParallelConfig& c = p.c;
   if (c.gx != 1 || c.gz != 1) {
-    return Refuse(f, "AxoNN's 3D tensor grid (gx = " + Str(c.gx) + ", gz = " + Str(c.gz) +
-                         ") is not a DeepSpeed option (use --format axonn)");
+    return Refuse(f, ShardingGridWords(p) + ": DeepSpeed shards with ZeRO stages instead");
   }
   if (c.cp > 1 && c.cp_kind == CpKind::kRing) {
     return Refuse(f,

@@ -40,9 +40,7 @@ Status Check(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
   if (c.gx != 1 || c.gz != 1) {
-    return Refuse(kF, "AxoNN's 3D tensor grid (gx = " + Str(c.gx) + ", gz = " + Str(c.gz) +
-                          ") has no Megatron-LM flag; Megatron tensor parallelism is gx = gz = 1 "
-                          "(use --format axonn)");
+    return Refuse(kF, ShardingGridWords(p) + ": Megatron-LM's tensor parallelism is gx = gz = 1");
   }
   if (c.zero == 2 || c.qwz || c.hpz || c.qgz) {
     return Refuse(kF, "ZeRO stage " + Str(c.zero) +
