@@ -427,7 +427,9 @@ TEST_F(TuneTest, OneFrameworkWritesItsOwnFileInItsOwnWords) {
   EXPECT_EQ(vars["DP_SHARD"], vars["GZ"]);
   EXPECT_EQ(vars["DP_REPLICATE"], vars["DP"]);
   // FSDP's full sharding partitions parameters, gradients and optimizer states.
-  if (std::stoi(vars["GZ"]) > 1) EXPECT_EQ(vars["ZERO_STAGE"], "3");
+  if (std::stoi(vars["GZ"]) > 1) {
+    EXPECT_EQ(vars["ZERO_STAGE"], "3");
+  }
   // The help names the file tune writes.
   Outcome help = Call(RunTune, {"--help"});
   EXPECT_NE(help.out.find("paratune_plan.py"), std::string::npos);
