@@ -36,13 +36,17 @@ rank, the settings to keep (environment variables) and a launcher line.
                       MEGATRON_DEEPSPEED_ARGS (TP, PP or --no-pipeline-parallel,
                       --zero-stage, Ulysses --ds-sequence-parallel-size, FPDT
                       --ds-sequence-parallel-fpdt with its chunk size and
-                      offloading); MoE: --num-experts, --topk,
+                      offloading, --cpu-optimizer with ZeRO-Offload, the RoPE
+                      base); MoE: --num-experts, --topk,
                       --expert-interval, --moe-expert-parallel-size = ep
-  deepspeed           a complete ds_config.json: train_batch_size =
+  deepspeed           a complete ds_config.json for a Hugging Face model (no
+                      Megatron TP or pipeline stages): train_batch_size =
                       train_micro_batch_size_per_gpu x gradient_accumulation_steps
-                      x DP, the ZeRO stage with its buckets, ZeRO++, host offload,
-                      sequence_parallel_size, activation checkpointing (JSON has
-                      no comments: --sidecar says what it assumes)
+                      x DP, the ZeRO stage with its buckets, ZeRO++, host offload
+                      with an AdamW optimizer block (DeepSpeedCPUAdam),
+                      sequence_parallel_size, activation checkpointing, AutoEP's
+                      expert_parallel for ep > 1 (JSON has no comments:
+                      --sidecar says what it assumes)
   axonn               Python: ax.init(G_inter, G_data, G_intra_r, G_intra_c,
                       G_intra_d), batch constants and optimize_communication(...)
   torchtitan          Python: paratune_plan() returning torchtitan's
@@ -55,14 +59,17 @@ rank, the settings to keep (environment variables) and a launcher line.
                       torchtitan's own flavour of the model where it has one
                       (Llama 3 / 3.2, Qwen3 MoE, DeepSeek-V3, gpt-oss)
   env                 export lines only: TP PP CP DP SP VP MBS GBS ZERO_STAGE
-                      RECOMPUTE GX GY GZ
+                      RECOMPUTE GX GY GZ; for an fsdp or torchtitan plan also
+                      DP_SHARD (= GZ) DP_REPLICATE (= DP), and ZERO_STAGE 3
+                      when it shards
   json                the plan's canonical config object (paratune predict
                       --request's `config`)
 
 Each framework's start-up rules are applied first, as its source at the
 commit named in the output states them (docs/frameworks.md). A plan the
 framework would reject, or cannot express (AxoNN's 3D grid in Megatron, ZeRO-3
-in torchtitan, ring attention in DeepSpeed, FPDT in a bare ds_config.json), is
+in torchtitan, ring attention in DeepSpeed, FPDT or Megatron TP in a bare
+ds_config.json, a sliding window in Megatron-DeepSpeed), is
 refused with the rule and the values: exit 2, nothing on stdout. The default
 format is the one of the framework the plan was made for, which accepts every
 plan paratune ranks for it.

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <ostream>
 #include <thread>
+#include <vector>
 
 #include "cli/allocation.h"
 #include "cli/commands.h"
@@ -51,7 +52,8 @@ the training starts:
        "${MODEL_PARALLEL_ARGS[@]}" ...
 
 stdout carries only `export NAME=value` lines: TP PP CP DP SP VP MBS GBS
-ZERO_STAGE RECOMPUTE GX GY GZ PARATUNE_PLAN (meanings: paratune emit --help).
+ZERO_STAGE RECOMPUTE GX GY GZ, DP_SHARD DP_REPLICATE for an FSDP plan
+(fsdp, torchtitan), and PARATUNE_PLAN (meanings: paratune emit --help).
 Everything else (what was found, reused, measured, chosen) goes to stderr.
 Run it as one process per GPU under srun/mpirun to profile and confirm on
 every GPU (rank 0 prints), or as one process without --backend to plan from
@@ -75,9 +77,12 @@ What it does, in order:
      kernels, and the fastest measured one is chosen; otherwise the best
      predicted one.
   5. output, in --out-dir: plans.json, profile.json, run_report.json (when
-     confirmed), tune.json (what was decided and why), env.sh, and the chosen
-     plan for each framework that can run it: megatron.sh, ds_config.json,
-     axonn.py, torchtitan.toml, config.json (refusals are explained on stderr).
+     confirmed), tune.json (what was decided and why), env.sh, config.json
+     (the plan's canonical config) and the chosen plan in the framework's own
+     form: with --framework, that framework's file only (megatron.sh,
+     megatron_deepspeed.sh, ds_config.json, paratune_plan.py for fsdp and
+     torchtitan, axonn.py); without, the file of every framework that can run
+     it (refusals are explained on stderr).
 
   --model M, --global-batch B, --seq S, --precision P, --attention A,
   --headroom F         the training job, as in `paratune plan`
@@ -186,6 +191,17 @@ const char* FileFor(planner::EmitFormat f) {
     case planner::EmitFormat::kJson: return "config.json";
   }
   return "config.json";
+}
+
+// The formats tune writes: with --framework, that framework's own (the plans
+// document's default format) and the canonical config and exports; without,
+// every format that can express the chosen plan.
+std::vector<planner::EmitFormat> FormatsToWrite(const Json& plans, bool one_framework) {
+  using planner::EmitFormat;
+  if (one_framework) return {planner::DefaultEmitFormat(plans), EmitFormat::kJson, EmitFormat::kEnv};
+  return {EmitFormat::kMegatron, EmitFormat::kMegatronDeepSpeed, EmitFormat::kDeepSpeed,
+          EmitFormat::kAxonn,    EmitFormat::kTorchtitan,         EmitFormat::kJson,
+          EmitFormat::kEnv};
 }
 
 // Rank 0's work between the profile and the confirmation: the allocation, the
@@ -525,10 +541,7 @@ int RunTune(const Args& args, Io io) {
   OrderedJson refused = OrderedJson::object();
   const std::string plan_path = Absolute(out_dir + "/plans.json");
   std::string exports;
-  for (planner::EmitFormat fmt :
-       {planner::EmitFormat::kMegatron, planner::EmitFormat::kMegatronDeepSpeed,
-        planner::EmitFormat::kDeepSpeed, planner::EmitFormat::kAxonn, planner::EmitFormat::kTorchtitan,
-        planner::EmitFormat::kJson, planner::EmitFormat::kEnv}) {
+  for (planner::EmitFormat fmt : FormatsToWrite(*plans, f.Has("--framework"))) {
     auto text = planner::EmitConfig(*plans, chosen, fmt);
     if (!text.ok()) {
       refused[planner::EmitFormatName(fmt)] = text.status().message();

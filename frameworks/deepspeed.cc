@@ -20,7 +20,12 @@
 // ffn_hidden_size, megatron/model/transformer.py:1066-1083), MoE on layer
 // numbers (1-based) divisible by --expert-interval (transformer.py:1650-1660),
 // softmax top-k gating over all-to-all (no shared experts, MLA, MTP, sigmoid
-// router, other dispatchers or a2a overlap).
+// router, other dispatchers or a2a overlap); nor sliding windows or Llama 3.x
+// RoPE scaling (MegatronDeepSpeedModelGap). ZeRO-Offload needs DeepSpeed's CPU
+// Adam (runtime/engine.py:2040-2044): --cpu-optimizer in Megatron-DeepSpeed,
+// an AdamW optimizer block in the HF flow's ds_config, which runs no Megatron
+// TP or pipeline stages and splits experts through AutoEP's expert_parallel
+// (runtime/config.py:69, 129-133) for the models of its presets.
 #include <algorithm>
 #include <sstream>
 
@@ -56,8 +61,7 @@ bool FpdtOffloads(const Plan& p) { return p.job.training.seq_len > 2 * FpdtChunk
 Status CheckConfig(const Plan& p, EmitFormat f) {
   const ParallelConfig& c = p.c;
   if (c.gx != 1 || c.gz != 1) {
-    return Refuse(f, "AxoNN's 3D tensor grid (gx = " + Str(c.gx) + ", gz = " + Str(c.gz) +
-                         ") is not a DeepSpeed option (use --format axonn)");
+    return Refuse(f, ShardingGridWords(p) + ": DeepSpeed shards with ZeRO stages instead");
   }
   if (c.cp > 1 && c.cp_kind == CpKind::kRing) {
     return Refuse(f,
@@ -151,16 +155,51 @@ Status CheckMoe(const Plan& p, EmitFormat f) {
   return Status::Ok();
 }
 
-// Megatron-DeepSpeed's MoE model: what its flags can build (the search's
-// mds_moe_model rule reads the same check).
-Status CheckMdsMoeModel(const Plan& p, EmitFormat f) {
-  const std::string gap = MegatronDeepSpeedMoeGap(p.job.model);
+// The model Megatron-DeepSpeed's flags can build (the search's mds_model rule
+// reads the same check).
+Status CheckMdsModel(const Plan& p, EmitFormat f) {
+  const std::string gap = MegatronDeepSpeedModelGap(p.job.model, p.job.training.seq_len);
   return gap.empty() ? Status::Ok() : Refuse(f, gap);
 }
 
+// The HF flow runs the model as Hugging Face builds it, under deepspeed.initialize
+// without an mpu: no Megatron tensor parallelism, and no pipeline engine (that
+// needs a PipelineModule, runtime/pipe/engine.py). Its data-parallel world is
+// world / sequence_parallel_size (runtime/config.py:710-724).
+Status CheckHfModelParallelism(const Plan& p) {
+  if (p.c.gy > 1 || p.c.pp > 1) {
+    return Refuse(EmitFormat::kDeepSpeed,
+                  "the plan has tensor parallelism " + Str(p.c.gy) + " and pipeline parallelism " +
+                      Str(p.c.pp) +
+                      ", which a Hugging Face model under DeepSpeed does not run (its ds_config "
+                      "would count world / sequence_parallel_size as data-parallel ranks); use "
+                      "--format megatron-deepspeed");
+  }
+  return Status::Ok();
+}
+
+// Expert parallelism of a Hugging Face model is DeepSpeed's AutoEP (the
+// ds_config's expert_parallel block, runtime/config.py:69, 129-133): it needs
+// a preset for the model's MoE modules (planner/moe.h DeepSpeedAutoEpPreset),
+// autoep_size dividing the world and the experts
+// (module_inject/auto_ep_folding.py:110-115, auto_ep_config.py:274-290).
+Status CheckAutoEp(const Plan& p) {
+  if (!p.job.model.is_moe() || p.c.ep <= 1) return Status::Ok();
+  const std::string gap = DeepSpeedAutoEpGap(p.job.model);
+  if (!gap.empty()) return Refuse(EmitFormat::kDeepSpeed, gap);
+  if (p.job.gpus % p.c.ep != 0) {
+    return Refuse(EmitFormat::kDeepSpeed, "AutoEP's autoep_size " + Str(p.c.ep) +
+                                              " must divide the world " + Str(p.job.gpus) +
+                                              " (module_inject/auto_ep_folding.py:110-115)");
+  }
+  return Status::Ok();
+}
+
 Status CheckDeepSpeedConfig(const Plan& p) {
+  PT_RETURN_IF_ERROR(CheckHfModelParallelism(p));
   PT_RETURN_IF_ERROR(CheckConfig(p, EmitFormat::kDeepSpeed));
   PT_RETURN_IF_ERROR(CheckMoe(p, EmitFormat::kDeepSpeed));
+  PT_RETURN_IF_ERROR(CheckAutoEp(p));
   if (p.c.cp > 1 && p.c.cp_kind == CpKind::kFpdt) {
     return Refuse(
         EmitFormat::kDeepSpeed,
@@ -194,7 +233,7 @@ Status CheckMegatronDeepSpeed(const Plan& p) {
                          " (megatron/model/transformer.py:562-567)");
   }
   PT_RETURN_IF_ERROR(CheckMoe(p, f));
-  PT_RETURN_IF_ERROR(CheckMdsMoeModel(p, f));
+  PT_RETURN_IF_ERROR(CheckMdsModel(p, f));
   return CheckPresetRules(p, f, Framework::kMegatronDeepSpeed);
 }
 
@@ -264,7 +303,31 @@ OrderedJson DsConfig(const Plan& p) {
   return j;
 }
 
-std::string WriteDsConfig(const Plan& p) { return DsConfig(p).dump(2) + "\n"; }
+// AutoEP over the plan's ep ranks with the model's preset
+// (module_inject/auto_ep_config.py:41-88 reads these keys; CheckAutoEp
+// admitted the model).
+OrderedJson AutoEpBlock(const Plan& p) {
+  OrderedJson e;
+  e["enabled"] = true;
+  e["autoep_size"] = p.c.ep;
+  e["preset_model"] = DeepSpeedAutoEpPreset(p.job.model);
+  return e;
+}
+
+// The HF flow's ds_config: DsConfig, and with ZeRO-Offload the optimizer
+// DeepSpeed builds itself. DeepSpeed refuses a client optimizer other than
+// its CPU Adam under offload (zero_force_ds_cpu_optimizer, default true:
+// runtime/engine.py:2040-2044); with no client optimizer, type "AdamW" with
+// offload_optimizer on the CPU becomes DeepSpeedCPUAdam in AdamW mode
+// (runtime/engine.py:2095-2133, runtime/config.py:73). The block carries no
+// hyperparameters: DeepSpeedCPUAdam's defaults hold until the user adds
+// "params" (lr, betas, eps, weight_decay).
+std::string WriteDsConfig(const Plan& p) {
+  OrderedJson j = DsConfig(p);
+  if (p.c.offload_optimizer) j["optimizer"] = {{"type", "AdamW"}};
+  if (p.job.model.is_moe() && p.c.ep > 1) j["expert_parallel"] = AutoEpBlock(p);
+  return j.dump(2) + "\n";
+}
 
 std::vector<Keep> KeepDs(const Plan&) { return {}; }
 
@@ -305,6 +368,11 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
   if (!m.learned_positions()) {
     a.push_back("--use-rotary-position-embeddings");
     a.push_back("--no-position-embedding");
+    // The base, an int defaulting to 10000 (megatron/arguments.py:635-637).
+    if (m.rope_theta > 0) {
+      a.push_back("--rotary-position-embeddings-theta " +
+                  Str(static_cast<int64_t>(m.rope_theta)));
+    }
   }
   if (m.norm == "rmsnorm") a.push_back("--normalization rmsnorm");
   if (m.gated_ffn) a.push_back("--swiglu");
@@ -339,6 +407,12 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
     a.push_back("--checkpoint-activations");
     a.push_back("--deepspeed-activation-checkpointing");
   }
+  // ZeRO-Offload steps the optimizer on the host: DeepSpeed refuses any client
+  // optimizer but its CPU Adam there (zero_force_ds_cpu_optimizer, on by
+  // default: DeepSpeed runtime/engine.py:2040-2044), and Megatron-DeepSpeed
+  // hands it DeepSpeedCPUAdam only under --cpu-optimizer
+  // (megatron/optimizer/__init__.py:83-94, megatron/arguments.py:948).
+  if (c.offload_optimizer) a.push_back("--cpu-optimizer");
   const int stage = c.zero > 0 ? c.zero : 0;
   if (m.is_moe()) {
     // megatron/arguments.py:608-615, 910-925, 1151, 1159 at 4efb479.

@@ -39,9 +39,21 @@ const FrameworkEmitter* RoomOf(EmitFormat f) {
   return nullptr;
 }
 
+bool FsdpPlan(const Plan& p) {
+  return p.framework == Framework::kFsdp || p.framework == Framework::kTorchtitan;
+}
+
+// ZERO_STAGE: the ZeRO stage (1 for Megatron's distributed optimizer); for a
+// plan priced for FSDP, 3 when it shards over gz (FSDP's full sharding splits
+// parameters, gradients and optimizer states: ZeRO-3's partitioning).
+int ZeroStageWord(const Plan& p) {
+  if (FsdpPlan(p) && p.c.gz > 1) return 3;
+  return p.c.zero > 0 ? p.c.zero : (p.c.distributed_optimizer ? 1 : 0);
+}
+
 std::string EmitEnv(const Plan& p) {
   const ParallelConfig& c = p.c;
-  const std::pair<const char*, std::string> vars[] = {
+  std::vector<std::pair<const char*, std::string>> vars = {
       {"TP", Str(c.tensor())},
       {"PP", Str(c.pp)},
       {"CP", Str(c.cp)},
@@ -50,12 +62,18 @@ std::string EmitEnv(const Plan& p) {
       {"VP", Str(c.vpp)},
       {"MBS", Str(c.mbs)},
       {"GBS", Str(p.Gbs())},
-      {"ZERO_STAGE", Str(c.zero > 0 ? c.zero : (c.distributed_optimizer ? 1 : 0))},
+      {"ZERO_STAGE", Str(ZeroStageWord(p))},
       {"RECOMPUTE", RecomputeName(c.recompute)},
       {"GX", Str(c.gx)},
       {"GY", Str(c.gy)},
       {"GZ", Str(c.gz)},
   };
+  if (FsdpPlan(p)) {
+    // torchtitan's names (parallelism.data_parallel_shard_degree and
+    // data_parallel_replicate_degree, config/configs.py).
+    vars.push_back({"DP_SHARD", Str(c.gz)});
+    vars.push_back({"DP_REPLICATE", Str(c.gdata)});
+  }
   std::string out;
   for (const auto& [k, v] : vars) out += std::string("export ") + k + "=" + v + "\n";
   return out;

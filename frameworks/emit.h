@@ -53,7 +53,9 @@ const char* EmitFormatName(EmitFormat f);
 //   kTorchtitan         Python: the header and paratune_plan() returning
 //                       torchtitan's Trainer.Config (--module / --config)
 //   kEnv                `export NAME=value` lines only: TP PP CP DP SP VP MBS GBS
-//                       ZERO_STAGE RECOMPUTE GX GY GZ
+//                       ZERO_STAGE RECOMPUTE GX GY GZ, and DP_SHARD DP_REPLICATE
+//                       for a plan priced for fsdp or torchtitan (ZERO_STAGE 3
+//                       when it shards over gz)
 //   kJson               the candidate's canonical config object (ConfigToJson)
 // Errors: kInvalidArgument for a document that is not a plans document (naming
 // the JSON pointer), a rank outside [1, number of candidates], or a plan that

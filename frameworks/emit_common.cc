@@ -17,6 +17,15 @@ int64_t Plan::GpusPerNode() const {
   return std::min<int64_t>(std::max(1, job.cluster.gpus_per_node), job.gpus);
 }
 
+std::string ShardingGridWords(const Plan& p) {
+  if ((p.framework == Framework::kFsdp || p.framework == Framework::kTorchtitan) && p.c.gx == 1) {
+    return "FSDP's shard degree (dp_shard = gz = " + Str(p.c.gz) +
+           ") has no flag here (use --format torchtitan)";
+  }
+  return "AxoNN's 3D tensor grid (gx = " + Str(p.c.gx) + ", gz = " + Str(p.c.gz) +
+         ") has no flag here (use --format axonn)";
+}
+
 Status Refuse(EmitFormat f, const std::string& why) {
   return Status::InvalidArgument(std::string("--format ") + EmitFormatName(f) +
                                  " cannot express this plan: " + why);

@@ -74,6 +74,10 @@ const FrameworkEmitter& TorchtitanEmitter();
 const FrameworkEmitter& AxonnEmitter();
 
 Status Refuse(EmitFormat f, const std::string& why);
+// What gx and gz are in the plan's own framework, for a format that has
+// neither: FSDP's shard degree (dp_shard = gz) for a plan priced for fsdp or
+// torchtitan, AxoNN's 3D tensor grid otherwise; with the format that has it.
+std::string ShardingGridWords(const Plan& p);
 std::string Str(int64_t v);
 // True when the plan's active dimensions (degree > 1) appear in the same
 // relative order as in `framework_order` (innermost first).

@@ -40,9 +40,7 @@ Status Check(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
   if (c.gx != 1 || c.gz != 1) {
-    return Refuse(kF, "AxoNN's 3D tensor grid (gx = " + Str(c.gx) + ", gz = " + Str(c.gz) +
-                          ") has no Megatron-LM flag; Megatron tensor parallelism is gx = gz = 1 "
-                          "(use --format axonn)");
+    return Refuse(kF, ShardingGridWords(p) + ": Megatron-LM's tensor parallelism is gx = gz = 1");
   }
   if (c.zero == 2 || c.qwz || c.hpz || c.qgz) {
     return Refuse(kF, "ZeRO stage " + Str(c.zero) +
@@ -276,6 +274,22 @@ std::string Launcher(const Plan& p) {
   return os.str();
 }
 
+// Rotary embeddings as the model states them: the base (--rotary-base, an
+// int defaulting to 10000: arguments.py:2418) and Llama 3.x frequency scaling
+// (--use-rope-scaling with --rope-scaling-factor, default 8: arguments.py:2424-2427;
+// the low/high frequency factors 1 and 4 over 8192 positions are Megatron's
+// fixed ones, rotary_pos_embedding.py:92-99, which Llama 3.1 and 3.2 use).
+void RopeArgs(const ModelSpec& m, std::vector<std::string>* out) {
+  out->push_back("--position-embedding-type rope");
+  if (m.rope_theta > 0) out->push_back("--rotary-base " + Str(static_cast<int64_t>(m.rope_theta)));
+  if (m.rope_llama3_scaling > 0) {
+    std::ostringstream factor;
+    factor << m.rope_llama3_scaling;
+    out->push_back("--use-rope-scaling");
+    out->push_back("--rope-scaling-factor " + factor.str());
+  }
+}
+
 void Array(std::ostringstream& os, const char* name, const std::vector<std::string>& items) {
   os << name << "=(\n";
   for (const std::string& s : items) os << "    " << s << "\n";
@@ -304,7 +318,7 @@ std::string Write(const Plan& p) {
   }
   model.push_back("--seq-length " + Str(t.seq_len));
   model.push_back("--max-position-embeddings " + Str(std::max(t.seq_len, m.max_seq_len)));
-  if (!m.learned_positions()) model.push_back("--position-embedding-type rope");
+  if (!m.learned_positions()) RopeArgs(m, &model);
   if (m.norm == "rmsnorm") model.push_back("--normalization RMSNorm");
   if (m.gated_ffn) model.push_back("--swiglu");
   if (!m.tied_embeddings) model.push_back("--untie-embeddings-and-output-weights");

@@ -9,8 +9,11 @@
 //  - tokens per micro-batch % ((tp with SP) · (2·cp when cp > 1)) == 0 (trainer.py:296-308)
 //  - num_tokens_per_train_step % (tokens per micro-batch · num_pp_microbatches · dp) == 0
 //    (trainer.py:409-428)
-//  - PP needs training.disable_cuda_graphs (trainer.py:167-176) and untied
-//    embeddings (models/common/decoder.py:168-171)
+//  - CUDA graphs (on unless training.disable_cuda_graphs) refuse PP and expert
+//    parallelism over a dispatcher that synchronises with the host
+//    (Trainer.Config._validate_cuda_graphs, trainer.py:168-199, run at 352):
+//    every dispatcher paratune writes does (ExpertParallelSyncsHost)
+//  - PP needs untied embeddings (models/common/decoder.py:168-171)
 //  - the stage split of distributed/pipeline_parallel.py:217-263 and 357-467
 //    (planner/pipeline.h, rule "torchtitan"): the plan's split must be the one
 //    torchtitan makes from the emitted fields
@@ -223,6 +226,27 @@ std::string Launcher(const Plan& p) {
 
 const char* PyBool(bool b) { return b ? "True" : "False"; }
 
+// Whether the plan's expert parallelism runs a token dispatcher that waits on
+// the host, which torchtitan's CUDA graphs refuse (trainer.py:178-199): all
+// but MinimalAsyncEP and HybridEP with non_blocking_capacity_factor. paratune
+// writes "standard", "deepep" or "hybridep" without that factor
+// (make_token_dispatcher_config, models/common/config_utils.py:360-412).
+bool ExpertParallelSyncsHost(const Plan& p) { return p.job.model.is_moe() && p.c.ep > 1; }
+
+// The line that turns CUDA graphs off where torchtitan refuses them
+// (trainer.py:168-199): with PP, and with a host-synchronising EP dispatcher.
+std::string CudaGraphsLine(const Plan& p) {
+  if (p.c.pp > 1) {
+    return "    config.training.disable_cuda_graphs = True  # CUDA graphs refuse PP "
+           "(trainer.py:172-176)\n";
+  }
+  if (ExpertParallelSyncsHost(p)) {
+    return "    config.training.disable_cuda_graphs = True  # CUDA graphs refuse this EP "
+           "dispatcher (trainer.py:178-199)\n";
+  }
+  return "";
+}
+
 std::string Write(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
@@ -290,10 +314,7 @@ std::string Write(const Plan& p) {
   os << "    config.training.mixed_precision_param = \""
      << (p.job.training.precision == topology::Precision::kFp32 ? "float32" : "bfloat16") << "\"\n";
   os << "    config.training.enable_cpu_offload = False\n";
-  if (c.pp > 1) {
-    os << "    config.training.disable_cuda_graphs = True  # CUDA graphs refuse PP "
-          "(trainer.py:167-176)\n";
-  }
+  os << CudaGraphsLine(p);
   os << "    config.parallelism.data_parallel_replicate_degree = " << c.gdata << "\n";
   os << "    config.parallelism.data_parallel_shard_degree = " << c.gz << "\n";
   os << "    config.parallelism.tensor_parallel_degree = " << c.gy << "\n";

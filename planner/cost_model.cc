@@ -95,7 +95,8 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   const auto& curves = cluster.gpu.gemm_efficiency;
   const std::vector<topology::EfficiencyPoint>* curve =
       recipe ? &cluster.gpu.RecipeGemmCurve(training.recipe) : &cluster.gpu.EffectiveGemmCurve(p);
-  if (model.is_moe()) mds_moe_gap_ = MegatronDeepSpeedMoeGap(model);
+  mds_model_gap_ = MegatronDeepSpeedModelGap(model, training.seq_len);
+  autoep_gap_ = DeepSpeedAutoEpGap(model);
   mcore_attention_gap_ = MegatronLocalAttentionGap(model, training.seq_len);
   hp_peak_flops_ = cluster.gpu.PeakTflops(Precision::kBf16) * 1e12;
   if (!(hp_peak_flops_ > 0)) hp_peak_flops_ = peak_flops_;

@@ -1,4 +1,5 @@
 #include "planner/framework.h"
+#include "planner/moe.h"
 
 #include <algorithm>
 #include <cmath>
@@ -200,7 +201,8 @@ const char* FrameworkName(Framework f) { return EnumName(f, kNames); }
 constexpr const char* kRuleNames[kNumFrameworkRules] = {
     "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
     "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp",
-    "moe_bias_etp1", "ep_in_shard_mesh", "mds_moe_model", "mcore_local_attention"};
+    "moe_bias_etp1", "ep_in_shard_mesh", "mds_model", "mcore_local_attention",
+    "ds_autoep_model"};
 
 const char* FrameworkRuleName(FrameworkRule r) { return EnumName(r, kRuleNames); }
 
@@ -259,8 +261,11 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
     case FrameworkRule::kMoeBiasEtp1:
       if (!job.moe || !job.linear_bias || c.etp <= 1) return "";
       return "the experts of a model with linear biases are not split over etp " + S(c.etp);
-    case FrameworkRule::kMdsMoeModel:
-      return job.moe && job.mds_moe_gap != nullptr ? *job.mds_moe_gap : "";
+    case FrameworkRule::kMdsModel:
+      return job.mds_model_gap != nullptr ? *job.mds_model_gap : "";
+    case FrameworkRule::kDsAutoEpModel:
+      if (!job.moe || c.ep <= 1 || job.autoep_gap == nullptr) return "";
+      return *job.autoep_gap;
     case FrameworkRule::kMcoreLocalAttention:
       return job.mcore_attention_gap != nullptr ? *job.mcore_attention_gap : "";
     case FrameworkRule::kEpInShardMesh: {
@@ -269,6 +274,23 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
       return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " +
              S(int64_t{c.gz} * c.cp * c.gy);
     }
+  }
+  return "";
+}
+
+std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len) {
+  if (std::string gap = MegatronDeepSpeedMoeGap(m); !gap.empty()) return gap;
+  if (m.sliding_layers > 0 && seq_len > m.sliding_window) {
+    return "Megatron-DeepSpeed has no sliding-window or chunked attention (no such flag in "
+           "megatron/arguments.py @4efb479): " + m.name + "'s " +
+           std::to_string(m.sliding_layers) + " layers attending to " +
+           std::to_string(m.sliding_window) + " keys would attend to all " +
+           std::to_string(seq_len);
+  }
+  if (m.rope_llama3_scaling > 0) {
+    return "Megatron-DeepSpeed's rotary embeddings take a base only "
+           "(--rotary-position-embeddings-theta, megatron/arguments.py:635-637 @4efb479), "
+           "not " + m.name + "'s Llama 3.x frequency scaling";
   }
   return "";
 }

@@ -223,15 +223,20 @@ enum class FrameworkRule : uint8_t {
   // torchtitan: expert parallelism borrows from the dp_shard·cp·tp ranks (ep
   // divides them) and the experts are never tensor-split (etp 1).
   kEpInShardMesh,
-  // Megatron-DeepSpeed builds an MoE model only when its experts are the dense
-  // MLP under softmax gating on an --expert-interval pattern (MegatronDeepSpeedMoeGap).
-  kMdsMoeModel,
+  // Megatron-DeepSpeed builds the model only when its flags express it: MoE
+  // experts that are the dense MLP under softmax gating on an --expert-interval
+  // pattern, full causal attention, RoPE without Llama 3.x scaling
+  // (MegatronDeepSpeedModelGap).
+  kMdsModel,
   // Megatron-Core expresses local attention only as a sliding window on every
   // layer or on all but every N-th (--window-size, --window-attn-skip-freq) and
   // has no chunked attention (MegatronLocalAttentionGap).
   kMcoreLocalAttention,
+  // DeepSpeed's Hugging Face flow splits experts only through AutoEP, which
+  // knows the MoE models of its presets (DeepSpeedAutoEpPreset): ep > 1 needs one.
+  kDsAutoEpModel,
 };
-inline constexpr int kNumFrameworkRules = 10;
+inline constexpr int kNumFrameworkRules = 11;
 const char* FrameworkRuleName(FrameworkRule r);  // "cp_a2a_local_heads", ...
 Result<FrameworkRule> ParseFrameworkRule(const std::string& s);
 
@@ -245,9 +250,12 @@ struct RuleJob {
   int heads = 1, kv_heads = 1;
   bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
   bool moe = false;  // the model has routed experts
-  // Why Megatron-DeepSpeed cannot build the MoE model ("" = it can), computed
-  // once per cost model (MegatronDeepSpeedMoeGap).
-  const std::string* mds_moe_gap = nullptr;
+  // Why Megatron-DeepSpeed cannot build the model ("" = it can), computed
+  // once per cost model (MegatronDeepSpeedModelGap).
+  const std::string* mds_model_gap = nullptr;
+  // Why DeepSpeed's AutoEP cannot split the model's experts ("" = it can),
+  // computed once per cost model (DeepSpeedAutoEpGap).
+  const std::string* autoep_gap = nullptr;
   // Why Megatron-Core cannot express the model's local attention at this
   // sequence length ("" = it can), computed once per cost model.
   const std::string* mcore_attention_gap = nullptr;
@@ -262,6 +270,13 @@ struct RuleJob {
 // up to seq w, with RoPE left out of every N-th layer (--no-rope-freq N,
 // transformer_config.py:3138-3150), as Llama 4 lays them out.
 std::string MegatronLocalAttentionGap(const ModelSpec& m, int64_t seq_len);
+// Why Megatron-DeepSpeed's flags (deepspeedai/Megatron-DeepSpeed @4efb479,
+// megatron/arguments.py) cannot build `m` at `seq_len` ("" = they can): the
+// MoE layer's limits (MegatronDeepSpeedMoeGap); no sliding-window or chunked
+// attention beyond the window (no flag for it); rotary embeddings with a base
+// only (--rotary-position-embeddings-theta, arguments.py:635-637), so no
+// Llama 3.x frequency scaling.
+std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len);
 // The local-attention pattern's N: layers / (layers - sliding_layers) when it
 // divides, 1 when every layer is local, 0 when no N expresses it.
 int LocalAttentionPeriod(const ModelSpec& m);

@@ -77,6 +77,27 @@ Status CountArray(ObjectReader& r, std::string_view key, Pred pred, int* count, 
 
 // The mixture-of-experts, MLA, MTP and sliding-window fields of an HF config
 // (model.h lists the keys per model_type). Leaves a dense config unchanged.
+// RoPE's base (rope_theta, or rope_parameters.rope_theta in transformers 5)
+// and the Llama 3.x frequency scaling (rope_scaling with rope_type, or the
+// older type, "llama3", and its factor). Other scaling types are not carried.
+Status ReadHuggingFaceRope(ObjectReader& r, ModelSpec* m) {
+  if (r.Has("rope_theta") && r.Raw("rope_theta").is_number()) {
+    PT_RETURN_IF_ERROR(r.OptNumber("rope_theta", &m->rope_theta));
+  } else if (r.Has("rope_parameters") && r.Raw("rope_parameters").is_object()) {
+    const Json& params = r.Raw("rope_parameters");
+    if (params.contains("rope_theta") && params["rope_theta"].is_number()) {
+      m->rope_theta = params["rope_theta"].get<double>();
+    }
+  }
+  if (!r.Has("rope_scaling") || !r.Raw("rope_scaling").is_object()) return Status::Ok();
+  const Json& scaling = r.Raw("rope_scaling");
+  const std::string type = scaling.value("rope_type", scaling.value("type", std::string()));
+  if (type == "llama3" && scaling.contains("factor") && scaling["factor"].is_number()) {
+    m->rope_llama3_scaling = scaling["factor"].get<double>();
+  }
+  return Status::Ok();
+}
+
 Status ReadHuggingFaceMoe(ObjectReader& r, const std::string& model_type, ModelSpec* m) {
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
   const bool qwen = model_type == "qwen3_moe" || model_type == "qwen2_moe";
@@ -324,6 +345,7 @@ Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name,
     }
   }
   PT_RETURN_IF_ERROR(ReadHuggingFaceMoe(r, model_type, &m));
+  PT_RETURN_IF_ERROR(ReadHuggingFaceRope(r, &m));
 
   m.name = name;
   std::string name_or_path;

@@ -202,6 +202,20 @@ Status CheckRange(const std::string& pointer, std::string_view field, int64_t v,
   return Status::Ok();
 }
 
+// RoPE's base is a whole number (Megatron's --rotary-base and Megatron-DeepSpeed's
+// --rotary-position-embeddings-theta take an int) and its Llama 3.x scaling
+// factor at least 1; 0 = not stated.
+Status CheckRope(const std::string& pointer, const ModelSpec& m) {
+  if (m.rope_theta != 0 &&
+      !(m.rope_theta >= 1 && m.rope_theta < 2147483648.0 && m.rope_theta == std::floor(m.rope_theta))) {
+    return FieldError(pointer, "rope_theta", "must be 0 (not stated) or a whole number in [1, 2^31)");
+  }
+  if (m.rope_llama3_scaling != 0 && !(m.rope_llama3_scaling >= 1 && m.rope_llama3_scaling <= 1024)) {
+    return FieldError(pointer, "rope_llama3_scaling", "must be 0 (none) or in [1, 1024]");
+  }
+  return Status::Ok();
+}
+
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) {
@@ -224,6 +238,7 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
   PT_RETURN_IF_ERROR(CheckRange(pointer, "vocab", m.vocab, 1, kMaxModelVocab));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "max_seq_len", m.max_seq_len, 0, kMaxModelSeqLen));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "head_dim", m.head_dim_override, 0, kMaxModelHidden));
+  PT_RETURN_IF_ERROR(CheckRope(pointer, m));
   PT_RETURN_IF_ERROR(
       CheckRange(pointer, "pretrain_seq_len", m.pretrain_seq_len, 0, kMaxModelSeqLen));
   PT_RETURN_IF_ERROR(
@@ -390,6 +405,8 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptInt("pretrain_seq_len", &m.pretrain_seq_len));
   PT_RETURN_IF_ERROR(r.OptInteger("pretrain_global_batch", &m.pretrain_global_batch));
   PT_RETURN_IF_ERROR(r.OptInt("head_dim", &m.head_dim_override));
+  PT_RETURN_IF_ERROR(r.OptNumber("rope_theta", &m.rope_theta));
+  PT_RETURN_IF_ERROR(r.OptNumber("rope_llama3_scaling", &m.rope_llama3_scaling));
   PT_RETURN_IF_ERROR(r.OptInt("experts", &m.experts));
   PT_RETURN_IF_ERROR(r.OptInt("top_k", &m.top_k));
   PT_RETURN_IF_ERROR(r.OptInt("moe_ffn_hidden", &m.moe_ffn_hidden));
@@ -435,6 +452,8 @@ Json ModelSpecToJson(const ModelSpec& m) {
     if (v != def) j[key] = v;
   };
   put("head_dim", m.head_dim_override, d.head_dim_override);
+  put("rope_theta", m.rope_theta, d.rope_theta);
+  put("rope_llama3_scaling", m.rope_llama3_scaling, d.rope_llama3_scaling);
   put("experts", m.experts, d.experts);
   put("top_k", m.top_k, d.top_k);
   put("moe_ffn_hidden", m.moe_ffn_hidden, d.moe_ffn_hidden);

@@ -61,6 +61,13 @@ struct ModelSpec {
   // Per-head width d when it is not hidden / heads (Qwen3: 128 with h 4096 and 64
   // heads; gpt-oss: 64 with h 2880). 0 = hidden / heads. Megatron's --kv-channels.
   int head_dim_override = 0;
+  // Rotary position embeddings: the base θ of the frequencies (Hugging Face
+  // rope_theta; Llama 3: 500000) and the Llama 3.x frequency scaling factor
+  // (rope_scaling {rope_type "llama3", factor}; Llama 3.1: 8). 0 = not stated
+  // (no RoPE, or the source does not give it) / no such scaling. Other scaling
+  // schemes (YaRN) are not carried.
+  double rope_theta = 0;
+  double rope_llama3_scaling = 0;
 
   // Mixture of experts (0 experts = a dense model; every field below is then 0/default).
   int experts = 0;             // routed experts per MoE layer (Megatron --num-experts)

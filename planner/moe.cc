@@ -132,6 +132,41 @@ std::string MegatronDeepSpeedMoeGap(const ModelSpec& m) {
   return "";
 }
 
+namespace {
+
+struct AutoEpShape {
+  const char* preset;
+  int layers, hidden, experts, top_k, moe_ffn;
+};
+constexpr AutoEpShape kAutoEpShapes[] = {
+    {"mixtral", 32, 4096, 8, 2, 14336},      // Mixtral-8x7B
+    {"mixtral", 56, 6144, 8, 2, 16384},      // Mixtral-8x22B
+    {"qwen3_moe", 48, 2048, 128, 8, 768},    // Qwen3-30B-A3B
+    {"qwen3_moe", 94, 4096, 128, 8, 1536},   // Qwen3-235B-A22B
+    {"deepseek_v2", 27, 2048, 64, 6, 1408},  // DeepSeek-V2-Lite
+    {"deepseek_v3", 61, 7168, 256, 8, 2048}, // DeepSeek-V3
+};
+
+}  // namespace
+
+const char* DeepSpeedAutoEpPreset(const ModelSpec& m) {
+  for (const AutoEpShape& s : kAutoEpShapes) {
+    if (m.layers == s.layers && m.hidden == s.hidden && m.experts == s.experts &&
+        m.top_k == s.top_k && m.moe_ffn_hidden == s.moe_ffn) {
+      return s.preset;
+    }
+  }
+  return nullptr;
+}
+
+std::string DeepSpeedAutoEpGap(const ModelSpec& m) {
+  if (!m.is_moe() || DeepSpeedAutoEpPreset(m) != nullptr) return "";
+  return "DeepSpeed splits a Hugging Face model's experts through AutoEP, whose presets are "
+         "Mixtral, Qwen2/Qwen3-MoE, Qwen3.5-MoE and DeepSeek-V2/V3 "
+         "(deepspeed/module_inject/auto_ep_presets/registry.py:19-27 @edaa722); " +
+         m.name + " is none of them, so every GPU would hold all its experts";
+}
+
 int EpRanksPerDomain(int ep, int stride, int domain_gpus) {
   const int cap = std::max(1, domain_gpus / std::max(1, stride));
   for (int d = std::min(ep, cap); d > 1; --d) {

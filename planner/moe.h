@@ -80,6 +80,18 @@ int EpRanksPerDomain(int ep, int stride, int domain_gpus);
 // layer numbers (1-based) --expert-interval divides (transformer.py:1650-1660).
 std::string MegatronDeepSpeedMoeGap(const ModelSpec& m);
 
+// The AutoEP preset (deepspeedai/DeepSpeed edaa722,
+// deepspeed/module_inject/auto_ep_presets/registry.py:19-27) whose Hugging Face
+// modules `m` is built from, by the shape of the models of that family:
+// "mixtral" (mixtral.py:9, 26: Mixtral 8x7B and 8x22B), "qwen3_moe"
+// (qwen3_moe.py:9, 29: Qwen3-30B-A3B, Qwen3-235B-A22B), "deepseek_v2"
+// (deepseek_v2.py:14, 35: DeepSeek-V2-Lite), "deepseek_v3" (deepseek_v3.py:13,
+// 35: DeepSeek-V3); nullptr for any other model.
+const char* DeepSpeedAutoEpPreset(const ModelSpec& m);
+// "" when DeepSpeed's AutoEP splits `m`'s experts (a dense model: nothing to
+// split), else why not.
+std::string DeepSpeedAutoEpGap(const ModelSpec& m);
+
 // nullptr when Megatron-Core can capture `c` of `m` in a full-iteration CUDA
 // graph as far as its MoE layers go, else why not: a dropless dispatch has
 // dynamic shapes, and only HybridEP with a per-rank token budget makes them

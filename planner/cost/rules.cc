@@ -116,7 +116,8 @@ RuleJob RuleJobOf(const ModelSpec& m, const TrainingSpec& t) {
 const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::string* why) const {
   if (fw_.rules.empty()) return nullptr;
   RuleJob job = RuleJobOf(model_, training_);
-  job.mds_moe_gap = &mds_moe_gap_;
+  job.mds_model_gap = &mds_model_gap_;
+  job.autoep_gap = &autoep_gap_;
   job.mcore_attention_gap = &mcore_attention_gap_;
   return planner::BrokenRule(fw_, job, c, why);
 }

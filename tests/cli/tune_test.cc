@@ -203,7 +203,7 @@ TEST(Emit, EachSpacesMoePlansEmitInItsFramework) {
       const Json& cfg = doc["candidates"][r - 1]["config"];
       const int ep = cfg.value("ep", 1), etp = cfg.value("etp", 1);
       // The search never ranks a model Megatron-DeepSpeed cannot build
-      // (its experts are the dense MLP: the mds_moe_model rule).
+      // (its experts are the dense MLP: the mds_model rule).
       if (std::string(space) == "deepspeed" &&
           doc["candidates"][r - 1].value("framework", "") == "megatron-deepspeed") {
         EXPECT_EQ(model.value("moe_ffn_hidden", 0), model.value("ffn_hidden", 0)) << a[1];
@@ -409,6 +409,31 @@ TEST_F(TuneTest, WithoutBackendPlansAndPrintsOnlyExports) {
   const std::string meg = *ReadFileToString(dir_ + "/out/megatron.sh");
   EXPECT_NE(meg.find("--tensor-model-parallel-size " + vars["TP"] + "\n"), std::string::npos);
   EXPECT_NE(meg.find("--pipeline-model-parallel-size " + vars["PP"] + "\n"), std::string::npos);
+}
+
+// --framework torchtitan: torchtitan's file (torchtitan imports paratune_plan.py
+// with --module), in FSDP's words; no other framework's file or advice.
+TEST_F(TuneTest, OneFrameworkWritesItsOwnFileInItsOwnWords) {
+  Outcome r = Call(RunTune, Base({"--gpus", "64", "--framework", "torchtitan"}));
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/out/paratune_plan.py"));
+  for (const char* other : {"axonn.py", "megatron.sh", "megatron_deepspeed.sh", "ds_config.json"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/" + other)) << other;
+  }
+  EXPECT_EQ(r.err.find("AxoNN"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--format axonn"), std::string::npos) << r.err;
+  auto vars = Exports(r.out);
+  // torchtitan's degrees: data_parallel_shard_degree and data_parallel_replicate_degree.
+  EXPECT_EQ(vars["DP_SHARD"], vars["GZ"]);
+  EXPECT_EQ(vars["DP_REPLICATE"], vars["DP"]);
+  // FSDP's full sharding partitions parameters, gradients and optimizer states.
+  if (std::stoi(vars["GZ"]) > 1) {
+    EXPECT_EQ(vars["ZERO_STAGE"], "3");
+  }
+  // The help names the file tune writes.
+  Outcome help = Call(RunTune, {"--help"});
+  EXPECT_NE(help.out.find("paratune_plan.py"), std::string::npos);
+  EXPECT_EQ(help.out.find("torchtitan.toml"), std::string::npos);
 }
 
 TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameClusterButNeverAFakeOne) {

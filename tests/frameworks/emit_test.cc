@@ -223,10 +223,9 @@ void SweepAndCheck(const std::string& fixture, int* emitted_total, int* refused_
                               why = frameworks_test::MegatronDeepSpeedWouldReject(*r, w);
                               break;
                             case EmitFormat::kDeepSpeed:
-                              // Launched by Megatron-DeepSpeed with the plan's TP and PP
-                              // (the pipeline engine only with stages).
-                              why = frameworks_test::DeepSpeedConfigWouldReject(
-                                  Json::parse(*r), w, parsed->gy, parsed->pp, parsed->pp > 1);
+                              // Read by DeepSpeed under a Hugging Face model (no Megatron
+                              // TP or PP: a plan with them must be refused).
+                              why = frameworks_test::DeepSpeedWouldReject(*r, w);
                               break;
                             case EmitFormat::kAxonn: why = frameworks_test::AxonnWouldReject(*r, w); break;
                             case EmitFormat::kTorchtitan:
@@ -424,14 +423,21 @@ TEST(EmitRules, DeepSpeedRefusals) {
   const Json p = Load("llama3-8b-deepspeed.plans.json");
   // ZeRO-3 with pipeline parallelism (runtime/pipe/engine.py:76-77).
   ExpectRefused(Patched(p, {{"tp", 1}, {"pp", 2}, {"cp", 1}, {"dp", 32}, {"zero", 3}}),
-                EmitFormat::kDeepSpeed, "incompatible with pipeline parallelism");
+                EmitFormat::kMegatronDeepSpeed, "incompatible with pipeline parallelism");
   // Ring attention is not a DeepSpeed option.
   ExpectRefused(Patched(p, {{"tp", 1}, {"pp", 1}, {"cp", 2}, {"cp_kind", "ring"}, {"dp", 32}}),
                 EmitFormat::kDeepSpeed, "ring context parallelism");
   // hpZ groups are consecutive global ranks (utils/groups.py:875-886): not with TP inside.
   ExpectRefused(
       Patched(p, {{"tp", 2}, {"pp", 1}, {"cp", 1}, {"dp", 32}, {"zero", 3}, {"hpz", true}}),
-      EmitFormat::kDeepSpeed, "with TP = 2 consecutive ranks hold different tensor shards");
+      EmitFormat::kMegatronDeepSpeed, "with TP = 2 consecutive ranks hold different tensor shards");
+  // A Hugging Face model under DeepSpeed has no Megatron TP or pipeline engine:
+  // a Megatron plan with TP 2 is refused, not given a ds_config whose batch
+  // counts world / sp = 64 data-parallel ranks where the plan has 32.
+  const Json megatron = Patched(p, {{"tp", 2}, {"pp", 1}, {"cp", 1}, {"dp", 32}, {"zero", 1}});
+  ExpectRefused(megatron, EmitFormat::kDeepSpeed, "tensor parallelism 2");
+  ExpectRefused(Patched(p, {{"tp", 1}, {"pp", 2}, {"cp", 1}, {"dp", 32}, {"zero", 1}}),
+                EmitFormat::kDeepSpeed, "pipeline parallelism 2");
 }
 
 // ZeRO-Offload / ZeRO-Infinity plans become DeepSpeed's offload keys (docs:
@@ -458,6 +464,15 @@ TEST(EmitRules, DeepSpeedOffloadKeys) {
   EXPECT_EQ(Json::parse(Emit(
                 plain, EmitFormat::kDeepSpeed))["zero_optimization"]["offload_optimizer"]["device"],
             "none");
+  // ZeRO-Offload starts only with DeepSpeed's CPU Adam: built from the ds_config
+  // in the HF flow, passed by --cpu-optimizer in Megatron-DeepSpeed.
+  const World w = WorldOf(p);
+  for (const Json& offload : {z3, z2}) {
+    EXPECT_EQ(frameworks_test::DeepSpeedWouldReject(Emit(offload, EmitFormat::kDeepSpeed), w), "");
+    EXPECT_EQ(frameworks_test::MegatronDeepSpeedWouldReject(
+                  Emit(offload, EmitFormat::kMegatronDeepSpeed), w),
+              "");
+  }
   ExpectRefused(Patched(z2, {{"offload_param", true}}), EmitFormat::kDeepSpeed,
                 "needs ZeRO stage 3");
   ExpectRefused(Patched(z2, {{"zero", 0}}), EmitFormat::kDeepSpeed, "needs ZeRO stage 1, 2 or 3");

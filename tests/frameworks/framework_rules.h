@@ -37,6 +37,14 @@ struct World {
   int64_t gpus = 0;
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0, gbs = 0;
   bool tied_embeddings = false, gated_ffn = false, linear_bias = true;
+  int64_t experts = 0;  // routed experts per MoE layer (0: dense)
+  // Local attention: sliding_layers layers attend to sliding_window keys (0: none).
+  int64_t sliding_window = 0, sliding_layers = 0;
+  // The Hugging Face model_type the model is built from ("" = not stated).
+  std::string hf_model_type;
+  // RoPE as the model's config.json states it: rope_theta (0 = no RoPE or not
+  // stated) and the Llama 3.x rope_scaling factor (0 = none).
+  double rope_theta = 0, rope_llama3_scaling = 0;
   int gpu_arch_major = 9;  // compute capability of the cluster's GPU (Hopper 9, Blackwell 10)
 };
 
@@ -125,6 +133,9 @@ inline const std::set<std::string>& MegatronFlags() {
       "--seq-length",
       "--max-position-embeddings",
       "--position-embedding-type",
+      "--rotary-base",
+      "--use-rope-scaling",
+      "--rope-scaling-factor",
       "--normalization",
       "--swiglu",
       "--window-size",            // arguments.py:2384
@@ -261,6 +272,17 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
   if (layers != w.layers || heads != w.heads || hidden != w.hidden || seq != w.seq)
     return "model shape";
   if (groups != w.kv_heads) return "query groups";
+  // RoPE as the model has it: --rotary-base (int, default 10000: arguments.py:2418)
+  // and Llama 3.x scaling, --use-rope-scaling with --rope-scaling-factor (default
+  // 8.0: arguments.py:2424-2427).
+  if (a.Str("--position-embedding-type") == "rope") {
+    if (w.rope_theta > 0 && a.Int("--rotary-base", 10000) != static_cast<int64_t>(w.rope_theta))
+      return "RoPE base";
+    if (a.Has("--use-rope-scaling") != (w.rope_llama3_scaling > 0)) return "RoPE scaling";
+    if (w.rope_llama3_scaling > 0 &&
+        std::stod(a.Str("--rope-scaling-factor", "8.0")) != w.rope_llama3_scaling)
+      return "RoPE scaling factor";
+  }
   // arguments.py:424-448 (validate_args): world % (TP·PP·CP), DP = world / (TP·PP·CP).
   if (w.gpus % (tp * pp * cp) != 0) return "world % (TP*PP*CP)";
   const int64_t dp = w.gpus / (tp * pp * cp);
@@ -535,13 +557,59 @@ inline std::string DeepSpeedConfigWouldReject(const Json& j, const World& w, int
   return "";
 }
 
+// AutoEP, the ds_config's expert_parallel block (DeepSpeed edaa722
+// runtime/config.py:69, 129-133; module_inject/auto_ep_config.py:41-88 parses
+// it, enabled false by default). Its presets and the Hugging Face model types
+// each serves (auto_ep_presets/registry.py:19-27; mixtral.py:26, qwen3_moe.py:29,
+// qwen3_5_moe.py:40, deepseek_v2.py:35, deepseek_v3.py:35); autoep_size divides
+// the stage (world / pp; auto_ep_folding.py:100-115) and the experts
+// (auto_ep_config.py:274-290); expert_tensor_parallel_size 1
+// (auto_ep_folding.py:214-217).
+inline std::string AutoEpWouldReject(const Json& j, const World& w) {
+  const Json e = j.value("expert_parallel", Json::object());
+  if (!e.value("enabled", false)) return "";
+  static const std::map<std::string, std::set<std::string>> kPresets = {
+      {"mixtral", {"mixtral"}},
+      {"qwen3_moe", {"qwen3_moe", "qwen2_moe"}},
+      {"qwen3_5_moe", {"qwen3_5_moe_text"}},
+      {"deepseek_v2", {"deepseek_v2"}},
+      {"deepseek_v3", {"deepseek_v3"}}};
+  const int64_t ep = e.value("autoep_size", int64_t{1});
+  if (ep < 1 || w.gpus % ep != 0) return "AutoEP: autoep_size divides the world";
+  if (w.experts == 0 || w.experts % ep != 0) return "AutoEP: autoep_size divides the experts";
+  if (e.value("expert_tensor_parallel_size", int64_t{1}) != 1) return "AutoEP: etp 1";
+  const std::string preset = e.value("preset_model", std::string());
+  auto it = kPresets.find(preset);
+  if (it == kPresets.end()) return "AutoEP: unknown preset_model " + preset;
+  if (!it->second.count(w.hf_model_type))
+    return "AutoEP: preset " + preset + " does not build model_type " + w.hf_model_type;
+  return "";
+}
+
 // The HF flow (framework "deepspeed"): ds_config.json only; Ulysses through
 // ALST's UlyssesSPAttentionHF (runtime/sequence_parallel/ulysses_sp.py:145-150):
 // heads % sp and kv % sp or sp % kv.
 inline std::string DeepSpeedWouldReject(const std::string& text, const World& w) {
   const Json j = Json::parse(text);
+  // The HF flow passes no client optimizer: with offload_optimizer on cpu/nvme
+  // (runtime/engine.py:1232-1235) DeepSpeed builds DeepSpeedCPUAdam from an
+  // "optimizer" of type Adam or AdamW without torch_adam (engine.py:2095-2133;
+  // names lower-cased, runtime/config.py:72-73, 840-842); without such a block
+  // the script must bring DeepSpeedCPUAdam itself, or engine.py:2040-2044 raises.
+  const std::string off =
+      j["zero_optimization"].value("offload_optimizer", Json::object()).value("device", "none");
+  if (off == "cpu" || off == "nvme") {
+    std::string type = j.value("optimizer", Json::object()).value("type", "");
+    std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+    const bool torch_adam =
+        j.value("optimizer", Json::object()).value("params", Json::object()).value("torch_adam",
+                                                                                   false);
+    if ((type != "adam" && type != "adamw") || torch_adam)
+      return "ZeRO-Offload without an optimizer block DeepSpeed makes DeepSpeedCPUAdam of";
+  }
   const int64_t sp = j.value("sequence_parallel_size", int64_t{1});
   if (sp > 1 && !(w.kv_heads % sp == 0 || sp % w.kv_heads == 0)) return "ALST: kv heads vs SP";
+  if (const std::string why = AutoEpWouldReject(j, w); !why.empty()) return why;
   return DeepSpeedConfigWouldReject(j, w, 1, 1, false);
 }
 
@@ -557,14 +625,20 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // Flags Megatron-DeepSpeed's parser defines (megatron/arguments.py: --num-layers 602,
   // --hidden-size 616, --ffn-hidden-size 618, --num-attention-heads 621,
   // --num-key-value-heads 623, --max-position-embeddings 630,
-  // --use-rotary-position-embeddings 633, --no-position-embedding 640, --normalization 647,
+  // --use-rotary-position-embeddings 633, --rotary-position-embeddings-theta 635,
+  // --no-position-embedding 640, --normalization 647,
   // --swiglu 670, --untie-embeddings-and-output-weights 680, --attention-dropout 768,
   // --hidden-dropout 770, --micro-batch-size 801, --global-batch-size 808,
   // --checkpoint-activations 864, --use-flash-attn-v2 930, --disable-bias-linear 937,
   // --no-pipeline-parallel 954, --ds-sequence-parallel-size 974, --ds-sequence-parallel-fpdt
   // 979, -chunk-size 981, -offloading 983, --fp16 1111, --bf16 1113,
   // --tensor-model-parallel-size 1149, --pipeline-model-parallel-size 1154, --seq-length 1278,
-  // --zero-stage 1487, --deepspeed-activation-checkpointing 1524; --deepspeed and
+  // MoE: --num-experts 608, --topk 612, --expert-interval 614,
+  // --disable-moe-token-dropping 910, --moe-train-capacity-factor 913,
+  // --create-moe-param-group 921, --enable-expert-tensor-parallelism 1151,
+  // --moe-expert-parallel-size 1159;
+  // --cpu-optimizer 948, --zero-stage 1487, --deepspeed-activation-checkpointing 1524;
+  // --deepspeed and
   // --deepspeed_config from DeepSpeed's add_config_arguments, deepspeed/__init__.py:285-290).
   static const std::set<std::string> kFlags = {"--num-layers",
                                                "--hidden-size",
@@ -574,6 +648,7 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--seq-length",
                                                "--max-position-embeddings",
                                                "--use-rotary-position-embeddings",
+                                               "--rotary-position-embeddings-theta",
                                                "--no-position-embedding",
                                                "--normalization",
                                                "--swiglu",
@@ -596,6 +671,15 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--checkpoint-activations",
                                                "--deepspeed-activation-checkpointing",
                                                "--zero-stage",
+                                               "--cpu-optimizer",
+                                               "--num-experts",
+                                               "--topk",
+                                               "--expert-interval",
+                                               "--disable-moe-token-dropping",
+                                               "--moe-train-capacity-factor",
+                                               "--create-moe-param-group",
+                                               "--enable-expert-tensor-parallelism",
+                                               "--moe-expert-parallel-size",
                                                "--deepspeed",
                                                "--deepspeed_config"};
   for (const auto& [flag, value] : a.args) {
@@ -613,6 +697,17 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   const int64_t kv = a.Int("--num-key-value-heads", heads);
   if (heads != w.heads || kv != w.kv_heads || a.Int("--num-layers", -1) != w.layers)
     return "model shape";
+  // No sliding-window attention flag in its parser: local layers would attend to
+  // the whole sequence.
+  if (w.sliding_layers > 0 && w.seq > w.sliding_window) return "no sliding-window attention";
+  // RoPE: a base only (rope_theta, int, default 10000: arguments.py:635-637); no
+  // Llama 3.x frequency scaling anywhere in its parser.
+  if (a.Has("--use-rotary-position-embeddings")) {
+    if (w.rope_theta > 0 &&
+        a.Int("--rotary-position-embeddings-theta", 10000) != static_cast<int64_t>(w.rope_theta))
+      return "RoPE base";
+    if (w.rope_llama3_scaling > 0) return "no Llama 3.x RoPE scaling";
+  }
   // arguments.py:446: heads % kv heads.
   if (heads % kv != 0) return "heads % kv heads";
   // model/transformer.py:562-567: heads and kv heads split over TP (core.utils.divide asserts).
@@ -620,6 +715,17 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // The ZeRO stage of the ds_config and of --zero-stage agree (ZeRO-3 init, training.py).
   if (ds["zero_optimization"]["stage"].get<int64_t>() != a.Int("--zero-stage", 1))
     return "zero stage mismatch";
+  // ZeRO-Offload (offload_optimizer on cpu or nvme) refuses a client optimizer
+  // other than DeepSpeedCPUAdam while zero_force_ds_cpu_optimizer holds (its
+  // default): DeepSpeed runtime/engine.py:2040-2044, 1232-1235. Megatron-DeepSpeed
+  // passes its own optimizer (training.py:606-620), DeepSpeedCPUAdam only under
+  // --cpu-optimizer (megatron/optimizer/__init__.py:83-94).
+  const Json& off = ds["zero_optimization"].value("offload_optimizer", Json::object());
+  const std::string off_device = off.value("device", "none");
+  if ((off_device == "cpu" || off_device == "nvme") && !a.Has("--cpu-optimizer") &&
+      ds.value("zero_force_ds_cpu_optimizer", true)) {
+    return "ZeRO-Offload with a GPU client optimizer (no --cpu-optimizer)";
+  }
   const bool fpdt = a.Has("--ds-sequence-parallel-fpdt");
   if (sp > 1) {
     // model/transformer.py:618 (Ulysses) and :912 (FPDT): heads % sp.
@@ -656,6 +762,11 @@ struct PyConfig {
   std::string ac;                          // "none" | "selective" | "full" | "memory_budget"
   bool flex = true;                        // attn_backend of the model (Flex by default)
   bool float8 = false;
+  // The model's token dispatcher: moe_comm_backend of model_registry ("standard"
+  // when not given, models/common/config_utils.py:360-425), and whether HybridEP
+  // gets a non_blocking_capacity_factor.
+  std::string comm_backend = "standard";
+  bool non_blocking_capacity = false;
 };
 
 inline PyConfig ParsePy(const std::string& text) {
@@ -680,6 +791,12 @@ inline PyConfig ParsePy(const std::string& text) {
     }
     if (line.find("attn_backend=\"sdpa\"") != std::string::npos) p.flex = false;
     if (line.find("Float8LinearConverter.Config(") != std::string::npos) p.float8 = true;
+    const std::regex backend(R"(^\s*moe_comm_backend=\"([a-z_]+)\",?$)");
+    if (std::regex_match(line, m, backend)) p.comm_backend = m[1];
+    if (line.find("non_blocking_capacity_factor=") != std::string::npos &&
+        line.find("non_blocking_capacity_factor=None") == std::string::npos) {
+      p.non_blocking_capacity = true;
+    }
   }
   return p;
 }
@@ -723,7 +840,8 @@ inline std::string TorchtitanChunks(int64_t layers, int64_t pp, bool single, int
 inline std::string TorchtitanWouldReject(const std::string& text, const World& w, Built* built) {
   const PyConfig py = ParsePy(text);
   // Fields of the config dataclasses (slots=True: an unknown attribute raises):
-  // torchtitan/config/configs.py TrainingConfig 36-115, ParallelismConfig 121-291,
+  // torchtitan/config/configs.py TrainingConfig 36-115, ParallelismConfig 121-291
+  // (expert_parallel_degree 282),
   // CompileConfig 294-305.
   static const std::set<std::string> kFields = {
       "training.max_context_length",
@@ -740,6 +858,7 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
       "parallelism.spmd_backend",
       "parallelism.context_parallel_load_balancer",
       "parallelism.pipeline_parallel_degree",
+      "parallelism.expert_parallel_degree",
       "parallelism.pipeline_parallel_schedule",
       "parallelism.num_pp_microbatches",
       "parallelism.module_fqns_per_model_part",
@@ -796,9 +915,18 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
   // trainer.py:124-128.
   const int64_t nmb_cfg = num("parallelism.num_pp_microbatches", 1);
   if (nmb_cfg <= 0) return "num_pp_microbatches";
-  // trainer.py:167-176: CUDA graphs (on unless disabled) refuse PP.
-  if (pp > 1 && !flag("training.disable_cuda_graphs", false))
-    return "PP needs training.disable_cuda_graphs";
+  // trainer.py:168-199 (Trainer.Config._validate_cuda_graphs, run again at 352):
+  // CUDA graphs (on unless disabled, configs.py:75) refuse PP, and EP > 1 unless
+  // every token dispatcher is MinimalAsyncEP or HybridEP with
+  // non_blocking_capacity_factor.
+  const bool graphs = !flag("training.disable_cuda_graphs", false);
+  if (graphs && pp > 1) return "PP needs training.disable_cuda_graphs";
+  const int64_t ep = num("parallelism.expert_parallel_degree", 1);
+  const bool graph_safe_dispatch =
+      py.comm_backend == "minimal_async_ep" ||
+      (py.comm_backend == "hybridep" && py.non_blocking_capacity);
+  if (graphs && ep > 1 && !graph_safe_dispatch)
+    return "EP with the " + py.comm_backend + " dispatcher needs training.disable_cuda_graphs";
   // trainer.py:159-166: memory-budget AC needs the compiled model.
   if (py.ac == "memory_budget" && !flag("compile.enable", false))
     return "memory budget AC without compile";

@@ -45,6 +45,9 @@ struct Request {
   int64_t gbs;
   std::vector<Framework> frameworks;
   Family space;  // the family of those frameworks (the document's space)
+  // The Hugging Face model_type of the model's config.json (MoE models: what
+  // DeepSpeed's AutoEP presets are keyed by).
+  std::string hf_model_type{};
 };
 
 constexpr Framework kMg = Framework::kMegatron, kMds = Framework::kMegatronDeepSpeed,
@@ -130,6 +133,38 @@ const std::vector<Request>& Requests() {
        1024,
        {kMg, kTt, kFsdp},
        Family::kAll},
+      // Mixture of experts: expert parallelism in torchtitan, Megatron-DeepSpeed
+      // and DeepSpeed (through AutoEP's mixtral and qwen3_moe presets);
+      // Megatron's MoE arguments are checked in moe_args_test.cc.
+      {"mixtral-8x7b-h100",
+       "mixtral-8x7b",
+       "dgx-h100",
+       64,
+       4096,
+       256,
+       {kMds, kDs, kTt},
+       Family::kAll,
+       "mixtral"},
+      {"qwen3-30b-a3b-h100",
+       "qwen3-30b-a3b",
+       "dgx-h100",
+       64,
+       4096,
+       512,
+       {kDs, kTt},
+       Family::kAll,
+       "qwen3_moe"},
+      // gpt-oss: sliding windows Megatron-DeepSpeed cannot express (nothing of
+      // its may be ranked), experts AutoEP has no preset for.
+      {"gpt-oss-20b-h100",
+       "gpt-oss-20b",
+       "dgx-h100",
+       32,
+       8192,
+       128,
+       {kMds, kDs, kTt},
+       Family::kAll,
+       "gpt_oss"},
   };
   return r;
 }
@@ -171,6 +206,7 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   if (dump) std::filesystem::create_directories(dump);
   std::map<std::string, int> emitted;  // by format
   int pipelined = 0, uneven = 0, fpdt = 0, ulysses_gqa = 0, cp_gqa = 0, nothing_fits = 0;
+  int autoep = 0, moe_ep = 0, offloaded = 0;
   for (const Request& q : Requests()) {
     for (Framework fw : q.frameworks) {
       SCOPED_TRACE(std::string(q.name) + " / " + FrameworkName(fw));
@@ -189,7 +225,8 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
       PlanSection section{job, r, 0.0, {}};
       const Json plans = Json::parse(PlansToJson({section}, opt).dump());
       const EmitFormat format = DefaultEmitFormat(plans);
-      const World w = WorldOf(job);
+      World w = WorldOf(job);
+      w.hf_model_type = q.hf_model_type;
       const int n = static_cast<int>(plans["candidates"].size());
       for (int rank = 1; rank <= n; ++rank) {
         auto text = EmitConfig(plans, rank, format);
@@ -214,6 +251,15 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
           ++pipelined;
           uneven += !cm.Stages(c).even;
         }
+        if (format == EmitFormat::kDeepSpeed && c.ep > 1) {
+          // The experts are split over ep ranks as priced, not held whole by every GPU.
+          const Json ds = Json::parse(*text);
+          EXPECT_EQ(ds.value("expert_parallel", Json::object()).value("autoep_size", 1), c.ep)
+              << "rank " << rank << ": " << *text;
+          ++autoep;
+        }
+        moe_ep += c.ep > 1 && format == EmitFormat::kTorchtitan;
+        offloaded += c.offload_optimizer;
         fpdt += c.cp > 1 && c.cp_kind == CpKind::kFpdt;
         ulysses_gqa += c.cp > 1 && c.cp_kind == CpKind::kUlysses &&
                        job.model.kv_heads < job.model.heads && fw != Framework::kMegatron;
@@ -237,10 +283,15 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   EXPECT_GT(uneven, 5);
   EXPECT_GT(fpdt, 0);
   EXPECT_GT(ulysses_gqa + cp_gqa, 0);
+  EXPECT_GT(autoep, 0);
+  EXPECT_GT(moe_ep, 0);
+  EXPECT_GT(offloaded, 0);
   std::cout << "[ start ] emitted:";
   for (const auto& [f, k] : emitted) std::cout << " " << f << " " << k;
   std::cout << "; pipelined " << pipelined << " (uneven " << uneven << "), fpdt " << fpdt
             << ", GQA under sequence/context parallelism " << ulysses_gqa + cp_gqa
+            << ", AutoEP " << autoep << ", torchtitan EP " << moe_ep << ", ZeRO-Offload "
+            << offloaded
             << "; nothing fits " << nothing_fits << "\n";
 }
 

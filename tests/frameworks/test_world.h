@@ -20,6 +20,12 @@ inline World WorldOf(const planner::Job& j) {
                .tied_embeddings = j.model.tied_embeddings,
                .gated_ffn = j.model.gated_ffn,
                .linear_bias = j.model.linear_bias,
+               .experts = j.model.experts,
+               .sliding_window = j.model.sliding_window,
+               .sliding_layers = j.model.sliding_layers,
+               .hf_model_type = {},
+               .rope_theta = j.model.rope_theta,
+               .rope_llama3_scaling = j.model.rope_llama3_scaling,
                // Compute capability by GPU generation (A100 8.0, H100/H200 9.0).
                .gpu_arch_major = j.cluster.gpu.name.rfind("a100", 0) == 0 ? 8 : 9};
 }

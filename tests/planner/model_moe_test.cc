@@ -28,13 +28,17 @@ Json ReadHfFile(const std::string& name) {
 }
 
 // Everything but name, source, the pretraining run a config.json does not
-// describe, and (where a revision differs) max_seq_len.
+// describe, and (where a revision differs) max_seq_len and the RoPE base that
+// stretches to it (Qwen3-235B-A22B-2507: 262144 positions, rope_theta 5000000).
 void ExpectSameArchitecture(ModelSpec a, ModelSpec b, bool same_positions = true) {
   a.name = b.name = "";
   a.source = b.source = "";
   a.pretrain_seq_len = b.pretrain_seq_len = 0;
   a.pretrain_global_batch = b.pretrain_global_batch = 0;
-  if (!same_positions) a.max_seq_len = b.max_seq_len = 0;
+  if (!same_positions) {
+    a.max_seq_len = b.max_seq_len = 0;
+    a.rope_theta = b.rope_theta = 0;
+  }
   EXPECT_EQ(ModelSpecToJson(a).dump(), ModelSpecToJson(b).dump());
   EXPECT_TRUE(a == b);
 }
@@ -193,7 +197,7 @@ constexpr char kDeepSeekV3Keys[] = R"({
   "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
   "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
   "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
-  "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "tie_word_embeddings": false,
+  "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "tie_word_embeddings": false,
   "topk_group": 4, "topk_method": "noaux_tc", "v_head_dim": 128, "vocab_size": 129280
 })";
 
@@ -210,8 +214,8 @@ TEST(MoeHuggingFace, DeepSeekConfigsLoadLikeThePresets) {
     "n_shared_experts": 2, "first_k_dense_replace": 1, "num_attention_heads": 16,
     "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16,
     "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-    "rms_norm_eps": 1e-06, "scoring_func": "softmax", "tie_word_embeddings": false,
-    "v_head_dim": 128, "vocab_size": 102400, "attention_bias": false
+    "rms_norm_eps": 1e-06, "rope_theta": 10000, "scoring_func": "softmax",
+    "tie_word_embeddings": false, "v_head_dim": 128, "vocab_size": 102400, "attention_bias": false
   })");
   Result<ModelSpec> m = ParseHuggingFaceConfig(lite, "");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -275,7 +279,7 @@ TEST(MoeHuggingFace, OlmoeAndQwenLayouts) {
     "intermediate_size": 1024, "max_position_embeddings": 4096, "norm_topk_prob": false,
     "num_attention_heads": 16, "num_experts": 64, "num_experts_per_tok": 8,
     "num_hidden_layers": 16, "num_key_value_heads": 16, "rms_norm_eps": 1e-05,
-    "tie_word_embeddings": false, "vocab_size": 50304
+    "rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": 50304
   })");
   Result<ModelSpec> m = ParseHuggingFaceConfig(olmoe, "");
   ASSERT_TRUE(m.ok()) << m.status().ToString();

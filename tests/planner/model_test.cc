@@ -313,8 +313,32 @@ void ExpectSameShape(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(a.linear_bias, b.linear_bias);
   EXPECT_EQ(a.norm, b.norm);
   EXPECT_EQ(a.max_seq_len, b.max_seq_len);
+  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rope_llama3_scaling, b.rope_llama3_scaling);
   EXPECT_EQ(a.ParamCount(), b.ParamCount());
   EXPECT_EQ(a.ForwardFlopsPerToken(4096), b.ForwardFlopsPerToken(4096));
+}
+
+// RoPE as the models' config.json files state it (meta-llama/Meta-Llama-3-8B
+// and Llama-3.1-8B: rope_theta 500000.0, the 3.1 rope_scaling llama3 factor
+// 8.0; Llama-3.2-1B factor 32.0; Llama-2-7b-hf 10000.0; Mixtral-8x7B-v0.1
+// 1000000.0).
+TEST(ModelPresets, RopeAsTheConfigsStateIt) {
+  EXPECT_EQ(Preset("llama3-8b").rope_theta, 500000);
+  EXPECT_EQ(Preset("llama3-8b").rope_llama3_scaling, 0);
+  EXPECT_EQ(Preset("llama3.1-8b").rope_theta, 500000);
+  EXPECT_EQ(Preset("llama3.1-8b").rope_llama3_scaling, 8);
+  EXPECT_EQ(Preset("llama3.2-1b").rope_llama3_scaling, 32);
+  EXPECT_EQ(Preset("llama2-7b").rope_theta, 10000);
+  EXPECT_EQ(Preset("mixtral-8x7b").rope_theta, 1000000);
+  // A Hugging Face config with Llama 3.1's rope_scaling reads the same.
+  Json cfg = MustParse(kLlama3_8bConfig);
+  cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  Result<ModelSpec> hf = ParseHuggingFaceConfig(cfg, "Llama-3.1-8B");
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  EXPECT_EQ(hf->rope_theta, 500000);
+  EXPECT_EQ(hf->rope_llama3_scaling, 8);
 }
 
 TEST(ModelHuggingFace, Llama3ConfigLoadsLikeThePreset) {

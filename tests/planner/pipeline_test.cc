@@ -276,7 +276,7 @@ TEST(FrameworkRules, ExpertLayoutsTheFrameworksBuild) {
   d.zero = 1;
   d.ep = 8;
   ASSERT_NE(qmc.BrokenRule(d, &why), nullptr);
-  EXPECT_EQ(qmc.BrokenRule(d)->rule, FrameworkRule::kMdsMoeModel);
+  EXPECT_EQ(qmc.BrokenRule(d)->rule, FrameworkRule::kMdsModel);
   EXPECT_NE(why.find("dense MLP"), std::string::npos) << why;
   const CostModel mxc = CostModelOf(
       MakeJob("mixtral-8x7b", "dgx-h100", 16, 256, 4096, Framework::kMegatronDeepSpeed));
