@@ -374,7 +374,7 @@ Server::~Server() {
 namespace {
 
 // A fresh random token (256 bits, 64 hex digits) written to `path` in the
-// state directory, atomically (common/json.h WriteFileAtomic).
+// state directory, mode 0600 (common/state_dir.h WriteStateFile).
 Result<std::string> WriteNewToken(const std::string& path) {
   std::random_device rd;
   std::string token;

@@ -731,6 +731,7 @@ TEST(ServeCommand, HelpAndRefusals) {
   // Not loopback and no token: refused before binding (exit 2, invalid input).
   EXPECT_EQ(RunCli("serve --host 0.0.0.0 --port 0 --cache-dir " + dir).second, 2);
   std::ofstream(dir + "/short-token") << "abc\n";
+  ::chmod((dir + "/short-token").c_str(), 0600);  // private, so only its length is wrong
   EXPECT_EQ(RunCli("serve --port 0 --token-file " + dir + "/short-token --cache-dir " + dir).second,
             2);
   EXPECT_EQ(RunCli("serve --port 70000 --cache-dir " + dir).second, 2);
@@ -750,7 +751,15 @@ TEST(Problem, PointerFromLibraryMessages) {
   EXPECT_EQ(p.pointer, "/gpus");
   EXPECT_EQ(ProblemFromStatus(Status::ParseError("x")).status, 400);
   EXPECT_EQ(ProblemFromStatus(Status::FailedPrecondition("x")).status, 409);
-  EXPECT_EQ(ProblemFromStatus(Status::IoError("x")).status, 500);
+  EXPECT_EQ(ProblemFromStatus(Status::Internal("x")).status, 500);
+  // A storage failure is the service's state, not its bug: 503 naming the
+  // operation and the system's reason, never the file.
+  Problem io = ProblemFromStatus(
+      Status::IoError("cannot write '/srv/state/jobs/a.json': No space left on device"),
+      "record the job");
+  EXPECT_EQ(io.status, 503);
+  EXPECT_EQ(io.type, "urn:paratune:problem:storage");
+  EXPECT_EQ(io.detail, "could not record the job: No space left on device");
 }
 
 }  // namespace
