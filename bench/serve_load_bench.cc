@@ -5,15 +5,24 @@
 // second (reconnecting whenever the service closes them), then C client
 // threads, each with its own keep-alive connection, send the same request
 // until N requests are done or T seconds pass, while a prober asks /livez ten
-// times a second. Reports latency percentiles, throughput, errors and probe
-// failures; exits 1 on any error or probe failure, or when p99 misses the target.
+// times a second. Meanwhile, as another user (uid 65534, when run as root),
+// W attacker clients loop distinct searches of Llama-3.1-405B over 64 GPU
+// counts each, and a neighbour sends distinct small uncached plans one after
+// another. Reports latency percentiles, throughput, errors and probe
+// failures, and the neighbour's plans (answered, refused, p50/p99); exits 1
+// on any error, probe failure or unanswered neighbour plan, or when the
+// cached p99 misses the target.
 //
 //   build/bench/serve_load_bench [--connections 64] [--slow-clients 100]
 //                                [--requests 20000] [--seconds 30] [--target-p99-ms 20]
+//                                [--sweep-clients 4]
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +41,44 @@ namespace {
 
 const char* kPlan = R"({"model":"gpt3-175b","cluster":"dgx-a100-80gb","gpus":1024,
   "training":{"seq_len":2048,"global_batch":1536},"top":10,"pareto":true})";
+
+// The attack of issue 40: a 405B search over 64 GPU counts, distinct each time.
+std::string SweepPlan(int client, int i) {
+  return R"({"model":"llama3.1-405b","cluster":"dgx-h100","gpus":"2048:131072:2048",
+    "training":{"seq_len":8192,"global_batch":)" +
+         std::to_string(2048 * (1 + client * 100000 + i)) + "}}";
+}
+
+// The attacker process: `n` clients looping sweeps until killed.
+int Attack(int port, int n) {
+  std::vector<std::thread> ts;
+  for (int c = 0; c < n; ++c) {
+    ts.emplace_back([port, c] {
+      httplib::Client cl("127.0.0.1", port);
+      cl.set_read_timeout(120, 0);
+      for (int i = 0;; ++i) cl.Post("/v1/plans", SweepPlan(c, i), "application/json");
+    });
+  }
+  for (auto& t : ts) t.join();
+  return 0;
+}
+
+// Starts the attacker as uid 65534 (a second local user); -1 when this
+// process cannot change user (not root).
+pid_t StartAttacker(int port, int n) {
+  if (::geteuid() != 0 || n == 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across exec; cleared by setuid, so set again below
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const std::string p = std::to_string(port), k = std::to_string(n);
+    ::execl("/proc/self/exe", "serve_load_bench", "--attack-port", p.c_str(), "--sweep-clients",
+            k.c_str(), nullptr);
+    ::_exit(98);
+  }
+  return pid;
+}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -101,7 +148,7 @@ class SlowClients {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int connections = 64, slow_clients = 100;
+  int connections = 64, slow_clients = 100, sweep_clients = 4, attack_port = 0;
   int64_t requests = 20000;
   double seconds = 30, target_ms = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -116,11 +163,16 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[i + 1]);
     else if (f == "--target-p99-ms")
       target_ms = std::atof(argv[i + 1]);
+    else if (f == "--sweep-clients")
+      sweep_clients = std::max(0, std::atoi(argv[i + 1]));
+    else if (f == "--attack-port")
+      attack_port = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
     }
   }
+  if (attack_port > 0) return Attack(attack_port, sweep_clients);
   const auto dir = std::filesystem::temp_directory_path() /
                    ("paratune-serve-bench-" + std::to_string(::getpid()));
   paratune::web::ServerOptions o;
@@ -170,6 +222,28 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
+  // Another user's sweeps, and a neighbour's small uncached plans.
+  const pid_t attacker = StartAttacker(*port, sweep_clients);
+  std::vector<double> neighbour_s;
+  int64_t neighbour_refused = 0;
+  std::thread neighbour([&] {
+    httplib::Client n("127.0.0.1", *port);
+    n.set_read_timeout(60, 0);
+    for (int i = 0; !load_done; ++i) {
+      const std::string body = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":)" +
+                               std::to_string(8 * (1 + i % 64)) +
+                               R"(,"training":{"seq_len":4096,"global_batch":)" +
+                               std::to_string(512 + 8 * i) + R"(},"space":"megatron"})";
+      const auto a = std::chrono::steady_clock::now();
+      auto r = n.Post("/v1/plans", body, "application/json");
+      if (!r || r->status != 200) {
+        ++neighbour_refused;
+      } else {
+        neighbour_s.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+      }
+    }
+  });
   std::atomic<int64_t> issued{0}, errors{0};
   std::vector<std::vector<double>> lat(connections);
   const auto t0 = std::chrono::steady_clock::now();
@@ -198,6 +272,11 @@ int main(int argc, char** argv) {
   for (auto& t : clients) t.join();
   load_done = true;
   prober.join();
+  neighbour.join();
+  if (attacker > 0) {
+    ::kill(attacker, SIGKILL);
+    ::waitpid(attacker, nullptr, 0);
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
@@ -249,7 +328,17 @@ int main(int argc, char** argv) {
   std::printf("  errors                 %lld\n", static_cast<long long>(errors.load()));
   std::printf("  /livez probes          %lld, failed %lld\n", static_cast<long long>(probes.load()),
               static_cast<long long>(probe_failures.load()));
-  const bool pass = errors == 0 && probe_failures == 0 && p99 < target_ms;
+  std::printf("  another user's sweeps  %s\n",
+              attacker > 0 ? (std::to_string(sweep_clients) +
+                              " clients looping llama3.1-405b over 64 GPU counts (uid 65534)")
+                                 .c_str()
+                           : "not run (changing user needs root)");
+  std::printf("  neighbour's plans      %zu answered, %lld refused; p50 %.2f s  p99 %.2f s\n",
+              neighbour_s.size(), static_cast<long long>(neighbour_refused),
+              neighbour_s.empty() ? 0.0 : Percentile(neighbour_s, 0.5),
+              neighbour_s.empty() ? 0.0 : Percentile(neighbour_s, 0.99));
+  const bool pass = errors == 0 && probe_failures == 0 && p99 < target_ms &&
+                    neighbour_refused == 0 && !neighbour_s.empty();
   std::printf("  target p99 < %.0f ms, no errors, every probe answered: %s\n", target_ms,
               pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
