@@ -1,10 +1,15 @@
 #include "web/plan_service.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "common/strings.h"
@@ -16,6 +21,29 @@
 
 namespace paratune::web {
 namespace {
+
+// How far below the service's other threads a search runs (nice steps).
+constexpr int kSearchNice = 10;
+
+// Runs `fn` on a thread of its own under SCHED_IDLE and kSearchNice below the
+// service's other threads (both per thread on Linux, and inherited by the
+// threads it starts), and waits for it: parsing, setting up and running a
+// search uses the cores a cached plan or a probe leaves idle.
+template <typename Fn>
+auto InBackground(Fn&& fn) -> decltype(fn()) {
+  std::optional<decltype(fn())> out;
+  std::thread t([&] {
+    // SCHED_IDLE where allowed (any user may choose it): a waking request
+    // thread preempts the search at once; else the nice value alone.
+    sched_param none{};
+    ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &none);
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kSearchNice);
+    out.emplace(fn());
+  });
+  t.join();
+  return *std::move(out);
+}
+
 
 // "/collectives/3: ..." inside an inline profile → "/profile/collectives/3: ...".
 Status UnderPointer(const Status& s, const std::string& prefix) {
@@ -379,6 +407,11 @@ Result<std::string> PlanService::Predict(const Json& request) {
 
 Result<std::string> PlanService::Replan(const Json& request, const std::string& client,
                                         SlotRefusal* refusal) {
+  return InBackground([&] { return ReplanNow(request, client, refusal); });
+}
+
+Result<std::string> PlanService::ReplanNow(const Json& request, const std::string& client,
+                                           SlotRefusal* refusal) {
   SlotRefusal ignored = SlotRefusal::kNone;
   if (!refusal) refusal = &ignored;
   // The service's own bounds, beyond what the replan parser allows anyone.
@@ -458,6 +491,11 @@ Result<planner::SearchResult> PlanService::RunSearch(
 
 Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body,
                                  const std::string& client, SlotRefusal* refusal) {
+  return InBackground([&] { return PlanNow(request, raw_body, client, refusal); });
+}
+
+Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_body,
+                                    const std::string& client, SlotRefusal* refusal) {
   SlotRefusal ignored = SlotRefusal::kNone;
   if (!refusal) refusal = &ignored;
   // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.

@@ -137,6 +137,8 @@ class PlanService {
   // POST /v1/plans: a paratune.plans/v1 document (compact JSON). A search over
   // the time limit fails with kTimeout naming the limit. `raw_body` (the bytes
   // `request` was parsed from, optional) is remembered for LookupBody.
+  // Runs on a thread of its own at lower priority (nice +10), so a search
+  // never takes a core from a cached plan or a probe.
   // `client` (web/peer.h) gets its fair share of the search slots
   // (web/search_slots.h) and owns the cache entries it causes; `refusal`
   // says why a slot was refused (kClientShare/kQueueFull: 429).
@@ -172,6 +174,11 @@ class PlanService {
   // Applies the profile selected by `profile` (see PlanRequest) to `cluster`.
   // Returns the applied profile's fingerprint ("" = none).
   Result<std::string> ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster);
+  // Plan and Replan themselves, run by those on a lower-priority thread.
+  Result<Served> PlanNow(const Json& request, const std::string& raw_body,
+                         const std::string& client, SlotRefusal* refusal);
+  Result<std::string> ReplanNow(const Json& request, const std::string& client,
+                                SlotRefusal* refusal);
   // Runs `search` on search_threads threads until `deadline` (kTimeout past
   // it), yielding `ticket`'s slot between shards when another client waits.
   Result<planner::SearchResult> RunSearch(const planner::Search& search,
