@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   o.port = 0;
   o.cache_dir = dir.string();
   o.plans.search_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.plans.idle_priority = true;  // as `paratune serve` runs
   auto server = paratune::web::Server::Create(o);
   if (!server.ok()) {
     std::fprintf(stderr, "serve: %s\n", server.status().ToString().c_str());

@@ -75,7 +75,9 @@ bodies are JSON only. docs/service.md has the threat model and every limit.
                        have their own worker and never wait behind them
   --header-timeout S   a request's headers must arrive within S s (default 10)
   --idle-timeout S     a keep-alive connection idle S s is closed (default 5)
-  --search-threads T   threads per plan search (default: all cores)
+  --search-threads T   threads per plan search (default: all cores); searches run
+                       at idle priority (SCHED_IDLE), so cached plans and probes
+                       preempt them
   --search-time-limit S  a plan search still running after S seconds is
                        abandoned with a 422 (default 30)
   --max-queued-jobs N  jobs waiting beyond the running one (default 8; more: 429)
@@ -176,6 +178,7 @@ int RunServe(const Args& args, Io io) {
   o.max_body_bytes = static_cast<size_t>(*body);
   o.plans.search_threads = static_cast<int>(*threads);
   o.plans.max_concurrent_searches = std::max(1, hw / static_cast<int>(*threads));
+  o.plans.idle_priority = true;  // searches use the cores cached plans leave idle
   o.jobs.max_queued = static_cast<int>(*queued);
   if (auto t = flags.Get("--search-time-limit")) {
     auto v = ParseDouble(*t, "--search-time-limit");

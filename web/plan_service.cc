@@ -25,12 +25,13 @@ namespace {
 // How far below the service's other threads a search runs (nice steps).
 constexpr int kSearchNice = 10;
 
-// Runs `fn` on a thread of its own under SCHED_IDLE and kSearchNice below the
+// With `idle`, runs `fn` on a thread of its own under SCHED_IDLE and kSearchNice below the
 // service's other threads (both per thread on Linux, and inherited by the
 // threads it starts), and waits for it: parsing, setting up and running a
 // search uses the cores a cached plan or a probe leaves idle.
 template <typename Fn>
-auto InBackground(Fn&& fn) -> decltype(fn()) {
+auto InBackground(bool idle, Fn&& fn) -> decltype(fn()) {
+  if (!idle) return fn();
   std::optional<decltype(fn())> out;
   std::thread t([&] {
     // SCHED_IDLE where allowed (any user may choose it): a waking request
@@ -407,7 +408,8 @@ Result<std::string> PlanService::Predict(const Json& request) {
 
 Result<std::string> PlanService::Replan(const Json& request, const std::string& client,
                                         SlotRefusal* refusal) {
-  return InBackground([&] { return ReplanNow(request, client, refusal); });
+  return InBackground(options_.idle_priority,
+                      [&] { return ReplanNow(request, client, refusal); });
 }
 
 Result<std::string> PlanService::ReplanNow(const Json& request, const std::string& client,
@@ -491,7 +493,8 @@ Result<planner::SearchResult> PlanService::RunSearch(
 
 Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body,
                                  const std::string& client, SlotRefusal* refusal) {
-  return InBackground([&] { return PlanNow(request, raw_body, client, refusal); });
+  return InBackground(options_.idle_priority,
+                      [&] { return PlanNow(request, raw_body, client, refusal); });
 }
 
 Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_body,

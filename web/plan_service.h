@@ -114,6 +114,10 @@ struct PlanServiceOptions {
   int max_waiting_searches = 8;     // all searches waiting for a slot (more: 429); keeps
                                     // the front end's workers free for cached plans
   double slot_quantum_s = 0.25;     // a search yields its slot to a waiting client after this
+  // Searches (and their set-up) run under SCHED_IDLE / nice +10, on the
+  // cores cached plans and probes leave idle. `paratune serve` turns it on;
+  // off, they run at the service's own priority (tests, embedding).
+  bool idle_priority = false;
   double search_time_limit_s = 30;  // a search still running after this fails (kTimeout)
   double queue_wait_limit_s = 10;   // waiting for a search slot longer fails (kUnavailable)
   size_t cache_entries = 256;       // plans documents kept (least recently used evicted)
@@ -137,8 +141,8 @@ class PlanService {
   // POST /v1/plans: a paratune.plans/v1 document (compact JSON). A search over
   // the time limit fails with kTimeout naming the limit. `raw_body` (the bytes
   // `request` was parsed from, optional) is remembered for LookupBody.
-  // Runs on a thread of its own at lower priority (nice +10), so a search
-  // never takes a core from a cached plan or a probe.
+  // With options.idle_priority, runs on a thread of its own at idle
+  // priority, so a search never takes a core from a cached plan or a probe.
   // `client` (web/peer.h) gets its fair share of the search slots
   // (web/search_slots.h) and owns the cache entries it causes; `refusal`
   // says why a slot was refused (kClientShare/kQueueFull: 429).
