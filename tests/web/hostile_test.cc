@@ -877,6 +877,39 @@ TEST_F(HostileTest, AbsurdNumbersAreRefusedNamingTheField) {
   }
 }
 
+TEST_F(HostileTest, AJobInheritsOnlyItsStandardDescriptors) {
+  // The job's program lists its open descriptors, as any program it runs could.
+  const std::string listing = dir_ + "-fds.txt";
+  const std::string script = dir_ + "-job.sh";
+  std::ofstream(script) << "#!/bin/sh\nls -l /proc/$$/fd > '" << listing << "'\n";
+  ::chmod(script.c_str(), 0700);
+  ServerOptions o = TestOptions(dir_);
+  o.executable = script;
+  Start(o);
+  auto c = Authorized();
+  auto r = c->Post("/v1/jobs", R"({"kind":"profile","backend":"fake"})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  for (int i = 0; i < 200 && !std::filesystem::exists(listing); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the listing written whole
+  auto text = ReadFileToString(listing);
+  ASSERT_TRUE(text.ok());
+  // 0 is /dev/null, 1 and 2 the job's log; the shell's own script may be
+  // open too. No socket, no epoll set, nothing else of the service's.
+  EXPECT_EQ(text->find("socket:"), std::string::npos) << *text;
+  EXPECT_EQ(text->find("anon_inode"), std::string::npos) << *text;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text->find(what); at != std::string::npos; at = text->find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("/dev/null"), 1u) << *text;
+  EXPECT_EQ(count("log.txt"), 2u) << *text;
+  std::filesystem::remove(listing);
+  std::filesystem::remove(script);
+}
+
 TEST(PlanCacheFairness, OneClientFillingTheCacheEvictsOnlyItsOwn) {
   DocumentCache cache(8);
   auto doc = std::make_shared<const std::string>("{}");
