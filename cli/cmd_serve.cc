@@ -78,7 +78,8 @@ bodies are JSON only. docs/service.md has the threat model and every limit.
   --search-threads T   threads per plan search (default: all cores); searches run
                        at idle priority (SCHED_IDLE), so cached plans and probes
                        preempt them
-  --search-time-limit S  a plan search still running after S seconds is
+  --search-time-limit S  a plan request still running S seconds after it
+                       arrived (set-up, its wait for a slot and the search) is
                        abandoned with a 422 (default 30)
   --max-queued-jobs N  jobs waiting beyond the running one (default 8; more: 429)
   --max-finished-jobs N  finished jobs kept (default 200; the oldest are pruned)

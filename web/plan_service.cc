@@ -450,6 +450,12 @@ Result<std::string> PlanService::ReplanNow(const Json& request, const std::strin
   return doc->dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+Status PlanService::TooLate() const {
+  return Status::Timeout("the search ran past the service's limit of " +
+                         FormatFixed(options_.search_time_limit_s, 0) +
+                         " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+}
+
 Result<planner::SearchResult> PlanService::RunSearch(
     const planner::Search& search, std::chrono::steady_clock::time_point deadline,
     SearchSlots::Ticket& ticket) {
@@ -474,9 +480,7 @@ Result<planner::SearchResult> PlanService::RunSearch(
       parts[i] = search.RunShard(i);
     }
   };
-  const Status too_late = Status::Timeout(
-      "the search ran past the service's limit of " + FormatFixed(options_.search_time_limit_s, 0) +
-      " s; narrow it (space, fix, a smaller gpus range) or run `paratune plan`");
+  const Status too_late = TooLate();
   while (true) {
     std::vector<std::thread> pool;
     for (int t = 1; t < std::min(options_.search_threads, n); ++t) pool.emplace_back(work);
@@ -501,6 +505,11 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
                                     const std::string& client, SlotRefusal* refusal) {
   SlotRefusal ignored = SlotRefusal::kNone;
   if (!refusal) refusal = &ignored;
+  // The time limit runs from the request's arrival: set-up, the wait for a
+  // slot and the search all count.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.search_time_limit_s));
   // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
@@ -556,12 +565,9 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
     spaces.push_back(std::move(space));
     searches.push_back(std::make_unique<planner::Search>(spaces.back().Pointers(), req.options));
     cost += searches.back()->num_shards();
+    if (std::chrono::steady_clock::now() > deadline) return TooLate();
   }
   PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client, cost, refusal));
-
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(options_.search_time_limit_s));
   for (size_t i = 0; i < sections.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     PT_ASSIGN_OR_RETURN(sections[i].result, RunSearch(*searches[i], deadline, ticket));

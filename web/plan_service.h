@@ -118,7 +118,8 @@ struct PlanServiceOptions {
   // cores cached plans and probes leave idle. `paratune serve` turns it on;
   // off, they run at the service's own priority (tests, embedding).
   bool idle_priority = false;
-  double search_time_limit_s = 30;  // a search still running after this fails (kTimeout)
+  double search_time_limit_s = 30;  // a plan request (set-up, slot wait, search) still
+                                    // running this long after it arrived fails (kTimeout)
   double queue_wait_limit_s = 10;   // waiting for a search slot longer fails (kUnavailable)
   size_t cache_entries = 256;       // plans documents kept (least recently used evicted)
   int max_gpus = 1 << 17;           // largest GPU count (and added nodes) accepted
@@ -183,6 +184,8 @@ class PlanService {
                          const std::string& client, SlotRefusal* refusal);
   Result<std::string> ReplanNow(const Json& request, const std::string& client,
                                 SlotRefusal* refusal);
+  // kTimeout naming the time limit and how to narrow the request.
+  Status TooLate() const;
   // Runs `search` on search_threads threads until `deadline` (kTimeout past
   // it), yielding `ticket`'s slot between shards when another client waits.
   Result<planner::SearchResult> RunSearch(const planner::Search& search,

@@ -602,7 +602,17 @@ TEST(TuneConcurrency, SixteenProcessesProfileOnce) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Released once every process has found it busy (each says so on stderr),
+  // however slowly they start (the sanitizer tier, a loaded machine).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (int busy = 0; busy < kProcs && std::chrono::steady_clock::now() < give_up;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    busy = 0;
+    for (const Child& c : kids) {
+      auto err = ReadFileToString(c.err_path);
+      busy += err.ok() && err->find("waiting up to 240 s") != std::string::npos ? 1 : 0;
+    }
+  }
   { profiler::CacheLock release = std::move(*held); }
   std::vector<int> codes;
   for (Child& c : kids) {

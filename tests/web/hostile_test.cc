@@ -853,7 +853,7 @@ TEST_F(HostileTest, ACheapSearchOvertakesALargeOneOfTheSameClient) {
   const int big = sweep.get();
   EXPECT_TRUE(big == 200 || big == 422) << big;
   // Not a timing assertion on speed: the small plan was answered before the
-  // sweep's 60 s limit could free the slot.
+  // sweep's time limit could free the slot.
   EXPECT_LT(waited, o.plans.search_time_limit_s / 2);
 }
 
