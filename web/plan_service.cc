@@ -25,10 +25,10 @@ namespace {
 // How far below the service's other threads a search runs (nice steps).
 constexpr int kSearchNice = 10;
 
-// With `idle`, runs `fn` on a thread of its own under SCHED_IDLE and kSearchNice below the
-// service's other threads (both per thread on Linux, and inherited by the
-// threads it starts), and waits for it: parsing, setting up and running a
-// search uses the cores a cached plan or a probe leaves idle.
+// With `idle`, runs `fn` on a thread of its own under SCHED_IDLE and
+// kSearchNice below the service's other threads (both per thread on Linux,
+// and inherited by the threads it starts), and waits for it: parsing, setting
+// up and running a search use the cores a cached plan or a probe leaves idle.
 template <typename Fn>
 auto InBackground(bool idle, Fn&& fn) -> decltype(fn()) {
   if (!idle) return fn();
@@ -44,7 +44,6 @@ auto InBackground(bool idle, Fn&& fn) -> decltype(fn()) {
   t.join();
   return *std::move(out);
 }
-
 
 // "/collectives/3: ..." inside an inline profile → "/profile/collectives/3: ...".
 Status UnderPointer(const Status& s, const std::string& prefix) {

@@ -9,6 +9,7 @@
 // written), never about how fast.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -740,7 +741,11 @@ TEST_F(HostileTest, ARestartOnAReadOnlyStateDirectoryServesPlansDegraded) {
   std::string err;
   char buf[4096];
   int port = 0;
-  while (port == 0) {
+  // Its start-up lines, up to the one saying it is degraded (printed after
+  // the one naming the port), or 20 s of silence.
+  while (port == 0 || err.find("degraded") == std::string::npos) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 20000) <= 0) break;
     const ssize_t n = ::read(out[0], buf, sizeof buf);
     if (n <= 0) break;
     err.append(buf, static_cast<size_t>(n));
