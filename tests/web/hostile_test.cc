@@ -727,14 +727,19 @@ TEST_F(HostileTest, ARestartOnAReadOnlyStateDirectoryServesPlansDegraded) {
   ASSERT_EQ(::chown(dir_.c_str(), kOtherUid, kOtherUid), 0);
   ASSERT_EQ(::chmod((dir_ + "/jobs").c_str(), 0500), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0500), 0);
+  // A copy of the binary the second user can run wherever the build tree is.
+  const std::string bin_dir = TempDir("bin");
+  const std::string bin = bin_dir + "/paratune";
+  std::filesystem::copy_file(PARATUNE_BINARY, bin);
+  ::chmod(bin_dir.c_str(), 0755);
+  ::chmod(bin.c_str(), 0755);
   int out[2];
   ASSERT_EQ(::pipe(out), 0);
   const pid_t child = ::fork();
   if (child == 0) {
     ::dup2(out[1], 2);
     if (::setgid(kOtherUid) != 0 || ::setuid(kOtherUid) != 0) ::_exit(99);
-    ::execl(PARATUNE_BINARY, PARATUNE_BINARY, "serve", "--port", "0", "--cache-dir", dir_.c_str(),
-            nullptr);
+    ::execl(bin.c_str(), bin.c_str(), "serve", "--port", "0", "--cache-dir", dir_.c_str(), nullptr);
     ::_exit(98);
   }
   ::close(out[1]);
@@ -768,6 +773,7 @@ TEST_F(HostileTest, ARestartOnAReadOnlyStateDirectoryServesPlansDegraded) {
   ::close(out[0]);
   ::chmod(dir_.c_str(), 0700);
   ::chmod((dir_ + "/jobs").c_str(), 0700);
+  std::filesystem::remove_all(bin_dir);
 }
 
 TEST_F(HostileTest, AStorageFailureIs503NamingTheOperationNotAPath) {
