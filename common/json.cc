@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <random>
 #include <sstream>
 
 #include "common/state_dir.h"
@@ -111,69 +110,8 @@ Result<std::string> ReadFileToString(const std::string& path) {
   return data;
 }
 
-namespace {
-
-// 16 random hex digits: a temporary name nobody can predict.
-std::string RandomSuffix() {
-  static thread_local std::mt19937_64 gen([] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }());
-  static const char kHex[] = "0123456789abcdef";
-  uint64_t v = gen();
-  std::string out(16, '0');
-  for (char& c : out) {
-    c = kHex[v & 15];
-    v >>= 4;
-  }
-  return out;
-}
-
-bool WriteAllTo(int fd, std::string_view data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
-
 Status WriteFileAtomic(const std::string& path, std::string_view data) {
   return WriteFileExclusive(path, data, 0666);
-}
-
-Status WriteFileExclusive(const std::string& path, std::string_view data, unsigned mode) {
-  // A fresh name created exclusively and never through a link, so a file or
-  // link planted beside `path` is neither written through nor reused.
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + RandomSuffix();
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                static_cast<mode_t>(mode));
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    return Status::IoError("cannot create a temporary file beside '" + path +
-                           "': " + std::strerror(errno));
-  }
-  const bool written = WriteAllTo(fd, data) && ::fsync(fd) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!written) {
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot write '" + path + "': " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rerr = errno;
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(rerr));
-  }
-  return Status::Ok();
 }
 
 std::string JsonPointerToken(std::string_view key) {

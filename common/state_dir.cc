@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <string_view>
 #include <vector>
 
 namespace paratune {
@@ -24,7 +26,65 @@ const char* KindOf(mode_t m) {
   return "not a file or folder";
 }
 
+// 16 random hex digits: a temporary name nobody can predict.
+std::string RandomSuffix() {
+  static thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }());
+  static const char kHex[] = "0123456789abcdef";
+  uint64_t v = gen();
+  std::string out(16, '0');
+  for (char& c : out) {
+    c = kHex[v & 15];
+    v >>= 4;
+  }
+  return out;
+}
+
+bool WriteAllTo(int fd, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
+
+Status WriteFileExclusive(const std::string& path, std::string_view data, unsigned mode) {
+  // A fresh name created exclusively and never through a link, so a file or
+  // link planted beside `path` is neither written through nor reused.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + RandomSuffix();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                static_cast<mode_t>(mode));
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    return Status::IoError("cannot create a temporary file beside '" + path +
+                           "': " + std::strerror(errno));
+  }
+  const bool written = WriteAllTo(fd, data) && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!written) {
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot write '" + path + "': " + std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rerr = errno;
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(rerr));
+  }
+  return Status::Ok();
+}
+
 
 std::string StateWriteObstacle(const std::string& dir) {
   struct statvfs vfs {};
@@ -77,7 +137,6 @@ Result<StateDirectory> PrepareStateDirectory(const std::string& dir, size_t max_
     if (ec) return Status::IoError("cannot create '" + parent.string() + "': " + ec.message());
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
       return Status::IoError("cannot create '" + dir + "': " + Errno(errno));
-    out.created = true;
     if (::stat(dir.c_str(), &st) != 0)
       return Status::IoError("cannot inspect '" + dir + "': " + Errno(errno));
   }

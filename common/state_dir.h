@@ -19,7 +19,6 @@ namespace paratune {
 
 // What PrepareStateDirectory found.
 struct StateDirectory {
-  bool created = false;   // it did not exist and was made (mode 0700)
   bool writable = true;   // false: read-only (a read-only mount, no write permission)
   std::string why_read_only;  // when !writable, in words, without the path
 };

@@ -405,13 +405,13 @@ Result<std::string> PlanService::Predict(const Json& request) {
       .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-Result<std::string> PlanService::Replan(const Json& request, const std::string& client,
+Result<std::string> PlanService::Replan(const Json& request, const Peer& client,
                                         SlotRefusal* refusal) {
   return InBackground(options_.idle_priority,
                       [&] { return ReplanNow(request, client, refusal); });
 }
 
-Result<std::string> PlanService::ReplanNow(const Json& request, const std::string& client,
+Result<std::string> PlanService::ReplanNow(const Json& request, const Peer& client,
                                            SlotRefusal* refusal) {
   SlotRefusal ignored = SlotRefusal::kNone;
   if (!refusal) refusal = &ignored;
@@ -430,7 +430,7 @@ Result<std::string> PlanService::ReplanNow(const Json& request, const std::strin
       }
     }
   }
-  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client, 0, refusal));
+  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client.key(), 0, refusal));
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(options_.search_time_limit_s));
@@ -495,13 +495,13 @@ Result<planner::SearchResult> PlanService::RunSearch(
 }
 
 Result<Served> PlanService::Plan(const Json& request, const std::string& raw_body,
-                                 const std::string& client, SlotRefusal* refusal) {
+                                 const Peer& client, SlotRefusal* refusal) {
   return InBackground(options_.idle_priority,
                       [&] { return PlanNow(request, raw_body, client, refusal); });
 }
 
 Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_body,
-                                    const std::string& client, SlotRefusal* refusal) {
+                                    const Peer& client, SlotRefusal* refusal) {
   SlotRefusal ignored = SlotRefusal::kNone;
   if (!refusal) refusal = &ignored;
   // The time limit runs from the request's arrival: set-up, the wait for a
@@ -548,7 +548,7 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
   PT_RETURN_IF_ERROR(UnderPointer(
       planner::CheckFixedForModel(req.options.fixed, sections.front().job.model), "/fix"));
   if (auto doc = by_request_.Get(key)) {
-    if (!body_key.empty()) by_body_.Put(body_key, doc, client);
+    if (!body_key.empty()) by_body_.Put(body_key, doc, client.key());
     return Served{doc, true};
   }
   // Every count's search is set up before a slot is asked for: its size (the
@@ -566,7 +566,7 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
     cost += searches.back()->num_shards();
     if (std::chrono::steady_clock::now() > deadline) return TooLate();
   }
-  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client, cost, refusal));
+  PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client.key(), cost, refusal));
   for (size_t i = 0; i < sections.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     PT_ASSIGN_OR_RETURN(sections[i].result, RunSearch(*searches[i], deadline, ticket));
@@ -585,8 +585,8 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
   auto body = std::make_shared<const std::string>(
       planner::PlansToJson(sections, req.options)
           .dump(-1, ' ', false, Json::error_handler_t::replace));
-  by_request_.Put(key, body, client);
-  if (!body_key.empty()) by_body_.Put(body_key, body, client);
+  by_request_.Put(key, body, client.key());
+  if (!body_key.empty()) by_body_.Put(body_key, body, client.key());
   return Served{body, false};
 }
 
@@ -595,7 +595,7 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
 namespace paratune::web {
 
 Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body,
-                                                              const std::string& client) {
+                                                              const Peer& client) {
   if (!body.is_object()) return Status::InvalidArgument("the request must be a JSON object");
   ObjectReader r(body, "");
   std::string schema = "paratune.emit_request/v1";

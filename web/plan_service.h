@@ -24,6 +24,7 @@
 #include "planner/plans.h"
 #include "planner/search.h"
 #include "profiler/profile.h"
+#include "web/peer.h"
 #include "web/search_slots.h"
 
 namespace paratune::web {
@@ -148,7 +149,7 @@ class PlanService {
   // (web/search_slots.h) and owns the cache entries it causes; `refusal`
   // says why a slot was refused (kClientShare/kQueueFull: 429).
   Result<Served> Plan(const Json& request, const std::string& raw_body = "",
-                      const std::string& client = "", SlotRefusal* refusal = nullptr);
+                      const Peer& client = Peer(""), SlotRefusal* refusal = nullptr);
   // The document for a body seen before, byte for byte, while no profile in
   // the cache directory changed: the fast path for scripts that repeat a
   // request, before any parsing. nullptr when unknown.
@@ -162,13 +163,13 @@ class PlanService {
   // name and the text. Errors name the JSON pointer; a plan the framework would
   // reject is kInvalidArgument saying which rule.
   Result<std::pair<std::string, std::string>> Emit(const Json& body,
-                                                   const std::string& client = "");
+                                                   const Peer& client = Peer(""));
 
   // POST /v1/replans: planner::ReplanDocument on the service's search threads,
   // under the same slot queue and time limit as POST /v1/plans (kTimeout past
   // it, kUnavailable when every slot stays busy). Returns the
   // paratune.replan/v1 document (compact JSON). Errors name the JSON pointer.
-  Result<std::string> Replan(const Json& request, const std::string& client = "",
+  Result<std::string> Replan(const Json& request, const Peer& client = Peer(""),
                              SlotRefusal* refusal = nullptr);
 
   ProfileStore& profiles() { return profiles_; }
@@ -181,8 +182,8 @@ class PlanService {
   Result<std::string> ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster);
   // Plan and Replan themselves, run by those on a lower-priority thread.
   Result<Served> PlanNow(const Json& request, const std::string& raw_body,
-                         const std::string& client, SlotRefusal* refusal);
-  Result<std::string> ReplanNow(const Json& request, const std::string& client,
+                         const Peer& client, SlotRefusal* refusal);
+  Result<std::string> ReplanNow(const Json& request, const Peer& client,
                                 SlotRefusal* refusal);
   // kTimeout naming the time limit and how to narrow the request.
   Status TooLate() const;

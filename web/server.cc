@@ -160,9 +160,10 @@ bool RefuseBadIdentifier(Response& res, const Request& req, const std::string& t
   return true;
 }
 
-// Who sent `req`, for fair shares of the search slots and the plan cache.
-std::string ClientOf(const Request& req) {
-  return ClientKey(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+// Who sent `req`, for fair shares of the search slots and the plan cache
+// (resolved only when a share is taken).
+Peer ClientOf(const Request& req) {
+  return Peer(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
 }
 
 // A search that failed: past the time limit 422, a client over its share of
@@ -502,15 +503,14 @@ std::vector<std::tuple<std::string, bool, std::string>> Server::Checks() {
   struct stat st {};
   if (::stat(options_.cache_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     out.emplace_back("cache", false, "the state directory is gone");
-    out.emplace_back("accepting", !stopping_, stopping_ ? "shutting down" : "yes");
-    return out;
+  } else {
+    const std::string obstacle =
+        read_only_.empty() ? StateWriteObstacle(options_.cache_dir) : read_only_;
+    out.emplace_back("cache", true,
+                     obstacle.empty() ? "state directory writable"
+                                      : "degraded: " + obstacle +
+                                            "; plans are served, profile and job writes are not");
   }
-  const std::string obstacle =
-      read_only_.empty() ? StateWriteObstacle(options_.cache_dir) : read_only_;
-  out.emplace_back("cache", true,
-                   obstacle.empty() ? "state directory writable"
-                                    : "degraded: " + obstacle +
-                                          "; plans are served, profile and job writes are not");
   out.emplace_back("accepting", !stopping_, stopping_ ? "shutting down" : "yes");
   return out;
 }

@@ -11,8 +11,10 @@
 namespace paratune::topology {
 namespace {
 
+using testing::ExpectRangeVerdict;
 using testing::MustGpu;
 using testing::MustParse;
+using testing::SetAt;
 
 const std::vector<std::string> kGpuPresets = {
     "a100-40gb", "a100-80gb", "b200",       "b300",   "gb200",  "gb300",  "gh200",  "h100-sxm",
@@ -354,24 +356,8 @@ TEST(GpuSpecTest, NumbersOutsideTheirRangesAreRefusedByName) {
       {{"runtime_reserved_GiB"}, 16, "/gpu/runtime_reserved_GiB"},
   };
   for (const Case& c : cases) {
-    Json j = MinimalGpu();
-    Json* at = &j;
-    for (size_t i = 0; i + 1 < c.path.size(); ++i) {
-      at = at->is_array() ? &(*at)[std::stoul(c.path[i])] : &(*at)[c.path[i]];
-    }
-    if (at->is_array()) {
-      (*at)[std::stoul(c.path.back())] = c.value;
-    } else {
-      (*at)[c.path.back()] = c.value;
-    }
-    Result<GpuSpec> g = ParseGpuSpec(j, "/gpu");
-    if (c.expected.empty()) {
-      EXPECT_TRUE(g.ok()) << c.path.back() << " = " << c.value << ": " << g.status().ToString();
-      continue;
-    }
-    ASSERT_FALSE(g.ok()) << c.path.back() << " = " << c.value;
-    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(g.status().message().find(c.expected), std::string::npos) << g.status().message();
+    ExpectRangeVerdict(ParseGpuSpec(SetAt(MinimalGpu(), c.path, c.value), "/gpu").status(),
+                       c.path.back() + " = " + Json(c.value).dump(), c.expected);
   }
 }
 

@@ -83,4 +83,32 @@ inline Json MustParse(const std::string& text) {
   return *r;
 }
 
+// `j` with the value at `path` (object keys, array indices as decimal text)
+// replaced by `value`.
+inline Json SetAt(Json j, const std::vector<std::string>& path, const Json& value) {
+  Json* at = &j;
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    at = at->is_array() ? &(*at)[std::stoul(path[i])] : &(*at)[path[i]];
+  }
+  if (at->is_array()) {
+    (*at)[std::stoul(path.back())] = value;
+  } else {
+    (*at)[path.back()] = value;
+  }
+  return j;
+}
+
+// A range case's verdict: accepted when `expected` is empty, else refused as
+// invalid input with `expected` in the message. `what` names the case.
+inline void ExpectRangeVerdict(const Status& s, const std::string& what,
+                               const std::string& expected) {
+  if (expected.empty()) {
+    EXPECT_TRUE(s.ok()) << what << ": " << s.ToString();
+    return;
+  }
+  ASSERT_FALSE(s.ok()) << what;
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+}
+
 }  // namespace paratune::topology::testing
