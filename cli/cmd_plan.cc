@@ -463,8 +463,10 @@ int RunPlan(const Args& args, Io io) {
           continue;
         }
         // The plan's first row, as the document's scaling rows have it.
-        const planner::Candidate& b =
-            planner::RankForTrust(s.result.pool, opt.objective, 1).front().best;
+        // The ranked rows own the candidate `b` refers to: kept for the loop body.
+        const std::vector<planner::RankedPlan> first =
+            planner::RankForTrust(s.result.pool, opt.objective, 1);
+        const planner::Candidate& b = first.front().best;
         const auto& p = b.prediction;
         const bool front = p.tokens_per_s > best;
         best = std::max(best, p.tokens_per_s);
