@@ -2,10 +2,10 @@
 // under load while slow clients hold sockets. Starts the real service
 // in-process on an ephemeral loopback port, plans once (the cache miss, timed
 // separately), connects S slow clients that send request headers one byte a
-// second (reconnecting whenever the service closes them), then C client
-// threads, each with its own keep-alive connection, send the same request
-// until N requests are done or T seconds pass, while a prober asks /livez ten
-// times a second. Meanwhile, as another user (uid 65534, when run as root),
+// second (reconnecting whenever the service closes them), then C keep-alive
+// connections, driven from one epoll thread as wrk drives them, send the same
+// request until N requests are done or T seconds pass, while a prober asks
+// /livez ten times a second. Meanwhile, as another user (uid 65534, when run as root),
 // W attacker clients loop distinct searches of Llama-3.1-405B over 64 GPU
 // counts each, and a neighbour sends distinct small uncached plans one after
 // another. Reports latency percentiles, throughput, errors and probe
@@ -19,7 +19,9 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -145,6 +148,146 @@ class SlowClients {
   std::thread thread_;
 };
 
+// The measured load: `connections` keep-alive connections, each with one
+// request in flight, driven from a single epoll thread the way wrk drives
+// them, so the load generator's own cost stays a small share of the two cores
+// it shares with the service. A response counts as an error unless it is a
+// 200, `body_bytes` long and a cache hit.
+class CachedLoad {
+ public:
+  CachedLoad(int port, int connections, std::string request, size_t body_bytes)
+      : port_(port), request_(std::move(request)), body_bytes_(body_bytes) {
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    conns_.resize(static_cast<size_t>(connections));
+    for (size_t i = 0; i < conns_.size(); ++i) Open(i);
+  }
+  ~CachedLoad() {
+    for (Conn& c : conns_)
+      if (c.fd >= 0) ::close(c.fd);
+    ::close(epoll_);
+  }
+
+  // Runs until `requests` were sent and answered or `stop_at` passes.
+  void Run(int64_t requests, std::chrono::steady_clock::time_point stop_at) {
+    budget_ = requests;
+    for (size_t i = 0; i < conns_.size(); ++i) Send(i);
+    std::vector<epoll_event> events(conns_.size());
+    while (in_flight_ > 0) {
+      const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 100);
+      if (std::chrono::steady_clock::now() > stop_at) budget_ = 0;  // finish what is in flight
+      for (int e = 0; e < n; ++e) Readable(events[static_cast<size_t>(e)].data.u64);
+    }
+  }
+  const std::vector<double>& latencies_ms() const { return latencies_ms_; }
+  int64_t errors() const { return errors_; }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    std::string in;
+    std::chrono::steady_clock::time_point sent_at;
+    bool busy = false;
+  };
+
+  void Open(size_t i) {
+    Conn& c = conns_[i];
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ++errors_;
+    const int one = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, c.fd, &ev);
+    c.in.clear();
+    c.busy = false;
+  }
+
+  void Send(size_t i) {
+    if (budget_ <= 0) return;
+    --budget_;
+    Conn& c = conns_[i];
+    c.sent_at = std::chrono::steady_clock::now();
+    c.busy = true;
+    ++in_flight_;
+    // The request is a few hundred bytes: one blocking send writes it whole.
+    if (::send(c.fd, request_.data(), request_.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request_.size())) {
+      Failed(i);
+    }
+  }
+
+  // The connection broke mid-request: an error, a fresh connection, the next request.
+  void Failed(size_t i) {
+    Conn& c = conns_[i];
+    if (c.busy) {
+      --in_flight_;
+      ++errors_;
+      latencies_ms_.push_back(Ms(c.sent_at));
+    }
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+    Open(i);
+    Send(i);
+  }
+
+  void Readable(size_t i) {
+    Conn& c = conns_[i];
+    char buf[1 << 16];
+    const ssize_t r = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return Failed(i);
+    if (r < 0) return;
+    c.in.append(buf, static_cast<size_t>(r));
+    const size_t head_end = c.in.find("\r\n\r\n");
+    if (head_end == std::string::npos) return;
+    const std::string_view head(c.in.data(), head_end);
+    const size_t length_at = FindHeader(head, "content-length:");
+    const size_t length = length_at == std::string::npos
+                              ? 0
+                              : std::strtoull(c.in.c_str() + length_at, nullptr, 10);
+    if (c.in.size() < head_end + 4 + length) return;  // the body is still arriving
+    const bool ok = head.starts_with("HTTP/1.1 200") && length == body_bytes_ &&
+                    FindHeader(head, "x-paratune-cache: hit") != std::string::npos &&
+                    c.in.size() == head_end + 4 + length;
+    latencies_ms_.push_back(Ms(c.sent_at));
+    if (!ok) ++errors_;
+    --in_flight_;
+    c.busy = false;
+    c.in.clear();
+    Send(i);
+  }
+
+  // Where a header's value starts (after `name`, matched without case), or npos.
+  static size_t FindHeader(std::string_view head, std::string_view name) {
+    for (size_t at = head.find("\r\n"); at != std::string_view::npos;
+         at = head.find("\r\n", at + 2)) {
+      const std::string_view line = head.substr(at + 2, name.size());
+      if (line.size() == name.size() &&
+          std::equal(line.begin(), line.end(), name.begin(),
+                     [](char a, char b) { return std::tolower(a) == b; }))
+        return at + 2 + name.size();
+    }
+    return std::string_view::npos;
+  }
+
+  static double Ms(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+        .count();
+  }
+
+  int port_;
+  std::string request_;
+  size_t body_bytes_;
+  int epoll_ = -1;
+  std::vector<Conn> conns_;
+  int64_t budget_ = 0, in_flight_ = 0, errors_ = 0;
+  std::vector<double> latencies_ms_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -245,32 +388,13 @@ int main(int argc, char** argv) {
       }
     }
   });
-  std::atomic<int64_t> issued{0}, errors{0};
-  std::vector<std::vector<double>> lat(connections);
+  const std::string request = "POST /v1/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(std::strlen(kPlan)) + "\r\n\r\n" + kPlan;
+  CachedLoad load(*port, connections, request, body_bytes);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto stop_at = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(seconds));
-  std::vector<std::thread> clients;
-  for (int c = 0; c < connections; ++c) {
-    clients.emplace_back([&, c] {
-      httplib::Client cl("127.0.0.1", *port);
-      cl.set_keep_alive(true);
-      cl.set_tcp_nodelay(true);
-      cl.set_read_timeout(30, 0);
-      while (issued++ < requests && std::chrono::steady_clock::now() < stop_at) {
-        const auto a = std::chrono::steady_clock::now();
-        auto r = cl.Post("/v1/plans", kPlan, "application/json");
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
-        if (!r || r->status != 200 || r->body.size() != body_bytes ||
-            r->get_header_value("X-Paratune-Cache") != "hit") {
-          ++errors;
-        }
-        lat[c].push_back(ms);
-      }
-    });
-  }
-  for (auto& t : clients) t.join();
+  load.Run(requests, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(seconds)));
   load_done = true;
   prober.join();
   neighbour.join();
@@ -279,8 +403,8 @@ int main(int argc, char** argv) {
     ::waitpid(attacker, nullptr, 0);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  const std::vector<double>& all = load.latencies_ms();
+  const int64_t errors = load.errors();
   // The service's own view (pre-routing to logging, without the wait for a
   // CPU or the network): the cumulative histogram of /metrics, whose bucket
   // bounds the 99th percentile from above.
@@ -326,7 +450,7 @@ int main(int argc, char** argv) {
               Percentile(all, 0.5), Percentile(all, 0.9), p99, Percentile(all, 0.999),
               Percentile(all, 1.0));
   std::printf("  in the service          p99 %s (its own latency histogram, /metrics)\n", server_p99.c_str());
-  std::printf("  errors                 %lld\n", static_cast<long long>(errors.load()));
+  std::printf("  errors                 %lld\n", static_cast<long long>(errors));
   std::printf("  /livez probes          %lld, failed %lld\n", static_cast<long long>(probes.load()),
               static_cast<long long>(probe_failures.load()));
   std::printf("  another user's sweeps  %s\n",
