@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "common/strings.h"
 #include "planner/plans.h"
+#include "scenario/scenario.h"
 
 namespace paratune::cli {
 namespace {
@@ -146,7 +147,7 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
       << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  top terms\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& p = rows[i].best.prediction;
-    std::string cfg = planner::ConfigToString(rows[i].best.config);
+    std::string cfg = planner::ConfigText(rows[i].best.framework, rows[i].best.config);
     if (!rows[i].alternatives.empty()) cfg += " (+" + std::to_string(rows[i].alternatives.size()) + " same)";
     out << std::setw(4) << i + 1 << (rows[i].within_band ? "~ " : "  ") << std::left
         << std::setw(19) << planner::FrameworkName(rows[i].best.framework) << std::setw(52) << cfg
@@ -239,7 +240,7 @@ int RunPlan(const Args& args, Io io) {
     opt.keep_pareto = flags.Has("--pareto");
     opt.allow_lossy = flags.Has("--allow-lossy");
     if (auto fix = flags.Get("--fix")) {
-      auto kv = ParseKeyValueList(*fix);
+      auto kv = planner::ConfigTextToPairs(*fix);
       if (!kv.ok()) return UsageError(io, "plan", kv.status().WithContext("--fix"));
       opt.fixed = *kv;
       if (Status s = planner::ValidateFixed(opt.fixed); !s.ok()) return UsageError(io, "plan", s);
@@ -404,7 +405,10 @@ int RunPlan(const Args& args, Io io) {
   bool any = false;
   for (const auto& s : sections) any = any || !s.result.top.empty();
   if (format == "json") {
-    io.out << planner::PlansToJson(sections, opt).dump(2) << "\n";
+    OrderedJson doc = planner::PlansToJson(sections, opt);
+    doc["assumed"] = scenario::AssumedToJson(
+        scenario::JobAssumptions(base, sections.front().job, /*searches_space=*/true));
+    io.out << doc.dump(2) << "\n";
   } else {
     for (const auto& s : sections) {
       if (sections.size() > 1 && &s != &sections.back()) continue;
@@ -418,7 +422,7 @@ int RunPlan(const Args& args, Io io) {
           const planner::Candidate& b = s.fits_from->best;
           io.out << "fewest GPUs that fit (doubling from " << s.job.gpus << "): " << s.fits_from->gpus
                  << ", where the best is " << planner::FrameworkName(b.framework) << " "
-                 << planner::ConfigToString(b.config) << " at "
+                 << planner::ConfigText(b.framework, b.config) << " at "
                  << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
                  << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
                  << s.fits_from->gpus << ")\n";
@@ -439,7 +443,7 @@ int RunPlan(const Args& args, Io io) {
         std::string why;
         const planner::FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
         io.out << "\nnote: fastest if " << planner::FrameworkName(f.framework) << " allowed it: "
-               << planner::ConfigToString(f.config) << " at " << FormatFixed(f.prediction.iteration_time_s, 3)
+               << planner::ConfigText(f.framework, f.config) << " at " << FormatFixed(f.prediction.iteration_time_s, 3)
                << " s; " << planner::FrameworkName(f.framework) << " refuses it at start-up: " << why;
         if (rule) io.out << " (" << rule->source << ")";
         io.out << "\n";
@@ -474,7 +478,7 @@ int RunPlan(const Args& args, Io io) {
                << FormatFixed(p.tokens_per_s, 0) << std::setw(13)
                << FormatFixed(p.tokens_per_s / s.job.gpus, 1) << std::setw(7)
                << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
-               << planner::ConfigToString(b.config) << "\n";
+               << planner::ConfigText(b.framework, b.config) << "\n";
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "frameworks/logs.h"
 #include "planner/request.h"
+#include "scenario/scenario.h"
 
 namespace paratune::cli {
 namespace {
@@ -96,6 +97,26 @@ example:
   paratune predict --log megatron-run.log --cluster dgx-h100 --format table
 )";
 
+// What the request left unstated, as key=value on one wrapped line (the
+// JSON form says why for each).
+void PrintAssumed(const std::vector<scenario::Assumption>& assumed, std::ostream& out) {
+  if (assumed.empty()) return;
+  std::string line = "assumed      ";
+  size_t width = line.size();
+  for (const scenario::Assumption& a : assumed) {
+    const std::string key = a.key.substr(a.key.rfind('/') + 1);
+    const std::string item =
+        " " + key + "=" + (a.value.is_string() ? a.value.get<std::string>() : a.value.dump());
+    if (width + item.size() > 100) {
+      line += "\n             ";
+      width = 13;
+    }
+    line += item;
+    width += item.size();
+  }
+  out << line << "\n              (not in the request; --format json says why for each)\n";
+}
+
 void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
                 const planner::Prediction& p, std::ostream& out) {
   const auto& b = p.breakdown;
@@ -103,7 +124,7 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   out << JobHeadline(job) << ", " << PrecisionLabel(job) << ", "
       << planner::FrameworkName(job.training.framework)
       << (job.training.compile ? " (compiled)" : "") << "\n";
-  out << "config        " << planner::ConfigToString(c) << "  (" << p.micro_batches
+  out << "config        " << planner::ConfigText(job.training.framework, c) << "  (" << p.micro_batches
       << " micro-batches)\n";
   out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s ± "
       << FormatFixed(100 * p.uncertainty, 0) << " %    " << FormatFixed(p.tokens_per_s, 0) << " tokens/s\n";
@@ -226,8 +247,11 @@ int RunPredict(const Args& args, Io io) {
   }
   if (auto p = flags.Get("--profile")) request["profile"] = *p;
 
-  auto req = planner::ParsePredictRequest(request);
-  if (!req.ok()) return UsageError(io, "predict", req.status());
+  // One resolution for every entry point: what the request leaves unstated is
+  // set as plan sets it, and listed as assumed.
+  auto scenario = scenario::ResolvePredict(request);
+  if (!scenario.ok()) return UsageError(io, "predict", scenario.status());
+  planner::PredictRequest* req = &scenario->request;
   if (!req->profile_path.empty()) {
     if (Status s = ApplyProfileFile(req->profile_path, &req->job.cluster); !s.ok()) {
       return UsageError(io, "predict", s);
@@ -243,8 +267,11 @@ int RunPredict(const Args& args, Io io) {
   std::string format = flags.GetOr("--format", "json");
   if (format == "table") {
     PrintTable(req->job, req->config, p, io.out);
+    PrintAssumed(scenario->assumed, io.out);
   } else if (format == "json") {
-    io.out << planner::PredictionToJson(req->job, req->config, p, cm).dump(2) << "\n";
+    OrderedJson doc = planner::PredictionToJson(req->job, req->config, p, cm);
+    doc["assumed"] = scenario::AssumedToJson(scenario->assumed);
+    io.out << doc.dump(2) << "\n";
   } else {
     return UsageError(io, "predict", Status::InvalidArgument("--format must be json or table"));
   }

@@ -266,7 +266,7 @@ int RunTune(const Args& args, Io io) {
     if (!top.ok()) return fail(top.status());
     opt.top_k = *top;
     if (auto fix = f.Get("--fix")) {
-      auto kv = ParseKeyValueList(*fix);
+      auto kv = planner::ConfigTextToPairs(*fix);
       if (!kv.ok()) return fail(kv.status().WithContext("--fix"));
       opt.fixed = *kv;
       if (Status s = planner::ValidateFixed(opt.fixed); !s.ok()) return fail(s);

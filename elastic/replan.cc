@@ -249,7 +249,7 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
   from["gpus"] = r.old_job.gpus;
   from["global_batch"] = r.old_job.training.global_batch;
   from["config"] = ConfigToJson(r.old_config);
-  from["config_string"] = ConfigToString(r.old_config);
+  from["config_string"] = ConfigText(r.old_job.training.framework, r.old_config);
   from["prediction"] = PredictionFields(r.old_prediction, old_cm);
   doc["from"] = from;
   OrderedJson alloc;
@@ -308,7 +308,7 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
     cj["global_batch"] = c.global_batch;
     cj["global_batch_changed"] = c.global_batch != r.old_job.training.global_batch;
     cj["config"] = ConfigToJson(c.candidate.config);
-    cj["config_string"] = ConfigToString(c.candidate.config);
+    cj["config_string"] = ConfigText(c.candidate.framework, c.candidate.config);
     cj["prediction"] = PredictionFields(c.candidate.prediction, cm);
     cj["relative_step_time"] = c.relative_step_time;
     cj["relative_tokens_per_s"] = c.relative_tokens_per_s;
@@ -446,7 +446,7 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
   std::string fix;
   PT_RETURN_IF_ERROR(r.OptString("fix", &fix));
   if (!fix.empty()) {
-    auto kv = ParseKeyValueList(fix);
+    auto kv = ConfigTextToPairs(fix);
     if (!kv.ok()) return r.Error("fix", kv.status().message());
     o.search.fixed = *kv;
     if (Status s = ValidateFixed(o.search.fixed); !s.ok()) return r.Error("fix", s.message());

@@ -240,8 +240,102 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   return c;
 }
 
+namespace {
+
+// One piece of the table's form as config keys; false when it is not one.
+bool TableWord(const std::string& w, std::vector<std::pair<std::string, std::string>>* out) {
+  static const std::pair<const char*, const char*> kSwitches[] = {
+      {"sp", "sp"},   {"distopt", "distributed_optimizer"}, {"qwz", "qwz"},
+      {"hpz", "hpz"}, {"qgz", "qgz"},                       {"cudagraph", "cuda_graphs"},
+      {"a2a-overlap", "moe_a2a_overlap"}};
+  for (const auto& [word, key] : kSwitches) {
+    if (w == word) {
+      out->emplace_back(key, "true");
+      return true;
+    }
+  }
+  if (ParseMoeDispatcher(w).ok()) {
+    out->emplace_back("moe_dispatcher", w);
+    return true;
+  }
+  if (ParsePpSchedule(w).ok()) {
+    out->emplace_back("pp_schedule", w);
+    return true;
+  }
+  return false;
+}
+
+// "a/b" into two integers' texts.
+Result<std::pair<std::string, std::string>> SplitPair(const std::string& v, const std::string& sep,
+                                                      const std::string& what) {
+  const size_t at = v.find(sep);
+  if (at == std::string::npos || at == 0 || at + sep.size() >= v.size()) {
+    return Status::InvalidArgument("config: '" + what + "=" + v + "' must read " + what + "=A" +
+                                   sep + "B");
+  }
+  return std::make_pair(v.substr(0, at), v.substr(at + sep.size()));
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> ConfigTextToPairs(std::string_view text) {
+  std::string t(text);
+  // The table's "(+3 same)": other configurations predicted the same.
+  if (const size_t same = t.find("(+"); same != std::string::npos && t.find("same)", same) != std::string::npos) {
+    t.erase(same, t.find("same)", same) + 5 - same);
+  }
+  for (char& ch : t) {
+    if (ch == ',' || ch == '\t' || ch == '\n') ch = ' ';
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& piece : Split(t, ' ')) {
+    const std::string p = Trim(piece);
+    if (p.empty()) continue;
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos) {
+      if (TableWord(p, &out)) continue;
+      return Status::InvalidArgument(
+          "config: '" + p +
+          "' is neither key=value nor a switch (sp, distopt, qwz, hpz, qgz, cudagraph, "
+          "a2a-overlap, a dispatcher or a pipeline schedule)");
+    }
+    if (eq == 0) return Status::InvalidArgument("config: '" + p + "' has no key before '='");
+    const std::string k = Trim(p.substr(0, eq)), v = Trim(p.substr(eq + 1));
+    if (k == "cp" && v.find('(') != std::string::npos) {  // cp=2(ring)
+      const size_t open = v.find('(');
+      if (v.back() != ')') return Status::InvalidArgument("config: '" + p + "' must read cp=N(kind)");
+      out.emplace_back("cp", v.substr(0, open));
+      out.emplace_back("cp_kind", v.substr(open + 1, v.size() - open - 2));
+    } else if (k == "emb/loss_layers") {
+      PT_ASSIGN_OR_RETURN(auto ab, SplitPair(v, "/", k));
+      out.emplace_back("pp_embedding_layers", ab.first);
+      out.emplace_back("pp_loss_layers", ab.second);
+    } else if (k == "stages") {
+      PT_ASSIGN_OR_RETURN(auto ab, SplitPair(v, "/../", k));
+      out.emplace_back("first_stage_layers", ab.first);
+      out.emplace_back("last_stage_layers", ab.second);
+    } else if (k == "offload") {
+      for (const std::string& what : Split(v, '+')) {
+        if (what == "opt") out.emplace_back("offload_optimizer", "true");
+        else if (what == "param") out.emplace_back("offload_param", "true");
+        else return Status::InvalidArgument("config: '" + p + "' must read offload=opt, param or opt+param");
+      }
+    } else if (k == "rc") {
+      out.emplace_back("recompute", v);
+    } else if (k == "offload_act") {
+      out.emplace_back("offload_activation_layers", v);
+    } else if (k == "place") {
+      out.emplace_back("placement", v);
+    } else {
+      out.emplace_back(k, v);
+    }
+  }
+  if (out.empty()) return Status::InvalidArgument("config: empty (e.g. \"tp=8,pp=4,mbs=1\")");
+  return out;
+}
+
 Result<Json> ConfigStringToJson(const std::string& text) {
-  PT_ASSIGN_OR_RETURN(auto pairs, ParseKeyValueList(text));
+  PT_ASSIGN_OR_RETURN(auto pairs, ConfigTextToPairs(text));
   Json j = Json::object();
   static const char* kStringKeys[] = {"cp_kind", "recompute", "placement", "moe_dispatcher",
                                       "pp_schedule"};

@@ -9,6 +9,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/json.h"
 #include "common/status.h"
@@ -165,7 +168,16 @@ inline constexpr OverlapSwitch kOverlapSwitches[] = {
 // is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is
 // derived from `gpus` (0 = do not derive). Strict; errors name JSON pointers.
 Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, int64_t gpus);
-// Parses the flag form "tp=8,pp=16,mbs=1,recompute=full" into the same object.
+// Reads a configuration as people write it into key=value pairs of the config
+// object's keys: the flag form "tp=8,pp=16,mbs=1,recompute=full" and the form
+// the plans table prints (ConfigToString, ConfigText), separated by commas or
+// spaces: bare switches (sp, distopt, qwz, hpz, qgz, cudagraph, a2a-overlap),
+// a dispatcher or schedule by name (deepep, zb-h1, interleaved), "cp=2(ring)",
+// "emb/loss_layers=1/1", "stages=3/../5", "offload=opt+param",
+// "offload_act=4", "rc=full", "place=...". A trailing "(+N same)" of the table
+// is ignored. Errors name the piece and the accepted forms.
+Result<std::vector<std::pair<std::string, std::string>>> ConfigTextToPairs(std::string_view text);
+// Parses either form (ConfigTextToPairs) into the config object ParseConfig reads.
 Result<Json> ConfigStringToJson(const std::string& text);
 // Canonical JSON: every field, Megatron names where they apply (tp when gx = 1);
 // ep, etp, moe_dispatcher, moe_a2a_overlap (and the derived "edp") only when

@@ -511,6 +511,31 @@ void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
   }
 }
 
+bool MoeA2aOverlapApplies(Framework f, const ParallelConfig& c) {
+  return f == Framework::kMegatron && c.ep > 1 && c.moe_dispatcher != MoeDispatcher::kAllGather &&
+         c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1);
+}
+
+ParallelConfig WithFrameworkPolicy(Framework f, ParallelConfig c) {
+  for (const OverlapSwitch& sw : kOverlapSwitches) c.*sw.field = false;
+  ApplyFrameworkOverlaps(FrameworkPreset(f).support, &c);
+  c.moe_a2a_overlap = MoeA2aOverlapApplies(f, c);
+  return c;
+}
+
+std::string ConfigText(Framework f, const ParallelConfig& c) {
+  std::string text = ConfigToString(c);
+  const ParallelConfig policy = WithFrameworkPolicy(f, c);
+  for (const OverlapSwitch& sw : kOverlapSwitches) {
+    if (c.*sw.field != policy.*sw.field) {
+      text += std::string(" ") + sw.key + (c.*sw.field ? "=true" : "=false");
+    }
+  }
+  // ConfigToString names the all-to-all overlap when it is on.
+  if (!c.moe_a2a_overlap && policy.moe_a2a_overlap) text += " moe_a2a_overlap=false";
+  return text;
+}
+
 const FrameworkSpec& FrameworkPreset(Framework f) {
   static const std::array<FrameworkSpec, kNumFrameworks>* table = [] {
     auto* t = new std::array<FrameworkSpec, kNumFrameworks>;

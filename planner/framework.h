@@ -322,6 +322,25 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
 // Overlaps it does not offer are left as they are.
 void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c);
 
+// Whether framework `f` overlaps the expert-parallel all-to-all with compute
+// in `c`: Megatron-Core does where its rules allow it (ep > 1, a dispatcher
+// other than all-gather, no full recompute, no pipeline or an interleaved one;
+// transformer_config.py:3002-3046 @d98e8a64); never slower in the model.
+bool MoeA2aOverlapApplies(Framework f, const ParallelConfig& c);
+
+// The knobs a configuration leaves to its framework, as the search sets them
+// and as `predict` resolves a configuration that does not state them: the
+// overlap switches (kOverlapSwitches, ApplyFrameworkOverlaps on all-off) and
+// the expert all-to-all overlap (MoeA2aOverlapApplies). The degrees, ZeRO and
+// recompute choices of `c` are kept.
+ParallelConfig WithFrameworkPolicy(Framework f, ParallelConfig c);
+
+// ConfigToString(c) followed by every policy knob (WithFrameworkPolicy) where
+// `c` differs from framework `f`'s policy, as "key=true|false": the text
+// `predict --config`, `plan --fix`, the REST config and the page's pins
+// accept, and which prices as the configuration does.
+std::string ConfigText(Framework f, const ParallelConfig& c);
+
 // The compiled-in preset of `f` (planner/presets/frameworks/<name>.json).
 const FrameworkSpec& FrameworkPreset(Framework f);
 

@@ -14,11 +14,11 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   j["rank"] = rank;
   j["framework"] = FrameworkName(c.framework);
   j["config"] = ConfigToJson(c.config);
-  j["config_string"] = ConfigToString(c.config);
+  j["config_string"] = ConfigText(c.framework, c.config);
   j["within_band"] = r.within_band;
   j["complexity"] = r.complexity;
   OrderedJson alts = OrderedJson::array();
-  for (const ParallelConfig& a : r.alternatives) alts.push_back(ConfigToString(a));
+  for (const ParallelConfig& a : r.alternatives) alts.push_back(ConfigText(c.framework, a));
   j["alternatives"] = alts;
   j["prediction"] = PredictionFields(c.prediction, cm);
   return j;
@@ -29,7 +29,7 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
 OrderedJson CandidateBrief(const Candidate& c) {
   OrderedJson j;
   j["framework"] = FrameworkName(c.framework);
-  j["config_string"] = ConfigToString(c.config);
+  j["config_string"] = ConfigText(c.framework, c.config);
   j["config"] = ConfigToJson(c.config);
   j["iteration_time_s"] = c.prediction.iteration_time_s;
   j["tokens_per_s"] = c.prediction.tokens_per_s;
@@ -267,7 +267,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
             RankForTrust(sec.result.pool, options.objective, 1);
         const Candidate& b = sec_ranked.front().best;
         row["framework"] = FrameworkName(b.framework);
-        row["config_string"] = ConfigToString(b.config);
+        row["config_string"] = ConfigText(b.framework, b.config);
         row["config"] = ConfigToJson(b.config);
         row["iteration_time_s"] = b.prediction.iteration_time_s;
         row["tokens_per_s"] = b.prediction.tokens_per_s;

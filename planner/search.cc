@@ -172,6 +172,12 @@ Status ValidateFixed(const FixedFields& fixed) {
       auto n = ParseInt(v, "--fix " + k);
       if (!n.ok()) return n.status();
       if (*n < (k == "zero" ? 0 : 1)) return Status::InvalidArgument("--fix " + k + ": out of range");
+    } else if (k == "edp") {
+      // Derived from the other degrees; pinned, it must equal what they give
+      // (a generic pin on the canonical JSON, as the table's text carries it).
+      auto n = ParseInt(v, "--fix edp");
+      if (!n.ok()) return n.status();
+      if (*n < 1) return Status::InvalidArgument("--fix edp: out of range");
     } else if (IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k)) {
       if (BoolValue(v) < 0) return Status::InvalidArgument("--fix " + k + ": expected true or false");
     } else if (k == "cp_kind") {
@@ -791,10 +797,8 @@ SearchResult Search::RunShard(int shard) const {
                 c.recompute = rc;
                 // Megatron's EP all-to-all overlap where its rules allow it
                 // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
-                c.moe_a2a_overlap = framework == Framework::kMegatron && c.ep > 1 &&
-                                    c.moe_dispatcher != MoeDispatcher::kAllGather &&
-                                    c.recompute != Recompute::kFull && (c.pp == 1 || c.vpp > 1) &&
-                                    Allowed("moe_a2a_overlap", 1);
+                c.moe_a2a_overlap =
+                    MoeA2aOverlapApplies(framework, c) && Allowed("moe_a2a_overlap", 1);
                 // Memory reads the placement only through the hpZ node group
                 // (planner/cost/memory.cc): otherwise one breakdown serves every
                 // placement of this recompute choice.

@@ -17,6 +17,7 @@
 #include "frameworks/emit.h"
 #include "elastic/replan.h"
 #include "planner/request.h"
+#include "scenario/scenario.h"
 #include "profiler/cache.h"
 
 namespace paratune::web {
@@ -198,7 +199,7 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
   }
   if (auto v = take("fix")) {
     if (v->is_string()) {
-      auto kv = ParseKeyValueList(v->get<std::string>());
+      auto kv = planner::ConfigTextToPairs(v->get<std::string>());
       if (!kv.ok()) return UnderPointer(kv.status(), "/fix");
       o.fixed = *kv;
     } else if (v->is_object()) {
@@ -392,7 +393,8 @@ Result<std::string> PlanService::Predict(const Json& request) {
     profile = *it;
     body.erase(it);
   }
-  PT_ASSIGN_OR_RETURN(planner::PredictRequest req, planner::ParsePredictRequest(body));
+  PT_ASSIGN_OR_RETURN(scenario::Scenario resolved, scenario::ResolvePredict(body));
+  planner::PredictRequest& req = resolved.request;
   if (req.job.gpus > options_.max_gpus) {
     return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) +
                                    " on this service");
@@ -401,8 +403,9 @@ Result<std::string> PlanService::Predict(const Json& request) {
   planner::CostModel cm(req.job.model, req.job.training, req.job.cluster, req.job.gpus);
   PT_RETURN_IF_ERROR(planner::ValidateConfig(cm, req.config));
   const planner::Prediction p = cm.Predict(req.config);
-  return planner::PredictionToJson(req.job, req.config, p, cm)
-      .dump(-1, ' ', false, Json::error_handler_t::replace);
+  OrderedJson doc = planner::PredictionToJson(req.job, req.config, p, cm);
+  doc["assumed"] = scenario::AssumedToJson(resolved.assumed);
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Result<std::string> PlanService::Replan(const Json& request, const Peer& client,
@@ -582,9 +585,10 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
         [&](const planner::Search& s) { return RunSearch(s, deadline, ticket); });
     if (fits.ok()) last.fits_from = *fits;
   }
+  OrderedJson plans = planner::PlansToJson(sections, req.options);
+  plans["assumed"] = scenario::AssumedToJson(scenario::JobAssumptions(req.job, sections.front().job, /*searches_space=*/true));
   auto body = std::make_shared<const std::string>(
-      planner::PlansToJson(sections, req.options)
-          .dump(-1, ' ', false, Json::error_handler_t::replace));
+      plans.dump(-1, ' ', false, Json::error_handler_t::replace));
   by_request_.Put(key, body, client.key());
   if (!body_key.empty()) by_body_.Put(body_key, body, client.key());
   return Served{body, false};

@@ -1,0 +1,119 @@
+#include "scenario/scenario.h"
+
+#include "common/strings.h"
+#include "planner/framework.h"
+#include "planner/model.h"
+#include "topology/gpu.h"
+
+namespace paratune::scenario {
+namespace {
+
+// The request's `training` object, or an empty one.
+const Json& TrainingOf(const Json& request) {
+  static const Json kEmpty = Json::object();
+  if (!request.is_object()) return kEmpty;
+  auto t = request.find("training");
+  return t != request.end() && t->is_object() ? *t : kEmpty;
+}
+
+}  // namespace
+
+std::vector<Assumption> JobAssumptions(const Json& request, const planner::Job& job,
+                                       bool searches_space) {
+  const Json& stated = TrainingOf(request);
+  const planner::TrainingSpec& t = job.training;
+  std::vector<Assumption> out;
+  auto unstated = [&](const char* key) { return !stated.contains(key); };
+  if (unstated("seq_len")) {
+    out.push_back({"/training/seq_len", t.seq_len,
+                   job.model.pretrain_seq_len > 0
+                       ? "the model's published pretraining length"
+                       : "the model's context length, at most " +
+                             std::to_string(planner::kLongestPretrainSeqLen) +
+                             " (the longest pretraining length published)"});
+  }
+  if (unstated("global_batch")) {
+    out.push_back({"/training/global_batch", t.global_batch,
+                   job.model.pretrain_global_batch > 0
+                       ? "the model's published pretraining batch, in tokens, at this sequence "
+                         "length"
+                       : "2^22 tokens at this sequence length (the model has no published "
+                         "pretraining batch)"});
+  }
+  if (unstated("precision")) {
+    out.push_back({"/training/precision", planner::StatedPrecisionName(t),
+                   "the best precision " + job.cluster.gpu.name + " trains in"});
+  }
+  if (t.precision == topology::Precision::kFp8 && !t.recipe_stated) {
+    out.push_back({"/training/precision", topology::RecipeName(t.recipe),
+                   "fp8 named without a recipe: " + job.cluster.gpu.name + "'s default recipe"});
+  }
+  if (unstated("framework") && searches_space) {
+    out.push_back({"/training/framework", "each of the space",
+                   "no framework named: the search costs every framework of the space"});
+  } else if (unstated("framework")) {
+    out.push_back({"/training/framework", planner::FrameworkName(t.framework),
+                   "the default framework (Megatron-LM/Core)"});
+  }
+  if (unstated("attention")) {
+    out.push_back({"/training/attention", planner::AttentionName(t.attention),
+                   "fused attention, every framework's default"});
+  }
+  if (unstated("main_grads_fp32")) {
+    out.push_back({"/training/main_grads_fp32", t.main_grads_fp32,
+                   t.main_grads_fp32 ? "fp32 gradient accumulation (Megatron's default for bf16 "
+                                       "and fp8; --accumulate-allreduce-grads-in-fp32)"
+                                     : "fp16 training keeps its gradients in fp16"});
+  }
+  if (unstated("headroom")) {
+    out.push_back({"/training/headroom", t.headroom,
+                   "fraction of GPU memory kept free for a 'fits' verdict (fragmentation, "
+                   "NCCL and CUDA context growth)"});
+  }
+  return out;
+}
+
+void ResolveConfig(const Json& stated, planner::Framework f, planner::ParallelConfig* c,
+                   std::vector<Assumption>* assumed) {
+  const planner::ParallelConfig policy = planner::WithFrameworkPolicy(f, *c);
+  const std::string fw = planner::FrameworkName(f);
+  auto is_stated = [&](const char* key) { return stated.is_object() && stated.contains(key); };
+  for (const planner::OverlapSwitch& sw : planner::kOverlapSwitches) {
+    if (is_stated(sw.key)) continue;
+    c->*sw.field = policy.*sw.field;
+    assumed->push_back({std::string("/config/") + sw.key, c->*sw.field,
+                        fw + "'s overlap policy where it applies (its preset's overlaps), as "
+                             "plan ranks every configuration"});
+  }
+  if (!is_stated("moe_a2a_overlap") && c->ep > 1) {
+    c->moe_a2a_overlap = policy.moe_a2a_overlap;
+    assumed->push_back({"/config/moe_a2a_overlap", c->moe_a2a_overlap,
+                        c->moe_a2a_overlap
+                            ? "Megatron-Core overlaps the expert all-to-all where its rules allow"
+                            : fw + " does not overlap the expert all-to-all here"});
+  }
+}
+
+Result<Scenario> ResolvePredict(const Json& request) {
+  Scenario s;
+  PT_ASSIGN_OR_RETURN(s.request, planner::ParsePredictRequest(request));
+  s.assumed = JobAssumptions(request, s.request.job);
+  static const Json kNone = Json::object();
+  const Json& stated = request.is_object() && request.contains("config") ? request["config"] : kNone;
+  ResolveConfig(stated, s.request.job.training.framework, &s.request.config, &s.assumed);
+  return s;
+}
+
+OrderedJson AssumedToJson(const std::vector<Assumption>& assumed) {
+  OrderedJson out = OrderedJson::array();
+  for (const Assumption& a : assumed) {
+    OrderedJson j;
+    j["key"] = a.key;
+    j["value"] = OrderedJson::parse(a.value.dump());
+    j["why"] = a.why;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace paratune::scenario

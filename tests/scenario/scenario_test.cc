@@ -1,0 +1,189 @@
+// One job, one price: every ranked row's configuration text, pasted into
+// `predict --config`, prices as the row does; pasted into `plan --fix`, the
+// search finds the same row. Unstated knobs are resolved once (scenario/) and
+// listed as assumed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "common/json.h"
+#include "planner/config.h"
+#include "planner/framework.h"
+#include "scenario/scenario.h"
+#include "tests/cli/call.h"
+
+namespace paratune::cli {
+namespace {
+
+const bool kNoCache = (setenv("PARATUNE_NO_CACHE", "1", 1), true);
+
+struct Question {
+  std::string what;
+  Args job;    // model, cluster, gpus, training flags
+  Args space;  // --space or --framework for the search
+};
+
+// Twelve questions: dense and MoE, long context, fp8, every framework family,
+// NVIDIA and AMD, three GPU generations.
+const std::vector<Question>& Questions() {
+  static const std::vector<Question> q = {
+      {"llama3-8b, megatron", {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "512"}, {"--space", "megatron"}},
+      {"llama3-70b on 256 H100", {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--seq", "8192", "--global-batch", "512"}, {}},
+      {"gpt3-175b on 1024 A100", {"--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024", "--global-batch", "1536"}, {"--space", "megatron"}},
+      {"mixtral-8x7b, MoE", {"--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "256", "--seq", "4096"}, {"--space", "megatron"}},
+      {"qwen3-30b-a3b, MoE", {"--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "128", "--global-batch", "512", "--seq", "4096"}, {}},
+      {"llama3-8b at 128K", {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64", "--seq", "131072", "--global-batch", "32"}, {"--space", "megatron"}},
+      {"llama3-8b, deepspeed", {"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "32", "--global-batch", "256"}, {"--space", "deepspeed"}},
+      {"llama3-8b, fsdp", {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "32", "--global-batch", "256"}, {"--space", "fsdp"}},
+      {"gpt3-13b, axonn", {"--model", "gpt3-13b", "--cluster", "perlmutter", "--gpus", "64", "--global-batch", "512"}, {"--space", "axonn"}},
+      {"llama3-70b fp8", {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "128", "--global-batch", "256", "--precision", "fp8"}, {"--space", "megatron"}},
+      {"llama3-70b on GB200", {"--model", "llama3-70b", "--cluster", "gb200-nvl72", "--gpus", "144", "--global-batch", "576"}, {}},
+      {"llama2-70b on MI300X", {"--model", "llama2-70b", "--cluster", "mi300x", "--gpus", "64", "--global-batch", "512"}, {}},
+  };
+  return q;
+}
+
+Args Join(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+Json PlanJson(const Question& q, const Args& extra = {}) {
+  const Outcome r = Call(RunPlan, Join(Join(Join(q.job, q.space), extra), {"--top", "10", "--format", "json"}));
+  EXPECT_EQ(r.code, kExitOk) << q.what << "\n" << r.err;
+  return r.code == kExitOk ? Json::parse(r.out) : Json();
+}
+
+bool Near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+
+TEST(RoundTrip, EveryRowsTextPredictsTheRowsTime) {
+  (void)kNoCache;
+  int rows = 0;
+  for (const Question& q : Questions()) {
+    const Json plans = PlanJson(q);
+    ASSERT_TRUE(plans.is_object()) << q.what;
+    ASSERT_FALSE(plans["candidates"].empty()) << q.what;
+    for (const Json& c : plans["candidates"]) {
+      const std::string text = c["config_string"].get<std::string>();
+      const Outcome p = Call(RunPredict, Join(q.job, {"--framework", c["framework"].get<std::string>(),
+                                                     "--config", text, "--format", "json"}));
+      ASSERT_EQ(p.code, kExitOk) << q.what << ": '" << text << "'\n" << p.err;
+      const Json pred = Json::parse(p.out);
+      const double row = c["prediction"]["iteration_time_s"].get<double>();
+      const double again = pred["iteration_time_s"].get<double>();
+      EXPECT_TRUE(Near(row, again)) << q.what << ", rank " << c["rank"] << " '" << text
+                                    << "': plan " << row << " s, predict " << again << " s";
+      EXPECT_EQ(pred["fits"], c["prediction"]["fits"]) << q.what << " " << text;
+      ++rows;
+    }
+  }
+  EXPECT_GE(rows, 12 * 3);
+}
+
+// The same text pinned with --fix (and the REST fix string) finds the row again.
+TEST(RoundTrip, EveryRowsTextPinsTheRow) {
+  for (const Question& q : Questions()) {
+    const Json plans = PlanJson(q);
+    ASSERT_TRUE(plans.is_object()) << q.what;
+    const Json& first = plans["candidates"][0];
+    const Json pinned = PlanJson(q, {"--fix", first["config_string"].get<std::string>()});
+    ASSERT_TRUE(pinned.is_object()) << q.what;
+    ASSERT_FALSE(pinned["candidates"].empty()) << q.what << ": pinning '" << first["config_string"] << "'";
+    EXPECT_EQ(pinned["candidates"][0]["config"], first["config"]) << q.what;
+  }
+}
+
+TEST(ConfigText, ReadsTheTablesFormAndTheFlagForm) {
+  const auto a = planner::ConfigStringToJson(
+      "tp=8 pp=16 vpp=8 emb/loss_layers=1/1 dp=64 cp=2(ring) sp distopt mbs=1 (+3 same)");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)["tp"], 8);
+  EXPECT_EQ((*a)["pp_embedding_layers"], 1);
+  EXPECT_EQ((*a)["pp_loss_layers"], 1);
+  EXPECT_EQ((*a)["cp"], 2);
+  EXPECT_EQ((*a)["cp_kind"], "ring");
+  EXPECT_EQ((*a)["sp"], true);
+  EXPECT_EQ((*a)["distributed_optimizer"], true);
+  const auto b = planner::ConfigStringToJson("tp=8,pp=16,vpp=8,cp=2,sp=true,mbs=1,recompute=full");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)["recompute"], "full");
+  const auto moe = planner::ConfigStringToJson("tp=1 pp=4 dp=16 ep=8 edp=2 deepep a2a-overlap stages=3/../5 offload=opt+param rc=selective");
+  ASSERT_TRUE(moe.ok()) << moe.status().ToString();
+  EXPECT_EQ((*moe)["moe_dispatcher"], "deepep");
+  EXPECT_EQ((*moe)["moe_a2a_overlap"], true);
+  EXPECT_EQ((*moe)["first_stage_layers"], 3);
+  EXPECT_EQ((*moe)["last_stage_layers"], 5);
+  EXPECT_EQ((*moe)["offload_optimizer"], true);
+  EXPECT_EQ((*moe)["offload_param"], true);
+  EXPECT_EQ((*moe)["recompute"], "selective");
+  // Garbage names the piece.
+  const auto bad = planner::ConfigStringToJson("tp=8 turbo");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'turbo'"), std::string::npos);
+  EXPECT_FALSE(planner::ConfigStringToJson("cp=2(ring").ok());
+  EXPECT_FALSE(planner::ConfigStringToJson("").ok());
+}
+
+// A knob pinned against the framework's policy is written out, so the text still prices the same.
+TEST(ConfigText, PolicyDeviationsAreWrittenOut) {
+  planner::ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.sp = true;
+  c.distributed_optimizer = true;
+  c = planner::WithFrameworkPolicy(planner::Framework::kMegatron, c);
+  EXPECT_EQ(planner::ConfigText(planner::Framework::kMegatron, c), planner::ConfigToString(c));
+  c.tp_comm_overlap = !c.tp_comm_overlap;
+  const std::string text = planner::ConfigText(planner::Framework::kMegatron, c);
+  EXPECT_NE(text.find(std::string("tp_comm_overlap=") + (c.tp_comm_overlap ? "true" : "false")),
+            std::string::npos)
+      << text;
+}
+
+// Predict resolves what the request leaves out, says so, and keeps what it states.
+TEST(Scenario, UnstatedKnobsAreResolvedAndListed) {
+  Json request = {{"model", "llama3-70b"},
+                  {"cluster", "dgx-h100"},
+                  {"gpus", 256},
+                  {"training", {{"global_batch", 512}}},
+                  {"config", {{"tp", 8}, {"pp", 2}, {"sp", true}, {"distributed_optimizer", true},
+                              {"mbs", 1}, {"overlap_grad_reduce", false}}}};
+  auto s = scenario::ResolvePredict(request);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto assumed = [&](const std::string& key) {
+    for (const auto& a : s->assumed)
+      if (a.key == key) return true;
+    return false;
+  };
+  EXPECT_TRUE(assumed("/training/seq_len"));
+  EXPECT_FALSE(assumed("/training/global_batch"));  // stated
+  EXPECT_TRUE(assumed("/config/tp_comm_overlap"));
+  EXPECT_FALSE(assumed("/config/overlap_grad_reduce"));  // stated, and kept
+  EXPECT_FALSE(s->request.config.overlap_grad_reduce);
+  // Megatron overlaps the TP communication of a sequence-parallel layout.
+  EXPECT_TRUE(s->request.config.tp_comm_overlap);
+  for (const auto& a : s->assumed) EXPECT_FALSE(a.why.empty()) << a.key;
+}
+
+// Every document a question returns lists what it assumed.
+TEST(Scenario, PlanAndPredictDocumentsCarryAssumed) {
+  const Question& q = Questions()[0];
+  const Json plans = PlanJson(q);
+  ASSERT_TRUE(plans.contains("assumed"));
+  EXPECT_FALSE(plans["assumed"].empty());
+  const Outcome p = Call(RunPredict, Join(q.job, {"--config", "tp=2,pp=1,mbs=1", "--format", "json"}));
+  ASSERT_EQ(p.code, kExitOk) << p.err;
+  const Json pred = Json::parse(p.out);
+  ASSERT_TRUE(pred.contains("assumed"));
+  for (const Json& a : pred["assumed"]) {
+    EXPECT_TRUE(a.contains("key") && a.contains("value") && a.contains("why")) << a.dump();
+  }
+}
+
+}  // namespace
+}  // namespace paratune::cli
