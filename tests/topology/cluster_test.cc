@@ -171,6 +171,13 @@ TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   EXPECT_NE(r.status().message().find("perlmutter"), std::string::npos);
 }
 
+TEST(ClusterPresetTest, UnknownNameSuggestsTheClosest) {
+  const std::string m = ClusterPreset("dgx-h10").status().message();
+  const size_t ask = m.find("did you mean");
+  ASSERT_NE(ask, std::string::npos) << m;
+  EXPECT_LT(m.find("dgx-h100", ask), m.find("(valid:")) << m;
+}
+
 TEST(ResolveClusterTest, StringObjectOrError) {
   Result<ClusterSpec> byName = ResolveCluster(Json("dgx-h100"), "/cluster");
   ASSERT_TRUE(byName.ok());

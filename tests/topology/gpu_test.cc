@@ -42,6 +42,16 @@ TEST(GpuPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   testing::ExpectUnknownPresetListsTheKnown<GpuSpec>("a100", &GpuPreset, kGpuPresets);
 }
 
+// A near miss names the closest presets before the full list; nothing close,
+// no question.
+TEST(GpuPresetTest, UnknownNameSuggestsTheClosest) {
+  const std::string near = GpuPreset("h10").status().message();
+  const size_t ask = near.find("did you mean");
+  ASSERT_NE(ask, std::string::npos) << near;
+  EXPECT_LT(near.find("h100-sxm", ask), near.find("(valid:")) << near;
+  EXPECT_EQ(GpuPreset("zzzzzz").status().message().find("did you mean"), std::string::npos);
+}
+
 // Datasheet figures (dense peaks) must come out of the presets unchanged.
 TEST(GpuPresetTest, PublishedFigures) {
   const GpuSpec a100 = MustGpu("a100-80gb");
