@@ -1,6 +1,7 @@
 // Input as people type it (docs/cli.md): a misspelt model, cluster, GPU,
-// framework or flag is refused (exit 2) with the closest names, and sequence
-// lengths and batches take size suffixes on every path.
+// framework or flag is refused (exit 2) with the closest names, sequence
+// lengths and batches take size suffixes on every path, and the V100
+// presets plan in fp16.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -139,6 +140,32 @@ TEST(SizeSuffixes, CapacityMaxSeqReadsTheSameForms) {
   const Outcome bad = capacity("16kb");
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("--max-seq: '16kb'"), std::string::npos) << bad.err;
+}
+
+// V100 (no bf16, no fp8): a V100 cluster plans in fp16 and says it chose so.
+TEST(V100, JeanZayPlansInFp16) {
+  Outcome r = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "jean-zay-v100", "--gpus", "16",
+                             "--top", "3", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_NE(r.out.find("\"precision\": \"fp16\""), std::string::npos);
+  EXPECT_EQ(r.out.find("\"precision\": \"bf16\""), std::string::npos);
+  ASSERT_TRUE(j.contains("candidates"));
+  ASSERT_FALSE(j["candidates"].empty());
+  Outcome t = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "jean-zay-v100", "--gpus", "16",
+                             "--top", "1"});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(t.out.find("fp16 (the best v100-32gb supports"), std::string::npos) << t.out;
+  // The 16 GB part in the same node, and bf16 refused by name.
+  Outcome small = Call(RunPlan, {"--request", "-", "--top", "1"},
+                       R"({"model": "gpt3-1.3b", "cluster": {"gpu": "v100-16gb"}, "gpus": 16,
+                           "training": {"global_batch": 64}})");
+  ASSERT_EQ(small.code, kExitOk) << small.err;
+  EXPECT_NE(small.out.find("fp16 (the best v100-16gb supports"), std::string::npos) << small.out;
+  Outcome bf16 = Call(RunPlan, {"--model", "gpt3-1.3b", "--cluster", "jean-zay-v100", "--gpus",
+                                "16", "--precision", "bf16"});
+  EXPECT_EQ(bf16.code, kExitUsage);
+  EXPECT_NE(bf16.err.find("/training/precision"), std::string::npos) << bf16.err;
 }
 
 }  // namespace
