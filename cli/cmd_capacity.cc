@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "planner/request.h"
 #include "planner/search.h"
 
@@ -31,8 +32,9 @@ sequence chunks there. "binds" names what stops a longer sequence:
 gpu_memory, host_memory (it would fit with unlimited host memory), or max_seq
 (--max-seq reached). With "nothing fits", it names what would have to grow.
 
-  --max-seq L     upper end of the sequence search (default 16M; K/M/G suffixes
-                  are powers of 1024 as in nccl-tests: 16M = 16,777,216 tokens)
+  --max-seq L     upper end of the sequence search (default 16M; k/K, m/M, g/G
+                  are powers of 1024 as for --seq: 16M = 16,777,216 tokens,
+                  128K = 131,072; 2^24 works too)
 exit codes: 0 ok, 2 invalid input, 3 nothing fits at all
 )";
 
@@ -84,8 +86,9 @@ int RunCapacity(const Args& args, Io io) {
   }
   int64_t max_seq = 16 * 1024 * 1024;
   if (auto m = flags.Get("--max-seq")) {
-    auto v = ParseSizeBytes(*m);
-    if (!v.ok() || *v < 1024) return UsageError(io, "capacity", Status::InvalidArgument("--max-seq must be >= 1024"));
+    auto v = ParseCount(*m, "--max-seq");
+    if (!v.ok()) return UsageError(io, "capacity", v.status());
+    if (*v < 1024) return UsageError(io, "capacity", Status::InvalidArgument("--max-seq: must be at least 1024 (1k)"));
     max_seq = *v;
   }
   std::vector<planner::Family> families = {planner::Family::kMegatron, planner::Family::kDeepSpeed,

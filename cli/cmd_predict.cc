@@ -45,6 +45,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     context length up to 8192, the longest published
                     pretraining length: llama3.1-8b's 131072 is reached by a
                     long-context stage after pretraining at 8192)
+                    --seq and --global-batch take 8192, 8k or 8K (x 1024),
+                    128K, 1M (x 2^20), 1G or 2^13 alike
   --precision P     fp32 | tf32 | bf16 | fp16 | fp8 (the GPU's default FP8
                     recipe) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 |
                     nvfp4 (a recipe the GPU cannot run is refused; default: the

@@ -25,6 +25,7 @@
 #include "cli/version.h"
 #include "common/json.h"
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "backend/factory.h"
 #include "executor/run/runner.h"
 #include "frameworks/emit.h"
@@ -410,11 +411,11 @@ int RunTune(const Args& args, Io io) {
       req["cluster"] = topology::ClusterSpecToJson(*cluster);
       req["gpus"] = alloc->gpus;
       Json training = Json::object();
-      auto gb = ParseInt(*f.Get("--global-batch"), "--global-batch");
+      auto gb = ParseCount(*f.Get("--global-batch"), "--global-batch");
       if (!gb.ok()) return bad(gb.status());
       training["global_batch"] = *gb;
       if (auto s = f.Get("--seq")) {
-        auto n = ParseInt(*s, "--seq");
+        auto n = ParseCount(*s, "--seq");
         if (!n.ok()) return bad(n.status());
         training["seq_len"] = *n;
       }

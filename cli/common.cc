@@ -13,6 +13,7 @@
 #include <ostream>
 
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "planner/config.h"
 #include "profiler/cache.h"
 #include "profiler/profile.h"
@@ -89,11 +90,11 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
     return Status::InvalidArgument("--gpus is required");
   }
   if (auto b = flags.Get("--global-batch")) {
-    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*b, "--global-batch"));
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseCount(*b, "--global-batch"));
     training["global_batch"] = n;
   }
   if (auto s = flags.Get("--seq")) {
-    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*s, "--seq"));
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseCount(*s, "--seq"));
     training["seq_len"] = n;
   }
   if (auto p = flags.Get("--precision")) training["precision"] = *p;
@@ -171,11 +172,11 @@ Result<planner::LogFlags> LogFlagsFromFlags(const Flags& flags, std::istream& in
     lf.gpus = static_cast<int>(n);
   }
   if (auto b = flags.Get("--global-batch")) {
-    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*b, "--global-batch"));
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseCount(*b, "--global-batch"));
     lf.global_batch = n;
   }
   if (auto s = flags.Get("--seq")) {
-    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*s, "--seq"));
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseCount(*s, "--seq"));
     if (n < 1 || n > planner::kMaxModelSeqLen)
       return Status::InvalidArgument("--seq: out of range");
     lf.seq_len = static_cast<int>(n);

@@ -1,5 +1,7 @@
 #include "cli/flags.h"
 
+#include "common/user_input.h"
+
 namespace paratune::cli {
 
 Flags::Flags(std::set<std::string> with_value, std::set<std::string> booleans,
@@ -31,7 +33,11 @@ Status Flags::Parse(const std::vector<std::string>& args) {
       continue;
     }
     if (!with_value_.count(name)) {
-      return Status::InvalidArgument("unknown flag '" + a + "' (see --help)");
+      std::vector<std::string> known(with_value_.begin(), with_value_.end());
+      known.insert(known.end(), booleans_.begin(), booleans_.end());
+      const std::string hint = DidYouMean(name, known);
+      return Status::InvalidArgument("unknown flag '" + a + "' (" + (hint.empty() ? "" : hint + " ") +
+                                     "see --help)");
     }
     if (!has_inline) {
       if (i + 1 >= args.size()) return Status::InvalidArgument(name + " needs a value");

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/state_dir.h"
+#include "common/user_input.h"
 
 namespace paratune {
 
@@ -252,7 +253,16 @@ Status ObjectReader::Finish() const {
   if (!is_object_) return NotObject(pointer_);
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end()) {
-      return Status::InvalidArgument(PointerOf(it.key()) + ": unknown key");
+      // The keys asked for are the object's schema: the closest of those the
+      // object does not hold is what was meant ("seq" for "seq_len").
+      std::vector<std::string> absent;
+      for (const std::string& k : seen_) {
+        if (!object_.contains(k) && std::find(absent.begin(), absent.end(), k) == absent.end())
+          absent.push_back(k);
+      }
+      const std::string hint = DidYouMean(it.key(), absent);
+      return Status::InvalidArgument(PointerOf(it.key()) + ": unknown key" +
+                                     (hint.empty() ? "" : "; " + hint));
     }
   }
   return Status::Ok();

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "common/user_input.h"
+
 namespace paratune {
 
 std::string Trim(std::string_view text) {
@@ -71,18 +73,10 @@ Result<double> ParseDouble(std::string_view text, const std::string& what) {
 }
 
 Result<int64_t> ParseSizeBytes(std::string_view text) {
-  std::string t = Trim(text);
-  if (t.empty()) return Status::InvalidArgument("empty size");
-  int64_t mult = 1;
-  char last = t.back();
-  if (last == 'K' || last == 'k') mult = int64_t{1} << 10;
-  if (last == 'M' || last == 'm') mult = int64_t{1} << 20;
-  if (last == 'G' || last == 'g') mult = int64_t{1} << 30;
-  if (mult != 1) t.pop_back();
-  auto v = ParseInt(t, "size");
+  // The one reading of K/M/G (powers of 1024) that counts of tokens use too.
+  auto v = ParseCount(text, "size");
   if (!v.ok()) return Status::InvalidArgument("'" + std::string(text) + "' is not a size (N[K|M|G])");
-  if (*v < 0) return Status::InvalidArgument("size must be non-negative");
-  return *v * mult;
+  return v;
 }
 
 std::string Fnv1a64Hex(std::string_view text) {

@@ -1,11 +1,13 @@
 #include "frameworks/emit.h"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 #include <vector>
 
 #include "common/enum_names.h"
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "frameworks/emit_internal.h"
 
 namespace paratune::planner {
@@ -215,8 +217,10 @@ Result<OrderedJson> SidecarChecked(const Json& plans, int rank, EmitFormat forma
 
 Result<EmitFormat> ParseEmitFormat(const std::string& name) {
   if (auto f = EnumFromName<EmitFormat>(name, kEmitFormatNames)) return *f;
+  const std::string hint = DidYouMean(
+      name, std::vector<std::string>(std::begin(kEmitFormatNames), std::end(kEmitFormatNames)));
   return Status::InvalidArgument("--format '" + name + "' is not one of " +
-                                 EnumNameList(kEmitFormatNames));
+                                 EnumNameList(kEmitFormatNames) + (hint.empty() ? "" : "; " + hint));
 }
 
 const char* EmitFormatName(EmitFormat f) { return EnumLookup(f, kEmitFormatNames, "json"); }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/strings.h"
+#include "common/user_input.h"
 
 namespace paratune::planner {
 
@@ -19,17 +20,40 @@ int64_t DefaultGlobalBatch(const ModelSpec& model, int seq_len) {
   return std::max<int64_t>(1, tokens / std::max(seq_len, 1));
 }
 
+namespace {
+
+// An optional count of tokens or sequences: a JSON integer, or a string as
+// people type it on the command line or the page ("8k", "128K", "1M",
+// "2^20"; ParseCount), so every path reads one form the same way.
+Status OptCount(ObjectReader& r, std::string_view key, int64_t* out) {
+  if (r.Has(key) && r.Raw(key).is_string()) {
+    PT_ASSIGN_OR_RETURN(*out, ParseCount(r.Raw(key).get<std::string>(), r.PointerOf(key)));
+    return Status::Ok();
+  }
+  Status s = r.OptInteger(key, out);
+  if (!s.ok()) return r.Error(key, std::string("must be an integer or a string of ") + kCountForms);
+  return s;
+}
+
+// OptCount into an int within [1, hi]; out of range, the error names the range.
+Status OptCountIn(ObjectReader& r, std::string_view key, int64_t hi, int* out) {
+  int64_t v = *out;
+  PT_RETURN_IF_ERROR(OptCount(r, key, &v));
+  if (v < 1 || v > hi) return r.Error(key, "must be in [1, " + std::to_string(hi) + "]");
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
                                    const ModelSpec& model) {
   TrainingSpec t;
   ObjectReader r(j, pointer);
   t.seq_len = DefaultSeqLen(model);
-  PT_RETURN_IF_ERROR(r.OptInt("seq_len", &t.seq_len));
-  if (t.seq_len < 1 || t.seq_len > kMaxModelSeqLen) {
-    return r.Error("seq_len", "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
-  }
+  PT_RETURN_IF_ERROR(OptCountIn(r, "seq_len", kMaxModelSeqLen, &t.seq_len));
   t.global_batch = DefaultGlobalBatch(model, t.seq_len);
-  PT_RETURN_IF_ERROR(r.OptInteger("global_batch", &t.global_batch));
+  PT_RETURN_IF_ERROR(OptCount(r, "global_batch", &t.global_batch));
   // The search enumerates the divisors of the batch: bounded, it stays fast.
   if (t.global_batch < 1 || t.global_batch > kMaxGlobalBatch) {
     return r.Error("global_batch", "must be in [1, " + std::to_string(kMaxGlobalBatch) + "]");
@@ -45,9 +69,16 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   } else {
     auto prec = topology::ParsePrecision(s);
     if (!prec.ok()) {
-      return r.Error("precision", "unknown precision '" + s +
-                                      "' (valid: fp32, tf32, bf16, fp16, fp8, fp8_delayed, "
-                                      "fp8_current, fp8_blockwise, mxfp8, nvfp4)");
+      const std::vector<std::string> valid = {"fp32",          "tf32",        "bf16",
+                                              "fp16",          "fp8",         "fp8_delayed",
+                                              "fp8_current",   "fp8_blockwise", "mxfp8",
+                                              "nvfp4"};
+      const std::string hint = DidYouMean(s, valid);
+      std::string names;
+      for (const std::string& v : valid) names += (names.empty() ? "" : ", ") + v;
+      return r.Error("precision", "unknown precision '" + s + "'" +
+                                      (hint.empty() ? "" : "; " + hint) + " (valid: " + names +
+                                      ")");
     }
     t.precision = *prec;
   }
@@ -60,10 +91,7 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   PT_RETURN_IF_ERROR(r.OptBool("main_grads_fp32", &t.main_grads_fp32));
   PT_RETURN_IF_ERROR(r.OptNumber("headroom", &t.headroom));
   if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
-  PT_RETURN_IF_ERROR(r.OptInt("fpdt_chunk_tokens", &t.fpdt_chunk_tokens));
-  if (t.fpdt_chunk_tokens < 1 || t.fpdt_chunk_tokens > kMaxModelSeqLen) {
-    return r.Error("fpdt_chunk_tokens", "must be in [1, " + std::to_string(kMaxModelSeqLen) + "]");
-  }
+  PT_RETURN_IF_ERROR(OptCountIn(r, "fpdt_chunk_tokens", kMaxModelSeqLen, &t.fpdt_chunk_tokens));
   PT_RETURN_IF_ERROR(r.OptParsed("framework", ParseFramework, &t.framework));
   PT_RETURN_IF_ERROR(r.OptBool("compile", &t.compile));
   if (t.compile && !FrameworkPreset(t.framework).support.compile) {

@@ -16,6 +16,7 @@
 
 #include "common/enum_names.h"
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "planner/pipeline.h"
 
 namespace paratune::planner {
@@ -109,7 +110,12 @@ auto Key(const ParallelConfig& c) {
 const char* FamilyName(Family f) { return EnumLookup(f, kFamilyNames, "all"); }
 
 Result<Family> ParseFamily(const std::string& s) {
-  return ParseEnumName<Family>(s, kFamilyNames, "a space");
+  auto f = ParseEnumName<Family>(s, kFamilyNames, "a space");
+  if (f.ok()) return f;
+  const std::string hint =
+      DidYouMean(s, std::vector<std::string>(std::begin(kFamilyNames), std::end(kFamilyNames)));
+  if (hint.empty()) return f;
+  return Status::InvalidArgument(f.status().message() + "; " + hint);
 }
 
 std::vector<Framework> FrameworksOf(Family f) {

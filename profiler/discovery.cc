@@ -111,7 +111,7 @@ Result<std::string> MatchGpuPreset(const std::string& device_name, int64_t memor
   if (has("h200")) return std::string("h200");
   if (has("h100")) return std::string("h100-sxm");
   if (has("a100")) return std::string(memory_bytes > int64_t{48} << 30 ? "a100-80gb" : "a100-40gb");
-  if (has("v100")) return std::string("v100-32gb");
+  if (has("v100")) return std::string(memory_bytes > int64_t{24} << 30 ? "v100-32gb" : "v100-16gb");
   return Status::NotFound("no GPU preset matches '" + device_name + "'");
 }
 

@@ -61,7 +61,7 @@ Result<topology::ClusterSpec> ClusterFromDiscovery(const Discovery& d);
 PeakTable PeaksOf(const topology::ClusterSpec& c);
 
 // The GPU preset whose device name matches `device_name` (exact, then family:
-// "GH200", "H200", "H100", "A100" by memory, "V100"), or kNotFound.
+// "GH200", "H200", "H100", "A100" and "V100" by memory), or kNotFound.
 Result<std::string> MatchGpuPreset(const std::string& device_name, int64_t memory_bytes);
 
 }  // namespace paratune::profiler

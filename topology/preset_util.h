@@ -15,6 +15,7 @@
 #include "common/embedded.h"
 #include "common/json.h"
 #include "common/status.h"
+#include "common/user_input.h"
 
 namespace paratune::topology {
 
@@ -127,12 +128,15 @@ class PresetTable {
   }
 
   // The preset `name` (or why it does not parse), or kNotFound
-  // "unknown <label> preset '<name>' (valid: <the names in preset order>)".
+  // "unknown <label> preset '<name>'; did you mean <the closest names>? (valid:
+  // <the names in preset order>)", the question only when a name is close.
   Result<T> Find(const std::string& name, const char* label) const {
     auto it = parsed_.find(name);
     if (it == parsed_.end()) {
-      return Status::NotFound("unknown " + std::string(label) + " preset '" + name +
-                              "' (valid: " + JoinNames(names_) + ")");
+      const std::string hint = DidYouMean(name, names_);
+      return Status::NotFound("unknown " + std::string(label) + " preset '" + name + "'" +
+                              (hint.empty() ? "" : "; " + hint) + " (valid: " +
+                              JoinNames(names_) + ")");
     }
     return it->second;
   }

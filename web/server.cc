@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/state_dir.h"
 #include "common/strings.h"
+#include "common/user_input.h"
 #include "planner/model.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"
@@ -791,11 +792,15 @@ void Server::Routes() {
         } else if (auto c = topology::ClusterPreset(name); c.ok()) {
           return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
         }
+        const std::string hint =
+            DidYouMean(name, kind == "models" ? planner::ModelPresetNames()
+                             : kind == "gpus" ? topology::GpuPresetNames()
+                                              : topology::ClusterPresetNames());
         Problem p;
         p.status = 404;
         p.type = "urn:paratune:problem:not-found";
-        p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name +
-                   "' (GET /v1/presets/" + kind + ")";
+        p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name + "'" +
+                   (hint.empty() ? "" : "; " + hint) + " (GET /v1/presets/" + kind + ")";
         SendProblem(res, req, p);
       }));
 

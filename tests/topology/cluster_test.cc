@@ -20,8 +20,8 @@ using testing::SetAt;
 
 const std::vector<std::string> kClusterPresets = {
     "alps",     "dgx-a100-40gb", "dgx-a100-80gb", "dgx-b200",    "dgx-b300", "dgx-h100",
-    "dgx-h200", "frontier",      "gb200-nvl72",   "gb300-nvl72", "hgx-h800", "mi300x",
-    "mi325x",   "mi350x",        "mi355x",        "perlmutter",  "polaris"};
+    "dgx-h200", "frontier",      "gb200-nvl72",   "gb300-nvl72", "hgx-h800", "jean-zay-v100",
+    "mi300x",   "mi325x",        "mi350x",        "mi355x",      "perlmutter", "polaris"};
 constexpr Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
                                           Collective::kReduceScatter, Collective::kAllToAll,
                                           Collective::kSendRecv};
@@ -169,6 +169,31 @@ TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("/cluster"), std::string::npos);
   EXPECT_NE(r.status().message().find("perlmutter"), std::string::npos);
+}
+
+TEST(ClusterPresetTest, UnknownNameSuggestsTheClosest) {
+  const std::string m = ClusterPreset("dgx-h10").status().message();
+  const size_t ask = m.find("did you mean");
+  ASSERT_NE(ask, std::string::npos) << m;
+  EXPECT_LT(m.find("dgx-h100", ask), m.find("(valid:")) << m;
+}
+
+// Jean Zay's quad-V100 nodes: four V100s linked pairwise by NVLink2 (no
+// switch), four Omni-Path links per node, a slower network per GPU than a
+// DGX A100's HDR.
+TEST(ClusterPresetTest, JeanZayIsFourV100sOnAnNvlinkMesh) {
+  const ClusterSpec c = MustCluster("jean-zay-v100");
+  EXPECT_EQ(c.gpu.name, "v100-32gb");
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_EQ(c.intra_node_fabric, "mesh");
+  ASSERT_EQ(c.link_GBps.size(), 4u);
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(c.link_GBps[a][b] > 0, a != b) << a << "," << b;
+  }
+  EXPECT_EQ(c.nics_per_node, 4);
+  EXPECT_LT(c.nic_efficiency, 1);  // achievable below the line rate
+  EXPECT_LT(c.InterNodeGBpsPerGpu(), MustCluster("dgx-a100-40gb").InterNodeGBpsPerGpu());
+  EXPECT_GT(c.host_memory_GiB, 0);
 }
 
 TEST(ResolveClusterTest, StringObjectOrError) {

@@ -18,7 +18,8 @@ using testing::SetAt;
 
 const std::vector<std::string> kGpuPresets = {
     "a100-40gb", "a100-80gb", "b200",       "b300",   "gb200",  "gb300",  "gh200",  "h100-sxm",
-    "h200",      "h800",      "mi250x-gcd", "mi300x", "mi325x", "mi350x", "mi355x", "v100-32gb"};
+    "h200",      "h800",      "mi250x-gcd", "mi300x", "mi325x", "mi350x", "mi355x", "v100-16gb",
+    "v100-32gb"};
 
 TEST(PrecisionTest, NamesRoundTrip) {
   ASSERT_NO_FATAL_FAILURE(
@@ -40,6 +41,34 @@ TEST(GpuPresetTest, EveryPresetParsesAndIsListed) {
 
 TEST(GpuPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   testing::ExpectUnknownPresetListsTheKnown<GpuSpec>("a100", &GpuPreset, kGpuPresets);
+}
+
+// A near miss names the closest presets before the full list; nothing close,
+// no question.
+TEST(GpuPresetTest, UnknownNameSuggestsTheClosest) {
+  const std::string near = GpuPreset("h10").status().message();
+  const size_t ask = near.find("did you mean");
+  ASSERT_NE(ask, std::string::npos) << near;
+  EXPECT_LT(near.find("h100-sxm", ask), near.find("(valid:")) << near;
+  EXPECT_EQ(GpuPreset("zzzzzz").status().message().find("did you mean"), std::string::npos);
+}
+
+// The two SXM2 V100s are one die with two capacities: every rate the same,
+// no bf16 and no fp8 on either.
+TEST(GpuPresetTest, V100PartsDifferOnlyInCapacity) {
+  const GpuSpec small = MustGpu("v100-16gb"), large = MustGpu("v100-32gb");
+  EXPECT_LT(small.memory_GiB, 16);
+  EXPECT_GT(small.memory_GiB, 15);
+  EXPECT_LT(small.memory_GiB, large.memory_GiB);
+  for (int p = 0; p < kNumPrecisions; ++p) {
+    EXPECT_EQ(small.peak_tflops[p], large.peak_tflops[p]) << PrecisionName(static_cast<Precision>(p));
+  }
+  EXPECT_EQ(small.hbm_GBps, large.hbm_GBps);
+  EXPECT_EQ(small.GemmEfficiency(Precision::kFp16, 8192, 8192, 8192),
+            large.GemmEfficiency(Precision::kFp16, 8192, 8192, 8192));
+  EXPECT_EQ(small.PeakTflops(Precision::kBf16), 0);
+  EXPECT_EQ(small.peak_tflops[static_cast<int>(Precision::kFp8)], 0);
+  EXPECT_GT(small.PeakTflops(Precision::kFp16), 0);
 }
 
 // Datasheet figures (dense peaks) must come out of the presets unchanged.

@@ -173,6 +173,43 @@ TEST_F(ServerTest, PredictErrors) {
   ExpectProblem(client_->Get("/v1/nothing-here"), 404);
 }
 
+// Input as people type it: a misspelt preset or key is refused with the
+// closest names (the CLI's resolution functions), and a sequence length or
+// batch may carry a size suffix.
+TEST_F(ServerTest, NearMissesNameWhatWasMeantAndSuffixesAreRead) {
+  Json typo = Json::parse(kPredict);
+  typo["model"] = "gpt3-175";
+  Json p = ExpectProblem(PostJson("/v1/predict", typo.dump()), 422, "/model");
+  EXPECT_NE(p["detail"].get<std::string>().find("did you mean gpt3-175b"), std::string::npos)
+      << p.dump();
+  typo = Json::parse(kPredict);
+  typo["cluster"] = "dgx-a100-80g";
+  p = ExpectProblem(PostJson("/v1/predict", typo.dump()), 422, "/cluster");
+  EXPECT_NE(p["detail"].get<std::string>().find("dgx-a100-80gb"), std::string::npos) << p.dump();
+  // training.seq for training.seq_len: the pointer names the wrong key, the
+  // detail the right one.
+  Json seq = Json::parse(kPredict);
+  seq["training"].erase("seq_len");
+  seq["training"]["seq"] = 2048;
+  p = ExpectProblem(PostJson("/v1/predict", seq.dump()), 422, "/training/seq");
+  EXPECT_NE(p["detail"].get<std::string>().find("did you mean seq_len"), std::string::npos)
+      << p.dump();
+  auto preset = client_->Get("/v1/presets/models/llama3-405b");
+  p = ExpectProblem(preset, 404);
+  EXPECT_NE(p["detail"].get<std::string>().find("llama3.1-405b"), std::string::npos) << p.dump();
+
+  Json suffixed = Json::parse(kPredict);
+  suffixed["training"]["seq_len"] = "2k";
+  suffixed["training"]["global_batch"] = "1536";
+  auto a = PostJson("/v1/predict", suffixed.dump());
+  auto b = PostJson("/v1/predict", kPredict);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->status, 200) << a->body;
+  ASSERT_EQ(b->status, 200) << b->body;
+  EXPECT_EQ(BodyJson(a)["iteration_time_s"], BodyJson(b)["iteration_time_s"]);
+  EXPECT_EQ(BodyJson(a)["training"], BodyJson(b)["training"]);
+}
+
 // A job that fits nowhere for lack of memory gets the CLI's document,
 // pointer to where it fits included: a plan at that count has candidates.
 TEST_F(ServerTest, NothingFitsNamesTheFewestGpusThatFitAsTheCliDoes) {
