@@ -504,10 +504,13 @@ TEST_F(HostileTest, NumbersAreRangeCheckedWhereTheyAreParsed) {
   plan([](Json& j) { j["top"] = 100000; }, "/top");
   plan([](Json& j) { j["top"] = 5000; }, "/top");  // over this service's limit
   plan([](Json& j) { j["top"] = "10"; }, "/top");
-  plan([](Json& j) { j["training"]["global_batch"] = "64"; }, "/training/global_batch");
+  // Counts may be written as people type them ("8k", docs/cli.md); anything else is refused.
+  plan([](Json& j) { j["training"]["global_batch"] = "64 sequences"; }, "/training/global_batch");
+  plan([](Json& j) { j["training"]["global_batch"] = "2^40"; }, "/training/global_batch");
   plan([](Json& j) { j["training"]["global_batch"] = int64_t{1} << 40; }, "/training/global_batch");
   plan([](Json& j) { j["training"]["seq_len"] = int64_t{1} << 40; }, "/training/seq_len");
-  plan([](Json& j) { j["training"]["seq_len"] = "4096"; }, "/training/seq_len");
+  plan([](Json& j) { j["training"]["seq_len"] = "4096tokens"; }, "/training/seq_len");
+  plan([](Json& j) { j["training"]["seq_len"] = "1e9"; }, "/training/seq_len");
   Json pred = Json::parse(kPredict);
   pred["gpus"] = "1024";
   ExpectProblem(c->Post("/v1/predict", pred.dump(), "application/json"), 422, "/gpus");
