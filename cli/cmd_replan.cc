@@ -88,6 +88,11 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
         << ":" << s["feasible"].get<int64_t>();
   }
   out << "  (GPUs:fitting configs)\n";
+  if (const auto& s = d["same_layout_with_batch_change"]; !s.is_null()) {
+    out << "the running layout keeps " << s["gpus"].get<int>() << " GPUs at global batch "
+        << s["global_batch"].get<int64_t>() << " (" << FormatFixed(s["relative_tokens_per_s"].get<double>(), 3)
+        << "x tokens/s): --allow-global-batch-change ranks it\n";
+  }
   if (d["candidates"].empty()) {
     out << "no configuration fits\n";
     return;
@@ -95,15 +100,22 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
   out << "\n" << std::setw(4) << "rank" << std::setw(6) << "gpus" << "  " << std::left << std::setw(52) << "config"
       << std::right << std::setw(9) << "time_s" << std::setw(10) << "vs_now" << std::setw(11) << "tokens/s"
       << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  batch\n";
+  bool any_same = false;
   for (const auto& c : d["candidates"]) {
     const auto& p = c["prediction"];
-    out << std::setw(4) << c["rank"].get<int>() << std::setw(6) << c["gpus"].get<int>() << "  " << std::left
+    const bool same = c["keeps_layout"].get<bool>();
+    any_same = any_same || same;
+    out << std::setw(3) << c["rank"].get<int>() << (same ? "=" : " ") << std::setw(6) << c["gpus"].get<int>() << "  " << std::left
         << std::setw(52) << c["config_string"].get<std::string>() << std::right << std::setw(9)
         << FormatFixed(p["iteration_time_s"].get<double>(), 3) << std::setw(9)
         << FormatFixed(c["relative_step_time"].get<double>(), 3) << "x" << std::setw(11)
         << FormatFixed(p["tokens_per_s"].get<double>(), 0) << std::setw(7) << FormatFixed(100 * p["mfu"].get<double>(), 1)
-        << std::setw(9) << FormatFixed(p["memory_GiB"]["total"].get<double>(), 1) << "  "
+        << std::setw(9) << FormatFixed(p["memory_GiB"]["reserved"].get<double>(), 1) << "  "
         << c["global_batch"].get<int64_t>() << (c["global_batch_changed"].get<bool>() ? " (CHANGED)" : "") << "\n";
+  }
+  if (any_same) {
+    out << "= the running layout with fewer data-parallel replicas: ranked first unless another "
+           "is faster by more than its uncertainty band\n";
   }
   if (d["reshard"].is_null()) return;
   const auto& r = d["reshard"];

@@ -83,6 +83,108 @@ Status BuildAllocation(const Job& job, const ReplanOptions& o, ReplanResult* r) 
   return Status::Ok();
 }
 
+bool Faster(const ReplanCandidate& a, const ReplanCandidate& b);
+
+// Whether `c` holds every pin of `opt.fixed` (--fix), read as the search reads
+// them: canonical config keys, tp for gy and dp for gdata; uneven_pp=false
+// asks for whole stages.
+bool FixedAllows(const SearchOptions& opt, const ParallelConfig& c) {
+  const Json have = Json::parse(ConfigToJson(c).dump());
+  for (const auto& [k, v] : opt.fixed) {
+    if (k == "uneven_pp") {
+      if (v == "false" && (c.first_stage_layers > 0 || c.last_stage_layers > 0)) return false;
+      continue;
+    }
+    auto pinned = ConfigStringToJson(k + "=" + v);
+    if (!pinned.ok()) return false;
+    for (const auto& [key, want] : pinned->items()) {
+      std::string name = key == "gdata" ? "dp" : key;
+      if (name == "gy" && c.gx == 1) name = "tp";
+      if (!have.contains(name)) continue;
+      const Json& got = have[name];
+      const bool same = got.is_boolean() && want.is_number_integer()
+                            ? got.get<bool>() == (want.get<int64_t>() != 0)
+                            : got == want;
+      if (!same) return false;
+    }
+  }
+  return true;
+}
+
+// The running layout on g GPUs: the same model-parallel block, g / block
+// data-parallel replicas, each batch in `batches` (the first that passes the
+// framework's rules and fits is kept). Empty when g is not a multiple of the
+// block or no batch fits.
+std::optional<ReplanCandidate> SameLayoutOn(const Job& old_job, const ParallelConfig& old_config,
+                                            int g, const std::vector<int64_t>& batches,
+                                            const Prediction& running) {
+  const int64_t block = old_config.world() / old_config.gdata;
+  if (g % block != 0) return std::nullopt;
+  ParallelConfig c = old_config;
+  c.gdata = static_cast<int>(g / block);
+  for (int64_t batch : batches) {
+    Job job = old_job;
+    job.gpus = g;
+    job.training.global_batch = batch;
+    const CostModel cm(job.model, job.training, job.cluster, g);
+    if (cm.CheckRules(c) != Reason::kOk) continue;
+    const Prediction p = cm.Predict(c);
+    if (!p.fits) continue;
+    ReplanCandidate rc;
+    rc.candidate = Candidate{c, p, old_job.training.framework};
+    rc.gpus = g;
+    rc.global_batch = batch;
+    rc.relative_step_time = p.iteration_time_s / running.iteration_time_s;
+    rc.relative_tokens_per_s = p.tokens_per_s / running.tokens_per_s;
+    rc.keeps_layout = true;
+    return rc;
+  }
+  return std::nullopt;
+}
+
+// The batches a count may run with: the running one, and with the batch
+// allowed to change, each replica's share kept (what dropping replicas
+// does: the schedule's micro-batches stay as they were) and the running batch
+// rounded to the nearest multiple of the new data width.
+std::vector<int64_t> BatchesFor(const ParallelConfig& old_config, int64_t B, int g, bool allow_change) {
+  std::vector<int64_t> out = {B};
+  const int64_t block = old_config.world() / old_config.gdata;
+  if (!allow_change || g % block != 0) return out;
+  const int64_t q = (g / block) * int64_t{old_config.gz};
+  const int64_t q_old = int64_t{old_config.gdata} * old_config.gz;
+  auto add = [&](int64_t b) {
+    if (b >= 1 && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  };
+  if (B % q_old == 0) add(B / q_old * q);
+  add(std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q));
+  return out;
+}
+
+bool SameRow(const ReplanCandidate& a, const ReplanCandidate& b) {
+  return a.gpus == b.gpus && a.global_batch == b.global_batch &&
+         a.candidate.framework == b.candidate.framework && a.candidate.config == b.candidate.config;
+}
+
+// Operators' order: the running layout with fewer replicas first, unless
+// another candidate is faster by more than that one's uncertainty band; then
+// the rest by throughput. The running layout stays among the first `rows`
+// whatever its rank, so the comparison is always on the table.
+void RankAsOperatorsDo(std::vector<ReplanCandidate>* all, int rows) {
+  std::sort(all->begin(), all->end(), Faster);
+  auto keep = std::find_if(all->begin(), all->end(),
+                           [](const ReplanCandidate& c) { return c.keeps_layout; });
+  if (keep == all->end() || keep == all->begin()) return;
+  const double band = keep->candidate.prediction.uncertainty;
+  if (all->front().candidate.prediction.tokens_per_s >
+      keep->candidate.prediction.tokens_per_s * (1 + band)) {
+    // A change of layout buys more than the model can tell apart.
+    const auto last_row = all->begin() + std::max(0, rows - 1);
+    if (keep > last_row) std::rotate(last_row, keep, keep + 1);
+    return;
+  }
+  std::rotate(all->begin(), keep, keep + 1);
+}
+
 bool Faster(const ReplanCandidate& a, const ReplanCandidate& b) {
   if (a.candidate.prediction.tokens_per_s != b.candidate.prediction.tokens_per_s) {
     return a.candidate.prediction.tokens_per_s > b.candidate.prediction.tokens_per_s;
@@ -118,8 +220,7 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
   }
   const int64_t B = old_job.training.global_batch;
   // The running layout's model-parallel block (everything but plain data
-  // parallelism): with the batch allowed to change, the new data width is
-  // g / block and the batch is rounded to a multiple of it.
+  // parallelism): the same layout runs on multiples of it.
   const int64_t block = old_config.world() / old_config.gdata;
   SearchOptions sopt = options.search;
   sopt.objective = Objective::kTime;
@@ -128,13 +229,28 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
   sopt.count_faster_than_s = -1;
   int fitting_counts = 0;
   std::vector<ReplanCandidate> all;
-  for (int g : counts) {
-    std::vector<int64_t> batches = {B};
-    if (options.allow_global_batch_change && g % block == 0) {
-      const int64_t q = (g / block) * int64_t{old_config.gz};
-      const int64_t b2 = std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q);
-      if (b2 != B) batches.push_back(b2);
+  // The running layout with fewer replicas, on the most GPUs it fits: found
+  // whatever the search's own top rows hold, and whatever --max-counts stops.
+  for (int g = static_cast<int>(avail / block * block); g >= min_gpus && g > 0;
+       g -= static_cast<int>(block)) {
+    auto same = SameLayoutOn(old_job, old_config, g,
+                             BatchesFor(old_config, B, g, options.allow_global_batch_change),
+                             r.old_prediction);
+    if (same && FixedAllows(sopt, same->candidate.config)) {
+      all.push_back(*same);
+      break;
     }
+  }
+  const int most_same = static_cast<int>(avail / block * block);
+  if (!options.allow_global_batch_change && most_same > 0 &&
+      (all.empty() || all.front().gpus < most_same)) {
+    std::vector<int64_t> changed = BatchesFor(old_config, B, most_same, true);
+    changed.erase(changed.begin());  // the kept batch: tried above
+    r.same_layout_with_batch_change =
+        SameLayoutOn(old_job, old_config, most_same, changed, r.old_prediction);
+  }
+  for (int g : counts) {
+    const std::vector<int64_t> batches = BatchesFor(old_config, B, g, options.allow_global_batch_change);
     bool any = false;
     for (int64_t batch : batches) {
       Job job = old_job;
@@ -151,13 +267,15 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
         rc.global_batch = batch;
         rc.relative_step_time = c.prediction.iteration_time_s / r.old_prediction.iteration_time_s;
         rc.relative_tokens_per_s = c.prediction.tokens_per_s / r.old_prediction.tokens_per_s;
-        all.push_back(rc);
+        if (std::none_of(all.begin(), all.end(), [&](const ReplanCandidate& o) { return SameRow(o, rc); })) {
+          all.push_back(rc);
+        }
         any = true;
       }
     }
     if (any && ++fitting_counts >= options.max_counts) break;
   }
-  std::sort(all.begin(), all.end(), Faster);
+  RankAsOperatorsDo(&all, options.search.top_k);
   if (static_cast<int>(all.size()) > options.search.top_k) all.resize(options.search.top_k);
   r.candidates = std::move(all);
   for (const auto& c : r.candidates) r.global_batch_changed = r.global_batch_changed || c.global_batch != B;
@@ -273,6 +391,12 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
                        " GPUs or the counts below it that were searched" +
                        (options.allow_global_batch_change ? "" : "; --allow-global-batch-change may help"));
   }
+  if (const auto& s = r.same_layout_with_batch_change) {
+    warnings.push_back("the running layout keeps " + std::to_string(s->gpus) + " GPUs at global batch " +
+                       std::to_string(s->global_batch) + " (each data-parallel replica keeps its share) at " +
+                       FormatFixed(s->relative_tokens_per_s, 3) +
+                       "x the running tokens/s; rerun with --allow-global-batch-change to rank it");
+  }
   if (r.reshard && r.old_job.model.is_moe() && !r.experts) {
     warnings.push_back(
         "the routed experts' move is not mapped: their layout is modelled as Megatron-Core folds "
@@ -312,9 +436,22 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
     cj["prediction"] = PredictionFields(c.candidate.prediction, cm);
     cj["relative_step_time"] = c.relative_step_time;
     cj["relative_tokens_per_s"] = c.relative_tokens_per_s;
+    cj["keeps_layout"] = c.keeps_layout;
     cands.push_back(cj);
   }
   doc["candidates"] = cands;
+  if (const auto& s = r.same_layout_with_batch_change) {
+    OrderedJson same;
+    same["gpus"] = s->gpus;
+    same["global_batch"] = s->global_batch;
+    same["config"] = ConfigToJson(s->candidate.config);
+    same["config_string"] = ConfigText(s->candidate.framework, s->candidate.config);
+    same["iteration_time_s"] = s->candidate.prediction.iteration_time_s;
+    same["relative_tokens_per_s"] = s->relative_tokens_per_s;
+    doc["same_layout_with_batch_change"] = same;
+  } else {
+    doc["same_layout_with_batch_change"] = nullptr;
+  }
   if (r.reshard) {
     doc["reshard_candidate"] = options.reshard_candidate;
     doc["reshard"] = ReshardToJson(*r.reshard, *r.reshard_from, *r.reshard_to, options.reshard);

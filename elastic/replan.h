@@ -60,6 +60,10 @@ struct ReplanCandidate {
   int64_t global_batch = 0;
   double relative_step_time = 0;     // candidate iteration time / running iteration time
   double relative_tokens_per_s = 0;  // candidate tokens/s / running tokens/s
+  // The running layout with fewer (or more) data-parallel replicas: what an
+  // operator tries first (nothing but the data-parallel groups changes, the
+  // checkpoint needs no resharding within a replica).
+  bool keeps_layout = false;
 };
 
 // The routed experts' part of a reshard. Each pipeline stage's experts lie
@@ -107,6 +111,10 @@ struct ReplanResult {
   std::vector<Searched> searched;
   std::vector<ReplanCandidate> candidates;  // best first
   bool global_batch_changed = false;        // some candidate runs another global batch
+  // With the batch kept, the running layout on the most GPUs that hold it
+  // with another batch (each replica's share kept), when that is the only way
+  // to keep it there: what --allow-global-batch-change would offer first.
+  std::optional<ReplanCandidate> same_layout_with_batch_change;
   // The reshard map to candidate reshard_candidate (absent with none).
   std::optional<ReshardMap> reshard;
   std::optional<Layout> reshard_from, reshard_to;

@@ -70,6 +70,71 @@ TEST(ReplanCli, TableAndLoudBatchChange) {
   EXPECT_NE(r.out.find("peer-to-peer"), std::string::npos);
 }
 
+// Operators keep the running layout and drop data-parallel replicas first.
+// Llama 3 70B on 32 nodes loses one: with the batch allowed to shrink, each
+// replica keeps its 32 sequences (batch 480 on 15 replicas), the layout stays
+// on the table whatever outranks it, and marked as the running layout.
+TEST(ReplanCli, TheRunningLayoutWithFewerReplicasIsOffered) {
+  const Outcome plan = Call(RunPlan, {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256",
+                                      "--seq", "8192", "--global-batch", "512", "--space", "megatron",
+                                      "--format", "json"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  const Json running = Json::parse(plan.out)["candidates"][0]["config"];
+  const Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--allow-global-batch-change",
+                                     "--top", "4", "--format", "json"}, plan.out);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json d = Json::parse(r.out);
+  int same = 0;
+  for (const Json& c : d["candidates"]) {
+    if (!c["keeps_layout"].get<bool>()) continue;
+    ++same;
+    Json want = running;
+    want["dp"] = c["config"]["dp"];
+    EXPECT_EQ(c["config"], want);
+    EXPECT_LT(c["config"]["dp"].get<int>(), running["dp"].get<int>());
+    // Each replica keeps its share of the batch.
+    EXPECT_EQ(c["global_batch"].get<int64_t>() * running["dp"].get<int>(),
+              512 * c["config"]["dp"].get<int64_t>());
+  }
+  EXPECT_EQ(same, 1);
+  // With the batch kept the layout cannot hold 15 replicas: the document says
+  // where it would, with the batch that keeps each replica's share.
+  const Outcome kept = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--top", "2", "--format", "json"},
+                            plan.out);
+  ASSERT_EQ(kept.code, kExitOk) << kept.err;
+  const Json k = Json::parse(kept.out);
+  ASSERT_FALSE(k["same_layout_with_batch_change"].is_null());
+  EXPECT_EQ(k["same_layout_with_batch_change"]["gpus"], 240);
+  EXPECT_EQ(k["same_layout_with_batch_change"]["global_batch"], 480);
+}
+
+// A fixed layout that predict fits on the remaining GPUs is found: Llama 3.1
+// 405B on 2,048 nodes loses 3; tp=8 pp=16 vpp=8 cp=2 keeps 63 replicas at
+// batch 2016 (32 sequences each: whole groups of the interleaved schedule),
+// ranked first, at the step time predict gives it.
+TEST(ReplanCli, APinnedLayoutThatFitsIsFound) {
+  const Outcome plan = Call(RunPlan, {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--gpus", "16384",
+                                      "--seq", "8192", "--global-batch", "2048", "--space", "megatron",
+                                      "--top", "1", "--format", "json"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  const Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "3", "--allow-global-batch-change",
+                                     "--fix", "tp=8,pp=16,vpp=8,cp=2", "--top", "3", "--format", "json"},
+                         plan.out);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json d = Json::parse(r.out);
+  ASSERT_FALSE(d["candidates"].empty());
+  const Json& first = d["candidates"][0];
+  EXPECT_TRUE(first["keeps_layout"].get<bool>());
+  EXPECT_EQ(first["gpus"], 16128);
+  EXPECT_EQ(first["global_batch"], 2016);
+  const Outcome p = Call(RunPredict, {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--gpus", "16128",
+                                      "--seq", "8192", "--global-batch", "2016", "--config",
+                                      first["config_string"].get<std::string>(), "--format", "json"});
+  ASSERT_EQ(p.code, kExitOk) << p.err;
+  EXPECT_DOUBLE_EQ(Json::parse(p.out)["iteration_time_s"].get<double>(),
+                   first["prediction"]["iteration_time_s"].get<double>());
+}
+
 TEST(ReplanCli, BadInputExitsTwo) {
   EXPECT_EQ(Call(RunReplan, {"--from", "-"}, kRunning).code, kExitUsage);  // no allocation change
   EXPECT_EQ(Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--add-nodes", "1"}, kRunning).code, kExitUsage);
