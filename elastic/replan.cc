@@ -142,11 +142,14 @@ std::optional<ReplanCandidate> SameLayoutOn(const Job& old_job, const ParallelCo
   return std::nullopt;
 }
 
-// The batches a count may run with: the running one, and with the batch
-// allowed to change, each replica's share kept (what dropping replicas
-// does: the schedule's micro-batches stay as they were) and the running batch
-// rounded to the nearest multiple of the new data width.
-std::vector<int64_t> BatchesFor(const ParallelConfig& old_config, int64_t B, int g, bool allow_change) {
+// The batches a count may run with, in the order they are tried: the running
+// one, and with the batch allowed to change, the running batch rounded to the
+// nearest multiple of the new data width, then for the running layout
+// (`replica_share`) each replica's share kept (what dropping replicas does:
+// the schedule's micro-batches stay as they were, so an interleaved
+// schedule's whole groups do too).
+std::vector<int64_t> BatchesFor(const ParallelConfig& old_config, int64_t B, int g, bool allow_change,
+                                bool replica_share) {
   std::vector<int64_t> out = {B};
   const int64_t block = old_config.world() / old_config.gdata;
   if (!allow_change || g % block != 0) return out;
@@ -155,8 +158,8 @@ std::vector<int64_t> BatchesFor(const ParallelConfig& old_config, int64_t B, int
   auto add = [&](int64_t b) {
     if (b >= 1 && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
   };
-  if (B % q_old == 0) add(B / q_old * q);
   add(std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q));
+  if (replica_share && B % q_old == 0) add(B / q_old * q);
   return out;
 }
 
@@ -234,7 +237,7 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
   for (int g = static_cast<int>(avail / block * block); g >= min_gpus && g > 0;
        g -= static_cast<int>(block)) {
     auto same = SameLayoutOn(old_job, old_config, g,
-                             BatchesFor(old_config, B, g, options.allow_global_batch_change),
+                             BatchesFor(old_config, B, g, options.allow_global_batch_change, true),
                              r.old_prediction);
     if (same && FixedAllows(sopt, same->candidate.config)) {
       all.push_back(*same);
@@ -244,13 +247,14 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
   const int most_same = static_cast<int>(avail / block * block);
   if (!options.allow_global_batch_change && most_same > 0 &&
       (all.empty() || all.front().gpus < most_same)) {
-    std::vector<int64_t> changed = BatchesFor(old_config, B, most_same, true);
+    std::vector<int64_t> changed = BatchesFor(old_config, B, most_same, true, true);
     changed.erase(changed.begin());  // the kept batch: tried above
     r.same_layout_with_batch_change =
         SameLayoutOn(old_job, old_config, most_same, changed, r.old_prediction);
   }
   for (int g : counts) {
-    const std::vector<int64_t> batches = BatchesFor(old_config, B, g, options.allow_global_batch_change);
+    const std::vector<int64_t> batches =
+        BatchesFor(old_config, B, g, options.allow_global_batch_change, false);
     bool any = false;
     for (int64_t batch : batches) {
       Job job = old_job;
@@ -393,7 +397,7 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
   }
   if (const auto& s = r.same_layout_with_batch_change) {
     warnings.push_back("the running layout keeps " + std::to_string(s->gpus) + " GPUs at global batch " +
-                       std::to_string(s->global_batch) + " (each data-parallel replica keeps its share) at " +
+                       std::to_string(s->global_batch) + " at " +
                        FormatFixed(s->relative_tokens_per_s, 3) +
                        "x the running tokens/s; rerun with --allow-global-batch-change to rank it");
   }

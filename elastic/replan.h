@@ -112,8 +112,8 @@ struct ReplanResult {
   std::vector<ReplanCandidate> candidates;  // best first
   bool global_batch_changed = false;        // some candidate runs another global batch
   // With the batch kept, the running layout on the most GPUs that hold it
-  // with another batch (each replica's share kept), when that is the only way
-  // to keep it there: what --allow-global-batch-change would offer first.
+  // with another batch (BatchesFor's order), when that is the only way to
+  // keep it there: what --allow-global-batch-change would offer first.
   std::optional<ReplanCandidate> same_layout_with_batch_change;
   // The reshard map to candidate reshard_candidate (absent with none).
   std::optional<ReshardMap> reshard;

@@ -448,8 +448,28 @@ Status ReadNode(ObjectReader* r, ClusterSpec* c) {
   return r->OptInt("max_nodes", &c->max_nodes);
 }
 
+// The NVSwitch ring bus bandwidth over the per-direction NVLink line rate,
+// as nccl-tests measures it on one node without NVLS (the median of
+// shared/calibration/nccl_tables.json's single-node ring tables: A100 231.6 of
+// 300 GB/s = 0.772, azure-ndv4-a100-1node-ar; GB200 679.6 of 900 = 0.755,
+// azure-ndgb200v6-1tray-ar-ring; GB300 685.2 of 900 = 0.761,
+// oci-gb300-1tray-ar; H100 about 360 of 450 = 0.80 with Ring, the file's
+// caveat). What a spec sheet's NVLink rate becomes in a request-form cluster
+// with "rates": "nominal".
+constexpr double kNvSwitchRingEfficiency = 0.77;
+// A NIC's nccl-tests bus bandwidth over its line rate: the NVSwitch presets'
+// nic_efficiency (46-48 of 50 GB/s per 400 Gb/s NDR port, nccl-tests issues
+// #212 and #290).
+constexpr double kNicEfficiency = 0.94;
+
 // The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
-// plus optional labels and latencies: one switch, one NIC per GPU.
+// plus optional labels and latencies: one NVSwitch, one NIC per GPU on a
+// fat-tree. "rates" says what the two bandwidths are: "achievable" (default;
+// bus bandwidths as nccl-tests reports them, as the presets state them) or
+// "nominal" (the spec sheet's per-direction NVLink rate and NIC line rate,
+// turned into achievable ones with the efficiencies above). Latencies and the
+// all-to-all efficiency default to the NVSwitch presets' (dgx-h100), so the
+// same hardware as a preset and as this form is priced alike.
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   ClusterSpec c;
   c.name = "custom";
@@ -467,7 +487,22 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   c.nics_per_node = per_gpu > 0 ? c.gpus_per_node : 0;
   PT_RETURN_IF_ERROR(CheckNetwork(*r, "inter_node_GBps_per_gpu", &c));
   c.nic_GBps = per_gpu;
-  c.nic_efficiency = 1.0;  // the figure is already an achievable one
+  std::string rates = "achievable";
+  PT_RETURN_IF_ERROR(r->OptString("rates", &rates));
+  if (rates == "nominal") {
+    c.intra_node_GBps *= kNvSwitchRingEfficiency;
+    c.nic_efficiency = kNicEfficiency;
+  } else if (rates == "achievable") {
+    c.nic_efficiency = 1.0;  // the figure is already an achievable one
+  } else {
+    return r->Error("rates", "must be \"nominal\" (spec-sheet line rates) or \"achievable\" "
+                             "(measured bus bandwidth, the default)");
+  }
+  // The preset is compiled in: its absence is a build defect the preset tests catch.
+  const ClusterSpec nvswitch = *ClusterPreset("dgx-h100");
+  c.intra_alpha_us = nvswitch.intra_alpha_us;
+  c.inter_alpha_us = nvswitch.inter_alpha_us;
+  c.alltoall_efficiency = nvswitch.alltoall_efficiency;
   PT_RETURN_IF_ERROR(r->OptNumber("intra_alpha_us", &c.intra_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
