@@ -529,6 +529,26 @@ std::string Server::Allowed(const std::string& path) const {
   return out;
 }
 
+namespace {
+
+// Each handler names its route pattern for the metrics labels.
+using Fn = std::function<void(const Request&, Response&)>;
+Fn Labelled(const char* label, Fn fn) {
+  return [label, fn = std::move(fn)](const Request& req, Response& res) {
+    tl_ctx.route = label;
+    fn(req, res);
+  };
+}
+
+// Path segments are checked as tokens here (400), not by the pattern, so a
+// bad identifier is a problem document, not a missing route.
+bool RefusePathToken(const Request& req, Response& res, const std::string& what) {
+  return RefuseBadIdentifier(res, req, req.matches[1], what,
+                             "The identifier in the path is not acceptable");
+}
+
+}  // namespace
+
 void Server::Routes() {
   httplib::Server& svr = *http_;
   // The front end has enforced the limit already; httplib checks it again.
@@ -537,6 +557,35 @@ void Server::Routes() {
   svr.set_keep_alive_max_count(options_.front.max_requests_per_connection);
   svr.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options_.front.idle_timeout_s)));
 
+  GuardRequests();
+  AnswerErrors();
+  PageRoutes();
+  OperatorRoutes();
+  PresetRoutes();
+  PlanRoutes();
+  ProfileRoutes();
+  JobRoutes();
+}
+
+void Server::AddGet(const std::string& pattern, Handler fn) {
+  routes_.emplace_back(std::regex(pattern), "GET");
+  http_->Get(pattern, std::move(fn));
+}
+
+void Server::AddPost(const std::string& pattern, Handler fn) {
+  routes_.emplace_back(std::regex(pattern), "POST");
+  http_->Post(pattern, std::move(fn));
+}
+
+void Server::AddDelete(const std::string& pattern, Handler fn) {
+  routes_.emplace_back(std::regex(pattern), "DELETE");
+  http_->Delete(pattern, std::move(fn));
+}
+
+// Before routing: the Host allow-list, the same-origin rule for state
+// changes, the read-only state directory, the token, and shutdown.
+void Server::GuardRequests() {
+  httplib::Server& svr = *http_;
   svr.set_pre_routing_handler([this](const Request& req, Response& res) {
     tl_ctx = RequestContext{true, std::chrono::steady_clock::now(), "unmatched", ++request_counter_,
                             &hide_};
@@ -572,10 +621,11 @@ void Server::Routes() {
       // the host the request was sent to.
       std::string origin_host = origin;
       for (const char* scheme : {"http://", "https://"}) {
-        if (origin_host.rfind(scheme, 0) == 0) origin_host = origin_host.substr(std::strlen(scheme));
+        if (origin_host.rfind(scheme, 0) == 0)
+          origin_host = origin_host.substr(std::strlen(scheme));
       }
-      const bool same = origin.empty() || (origin_host != origin &&
-                                           origin_host == req.get_header_value("Host"));
+      const bool same =
+          origin.empty() || (origin_host != origin && origin_host == req.get_header_value("Host"));
       if (!same || (!site.empty() && site != "same-origin" && site != "none")) {
         Problem p;
         p.status = 403;
@@ -625,33 +675,38 @@ void Server::Routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req,
-                                                                    Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    Problem p;
-    p.status = res.status;
-    if (res.status == 413) {
-      p.type = "urn:paratune:problem:too-large";
-      p.detail = "the body is larger than this service's limit of " +
-                 std::to_string(options_.max_body_bytes) + " bytes";
-    } else if (res.status == 404 && tl_ctx.route == "unmatched" &&
-               !Allowed(req.path).empty()) {
-      // The path exists, the method does not.
-      const std::string allow = Allowed(req.path);
-      p.status = res.status = 405;
-      p.type = "urn:paratune:problem:method-not-allowed";
-      p.detail = req.method.substr(0, 16) + " is not allowed here; use " + allow;
-      res.set_header("Allow", allow);
-    } else if (res.status == 404) {
-      p.type = "urn:paratune:problem:not-found";
-      p.detail = "no route " + req.method.substr(0, 16) + " " + req.path.substr(0, 200) +
-                 " (GET /v1/openapi.json lists them)";
-    } else {
-      p.detail = std::string(ReasonPhrase(res.status));
-    }
-    SendProblem(res, req, p);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+}
+
+// Problem bodies for httplib's own errors and for exceptions, and the
+// request metrics.
+void Server::AnswerErrors() {
+  httplib::Server& svr = *http_;
+  svr.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        Problem p;
+        p.status = res.status;
+        if (res.status == 413) {
+          p.type = "urn:paratune:problem:too-large";
+          p.detail = "the body is larger than this service's limit of " +
+                     std::to_string(options_.max_body_bytes) + " bytes";
+        } else if (res.status == 404 && tl_ctx.route == "unmatched" && !Allowed(req.path).empty()) {
+          // The path exists, the method does not.
+          const std::string allow = Allowed(req.path);
+          p.status = res.status = 405;
+          p.type = "urn:paratune:problem:method-not-allowed";
+          p.detail = req.method.substr(0, 16) + " is not allowed here; use " + allow;
+          res.set_header("Allow", allow);
+        } else if (res.status == 404) {
+          p.type = "urn:paratune:problem:not-found";
+          p.detail = "no route " + req.method.substr(0, 16) + " " + req.path.substr(0, 200) +
+                     " (GET /v1/openapi.json lists them)";
+        } else {
+          p.detail = std::string(ReasonPhrase(res.status));
+        }
+        SendProblem(res, req, p);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   svr.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     Problem p;
     p.status = 500;
@@ -673,30 +728,9 @@ void Server::Routes() {
     metrics_.RecordRequest(tl_ctx.active ? tl_ctx.route : "unmatched", req.method, res.status, dt);
     tl_ctx = RequestContext{};
   });
+}
 
-  // Each handler names its route pattern for the metrics labels.
-  using Fn = std::function<void(const Request&, Response&)>;
-  auto route = [](const char* label, Fn fn) {
-    return [label, fn = std::move(fn)](const Request& req, Response& res) {
-      tl_ctx.route = label;
-      fn(req, res);
-    };
-  };
-  // Every route is recorded with its method, so a known path asked with
-  // another method gets 405 and Allow (see the error handler).
-  auto get = [this, &svr](const std::string& pattern, Fn fn) {
-    routes_.emplace_back(std::regex(pattern), "GET");
-    svr.Get(pattern, std::move(fn));
-  };
-  auto post = [this, &svr](const std::string& pattern, Fn fn) {
-    routes_.emplace_back(std::regex(pattern), "POST");
-    svr.Post(pattern, std::move(fn));
-  };
-  auto del = [this, &svr](const std::string& pattern, Fn fn) {
-    routes_.emplace_back(std::regex(pattern), "DELETE");
-    svr.Delete(pattern, std::move(fn));
-  };
-
+void Server::PageRoutes() {
   // ---- the page and the OpenAPI document (compiled in) ----
   for (const EmbeddedPreset& f : EmbeddedWebFiles()) {
     const std::string name(f.name);
@@ -706,9 +740,9 @@ void Server::Routes() {
       Json doc = Json::parse(body);  // checked by the tests; a broken file is a build bug
       doc["info"]["version"] = options_.version;
       const std::string text = doc.dump(2);
-      get("/v1/openapi.json", route("/v1/openapi.json", [text](const Request&, Response& res) {
-            SendJson(res, 200, text);
-          }));
+      AddGet("/v1/openapi.json",
+             Labelled("/v1/openapi.json",
+                      [text](const Request&, Response& res) { SendJson(res, 200, text); }));
       continue;
     }
     Fn serve = [body, type](const Request&, Response& res) {
@@ -722,17 +756,19 @@ void Server::Routes() {
       res.set_content(body, type.c_str());
     };
     const std::string url = "/" + name;  // "/static/app.js"
-    get(url, route("/static", serve));
+    AddGet(url, Labelled("/static", serve));
     if (name == "static/index.html") {
-      get("/", route("/", serve));
-      get("/index.html", route("/", serve));
+      AddGet("/", Labelled("/", serve));
+      AddGet("/index.html", Labelled("/", serve));
     }
   }
+}
 
+void Server::OperatorRoutes() {
   // ---- operators ----
-  get("/livez", route("/livez", [](const Request&, Response& res) {
-        res.set_content("ok\n", "text/plain");
-      }));
+  AddGet("/livez", Labelled("/livez", [](const Request&, Response& res) {
+           res.set_content("ok\n", "text/plain");
+         }));
   Fn readyz = [this](const Request& req, Response& res) {
     bool ok = true, degraded = false;
     std::string text;
@@ -746,166 +782,167 @@ void Server::Routes() {
     if (!ok) res.set_header("Retry-After", "5");
     res.set_content(req.has_param("verbose")
                         ? text + (ok ? "readyz check passed\n" : "readyz check failed\n")
-                        : std::string(!ok ? "not ready\n" : degraded ? "degraded\n" : "ok\n"),
+                        : std::string(!ok        ? "not ready\n"
+                                      : degraded ? "degraded\n"
+                                                 : "ok\n"),
                     "text/plain");
   };
-  get("/readyz", route("/readyz", readyz));
-  get("/healthz", route("/healthz", readyz));  // deprecated combined form (ecosystem.md §4)
-  get("/metrics",
-      route(
-          "/metrics", [this](const Request&, Response& res) {
-            res.set_content(
-                metrics_.Render(
-                    options_.version,
-                    [this](std::string* o) {
-                      *o += "# HELP paratune_jobs Jobs known to the service, by status.\n";
-                      *o += "# TYPE paratune_jobs gauge\n";
-                      for (const auto& [st, n] : jobs_->CountByStatus()) {
-                        *o += "paratune_jobs{status=\"" + st + "\"} " + std::to_string(n) + "\n";
-                      }
-                    }),
-                kMetricsMediaType);
-          }));
-  get("/v1/version", route("/v1/version", [this](const Request&, Response& res) {
-        OrderedJson j;
-        j["schema"] = "paratune.version/v1";
-        j["version"] = options_.version;
-        SendJson(res, 200, j.dump());
-      }));
+  AddGet("/readyz", Labelled("/readyz", readyz));
+  AddGet("/healthz", Labelled("/healthz", readyz));  // deprecated combined form (ecosystem.md §4)
+  AddGet("/metrics", Labelled("/metrics", [this](const Request&, Response& res) {
+           res.set_content(
+               metrics_.Render(
+                   options_.version,
+                   [this](std::string* o) {
+                     *o += "# HELP paratune_jobs Jobs known to the service, by status.\n";
+                     *o += "# TYPE paratune_jobs gauge\n";
+                     for (const auto& [st, n] : jobs_->CountByStatus()) {
+                       *o += "paratune_jobs{status=\"" + st + "\"} " + std::to_string(n) + "\n";
+                     }
+                   }),
+               kMetricsMediaType);
+         }));
+  AddGet("/v1/version", Labelled("/v1/version", [this](const Request&, Response& res) {
+           OrderedJson j;
+           j["schema"] = "paratune.version/v1";
+           j["version"] = options_.version;
+           SendJson(res, 200, j.dump());
+         }));
+}
 
+void Server::PresetRoutes() {
   // ---- presets ----
   for (const std::string kind : {"all", "models", "gpus", "clusters"}) {
     const std::string text = PresetsDocument(kind).dump();
     const std::string path = kind == "all" ? "/v1/presets" : "/v1/presets/" + kind;
-    get(path, route(kind == "all" ? "/v1/presets" : "/v1/presets/{kind}",
-                    [text](const Request&, Response& res) { SendJson(res, 200, text); }));
+    AddGet(path, Labelled(kind == "all" ? "/v1/presets" : "/v1/presets/{kind}",
+                          [text](const Request&, Response& res) { SendJson(res, 200, text); }));
   }
-  get(R"(/v1/presets/(models|gpus|clusters)/([A-Za-z0-9._-]+))",
-      route("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
-        const std::string kind = req.matches[1], name = req.matches[2];
-        if (kind == "models") {
-          if (auto m = planner::ModelPreset(name); m.ok())
-            return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
-        } else if (kind == "gpus") {
-          if (auto g = topology::GpuPreset(name); g.ok())
-            return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
-        } else if (auto c = topology::ClusterPreset(name); c.ok()) {
-          return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
-        }
-        const std::string hint =
-            DidYouMean(name, kind == "models" ? planner::ModelPresetNames()
-                             : kind == "gpus" ? topology::GpuPresetNames()
-                                              : topology::ClusterPresetNames());
-        Problem p;
-        p.status = 404;
-        p.type = "urn:paratune:problem:not-found";
-        p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name + "'" +
-                   (hint.empty() ? "" : "; " + hint) + " (GET /v1/presets/" + kind + ")";
-        SendProblem(res, req, p);
-      }));
-
-  // ---- planning ----
-  post("/v1/predict", route("/v1/predict", [this](const Request& req, Response& res) {
-         auto body = JsonBody(req, res, options_.max_json_depth);
-         if (!body) return;
-         auto out = plans_->Predict(*body);
-         if (!out.ok()) return SendStatus(res, req, out.status());
-         SendJson(res, 200, *out);
-       }));
-  post("/v1/plans", route("/v1/plans", [this](const Request& req, Response& res) {
-         if (IsJsonMediaType(MediaType(req))) {
-           if (auto doc = plans_->LookupBody(req.body)) {  // a repeat, byte for byte
-             metrics_.RecordPlan(true);
-             res.set_header("X-Paratune-Cache", "hit");
-             return SendJson(res, 200, *doc);
+  AddGet(R"(/v1/presets/(models|gpus|clusters)/([A-Za-z0-9._-]+))",
+         Labelled("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
+           const std::string kind = req.matches[1], name = req.matches[2];
+           if (kind == "models") {
+             if (auto m = planner::ModelPreset(name); m.ok())
+               return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
+           } else if (kind == "gpus") {
+             if (auto g = topology::GpuPreset(name); g.ok())
+               return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
+           } else if (auto c = topology::ClusterPreset(name); c.ok()) {
+             return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
            }
-         }
-         auto body = JsonBody(req, res, options_.max_json_depth);
-         if (!body) return;
-         SlotRefusal refusal = SlotRefusal::kNone;
-         auto out = plans_->Plan(*body, req.body, ClientOf(req), &refusal);
-         if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
-         metrics_.RecordPlan(out->cache_hit);
-         res.set_header("X-Paratune-Cache", out->cache_hit ? "hit" : "miss");
-         SendJson(res, 200, *out->body);
-       }));
-  post("/v1/emit", route("/v1/emit", [this](const Request& req, Response& res) {
-         auto body = JsonBody(req, res, options_.max_json_depth);
-         if (!body) return;
-         auto out = plans_->Emit(*body, ClientOf(req));
-         if (!out.ok()) return SendStatus(res, req, out.status());
-         res.set_header("X-Paratune-Format", out->first);
-         res.status = 200;
-         res.set_content(out->second, "text/plain; charset=utf-8");
-       }));
-  post("/v1/replans", route("/v1/replans", [this](const Request& req, Response& res) {
-         auto body = JsonBody(req, res, options_.max_json_depth);
-         if (!body) return;
-         SlotRefusal refusal = SlotRefusal::kNone;
-         auto out = plans_->Replan(*body, ClientOf(req), &refusal);
-         if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
-         SendJson(res, 200, *out);
-       }));
+           const std::string hint =
+               DidYouMean(name, kind == "models" ? planner::ModelPresetNames()
+                                : kind == "gpus" ? topology::GpuPresetNames()
+                                                 : topology::ClusterPresetNames());
+           Problem p;
+           p.status = 404;
+           p.type = "urn:paratune:problem:not-found";
+           p.detail = "no " + kind.substr(0, kind.size() - 1) + " preset named '" + name + "'" +
+                      (hint.empty() ? "" : "; " + hint) + " (GET /v1/presets/" + kind + ")";
+           SendProblem(res, req, p);
+         }));
+}
 
+void Server::PlanRoutes() {
+  // ---- planning ----
+  AddPost("/v1/predict", Labelled("/v1/predict", [this](const Request& req, Response& res) {
+            auto body = JsonBody(req, res, options_.max_json_depth);
+            if (!body) return;
+            auto out = plans_->Predict(*body);
+            if (!out.ok()) return SendStatus(res, req, out.status());
+            SendJson(res, 200, *out);
+          }));
+  AddPost("/v1/plans", Labelled("/v1/plans", [this](const Request& req, Response& res) {
+            if (IsJsonMediaType(MediaType(req))) {
+              if (auto doc = plans_->LookupBody(req.body)) {  // a repeat, byte for byte
+                metrics_.RecordPlan(true);
+                res.set_header("X-Paratune-Cache", "hit");
+                return SendJson(res, 200, *doc);
+              }
+            }
+            auto body = JsonBody(req, res, options_.max_json_depth);
+            if (!body) return;
+            SlotRefusal refusal = SlotRefusal::kNone;
+            auto out = plans_->Plan(*body, req.body, ClientOf(req), &refusal);
+            if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
+            metrics_.RecordPlan(out->cache_hit);
+            res.set_header("X-Paratune-Cache", out->cache_hit ? "hit" : "miss");
+            SendJson(res, 200, *out->body);
+          }));
+  AddPost("/v1/emit", Labelled("/v1/emit", [this](const Request& req, Response& res) {
+            auto body = JsonBody(req, res, options_.max_json_depth);
+            if (!body) return;
+            auto out = plans_->Emit(*body, ClientOf(req));
+            if (!out.ok()) return SendStatus(res, req, out.status());
+            res.set_header("X-Paratune-Format", out->first);
+            res.status = 200;
+            res.set_content(out->second, "text/plain; charset=utf-8");
+          }));
+  AddPost("/v1/replans", Labelled("/v1/replans", [this](const Request& req, Response& res) {
+            auto body = JsonBody(req, res, options_.max_json_depth);
+            if (!body) return;
+            SlotRefusal refusal = SlotRefusal::kNone;
+            auto out = plans_->Replan(*body, ClientOf(req), &refusal);
+            if (!out.ok()) return SendSearchProblem(res, req, out.status(), refusal);
+            SendJson(res, 200, *out);
+          }));
+}
+
+void Server::ProfileRoutes() {
   // ---- profiles ----
-  get("/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
-        auto listed = plans_->profiles().List();
-        if (!listed.ok()) return SendStatus(res, req, listed.status(), "list the profiles");
-        OrderedJson doc;
-        doc["schema"] = "paratune.profiles/v1";
-        doc["profiles"] = OrderedJson::array();
-        for (const auto& [name, p] : *listed) {
-          if (p.ok()) {
-            doc["profiles"].push_back(ProfileSummary(name, **p));
-          } else {
-            doc["profiles"].push_back({{"cluster_fingerprint", name},
-                                       {"error", HidePaths(p.status().message(), &hide_)}});
-          }
-        }
-        SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
-      }));
-  // Path segments are checked as tokens here (400), not by the pattern, so a
-  // bad identifier is a problem document, not a missing route.
-  auto bad_token = [](const Request& req, Response& res, const std::string& what) {
-    return RefuseBadIdentifier(res, req, req.matches[1], what,
-                               "The identifier in the path is not acceptable");
-  };
+  AddGet("/v1/profiles", Labelled("/v1/profiles", [this](const Request& req, Response& res) {
+           auto listed = plans_->profiles().List();
+           if (!listed.ok()) return SendStatus(res, req, listed.status(), "list the profiles");
+           OrderedJson doc;
+           doc["schema"] = "paratune.profiles/v1";
+           doc["profiles"] = OrderedJson::array();
+           for (const auto& [name, p] : *listed) {
+             if (p.ok()) {
+               doc["profiles"].push_back(ProfileSummary(name, **p));
+             } else {
+               doc["profiles"].push_back({{"cluster_fingerprint", name},
+                                          {"error", HidePaths(p.status().message(), &hide_)}});
+             }
+           }
+           SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
+         }));
   const char* profile_path = R"(/v1/profiles/([^/]+))";
-  get(profile_path,
-      route("/v1/profiles/{fingerprint}", [this, bad_token](const Request& req, Response& res) {
-        if (bad_token(req, res, "cluster fingerprint")) return;
-        auto got = plans_->profiles().Get(req.matches[1]);
-        if (!got.ok()) return SendStatus(res, req, got.status(), "read the profile");
-        if (!got->has_value()) {
-          Problem p;
-          p.status = 404;
-          p.type = "urn:paratune:problem:not-found";
-          p.detail =
-              "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
-          return SendProblem(res, req, p);
-        }
-        SendJson(res, 200, profiler::ProfileToJson(***got).dump());
-      }));
-  del(profile_path,
-      route("/v1/profiles/{fingerprint}", [this, bad_token](const Request& req, Response& res) {
-        if (bad_token(req, res, "cluster fingerprint")) return;
-        const std::string fp = req.matches[1];
-        auto lock = profiler::CacheLock::TryAcquire(options_.cache_dir, fp);
-        if (!lock.ok()) return SendStatus(res, req, lock.status(), "lock the profile");
-        auto removed = profiler::DeleteCachedProfile(options_.cache_dir, fp, *lock);
-        if (!removed.ok()) return SendStatus(res, req, removed.status(), "delete the profile");
-        if (!*removed) {
-          Problem p;
-          p.status = 404;
-          p.type = "urn:paratune:problem:not-found";
-          p.detail = "no cached profile for cluster fingerprint '" + fp + "'";
-          return SendProblem(res, req, p);
-        }
-        plans_->InvalidateCache();  // plans fall back to the preset's figures
-        res.status = 204;
-      }));
-  post(
-      "/v1/profiles", route("/v1/profiles", [this](const Request& req, Response& res) {
+  AddGet(profile_path,
+         Labelled("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
+           if (RefusePathToken(req, res, "cluster fingerprint")) return;
+           auto got = plans_->profiles().Get(req.matches[1]);
+           if (!got.ok()) return SendStatus(res, req, got.status(), "read the profile");
+           if (!got->has_value()) {
+             Problem p;
+             p.status = 404;
+             p.type = "urn:paratune:problem:not-found";
+             p.detail =
+                 "no cached profile for cluster fingerprint '" + std::string(req.matches[1]) + "'";
+             return SendProblem(res, req, p);
+           }
+           SendJson(res, 200, profiler::ProfileToJson(***got).dump());
+         }));
+  AddDelete(profile_path,
+            Labelled("/v1/profiles/{fingerprint}", [this](const Request& req, Response& res) {
+              if (RefusePathToken(req, res, "cluster fingerprint")) return;
+              const std::string fp = req.matches[1];
+              auto lock = profiler::CacheLock::TryAcquire(options_.cache_dir, fp);
+              if (!lock.ok()) return SendStatus(res, req, lock.status(), "lock the profile");
+              auto removed = profiler::DeleteCachedProfile(options_.cache_dir, fp, *lock);
+              if (!removed.ok())
+                return SendStatus(res, req, removed.status(), "delete the profile");
+              if (!*removed) {
+                Problem p;
+                p.status = 404;
+                p.type = "urn:paratune:problem:not-found";
+                p.detail = "no cached profile for cluster fingerprint '" + fp + "'";
+                return SendProblem(res, req, p);
+              }
+              plans_->InvalidateCache();  // plans fall back to the preset's figures
+              res.status = 204;
+            }));
+  AddPost(
+      "/v1/profiles", Labelled("/v1/profiles", [this](const Request& req, Response& res) {
         // JSON only: a form or text/plain post from a page elsewhere never gets here.
         Result<profiler::Profile> profile = Status::Internal("unset");
         std::optional<Json> doc = JsonBody(req, res, options_.max_json_depth);
@@ -985,56 +1022,58 @@ void Server::Routes() {
                  ProfileSummary(profile->cluster_fingerprint, *profile)
                      .dump(-1, ' ', false, Json::error_handler_t::replace));
       }));
+}
 
+void Server::JobRoutes() {
   // ---- jobs ----
-  post("/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
-         auto body = JsonBody(req, res, options_.max_json_depth);
-         if (!body) return;
-         SubmitError why = SubmitError::kNone;
-         auto rec = jobs_->Submit(*body, &why);
-         if (!rec.ok()) {
-           Problem p = ProblemFromStatus(rec.status(), "record the job");
-           if (why == SubmitError::kQueueFull) {
-             p.status = 429;
-             p.type = "urn:paratune:problem:queue-full";
-             p.title = "The job queue is full";
+  AddPost("/v1/jobs", Labelled("/v1/jobs", [this](const Request& req, Response& res) {
+            auto body = JsonBody(req, res, options_.max_json_depth);
+            if (!body) return;
+            SubmitError why = SubmitError::kNone;
+            auto rec = jobs_->Submit(*body, &why);
+            if (!rec.ok()) {
+              Problem p = ProblemFromStatus(rec.status(), "record the job");
+              if (why == SubmitError::kQueueFull) {
+                p.status = 429;
+                p.type = "urn:paratune:problem:queue-full";
+                p.title = "The job queue is full";
+              }
+              return SendProblem(res, req, p);
+            }
+            res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
+            SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+          }));
+  AddGet("/v1/jobs", Labelled("/v1/jobs", [this](const Request& req, Response& res) {
+           // Newest first, a page at a time: ?limit=N (1-200, default 50) and
+           // ?after=ID (the last id of the previous page).
+           int64_t limit = 50;
+           if (req.has_param("limit")) {
+             auto n = ParseInt(req.get_param_value("limit"), "limit");
+             if (!n.ok() || *n < 1 || *n > 200) {
+               return SendStatus(res, req,
+                                 Status::InvalidArgument("limit: must be an integer in [1, 200]"));
+             }
+             limit = *n;
            }
-           return SendProblem(res, req, p);
-         }
-         res.set_header("Location", (*rec)["links"]["self"].get<std::string>());
-         SendJson(res, 202, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-       }));
-  get("/v1/jobs", route("/v1/jobs", [this](const Request& req, Response& res) {
-        // Newest first, a page at a time: ?limit=N (1-200, default 50) and
-        // ?after=ID (the last id of the previous page).
-        int64_t limit = 50;
-        if (req.has_param("limit")) {
-          auto n = ParseInt(req.get_param_value("limit"), "limit");
-          if (!n.ok() || *n < 1 || *n > 200) {
-            return SendStatus(res, req,
-                              Status::InvalidArgument("limit: must be an integer in [1, 200]"));
-          }
-          limit = *n;
-        }
-        const std::string after = req.get_param_value("after");
-        if (!after.empty() &&
-            RefuseBadIdentifier(res, req, after, "after",
-                                "An identifier in the request is not acceptable")) {
-          return;
-        }
-        bool more = false;
-        auto page = jobs_->Page(static_cast<size_t>(limit), after, &more);
-        if (!page.ok()) return SendStatus(res, req, page.status(), "list the jobs");
-        OrderedJson doc;
-        doc["schema"] = "paratune.jobs/v1";
-        doc["jobs"] = OrderedJson::array();
-        for (auto& j : *page) doc["jobs"].push_back(std::move(j));
-        if (more) {
-          doc["next"] = "/v1/jobs?limit=" + std::to_string(limit) +
-                        "&after=" + doc["jobs"].back()["id"].get<std::string>();
-        }
-        SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
-      }));
+           const std::string after = req.get_param_value("after");
+           if (!after.empty() &&
+               RefuseBadIdentifier(res, req, after, "after",
+                                   "An identifier in the request is not acceptable")) {
+             return;
+           }
+           bool more = false;
+           auto page = jobs_->Page(static_cast<size_t>(limit), after, &more);
+           if (!page.ok()) return SendStatus(res, req, page.status(), "list the jobs");
+           OrderedJson doc;
+           doc["schema"] = "paratune.jobs/v1";
+           doc["jobs"] = OrderedJson::array();
+           for (auto& j : *page) doc["jobs"].push_back(std::move(j));
+           if (more) {
+             doc["next"] = "/v1/jobs?limit=" + std::to_string(limit) +
+                           "&after=" + doc["jobs"].back()["id"].get<std::string>();
+           }
+           SendJson(res, 200, doc.dump(-1, ' ', false, Json::error_handler_t::replace));
+         }));
   auto job_missing = [](const Request& req, Response& res) {
     Problem p;
     p.status = 404;
@@ -1044,18 +1083,18 @@ void Server::Routes() {
   };
   // GET reads a job, DELETE cancels it: both answer with the job's record.
   using JobAction = std::function<std::optional<OrderedJson>(const std::string& id)>;
-  auto job_route = [&route, job_missing, bad_token](JobAction act) {
-    return route("/v1/jobs/{id}",
-                 [job_missing, bad_token, act = std::move(act)](const Request& req, Response& res) {
-                   if (bad_token(req, res, "job id")) return;
-                   auto rec = act(req.matches[1]);
-                   if (!rec) return job_missing(req, res);
-                   SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
-                 });
+  auto job_route = [job_missing](JobAction act) {
+    return Labelled("/v1/jobs/{id}",
+                    [job_missing, act = std::move(act)](const Request& req, Response& res) {
+                      if (RefusePathToken(req, res, "job id")) return;
+                      auto rec = act(req.matches[1]);
+                      if (!rec) return job_missing(req, res);
+                      SendJson(res, 200, rec->dump(-1, ' ', false, Json::error_handler_t::replace));
+                    });
   };
   const char* job_path = R"(/v1/jobs/([^/]+))";
-  get(job_path, job_route([this](const std::string& id) { return jobs_->Get(id); }));
-  del(job_path, job_route([this](const std::string& id) { return jobs_->Cancel(id); }));
+  AddGet(job_path, job_route([this](const std::string& id) { return jobs_->Get(id); }));
+  AddDelete(job_path, job_route([this](const std::string& id) { return jobs_->Cancel(id); }));
 }
 
 }  // namespace paratune::web

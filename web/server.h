@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <set>
@@ -98,7 +99,22 @@ class Server {
 
  private:
   explicit Server(ServerOptions options);
+  // Every route, as named steps: the guards every request passes, the error
+  // bodies, then the routes by group.
   void Routes();
+  void GuardRequests();
+  void AnswerErrors();
+  void PageRoutes();
+  void OperatorRoutes();
+  void PresetRoutes();
+  void PlanRoutes();
+  void ProfileRoutes();
+  void JobRoutes();
+  // Registers a route with its method (for 405 + Allow) and its handler.
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  void AddGet(const std::string& pattern, Handler fn);
+  void AddPost(const std::string& pattern, Handler fn);
+  void AddDelete(const std::string& pattern, Handler fn);
   // The methods the routes matching `path` take ("GET, DELETE"); "" = none.
   std::string Allowed(const std::string& path) const;
   // Readiness checks, each (name, ok, detail).
