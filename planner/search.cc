@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -103,6 +104,191 @@ auto Key(const ParallelConfig& c) {
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
                          c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
                          c.placement.order, c.ep, c.etp, static_cast<int>(c.moe_dispatcher));
+}
+
+// Whether a pinned search allows `key` = `value` (Search::Allowed).
+using AllowedFn = std::function<bool(const char* key, int value)>;
+
+std::vector<CpKind> CpKindChoices(int cp, const FrameworkSupport& fr, const AllowedFn& allowed) {
+  std::vector<CpKind> kinds;
+  if (cp == 1) {
+    kinds.push_back(CpKind::kRing);
+  } else {
+    if (fr.cp_ring && allowed("cp_kind", 0)) kinds.push_back(CpKind::kRing);
+    if (fr.cp_ulysses && allowed("cp_kind", 1)) kinds.push_back(CpKind::kUlysses);
+    if (fr.cp_fpdt && allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
+  }
+  return kinds;
+}
+
+// A pipeline layout the framework builds at some pp (planner/pipeline.h), with
+// one interleaving degree that builds it and one schedule that runs it.
+struct Pipe {
+  PipeLayout layout;
+  int vpp;
+  PpSchedule schedule;
+  // Sets c's layout keys, vpp and schedule to this pipeline.
+  void ApplyTo(ParallelConfig* c) const {
+    layout.ApplyTo(c);
+    c->vpp = vpp;
+    c->pp_schedule = schedule;
+  }
+};
+
+// The pipelines the framework of `cm` builds at `pp` stages, each with the
+// interleaving degrees and schedules that build it; pins and uneven_pp filter them.
+std::vector<Pipe> PipeChoices(int pp, const CostModel& cm, const FixedFields& fixed,
+                              int pinned_first, int pinned_last, const AllowedFn& allowed) {
+  const FrameworkSupport& fr = cm.framework().support;
+  const ModelSpec& m = cm.model();
+  std::vector<Pipe> pipes;
+  const bool interleave = pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
+  bool schedule_pinned = false;
+  for (const auto& kv : fixed) schedule_pinned = schedule_pinned || kv.first == "pp_schedule";
+  // PyTorch's zero-bubble schedules refuse compiled stages (rules.cc).
+  const bool zb_h1_runs =
+      fr.pp_schedules[static_cast<int>(PpSchedule::kZbH1)] && !cm.training().compile;
+  const int max_vpp = (m.layers + 2) / std::max(1, pp);
+  for (const LayoutChoice& ch : LayoutChoices(m.layers, pp, fr.pp_split, interleave, max_vpp,
+                                              pinned_first, pinned_last)) {
+    ParallelConfig probe;
+    probe.pp = pp;
+    ch.ApplyTo(&probe);
+    // uneven_pp=false pins whole, equal stages (Megatron-LM before
+    // Megatron-Core 0.9 asserted num_layers % pipeline size == 0).
+    const bool uneven = pp > 1 && !SplitLayers(m.layers, probe, fr.pp_split).even;
+    if ((uneven && !fr.uneven_pp) || !allowed("uneven_pp", uneven) ||
+        !allowed("first_stage_layers", ch.first) || !allowed("last_stage_layers", ch.last) ||
+        !allowed("pp_embedding_layers", ch.embedding) || !allowed("pp_loss_layers", ch.loss)) {
+      continue;
+    }
+    for (int v : ch.vpps) {
+      if (!allowed("vpp", v)) continue;
+      // Each schedule the framework runs on this layout and vpp: 1F1B
+      // (interleaved), and where offered the zero-bubble and V schedules
+      // (their shapes: planner/pipeline.h).
+      for (int si = 0; si < kNumPpSchedules; ++si) {
+        const auto sched = static_cast<PpSchedule>(si);
+        if (!fr.pp_schedules[si] || !allowed("pp_schedule", si)) continue;
+        // DualPipeV places its stages as ZB-V does, with a bubble
+        // (pp−1)(f+2b−w)/2 >= ZB-V's and more activations (planner/pipeline.h):
+        // the model never ranks it above ZB-V, so it is priced only when pinned.
+        if (sched == PpSchedule::kDualPipeV && !schedule_pinned) continue;
+        // Interleaved 1F1B and ZB-H1 over the same stages differ only in
+        // the bubble, ZB-H1's (f+b−w)/(f+b+w) of it: where ZB-H1 runs, the
+        // interleaved schedule is priced only when pinned.
+        if (sched == PpSchedule::k1F1B && v >= 2 && !schedule_pinned && zb_h1_runs) {
+          ParallelConfig zb = probe;
+          zb.vpp = v;
+          zb.pp_schedule = PpSchedule::kZbH1;
+          if (PipelineLayoutError(m.layers, zb, fr.pp_split).empty()) continue;
+        }
+        if (sched != PpSchedule::k1F1B) {
+          probe.vpp = v;
+          probe.pp_schedule = sched;
+          const bool ok = PipelineLayoutError(m.layers, probe, fr.pp_split).empty();
+          probe.pp_schedule = PpSchedule::k1F1B;
+          if (!ok) continue;
+        }
+        pipes.push_back({ch, v, sched});
+      }
+    }
+  }
+  return pipes;
+}
+
+// Sequence parallelism is a choice only with plain tensor parallelism.
+std::vector<int> SequenceParallelChoices(int gx, int gy, const FrameworkSupport& fr,
+                                         const AllowedFn& allowed) {
+  std::vector<int> sps;
+  if (gy > 1 && gx == 1) {
+    if (fr.tp_without_sp && allowed("sp", 0)) sps.push_back(0);
+    if (fr.sp && allowed("sp", 1)) sps.push_back(1);
+  } else if (allowed("sp", 0)) {
+    sps.push_back(0);
+  }
+  return sps;
+}
+
+// ZeRO stages, the distributed optimizer, ZeRO++ and host offload as the
+// framework of `cm` offers them, over `replicas` (data × cp: ranks holding
+// the same weights).
+std::vector<ZeroChoice> ZeroChoices(int replicas, const CostModel& cm, bool allow_lossy,
+                                    const AllowedFn& allowed) {
+  const FrameworkSupport& fr = cm.framework().support;
+  const ModelSpec& m = cm.model();
+  const topology::ClusterSpec& cluster = cm.cluster();
+  const bool host_known = cluster.host_memory_GiB > 0 && cluster.host_memory_GBps > 0;
+  std::vector<ZeroChoice> zeros;
+  for (int z = 0; z <= 3; ++z) {
+    if (!fr.zero[z] || !allowed("zero", z)) continue;
+    if (z == 3 && m.is_moe()) continue;   // ZeRO-3 gathers of the experts are not modelled
+    if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
+    for (int d = 0; d <= (z == 0 && fr.distributed_optimizer && replicas > 1 ? 1 : 0); ++d) {
+      if (!allowed("distributed_optimizer", d)) continue;
+      const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
+      for (int q = 0; q <= pp_max; ++q) {
+        ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0, false, false};
+        if ((zc.qwz || zc.qgz) && !allow_lossy) continue;
+        if (!allowed("qwz", zc.qwz) || !allowed("hpz", zc.hpz) || !allowed("qgz", zc.qgz)) continue;
+        // Offload: none, the optimizer (ZeRO-Offload), or under ZeRO-3 the
+        // optimizer and the parameters (ZeRO-Infinity, CPU). Offered only where
+        // the cluster states its host memory and bandwidth.
+        const int off_max = z >= 1 && fr.offload_optimizer && host_known && !m.is_moe()
+                                ? (z == 3 && fr.offload_param ? 2 : 1)
+                                : 0;
+        for (int off = 0; off <= off_max; ++off) {
+          zc.offload_opt = off >= 1;
+          zc.offload_param = off == 2;
+          if (!allowed("offload_optimizer", zc.offload_opt) ||
+              !allowed("offload_param", zc.offload_param)) {
+            continue;
+          }
+          zeros.push_back(zc);
+        }
+      }
+    }
+  }
+  return zeros;
+}
+
+std::vector<Recompute> RecomputeChoices(const FrameworkSupport& fr, const AllowedFn& allowed) {
+  std::vector<Recompute> rcs;
+  for (int r = 0; r < 3; ++r) {
+    if (fr.recompute[r] && allowed("recompute", r)) rcs.push_back(static_cast<Recompute>(r));
+  }
+  return rcs;
+}
+
+// Micro-batch sizes that split the batch over `per_mb` (gz · gdata) ranks.
+std::vector<int> MicroBatchChoices(int64_t batch, int64_t per_mb, int max_mbs,
+                                   const AllowedFn& allowed) {
+  std::vector<int> mbss;
+  if (batch % per_mb != 0) return mbss;
+  for (int b : Divisors(batch / per_mb)) {
+    if (b <= max_mbs && allowed("mbs", b)) mbss.push_back(b);
+  }
+  return mbss;
+}
+
+// Placements that give every dimension the same stride are the same layout:
+// one of each, for the degrees of `degrees`.
+std::vector<Placement> DistinctPlacements(ParallelConfig degrees,
+                                          const std::vector<Placement>& placements) {
+  std::vector<Placement> places;
+  std::vector<std::array<int, kNumDims>> seen;
+  for (const Placement& pl : placements) {
+    degrees.placement = pl;
+    std::array<int, kNumDims> strides;
+    for (int d = 0; d < kNumDims; ++d) {
+      const Dim dim = static_cast<Dim>(d);
+      strides[d] = degrees.Degree(dim) > 1 ? degrees.Stride(dim) : 0;  // a size-1 dim has no groups
+    }
+    if (std::find(seen.begin(), seen.end(), strides) != seen.end()) continue;
+    seen.push_back(strides);
+    places.push_back(pl);
+  }
+  return places;
 }
 
 }  // namespace
@@ -384,6 +570,13 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
          std::find(places.begin(), places.end(), c.placement) != places.end();
 }
 
+// One tuple of degrees: its inner choices (the *Choices functions above),
+// then the nested enumeration (MoE degrees × pipelines × ZeRO × recompute ×
+// placements). The nesting stays in one function (about 390 lines) on
+// purpose: each level computes what the levels below reuse (the layout's
+// terms, the overlap flags per key, the shared memory breakdown, the
+// compute lower bound for pruning), and split apart those caches would be
+// passed between a dozen functions.
 SearchResult Search::RunShard(int shard) const {
   SearchResult res;
   const Outer& o = outer_[shard];
@@ -394,136 +587,19 @@ SearchResult Search::RunShard(int shard) const {
   const ModelSpec& m = cm.model();
   const int64_t batch = cm.training().global_batch;
 
-  // Inner choices for this tuple.
-  std::vector<CpKind> kinds;
-  if (o.cp == 1) {
-    kinds.push_back(CpKind::kRing);
-  } else {
-    if (fr.cp_ring && Allowed("cp_kind", 0)) kinds.push_back(CpKind::kRing);
-    if (fr.cp_ulysses && Allowed("cp_kind", 1)) kinds.push_back(CpKind::kUlysses);
-    if (fr.cp_fpdt && Allowed("cp_kind", 2)) kinds.push_back(CpKind::kFpdt);
-  }
-  // Pipeline layouts the framework builds at this pp (planner/pipeline.h), each
-  // with the interleaving degrees that build it; pins and uneven_pp filter them.
-  struct Pipe {
-    PipeLayout layout;
-    int vpp;
-    PpSchedule schedule;
-    // Sets c's layout keys, vpp and schedule to this pipeline.
-    void ApplyTo(ParallelConfig* c) const {
-      layout.ApplyTo(c);
-      c->vpp = vpp;
-      c->pp_schedule = schedule;
-    }
-  };
-  std::vector<Pipe> pipes;
-  {
-    const bool interleave = o.pp >= std::max(2, fr.vpp_min_pp) && fr.vpp;
-    bool schedule_pinned = false;
-    for (const auto& kv : options_.fixed)
-      schedule_pinned = schedule_pinned || kv.first == "pp_schedule";
-    // PyTorch's zero-bubble schedules refuse compiled stages (rules.cc).
-    const bool zb_h1_runs =
-        fr.pp_schedules[static_cast<int>(PpSchedule::kZbH1)] && !cm.training().compile;
-    const int max_vpp = (m.layers + 2) / std::max(1, o.pp);
-    for (const LayoutChoice& ch : LayoutChoices(m.layers, o.pp, fr.pp_split, interleave, max_vpp,
-                                                pinned_first_, pinned_last_)) {
-      ParallelConfig probe;
-      probe.pp = o.pp;
-      ch.ApplyTo(&probe);
-      // uneven_pp=false pins whole, equal stages (Megatron-LM before
-      // Megatron-Core 0.9 asserted num_layers % pipeline size == 0).
-      const bool uneven = o.pp > 1 && !SplitLayers(m.layers, probe, fr.pp_split).even;
-      if ((uneven && !fr.uneven_pp) || !Allowed("uneven_pp", uneven) ||
-          !Allowed("first_stage_layers", ch.first) || !Allowed("last_stage_layers", ch.last) ||
-          !Allowed("pp_embedding_layers", ch.embedding) || !Allowed("pp_loss_layers", ch.loss)) {
-        continue;
-      }
-      for (int v : ch.vpps) {
-        if (!Allowed("vpp", v)) continue;
-        // Each schedule the framework runs on this layout and vpp: 1F1B
-        // (interleaved), and where offered the zero-bubble and V schedules
-        // (their shapes: planner/pipeline.h).
-        for (int si = 0; si < kNumPpSchedules; ++si) {
-          const auto sched = static_cast<PpSchedule>(si);
-          if (!fr.pp_schedules[si] || !Allowed("pp_schedule", si)) continue;
-          // DualPipeV places its stages as ZB-V does, with a bubble
-          // (pp−1)(f+2b−w)/2 >= ZB-V's and more activations (planner/pipeline.h):
-          // the model never ranks it above ZB-V, so it is priced only when pinned.
-          if (sched == PpSchedule::kDualPipeV && !schedule_pinned) continue;
-          // Interleaved 1F1B and ZB-H1 over the same stages differ only in
-          // the bubble, ZB-H1's (f+b−w)/(f+b+w) of it: where ZB-H1 runs, the
-          // interleaved schedule is priced only when pinned.
-          if (sched == PpSchedule::k1F1B && v >= 2 && !schedule_pinned && zb_h1_runs) {
-            ParallelConfig zb = probe;
-            zb.vpp = v;
-            zb.pp_schedule = PpSchedule::kZbH1;
-            if (PipelineLayoutError(m.layers, zb, fr.pp_split).empty()) continue;
-          }
-          if (sched != PpSchedule::k1F1B) {
-            probe.vpp = v;
-            probe.pp_schedule = sched;
-            const bool ok = PipelineLayoutError(m.layers, probe, fr.pp_split).empty();
-            probe.pp_schedule = PpSchedule::k1F1B;
-            if (!ok) continue;
-          }
-          pipes.push_back({ch, v, sched});
-        }
-      }
-    }
-  }
+  // Inner choices for this tuple, each filtered by the framework and the pins.
+  const AllowedFn allowed = [this](const char* key, int value) { return Allowed(key, value); };
+  const std::vector<CpKind> kinds = CpKindChoices(o.cp, fr, allowed);
+  const std::vector<Pipe> pipes =
+      PipeChoices(o.pp, cm, options_.fixed, pinned_first_, pinned_last_, allowed);
   if (pipes.empty()) return res;
-  std::vector<int> sps;
-  if (o.gy > 1 && o.gx == 1) {
-    if (fr.tp_without_sp && Allowed("sp", 0)) sps.push_back(0);
-    if (fr.sp && Allowed("sp", 1)) sps.push_back(1);
-  } else if (Allowed("sp", 0)) {
-    sps.push_back(0);
-  }
-  std::vector<ZeroChoice> zeros;
+  const std::vector<int> sps = SequenceParallelChoices(o.gx, o.gy, fr, allowed);
+  const std::vector<ZeroChoice> zeros =
+      ZeroChoices(o.gdata * o.cp, cm, options_.allow_lossy, allowed);
+  const std::vector<Recompute> rcs = RecomputeChoices(fr, allowed);
   const topology::ClusterSpec& cluster = cm.cluster();
-  const bool host_known = cluster.host_memory_GiB > 0 && cluster.host_memory_GBps > 0;
-  for (int z = 0; z <= 3; ++z) {
-    if (!fr.zero[z] || !Allowed("zero", z)) continue;
-    if (z == 3 && m.is_moe()) continue;   // ZeRO-3 gathers of the experts are not modelled
-    const int replicas = o.gdata * o.cp;  // ZeRO shards over data × cp (same weights)
-    if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
-    for (int d = 0; d <= (z == 0 && fr.distributed_optimizer && replicas > 1 ? 1 : 0); ++d) {
-      if (!Allowed("distributed_optimizer", d)) continue;
-      const int pp_max = (z == 3 && fr.zeropp) ? 7 : 0;
-      for (int q = 0; q <= pp_max; ++q) {
-        ZeroChoice zc{z, d == 1, (q & 1) != 0, (q & 2) != 0, (q & 4) != 0, false, false};
-        if ((zc.qwz || zc.qgz) && !options_.allow_lossy) continue;
-        if (!Allowed("qwz", zc.qwz) || !Allowed("hpz", zc.hpz) || !Allowed("qgz", zc.qgz)) continue;
-        // Offload: none, the optimizer (ZeRO-Offload), or under ZeRO-3 the
-        // optimizer and the parameters (ZeRO-Infinity, CPU). Offered only where
-        // the cluster states its host memory and bandwidth.
-        const int off_max = z >= 1 && fr.offload_optimizer && host_known && !m.is_moe()
-                                ? (z == 3 && fr.offload_param ? 2 : 1)
-                                : 0;
-        for (int off = 0; off <= off_max; ++off) {
-          zc.offload_opt = off >= 1;
-          zc.offload_param = off == 2;
-          if (!Allowed("offload_optimizer", zc.offload_opt) ||
-              !Allowed("offload_param", zc.offload_param)) {
-            continue;
-          }
-          zeros.push_back(zc);
-        }
-      }
-    }
-  }
-  std::vector<Recompute> rcs;
-  for (int r = 0; r < 3; ++r) {
-    if (fr.recompute[r] && Allowed("recompute", r)) rcs.push_back(static_cast<Recompute>(r));
-  }
-  std::vector<int> mbss;
-  const int64_t per_mb = int64_t{o.gz} * o.gdata;
-  if (batch % per_mb == 0) {
-    for (int b : Divisors(batch / per_mb)) {
-      if (b <= options_.max_mbs && Allowed("mbs", b)) mbss.push_back(b);
-    }
-  }
+  const std::vector<int> mbss =
+      MicroBatchChoices(batch, int64_t{o.gz} * o.gdata, options_.max_mbs, allowed);
   const int64_t inner = static_cast<int64_t>(kinds.size()) * pipes.size() * sps.size() * zeros.size() *
                         rcs.size() * placements.size();
   if (mbss.empty() || kinds.empty() || sps.empty() || zeros.empty() || rcs.empty()) {
@@ -533,24 +609,9 @@ SearchResult Search::RunShard(int shard) const {
     return res;
   }
 
-  // Placements that give every dimension the same stride are the same layout.
-  std::vector<Placement> places;
-  {
-    ParallelConfig probe;
-    o.ApplyTo(&probe);
-    std::vector<std::array<int, kNumDims>> seen;
-    for (const Placement& pl : placements) {
-      probe.placement = pl;
-      std::array<int, kNumDims> strides;
-      for (int d = 0; d < kNumDims; ++d) {
-        const Dim dim = static_cast<Dim>(d);
-        strides[d] = probe.Degree(dim) > 1 ? probe.Stride(dim) : 0;  // a size-1 dim has no groups
-      }
-      if (std::find(seen.begin(), seen.end(), strides) != seen.end()) continue;
-      seen.push_back(strides);
-      places.push_back(pl);
-    }
-  }
+  ParallelConfig degrees;
+  o.ApplyTo(&degrees);
+  const std::vector<Placement> places = DistinctPlacements(degrees, placements);
   const int64_t per_mbs = static_cast<int64_t>(pipes.size()) * sps.size() * zeros.size() * rcs.size() *
                           places.size();
 
