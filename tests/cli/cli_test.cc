@@ -281,6 +281,51 @@ TEST(Plan, ARowAboveAFasterOneSaysWhy) {
   EXPECT_TRUE(footer) << t.out;
 }
 
+// docs/frameworks.md, Emitted files: the header states the prediction as the
+// plan table shows it: the band (±%), MFU with `!` and the ceiling when above
+// the GPU's best published MFU, memory reserved per GPU. Llama 3 8B on 64
+// A100s is predicted above the A100's published MFU; GPT-3 2.7B on 64 H100s
+// is not.
+TEST(Emit, HeaderStatesTheBandTheCeilingAndReservedMemory) {
+  struct Case {
+    Args plan;
+    bool above;
+  };
+  const Case cases[] = {
+      {{"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512",
+        "--seq", "4096"},
+       true},
+      {{"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "512"}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.plan[1]);
+    Args args = c.plan;
+    args.insert(args.end(), {"--space", "megatron", "--top", "1", "--format", "json", "--threads", "2"});
+    const Outcome plans = Call(RunPlan, args);
+    ASSERT_EQ(plans.code, kExitOk) << plans.err;
+    const Json p = Json::parse(plans.out)["candidates"][0]["prediction"];
+    EXPECT_EQ(p["above_published_mfu"].get<bool>(), c.above);
+    const Outcome e = Call(RunEmit, {"--plans", "-", "--format", "megatron"}, plans.out);
+    ASSERT_EQ(e.code, kExitOk) << e.err;
+    const size_t at = e.out.find("# predicted: ");
+    ASSERT_NE(at, std::string::npos) << e.out;
+    const std::string line = e.out.substr(at, e.out.find('\n', at) - at);
+    char band[32], reserved[64], ceiling[32];
+    const double t = p["iteration_time_s"];
+    std::snprintf(band, sizeof band, " ±%.0f %% (",
+                  100 * (p["iteration_time_s_range"][1].get<double>() / t - 1));
+    std::snprintf(reserved, sizeof reserved, ", %.1f GiB reserved per GPU",
+                  p["memory_GiB"]["reserved"].get<double>());
+    std::snprintf(ceiling, sizeof ceiling, "%.1f %%", 100 * p["published_mfu_ceiling"].get<double>());
+    EXPECT_NE(line.find(band), std::string::npos) << line;
+    EXPECT_NE(line.find(reserved), std::string::npos) << line;
+    EXPECT_EQ(line.find("(! above the GPU's best published MFU, ") != std::string::npos, c.above) << line;
+    if (c.above) {
+      EXPECT_NE(line.find(ceiling), std::string::npos) << line;
+    }
+  }
+}
+
 TEST(Plan, ExplainRanksTheWinnerFirstAndExplainsRejections) {
   Outcome best = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64",
                             "--global-batch", "512", "--top", "1", "--format", "json"});
