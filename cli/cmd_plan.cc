@@ -141,7 +141,11 @@ std::string TopTerms(const planner::Prediction& p) {
          "%, " + terms[1].second + " " + FormatFixed(100 * terms[1].first / p.iteration_time_s, 0) + "%";
 }
 
-void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream& out) {
+// The ranked rows as a table. A row ranked above a faster one is followed by
+// a line saying why (`notes`; the Pareto listing, ordered by memory, leaves
+// them out), and the footer names the fastest row.
+void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream& out,
+                     bool notes = true) {
   out << std::right << std::setw(4) << "rank" << "  " << std::left << std::setw(19) << "framework"
       << std::setw(52) << "config" << std::right << std::setw(10) << "time_s" << std::setw(8) << "±%"
       << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  top terms\n";
@@ -161,11 +165,26 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
           << (std::string(p.memory.Binding()) == "host_memory" ? "!" : "");
     }
     out << "\n";
+    if (notes && !rows[i].rank_note.empty()) out << "        ^ " << rows[i].rank_note << "\n";
   }
   int above = 0;
   for (const auto& r : rows) above += r.best.prediction.above_published_mfu;
   if (!rows.empty() && rows.front().best.prediction.pessimistic_time_s > 0) {
     out << planner::kRankedBy << " (docs/model.md, Ranking)\n";
+    // The fastest row, among those shown and those their notes name.
+    int fastest = 1;
+    double fastest_s = rows.front().best.prediction.iteration_time_s;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].best.prediction.iteration_time_s < fastest_s) {
+        fastest = static_cast<int>(i) + 1;
+        fastest_s = rows[i].best.prediction.iteration_time_s;
+      }
+      if (rows[i].faster_rank > 0 && rows[i].faster_time_s < fastest_s) {
+        fastest = rows[i].faster_rank;
+        fastest_s = rows[i].faster_time_s;
+      }
+    }
+    out << "fastest: #" << fastest << " " << FormatFixed(fastest_s, 3) << " s\n";
   }
   if (above > 0) {
     out << "! " << above << " predicted above the best published MFU for this GPU and precision ("
@@ -452,7 +471,7 @@ int RunPlan(const Args& args, Io io) {
         io.out << "\nPareto front (time vs memory per GPU):\n";
         PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory,
                                               static_cast<int>(s.result.pareto.size())),
-                        io.out);
+                        io.out, /*notes=*/false);
       }
     }
     if (sections.size() > 1) {

@@ -130,6 +130,10 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
     const Json& pr = cand["prediction"];
     p.iteration_time_s = Number(pr, "iteration_time_s", -1);
     p.mfu = Number(pr, "mfu", -1);
+    p.published_mfu_ceiling = Number(pr, "published_mfu_ceiling", -1);
+    p.above_published_mfu = pr.contains("above_published_mfu") &&
+                            pr["above_published_mfu"].is_boolean() &&
+                            pr["above_published_mfu"].get<bool>();
     if (pr.contains("iteration_time_s_range") && pr["iteration_time_s_range"].is_array() &&
         pr["iteration_time_s_range"].size() == 2 && pr["iteration_time_s_range"][0].is_number() &&
         pr["iteration_time_s_range"][1].is_number()) {
@@ -189,6 +193,10 @@ Result<OrderedJson> SidecarChecked(const Json& plans, int rank, EmitFormat forma
     if (p.iteration_time_lo >= 0)
       pred["iteration_time_s_range"] = {p.iteration_time_lo, p.iteration_time_hi};
     if (p.mfu >= 0) pred["mfu"] = p.mfu;
+    if (p.published_mfu_ceiling > 0) {
+      pred["published_mfu_ceiling"] = p.published_mfu_ceiling;
+      pred["above_published_mfu"] = p.above_published_mfu;
+    }
     if (p.memory_reserved_GiB >= 0) pred["memory_reserved_GiB"] = p.memory_reserved_GiB;
     if (p.memory_capacity_GiB >= 0) pred["memory_capacity_GiB"] = p.memory_capacity_GiB;
     j["predicted"] = pred;

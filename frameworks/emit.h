@@ -67,7 +67,8 @@ Result<std::string> EmitConfig(const Json& plans, int rank, EmitFormat format);
 // framework snapshot whose rules it follows ({repository, commit, version,
 // files}; null for env and json), job, rank, framework the plan was priced
 // for, config_string, config, predicted {iteration_time_s,
-// iteration_time_s_range, mfu, memory_reserved_GiB, memory_capacity_GiB},
+// iteration_time_s_range, mfu, published_mfu_ceiling and above_published_mfu
+// (when the plan states a ceiling), memory_reserved_GiB, memory_capacity_GiB},
 // pipeline {split, rank_layers, chunk_layers} (pp > 1), environment {NAME:
 // {value, why}} the run must keep, launcher. Same errors as EmitConfig.
 inline constexpr const char* kEmitSidecarSchema = "paratune.emit/v1";

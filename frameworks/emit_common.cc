@@ -136,12 +136,19 @@ std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* commen
      << p.job.cluster.name << ", seq " << p.job.training.seq_len << ", global batch " << p.Gbs()
      << "\n";
   if (p.iteration_time_s >= 0) {
+    // As the CLI table shows a row: the band (±%), MFU with `!` above the
+    // GPU's published ceiling, and the memory reserved per GPU.
     os << comment << " predicted: " << FormatFixed(p.iteration_time_s, 3) << " s/iteration";
-    if (p.iteration_time_lo >= 0) {
-      os << " (" << FormatFixed(p.iteration_time_lo, 3) << "-"
-         << FormatFixed(p.iteration_time_hi, 3) << ")";
+    if (p.iteration_time_lo >= 0 && p.iteration_time_s > 0) {
+      os << " ±" << FormatFixed(100 * (p.iteration_time_hi / p.iteration_time_s - 1), 0) << " % ("
+         << FormatFixed(p.iteration_time_lo, 3) << "-" << FormatFixed(p.iteration_time_hi, 3) << ")";
     }
     if (p.mfu >= 0) os << ", MFU " << FormatFixed(100 * p.mfu, 1) << " %";
+    if (p.above_published_mfu) {
+      os << " (! above the GPU's best published MFU";
+      if (p.published_mfu_ceiling > 0) os << ", " << FormatFixed(100 * p.published_mfu_ceiling, 1) << " %";
+      os << ")";
+    }
     if (p.memory_reserved_GiB >= 0) {
       os << ", " << FormatFixed(p.memory_reserved_GiB, 1) << " GiB reserved per GPU";
       if (p.memory_capacity_GiB > 0) os << " of " << FormatFixed(p.memory_capacity_GiB, 1);

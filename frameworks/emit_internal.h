@@ -30,6 +30,10 @@ struct Plan {
   double iteration_time_s = -1;  // < 0: the document has no prediction
   double iteration_time_lo = -1, iteration_time_hi = -1;
   double mfu = -1;
+  // The GPU's best published MFU at the plan's precision (< 0: none given)
+  // and whether the prediction is above it (the CLI table's `!`).
+  double published_mfu_ceiling = -1;
+  bool above_published_mfu = false;
   double memory_reserved_GiB = -1, memory_capacity_GiB = -1;
   bool compile = false;  // job.training.compile (torch.compile / TE graphs)
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -17,6 +18,8 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   j["config_string"] = ConfigText(c.framework, c.config);
   j["within_band"] = r.within_band;
   j["complexity"] = r.complexity;
+  // Why this row ranks above a faster one; null when no row below is faster.
+  j["rank_note"] = r.rank_note.empty() ? OrderedJson(nullptr) : OrderedJson(r.rank_note);
   OrderedJson alts = OrderedJson::array();
   for (const ParallelConfig& a : r.alternatives) alts.push_back(ConfigText(c.framework, a));
   j["alternatives"] = alts;
@@ -76,17 +79,134 @@ Result<SpaceModels> ModelsForSpace(const Job& job, Family family, bool family_na
   return out;
 }
 
+std::vector<ComplexityPart> ComplexityParts(const ParallelConfig& c, const FrameworkSpec& fw) {
+  std::vector<ComplexityPart> parts;
+  auto add = [&parts](bool on, const char* name, int points = 1) {
+    if (on) parts.push_back({name, points});
+  };
+  add(c.gx > 1, "gx");
+  add(c.gy > 1, c.gx > 1 ? "gy" : "tp");  // ConfigText's names: tp when the grid is 1D
+  add(c.gz > 1, "gz");
+  add(c.pp > 1, "pp");
+  add(c.cp > 1, "cp");
+  add(c.vpp > 1, "interleaving");
+  add(c.zero > 0, "ZeRO", c.zero);
+  add(c.qwz, "qwZ");
+  add(c.hpz, "hpZ");
+  add(c.qgz, "qgZ");
+  add(c.first_stage_layers > 0 || c.last_stage_layers > 0 || c.pp_embedding_layers > 0 ||
+          c.pp_loss_layers > 0,
+      "uneven stages");
+  add(!fw.support.placements.empty() && c.pp > 1 &&
+          PlacementToString(c.placement) != fw.support.placements.front(),
+      "placement");
+  return parts;
+}
+
 int Complexity(const ParallelConfig& c, const FrameworkSpec& fw) {
-  int n = (c.gx > 1) + (c.gy > 1) + (c.gz > 1) + (c.pp > 1) + (c.cp > 1) + (c.vpp > 1) + c.zero +
-          c.qwz + c.hpz + c.qgz +
-          (c.first_stage_layers > 0 || c.last_stage_layers > 0 || c.pp_embedding_layers > 0 ||
-           c.pp_loss_layers > 0);
-  if (!fw.support.placements.empty() && c.pp > 1 &&
-      PlacementToString(c.placement) != fw.support.placements.front()) {
-    ++n;
-  }
+  int n = 0;
+  for (const ComplexityPart& p : ComplexityParts(c, fw)) n += p.points;
   return n;
 }
+
+namespace {
+
+std::string PartLabel(const std::string& name, int points) {
+  return name == "ZeRO" ? "ZeRO-" + std::to_string(points) : name;
+}
+
+// What the simpler configuration `a` leaves out of `b`, in ComplexityParts'
+// terms: "no cp, no interleaving", "ZeRO-1 not ZeRO-3", and what it has that
+// `b` lacks ("has pp").
+std::string SimplerBecause(const RankedPlan& a, const RankedPlan& b) {
+  const std::vector<ComplexityPart> pa = ComplexityParts(a.best.config, FrameworkPreset(a.best.framework));
+  const std::vector<ComplexityPart> pb = ComplexityParts(b.best.config, FrameworkPreset(b.best.framework));
+  auto points = [](const std::vector<ComplexityPart>& parts, const std::string& name) {
+    for (const ComplexityPart& p : parts) {
+      if (p.name == name) return p.points;
+    }
+    return 0;
+  };
+  std::vector<std::string> less, more;
+  for (const ComplexityPart& p : pb) {
+    const int mine = points(pa, p.name);
+    if (mine == 0) less.push_back("no " + PartLabel(p.name, p.points));
+    else if (mine < p.points) less.push_back(PartLabel(p.name, mine) + " not " + PartLabel(p.name, p.points));
+  }
+  for (const ComplexityPart& p : pa) {
+    if (points(pb, p.name) == 0) more.push_back("has " + PartLabel(p.name, p.points));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  std::string s = join(less);
+  if (!more.empty()) s += (s.empty() ? "" : "; ") + join(more);
+  return s;
+}
+
+std::string Percent(double fraction, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, 100 * fraction);
+  return buf;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s);
+  return buf;
+}
+
+// Why row `a` ranks above the faster row `b` (rank `b_rank`): the objective
+// (memory), the band's preference for the simpler configuration, or the
+// pessimistic edge (a narrower band, or b's MFU above the published ceiling).
+// `band`: the uncertainty of the row whose pessimistic edge bounds the leaders.
+std::string RankNote(const RankedPlan& a, const RankedPlan& b, int b_rank, Objective objective,
+                     double band) {
+  const Prediction &pa = a.best.prediction, &pb = b.best.prediction;
+  const std::string other = "#" + std::to_string(b_rank);
+  const std::string slower = Percent(pa.iteration_time_s / pb.iteration_time_s - 1, 1) + " % slower";
+  if (objective == Objective::kMemory) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (%.1f vs %.1f GiB reserved); ", pa.memory.reserved_GiB,
+                  pb.memory.reserved_GiB);
+    return "less memory than " + other + buf + slower;
+  }
+  if (a.within_band && b.within_band && a.complexity < b.complexity) {
+    return "simpler than " + other + " (" + SimplerBecause(a, b) + "); " + slower +
+           ", within the ±" + Percent(band, 0) + " % band";
+  }
+  std::string why = "pessimistic edge " + Seconds(pa.pessimistic_time_s) + " s vs " + other + "'s " +
+                    Seconds(pb.pessimistic_time_s) + " s";
+  if (pb.above_published_mfu) {
+    why += " (" + other + " is above the GPU's published MFU ceiling, ranked as if at it)";
+  } else if (pa.uncertainty != pb.uncertainty) {
+    why += " (±" + Percent(pa.uncertainty, 0) + " % vs ±" + Percent(pb.uncertainty, 0) + " %)";
+  }
+  return why + "; " + slower;
+}
+
+// Fills each row's faster_rank, faster_time_s and rank_note: the fastest
+// row ranked below it, when that row's point prediction is shorter.
+void NoteFasterRowsBelow(std::vector<RankedPlan>& rows, Objective objective, double band) {
+  size_t fastest = rows.size();  // the fastest row below i
+  for (size_t i = rows.size(); i-- > 0;) {
+    if (fastest < rows.size() && rows[fastest].best.prediction.iteration_time_s <
+                                     rows[i].best.prediction.iteration_time_s) {
+      RankedPlan& r = rows[i];
+      r.faster_rank = static_cast<int>(fastest) + 1;
+      r.faster_time_s = rows[fastest].best.prediction.iteration_time_s;
+      r.rank_note = RankNote(r, rows[fastest], r.faster_rank, objective, band);
+    }
+    if (fastest == rows.size() || rows[i].best.prediction.iteration_time_s <=
+                                      rows[fastest].best.prediction.iteration_time_s) {
+      fastest = i;
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows) {
@@ -106,16 +226,24 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
       rows.resize(static_cast<size_t>(std::max(max_rows, 0)));
     return std::move(rows);
   };
-  if (rows.empty() || objective == Objective::kMemory) return truncated();
+  if (rows.empty()) return truncated();
+  if (objective == Objective::kMemory) {
+    NoteFasterRowsBelow(rows, objective, 0);
+    return truncated();
+  }
   // The rows arrive ranked by their pessimistic edge; the leaders are those
   // whose point prediction lies inside the first row's band.
   const double edge = rows.front().best.prediction.pessimistic_time_s;
+  const double band = rows.front().best.prediction.uncertainty;
   size_t lead = 0;
   while (lead < rows.size() && rows[lead].best.prediction.iteration_time_s <= edge) {
     rows[lead++].within_band = true;
   }
   std::stable_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
                    [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
+  // Notes are made before the cut, so a row names the faster row's rank in
+  // the whole ranking whatever `max_rows` is.
+  NoteFasterRowsBelow(rows, objective, band);
   return truncated();
 }
 

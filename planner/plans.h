@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/json.h"
@@ -32,22 +33,39 @@ struct RankedPlan {
   std::vector<ParallelConfig> alternatives;
   bool within_band = false;
   int complexity = 0;  // Complexity(best.config)
+  // When a row ranked below this one has a shorter point prediction: the
+  // fastest such row's rank (1-based, in the whole ranking, so it holds for
+  // any `max_rows`) and time, and why this row is ahead of it (RankForTrust),
+  // e.g. "simpler than #3 (no interleaving); 3.9 % slower, within the ±7 %
+  // band". 0 and empty otherwise.
+  int faster_rank = 0;
+  double faster_time_s = 0;
+  std::string rank_note;
 };
 
-// How many things a configuration asks of a team, lowest = simplest (the
-// documented preference among candidates inside the uncertainty band): one
-// point per parallel dimension above 1 (gx, gy, gz, pp, cp), one for
-// interleaving, one per ZeRO stage, one per ZeRO++ option, one for uneven
-// stages, one for a placement other than the framework's first.
+// What makes a configuration complex, lowest = simplest (the documented
+// preference among candidates inside the uncertainty band): one point per
+// parallel dimension above 1 (gx, gy — "tp" when gx is 1 — gz, pp, cp), one
+// for interleaving, one per ZeRO stage, one per ZeRO++ option (qwZ, hpZ,
+// qgZ), one for uneven stages, one for a placement other than the
+// framework's first. Each part is named as a person reads it ("tp",
+// "interleaving", "ZeRO-2", "uneven stages", "placement ...").
+struct ComplexityPart {
+  std::string name;
+  int points = 0;
+};
+std::vector<ComplexityPart> ComplexityParts(const ParallelConfig& c, const FrameworkSpec& fw);
+// The sum of ComplexityParts' points.
 int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 
 // Orders a search's candidates for people (`pool`, best first: a
 // SearchResult's pool): configurations with identical predictions
 // (SamePrediction) collapse into one row; among the rows within the fastest
 // one's uncertainty band (prediction.uncertainty) the simpler configuration
-// ranks first (then the faster); the rest follow by time. Then the first
-// `max_rows` rows are kept: the ranking is made on the whole pool, so a
-// smaller `max_rows` returns a prefix of a larger one's rows.
+// ranks first (then the faster); the rest follow by time. A row ranked above
+// a faster one says why (RankedPlan::rank_note). Then the first `max_rows`
+// rows are kept: the ranking is made on the whole pool, so a smaller
+// `max_rows` returns a prefix of a larger one's rows.
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
@@ -207,6 +208,122 @@ TEST(Plan, JsonDocumentAndRanking) {
   int64_t rejected = 0;
   for (auto& [k, v] : j["rejected"].items()) rejected += v.get<int64_t>();
   EXPECT_EQ(j["evaluated"].get<int64_t>(), j["feasible"].get<int64_t>() + rejected);
+}
+
+// docs/cli.md, Plans: a row ranked above a faster one says why (`rank_note`,
+// naming a row ranked below it), in the document and on a line under its row
+// in the table, whose footer names the fastest row. llama3-70b on 256 H100s
+// ranks a simpler leader above a faster one (docs/model.md, Ranking).
+TEST(Plan, ARowAboveAFasterOneSaysWhy) {
+  const Args job = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "256", "--seq", "8192",
+                    "--global-batch", "512", "--top", "10", "--threads", "2"};
+  Args as_json = job;
+  as_json.insert(as_json.end(), {"--format", "json"});
+  const Outcome r = Call(RunPlan, as_json);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json cands = Json::parse(r.out)["candidates"];
+  ASSERT_GE(cands.size(), 2u);
+  auto time = [&](size_t i) { return cands[i]["prediction"]["iteration_time_s"].get<double>(); };
+  size_t fastest = 0, notes = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    SCOPED_TRACE("#" + std::to_string(i + 1));
+    const Json& note = cands[i]["rank_note"];
+    bool faster_below = false;
+    for (size_t j = i + 1; j < cands.size(); ++j) faster_below |= time(j) < time(i);
+    if (faster_below) {
+      EXPECT_TRUE(note.is_string()) << "a faster row is ranked below, unexplained";
+    }
+    if (time(i) < time(fastest)) fastest = i;
+    if (!note.is_string()) continue;
+    ++notes;
+    const std::string text = note;
+    const size_t hash = text.find('#');
+    ASSERT_NE(hash, std::string::npos) << text;
+    const size_t named = std::stoul(text.substr(hash + 1));
+    EXPECT_GT(named, i + 1) << text;
+    if (named <= cands.size()) {
+      EXPECT_LT(time(named - 1), time(i)) << text;
+    }
+    EXPECT_NE(text.find("% slower"), std::string::npos) << text;
+  }
+  EXPECT_GE(notes, 1u) << "rank 1 of this job is a simpler leader, not the fastest row";
+
+  const Outcome t = Call(RunPlan, job);
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  std::istringstream lines(t.out);
+  std::string line, prev;
+  size_t note_lines = 0;
+  bool footer = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("        ^ ", 0) == 0) {
+      const std::string text = line.substr(10);
+      bool documented = false;
+      for (const Json& c : cands) documented |= c["rank_note"] == text;
+      EXPECT_TRUE(documented) << line;
+      // A note follows its row, which starts with the rank right-aligned in 4 columns.
+      EXPECT_TRUE(prev.size() > 4 && std::isdigit(static_cast<unsigned char>(prev[3])))
+          << "a note follows its row: " << prev;
+      ++note_lines;
+    }
+    if (line.rfind("fastest: #", 0) == 0) {
+      footer = true;
+      // "fastest: #K T s": no shown row is faster, and a shown K is the fastest shown.
+      size_t end = 0;
+      const size_t k = std::stoul(line.substr(10), &end);
+      EXPECT_LE(std::stod(line.substr(10 + end)), time(fastest) + 5e-4) << line;
+      if (k <= cands.size()) {
+        EXPECT_EQ(k, fastest + 1) << line;
+      }
+    }
+    prev = line;
+  }
+  EXPECT_EQ(note_lines, notes) << t.out;
+  EXPECT_TRUE(footer) << t.out;
+}
+
+// docs/frameworks.md, Emitted files: the header states the prediction as the
+// plan table shows it: the band (±%), MFU with `!` and the ceiling when above
+// the GPU's best published MFU, memory reserved per GPU. Llama 3 8B on 64
+// A100s is predicted above the A100's published MFU; GPT-3 2.7B on 64 H100s
+// is not.
+TEST(Emit, HeaderStatesTheBandTheCeilingAndReservedMemory) {
+  struct Case {
+    Args plan;
+    bool above;
+  };
+  const Case cases[] = {
+      {{"--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch", "512",
+        "--seq", "4096"},
+       true},
+      {{"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch", "512"}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.plan[1]);
+    Args args = c.plan;
+    args.insert(args.end(), {"--space", "megatron", "--top", "1", "--format", "json", "--threads", "2"});
+    const Outcome plans = Call(RunPlan, args);
+    ASSERT_EQ(plans.code, kExitOk) << plans.err;
+    const Json p = Json::parse(plans.out)["candidates"][0]["prediction"];
+    EXPECT_EQ(p["above_published_mfu"].get<bool>(), c.above);
+    const Outcome e = Call(RunEmit, {"--plans", "-", "--format", "megatron"}, plans.out);
+    ASSERT_EQ(e.code, kExitOk) << e.err;
+    const size_t at = e.out.find("# predicted: ");
+    ASSERT_NE(at, std::string::npos) << e.out;
+    const std::string line = e.out.substr(at, e.out.find('\n', at) - at);
+    char band[32], reserved[64], ceiling[32];
+    const double t = p["iteration_time_s"];
+    std::snprintf(band, sizeof band, " ±%.0f %% (",
+                  100 * (p["iteration_time_s_range"][1].get<double>() / t - 1));
+    std::snprintf(reserved, sizeof reserved, ", %.1f GiB reserved per GPU",
+                  p["memory_GiB"]["reserved"].get<double>());
+    std::snprintf(ceiling, sizeof ceiling, "%.1f %%", 100 * p["published_mfu_ceiling"].get<double>());
+    EXPECT_NE(line.find(band), std::string::npos) << line;
+    EXPECT_NE(line.find(reserved), std::string::npos) << line;
+    EXPECT_EQ(line.find("(! above the GPU's best published MFU, ") != std::string::npos, c.above) << line;
+    if (c.above) {
+      EXPECT_NE(line.find(ceiling), std::string::npos) << line;
+    }
+  }
 }
 
 TEST(Plan, ExplainRanksTheWinnerFirstAndExplainsRejections) {

@@ -3,6 +3,7 @@
 // collapse, the simpler leader first, the band), lossy options behind a flag.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/embedded.h"
@@ -312,6 +313,63 @@ TEST(Ranking, SimplerLeaderFirstWithinTheBand) {
   EXPECT_FALSE(rows[2].within_band);
   EXPECT_LT(Complexity(simple, FrameworkPreset(Framework::kMegatron)),
             Complexity(complex, FrameworkPreset(Framework::kMegatron)));
+}
+
+// A row ranked above a faster one says why, naming the faster row by its rank
+// in the whole ranking: inside the band the simpler configuration (what the
+// faster one adds, in Complexity's terms), outside it the pessimistic edge (a
+// narrower band), under the memory objective the memory. A row with no faster
+// row below it carries no note.
+TEST(Ranking, ARowAboveAFasterOneSaysWhy) {
+  auto predicted = [](double time, double band, double reserved) {
+    Prediction p;
+    p.iteration_time_s = time;
+    p.uncertainty = band;
+    p.pessimistic_time_s = time * (1 + band);
+    p.memory.reserved_GiB = reserved;
+    return p;
+  };
+  ParallelConfig complex;  // tp + interleaved pp
+  complex.gy = 2;
+  complex.pp = 2;
+  complex.vpp = 2;
+  ParallelConfig simple;  // data parallel only
+  ParallelConfig narrow, wide;  // outside the band: a narrow band ahead of a faster, wider one
+  narrow.mbs = 2;
+  wide.mbs = 4;
+  // In the order the search hands them over: by the pessimistic edge.
+  const std::vector<Candidate> pool = {{complex, predicted(1.00, 0.05, 3), Framework::kMegatron},
+                                       {simple, predicted(1.03, 0.05, 4), Framework::kMegatron},
+                                       {narrow, predicted(1.20, 0.02, 1), Framework::kMegatron},
+                                       {wide, predicted(1.15, 0.10, 2), Framework::kMegatron}};
+  const std::vector<RankedPlan> rows = RankForTrust(pool, Objective::kTime, 10);
+  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows[0].best.config, simple);
+  EXPECT_EQ(rows[0].faster_rank, 2);
+  EXPECT_DOUBLE_EQ(rows[0].faster_time_s, 1.00);
+  EXPECT_EQ(rows[0].rank_note.rfind("simpler than #2 (", 0), 0u) << rows[0].rank_note;
+  for (const char* part : {"no tp", "no pp", "no interleaving", "slower", "band"}) {
+    EXPECT_NE(rows[0].rank_note.find(part), std::string::npos) << part << ": " << rows[0].rank_note;
+  }
+  EXPECT_EQ(rows[1].faster_rank, 0);  // the fastest
+  EXPECT_TRUE(rows[1].rank_note.empty()) << rows[1].rank_note;
+  ASSERT_EQ(rows[2].best.config, narrow);
+  EXPECT_EQ(rows[2].faster_rank, 4);
+  EXPECT_EQ(rows[2].rank_note.rfind("pessimistic edge ", 0), 0u) << rows[2].rank_note;
+  EXPECT_NE(rows[2].rank_note.find("#4"), std::string::npos) << rows[2].rank_note;
+  EXPECT_TRUE(rows[3].rank_note.empty());
+  // Cut to one row, the note still names the faster row's rank in the whole ranking.
+  const std::vector<RankedPlan> first = RankForTrust(pool, Objective::kTime, 1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].rank_note, rows[0].rank_note);
+  // Ranked by memory, the leaner row ahead of a faster one says so.
+  std::vector<Candidate> by_memory = pool;
+  std::sort(by_memory.begin(), by_memory.end(), [](const Candidate& a, const Candidate& b) {
+    return a.prediction.memory.reserved_GiB < b.prediction.memory.reserved_GiB;
+  });
+  const std::vector<RankedPlan> lean = RankForTrust(by_memory, Objective::kMemory, 10);
+  EXPECT_EQ(lean[0].rank_note.rfind("less memory than #", 0), 0u) << lean[0].rank_note;
+  EXPECT_TRUE(lean[2].rank_note.empty()) << lean[2].rank_note;  // the fastest
 }
 
 // The plan's rows do not depend on how many are asked for: ranking, the

@@ -4,9 +4,11 @@
 // Pareto scatter and the topology. A screenshot is kept in
 // build/artifacts/web_page.png. Then the page's layout at a phone's width
 // (390 px) and a desktop's (1440 px), measured in the page through the
-// DevTools protocol: no sideways scrolling, no text under 10 px, screenshots
-// in build/artifacts/web_page_390.png and web_page_1440.png. Skips cleanly
-// where no Chromium is installed.
+// DevTools protocol: no sideways scrolling, no text under 10 px, the ranked
+// table's cells as the CLI shows them (band, leader mark, ceiling flag,
+// reserved memory, why a row is ahead of a faster one), screenshots in
+// build/artifacts/web_page_390.png and web_page_1440.png. Skips cleanly where
+// no Chromium is installed.
 #include <sys/wait.h>
 
 #include <chrono>
@@ -210,6 +212,66 @@ constexpr const char* kMeasure = R"js((() => {
     svg_texts: svgTexts, html_min_px: htmlMin, html_min_text: htmlMinText, wide: wide.slice(0, 12) });
 })())js";
 
+// The ranked table's rows beside the plans document they show: per row the
+// candidate's figures and what its cells say.
+constexpr const char* kRows = R"js((() => {
+  const doc = state.doc;
+  const rows = [...document.querySelectorAll("#candidates tbody tr[data-index]")].map((tr) => {
+    const c = doc.candidates[Number(tr.dataset.index)], p = c.prediction;
+    const flag = tr.querySelector(".ceiling"), note = tr.querySelector(".rank-note");
+    return { rank: c.rank, time: p.iteration_time_s, hi: p.iteration_time_s_range[1],
+      reserved: p.memory_GiB.reserved, within_band: c.within_band, above: p.above_published_mfu,
+      ceiling: p.published_mfu_ceiling, rank_note: c.rank_note,
+      leader: !!tr.querySelector(".leader"), band: tr.querySelector(".band").textContent,
+      memory: tr.querySelector(".mem").textContent, flag: flag ? flag.title : null,
+      note: note ? note.textContent : null };
+  });
+  return JSON.stringify({ rows, footer: document.querySelector("#candidates tfoot").textContent });
+})())js";
+
+// The table shows what the CLI's does: each row's band (±%), `~` on the
+// leaders, `!` with the ceiling named where MFU is above the published one,
+// memory as reserved; a row ahead of a faster row shows why, naming a row
+// ranked below it; the footer names the fastest row.
+void ExpectTableAsTheCli(const Json& t) {
+  const Json& rows = t["rows"];
+  ASSERT_FALSE(rows.empty());
+  size_t fastest = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Json& r = rows[i];
+    SCOPED_TRACE("row #" + std::to_string(r["rank"].get<int>()));
+    const double time = r["time"];
+    char band[32];
+    std::snprintf(band, sizeof band, "±%.0f", 100 * (r["hi"].get<double>() / time - 1));
+    EXPECT_EQ(r["band"], band);
+    EXPECT_NEAR(std::stod(r["memory"].get<std::string>()), r["reserved"].get<double>(), 0.051);
+    EXPECT_EQ(r["leader"], r["within_band"]);
+    EXPECT_EQ(r["flag"].is_string(), r["above"].get<bool>());
+    if (r["flag"].is_string()) {
+      char ceiling[32];
+      std::snprintf(ceiling, sizeof ceiling, "%.1f %%", 100 * r["ceiling"].get<double>());
+      EXPECT_NE(r["flag"].get<std::string>().find(ceiling), std::string::npos) << r["flag"];
+    }
+    bool faster_below = false;
+    for (size_t j = i + 1; j < rows.size(); ++j) faster_below |= rows[j]["time"].get<double>() < time;
+    if (faster_below) {
+      EXPECT_TRUE(r["note"].is_string()) << "a faster row is ranked below, unexplained";
+    }
+    EXPECT_EQ(r["note"], r["rank_note"]);
+    if (r["note"].is_string()) {
+      std::smatch m;
+      const std::string note = r["note"];
+      ASSERT_TRUE(std::regex_search(note, m, std::regex("#([0-9]+)"))) << note;
+      EXPECT_GT(std::stoi(m[1]), r["rank"].get<int>()) << note;
+    }
+    if (time < rows[fastest]["time"].get<double>()) fastest = i;
+  }
+  const std::string footer = t["footer"];
+  EXPECT_NE(footer.find("Fastest: #" + std::to_string(rows[fastest]["rank"].get<int>()) + " "),
+            std::string::npos)
+      << footer;
+}
+
 // Evaluates `expr` in the page; its value (returnByValue).
 Result<Json> Eval(testing::DevTools& dt, const std::string& session, const std::string& expr) {
   PT_ASSIGN_OR_RETURN(Json r, dt.Call("Runtime.evaluate",
@@ -271,6 +333,9 @@ TEST(Browser, FitsAPhoneAndADesktop) {
     EXPECT_GE(m["svg_texts"].get<int>(), 60) << "the charts were not all drawn";
     EXPECT_GE(m["svg_min_px"].get<double>(), 10.0) << "chart label '" << m["svg_min_text"] << "'";
     EXPECT_GE(m["html_min_px"].get<double>(), 10.0) << "text '" << m["html_min_text"] << "'";
+    auto table = Eval(dt, session, kRows);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    ExpectTableAsTheCli(Json::parse(table->get<std::string>()));
 
     // The whole page in one screenshot: the viewport made as tall as it.
     const int height = std::min(m["height"].get<int>(), 16000);

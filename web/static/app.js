@@ -9,7 +9,7 @@ const TERMS = [  // breakdown_s terms drawn as segments; they add up to iteratio
   ["comm_x", "comm x", "#f28e2b"], ["comm_y", "comm tp/y", "#ffbe7d"], ["comm_z", "comm z", "#59a14f"],
   ["comm_cp", "comm cp", "#8cd17d"], ["comm_data", "comm data", "#b6992d"], ["comm_pp", "comm pp", "#e15759"],
   ["bubble", "bubble", "#ff9d9a"], ["optimizer", "optimizer", "#79706e"], ["offload", "offload", "#d37295"]];
-const MEMORY = ["params", "grads", "optimizer", "activations", "buffers", "total"];
+const MEMORY = ["params", "grads", "optimizer", "activations", "buffers", "total", "reserved"];
 const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                       "#9c755f", "#bab0ac"];
 
@@ -179,14 +179,20 @@ function miniBar(pred, width = 160) {
   return s;
 }
 
+// The ranked rows as the CLI table shows them: `~` marks a leader (within the
+// winner's uncertainty band), ± the row's band, `!` an MFU above the GPU's
+// best published one, memory as reserved per GPU; a row ranked above a faster
+// one carries its rank_note, and the footer names the fastest row.
 function renderTable(doc) {
-  const tbody = $("#candidates tbody");
+  const tbody = $("#candidates tbody"), tfoot = $("#candidates tfoot");
   tbody.replaceChildren();
+  tfoot.replaceChildren();
+  const cols = $("#candidates thead tr").children.length;
   if (!doc.candidates.length) {
-    tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg bad", text: "No configuration fits; see the rejections above." })));
+    tbody.append(el("tr", {}, el("td", { colspan: cols, class: "cfg bad", text: "No configuration fits; see the rejections above." })));
     const f = doc.fewest_gpus_that_fit;
     if (f) {
-      tbody.append(el("tr", {}, el("td", { colspan: 8, class: "cfg",
+      tbody.append(el("tr", {}, el("td", { colspan: cols, class: "cfg",
         text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3, 1)}k tokens/s, ${fmt(f.memory_GiB, 1)} GiB per GPU.` })));
     }
     return;
@@ -196,10 +202,17 @@ function renderTable(doc) {
     const box = el("input", { type: "checkbox", "aria-label": "compare candidate " + c.rank });
     box.addEventListener("click", (e) => e.stopPropagation());
     box.addEventListener("change", () => toggleCompare(i, box.checked));
+    const rank = el("td", { class: "rank" }, String(c.rank),
+      c.within_band ? el("span", { class: "leader", title: "within the winner's uncertainty band", text: "~" }) : null);
+    const cfg = el("td", { class: "cfg" }, c.config_string,
+      c.rank_note ? el("div", { class: "rank-note", text: c.rank_note }) : null);
+    const mfu = el("td", { class: "mfu" }, fmt(100 * p.mfu, 1) + " %",
+      p.above_published_mfu ? el("span", { class: "ceiling bad",
+        title: `above the GPU's best published MFU (${fmt(100 * p.published_mfu_ceiling, 1)} %): ranked as if at it`,
+        text: " !" }) : null);
     const tr = el("tr", { tabindex: "0", "aria-selected": "false", "data-index": i },
-      el("td", { text: c.rank }), el("td", { class: "cfg", text: c.config_string }),
-      el("td", { text: fmt(p.iteration_time_s) }), el("td", { text: fmtInt(p.tokens_per_s) }),
-      el("td", { text: fmt(100 * p.mfu, 1) + " %" }), el("td", { text: fmt(p.memory_GiB.total, 1) }),
+      rank, cfg, el("td", { text: fmt(p.iteration_time_s) }), el("td", { class: "band", text: bandPercent(p) }),
+      el("td", { text: fmtInt(p.tokens_per_s) }), mfu, el("td", { class: "mem", text: fmt(p.memory_GiB.reserved, 1) }),
       el("td", {}, miniBar(p)), el("td", {}, box));
     tr.addEventListener("click", () => select(i));
     tr.addEventListener("keydown", (e) => {
@@ -209,6 +222,37 @@ function renderTable(doc) {
     });
     tbody.append(tr);
   });
+  tfoot.append(el("tr", {}, el("td", { colspan: cols, class: "note", text: tableFooter(doc) })));
+}
+
+// The band of a prediction in percent (its range's upper end over the time).
+function bandPercent(p) {
+  const r = p.iteration_time_s_range;
+  return r && p.iteration_time_s > 0 ? "±" + fmt(100 * (r[1] / p.iteration_time_s - 1), 0) : "–";
+}
+
+// What the CLI prints under its table: how rows are ranked, the fastest row
+// (among those shown and those their notes name), the leaders and the rows
+// above the published MFU.
+function tableFooter(doc) {
+  const cands = doc.candidates;
+  let fastest = cands[0];
+  for (const c of cands) if (c.prediction.iteration_time_s < fastest.prediction.iteration_time_s) fastest = c;
+  const parts = [];
+  if (doc.ranked_by) parts.push(doc.ranked_by[0].toUpperCase() + doc.ranked_by.slice(1) + ".");
+  parts.push(`Fastest: #${fastest.rank} ${fmt(fastest.prediction.iteration_time_s)} s.`);
+  const within = cands.filter((c) => c.within_band).length;
+  if (within > 1) {
+    parts.push(`~ ${within} leaders are within the winner's uncertainty band (${bandPercent(cands[0].prediction)} %): ` +
+      "among them the simpler configuration is ranked first.");
+  }
+  const above = cands.filter((c) => c.prediction.above_published_mfu).length;
+  if (above) {
+    parts.push(`! ${above} predicted above the best published MFU for this GPU and precision ` +
+      `(${fmt(100 * cands[0].prediction.published_mfu_ceiling, 0)} %): ranked as if at it.`);
+  }
+  parts.push("Memory is reserved per GPU.");
+  return parts.join(" ");
 }
 
 function renderBreakdown(doc) {
@@ -260,7 +304,7 @@ function renderBreakdown(doc) {
 function renderPareto(doc) {
   const box = $("#pareto-chart");
   box.replaceChildren();
-  const pts = doc.candidates.map((c, i) => ({ i, t: c.prediction.iteration_time_s, m: c.prediction.memory_GiB.total, label: c.config_string }));
+  const pts = doc.candidates.map((c, i) => ({ i, t: c.prediction.iteration_time_s, m: c.prediction.memory_GiB.reserved, label: c.config_string }));
   const front = (doc.pareto || []).map((p) => ({ t: p.iteration_time_s, m: p.memory_GiB, label: p.config_string }));
   const all = pts.concat(front);
   if (!all.length) return;
@@ -305,8 +349,8 @@ function select(i) {
   document.querySelectorAll("#pareto-chart circle").forEach((c) => c.classList.toggle("sel", Number(c.dataset.index) === i));
   const c = doc.candidates[i], p = c.prediction;
   $("#detail-summary").textContent = `#${c.rank} ${c.config_string}: ${fmt(p.iteration_time_s)} s per iteration, ` +
-    `${fmtInt(p.tokens_per_s)} tokens/s, MFU ${fmt(100 * p.mfu, 1)} %, ${fmt(p.memory_GiB.total, 1)} of ` +
-    `${fmt(p.memory_GiB.usable, 1)} GiB usable per GPU, ${p.micro_batches} micro-batches.`;
+    `${fmtInt(p.tokens_per_s)} tokens/s, MFU ${fmt(100 * p.mfu, 1)} %, ${fmt(p.memory_GiB.reserved, 1)} GiB reserved of ` +
+    `${fmt(p.memory_GiB.usable, 1)} usable per GPU, ${p.micro_batches} micro-batches.`;
   renderTopology(doc, c);
   renderEmit();
 }
@@ -460,7 +504,7 @@ function renderGroups() {
     const best = cs.reduce((a, b) => (b.prediction.iteration_time_s < a.prediction.iteration_time_s ? b : a));
     return el("tr", {}, el("td", { text: k }), el("td", { text: cs.length }), el("td", { text: fmt(best.prediction.iteration_time_s) }),
       el("td", { text: fmtInt(Math.max(...cs.map((c) => c.prediction.tokens_per_s))) }),
-      el("td", { text: fmt(Math.min(...cs.map((c) => c.prediction.memory_GiB.total)), 1) }),
+      el("td", { text: fmt(Math.min(...cs.map((c) => c.prediction.memory_GiB.reserved)), 1) }),
       el("td", { class: "cfg", text: "#" + best.rank + " " + best.config_string }));
   });
   tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 6, text: "no candidate matches the filters" }))]));
@@ -491,7 +535,7 @@ async function runSweep() {
   $("#sweep-table thead").replaceChildren(el("tr", {}, ...[dim, "time (s)", "memory (GiB)", "fits", "note"]
     .map((h) => el("th", { scope: "col", text: h }))));
   $("#sweep-table tbody").replaceChildren(...rows.map((r) => el("tr", {}, el("td", { text: String(r.v) }),
-    el("td", { text: r.p ? fmt(r.p.iteration_time_s) : "–" }), el("td", { text: r.p ? fmt(r.p.memory_GiB.total, 1) : "–" }),
+    el("td", { text: r.p ? fmt(r.p.iteration_time_s) : "–" }), el("td", { text: r.p ? fmt(r.p.memory_GiB.reserved, 1) : "–" }),
     el("td", { text: r.p ? (r.p.fits ? "yes" : "no") : "–" }),
     el("td", { class: "cfg", text: r.err ? r.err.replace(/^.*?: /, "") : (r.p.fits ? "" : r.p.reason_detail || "") }))));
   drawSweep(dim, rows.filter((r) => r.p));
@@ -503,7 +547,7 @@ function drawSweep(dim, rows) {
   box.replaceChildren();
   if (!rows.length) return;
   const W = boxWidth(box, 480), H = 200, L = 50, R = 50, T = 10, B = 34;
-  const tmax = Math.max(...rows.map((r) => r.p.iteration_time_s)), mmax = Math.max(...rows.map((r) => r.p.memory_GiB.total));
+  const tmax = Math.max(...rows.map((r) => r.p.iteration_time_s)), mmax = Math.max(...rows.map((r) => r.p.memory_GiB.reserved));
   const yt = niceTicks(tmax), mt = niceTicks(mmax);
   const Y = yt[yt.length - 1] || 1, M = mt[mt.length - 1] || 1;
   const sx = (i) => L + (rows.length === 1 ? 0.5 : i / (rows.length - 1)) * (W - L - R);
@@ -514,7 +558,7 @@ function drawSweep(dim, rows) {
   rows.forEach((r, i) => s.append(svg("text", { x: sx(i), y: H - B + 14, "text-anchor": "middle" }, String(r.v))));
   s.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, `${dim} (left: s, right: GiB per GPU)`));
   s.append(svg("polyline", { fill: "none", stroke: "#4e79a7", "stroke-width": 2, points: rows.map((r, i) => `${sx(i)},${sy(r.p.iteration_time_s)}`).join(" ") }));
-  s.append(svg("polyline", { fill: "none", stroke: "#e15759", "stroke-width": 2, "stroke-dasharray": "5 3", points: rows.map((r, i) => `${sx(i)},${sm(r.p.memory_GiB.total)}`).join(" ") }));
+  s.append(svg("polyline", { fill: "none", stroke: "#e15759", "stroke-width": 2, "stroke-dasharray": "5 3", points: rows.map((r, i) => `${sx(i)},${sm(r.p.memory_GiB.reserved)}`).join(" ") }));
   rows.forEach((r, i) => {
     const a = svg("circle", { cx: sx(i), cy: sy(r.p.iteration_time_s), r: 3.5, fill: r.p.fits ? "#4e79a7" : "#fff", stroke: "#4e79a7" });
     a.append(svg("title", {}, `${dim}=${r.v}: ${fmt(r.p.iteration_time_s)} s${r.p.fits ? "" : " (does not fit)"}`));
