@@ -10,6 +10,7 @@
 #include "common/user_input.h"
 #include "planner/request.h"
 #include "planner/search.h"
+#include "scenario/scenario.h"
 
 namespace paratune::cli {
 namespace {
@@ -174,6 +175,10 @@ int RunCapacity(const Args& args, Io io) {
              << binding << "\n";
     }
   }
+  // The job's unstated knobs, as plan and predict list them (scenario/); each
+  // family's search costs every framework of its space.
+  doc["assumed"] =
+      scenario::AssumedToJson(scenario::JobAssumptions(*req_json, job, /*searches_space=*/true));
   if (format == "json") io.out << doc.dump(2) << "\n";
   return any ? kExitOk : kExitNoFeasible;
 }

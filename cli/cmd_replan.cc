@@ -272,7 +272,8 @@ int RunReplan(const Args& args, Io io) {
            << in->job.training.global_batch << " sequences the run uses (--allow-global-batch-change): "
            << "the optimisation changes; compare tokens/s, not step time\n";
   }
-  const OrderedJson doc = planner::ReplanToJson(*result, in->options);
+  OrderedJson doc = planner::ReplanToJson(*result, in->options);
+  doc["assumed"] = scenario::AssumedToJson(in->assumed);
   if (format == "json") {
     io.out << doc.dump(2) << "\n";
   } else {

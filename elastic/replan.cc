@@ -532,11 +532,12 @@ Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::strin
     return in;
   }
   if (rank != 1) return Status::InvalidArgument("rank: only a plans document has ranked candidates");
-  auto req = ParsePredictRequest(from);
-  if (!req.ok()) return req.status().WithContext(pointer);
-  in.job = req->job;
-  in.config = req->config;
-  in.profile_path = req->profile_path;
+  auto resolved = scenario::ResolvePredict(from);
+  if (!resolved.ok()) return resolved.status().WithContext(pointer);
+  in.job = resolved->request.job;
+  in.config = resolved->request.config;
+  in.profile_path = resolved->request.profile_path;
+  in.assumed = std::move(resolved->assumed);
   return in;
 }
 
@@ -623,7 +624,9 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
 Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run) {
   PT_ASSIGN_OR_RETURN(ReplanInput in, ParseReplanRequest(request));
   PT_ASSIGN_OR_RETURN(ReplanResult r, Replan(in.job, in.config, in.options, run));
-  return ReplanToJson(r, in.options);
+  OrderedJson doc = ReplanToJson(r, in.options);
+  doc["assumed"] = scenario::AssumedToJson(in.assumed);
+  return doc;
 }
 
 }  // namespace paratune::planner

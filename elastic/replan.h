@@ -23,6 +23,7 @@
 #include "planner/request.h"
 #include "elastic/expert_reshard.h"
 #include "elastic/reshard.h"
+#include "scenario/scenario.h"
 #include "planner/search.h"
 
 namespace paratune::planner {
@@ -142,6 +143,10 @@ struct ReplanInput {
   ParallelConfig config;
   ReplanOptions options;
   std::string profile_path;  // a predict request's "profile" (CLI only)
+  // What a predict-request `from` left unstated, resolved as predict resolves
+  // it (scenario/): the running configuration is priced as plan and predict
+  // price it. Empty for a plans document, whose candidates state every knob.
+  std::vector<scenario::Assumption> assumed;
 };
 
 // Parses the running state from `from`: a plans document (paratune.plans/v1;
