@@ -86,6 +86,8 @@ fitted on); the profile cache is not read.
   --config SPEC      fill in what a log does not state (as in `paratune
                      predict`); a flag that contradicts the log is a warning
                      and the log wins (--framework overrides the log format's)
+  --run N            the run to read of logs holding several (1-based; a log
+                     with several runs and no --run exits 2 listing them)
 
 exit codes (--logs): 0 ok; 2 a log that reads as no supported format, a
             missing fact (the message names the flag to pass) or a config that
@@ -149,7 +151,7 @@ int RunCalibrateLogs(const Flags& f, Io io) {
   for (const std::string& path : paths) {
     auto text = ReadFileToString(path);
     if (!text.ok()) return Fail(io, text.status().WithContext("--logs"));
-    auto run = planner::ParseTrainingLog(*text, path);
+    auto run = planner::ParseTrainingLog(*text, path, lf->run);
     if (!run.ok()) return Fail(io, run.status());
     auto lr = planner::RequestFromLog(*run, *lf, options);
     if (!lr.ok()) return Fail(io, lr.status().WithContext(path));
@@ -162,6 +164,9 @@ int RunCalibrateLogs(const Flags& f, Io io) {
     }
     for (const std::string& n : run->notes)
       io.err << "paratune calibrate: " << path << ": " << n << "\n";
+    for (std::string& w : planner::CalibratedRangeWarnings(*req)) {
+      lr->warnings.push_back(std::move(w));
+    }
     for (const std::string& w : lr->warnings) {
       io.err << "paratune calibrate: warning: " << path << ": " << w << "\n";
     }
@@ -285,12 +290,12 @@ int RunCalibrateLogs(const Flags& f, Io io) {
 int RunCalibrate(const Args& args, Io io) {
   Flags f({"--reports", "--profile", "--out", "--cluster-out", "--logs", "--cluster", "--model",
            "--gpus", "--global-batch", "--seq", "--precision", "--attention", "--framework",
-           "--config"},
+           "--config", "--run"},
           {"--help"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(f, args, io, "calibrate", kHelp)) return *done;
   if (f.Has("--logs")) return RunCalibrateLogs(f, io);
   for (const char* only : {"--cluster", "--model", "--gpus", "--global-batch", "--seq",
-                           "--precision", "--attention", "--framework", "--config"}) {
+                           "--precision", "--attention", "--framework", "--config", "--run"}) {
     if (f.Has(only)) {
       return Fail(io, Status::InvalidArgument(std::string(only) + " goes with --logs"));
     }

@@ -17,7 +17,7 @@ namespace paratune::cli {
 namespace {
 
 constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
-       paratune predict --log FILE --cluster C [--model M] [--gpus N] [...]
+       paratune predict --log FILE --cluster C [--model M] [--gpus N] [--run N] [...]
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --model M --cluster C --gpus N [--global-batch B]
                         [--seq S] [--precision bf16] [--attention flash|unfused]
@@ -85,10 +85,15 @@ training log (Megatron-LM/Core, NeMo, Megatron-DeepSpeed, DeepSpeed,
 torchtitan, Hugging Face Trainer; see `paratune calibrate --help`) gives the
 configuration it states and its median step time (warm-up, skipped intervals
 and outliers dropped); the flags above fill in what it does not state
-(--cluster always: a log never names it). One line comes out: with --format
-json (default) an object with log, framework, gpu, measured_iteration_s,
-predicted_iteration_s, error ((predicted - measured) / measured),
-read_from_log, assumed and warnings; with --format table a sentence.
+(--cluster unless a line names the GPU). A log holding several runs (a job
+restarted, jobs appended to one file) lists them and exits 2 unless --run N
+(1-based) picks one; each run's fields come from its own part of the log.
+With --format json (default) one line comes out, an object with log,
+framework, gpu, config, measured_iteration_s, predicted_iteration_s, error
+((predicted - measured) / measured), read_from_log, assumed and warnings
+(among them one per axis on which the run lies outside the published runs
+the model was checked on); with --format table a sentence, then one
+"  warning: ..." line per warning.
 
 exit codes: 0 ok (also when the config does not fit: "fits": false),
             2 invalid request (the message names the field and the rule)
@@ -174,7 +179,7 @@ int PredictLog(const Flags& flags, const std::string& path, Io io) {
   if (!lf.ok()) return UsageError(io, "predict", lf.status());
   auto text = ReadFileToString(path);
   if (!text.ok()) return UsageError(io, "predict", text.status().WithContext("--log"));
-  auto run = planner::ParseTrainingLog(*text, path);
+  auto run = planner::ParseTrainingLog(*text, path, lf->run);
   if (!run.ok()) return UsageError(io, "predict", run.status());
   auto lr = planner::RequestFromLog(*run, *lf, planner::StepSummaryOptions{});
   if (!lr.ok()) return UsageError(io, "predict", lr.status().WithContext(path));
@@ -191,6 +196,7 @@ int PredictLog(const Flags& flags, const std::string& path, Io io) {
   if (Status s = planner::ValidateConfig(cm, req->config); !s.ok()) {
     return UsageError(io, "predict", s.WithContext(path));
   }
+  for (std::string& w : planner::CalibratedRangeWarnings(*req)) lr->warnings.push_back(std::move(w));
   const double predicted = cm.Predict(req->config).iteration_time_s;
   const double measured = lr->measured_iteration_s;
   const double error = (predicted - measured) / measured;
@@ -215,6 +221,7 @@ int PredictLog(const Flags& flags, const std::string& path, Io io) {
            << planner::FrameworkName(req->job.training.framework) << " "
            << planner::ConfigToString(req->config) << " on " << req->job.gpus << " x "
            << req->job.cluster.gpu.name << "\n";
+    for (const std::string& w : lr->warnings) io.out << "  warning: " << w << "\n";
   } else {
     return UsageError(io, "predict", Status::InvalidArgument("--format must be json or table"));
   }
@@ -226,7 +233,8 @@ int PredictLog(const Flags& flags, const std::string& path, Io io) {
 int RunPredict(const Args& args, Io io) {
   Flags flags(
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
-       "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log"},
+       "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
+       "--run"},
       {"--help", "--compile"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);

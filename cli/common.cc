@@ -188,6 +188,13 @@ Result<planner::LogFlags> LogFlagsFromFlags(const Flags& flags, std::istream& in
     PT_ASSIGN_OR_RETURN(Json j, planner::ConfigStringToJson(*c));
     lf.config = j;
   }
+  if (auto r = flags.Get("--run")) {
+    PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*r, "--run"));
+    if (n < 1 || n > (int64_t{1} << 20)) {
+      return Status::InvalidArgument("--run: must be a run number, 1 for the log's first run");
+    }
+    lf.run = static_cast<int>(n);
+  }
   return lf;
 }
 

@@ -4,6 +4,7 @@
 // (docs/model.md, "Calibration from training logs"). Reading the logs is logs.cc.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -63,76 +64,132 @@ std::optional<std::string> MatchPreset(const LoggedRun& run) {
   return std::nullopt;
 }
 
-}  // namespace
-
-Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
-                                  const StepSummaryOptions& options) {
-  LogRequest out;
-  auto& read = out.read_from_log;
-  auto& assumed = out.assumed;
+// What RequestFromLog builds, step by step: each step reads the log, falls
+// back to a flag, and records a fact neither gives in `missing` (with the
+// flag that supplies it) so that one error names them all.
+struct LogRequestBuilder {
+  const LoggedRun& run;
+  const LogFlags& flags;
+  LogRequest& out;
   Json req = Json::object();
   Json training = Json::object();
+  std::vector<std::string> missing = {};  // "the GPU count: pass --gpus", ...
+  Status parse_error = Status::Ok();        // a flag that does not parse
 
-  // Framework: the one behind each log format, in LogFormat's order (logs.h).
-  constexpr Framework kWriter[] = {Framework::kMegatron, Framework::kMegatronDeepSpeed,
-                                   Framework::kDeepSpeed, Framework::kTorchtitan, Framework::kFsdp};
-  Framework fw = EnumLookup(run.format, kWriter, Framework::kMegatron);
+  void ReadFramework();
+  void ReadCluster();
+  void ReadGpus();
+  void ReadModel();
+  void ReadBatchAndSequence();
+  Status Config();
+  Status MeasuredTime(const StepSummaryOptions& options);
+
+ private:
+  void InlineModel(const std::string& arch);
+};
+
+void LogRequestBuilder::ReadFramework() {
+  // The framework behind each log format, in LogFormat's order (logs.h).
+  constexpr planner::Framework kWriter[] = {
+      Framework::kMegatron, Framework::kMegatronDeepSpeed, Framework::kDeepSpeed,
+      Framework::kTorchtitan, Framework::kFsdp};
+  planner::Framework fw = EnumLookup(run.format, kWriter, Framework::kMegatron);
   if (flags.framework) {
-    PT_ASSIGN_OR_RETURN(fw, ParseFramework(*flags.framework));
-    assumed.push_back(Describe("framework", FrameworkName(fw), "--framework") +
-                      "; the log reads as " + LogFormatName(run.format));
+    if (auto parsed = ParseFramework(*flags.framework); parsed.ok()) {
+      fw = *parsed;
+      out.assumed.push_back(Describe("framework", FrameworkName(fw), "--framework") +
+                            "; the log reads as " + LogFormatName(run.format));
+    } else {
+      parse_error = parsed.status();
+    }
   } else if (run.format == LogFormat::kHfTrainer) {
-    assumed.push_back(
+    out.assumed.push_back(
         std::string("framework fsdp: the Hugging Face Trainer's PyTorch stack "
                     "(pass --framework deepspeed if it ran DeepSpeed)"));
   } else {
-    read.push_back(std::string("framework ") + FrameworkName(fw) + " (" +
-                   LogFormatName(run.format) + " log format)");
+    out.read_from_log.push_back(std::string("framework ") + FrameworkName(fw) + " (" +
+                                LogFormatName(run.format) + " log format)");
   }
   out.framework = fw;
   training["framework"] = FrameworkName(fw);
+}
 
-  // Cluster: --cluster, else the DGX preset of the device a line names (the
-  // node and network are then the preset's, an assumption).
+// --cluster, else the DGX preset of the device a line names (the node and
+// network are then the preset's, an assumption).
+void LogRequestBuilder::ReadCluster() {
   if (flags.cluster) {
     req["cluster"] = *flags.cluster;
-    assumed.push_back("cluster " +
-                      (flags.cluster->is_string() ? flags.cluster->get<std::string>()
-                                                  : std::string("from file")) +
-                      " (--cluster)");
-    if (run.gpu_device) read.push_back("device " + *run.gpu_device + " (device-name line)");
+    out.assumed.push_back("cluster " +
+                          (flags.cluster->is_string() ? flags.cluster->get<std::string>()
+                                                      : std::string("from file")) +
+                          " (--cluster)");
+    if (run.gpu_device) {
+      out.read_from_log.push_back("device " + *run.gpu_device + " (device-name line)");
+    }
   } else if (auto preset = run.gpu_device ? ClusterForDevice(*run.gpu_device) : std::nullopt) {
     req["cluster"] = *preset;
-    read.push_back("device " + *run.gpu_device + " (device-name line)");
-    assumed.push_back("cluster " + *preset +
-                      ": the DGX preset of that GPU (its nodes and network; --cluster)");
+    out.read_from_log.push_back("device " + *run.gpu_device + " (device-name line)");
+    out.assumed.push_back("cluster " + *preset +
+                          ": the DGX preset of that GPU (its nodes and network; --cluster)");
   } else {
-    return Status::InvalidArgument(
-        run.gpu_device
-            ? "the log's device " + *run.gpu_device + " has no cluster preset: pass --cluster"
-            : std::string("a log does not describe the cluster: pass --cluster"));
+    missing.push_back(run.gpu_device
+                          ? "the cluster (the log's device " + *run.gpu_device +
+                                " has no cluster preset): pass --cluster"
+                          : std::string("the cluster: pass --cluster"));
   }
+}
 
-  // GPUs.
+void LogRequestBuilder::ReadGpus() {
   if (run.world_size) {
     req["gpus"] = *run.world_size;
-    read.push_back(Describe("gpus", std::to_string(*run.world_size), "world size"));
+    out.read_from_log.push_back(Describe("gpus", std::to_string(*run.world_size), "world size"));
     if (flags.gpus && *flags.gpus != *run.world_size) {
       out.warnings.push_back("--gpus " + std::to_string(*flags.gpus) + " contradicts the log's " +
                              std::to_string(*run.world_size) + "; the log wins");
     }
   } else if (flags.gpus) {
     req["gpus"] = *flags.gpus;
-    assumed.push_back(Describe("gpus", std::to_string(*flags.gpus), "--gpus"));
+    out.assumed.push_back(Describe("gpus", std::to_string(*flags.gpus), "--gpus"));
   } else {
-    return Status::InvalidArgument("the log does not state the GPU count: pass --gpus");
+    missing.push_back("the GPU count: pass --gpus");
   }
-  const int gpus = req["gpus"].get<int>();
+}
 
-  // Model.
+void LogRequestBuilder::InlineModel(const std::string& arch) {
+  auto& assumed = out.assumed;
+  Json m = Json::object();
+  m["name"] = "from-log";
+  m["layers"] = *run.layers;
+  m["hidden"] = *run.hidden;
+  m["heads"] = *run.heads;
+  m["kv_heads"] = run.kv_heads.value_or(*run.heads);
+  if (run.ffn_hidden) {
+    m["ffn_hidden"] = *run.ffn_hidden;
+  } else {
+    assumed.push_back("ffn_hidden 4 x hidden (not in the log)");
+  }
+  if (run.vocab) {
+    m["vocab"] = *run.vocab;
+  } else {
+    // GPT-2 BPE (Radford et al. 2019), Megatron's GPT default tokenizer.
+    m["vocab"] = 50257;
+    assumed.push_back("vocab 50257, GPT-2 BPE (not in the log; pass --model for another)");
+  }
+  m["gated_ffn"] = run.swiglu.value_or(false);
+  m["tied_embeddings"] = !run.untied_embeddings.value_or(false);
+  m["dropout"] = run.dropout.value_or(false);
+  m["linear_bias"] = run.linear_bias.value_or(true);
+  m["norm"] = run.rmsnorm.value_or(false) ? "rmsnorm" : "layernorm";
+  if (run.max_positions) m["max_seq_len"] = *run.max_positions;
+  AddMoeModelFields(run, &m, &assumed);
+  req["model"] = m;
+  out.read_from_log.push_back("model built from the log's arguments (" + arch + ")");
+}
+
+void LogRequestBuilder::ReadModel() {
   if (flags.model) {
     req["model"] = *flags.model;
-    assumed.push_back(
+    out.assumed.push_back(
         "model " +
         (flags.model->is_string() ? flags.model->get<std::string>() : std::string("from file")) +
         " (--model)");
@@ -154,42 +211,19 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
         (run.kv_heads ? ", " + std::to_string(*run.kv_heads) + " kv heads" : "");
     if (auto preset = MatchPreset(run)) {
       req["model"] = *preset;
-      read.push_back("model " + *preset + " (the preset with the log's " + arch + ")");
+      out.read_from_log.push_back("model " + *preset + " (the preset with the log's " + arch +
+                                  ")");
     } else {
-      Json m = Json::object();
-      m["name"] = "from-log";
-      m["layers"] = *run.layers;
-      m["hidden"] = *run.hidden;
-      m["heads"] = *run.heads;
-      m["kv_heads"] = run.kv_heads.value_or(*run.heads);
-      if (run.ffn_hidden) {
-        m["ffn_hidden"] = *run.ffn_hidden;
-      } else {
-        assumed.push_back("ffn_hidden 4 x hidden (not in the log)");
-      }
-      if (run.vocab) {
-        m["vocab"] = *run.vocab;
-      } else {
-        // GPT-2 BPE (Radford et al. 2019), Megatron's GPT default tokenizer.
-        m["vocab"] = 50257;
-        assumed.push_back("vocab 50257, GPT-2 BPE (not in the log; pass --model for another)");
-      }
-      m["gated_ffn"] = run.swiglu.value_or(false);
-      m["tied_embeddings"] = !run.untied_embeddings.value_or(false);
-      m["dropout"] = run.dropout.value_or(false);
-      m["linear_bias"] = run.linear_bias.value_or(true);
-      m["norm"] = run.rmsnorm.value_or(false) ? "rmsnorm" : "layernorm";
-      if (run.max_positions) m["max_seq_len"] = *run.max_positions;
-      AddMoeModelFields(run, &m, &assumed);
-      req["model"] = m;
-      read.push_back("model built from the log's arguments (" + arch + ")");
+      InlineModel(arch);
     }
   } else {
-    return Status::InvalidArgument(
-        "the log does not state the model's architecture: pass --model (a preset or a file)");
+    missing.push_back("the model's architecture: pass --model (a preset or a file)");
   }
+}
 
-  // Batch and sequence.
+void LogRequestBuilder::ReadBatchAndSequence() {
+  auto& read = out.read_from_log;
+  auto& assumed = out.assumed;
   if (run.global_batch) {
     training["global_batch"] = *run.global_batch;
     read.push_back(Describe("global batch", std::to_string(*run.global_batch), "log"));
@@ -201,7 +235,7 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
     assumed.push_back(
         Describe("global batch", std::to_string(*flags.global_batch), "--global-batch"));
   } else {
-    return Status::InvalidArgument("the log does not state the global batch: pass --global-batch");
+    missing.push_back("the global batch: pass --global-batch");
   }
   if (run.seq_len) {
     training["seq_len"] = *run.seq_len;
@@ -214,7 +248,12 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   }
   if (run.precision) {
     training["precision"] = *run.precision;
-    read.push_back("precision " + *run.precision + " (log)");
+    read.push_back("precision " + *run.precision + " (" +
+                   (run.precision_recipe ? *run.precision_recipe : std::string("log")) + ")");
+    if (flags.precision && *flags.precision != *run.precision) {
+      out.warnings.push_back("--precision " + *flags.precision + " contradicts the log's " +
+                             *run.precision + "; the log wins");
+    }
   } else if (flags.precision) {
     training["precision"] = *flags.precision;
     assumed.push_back(Describe("precision", *flags.precision, "--precision"));
@@ -223,8 +262,31 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   }
   if (flags.attention) training["attention"] = *flags.attention;
   req["training"] = training;
+}
 
-  // Configuration: the log's statements, then --config for the rest.
+// torchtitan's FSDP2 mesh as the planner's: the shard group is gz and HSDP's
+// replicas are dp (gdata). data_parallel_shard_degree -1 takes every rank the
+// other degrees leave (torchtitan ParallelDims._validate).
+void PutTitanDataParallel(const LoggedRun& run, int gpus,
+                          const std::function<void(const char*, const Json&, const char*)>& put) {
+  const int replicate = std::max(1, run.dp_replicate.value_or(1));
+  int shard = run.dp_shard.value_or(-1);
+  const int rest = run.tp.value_or(1) * run.pp.value_or(1) * run.cp.value_or(1) * replicate;
+  if (shard < 1 && rest > 0 && gpus % rest == 0) shard = gpus / rest;
+  if (shard > 1) {
+    put("gz", shard,
+        run.dp_shard && *run.dp_shard > 0 ? "FSDP2 shard degree (dp_shard)"
+                                          : "FSDP2 shard degree: the ranks the other degrees leave");
+  }
+  if (run.dp_replicate && *run.dp_replicate > 1) {
+    put("dp", *run.dp_replicate, "HSDP replicate degree (dp_replicate)");
+  }
+}
+
+// The configuration: the log's statements, then --config for the rest.
+Status LogRequestBuilder::Config() {
+  auto& read = out.read_from_log;
+  const int gpus = req["gpus"].get<int>();
   Json config = Json::object();
   auto put = [&](const char* key, const Json& v, const char* what) {
     config[key] = v;
@@ -250,14 +312,10 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   if (run.offload_optimizer)
     put("offload_optimizer", *run.offload_optimizer, "zero_config offload_optimizer");
   if (run.offload_param) put("offload_param", *run.offload_param, "zero_config offload_param");
-  if (run.zero) {
-    if (run.format == LogFormat::kTorchtitan) {
-      // FSDP2's shard group is the planner's gz: the data ranks of the mesh.
-      const int rest = run.tp.value_or(1) * run.pp.value_or(1) * run.cp.value_or(1);
-      if (rest > 0 && gpus % rest == 0) put("gz", gpus / rest, "dp_shard mesh dimension");
-    } else {
-      put("zero", *run.zero, "ZeRO stage");
-    }
+  if (run.format == LogFormat::kTorchtitan) {
+    if (run.zero || run.dp_shard || run.dp_replicate) PutTitanDataParallel(run, gpus, put);
+  } else if (run.zero) {
+    put("zero", *run.zero, "ZeRO stage");
   }
   bool overlaps_stated = false;
   if (run.overlap_grad_reduce)
@@ -277,7 +335,7 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
         continue;
       }
       config[it.key()] = it.value();
-      assumed.push_back(it.key() + "=" + it.value().dump() + " (--config)");
+      out.assumed.push_back(it.key() + "=" + it.value().dump() + " (--config)");
       if (it.key() == "overlap_grad_reduce" || it.key() == "overlap_param_gather" ||
           it.key() == "tp_comm_overlap" || it.key() == "oar" || it.key() == "ors" ||
           it.key() == "oag" || it.key() == "overlap_p2p") {
@@ -307,40 +365,71 @@ Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
   if (moe.empty() || !parsed.ok()) parsed = ParseConfig(config, "/config", gpus);
   PT_ASSIGN_OR_RETURN(ParallelConfig pc, std::move(parsed));
   if (!overlaps_stated) {
-    ApplyFrameworkOverlaps(FrameworkPreset(fw).support, &pc);
-    assumed.push_back(std::string("overlaps: ") + FrameworkName(fw) +
-                      "'s defaults (the log states none)");
+    ApplyFrameworkOverlaps(FrameworkPreset(out.framework).support, &pc);
+    out.assumed.push_back(std::string("overlaps: ") + FrameworkName(out.framework) +
+                          "'s defaults (the log states none)");
   }
   req["config"] = Json::parse(ConfigToJson(pc).dump());
   out.request = req;
+  return Status::Ok();
+}
 
-  // Measured time.
+Status LogRequestBuilder::MeasuredTime(const StepSummaryOptions& options) {
   PT_ASSIGN_OR_RETURN(out.summary, SummarizeSteps(run, options));
   const double med = out.summary.median;
+  const int gpus = req["gpus"].get<int>();
   switch (run.unit) {
     case StepUnit::kSeconds:
       out.measured_iteration_s = med;
       break;
     case StepUnit::kSamplesPerSec:
       out.measured_iteration_s = static_cast<double>(training["global_batch"].get<int64_t>()) / med;
-      assumed.push_back("iteration time = global batch / samples per second");
+      out.assumed.push_back("iteration time = global batch / samples per second");
       break;
     case StepUnit::kTokensPerSecPerGpu: {
       PT_ASSIGN_OR_RETURN(PredictRequest pr, ParsePredictRequest(req));
       out.measured_iteration_s = static_cast<double>(pr.job.training.global_batch) *
                                  pr.job.training.seq_len / (med * gpus);
-      read.push_back("iteration time = global batch x seq / (tps x gpus)");
+      out.read_from_log.push_back("iteration time = global batch x seq / (tps x gpus)");
       break;
     }
   }
   if (run.whole_run_average) {
-    assumed.push_back("the whole run's average (train_runtime): warm-up is inside it");
+    out.assumed.push_back("the whole run's average (train_runtime): warm-up is inside it");
   }
   if (!(out.measured_iteration_s > 0) || !std::isfinite(out.measured_iteration_s)) {
     return Status::InvalidArgument("the log's step figures give no positive iteration time");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LogRequest> RequestFromLog(const LoggedRun& run, const LogFlags& flags,
+                                  const StepSummaryOptions& options) {
+  LogRequest out;
+  LogRequestBuilder b{run, flags, out};
+  b.ReadFramework();
+  b.ReadCluster();
+  b.ReadGpus();
+  b.ReadModel();
+  b.ReadBatchAndSequence();
+  PT_RETURN_IF_ERROR(b.parse_error);
+  if (!b.missing.empty()) {
+    std::string msg = b.missing.size() == 1 ? "the log does not state " + b.missing.front()
+                                            : "the log does not state " +
+                                                  std::to_string(b.missing.size()) +
+                                                  " facts a prediction needs:";
+    if (b.missing.size() > 1) {
+      for (const std::string& m : b.missing) msg += "\n  " + m;
+    }
+    return Status::InvalidArgument(msg);
+  }
+  PT_RETURN_IF_ERROR(b.Config());
+  PT_RETURN_IF_ERROR(b.MeasuredTime(options));
   return out;
 }
+
 
 double PredictIterationSeconds(const PredictRequest& r) {
   const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);

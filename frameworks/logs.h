@@ -76,11 +76,18 @@ struct LoggedRun {
   // Job.
   std::optional<int> seq_len, world_size;
   std::optional<int64_t> global_batch, micro_batch;
-  std::optional<std::string> precision;   // "bf16" | "fp16" | "fp32"
+  // "bf16" | "fp16" | "fp32", or a low-precision recipe ("fp8_current",
+  // "fp8_blockwise", "mxfp8": torchtitan's float8 converter line).
+  std::optional<std::string> precision;
+  std::optional<std::string> precision_recipe;  // as the log names it, e.g. "float8 rowwise"
   std::optional<std::string> gpu_device;  // e.g. "NVIDIA H100 80GB HBM3" (a device-name line)
   // torchtitan: the data-parallel degree of the device mesh (dp_replicate ×
   // dp_shard) and the gradient accumulation steps its start-up line states.
   std::optional<int> dp_degree, grad_accumulation;
+  // torchtitan's FSDP2 degrees: data_parallel_shard_degree (dp_shard; -1 =
+  // every rank the other degrees leave) and data_parallel_replicate_degree
+  // (dp_replicate, HSDP's replicas).
+  std::optional<int> dp_shard, dp_replicate;
   // Parallel configuration.
   std::optional<int> tp, pp, vpp, cp, zero;
   std::optional<bool> sp, distributed_optimizer, overlap_grad_reduce, overlap_param_gather,
@@ -99,6 +106,7 @@ struct LoggedRun {
   std::optional<std::string> moe_dispatcher;  // "alltoall" | "allgather" | "deepep" | "hybridep"
   std::optional<bool> moe_grouped_gemm, moe_permute_fusion, moe_a2a_overlap;
   int ranks_seen = 0;                    // distinct rank prefixes (0 = lines carry none)
+  int first_line = 1;                    // where the run's section of the log starts (1-based)
   std::vector<std::string> notes;        // reader remarks (e.g. duplicated steps)
 };
 
@@ -107,9 +115,31 @@ struct LoggedRun {
 // nullopt for a device without one.
 std::optional<std::string> ClusterForDevice(const std::string& device);
 
-// Reads a log. `name` (its path) only labels errors. kInvalidArgument when the
-// text matches no reader or has no step figure.
-Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& name);
+// Reads every run of a log, in log order. One log may hold several runs (a
+// job restarted, several jobs appended to one file): a run's section starts
+// where its framework's start-of-run banner appears after step lines
+// (Megatron's "using world size" line and arguments header;
+// torchtitan's "Starting job", "Running with args", device mesh and
+// "Training starts" lines; DeepSpeed's "DeepSpeed info" and engine
+// configuration header; the Hugging Face Trainer's "Running training"
+// block), or where the step counter goes back. Each run's fields come from
+// its own section only; sections without a step figure are left out.
+// kInvalidArgument when the text matches no reader or has no step figure.
+Result<std::vector<LoggedRun>> ParseTrainingLogRuns(std::string_view text,
+                                                   const std::string& name);
+
+// One line about a run for the list of a multi-run log: "run 2 (line 41):
+// torchtitan, bf16, gpus=8 tp=1 pp=1 cp=1 dp_shard=8 dp_replicate=1 zero=3,
+// 20 step figure(s) (steps 1-20)". `index` is 1-based.
+std::string DescribeLoggedRun(const LoggedRun& run, int index);
+
+// Reads a log and picks one run: `run` (1-based), else the only one. `name`
+// (its path) only labels errors. kInvalidArgument when the text matches no
+// reader or has no step figure, when `run` is out of range, and when the log
+// holds several runs and `run` is absent: the message lists them (one
+// DescribeLoggedRun line each) and says to pass --run N.
+Result<LoggedRun> ParseTrainingLog(std::string_view text, const std::string& name,
+                                   std::optional<int> run = std::nullopt);
 
 // How step figures are summarised (docs/model.md).
 struct StepSummaryOptions {
@@ -144,6 +174,7 @@ struct LogFlags {
   std::optional<int64_t> global_batch;
   std::optional<std::string> precision, attention, framework;
   std::optional<Json> config;  // ConfigStringToJson of --config
+  std::optional<int> run;      // --run N: which run of a log holding several (1-based)
 };
 
 // A run as the planner sees it.
@@ -206,6 +237,15 @@ struct LogCalibrationFit {
 // `residual` of the entry = error_after. kInvalidArgument when a run's config
 // breaks a rule. Deterministic.
 Result<LogCalibrationFit> FitLogCalibration(const std::vector<LogCalibrationRun>& runs);
+
+// Warnings for a run outside the published runs the model is checked on
+// (the calibration data of `paratune validate`, summarised per framework
+// family x GPU generation in log_ranges.cc), one per axis: "outside the
+// calibrated range (framework family | GPU generation | GPU count decade |
+// sequence-length decade | model size decade): ...". A size axis counts as
+// outside when its value lies in a power of ten no calibrated run of the
+// closest rows (same family and GPU, else the family, else the GPU) is in.
+std::vector<std::string> CalibratedRangeWarnings(const PredictRequest& r);
 
 // The same predict request's iteration time with `cluster` as given (its
 // framework entries applied by the cost model). REQUIRES: the config passes

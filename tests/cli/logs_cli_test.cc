@@ -165,5 +165,66 @@ TEST_F(LogsCli, CalibrateOnLogsThenPredictThem) {
   EXPECT_LT(again["error_before"].get<double>(), 0.05);
 }
 
+// A log holding three torchtitan runs: listed without --run, one picked with it.
+TEST_F(LogsCli, SeveralRunsAreListedAndRunPicksOne) {
+  const std::string log = Log("torchtitan_three_runs.log");
+  Outcome r = Call(RunPredict, {"--log", log, "--model", "llama3-8b"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("holds 3 runs; pass --run N (1-3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run 2 (line 21): torchtitan, bf16"), std::string::npos) << r.err;
+  const Json fp8 = PredictLog(log, {"--model", "llama3-8b", "--run", "1"});
+  EXPECT_EQ(fp8["config"].get<std::string>().find("gz=8") != std::string::npos, true) << fp8["config"];
+  bool read_fp8 = false;
+  for (const auto& l : fp8["read_from_log"]) {
+    read_fp8 |= l.get<std::string>() == "precision fp8_blockwise (float8 rowwise)";
+  }
+  EXPECT_TRUE(read_fp8) << fp8["read_from_log"].dump();
+  const Json bf16 = PredictLog(log, {"--model", "llama3-8b", "--run", "2"});
+  EXPECT_GT(bf16["measured_iteration_s"].get<double>(), fp8["measured_iteration_s"].get<double>());
+  r = Call(RunPredict, {"--log", log, "--model", "llama3-8b", "--run", "4"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--run 4 is out of range"), std::string::npos) << r.err;
+  r = Call(RunPredict, {"--log", log, "--model", "llama3-8b", "--run", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+}
+
+TEST_F(LogsCli, MissingFactsAreAskedForAtOnce) {
+  Outcome r = Call(RunPredict, {"--log", Log("megatron_no_args.log")});
+  EXPECT_EQ(r.code, kExitUsage);
+  for (const char* flag : {"--cluster", "--gpus", "--model"}) {
+    EXPECT_NE(r.err.find(flag), std::string::npos) << flag << ": " << r.err;
+  }
+}
+
+// Outside the calibrated range: the axis is named in `warnings` and in the table.
+TEST_F(LogsCli, RunsOutsideTheCalibratedRangeAreWarned) {
+  Args mi300x = MegatronFlags();
+  mi300x[1] = "mi300x";
+  const Json j = PredictLog(Log("megatron_no_args.log"), mi300x);
+  ASSERT_TRUE(j.contains("warnings"));
+  bool gpu_axis = false;
+  for (const auto& w : j["warnings"]) {
+    gpu_axis |= w.get<std::string>().find("(GPU generation): no published run on mi300x") !=
+                std::string::npos;
+  }
+  EXPECT_TRUE(gpu_axis) << j["warnings"].dump();
+  const Json in_range = PredictLog(Log("megatron_no_args.log"), MegatronFlags());
+  EXPECT_TRUE(in_range["warnings"].empty()) << in_range["warnings"].dump();
+  Outcome t = Call(RunPredict, {"--log", Log("torchtitan_three_runs.log"), "--model", "llama3-8b",
+                                "--run", "3", "--format", "table"});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(t.out.find("  warning: outside the calibrated range (framework family)"),
+            std::string::npos)
+      << t.out;
+}
+
+// An argument printed but not in effect (Megatron-DeepSpeed's zero_stage
+// without --deepspeed) does not make the log fail.
+TEST_F(LogsCli, InactiveZeroStageIsIgnored) {
+  const Json j = PredictLog(Log("megatron_deepspeed_no_ds.log"), {"--cluster", "dgx-h100"});
+  EXPECT_EQ(j["framework"], "megatron");
+  EXPECT_EQ(j["config"].get<std::string>().find("zero"), std::string::npos) << j["config"];
+}
+
 }  // namespace
 }  // namespace paratune::cli

@@ -583,5 +583,136 @@ TEST(LogsTest, DeepSpeedOffloadAndZeroStage) {
   EXPECT_FALSE(run->offload_param.has_value());
 }
 
+// Three runs in one torchtitan log (tests/frameworks/data/logs/
+// torchtitan_three_runs.log): each run's fields come from its own section.
+TEST(LogsTest, SeveralRunsInOneLogAreReadApart) {
+  auto runs = ParseTrainingLogRuns(ReadData("torchtitan_three_runs.log"), "three.log");
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 3u);
+  const LoggedRun& fp8 = (*runs)[0];
+  EXPECT_EQ(fp8.precision, "fp8_blockwise");
+  EXPECT_EQ(fp8.precision_recipe, "float8 rowwise");
+  EXPECT_EQ(fp8.dp_shard, 8);
+  EXPECT_EQ(fp8.steps.size(), 6u);
+  EXPECT_DOUBLE_EQ(fp8.steps[1].value, 7512);
+  const LoggedRun& bf16 = (*runs)[1];
+  EXPECT_EQ(bf16.precision, "bf16");  // the args dict's mixed_precision_param
+  EXPECT_FALSE(bf16.precision_recipe);
+  EXPECT_DOUBLE_EQ(bf16.steps[1].value, 6021);
+  EXPECT_EQ(bf16.first_line, 21);
+  const LoggedRun& hsdp = (*runs)[2];
+  EXPECT_EQ(hsdp.dp_shard, 4);
+  EXPECT_EQ(hsdp.dp_replicate, 2);
+  EXPECT_EQ(hsdp.world_size, 8);
+  EXPECT_NE(DescribeLoggedRun(fp8, 1).find("fp8_blockwise (float8 rowwise)"), std::string::npos)
+      << DescribeLoggedRun(fp8, 1);
+
+  // Without a run number the log's runs are listed and --run named.
+  auto any = ParseTrainingLog(ReadData("torchtitan_three_runs.log"), "three.log");
+  ASSERT_FALSE(any.ok());
+  const std::string msg(any.status().message());
+  EXPECT_NE(msg.find("holds 3 runs; pass --run N (1-3)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("run 1 (line 1): torchtitan, fp8_blockwise"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("run 3 (line 32): torchtitan, bf16"), std::string::npos) << msg;
+  auto second = ParseTrainingLog(ReadData("torchtitan_three_runs.log"), "three.log", 2);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_DOUBLE_EQ(second->steps[1].value, 6021);
+  EXPECT_FALSE(ParseTrainingLog(ReadData("torchtitan_three_runs.log"), "three.log", 4).ok());
+  // A one-run log is read whatever --run says, as long as it is 1.
+  EXPECT_TRUE(ParseTrainingLog(ReadData("torchtitan_rank0.log"), "r0.log", 1).ok());
+}
+
+TEST(LogsTest, StepCounterGoingBackStartsANewRun) {
+  const std::string one = ReadData("torchtitan_rank0.log");
+  auto runs = ParseTrainingLogRuns(one + one, "twice.log");
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  EXPECT_EQ(runs->size(), 2u);
+  // Several ranks logging the same step is one run.
+  auto inter = ParseTrainingLogRuns(ReadData("torchtitan_interleaved.log"), "i.log");
+  ASSERT_TRUE(inter.ok());
+  EXPECT_EQ(inter->size(), 1u);
+}
+
+// FSDP2's shard group is gz, HSDP's replicas dp.
+TEST(LogsTest, TorchtitanShardAndReplicateDegreesMapToGzAndDp) {
+  LogFlags flags;
+  flags.model = Json("llama3-8b");
+  auto runs = ParseTrainingLogRuns(ReadData("torchtitan_three_runs.log"), "three.log");
+  ASSERT_TRUE(runs.ok());
+  auto full = RequestFromLog((*runs)[0], flags, StepSummaryOptions{});
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->request["config"]["gz"], 8);
+  EXPECT_EQ(full->request["config"]["dp"], 1);
+  EXPECT_EQ(full->request["training"]["precision"], "fp8_blockwise");
+  EXPECT_TRUE(Mentions(full->read_from_log, "precision fp8_blockwise (float8 rowwise)"));
+  auto hsdp = RequestFromLog((*runs)[2], flags, StepSummaryOptions{});
+  ASSERT_TRUE(hsdp.ok()) << hsdp.status().message();
+  EXPECT_EQ(hsdp->request["config"]["gz"], 4);
+  EXPECT_EQ(hsdp->request["config"]["dp"], 2);
+  // Releases before the split named FSDP's mesh dimension "dp".
+  const LoggedRun old = Parse("torchtitan_dp_mesh.log");
+  EXPECT_EQ(old.dp_shard, 8);
+  EXPECT_EQ(old.zero, 3);
+  auto lr = RequestFromLog(old, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_EQ(lr->request["config"]["gz"], 8);
+  EXPECT_EQ(lr->request["config"]["dp"], 1);
+}
+
+TEST(LogsTest, InactiveArgumentsAreIgnored) {
+  const LoggedRun run = Parse("megatron_deepspeed_no_ds.log");
+  EXPECT_EQ(run.format, LogFormat::kMegatron);
+  EXPECT_FALSE(run.zero);  // zero_stage 1.0 printed, deepspeed False
+  EXPECT_TRUE(Mentions(run.notes, "zero_stage 1 ignored"));
+  LogFlags flags;
+  flags.cluster = Json("dgx-h100");
+  auto lr = RequestFromLog(run, flags, StepSummaryOptions{});
+  ASSERT_TRUE(lr.ok()) << lr.status().message();
+  EXPECT_FALSE(lr->request["config"].contains("zero") && lr->request["config"]["zero"] != 0)
+      << lr->request["config"].dump();
+  auto req = ParsePredictRequest(lr->request);
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  const CostModel cm(req->job.model, req->job.training, req->job.cluster, req->job.gpus);
+  EXPECT_TRUE(ValidateConfig(cm, req->config).ok());
+}
+
+TEST(LogsTest, MissingFactsAreNamedTogether) {
+  auto lr = RequestFromLog(Parse("megatron_no_args.log"), LogFlags{}, StepSummaryOptions{});
+  ASSERT_FALSE(lr.ok());
+  const std::string msg(lr.status().message());
+  for (const char* flag : {"pass --cluster", "pass --gpus", "pass --model"}) {
+    EXPECT_NE(msg.find(flag), std::string::npos) << flag << ": " << msg;
+  }
+  EXPECT_NE(msg.find("3 facts"), std::string::npos) << msg;
+}
+
+PredictRequest RangeRequest(const char* cluster, const char* framework, int gpus, int seq,
+                            const char* model = "llama3-8b") {
+  Json j = {{"model", model},
+            {"cluster", cluster},
+            {"gpus", gpus},
+            {"training", {{"seq_len", seq}, {"global_batch", 64}, {"framework", framework}}},
+            {"config", {{"tp", 1}}}};
+  auto r = ParsePredictRequest(j);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : PredictRequest{};
+}
+
+TEST(LogsTest, RunsOutsideTheCalibratedRangeSayWhichAxis) {
+  EXPECT_TRUE(CalibratedRangeWarnings(RangeRequest("dgx-h100", "megatron", 8, 4096)).empty());
+  auto w = CalibratedRangeWarnings(RangeRequest("mi300x", "megatron", 8, 4096));
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("(GPU generation): no published run on mi300x"), std::string::npos) << w[0];
+  w = CalibratedRangeWarnings(RangeRequest("dgx-h100", "torchtitan", 8, 4096));
+  EXPECT_TRUE(Mentions(w, "(framework family): no published torchtitan run")) << w.size();
+  w = CalibratedRangeWarnings(RangeRequest("dgx-h100", "fsdp", 8, 4096));
+  EXPECT_TRUE(Mentions(w, "no published fsdp run on h100 (fsdp runs: a100)"));
+  // Megatron on A100 was calibrated at seq 2048 only.
+  w = CalibratedRangeWarnings(RangeRequest("dgx-a100-80gb", "megatron", 8, 32768));
+  EXPECT_TRUE(Mentions(w, "(sequence-length decade): 32768 tokens")) << (w.empty() ? "" : w[0]);
+  w = CalibratedRangeWarnings(RangeRequest("dgx-h100", "megatron", 100000, 4096));
+  EXPECT_TRUE(Mentions(w, "(GPU count decade)"));
+}
+
 }  // namespace
 }  // namespace paratune::planner
