@@ -475,10 +475,12 @@ int RunPlan(const Args& args, Io io) {
       }
     }
     if (sections.size() > 1) {
-      io.out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front):\n";
+      io.out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
+              "`changed:` line names what the pick changes from the count above, beyond its replicas):\n";
       io.out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
              << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
       double best = 0;
+      std::optional<planner::Candidate> previous;  // the last count's pick
       for (const auto& s : sections) {
         io.out << std::setw(7) << s.job.gpus;
         if (s.result.top.empty()) {
@@ -498,6 +500,15 @@ int RunPlan(const Args& args, Io io) {
                << FormatFixed(p.tokens_per_s / s.job.gpus, 1) << std::setw(7)
                << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
                << planner::ConfigText(b.framework, b.config) << "\n";
+        // What the pick changes from the previous count's, beyond its replicas.
+        if (previous) {
+          const std::vector<std::string> changed = planner::LayoutChanges(*previous, b);
+          for (size_t i = 0; i < changed.size(); ++i) {
+            io.out << (i == 0 ? "          changed: " : ", ") << changed[i]
+                   << (i + 1 == changed.size() ? "\n" : "");
+          }
+        }
+        previous = b;
       }
     }
   }

@@ -294,6 +294,34 @@ Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions 
   return std::optional<FitsFrom>();
 }
 
+std::vector<std::string> LayoutChanges(const Candidate& from, const Candidate& to) {
+  std::vector<std::string> out;
+  if (from.framework != to.framework) {
+    out.push_back(std::string("framework ") + FrameworkName(from.framework) + " -> " +
+                  FrameworkName(to.framework));
+  }
+  const OrderedJson a = ConfigToJson(from.config), b = ConfigToJson(to.config);
+  // A framework knob that follows its policy on both sides (p2p overlap with
+  // interleaving) changes with the layout, not on its own: not listed.
+  const OrderedJson policy_a = ConfigToJson(WithFrameworkPolicy(from.framework, from.config));
+  const OrderedJson policy_b = ConfigToJson(WithFrameworkPolicy(to.framework, to.config));
+  auto follows_policy = [&](const std::string& key) {
+    const bool knob = key == "moe_a2a_overlap" ||
+                      std::any_of(std::begin(kOverlapSwitches), std::end(kOverlapSwitches),
+                                  [&](const OverlapSwitch& sw) { return key == sw.key; });
+    return knob && a.contains(key) && b.contains(key) && a[key] == policy_a[key] &&
+           b[key] == policy_b[key];
+  };
+  auto text = [](const OrderedJson& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& [key, value] : b.items()) {
+    if (key == "dp" || key == "edp") continue;  // the data width follows the GPU count
+    if (follows_policy(key)) continue;
+    const OrderedJson before = a.contains(key) ? a[key] : OrderedJson();
+    if (before != value) out.push_back(key + " " + text(before) + " -> " + text(value));
+  }
+  return out;
+}
+
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
   OrderedJson doc;
   doc["schema"] = kPlansSchema;
@@ -381,6 +409,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   if (sections.size() > 1) {
     OrderedJson scaling = OrderedJson::array();
     double best_tps = 0;
+    std::optional<Candidate> previous;  // the last count's pick
     for (const PlanSection& sec : sections) {
       OrderedJson row;
       row["gpus"] = sec.job.gpus;
@@ -404,6 +433,13 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         // More GPUs are on the front only if they buy more tokens per second.
         row["pareto"] = b.prediction.tokens_per_s > best_tps;
         best_tps = std::max(best_tps, b.prediction.tokens_per_s);
+        // What the pick changes from the previous count's (null for the first).
+        if (previous) {
+          row["changed"] = LayoutChanges(*previous, b);
+        } else {
+          row["changed"] = nullptr;
+        }
+        previous = b;
       }
       scaling.push_back(row);
     }

@@ -69,6 +69,13 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
 
+// What changes from one GPU count's pick to the next's, as "key a -> b" for
+// each configuration key (canonical JSON) and the framework, leaving out the
+// data-parallel width, which follows the count, and framework knobs that
+// follow their framework's policy on both sides: empty when the next count
+// keeps the layout and only adds or drops replicas.
+std::vector<std::string> LayoutChanges(const Candidate& from, const Candidate& to);
+
 // The fastest configuration the framework's start-up rules forbid
 // (SearchResult::forbidden), when it is faster than every configuration the
 // search kept: what `plan` names as "fastest if allowed". nullptr otherwise.

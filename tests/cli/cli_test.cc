@@ -362,6 +362,20 @@ TEST(Plan, GpuRangeReportsScaling) {
   ASSERT_EQ(j["scaling"].size(), 3u);  // 16, 32, 64
   EXPECT_EQ(j["scaling"][0]["gpus"], 16);
   EXPECT_TRUE(j["scaling"][0]["pareto"].get<bool>());
+  // Each row names what its pick changes from the row above, beyond the data
+  // width: nothing when only the replicas differ.
+  EXPECT_TRUE(j["scaling"][0]["changed"].is_null());
+  for (size_t i = 1; i < j["scaling"].size(); ++i) {
+    const Json& row = j["scaling"][i];
+    ASSERT_TRUE(row["changed"].is_array()) << row.dump();
+    Json before = j["scaling"][i - 1]["config"], now = row["config"];
+    for (const char* derived : {"dp", "edp"}) {
+      before.erase(derived);
+      now.erase(derived);
+    }
+    EXPECT_EQ(row["changed"].empty(), before == now) << row.dump();
+    for (const Json& c : row["changed"]) EXPECT_NE(c.get<std::string>().rfind("dp ", 0), 0u);
+  }
 }
 
 TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
