@@ -85,38 +85,14 @@ Status BuildAllocation(const Job& job, const ReplanOptions& o, ReplanResult* r) 
 
 bool Faster(const ReplanCandidate& a, const ReplanCandidate& b);
 
-// Whether `c` holds every pin of `opt.fixed` (--fix), read as the search reads
-// them: canonical config keys, tp for gy and dp for gdata; uneven_pp=false
-// asks for whole stages.
-bool FixedAllows(const SearchOptions& opt, const ParallelConfig& c) {
-  const Json have = Json::parse(ConfigToJson(c).dump());
-  for (const auto& [k, v] : opt.fixed) {
-    if (k == "uneven_pp") {
-      if (v == "false" && (c.first_stage_layers > 0 || c.last_stage_layers > 0)) return false;
-      continue;
-    }
-    auto pinned = ConfigStringToJson(k + "=" + v);
-    if (!pinned.ok()) return false;
-    for (const auto& [key, want] : pinned->items()) {
-      std::string name = key == "gdata" ? "dp" : key;
-      if (name == "gy" && c.gx == 1) name = "tp";
-      if (!have.contains(name)) continue;
-      const Json& got = have[name];
-      const bool same = got.is_boolean() && want.is_number_integer()
-                            ? got.get<bool>() == (want.get<int64_t>() != 0)
-                            : got == want;
-      if (!same) return false;
-    }
-  }
-  return true;
-}
-
 // The running layout on g GPUs: the same model-parallel block, g / block
-// data-parallel replicas, each batch in `batches` (the first that passes the
-// framework's rules and fits is kept). Empty when g is not a multiple of the
-// block or no batch fits.
+// data-parallel replicas, each batch in `batches` (the first that lies in the
+// search's space with its pins, Search::InSpace, passes the framework's rules
+// and fits is kept). Empty when g is not a multiple of the block or no batch
+// fits.
 std::optional<ReplanCandidate> SameLayoutOn(const Job& old_job, const ParallelConfig& old_config,
                                             int g, const std::vector<int64_t>& batches,
+                                            const SearchOptions& search,
                                             const Prediction& running) {
   const int64_t block = old_config.world() / old_config.gdata;
   if (g % block != 0) return std::nullopt;
@@ -127,7 +103,7 @@ std::optional<ReplanCandidate> SameLayoutOn(const Job& old_job, const ParallelCo
     job.gpus = g;
     job.training.global_batch = batch;
     const CostModel cm(job.model, job.training, job.cluster, g);
-    if (cm.CheckRules(c) != Reason::kOk) continue;
+    if (cm.CheckRules(c) != Reason::kOk || !Search(cm, search).InSpace(c)) continue;
     const Prediction p = cm.Predict(c);
     if (!p.fits) continue;
     ReplanCandidate rc;
@@ -234,23 +210,22 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
   std::vector<ReplanCandidate> all;
   // The running layout with fewer replicas, on the most GPUs it fits: found
   // whatever the search's own top rows hold, and whatever --max-counts stops.
-  for (int g = static_cast<int>(avail / block * block); g >= min_gpus && g > 0;
-       g -= static_cast<int>(block)) {
-    auto same = SameLayoutOn(old_job, old_config, g,
-                             BatchesFor(old_config, B, g, options.allow_global_batch_change, true),
-                             r.old_prediction);
-    if (same && FixedAllows(sopt, same->candidate.config)) {
+  const int most_same = static_cast<int>(avail / block * block);
+  for (int g = most_same; g >= min_gpus && g > 0; g -= static_cast<int>(block)) {
+    if (auto same = SameLayoutOn(
+            old_job, old_config, g,
+            BatchesFor(old_config, B, g, options.allow_global_batch_change, true), sopt,
+            r.old_prediction)) {
       all.push_back(*same);
       break;
     }
   }
-  const int most_same = static_cast<int>(avail / block * block);
   if (!options.allow_global_batch_change && most_same > 0 &&
       (all.empty() || all.front().gpus < most_same)) {
     std::vector<int64_t> changed = BatchesFor(old_config, B, most_same, true, true);
     changed.erase(changed.begin());  // the kept batch: tried above
     r.same_layout_with_batch_change =
-        SameLayoutOn(old_job, old_config, most_same, changed, r.old_prediction);
+        SameLayoutOn(old_job, old_config, most_same, changed, sopt, r.old_prediction);
   }
   for (int g : counts) {
     const std::vector<int64_t> batches =

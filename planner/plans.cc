@@ -161,9 +161,9 @@ std::string Seconds(double s) {
 // Why row `a` ranks above the faster row `b` (rank `b_rank`): the objective
 // (memory), the band's preference for the simpler configuration, or the
 // pessimistic edge (a narrower band, or b's MFU above the published ceiling).
-// `band`: the uncertainty of the row whose pessimistic edge bounds the leaders.
+// `edge`: the best pessimistic edge, under which the leaders' point times lie.
 std::string RankNote(const RankedPlan& a, const RankedPlan& b, int b_rank, Objective objective,
-                     double band) {
+                     double edge) {
   const Prediction &pa = a.best.prediction, &pb = b.best.prediction;
   const std::string other = "#" + std::to_string(b_rank);
   const std::string slower = Percent(pa.iteration_time_s / pb.iteration_time_s - 1, 1) + " % slower";
@@ -175,7 +175,7 @@ std::string RankNote(const RankedPlan& a, const RankedPlan& b, int b_rank, Objec
   }
   if (a.within_band && b.within_band && a.complexity < b.complexity) {
     return "simpler than " + other + " (" + SimplerBecause(a, b) + "); " + slower +
-           ", within the ±" + Percent(band, 0) + " % band";
+           ", both in the leaders' band (point times under the best pessimistic edge, " + Seconds(edge) + " s)";
   }
   std::string why = "pessimistic edge " + Seconds(pa.pessimistic_time_s) + " s vs " + other + "'s " +
                     Seconds(pb.pessimistic_time_s) + " s";
@@ -189,7 +189,7 @@ std::string RankNote(const RankedPlan& a, const RankedPlan& b, int b_rank, Objec
 
 // Fills each row's faster_rank, faster_time_s and rank_note: the fastest
 // row ranked below it, when that row's point prediction is shorter.
-void NoteFasterRowsBelow(std::vector<RankedPlan>& rows, Objective objective, double band) {
+void NoteFasterRowsBelow(std::vector<RankedPlan>& rows, Objective objective, double edge) {
   size_t fastest = rows.size();  // the fastest row below i
   for (size_t i = rows.size(); i-- > 0;) {
     if (fastest < rows.size() && rows[fastest].best.prediction.iteration_time_s <
@@ -197,7 +197,7 @@ void NoteFasterRowsBelow(std::vector<RankedPlan>& rows, Objective objective, dou
       RankedPlan& r = rows[i];
       r.faster_rank = static_cast<int>(fastest) + 1;
       r.faster_time_s = rows[fastest].best.prediction.iteration_time_s;
-      r.rank_note = RankNote(r, rows[fastest], r.faster_rank, objective, band);
+      r.rank_note = RankNote(r, rows[fastest], r.faster_rank, objective, edge);
     }
     if (fastest == rows.size() || rows[i].best.prediction.iteration_time_s <=
                                       rows[fastest].best.prediction.iteration_time_s) {
@@ -234,7 +234,6 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
   // The rows arrive ranked by their pessimistic edge; the leaders are those
   // whose point prediction lies inside the first row's band.
   const double edge = rows.front().best.prediction.pessimistic_time_s;
-  const double band = rows.front().best.prediction.uncertainty;
   size_t lead = 0;
   while (lead < rows.size() && rows[lead].best.prediction.iteration_time_s <= edge) {
     rows[lead++].within_band = true;
@@ -243,7 +242,7 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
                    [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
   // Notes are made before the cut, so a row names the faster row's rank in
   // the whole ranking whatever `max_rows` is.
-  NoteFasterRowsBelow(rows, objective, band);
+  NoteFasterRowsBelow(rows, objective, edge);
   return truncated();
 }
 

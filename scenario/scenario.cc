@@ -109,7 +109,7 @@ OrderedJson AssumedToJson(const std::vector<Assumption>& assumed) {
   for (const Assumption& a : assumed) {
     OrderedJson j;
     j["key"] = a.key;
-    j["value"] = OrderedJson::parse(a.value.dump());
+    j["value"] = a.value;
     j["why"] = a.why;
     out.push_back(std::move(j));
   }

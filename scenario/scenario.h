@@ -22,7 +22,7 @@ namespace paratune::scenario {
 // (/training/seq_len, /config/overlap_grad_reduce), the value used, and why.
 struct Assumption {
   std::string key;
-  Json value;
+  OrderedJson value;
   std::string why;
 };
 
