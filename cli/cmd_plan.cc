@@ -476,39 +476,36 @@ int RunPlan(const Args& args, Io io) {
     }
     if (sections.size() > 1) {
       io.out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
-              "`changed:` line names what the pick changes from the count above, beyond its replicas):\n";
+              "`changed:` line names what the pick changes from the count above, beyond its replicas; a\n"
+              "count keeps the previous layout while it is among the count's leaders; `why:` says what\n"
+              "made it lose, or what a kept layout gives up):\n";
       io.out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
              << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
       double best = 0;
-      std::optional<planner::Candidate> previous;  // the last count's pick
-      for (const auto& s : sections) {
-        io.out << std::setw(7) << s.job.gpus;
-        if (s.result.top.empty()) {
+      const auto picks = planner::PicksAcrossCounts(sections, opt.objective);
+      for (size_t i = 0; i < sections.size(); ++i) {
+        io.out << std::setw(7) << sections[i].job.gpus;
+        if (!picks[i]) {
           io.out << "   (nothing fits)\n";
           continue;
         }
-        // The plan's first row, as the document's scaling rows have it.
-        // The ranked rows own the candidate `b` refers to: kept for the loop body.
-        const std::vector<planner::RankedPlan> first =
-            planner::RankForTrust(s.result.pool, opt.objective, 1);
-        const planner::Candidate& b = first.front().best;
+        const planner::Candidate& b = picks[i]->best;
         const auto& p = b.prediction;
         const bool front = p.tokens_per_s > best;
         best = std::max(best, p.tokens_per_s);
         io.out << std::setw(11) << FormatFixed(p.iteration_time_s, 3) << std::setw(12)
                << FormatFixed(p.tokens_per_s, 0) << std::setw(13)
-               << FormatFixed(p.tokens_per_s / s.job.gpus, 1) << std::setw(7)
+               << FormatFixed(p.tokens_per_s / sections[i].job.gpus, 1) << std::setw(7)
                << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
                << planner::ConfigText(b.framework, b.config) << "\n";
-        // What the pick changes from the previous count's, beyond its replicas.
-        if (previous) {
-          const std::vector<std::string> changed = planner::LayoutChanges(*previous, b);
-          for (size_t i = 0; i < changed.size(); ++i) {
-            io.out << (i == 0 ? "          changed: " : ", ") << changed[i]
-                   << (i + 1 == changed.size() ? "\n" : "");
-          }
+        // What the pick changes from the previous count's, beyond its
+        // replicas, and why (or why a kept layout is not this count's rank 1).
+        const std::vector<std::string>& changed = picks[i]->changed;
+        for (size_t k = 0; k < changed.size(); ++k) {
+          io.out << (k == 0 ? "          changed: " : ", ") << changed[k]
+                 << (k + 1 == changed.size() ? "\n" : "");
         }
-        previous = b;
+        if (!picks[i]->why.empty()) io.out << "          why: " << picks[i]->why << "\n";
       }
     }
   }

@@ -321,6 +321,130 @@ std::vector<std::string> LayoutChanges(const Candidate& from, const Candidate& t
   return out;
 }
 
+namespace {
+
+// The previous count's layout at `sec`'s GPU count: its configuration with the
+// data-parallel width the count leaves (nullopt when the count is not a
+// multiple of one replica's GPUs).
+std::optional<ParallelConfig> LayoutAt(const ParallelConfig& layout, int64_t gpus) {
+  const int64_t replica = layout.world() / std::max(1, layout.gdata);
+  if (replica <= 0 || gpus % replica != 0) return std::nullopt;
+  ParallelConfig c = layout;
+  c.gdata = static_cast<int>(gpus / replica);
+  return c;
+}
+
+// Whether two candidates split the model the same way: framework, degrees
+// other than the data width, pipeline schedule and stage split, expert
+// dispatch and ZeRO stage. The micro-batch, recompute, offloads and overlaps
+// follow memory and the count, so a kept layout takes the count's best of them.
+bool SameDegrees(const Candidate& a, const Candidate& b) {
+  const ParallelConfig& x = a.config;
+  const ParallelConfig& y = b.config;
+  return a.framework == b.framework && x.gx == y.gx && x.gy == y.gy && x.gz == y.gz &&
+         x.pp == y.pp && x.vpp == y.vpp && x.pp_schedule == y.pp_schedule &&
+         x.first_stage_layers == y.first_stage_layers && x.last_stage_layers == y.last_stage_layers &&
+         x.pp_embedding_layers == y.pp_embedding_layers && x.pp_loss_layers == y.pp_loss_layers &&
+         x.cp == y.cp && x.cp_kind == y.cp_kind && x.sp == y.sp && x.zero == y.zero &&
+         x.ep == y.ep && x.etp == y.etp && x.moe_dispatcher == y.moe_dispatcher;
+}
+
+// What makes the previous count's layout lose at this count, priced by the
+// count's own cost model: it does not divide the GPUs, breaks a rule, does
+// not fit, or is slower than the count's pick beyond the band.
+// `same` is the count's best candidate with the previous degrees, when the
+// search kept one (SearchResult::pool holds the band's neighbourhood only).
+std::string WhyLayoutLeft(const Candidate& previous, const Candidate* same, const PlanSection& sec,
+                          const Candidate& pick) {
+  const double pick_s = pick.prediction.iteration_time_s;
+  auto slower = [&](double s) {
+    return Percent(s / pick_s - 1, 1) + " % slower here (" + Seconds(s) + " vs " + Seconds(pick_s) +
+           " s), outside the leaders' band (" + Seconds(pick.prediction.pessimistic_time_s) + " s)";
+  };
+  if (same != nullptr) return "the previous layout is " + slower(same->prediction.iteration_time_s);
+  const std::optional<ParallelConfig> c = LayoutAt(previous.config, sec.job.gpus);
+  if (!c) {
+    return "the previous layout (" + std::to_string(previous.config.world() / previous.config.gdata) +
+           " GPUs per replica) does not divide " + std::to_string(sec.job.gpus) + " GPUs";
+  }
+  auto models = ModelsForSpace(sec.job, Family::kAll, false, false);
+  const CostModel* cm = nullptr;
+  if (models.ok()) {
+    for (const CostModel* m : models->Pointers()) {
+      if (m->training().framework == previous.framework) cm = m;
+    }
+  }
+  if (cm == nullptr) return "the previous layout is not in this count's search space";
+  if (Reason r = cm->CheckRules(*c); r != Reason::kOk) {
+    return std::string("the previous layout breaks a rule here: ") + ReasonName(r);
+  }
+  const Prediction p = cm->Predict(*c);
+  if (!p.fits) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the previous layout needs %.1f GiB reserved here (%.1f usable)",
+                  p.memory.reserved_GiB, p.memory.usable_GiB);
+    return buf;
+  }
+  return "the previous layout is " + slower(p.iteration_time_s);
+}
+
+}  // namespace
+
+std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
+                                                          Objective objective) {
+  std::vector<std::optional<ScalingPick>> out;
+  std::optional<Candidate> previous;
+  for (const PlanSection& sec : sections) {
+    if (sec.result.top.empty()) {
+      out.emplace_back();
+      continue;
+    }
+    const std::vector<RankedPlan> ranked = RankForTrust(sec.result.pool, objective, 1);
+    ScalingPick pick;
+    pick.best = ranked.front().best;
+    if (previous) {
+      pick.first = false;
+      // The previous layout among this count's leaders keeps its place: the
+      // leaders are the rows whose point time lies under the best pessimistic
+      // edge (RankForTrust), which the model cannot order with confidence.
+      const double edge = sec.result.pool.front().prediction.pessimistic_time_s;
+      // `same`: the best-ranked candidate with the previous degrees, a leader
+      // if one is (the pool keeps every leader).
+      const Candidate* same = nullptr;
+      for (const Candidate& c : sec.result.pool) {
+        if (!SameDegrees(*previous, c)) continue;
+        if (same == nullptr) same = &c;
+        if (c.prediction.iteration_time_s <= edge) {
+          same = &c;
+          break;
+        }
+      }
+      const bool by_time = objective != Objective::kMemory;
+      if (same != nullptr && by_time && same->prediction.iteration_time_s <= edge &&
+          !SameDegrees(*same, pick.best)) {
+        const double slower = same->prediction.iteration_time_s / pick.best.prediction.iteration_time_s - 1;
+        pick.why = "keeps the previous count's layout: " +
+                   (slower >= 0 ? Percent(slower, 1) + " % slower than"
+                                : Percent(-slower, 1) + " % faster than") +
+                   " this count's rank 1 (" + ConfigText(pick.best.framework, pick.best.config) +
+                   "), both in the leaders' band";
+        pick.best = *same;
+        pick.kept = true;
+      }
+      pick.changed = LayoutChanges(*previous, pick.best);
+      if (!pick.changed.empty() && !pick.kept) {
+        pick.why = SameDegrees(*previous, pick.best)
+                       ? "the same layout; its micro-batch, recompute, offloads and overlaps are "
+                         "this count's best for its memory and batch share"
+                       : WhyLayoutLeft(*previous, same, sec, pick.best);
+      }
+    }
+    previous = pick.best;
+    out.push_back(std::move(pick));
+  }
+  return out;
+}
+
 OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOptions& options) {
   OrderedJson doc;
   doc["schema"] = kPlansSchema;
@@ -408,20 +532,19 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   if (sections.size() > 1) {
     OrderedJson scaling = OrderedJson::array();
     double best_tps = 0;
-    std::optional<Candidate> previous;  // the last count's pick
-    for (const PlanSection& sec : sections) {
+    const std::vector<std::optional<ScalingPick>> picks = PicksAcrossCounts(sections, options.objective);
+    for (size_t i = 0; i < sections.size(); ++i) {
+      const PlanSection& sec = sections[i];
       OrderedJson row;
       row["gpus"] = sec.job.gpus;
       row["evaluated"] = sec.result.evaluated;
       row["feasible"] = sec.result.feasible;
       row["search_time_s"] = sec.search_time_s;
-      if (sec.result.top.empty()) {
+      if (!picks[i]) {
         row["best"] = nullptr;
         row["pareto"] = false;
       } else {
-        const std::vector<RankedPlan> sec_ranked =
-            RankForTrust(sec.result.pool, options.objective, 1);
-        const Candidate& b = sec_ranked.front().best;
+        const Candidate& b = picks[i]->best;
         row["framework"] = FrameworkName(b.framework);
         row["config_string"] = ConfigText(b.framework, b.config);
         row["config"] = ConfigToJson(b.config);
@@ -432,13 +555,16 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         // More GPUs are on the front only if they buy more tokens per second.
         row["pareto"] = b.prediction.tokens_per_s > best_tps;
         best_tps = std::max(best_tps, b.prediction.tokens_per_s);
-        // What the pick changes from the previous count's (null for the first).
-        if (previous) {
-          row["changed"] = LayoutChanges(*previous, b);
-        } else {
+        // What the pick changes from the previous count's (null for the
+        // first), and why: the previous layout kept within the band, or what
+        // makes it lose here.
+        if (picks[i]->first) {
           row["changed"] = nullptr;
+        } else {
+          row["changed"] = picks[i]->changed;
         }
-        previous = b;
+        row["kept_layout"] = picks[i]->kept;
+        row["why"] = picks[i]->why.empty() ? OrderedJson() : OrderedJson(picks[i]->why);
       }
       scaling.push_back(row);
     }

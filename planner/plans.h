@@ -124,6 +124,29 @@ struct PlanSection {
   std::optional<FitsFrom> fits_from;
 };
 
+// One GPU count's pick in a sweep (the document's scaling rows, the CLI's
+// scaling table). A count keeps the previous count's layout (its degrees,
+// schedule, stage split, dispatcher and ZeRO stage; the data width, micro-batch,
+// recompute, offloads and overlaps follow the count) while that layout is
+// among the count's leaders (RankForTrust's band: its point time under the
+// best pessimistic edge), so the pick does not flip between layouts the model
+// cannot tell apart; otherwise it takes the count's rank-1 row and says what
+// makes the previous layout lose there.
+struct ScalingPick {
+  Candidate best;
+  std::vector<std::string> changed;  // LayoutChanges from the previous count's pick (knobs too)
+  // Why the layout changed (the previous one does not divide, fit or start
+  // here, or is slower beyond the band), or why a kept layout is not this
+  // count's rank 1. Empty otherwise.
+  std::string why;
+  bool kept = false;   // the previous layout, kept over this count's rank 1
+  bool first = true;   // the first count with a pick: nothing to compare
+};
+// One entry per section, nullopt where nothing fits. Sections in ascending
+// GPU count, as a sweep runs them.
+std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
+                                                          Objective objective);
+
 // The document. With one section it is the plan for that GPU count; with
 // several (a --gpus range) `candidates` etc. describe the largest count that has
 // a feasible plan and `scaling` lists the best plan of every count, with the

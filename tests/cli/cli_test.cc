@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -376,6 +377,77 @@ TEST(Plan, GpuRangeReportsScaling) {
     EXPECT_EQ(row["changed"].empty(), before == now) << row.dump();
     for (const Json& c : row["changed"]) EXPECT_NE(c.get<std::string>().rfind("dp ", 0), 0u);
   }
+}
+
+// A sweep keeps the previous count's layout while the model cannot tell it
+// from the count's rank 1 (its point time under the count's best pessimistic
+// edge), and changes it only with a reason. Checked against the count's own
+// plan and a prediction of the previous pick at the new count.
+TEST(Plan, ASweepKeepsALayoutWhileItIsAmongTheLeaders) {
+  const std::vector<std::vector<std::string>> sweeps = {
+      {"--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8:128", "--seq", "8192",
+       "--global-batch", "256"},
+      {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64:512", "--seq", "8192",
+       "--global-batch", "512"}};
+  const std::set<std::string> knobs = {"mbs", "recompute", "offload_optimizer", "offload_param",
+                                       "offload_activation_layers", "distributed_optimizer",
+                                       "cuda_graphs", "moe_a2a_overlap", "oar", "ors", "oag",
+                                       "overlap_grad_reduce", "overlap_param_gather",
+                                       "tp_comm_overlap", "overlap_p2p", "placement"};
+  int kept = 0, left = 0;
+  for (std::vector<std::string> args : sweeps) {
+    std::vector<std::string> sweep = args;
+    sweep.insert(sweep.end(), {"--format", "json"});
+    Outcome r = Call(RunPlan, sweep);
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    const Json rows = Json::parse(r.out)["scaling"];
+    for (size_t i = 1; i < rows.size(); ++i) {
+      const Json& row = rows[i];
+      const std::string gpus = std::to_string(row["gpus"].get<int>());
+      // The count on its own: the best pessimistic edge among its rows.
+      std::vector<std::string> one = args;
+      one[5] = gpus;
+      one.insert(one.end(), {"--format", "json", "--top", "50"});
+      Outcome p = Call(RunPlan, one);
+      ASSERT_EQ(p.code, kExitOk) << p.err;
+      double edge = 1e300;
+      const Json alone = Json::parse(p.out);
+      for (const Json& c : alone["candidates"]) {
+        edge = std::min(edge, c["prediction"]["pessimistic_iteration_time_s"].get<double>());
+      }
+      // The previous pick, its replicas following the count.
+      std::istringstream words(rows[i - 1]["config_string"].get<std::string>());
+      std::string prev, w;
+      while (words >> w) {
+        if (w.rfind("dp=", 0) != 0 && w.rfind("edp=", 0) != 0) prev += (prev.empty() ? "" : " ") + w;
+      }
+      std::vector<std::string> pa = args;
+      pa[5] = gpus;
+      pa.insert(pa.end(), {"--config", prev, "--format", "json"});
+      Outcome q = Call(RunPredict, pa);
+      const Json there = q.code == kExitOk ? Json::parse(q.out) : Json::object();
+      const bool prev_leads = q.code == kExitOk && there["fits"].get<bool>() &&
+                              there["iteration_time_s"].get<double>() <= edge;
+      bool degrees_changed = false;
+      for (const Json& c : row["changed"]) {
+        const std::string key = c.get<std::string>().substr(0, c.get<std::string>().find(' '));
+        degrees_changed = degrees_changed || !knobs.count(key);
+      }
+      SCOPED_TRACE(row.dump() + " edge " + std::to_string(edge) + ", previous: " + prev);
+      if (prev_leads) {
+        EXPECT_FALSE(degrees_changed);
+      }
+      if (degrees_changed) {
+        EXPECT_FALSE(row["why"].is_null());
+      }
+      kept += row["kept_layout"].get<bool>();
+      left += degrees_changed;
+    }
+  }
+  // Both cases occur: llama3-8b keeps tp=4 where tp=2 ranks first; llama3-70b
+  // leaves tp=8 pp=2 at 512 GPUs, slower there beyond the band.
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(left, 0);
 }
 
 TEST(Capacity, UlyssesAndFpdtReachLongerSequencesThanTensorParallelism) {
