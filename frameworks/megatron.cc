@@ -109,7 +109,7 @@ Status Check(const Plan& p) {
                           " (arguments.py:1335-1337)");
   }
   PT_RETURN_IF_ERROR(CheckFleetFeatures(p));
-  if (const std::string gap = MegatronLocalAttentionGap(m, p.job.training.seq_len); !gap.empty()) {
+  if (const std::string gap = MegatronModelGap(m, p.job.training.seq_len); !gap.empty()) {
     return Refuse(kF, gap);
   }
   const bool dist_opt = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
@@ -290,6 +290,34 @@ void RopeArgs(const ModelSpec& m, std::vector<std::string>* out) {
   }
 }
 
+// The norms' epsilon, the Q/K norms, the attention softmax and the MLP's
+// activation as the model has them, in TransformerConfig's terms @ d98e8a6:
+//  - layernorm_epsilon (--norm-epsilon, default 1e-5: transformer_config.py:201-204);
+//  - qk_layernorm (--qk-layernorm, :259): a norm of kv_channels on each head's
+//    queries and keys (attention.py:1734-1751); MegatronModelGap refuses norms
+//    over all heads' features;
+//  - softmax_type "learnable" (--softmax-type, :170): a learned offset per head
+//    in the softmax's denominator, gpt-oss's attention sinks;
+//  - --swiglu (silu(gate)·up: arguments.py:2450, argument_utils.py:314-317), or
+//    for gpt-oss's clamped activation --quick-geglu (gate·sigmoid(1.702·gate):
+//    argument_utils.py:323-326, fused_bias_geglu.py:185-187) with
+//    glu_linear_offset 1 and activation_func_clamp_value (transformer_config.py:231,
+//    235), which mlp.py:323-333 applies as clamp(gate, max=v) and clamp(up, ±v)
+//    before activation(gate)·(up + 1).
+void NormAndActivationArgs(const ModelSpec& m, std::vector<std::string>* out) {
+  if (m.norm_eps > 0) out->push_back("--norm-epsilon " + Num(m.norm_eps));
+  if (m.qk_norm == "head") out->push_back("--qk-layernorm");
+  if (m.attention_sinks) out->push_back("--softmax-type learnable");
+  if (!m.gated_ffn) return;
+  if (m.swiglu_limit > 0) {
+    out->push_back("--quick-geglu");
+    out->push_back("--glu-linear-offset 1.0");
+    out->push_back("--activation-func-clamp-value " + Num(m.swiglu_limit));
+  } else {
+    out->push_back("--swiglu");
+  }
+}
+
 void Array(std::ostringstream& os, const char* name, const std::vector<std::string>& items) {
   os << name << "=(\n";
   for (const std::string& s : items) os << "    " << s << "\n";
@@ -320,7 +348,7 @@ std::string Write(const Plan& p) {
   model.push_back("--max-position-embeddings " + Str(std::max(t.seq_len, m.max_seq_len)));
   if (!m.learned_positions()) RopeArgs(m, &model);
   if (m.norm == "rmsnorm") model.push_back("--normalization RMSNorm");
-  if (m.gated_ffn) model.push_back("--swiglu");
+  NormAndActivationArgs(m, &model);
   if (!m.tied_embeddings) model.push_back("--untie-embeddings-and-output-weights");
   if (!m.linear_bias) model.push_back("--disable-bias-linear");
   if (!m.dropout) {

@@ -1,7 +1,7 @@
 // Local attention through the search and the Megatron emitter: gpt-oss's sliding
 // window and Llama 4's chunked attention are written with the flags Megatron-LM
 // defines for them, and what Megatron-Core cannot express is never ranked for it
-// nor emitted (the mcore_local_attention rule).
+// nor emitted (the mcore_model rule).
 #include <gtest/gtest.h>
 
 #include <string>
