@@ -359,8 +359,12 @@ std::string Write(const Plan& p) {
   // Megatron's default (auto) picks one where the precision allows it.
   if (t.attention == Attention::kUnfused) model.push_back("--attention-backend unfused");
   // Local attention (MegatronLocalAttentionGap says when these express it): a
-  // sliding window of w keys, as Megatron-Bridge writes gpt-oss's 128
-  // (window_size (128, 0), window_attn_skip_freq 2: gpt_oss_provider.py @355cef4);
+  // sliding window of w keys, the query's own among them, is Megatron's window
+  // (w - 1, 0), which admits keys i - (w - 1) through i
+  // (get_sliding_window_causal_mask, megatron/core/transformer/utils.py:43-50
+  // @d98e8a6), as Megatron-Bridge writes gpt-oss's 128: window_size
+  // (sliding_window - 1, 0), window_attn_skip_freq 2 (gpt_oss_bridge.py:86-87
+  // @067f987; the off-by-one fixed in 5fcab34);
   // chunks no longer than the sequence are full causal attention, and the
   // global layers between them go without RoPE (Megatron-LM's Llama 4 example,
   // examples/post_training/modelopt/conf/meta-llama/Llama-4-Maverick-17B-128E-Instruct.sh:50
@@ -368,7 +372,7 @@ std::string Write(const Plan& p) {
   if (m.sliding_layers > 0) {
     const int period = LocalAttentionPeriod(m);
     if (!m.chunked_attention) {
-      model.push_back("--window-size " + Str(m.sliding_window) + ",0");
+      model.push_back("--window-size " + Str(m.sliding_window - 1) + ",0");
       if (period > 1) model.push_back("--window-attn-skip-freq " + Str(period));
     } else if (period > 1) {
       model.push_back("--no-rope-freq " + Str(period));

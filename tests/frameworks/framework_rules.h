@@ -286,6 +286,11 @@ inline std::string MegatronArchitectureGap(const BashArgs& a, const World& w) {
   if (w.qk_norm == "full") return "no Q/K norm over all heads' features";
   if (a.Has("--qk-layernorm") != (w.qk_norm == "head") && !a.Has("--multi-latent-attention"))
     return "Q/K norm";
+  // utils.py:43-50 (get_sliding_window_causal_mask): a window (left, right)
+  // admits keys i - left through i + right, so w keys with the query's own is (w - 1, 0).
+  if (a.Has("--window-size") &&
+      a.Str("--window-size") != std::to_string(w.sliding_window - 1) + ",0")
+    return "sliding window size";
   if ((a.Str("--softmax-type", "vanilla") == "learnable") != w.attention_sinks)
     return "attention sinks";
   if (!w.gated_ffn) {

@@ -24,6 +24,7 @@
 #include "planner/framework.h"
 #include "planner/model.h"
 #include "planner/plans.h"
+#include "test_world.h"
 
 namespace paratune::planner {
 namespace {
@@ -230,6 +231,11 @@ TEST(MegatronParamCount, EveryPresetBuildsThePlannedModel) {
     }
     const BashArgs a = frameworks_test::ParseBash(*text);
     EXPECT_EQ(MegatronParams(a, m.vocab), m.ParamCount()) << *text;
+    // The norms, softmax, activation and window Megatron builds are the model's.
+    auto job = JobFromPlans(plans);
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    EXPECT_EQ(frameworks_test::MegatronArchitectureGap(a, frameworks_test::WorldOf(*job)), "")
+        << *text;
     ++counted;
   }
   // Not vacuous: the presets are counted, and OLMoE (Q/K norms over all heads)
