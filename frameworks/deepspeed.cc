@@ -20,8 +20,9 @@
 // ffn_hidden_size, megatron/model/transformer.py:1066-1083), MoE on layer
 // numbers (1-based) divisible by --expert-interval (transformer.py:1650-1660),
 // softmax top-k gating over all-to-all (no shared experts, MLA, MTP, sigmoid
-// router, other dispatchers or a2a overlap); nor sliding windows or Llama 3.x
-// RoPE scaling (MegatronDeepSpeedModelGap). ZeRO-Offload needs DeepSpeed's CPU
+// router, other dispatchers or a2a overlap); nor sliding windows, Llama 3.x
+// RoPE scaling, Q/K norms, attention sinks or a clamped activation
+// (MegatronDeepSpeedModelGap). ZeRO-Offload needs DeepSpeed's CPU
 // Adam (runtime/engine.py:2040-2044): --cpu-optimizer in Megatron-DeepSpeed,
 // an AdamW optimizer block in the HF flow's ds_config, which runs no Megatron
 // TP or pipeline stages and splits experts through AutoEP's expert_parallel
@@ -375,6 +376,9 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
     }
   }
   if (m.norm == "rmsnorm") a.push_back("--normalization rmsnorm");
+  // Both norms take --layernorm-epsilon, default 1e-5 (megatron/arguments.py:652-653,
+  // megatron/model/transformer.py:992-1036).
+  if (m.norm_eps > 0) a.push_back("--layernorm-epsilon " + Num(m.norm_eps));
   if (m.gated_ffn) a.push_back("--swiglu");
   if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
   if (!m.linear_bias) a.push_back("--disable-bias-linear");

@@ -33,6 +33,12 @@ Status Refuse(EmitFormat f, const std::string& why) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
+std::string Num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 MoeLaunch MoeLaunchOf(const Plan& p) {
   MoeLaunch l;
   l.ep = p.c.ep;

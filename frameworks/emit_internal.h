@@ -83,6 +83,8 @@ Status Refuse(EmitFormat f, const std::string& why);
 // torchtitan, AxoNN's 3D tensor grid otherwise; with the format that has it.
 std::string ShardingGridWords(const Plan& p);
 std::string Str(int64_t v);
+// A number as C++ streams print it (1e-06, 7, 0.5): what Python's float() reads.
+std::string Num(double v);
 // True when the plan's active dimensions (degree > 1) appear in the same
 // relative order as in `framework_order` (innermost first).
 bool OrderMatches(const ParallelConfig& c, std::initializer_list<Dim> framework_order);

@@ -109,7 +109,7 @@ Status Check(const Plan& p) {
                           " (arguments.py:1335-1337)");
   }
   PT_RETURN_IF_ERROR(CheckFleetFeatures(p));
-  if (const std::string gap = MegatronLocalAttentionGap(m, p.job.training.seq_len); !gap.empty()) {
+  if (const std::string gap = MegatronModelGap(m, p.job.training.seq_len); !gap.empty()) {
     return Refuse(kF, gap);
   }
   const bool dist_opt = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
@@ -290,6 +290,34 @@ void RopeArgs(const ModelSpec& m, std::vector<std::string>* out) {
   }
 }
 
+// The norms' epsilon, the Q/K norms, the attention softmax and the MLP's
+// activation as the model has them, in TransformerConfig's terms @ d98e8a6:
+//  - layernorm_epsilon (--norm-epsilon, default 1e-5: transformer_config.py:201-204);
+//  - qk_layernorm (--qk-layernorm, :259): a norm of kv_channels on each head's
+//    queries and keys (attention.py:1734-1751); MegatronModelGap refuses norms
+//    over all heads' features;
+//  - softmax_type "learnable" (--softmax-type, :170): a learned offset per head
+//    in the softmax's denominator, gpt-oss's attention sinks;
+//  - --swiglu (silu(gate)·up: arguments.py:2450, argument_utils.py:314-317), or
+//    for gpt-oss's clamped activation --quick-geglu (gate·sigmoid(1.702·gate):
+//    argument_utils.py:323-326, fused_bias_geglu.py:185-187) with
+//    glu_linear_offset 1 and activation_func_clamp_value (transformer_config.py:231,
+//    235), which mlp.py:323-333 applies as clamp(gate, max=v) and clamp(up, ±v)
+//    before activation(gate)·(up + 1).
+void NormAndActivationArgs(const ModelSpec& m, std::vector<std::string>* out) {
+  if (m.norm_eps > 0) out->push_back("--norm-epsilon " + Num(m.norm_eps));
+  if (m.qk_norm == "head") out->push_back("--qk-layernorm");
+  if (m.attention_sinks) out->push_back("--softmax-type learnable");
+  if (!m.gated_ffn) return;
+  if (m.swiglu_limit > 0) {
+    out->push_back("--quick-geglu");
+    out->push_back("--glu-linear-offset 1.0");
+    out->push_back("--activation-func-clamp-value " + Num(m.swiglu_limit));
+  } else {
+    out->push_back("--swiglu");
+  }
+}
+
 void Array(std::ostringstream& os, const char* name, const std::vector<std::string>& items) {
   os << name << "=(\n";
   for (const std::string& s : items) os << "    " << s << "\n";
@@ -320,7 +348,7 @@ std::string Write(const Plan& p) {
   model.push_back("--max-position-embeddings " + Str(std::max(t.seq_len, m.max_seq_len)));
   if (!m.learned_positions()) RopeArgs(m, &model);
   if (m.norm == "rmsnorm") model.push_back("--normalization RMSNorm");
-  if (m.gated_ffn) model.push_back("--swiglu");
+  NormAndActivationArgs(m, &model);
   if (!m.tied_embeddings) model.push_back("--untie-embeddings-and-output-weights");
   if (!m.linear_bias) model.push_back("--disable-bias-linear");
   if (!m.dropout) {
@@ -331,8 +359,12 @@ std::string Write(const Plan& p) {
   // Megatron's default (auto) picks one where the precision allows it.
   if (t.attention == Attention::kUnfused) model.push_back("--attention-backend unfused");
   // Local attention (MegatronLocalAttentionGap says when these express it): a
-  // sliding window of w keys, as Megatron-Bridge writes gpt-oss's 128
-  // (window_size (128, 0), window_attn_skip_freq 2: gpt_oss_provider.py @355cef4);
+  // sliding window of w keys, the query's own among them, is Megatron's window
+  // (w - 1, 0), which admits keys i - (w - 1) through i
+  // (get_sliding_window_causal_mask, megatron/core/transformer/utils.py:43-50
+  // @d98e8a6), as Megatron-Bridge writes gpt-oss's 128: window_size
+  // (sliding_window - 1, 0), window_attn_skip_freq 2 (gpt_oss_bridge.py:86-87
+  // @067f987; the off-by-one fixed in 5fcab34);
   // chunks no longer than the sequence are full causal attention, and the
   // global layers between them go without RoPE (Megatron-LM's Llama 4 example,
   // examples/post_training/modelopt/conf/meta-llama/Llama-4-Maverick-17B-128E-Instruct.sh:50
@@ -340,7 +372,7 @@ std::string Write(const Plan& p) {
   if (m.sliding_layers > 0) {
     const int period = LocalAttentionPeriod(m);
     if (!m.chunked_attention) {
-      model.push_back("--window-size " + Str(m.sliding_window) + ",0");
+      model.push_back("--window-size " + Str(m.sliding_window - 1) + ",0");
       if (period > 1) model.push_back("--window-attn-skip-freq " + Str(period));
     } else if (period > 1) {
       model.push_back("--no-rope-freq " + Str(period));

@@ -145,6 +145,12 @@ Result<std::vector<std::string>> MegatronMoeArgs(const ModelSpec& m, const MoeLa
   if (m.is_mla()) {
     // MLA (arguments.py:3548-3557; multi_latent_attention, transformer_config.py:288).
     args.push_back("--multi-latent-attention");
+    // The RMSNorms on the compressed query and key-value projections
+    // (DeepSeek-V2's q_a_layernorm and kv_a_layernorm): without --qk-layernorm
+    // Megatron's MLA spec builds them as IdentityOp (gpt_layer_specs.py:104-130
+    // @d98e8a6), with it the up-projections carry the norm
+    // (multi_latent_attention.py:619-630).
+    args.push_back("--qk-layernorm");
     if (m.q_lora_rank > 0) args.push_back("--q-lora-rank " + Str(m.q_lora_rank));
     args.push_back("--kv-lora-rank " + Str(m.kv_lora_rank));
     args.push_back("--qk-head-dim " + Str(m.qk_nope_head_dim));

@@ -97,7 +97,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
       recipe ? &cluster.gpu.RecipeGemmCurve(training.recipe) : &cluster.gpu.EffectiveGemmCurve(p);
   mds_model_gap_ = MegatronDeepSpeedModelGap(model, training.seq_len);
   autoep_gap_ = DeepSpeedAutoEpGap(model);
-  mcore_attention_gap_ = MegatronLocalAttentionGap(model, training.seq_len);
+  mcore_model_gap_ = MegatronModelGap(model, training.seq_len);
   hp_peak_flops_ = cluster.gpu.PeakTflops(Precision::kBf16) * 1e12;
   if (!(hp_peak_flops_ > 0)) hp_peak_flops_ = peak_flops_;
   for (const topology::EfficiencyPoint& pt : cluster.gpu.EffectiveGemmCurve(Precision::kBf16)) {

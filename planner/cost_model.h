@@ -54,7 +54,7 @@ struct TrainingSpec {
 };
 
 // What the framework rules (planner/framework.h) read of model `m` trained as
-// `t`. The gaps a cost model computes once (mds_model_gap, autoep_gap, mcore_attention_gap)
+// `t`. The gaps a cost model computes once (mds_model_gap, autoep_gap, mcore_model_gap)
 // are left null.
 RuleJob RuleJobOf(const ModelSpec& m, const TrainingSpec& t);
 
@@ -409,7 +409,7 @@ class CostModel {
   FrameworkSpec fw_;
   std::string mds_model_gap_;  // MegatronDeepSpeedModelGap, for the mds_model rule
   std::string autoep_gap_;     // DeepSpeedAutoEpGap(model_), for the ds_autoep_model rule
-  std::string mcore_attention_gap_;  // MegatronLocalAttentionGap, for mcore_local_attention
+  std::string mcore_model_gap_;  // MegatronModelGap, for the mcore_model rule
   double evidence_steps_ = 0;  // the job's distance from fw_.evidence
   double base_band_ = 0;       // the band before the evidence distance
   // Whether a configuration can carry the DeepEP-across-domains band: an MoE

@@ -202,7 +202,7 @@ const char* FrameworkName(Framework f) { return EnumName(f, kNames); }
 constexpr const char* kRuleNames[kNumFrameworkRules] = {
     "cp_a2a_local_heads", "ulysses_no_gqa",    "fpdt_shapes",
     "pp_untied_embeddings", "tokens_over_tp_cp", "hpz_without_tp",
-    "moe_bias_etp1", "ep_in_shard_mesh", "mds_model", "mcore_local_attention",
+    "moe_bias_etp1", "ep_in_shard_mesh", "mds_model", "mcore_model",
     "ds_autoep_model"};
 
 const char* FrameworkRuleName(FrameworkRule r) { return EnumName(r, kRuleNames); }
@@ -267,8 +267,8 @@ std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const Pa
     case FrameworkRule::kDsAutoEpModel:
       if (!job.moe || c.ep <= 1 || job.autoep_gap == nullptr) return "";
       return *job.autoep_gap;
-    case FrameworkRule::kMcoreLocalAttention:
-      return job.mcore_attention_gap != nullptr ? *job.mcore_attention_gap : "";
+    case FrameworkRule::kMcoreModel:
+      return job.mcore_model_gap != nullptr ? *job.mcore_model_gap : "";
     case FrameworkRule::kEpInShardMesh: {
       if (c.etp == 1 && EpInShardMesh(c.gz, c.cp, c.gy, c.ep)) return "";
       if (c.etp != 1) return "the experts are not tensor-split (etp " + S(c.etp) + ")";
@@ -293,6 +293,22 @@ std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len) {
            "(--rotary-position-embeddings-theta, megatron/arguments.py:635-637 @4efb479), "
            "not " + m.name + "'s Llama 3.x frequency scaling";
   }
+  // Its attention (megatron/model/transformer.py ParallelAttention @4efb479)
+  // has no query/key norm and a plain softmax; its MLP's activations are
+  // --swiglu or GeLU (arguments.py:670) with no clamp or offset. None of these
+  // has a flag in megatron/arguments.py.
+  if (!m.qk_norm.empty()) {
+    return "Megatron-DeepSpeed's attention has no query/key norm (no flag in "
+           "megatron/arguments.py @4efb479): " + m.name + " normalises its queries and keys";
+  }
+  if (m.attention_sinks) {
+    return "Megatron-DeepSpeed's attention softmax has no sinks (no flag in "
+           "megatron/arguments.py @4efb479): " + m.name + " learns a sink logit per head";
+  }
+  if (m.swiglu_limit > 0) {
+    return "Megatron-DeepSpeed's gated MLP is --swiglu, silu(gate)·up (arguments.py:670 "
+           "@4efb479), not " + m.name + "'s clamped (up + 1)·gate·sigmoid(1.702·gate)";
+  }
   return "";
 }
 
@@ -316,6 +332,16 @@ std::string MegatronLocalAttentionGap(const ModelSpec& m, int64_t seq_len) {
            m.name + "'s " + S(m.sliding_window) +
            "-token chunks equal full causal attention only up to seq " + S(m.sliding_window) +
            ", not " + S(seq_len);
+  }
+  return "";
+}
+
+std::string MegatronModelGap(const ModelSpec& m, int64_t seq_len) {
+  if (std::string gap = MegatronLocalAttentionGap(m, seq_len); !gap.empty()) return gap;
+  if (m.qk_norm == "full") {
+    return "Megatron-Core's --qk-layernorm normalises each head's kv_channels "
+           "(megatron/core/transformer/attention.py:1734-1751 @d98e8a6), not " + m.name +
+           "'s one norm over all query and all key features";
   }
   return "";
 }

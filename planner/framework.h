@@ -228,10 +228,11 @@ enum class FrameworkRule : uint8_t {
   // pattern, full causal attention, RoPE without Llama 3.x scaling
   // (MegatronDeepSpeedModelGap).
   kMdsModel,
-  // Megatron-Core expresses local attention only as a sliding window on every
-  // layer or on all but every N-th (--window-size, --window-attn-skip-freq) and
-  // has no chunked attention (MegatronLocalAttentionGap).
-  kMcoreLocalAttention,
+  // Megatron-Core builds the model only when its flags express it: local
+  // attention as a sliding window on every layer or on all but every N-th
+  // (--window-size, --window-attn-skip-freq), no chunked attention, Q/K norms
+  // per head (MegatronModelGap).
+  kMcoreModel,
   // DeepSpeed's Hugging Face flow splits experts only through AutoEP, which
   // knows the MoE models of its presets (DeepSpeedAutoEpPreset): ep > 1 needs one.
   kDsAutoEpModel,
@@ -256,9 +257,9 @@ struct RuleJob {
   // Why DeepSpeed's AutoEP cannot split the model's experts ("" = it can),
   // computed once per cost model (DeepSpeedAutoEpGap).
   const std::string* autoep_gap = nullptr;
-  // Why Megatron-Core cannot express the model's local attention at this
-  // sequence length ("" = it can), computed once per cost model.
-  const std::string* mcore_attention_gap = nullptr;
+  // Why Megatron-Core cannot build the model at this sequence length ("" =
+  // it can), computed once per cost model (MegatronModelGap).
+  const std::string* mcore_model_gap = nullptr;
   int64_t seq_len = 0;
   int64_t fpdt_chunk_tokens = 65536;
 };
@@ -270,12 +271,19 @@ struct RuleJob {
 // up to seq w, with RoPE left out of every N-th layer (--no-rope-freq N,
 // transformer_config.py:3138-3150), as Llama 4 lays them out.
 std::string MegatronLocalAttentionGap(const ModelSpec& m, int64_t seq_len);
+// Why Megatron-Core's flags cannot build `m` at `seq_len` ("" = they can): its
+// local attention (MegatronLocalAttentionGap), and Q/K norms only per head
+// (--qk-layernorm builds q_layernorm and k_layernorm of kv_channels,
+// megatron/core/transformer/attention.py:1734-1751 @d98e8a6), not over all
+// heads' features (OLMoE).
+std::string MegatronModelGap(const ModelSpec& m, int64_t seq_len);
 // Why Megatron-DeepSpeed's flags (deepspeedai/Megatron-DeepSpeed @4efb479,
 // megatron/arguments.py) cannot build `m` at `seq_len` ("" = they can): the
 // MoE layer's limits (MegatronDeepSpeedMoeGap); no sliding-window or chunked
 // attention beyond the window (no flag for it); rotary embeddings with a base
 // only (--rotary-position-embeddings-theta, arguments.py:635-637), so no
-// Llama 3.x frequency scaling.
+// Llama 3.x frequency scaling; no Q/K norms, attention sinks or clamped
+// activation (its parser has no flag for them).
 std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len);
 // The local-attention pattern's N: layers / (layers - sliding_layers) when it
 // divides, 1 when every layer is local, 0 when no N expresses it.

@@ -98,6 +98,29 @@ Status ReadHuggingFaceRope(ObjectReader& r, ModelSpec* m) {
   return Status::Ok();
 }
 
+// The norm epsilon (rms_norm_eps, or layer_norm_eps / layer_norm_epsilon for
+// LayerNorm models), the Q/K norms transformers builds for the model_type
+// (Qwen3Attention and Qwen3MoeAttention: q_norm and k_norm of head_dim;
+// OlmoeAttention: q_norm of hidden_size, k_norm of kv heads · head_dim) and
+// gpt-oss's attention sinks and clamped activation (GptOssAttention.sinks,
+// GptOssExperts' swiglu_limit).
+Status ReadHuggingFaceNorms(ObjectReader& r, const std::string& model_type, ModelSpec* m) {
+  for (const char* key : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}) {
+    if (!r.Has(key) || !r.Raw(key).is_number()) continue;
+    PT_RETURN_IF_ERROR(r.OptNumber(key, &m->norm_eps));
+    break;
+  }
+  if (model_type == "qwen3" || model_type == "qwen3_moe") m->qk_norm = "head";
+  if (model_type == "olmoe") m->qk_norm = "full";
+  if (model_type == "gpt_oss") {
+    m->attention_sinks = true;
+    if (r.Has("swiglu_limit") && r.Raw("swiglu_limit").is_number()) {
+      PT_RETURN_IF_ERROR(r.OptNumber("swiglu_limit", &m->swiglu_limit));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReadHuggingFaceMoe(ObjectReader& r, const std::string& model_type, ModelSpec* m) {
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
   const bool qwen = model_type == "qwen3_moe" || model_type == "qwen2_moe";
@@ -346,6 +369,7 @@ Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name,
   }
   PT_RETURN_IF_ERROR(ReadHuggingFaceMoe(r, model_type, &m));
   PT_RETURN_IF_ERROR(ReadHuggingFaceRope(r, &m));
+  PT_RETURN_IF_ERROR(ReadHuggingFaceNorms(r, model_type, &m));
 
   m.name = name;
   std::string name_or_path;

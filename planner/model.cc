@@ -46,6 +46,11 @@ int64_t ModelSpec::AttentionParams() const {
   const int64_t h = hidden;
   int64_t params = h * qkv_out() + q_out() * h;
   if (linear_bias) params += qkv_out() + h;
+  // RMSNorm weights of the queries and keys: one head_dim-wide weight each, or
+  // one over every query and every key feature (qkv_out = a·d + 2·kv·d).
+  if (qk_norm == "head") params += 2LL * head_dim();
+  if (qk_norm == "full") params += qkv_out() - int64_t{kv_heads} * head_dim();
+  if (attention_sinks) params += heads;
   return params;
 }
 
@@ -217,6 +222,26 @@ Status CheckRope(const std::string& pointer, const ModelSpec& m) {
   return Status::Ok();
 }
 
+// The norm and activation details: an epsilon in (0, 0.1] or 0 (not stated), a
+// known Q/K norm (MLA models normalise their compressed projections instead),
+// and the clamped activation only on a gated MLP.
+Status CheckNormAndActivation(const std::string& pointer, const ModelSpec& m) {
+  if (m.norm_eps != 0 && !(m.norm_eps > 0 && m.norm_eps <= 0.1)) {
+    return FieldError(pointer, "norm_eps", "must be 0 (not stated) or in (0, 0.1]");
+  }
+  if (!m.qk_norm.empty() && m.qk_norm != "head" && m.qk_norm != "full") {
+    return FieldError(pointer, "qk_norm",
+                      "must be \"\" (none), \"head\" or \"full\" (got \"" + m.qk_norm + "\")");
+  }
+  if (!m.qk_norm.empty() && m.kv_lora_rank > 0) {
+    return FieldError(pointer, "qk_norm", "is not a field of multi-head latent attention");
+  }
+  if (m.swiglu_limit != 0 && !(m.swiglu_limit > 0 && m.swiglu_limit <= 1e6 && m.gated_ffn)) {
+    return FieldError(pointer, "swiglu_limit", "must be 0 (none) or in (0, 1e6] on a gated FFN");
+  }
+  return Status::Ok();
+}
+
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) {
@@ -240,6 +265,7 @@ Status ValidateModel(const ModelSpec& m, const std::string& pointer) {
   PT_RETURN_IF_ERROR(CheckRange(pointer, "max_seq_len", m.max_seq_len, 0, kMaxModelSeqLen));
   PT_RETURN_IF_ERROR(CheckRange(pointer, "head_dim", m.head_dim_override, 0, kMaxModelHidden));
   PT_RETURN_IF_ERROR(CheckRope(pointer, m));
+  PT_RETURN_IF_ERROR(CheckNormAndActivation(pointer, m));
   PT_RETURN_IF_ERROR(
       CheckRange(pointer, "pretrain_seq_len", m.pretrain_seq_len, 0, kMaxModelSeqLen));
   PT_RETURN_IF_ERROR(
@@ -408,6 +434,10 @@ Result<ModelSpec> ParseModelSpec(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptInt("head_dim", &m.head_dim_override));
   PT_RETURN_IF_ERROR(r.OptNumber("rope_theta", &m.rope_theta));
   PT_RETURN_IF_ERROR(r.OptNumber("rope_llama3_scaling", &m.rope_llama3_scaling));
+  PT_RETURN_IF_ERROR(r.OptNumber("norm_eps", &m.norm_eps));
+  PT_RETURN_IF_ERROR(r.OptString("qk_norm", &m.qk_norm));
+  PT_RETURN_IF_ERROR(r.OptBool("attention_sinks", &m.attention_sinks));
+  PT_RETURN_IF_ERROR(r.OptNumber("swiglu_limit", &m.swiglu_limit));
   PT_RETURN_IF_ERROR(r.OptInt("experts", &m.experts));
   PT_RETURN_IF_ERROR(r.OptInt("top_k", &m.top_k));
   PT_RETURN_IF_ERROR(r.OptInt("moe_ffn_hidden", &m.moe_ffn_hidden));
@@ -455,6 +485,10 @@ Json ModelSpecToJson(const ModelSpec& m) {
   put("head_dim", m.head_dim_override, d.head_dim_override);
   put("rope_theta", m.rope_theta, d.rope_theta);
   put("rope_llama3_scaling", m.rope_llama3_scaling, d.rope_llama3_scaling);
+  put("norm_eps", m.norm_eps, d.norm_eps);
+  put("qk_norm", m.qk_norm, d.qk_norm);
+  put("attention_sinks", m.attention_sinks, d.attention_sinks);
+  put("swiglu_limit", m.swiglu_limit, d.swiglu_limit);
   put("experts", m.experts, d.experts);
   put("top_k", m.top_k, d.top_k);
   put("moe_ffn_hidden", m.moe_ffn_hidden, d.moe_ffn_hidden);

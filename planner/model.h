@@ -9,7 +9,9 @@
 // model too.
 //
 // Parameter accounting (ParamCount): every block has its attention (standard:
-// Q h·(a·d), K and V h·(kv·d) each, output (a·d)·h; MLA: see MlaParams), its MLP
+// Q h·(a·d), K and V h·(kv·d) each, output (a·d)·h, Q/K norm weights (2·d per
+// head-wise norm, a·d + kv·d for full-width ones) and one sink logit per head
+// where the model has them; MLA: see MlaParams), its MLP
 // (dense: (gated ? 3 : 2)·h·f; MoE: the router h·E, E routed experts of
 // (gated ? 3 : 2)·h·f_e each and the shared experts' (gated ? 3 : 2)·h·f_s), biases
 // when linear_bias (attention qkv_out + h; each MLP matrix its output width; the
@@ -22,8 +24,7 @@
 // LayerNorm model with a known max_seq_len (GPT-2/GPT-3/Megatron GPT) has them, an
 // RMSNorm model (Llama, Mistral, Phi-3: RoPE) does not. A LayerNorm model with rotary
 // positions (GPT-NeoX, Phi-2) is over-counted by max_seq_len·h (0.06 % of
-// GPT-NeoX-20B, 0.2 % of Phi-2). Q/K norms (Qwen3, OLMoE) and attention sinks
-// (gpt-oss) are not counted: at most 2·h per layer, under 0.01 % of any preset.
+// GPT-NeoX-20B, 0.2 % of Phi-2).
 //
 // All functions here are pure; ModelPreset/ModelPresetNames read a table parsed
 // once (thread-safe static initialisation) from the presets compiled into the binary.
@@ -68,6 +69,23 @@ struct ModelSpec {
   // schemes (YaRN) are not carried.
   double rope_theta = 0;
   double rope_llama3_scaling = 0;
+  // Normalisation epsilon as the model's config.json states it (rms_norm_eps or
+  // layer_norm_eps; Qwen3 and DeepSeek: 1e-6). 0 = not stated: the frameworks'
+  // default, 1e-5, applies.
+  double norm_eps = 0;
+  // Normalisation of the queries and keys before attention: "" none; "head" an
+  // RMSNorm over each head's head_dim, one weight shared by the heads (Qwen3's
+  // q_norm and k_norm, Megatron's --qk-layernorm); "full" one RMSNorm over all
+  // query features and one over all key features (OLMoE: q_norm of heads·d,
+  // k_norm of kv_heads·d).
+  std::string qk_norm{};
+  // A learned sink logit per head in every attention softmax (gpt-oss;
+  // Megatron's --softmax-type learnable).
+  bool attention_sinks = false;
+  // gpt-oss's gated activation: (up + 1)·gate·σ(1.702·gate), the gate clamped
+  // to at most `swiglu_limit` and up to ±swiglu_limit (config.json swiglu_limit
+  // 7.0). 0 = plain SwiGLU (silu(gate)·up) when gated_ffn.
+  double swiglu_limit = 0;
 
   // Mixture of experts (0 experts = a dense model; every field below is then 0/default).
   int experts = 0;             // routed experts per MoE layer (Megatron --num-experts)

@@ -118,7 +118,7 @@ const FrameworkRuleRef* CostModel::BrokenRule(const ParallelConfig& c, std::stri
   RuleJob job = RuleJobOf(model_, training_);
   job.mds_model_gap = &mds_model_gap_;
   job.autoep_gap = &autoep_gap_;
-  job.mcore_attention_gap = &mcore_attention_gap_;
+  job.mcore_model_gap = &mcore_model_gap_;
   return planner::BrokenRule(fw_, job, c, why);
 }
 

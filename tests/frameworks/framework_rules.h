@@ -45,6 +45,14 @@ struct World {
   // RoPE as the model's config.json states it: rope_theta (0 = no RoPE or not
   // stated) and the Llama 3.x rope_scaling factor (0 = none).
   double rope_theta = 0, rope_llama3_scaling = 0;
+  // Norms and activation as the model's config.json states them: the norm
+  // epsilon (0 = not stated, the frameworks' 1e-5), Q/K norms ("" none, "head"
+  // over each head's width, "full" over all heads' features), learned
+  // attention sinks, and the clamp of gpt-oss's gated activation (0 = plain SwiGLU).
+  double norm_eps = 0;
+  std::string qk_norm;
+  bool attention_sinks = false;
+  double swiglu_limit = 0;
   int gpu_arch_major = 9;  // compute capability of the cluster's GPU (Hopper 9, Blackwell 10)
 };
 
@@ -138,6 +146,13 @@ inline const std::set<std::string>& MegatronFlags() {
       "--rope-scaling-factor",
       "--normalization",
       "--swiglu",
+      "--kv-channels",                  // transformer_config.py:184 (kv_channels)
+      "--norm-epsilon",                 // transformer_config.py:201-204 (layernorm_epsilon)
+      "--qk-layernorm",                 // transformer_config.py:259
+      "--softmax-type",                 // transformer_config.py:170
+      "--quick-geglu",                  // arguments.py:2452
+      "--glu-linear-offset",            // transformer_config.py:231
+      "--activation-func-clamp-value",  // transformer_config.py:235
       "--window-size",            // arguments.py:2384
       "--window-attn-skip-freq",  // arguments.py:2387
       "--no-rope-freq",           // arguments.py:2428
@@ -254,6 +269,44 @@ inline std::vector<std::string> MegatronLayoutChunks(std::string s) {
   return chunks;
 }
 
+// The model Megatron builds from the arguments, against the model's own
+// norms, attention softmax and activation (TransformerConfig @ d98e8a6):
+// layernorm_epsilon (--norm-epsilon, default 1e-5: transformer_config.py:201-204);
+// qk_layernorm (:259) builds q_layernorm and k_layernorm of kv_channels, one
+// norm per head's width (attention.py:1734-1751), nothing over all heads;
+// softmax_type "learnable" (:170) is a learned offset per head
+// (dot_product_attention.py:119-138), the attention sink; --swiglu is
+// silu(gate)·up (argument_utils.py:314-317), --quick-geglu gate·sigmoid(1.702·gate)
+// (argument_utils.py:323-326, fused_bias_geglu.py:185-187) times
+// (up + glu_linear_offset), both halves clamped by activation_func_clamp_value
+// (mlp.py:323-333).
+inline std::string MegatronArchitectureGap(const BashArgs& a, const World& w) {
+  const double eps = std::stod(a.Str("--norm-epsilon", "1e-5"));
+  if (eps != (w.norm_eps > 0 ? w.norm_eps : 1e-5)) return "norm epsilon";
+  if (w.qk_norm == "full") return "no Q/K norm over all heads' features";
+  if (a.Has("--qk-layernorm") != (w.qk_norm == "head") && !a.Has("--multi-latent-attention"))
+    return "Q/K norm";
+  // utils.py:43-50 (get_sliding_window_causal_mask): a window (left, right)
+  // admits keys i - left through i + right, so w keys with the query's own is (w - 1, 0).
+  if (a.Has("--window-size") &&
+      a.Str("--window-size") != std::to_string(w.sliding_window - 1) + ",0")
+    return "sliding window size";
+  if ((a.Str("--softmax-type", "vanilla") == "learnable") != w.attention_sinks)
+    return "attention sinks";
+  if (!w.gated_ffn) {
+    if (a.Has("--swiglu") || a.Has("--quick-geglu")) return "gated MLP on a GeLU model";
+  } else if (w.swiglu_limit > 0) {
+    if (!a.Has("--quick-geglu") || a.Has("--swiglu")) return "gpt-oss activation needs --quick-geglu";
+    if (std::stod(a.Str("--glu-linear-offset", "0")) != 1.0) return "glu linear offset";
+    if (std::stod(a.Str("--activation-func-clamp-value", "0")) != w.swiglu_limit)
+      return "activation clamp";
+  } else {
+    if (!a.Has("--swiglu") || a.Has("--quick-geglu") || a.Has("--activation-func-clamp-value"))
+      return "SwiGLU";
+  }
+  return "";
+}
+
 inline std::string MegatronWouldReject(const std::string& text, const World& w, Built* built) {
   const BashArgs a = ParseBash(text);
   for (const auto& [flag, value] : a.args) {
@@ -283,6 +336,7 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
         std::stod(a.Str("--rope-scaling-factor", "8.0")) != w.rope_llama3_scaling)
       return "RoPE scaling factor";
   }
+  if (const std::string why = MegatronArchitectureGap(a, w); !why.empty()) return why;
   // arguments.py:424-448 (validate_args): world % (TP·PP·CP), DP = world / (TP·PP·CP).
   if (w.gpus % (tp * pp * cp) != 0) return "world % (TP*PP*CP)";
   const int64_t dp = w.gpus / (tp * pp * cp);
@@ -627,7 +681,7 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // --num-key-value-heads 623, --max-position-embeddings 630,
   // --use-rotary-position-embeddings 633, --rotary-position-embeddings-theta 635,
   // --no-position-embedding 640, --normalization 647,
-  // --swiglu 670, --untie-embeddings-and-output-weights 680, --attention-dropout 768,
+  // --layernorm-epsilon 652, --swiglu 670, --untie-embeddings-and-output-weights 680, --attention-dropout 768,
   // --hidden-dropout 770, --micro-batch-size 801, --global-batch-size 808,
   // --checkpoint-activations 864, --use-flash-attn-v2 930, --disable-bias-linear 937,
   // --no-pipeline-parallel 954, --ds-sequence-parallel-size 974, --ds-sequence-parallel-fpdt
@@ -651,6 +705,7 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--rotary-position-embeddings-theta",
                                                "--no-position-embedding",
                                                "--normalization",
+                                               "--layernorm-epsilon",
                                                "--swiglu",
                                                "--untie-embeddings-and-output-weights",
                                                "--disable-bias-linear",
@@ -708,6 +763,16 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
       return "RoPE base";
     if (w.rope_llama3_scaling > 0) return "no Llama 3.x RoPE scaling";
   }
+  // Its norms take --layernorm-epsilon (default 1e-5: arguments.py:652-653,
+  // model/transformer.py:992-1036); its attention (ParallelAttention) has no
+  // query/key norm and a plain softmax, its gated MLP is --swiglu alone
+  // (arguments.py:670): no flag in its parser builds a Q/K norm, attention
+  // sinks or a clamped activation.
+  if (std::stod(a.Str("--layernorm-epsilon", "1e-5")) != (w.norm_eps > 0 ? w.norm_eps : 1e-5))
+    return "norm epsilon";
+  if (!w.qk_norm.empty()) return "no Q/K norm";
+  if (w.attention_sinks) return "no attention sinks";
+  if (w.swiglu_limit > 0) return "no clamped activation";
   // arguments.py:446: heads % kv heads.
   if (heads % kv != 0) return "heads % kv heads";
   // model/transformer.py:562-567: heads and kv heads split over TP (core.utils.divide asserts).

@@ -1,7 +1,7 @@
 // Local attention through the search and the Megatron emitter: gpt-oss's sliding
 // window and Llama 4's chunked attention are written with the flags Megatron-LM
 // defines for them, and what Megatron-Core cannot express is never ranked for it
-// nor emitted (the mcore_local_attention rule).
+// nor emitted (the mcore_model rule).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -41,16 +41,20 @@ Ranked MegatronPlans(const std::string& model, int gpus, int64_t seq, int64_t gb
 }
 
 // gpt-oss: 128-token windows on every second layer, the first of each pair
-// (config.json layer_types), as Megatron-Bridge writes it: window_size (128, 0),
-// window_attn_skip_freq 2 (gpt_oss_provider.py @355cef4); Megatron windows the
-// layers whose 1-based number is not a multiple of 2 (utils.py:532-546 @d98e8a6).
+// (config.json layer_types). Hugging Face's window of 128 keys includes the
+// query's own; Megatron's (left, right) admits keys i - left through i + right
+// (utils.py:43-50 @d98e8a6), so 128 keys are (127, 0), as Megatron-Bridge
+// writes it (gpt_oss_bridge.py:86-87 @067f987) and Megatron-LM's own gpt-oss
+// example (examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh:52
+// @d98e8a6: --window-size 127,0); Megatron windows the layers whose 1-based
+// number is not a multiple of 2 (utils.py:532-546).
 TEST(LocalAttention, GptOssSlidingWindowIsWrittenForMegatron) {
   const Ranked r = MegatronPlans("gpt-oss-20b", 16, 4096, 256);
   ASSERT_GT(r.count, 0);
   for (int rank = 1; rank <= r.count; ++rank) {
     auto text = EmitConfig(r.plans, rank, EmitFormat::kMegatron);
     ASSERT_TRUE(text.ok()) << text.status().ToString();
-    EXPECT_NE(text->find("--window-size 128,0\n"), std::string::npos) << *text;
+    EXPECT_NE(text->find("--window-size 127,0\n"), std::string::npos) << *text;
     EXPECT_NE(text->find("--window-attn-skip-freq 2\n"), std::string::npos) << *text;
     EXPECT_EQ(text->find("--no-rope-freq"), std::string::npos);
   }

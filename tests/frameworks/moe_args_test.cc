@@ -39,7 +39,7 @@ TEST(MoeArgs, DeepSeekV3MegatronArgumentsAreThePublishedArchitecture) {
         // The form of Megatron's DeepSeek-V3 proxy test, model_config.yaml:98
         // ("([0]*3+[1]*11)" for its 14 layers).
         "--moe-layer-freq '([0]*3+[1]*58)'", "--moe-router-score-function sigmoid",
-        "--mtp-num-layers 1", "--multi-latent-attention", "--q-lora-rank 1536",
+        "--mtp-num-layers 1", "--multi-latent-attention", "--qk-layernorm", "--q-lora-rank 1536",
         "--kv-lora-rank 512", "--qk-head-dim 128", "--qk-pos-emb-head-dim 64", "--v-head-dim 128",
         "--moe-grouped-gemm", "--moe-permute-fusion", "--moe-token-dispatcher-type alltoall",
         "--expert-model-parallel-size 64", "--expert-tensor-parallel-size 1"}) {

@@ -26,6 +26,10 @@ inline World WorldOf(const planner::Job& j) {
                .hf_model_type = {},
                .rope_theta = j.model.rope_theta,
                .rope_llama3_scaling = j.model.rope_llama3_scaling,
+               .norm_eps = j.model.norm_eps,
+               .qk_norm = j.model.qk_norm,
+               .attention_sinks = j.model.attention_sinks,
+               .swiglu_limit = j.model.swiglu_limit,
                // Compute capability by GPU generation (A100 8.0, H100/H200 9.0).
                .gpu_arch_major = j.cluster.gpu.name.rfind("a100", 0) == 0 ? 8 : 9};
 }
