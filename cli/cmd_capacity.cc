@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kHelp = R"(usage: paratune capacity --model M --cluster C --gpus N
                          [--space all|megatron|deepspeed|axonn|fsdp] [--seq S]
                          [--max-seq 16M] [--precision bf16] [--attention flash|unfused]
-                         [--headroom 0.1] [--format table|json]
+                         [--headroom 0.05] [--format table|json]
 
 For each framework family (or the one --space names): the longest sequence
 that fits in memory on N GPUs with some configuration of that family (one

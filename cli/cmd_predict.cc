@@ -22,7 +22,7 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
        paratune predict --model M --cluster C --gpus N [--global-batch B]
                         [--seq S] [--precision bf16] [--attention flash|unfused]
                         [--framework megatron] [--compile]
-                        [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.1]
+                        [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.05]
                         [--profile PROFILE.json] [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
@@ -76,7 +76,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     pp_schedule: 1f1b | interleaved (vpp > 1) | zb-h1 (vpp >= 2)
                     | zb-v | dualpipev (vpp = 2): zero-bubble and V schedules,
                     torchtitan only.
-  --headroom F      memory kept free for a "fits" verdict (default 0.1)
+  --headroom F      memory kept free beyond the predicted reserved memory for a
+                    "fits" verdict (default 0.05, every command)
   --profile FILE    a measured profile (paratune profile) to use for this cluster
   --format F        json (default) | table
 

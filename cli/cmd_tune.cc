@@ -32,6 +32,7 @@
 #include "planner/plans.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"
+#include "scenario/scenario.h"
 
 namespace paratune::cli {
 namespace {
@@ -427,7 +428,6 @@ int RunTune(const Args& args, Io io) {
         if (!v.ok()) return bad(v.status());
         training["headroom"] = *v;
       }
-      if (auto fw = f.Get("--framework")) training["framework"] = *fw;
       req["training"] = training;
       auto parsed = planner::ParsePredictRequest(req);
       if (!parsed.ok()) return bad(parsed.status());
@@ -449,7 +449,11 @@ int RunTune(const Args& args, Io io) {
       sec.search_time_s = timer.Seconds();
       std::vector<planner::PlanSection> sections;
       sections.push_back(std::move(sec));
-      out.plans_text = planner::PlansToJson(sections, opt).dump(2) + "\n";
+      // The plans document lists what the job left unstated, as `plan`'s does.
+      OrderedJson plans = planner::PlansToJson(sections, opt);
+      plans["assumed"] = scenario::AssumedToJson(
+          scenario::JobAssumptions(req, sections.front().job, /*searches_space=*/true));
+      out.plans_text = plans.dump(2) + "\n";
       const planner::PlanSection& s = sections.front();
       io.err << "[tune] plan: " << s.result.evaluated << " configurations searched in "
              << FormatFixed(s.search_time_s, 2) << " s, " << s.result.feasible << " fit" << std::endl;

@@ -190,7 +190,8 @@ int RunValidate(const Args& args, Io io) {
   out["schema"] = "paratune.validation/v1";
   out["runs"] = OrderedJson::array();
   double sum_abs = 0, max_abs = 0;
-  int n = 0, unfit = 0;
+  int n = 0, unfit = 0, over_headroom = 0;
+  double headroom = planner::TrainingSpec{}.headroom;  // the rows keep the planner's default
   std::vector<planner::PublishedRun> covered;
   std::map<std::string, std::vector<double>> by_source;
   std::map<std::string, std::vector<double>> by_framework_gpu;  // signed log errors
@@ -229,6 +230,12 @@ int RunValidate(const Args& args, Io io) {
     // test (the planner's fragmentation slack is a margin, not a limit).
     const bool fits = p.memory.PeakFits();
     unfit += !fits;
+    // What `plan` would say of the same configuration: reserved memory within
+    // the capacity less the planner's headroom (the one default every entry
+    // point keeps).
+    const bool plan_fits = p.memory.Verdict() == planner::Reason::kOk && fits;
+    over_headroom += !plan_fits;
+    headroom = job.training.headroom;
     by_source[run.source_key].push_back(err);
     by_framework_gpu[std::string(planner::FrameworkName(job.training.framework)) + " " +
                      job.cluster.gpu.name].push_back(std::log1p(err));
@@ -256,6 +263,7 @@ int RunValidate(const Args& args, Io io) {
     r["measured_mfu"] = run.measured_mfu;
     r["predicted_mfu"] = p.mfu;
     r["fits"] = fits;
+    r["fits_with_headroom"] = plan_fits;
     r["peak_allocated_GiB"] = p.memory.peak_allocated_GiB;
     r["reserved_GiB"] = p.memory.reserved_GiB;
     r["assumed"] = run.assumed;
@@ -274,7 +282,8 @@ int RunValidate(const Args& args, Io io) {
              << planner::FrameworkName(job.training.framework) << std::right << std::setw(6) << job.gpus
              << std::setw(13) << FormatFixed(measured, 2) << std::setw(13) << FormatFixed(predicted, 2)
              << std::setw(8) << FormatFixed(100 * err, 1) << "%  " << metric
-             << (fits ? "" : "  (predicted not to fit)") << "\n";
+             << (fits ? "" : "  (predicted not to fit)")
+             << (fits && !plan_fits ? "  (over the planner's headroom)" : "") << "\n";
     }
   }
   OrderedJson sources = OrderedJson::array();
@@ -402,6 +411,8 @@ int RunValidate(const Args& args, Io io) {
   out["mean_abs_error"] = n ? sum_abs / n : 0.0;
   out["max_abs_error"] = max_abs;
   out["predicted_not_to_fit"] = unfit;
+  out["headroom"] = headroom;
+  out["refused_at_headroom"] = over_headroom;
   std::vector<double> ratios, same_gpu;
   for (const auto& p : picks) {
     if (p.ratio > 0) ratios.push_back(p.ratio);
@@ -510,7 +521,8 @@ int RunValidate(const Args& args, Io io) {
   }
   io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
          << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit
-         << "\n";
+         << ", refused at the planner's " << FormatFixed(100 * headroom, 0)
+         << " % headroom (as plan would): " << over_headroom << "\n";
   if (!not_covered.empty()) {
     io.out << "not covered: " << not_covered.size() << " rows (" << not_covered.front()
            << (not_covered.size() > 1 ? ", ..." : "") << ")\n";

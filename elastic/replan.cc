@@ -120,7 +120,9 @@ std::optional<ReplanCandidate> SameLayoutOn(const Job& old_job, const ParallelCo
 
 // The batches a count may run with, in the order they are tried: the running
 // one, and with the batch allowed to change, the running batch rounded to the
-// nearest multiple of the new data width, then for the running layout
+// nearest multiple of the new data width, then the other neighbouring
+// multiple (the nearest can break an interleaved schedule's whole groups of
+// micro-batches where the other keeps them), then for the running layout
 // (`replica_share`) each replica's share kept (what dropping replicas does:
 // the schedule's micro-batches stay as they were, so an interleaved
 // schedule's whole groups do too).
@@ -134,7 +136,9 @@ std::vector<int64_t> BatchesFor(const ParallelConfig& old_config, int64_t B, int
   auto add = [&](int64_t b) {
     if (b >= 1 && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
   };
-  add(std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q));
+  const int64_t nearest = std::max<int64_t>(q, std::llround(static_cast<double>(B) / q) * q);
+  add(nearest);
+  add(nearest >= B ? nearest - q : nearest + q);
   if (replica_share && B % q_old == 0) add(B / q_old * q);
   return out;
 }

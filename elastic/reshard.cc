@@ -163,6 +163,18 @@ std::vector<TensorDesc> TensorCatalog(const ModelSpec& m) {
       // Normal layers: output rows split by Y, input cols by X; transposed: the reverse.
       add(p + "qkv.weight", TensorClass::kQkv, l, m.qkv_out(), h, TpAxis::kY, TpAxis::kX);
       if (m.linear_bias) add(p + "qkv.bias", TensorClass::kQkv, l, m.qkv_out(), 1, TpAxis::kY, TpAxis::kNone);
+      // Q/K norms: head-wise ones share one head_dim weight per norm (each
+      // tensor rank holds it whole); full-width ones span the heads, split
+      // with them. Sinks: one logit per query head, split with the heads.
+      const int64_t d = m.head_dim();
+      if (m.qk_norm == "head") {
+        add(p + "q_norm.weight", TensorClass::kNorm, l, d, 1, TpAxis::kNone, TpAxis::kNone);
+        add(p + "k_norm.weight", TensorClass::kNorm, l, d, 1, TpAxis::kNone, TpAxis::kNone);
+      } else if (m.qk_norm == "full") {
+        add(p + "q_norm.weight", TensorClass::kNorm, l, int64_t{m.heads} * d, 1, TpAxis::kY, TpAxis::kNone);
+        add(p + "k_norm.weight", TensorClass::kNorm, l, int64_t{m.kv_heads} * d, 1, TpAxis::kY, TpAxis::kNone);
+      }
+      if (m.attention_sinks) add(p + "sinks", TensorClass::kQkv, l, m.heads, 1, TpAxis::kY, TpAxis::kNone);
       add(p + "proj.weight", TensorClass::kProj, l, h, m.q_out(), TpAxis::kX, TpAxis::kY);
       if (m.linear_bias) add(p + "proj.bias", TensorClass::kProj, l, h, 1, TpAxis::kX, TpAxis::kNone);
     }

@@ -41,7 +41,10 @@ struct TrainingSpec {
   // Gradients kept and data-parallel reduced in fp32 ("main grads": Megatron's
   // default for bf16). Default: true unless precision is fp16.
   bool main_grads_fp32 = true;
-  double headroom = 0.10;         // fraction of GPU memory kept free for a "fits" verdict
+  // Fraction of GPU memory kept free beyond the predicted reserved memory for
+  // a "fits" verdict: the margin for the memory model's error. One default
+  // for every entry point (docs/model.md, "What the allocator reports").
+  double headroom = 0.05;
   int fpdt_chunk_tokens = 65536;  // FPDT sequence chunk (DeepSpeed's default)
   // The training stack (planner/framework.h): what it fuses, overlaps and allows.
   Framework framework = Framework::kMegatron;

@@ -61,14 +61,20 @@ std::vector<Assumption> JobAssumptions(const Json& request, const planner::Job& 
   }
   if (unstated("main_grads_fp32")) {
     out.push_back({"/training/main_grads_fp32", t.main_grads_fp32,
-                   t.main_grads_fp32 ? "fp32 gradient accumulation (Megatron's default for bf16 "
-                                       "and fp8; --accumulate-allreduce-grads-in-fp32)"
-                                     : "fp16 training keeps its gradients in fp16"});
+                   t.main_grads_fp32
+                       ? "fp32 main gradients, accumulated and reduced in fp32: Megatron-LM's "
+                         "default for bf16 (megatron/training/arguments.py:1204-1217 @d98e8a6 sets "
+                         "accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16). "
+                         "Megatron-Bridge's performance recipes reduce in bf16 "
+                         "(grad_reduce_in_fp32=False): state main_grads_fp32=false to price them"
+                       : "fp16 training keeps its gradients in fp16"});
   }
   if (unstated("headroom")) {
     out.push_back({"/training/headroom", t.headroom,
-                   "fraction of GPU memory kept free for a 'fits' verdict (fragmentation, "
-                   "NCCL and CUDA context growth)"});
+                   "fraction of GPU memory kept free beyond the predicted reserved memory for "
+                   "a 'fits' verdict: the margin for the memory model's error, the same "
+                   "default for every command (validate reports the rows that ran that it "
+                   "would refuse)"});
   }
   return out;
 }

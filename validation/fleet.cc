@@ -105,7 +105,6 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
     t.seq_len = m.max_seq_len;
     t.framework = Framework::kMegatron;
     t.attention = Attention::kFlash;
-    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
     // Megatron-Bridge's Llama performance configurations keep and reduce the
     // main gradients in bf16 (grad_reduce_in_fp32 = False in
     // scripts/performance/configs/llama/llama3_llm_pretrain.py:43-44 and
@@ -184,7 +183,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
                             std::to_string(layers) + " + 2 layers on pp·vp " +
                             std::to_string(stages) + ")");
     }
-    ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
+    ResolveUnstated(Json::object(), t.framework, &c, &run.assumed);
     if (job.gpus != c.world()) {
       return Status::InvalidArgument("fleet row " + id + ": degrees do not multiply to num_gpus");
     }
@@ -193,7 +192,11 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
     // (CPU activation offloading in steps of 5 layers without pipeline
     // stages, else selective then full recompute).
     if (!Has(row, "recipe")) {
-      const CostModel cm(m, t, job.cluster, job.gpus);
+      // The least that runs: reserved memory within the whole capacity (the
+      // run ran), not within the planner's headroom.
+      TrainingSpec ran = t;
+      ran.headroom = 0.0;
+      const CostModel cm(m, ran, job.cluster, job.gpus);
       auto fits = [&](const ParallelConfig& x) {
         return cm.CheckRules(x) == Reason::kOk && cm.Memory(x).Verdict() == Reason::kOk;
       };

@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
+#include "scenario/scenario.h"
 
 namespace paratune::planner {
 namespace {
@@ -26,6 +27,25 @@ int IntOr(const Json& j, const char* key, int def) {
   if (!j.contains(key) || !j[key].is_number()) return def;
   return j[key].get<int>();
 }
+
+}  // namespace
+
+void ResolveUnstated(const Json& stated, Framework f, ParallelConfig* c,
+                     std::vector<std::string>* assumed) {
+  std::vector<scenario::Assumption> a;
+  scenario::ResolveConfig(stated, f, c, &a);
+  if (assumed == nullptr) return;
+  std::string on;
+  for (const scenario::Assumption& x : a) {
+    if (x.value.is_boolean() && x.value.get<bool>()) {
+      on += (on.empty() ? "" : " ") + x.key.substr(x.key.rfind('/') + 1);
+    }
+  }
+  assumed->push_back(std::string(FrameworkName(f)) + "'s policy (scenario layer): " +
+                     (on.empty() ? std::string("no overlaps") : on));
+}
+
+namespace {
 
 // The run a throughput row starts (its id and source); an error naming the
 // row ("<kind> row <id>") where it lacks its model, parallel or hardware object.
@@ -88,7 +108,6 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     t.seq_len = m.max_seq_len;
     t.precision = topology::Precision::kBf16;  // fp16/bf16 mixed: same peak and widths
     t.attention = Attention::kUnfused;
-    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
     const int dp = IntOr(pj, "dp", 1);
     const int mbs = IntOr(pj, "microbatch", 1);
     if (pj.contains("global_batch") && pj["global_batch"].is_number()) {
@@ -313,11 +332,10 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     // all-gather").
     const bool launcher_2022 = run.source_key.find("Launcher") != std::string::npos;
     // The framework's overlap policy, as the search applies it.
-    auto overlaps = [&](ParallelConfig* x) {
-      ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, x);
-      x->tp_comm_overlap = x->tp_comm_overlap && tp_overlap_stated;
-      if (launcher_2022) x->overlap_param_gather = false;
-    };
+    Json stated = Json::object();
+    if (!tp_overlap_stated) stated["tp_comm_overlap"] = false;
+    if (launcher_2022) stated["overlap_param_gather"] = false;
+    auto overlaps = [&](ParallelConfig* x) { ResolveUnstated(stated, t.framework, x, nullptr); };
     overlaps(&c);
     if (mbs_unstated || vpp_unstated) {
       TuneUnstated(run.request, mbs_unstated, vpp_unstated, overlaps);
@@ -326,10 +344,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
         run.assumed.push_back("interleaved stages " + std::to_string(c.vpp) + kTuned);
     }
     if (rc_unstated) run.assumed.push_back("no recompute (not stated)");
-    // Unstated knobs are chosen with the planner's headroom (the margin a tuned
-    // run keeps); the run ran, so whether it fits is checked against the whole
-    // capacity.
-    t.headroom = 0.0;
+    ResolveUnstated(stated, t.framework, &c, &run.assumed);
     if (launcher_2022 && c.distributed_optimizer) {
       run.assumed.push_back(
           "parameter all-gather after the step (apex DistributedFusedAdam of 2022)");
@@ -518,7 +533,6 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     }
     t.attention = Attention::kFlash;
     t.framework = Framework::kMegatron;
-    t.headroom = 0.0;  // the run ran: it is checked against the whole capacity
     // Megatron-Bridge's MoE performance configurations keep and reduce the main
     // gradients in bf16: grad_reduce_in_fp32 = False in
     // scripts/performance/configs/deepseek/deepseek_llm_pretrain.py:43-44,
@@ -586,7 +600,12 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
       c.cuda_graphs = other.contains("cuda_graphs") && other["cuda_graphs"].is_object() &&
                       StrOr(other["cuda_graphs"], "impl") == "full_iteration";
     }
-    ApplyFrameworkOverlaps(FrameworkPreset(t.framework).support, &c);
+    {
+      // The row states its all-to-all overlap (off unless it says so).
+      Json stated = Json::object();
+      stated["moe_a2a_overlap"] = c.moe_a2a_overlap;
+      ResolveUnstated(stated, t.framework, &c, &run.assumed);
+    }
     // Layouts the layer count does not divide: Megatron-Bridge states them as a
     // pipeline layout string (the row's recipe `pp_layout`), its 25.09 run
     // script set one for DeepSeek-V3 on H100 (run_script.py:66 @r0.1.0,

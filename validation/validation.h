@@ -37,6 +37,13 @@ struct PublishedRun {
   std::string gpu;                   // the row's GPU as printed ("GB200"); set by the fleet reader
 };
 
+// The framework knobs a row does not state (`stated`: a config object of the
+// keys it does state, with their values), resolved by the scenario layer as
+// plan and predict resolve them (scenario::ResolveConfig). With `assumed`, one
+// line names the switches the policy turned on.
+void ResolveUnstated(const Json& stated, Framework f, ParallelConfig* c,
+                     std::vector<std::string>* assumed);
+
 // The prediction's throughput relative to the row's: predicted / measured − 1
 // (positive = optimistic). REQUIRES: the row states a time, tokens/s or TFLOP/s.
 double ThroughputError(const PublishedRun& run, const Prediction& p);
@@ -66,7 +73,9 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc);
 // racks, MI350X/MI355X their nodes), Llama's architecture, the matched
 // recipe's precision (FP8-CS current scaling, MXFP8, NVFP4; AMD's delayed
 // scaling), Megatron-FSDP, CPU activation offloading and CUDA graphs as the
-// recipe states, headroom 0 (the run ran), Megatron's overlap policy.
+// recipe states, the planner's headroom (a row's `fits` is checked against the
+// whole capacity: the run ran), Megatron's overlap policy through the scenario
+// layer (scenario::ResolveConfig).
 // Measured: tokens/s; for the 26.04.01 rows, whose tokens/s are rounded, the
 // TFLOP/s column over the row's FLOPs per token. Fills `gpu` and `release`.
 Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc);
@@ -104,8 +113,8 @@ std::vector<HeldOutGroup> LeaveOneOut(const std::vector<PublishedRun>& runs, boo
 // flex/hybridep), EP all-to-all overlap, recompute, distributed optimizer and
 // forced load balance (skew 1), the recipe the printed precision names (MXFP8,
 // FP8-CS, blockscaled; plain FP8 the GPU's default), bf16 main gradients
-// (Megatron-Bridge's MoE performance configurations) and headroom 0 (the run
-// ran). Stated: tp, pp, vp, cp, ep, etp, mbs, gbs; assumed and listed in
+// (Megatron-Bridge's MoE performance configurations) and the planner's
+// headroom. Stated: tp, pp, vp, cp, ep, etp, mbs, gbs; assumed and listed in
 // `assumed`: sequence parallelism with tp > 1 (Megatron-Bridge's recipes),
 // Megatron-Bridge's selective recompute modules as selective recompute, an
 // interleaved layout the layer count does not divide as the nearest uneven

@@ -111,13 +111,13 @@ TEST(ReplanCli, TheRunningLayoutWithFewerReplicasIsOffered) {
 }
 
 // A fixed layout that predict fits on the remaining GPUs is found: Llama 3.1
-// 405B on 2,048 nodes loses 3; tp=8 pp=16 vpp=8 cp=2 keeps 63 replicas at
-// batch 2016 (32 sequences each: whole groups of the interleaved schedule),
-// ranked first, at the step time predict gives it.
+// 405B on 2,048 nodes (Meta's tp=8 pp=16 vpp=8 cp=2) loses 3; the layout
+// keeps 63 replicas at batch 2016 (32 sequences each: whole groups of the
+// interleaved schedule), ranked first, at the step time predict gives it.
 TEST(ReplanCli, APinnedLayoutThatFitsIsFound) {
   const Outcome plan = Call(RunPlan, {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--gpus", "16384",
                                       "--seq", "8192", "--global-batch", "2048", "--space", "megatron",
-                                      "--top", "1", "--format", "json"});
+                                      "--fix", "tp=8,pp=16,vpp=8,cp=2", "--top", "1", "--format", "json"});
   ASSERT_EQ(plan.code, kExitOk) << plan.err;
   const Outcome r = Call(RunReplan, {"--from", "-", "--lost-nodes", "3", "--allow-global-batch-change",
                                      "--fix", "tp=8,pp=16,vpp=8,cp=2", "--top", "3", "--format", "json"},
@@ -135,6 +135,24 @@ TEST(ReplanCli, APinnedLayoutThatFitsIsFound) {
   ASSERT_EQ(p.code, kExitOk) << p.err;
   EXPECT_DOUBLE_EQ(Json::parse(p.out)["iteration_time_s"].get<double>(),
                    first["prediction"]["iteration_time_s"].get<double>());
+
+  // Whatever the running layout, the pinned one is found: batch 2016 is the
+  // multiple of 63 replicas below 2048, where the nearest (2079, 33 each)
+  // breaks the interleaved schedule's groups of pp = 16 micro-batches.
+  const Outcome free = Call(RunPlan, {"--model", "llama3.1-405b", "--cluster", "dgx-h100", "--gpus",
+                                      "16384", "--seq", "8192", "--global-batch", "2048", "--space",
+                                      "megatron", "--top", "1", "--format", "json"});
+  ASSERT_EQ(free.code, kExitOk) << free.err;
+  const Outcome pinned = Call(RunReplan, {"--from", "-", "--lost-nodes", "3", "--allow-global-batch-change",
+                                          "--fix", "tp=8,pp=16,vpp=8,cp=2", "--top", "3", "--format", "json"},
+                              free.out);
+  ASSERT_EQ(pinned.code, kExitOk) << pinned.err;
+  bool found = false;
+  const Json rows = Json::parse(pinned.out);
+  for (const Json& c : rows["candidates"]) {
+    found = found || (c["gpus"] == 16128 && c["global_batch"] == 2016);
+  }
+  EXPECT_TRUE(found) << pinned.out.substr(0, 2000);
 }
 
 TEST(ReplanCli, BadInputExitsTwo) {

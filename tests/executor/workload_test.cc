@@ -527,6 +527,7 @@ TEST(Workload, Zero3GathersEveryLayerOverTheDataGroup) {
 TEST(Workload, MoeLayersRunTheRouterAndTheLocalExpertsNotADenseMlp) {
   auto m = planner::ModelPreset("olmoe-1b-7b");
   ASSERT_TRUE(m.ok());
+  m->qk_norm = "head";  // Megatron, which runs this plan, norms Q/K per head only
   const planner::Job job = MakeJob(*m, FakeLikeCluster(), 8, 1024, 8);
   ParallelConfig c{.gdata = 8, .ep = 8};
   c.distributed_optimizer = true;

@@ -19,7 +19,7 @@ set(allowed_planner common topology)
 set(allowed_scenario common topology planner)
 set(allowed_frameworks common topology planner)
 set(allowed_elastic common topology planner scenario)
-set(allowed_validation common topology planner frameworks)
+set(allowed_validation common topology planner scenario frameworks)
 set(allowed_executor common topology backend planner)
 set(modules common topology backend profiler planner scenario frameworks elastic validation executor web cli)
 

@@ -241,7 +241,7 @@ TEST(Offload, HostMemoryIsCheckedPerNodeAndNamedAsBinding) {
   // Same work per rank: the same host bytes per GPU; four ranks per node.
   EXPECT_DOUBLE_EQ(p.memory.host_per_gpu_GiB, d.memory.host_per_gpu_GiB);
   EXPECT_DOUBLE_EQ(p.memory.host_node_GiB, 4.0 * p.memory.host_per_gpu_GiB);
-  EXPECT_DOUBLE_EQ(p.memory.host_usable_GiB, 256.0 * 0.9);
+  EXPECT_DOUBLE_EQ(p.memory.host_usable_GiB, 256.0 * (1 - t.headroom));
   EXPECT_FALSE(p.fits);
   EXPECT_EQ(p.reason, Reason::kOutOfHostMemory);
   EXPECT_STREQ(p.memory.Binding(), "host_memory");
