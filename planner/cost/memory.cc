@@ -146,6 +146,7 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   if (c.gz > 1 || c.zero == 3) transient += layer_block * grad_bytes_;
   const double runtime = cluster_.gpu.runtime_reserved_GiB;
   mem.peak_allocated_GiB = mem.total_GiB + transient / kGiB;
+  mem.first_stage_allocated_GiB = mem.last_stage_allocated_GiB = mem.peak_allocated_GiB;
   // The CUDA context and library workspaces sit outside the caching allocator.
   mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fw_.costs.allocator_fragmentation) + runtime;
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
