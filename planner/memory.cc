@@ -94,4 +94,33 @@ double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_le
   return p.rep + p.shard + p.scores;
 }
 
+double PerOpSacActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c) {
+  const double t = c.tensor();
+  const double T = static_cast<double>(c.mbs) * seq_len / c.cp;
+  const double h = m.hidden;
+  const double q = static_cast<double>(m.q_out());
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double f = m.ffn_hidden;
+  // The block's matmuls in forward order: output width and whether the
+  // output is a row-parallel partial sum (full width under tensor parallelism).
+  struct Mm {
+    double width;
+    bool row_parallel;
+  };
+  const Mm gated[] = {{q, false}, {kv, false}, {kv, false}, {h, true}, {f, false}, {f, false}, {h, true}};
+  const Mm gelu[] = {{q, false}, {kv, false}, {kv, false}, {h, true}, {f, false}, {h, true}};
+  const Mm* mms = m.gated_ffn ? gated : gelu;
+  const int n = m.gated_ffn ? 7 : 6;
+  const bool sp = c.sp && t > 1;
+  double bytes = e * T * h / (sp ? t : 1.0);  // the checkpoint's input
+  for (int i = 0; i < n; ++i) {
+    if (i % 2 == 1) continue;  // every second mm is recomputed
+    bytes += e * T * (mms[i].row_parallel ? mms[i].width : mms[i].width / t);
+  }
+  // The attention kernel's output and its fp32 log-sum-exp per query row.
+  bytes += e * T * q / t + 4.0 * c.mbs * (m.heads / t) * seq_len / c.cp;
+  if (sp) bytes += 2.0 * e * T * h / t;  // the two saved reduce-scatter outputs
+  return bytes;
+}
+
 }  // namespace paratune::planner
