@@ -45,6 +45,7 @@ namespace {
 
 struct ActParts {
   double rep = 0, shard = 0, scores = 0, input = 0;
+  double mlp = 0;  // the MLP block's share of rep + shard
 };
 
 ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c,
@@ -63,6 +64,8 @@ ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const Para
   // Split over Y: Q, K, V (GQA-sized), the attention output (proj input), and the
   // FFN's saved tensors (GeLU: its input and output; SwiGLU: gate, up, product).
   p.shard = (e * T * (h + 2.0 * h * kv / a + (m.gated_ffn ? 2.0 : 1.0) * f) + in_b * T * (h + f)) / gy;
+  // The MLP's own part of rep and shard: the FC1 input, the FC1 output(s), the FC2 input.
+  p.mlp = in_b * T * h / gx / sp + (e * T * (m.gated_ffn ? 2.0 : 1.0) * f + in_b * T * f) / gy;
   const double heads_loc = a / gy / (ulysses ? c.cp : 1);
   const double s_q = ulysses ? s : s / c.cp;
   if (flash) {
@@ -92,6 +95,11 @@ double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_le
     case Recompute::kFull: return p.input;
   }
   return p.rep + p.shard + p.scores;
+}
+
+double DenseMlpActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c,
+                               bool fp8_inputs) {
+  return Parts(m, /*flash=*/true, e, seq_len, c, fp8_inputs).mlp;
 }
 
 double PerOpSacActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c) {

@@ -79,6 +79,12 @@ double LayerActivationBytes(const ModelSpec& m, bool flash_attention, double act
 // The same without any recompute (the working set of a recomputed layer).
 double LayerActivationBytesNoRecompute(const ModelSpec& m, bool flash_attention, double act_bytes,
                                        int seq_len, const ParallelConfig& c, bool fp8_inputs = false);
+// The MLP block's share of LayerActivationBytes (no or selective recompute):
+// the FC1 input, the FC1 output(s) and the FC2 input, each at the width the
+// layer keeps it (FP8 inputs at 1 byte). An MoE layer keeps its routed rows
+// instead of these.
+double DenseMlpActivationBytes(const ModelSpec& m, double act_bytes, int seq_len,
+                               const ParallelConfig& c, bool fp8_inputs = false);
 
 // Bytes one transformer layer keeps for its backward under per-op selective
 // activation checkpointing (torchtitan's selective_ac_option "op",
