@@ -24,6 +24,19 @@ struct StageLedger {
   double total() const { return states.total() + act + unsharded; }
 };
 
+// The micro-batches of a stage's layers in flight on the last pipeline rank:
+// 1 under 1F1B; under Megatron's interleaved schedule the last rank warms up
+// (vpp − 1)·pp model-chunk micro-batches before its first backward
+// (NVIDIA/Megatron-LM@d98e8a6 megatron/core/pipeline_parallel/schedules.py:964-965,
+// microbatch_group_size_per_vp_stage = pp), each a 1/vpp share of its layers,
+// plus the one in its forward: ((vpp − 1)·pp + 1)/vpp stage-equivalents, at
+// most every chunk of the iteration's micro-batches.
+double LastRankInFlight(const ParallelConfig& c, double n_mb) {
+  if (c.vpp <= 1 || VShaped(c.pp_schedule)) return 1.0;
+  const double chunks = std::min((c.vpp - 1.0) * c.pp + 1.0, n_mb * c.vpp);
+  return chunks / c.vpp;
+}
+
 // Z weight caching: as many layers' gathered blocks (`block_GiB` each) as the
 // room left under the usable memory holds, up to the stage's `layers` (what a
 // user sets AxoNN's caching layer count to).
@@ -139,7 +152,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
   const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
                            (vshape ? mtp_act + logits_act : 0.0);
-  const double act_last = stage_act(st.last, sm.last) + (vshape ? 0.0 : mtp_act + logits_act);
+  const double act_last = stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
+                          (vshape ? 0.0 : mtp_act + logits_act);
   // The second stage holds one micro-batch fewer than the first (1F1B), with
   // the middle stages' layer count: it is the peak when uneven stages give the
   // first stage fewer layers.

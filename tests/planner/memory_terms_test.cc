@@ -109,6 +109,27 @@ TEST(MemoryTermsTest, Fsdp2UnderPipelineKeepsStagesUnsharded) {
   EXPECT_NEAR(diff, 246947840.0, 1.0);
 }
 
+// Megatron's interleaved 1F1B: the last of 4 ranks warms up (vpp − 1)·pp = 4
+// model chunks before its first backward and runs a fifth: 5 chunks of 1 layer
+// each (8 layers on pp·vpp = 8), where 1F1B holds one micro-batch of its 2
+// layers. Full recompute keeps the layer input, 2·1024·1024 bytes per layer:
+// (5 − 2) × 2,097,152 = 6,291,456 bytes more on the last rank.
+TEST(MemoryTermsTest, InterleavedLastRankHoldsItsWarmupChunks) {
+  TrainingSpec t;
+  t.seq_len = 1024;
+  t.global_batch = 8;
+  const CostModel cm(Small(8, false), t, *topology::ClusterPreset("dgx-h100"), 4);
+  ParallelConfig c;
+  c.pp = 4;
+  c.recompute = Recompute::kFull;
+  ParallelConfig v = c;
+  v.vpp = 2;
+  ASSERT_EQ(cm.CheckRules(v), Reason::kOk);
+  const double diff =
+      (cm.Memory(v).last_stage_allocated_GiB - cm.Memory(c).last_stage_allocated_GiB) * kGiB;
+  EXPECT_NEAR(diff, 6291456.0, 1.0);
+}
+
 // DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO-1, fp32 gradient
 // accumulation) keeps the whole rank's gradients in fp32: 4 layers ×
 // 12,584,960 + the tied 32,000 × 1024 table + the final norm (1024) =

@@ -77,7 +77,7 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
   // The achieved figures (docs/model.md, Memory validation) plus about two
   // points of margin: median |error| per framework and overall.
   const std::map<std::string, double> bound = {
-      {"torchtitan", 0.22}, {"Megatron-LM", 0.15}, {"Megatron-Bridge", 0.27}, {"DeepSpeed", 0.12}};
+      {"torchtitan", 0.22}, {"Megatron-LM", 0.10}, {"Megatron-Bridge", 0.27}, {"DeepSpeed", 0.12}};
   for (const auto& [fw, errs] : c.errors) {
     const MemoryErrorStats s = MemoryStats(errs);
     std::printf("%-16s rows %3d  median |e| %5.1f %%  signed %+6.1f %%  p90 %5.1f %%\n", fw.c_str(),
@@ -92,7 +92,7 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
               all.rows, 100 * all.median_abs, 100 * all.median_signed, 100 * all.p90_abs);
   std::printf("ran but predicted not to fit: %d; OOM rows predicted to fit: %d of %d\n",
               c.ran_not_fit, c.oom_fit, c.oom_rows);
-  EXPECT_LE(all.median_abs, 0.21);
+  EXPECT_LE(all.median_abs, 0.16);
   // The goal is none; three torchtitan rows (Llama-3.1-8B at local
   // batch 32 with a chunked loss on GB200) are still refused: no more.
   EXPECT_LE(c.ran_not_fit, 3);
