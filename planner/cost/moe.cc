@@ -200,7 +200,8 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
 
   // Activations an MoE layer keeps in place of the dense MLP's (the dense
   // layer's MLP share, DenseMlpActivationBytes, comes off): the router's input
-  // (its gating GEMM runs in bf16 or fp32, not FP8) and fp32 scores; per routed
+  // in its own dtype, not FP8 (RouterGatingLinearFunction saves it before the
+  // cast to the router dtype, moe_utils.py:1382) and fp32 scores; per routed
   // row the FC1 input, the FC1 output(s) that the weighted activation keeps
   // (the routing probabilities are applied there, experts.py:943-971, so the
   // combine's unpermute keeps nothing, token_dispatcher.py:891-899) and the

@@ -130,6 +130,33 @@ TEST(MemoryTermsTest, InterleavedLastRankHoldsItsWarmupChunks) {
   EXPECT_NEAR(diff, 6291456.0, 1.0);
 }
 
+// Megatron-Core's MoE layer under FP8 (experts.py:273-284): Transformer
+// Engine keeps the grouped FC1 and FC2 inputs as 1-byte copies, as the dense
+// linears' inputs. Two MoE layers of 8 experts (f_e = 1024, top-2), s = 1024,
+// b = 1, no TP or EP: 2048 routed rows. Per layer FP8 saves a byte on the QKV
+// and projection inputs (2·1024·1024) and on the rows' FC1 and FC2 inputs
+// (2048·(1024 + 1024)); the dense MLP's FC1/FC2 inputs were never the MoE
+// layer's, so their byte is not saved twice: 2 × 6,291,456 bytes.
+TEST(MemoryTermsTest, Fp8KeepsTheExpertInputsAsOneByteCopies) {
+  ModelSpec m = Small(2, false);
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_ffn_hidden = 1024;
+  TrainingSpec bf16;
+  bf16.seq_len = 1024;
+  bf16.global_batch = 8;
+  TrainingSpec fp8 = bf16;
+  fp8.precision = topology::Precision::kFp8;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  const CostModel bf16_cm(m, bf16, cl, 8), fp8_cm(m, fp8, cl, 8);
+  ParallelConfig c;
+  c.gdata = 8;
+  ASSERT_EQ(fp8_cm.CheckRules(c), Reason::kOk);
+  const double diff =
+      (bf16_cm.Memory(c).activations_GiB - fp8_cm.Memory(c).activations_GiB) * kGiB;
+  EXPECT_NEAR(diff, 2 * 6291456.0, 1.0);
+}
+
 // DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO-1, fp32 gradient
 // accumulation) keeps the whole rank's gradients in fp32: 4 layers ×
 // 12,584,960 + the tied 32,000 × 1024 table + the final norm (1024) =
