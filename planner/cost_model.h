@@ -410,6 +410,16 @@ class CostModel {
   };
   OffloadStep OffloadStepSeconds(const ParallelConfig& c, double psi, int nd, int64_t n_mb,
                                  double bwd_window_s) const;
+  // The steps of MemoryWith (planner/cost/memory.cc, where the types are
+  // defined): the activations each pipeline stage keeps at its peak, each
+  // stage's ledger (model states, activations, FSDP2's unsharded stage), and
+  // the buffers every stage holds beside them.
+  struct StageActivations;
+  struct StageLedgers;
+  struct MemoryBuffers;
+  StageActivations ActivationsPerStage(const ParallelConfig& c, const ComputeTerms& t) const;
+  StageLedgers LedgersPerStage(const ParallelConfig& c, const StageActivations& a) const;
+  MemoryBuffers BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const;
   // Fills mem's host fields from `host_bytes` this rank keeps in host memory
   // (offloaded model states and FPDT chunks).
   void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;

@@ -16,14 +16,6 @@ using cost::WeightReplicas;
 
 namespace {
 
-// What one pipeline stage holds at its peak (bytes).
-struct StageLedger {
-  ModelStates states;
-  double act = 0;          // saved activations (and the loss's tensors on the last stage)
-  double unsharded = 0;    // FSDP2 under PP: gathered parameters and unsharded gradients
-  double total() const { return states.total() + act + unsharded; }
-};
-
 // The micro-batches of a stage's layers in flight on the last pipeline rank:
 // 1 under 1F1B; under Megatron's interleaved schedule the last rank warms up
 // (vpp − 1)·pp model-chunk micro-batches before its first backward
@@ -57,15 +49,119 @@ void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBre
 
 }  // namespace
 
-MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+// The activations each pipeline stage keeps at its peak (bytes), before
+// `extra`, which every stage adds. The rank that runs the loss (the last; the
+// first under V schedules or without pipelining) holds the loss's tensors.
+struct CostModel::StageActivations {
+  double first = 0, middle = 0, last = 0;
+  double extra = 0;       // full recompute's working layer less the CPU-offload saving
+  double host_bytes = 0;  // FPDT's offloaded chunks and CPU-offloaded layers
+  StageMoe moe;           // each stage's MoE layers (ComputeTerms' copy)
+};
+
+// What each pipeline stage holds at its peak (bytes); host_bytes: the model
+// states offloaded to host memory (the most any stage offloads).
+struct CostModel::StageLedgers {
+  struct Stage {
+    ModelStates states;
+    double act = 0;        // saved activations (and the loss's tensors on the last stage)
+    double unsharded = 0;  // FSDP2 under PP: gathered parameters and unsharded gradients
+    double total() const { return states.total() + act + unsharded; }
+  };
+  Stage first, middle, last;
+  double host_bytes = 0;
+  const Stage& Peak() const {
+    const Stage* p = &first;
+    if (last.total() > p->total()) p = &last;
+    if (middle.total() > p->total()) p = &middle;
+    return *p;
+  }
+};
+
+// Buffers every stage holds beside its ledger (bytes); `transient`: what the
+// step's peak adds; `layer_block`: one layer's gathered parameters per GPU.
+struct CostModel::MemoryBuffers {
+  double bytes = 0, transient = 0, layer_block = 0;
+};
+
+CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
+                                                           const ComputeTerms& t) const {
   const ModelSpec& m = model_;
-  MemoryBreakdown mem;
+  StageActivations a;
   const double e = act_bytes_;
   const double h = m.hidden, V = m.vocab;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
   const StageLayers st = Stages(c);
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
+  // The first stage holds min(pp, n_mb) micro-batches of its layers in flight
+  // (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
+  double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
+  double working = t.act_bytes_full;  // the layer being recomputed
+  // The loss's tensors on the last stage: Korthikanti §4.3 counts the fp32
+  // logits (4 bytes); the framework preset gives what its loss really holds.
+  double logits_act = loss_live_bytes_ * T * V / c.tensor();
+  double fpdt_host = 0;  // FPDT's offloaded chunks, per layer
+  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
+    // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
+    // computes the layers, and the loss, chunk by chunk.
+    const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
+    if (chunks > 2.0) {
+      fpdt_host = layer_act * (1.0 - 2.0 / chunks);
+      layer_act *= 2.0 / chunks;
+      working *= 2.0 / chunks;
+      // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
+      // the logits of the whole sequence never exist at once).
+      logits_act *= 1.0 / chunks;
+    }
+  }
+  const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
+  // The schedule's activations relative to 1F1B's (planner/pipeline.h).
+  const double interleave = ActivationFactor(c);
+  const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
+  // MoE layers keep their own activations (routed copies after top-k expansion)
+  // instead of the dense MLP's; MTP modules run on the last stage.
+  a.moe = StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
+  const StageMoe& sm = a.moe;
+  const int rc = static_cast<int>(c.recompute);
+  const double moe_act =
+      m.is_moe() ? t.moe_act_bytes[rc] * (layer_act / std::max(1e-30, t.act_bytes[rc])) : 0.0;
+  auto stage_act = [&](int layers, int moe_layers) {
+    return moe_layers > 0 ? (layers - moe_layers) * layer_act + moe_layers * moe_act
+                          : layers * layer_act;
+  };
+  const double mtp_act =
+      m.mtp_layers > 0 ? m.mtp_layers * (m.is_moe_layer(m.layers - 1) ? moe_act : layer_act) : 0.0;
+  // V schedules run the last stage, and so the loss, on the first rank.
+  const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
+  const double loss_act = mtp_act + logits_act;
+  a.first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
+            (vshape || c.pp == 1 ? loss_act : 0.0);
+  a.last = c.pp == 1 ? a.first
+                     : stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
+                           (vshape ? 0.0 : loss_act);
+  // The second stage holds one micro-batch fewer than the first (1F1B), with
+  // the middle stages' layer count: it is the peak when uneven stages give the
+  // first stage fewer layers.
+  a.middle = c.pp > 2
+                 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
+                 : 0.0;
+  // CPU activation offloading (pp = 1): the offloaded layers' activations
+  // leave once copied; one layer's stays in flight each way.
+  double offload_saving = 0, offloaded = 0;
+  if (c.offload_activation_layers > 0) {
+    const double n = std::min(c.offload_activation_layers, m.layers);
+    offload_saving = std::max(0.0, n - 1.0) * layer_act;
+    offloaded = n * layer_act;
+  }
+  a.extra = (c.recompute == Recompute::kFull ? working : 0.0) - offload_saving;
+  a.host_bytes = fpdt_host * st.first * in_flight * interleave + offloaded;
+  return a;
+}
 
+CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
+                                                   const StageActivations& a) const {
+  const ModelSpec& m = model_;
+  StageLedgers out;
   // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
   const SyncGroup sync = WeightReplicas(c);
   // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
@@ -83,9 +179,12 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   // FSDP2 under pipeline parallelism keeps each stage's blocks gathered and
   // their unsharded gradients (reduce dtype) across the micro-batches.
   const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
-  double host_states = 0;
-  // Model states of a stage holding `psi` dense and `expert_psi` expert parameters.
-  auto states_of = [&](double psi, double expert_psi) {
+  const double expert_layer = m.is_moe() ? LocalExpertParamsPerLayer(c) : 0.0;
+  // A stage holding `psi` dense parameters, `moe_layers` layers of experts and
+  // activations `act`.
+  auto ledger = [&](double psi, int moe_layers, double act) {
+    StageLedgers::Stage l;
+    const double expert_psi = expert_layer * moe_layers;
     const ModelStates all = ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer,
                                             state_param_bytes, state_grad_bytes);
     // ZeRO-Offload / Infinity: the offloaded states live in host memory.
@@ -93,8 +192,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
     if (c.offload_optimizer || c.offload_param) {
       placed = OffloadStateBytes(all, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
     }
-    host_states = std::max(host_states, placed.host_bytes);
-    ModelStates states = placed.gpu;
+    out.host_bytes = std::max(out.host_bytes, placed.host_bytes);
+    l.states = placed.gpu;
     if (expert_psi > 0) {
       // Expert weights, gradients and optimizer states: replicated over the
       // expert-data group, which the distributed optimizer / ZeRO shards them over;
@@ -105,126 +204,69 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
                                       grad_bytes_)
                     : ModelStateBytes(expert_psi, std::max(1, c.expert_data()), c.zero,
                                       c.distributed_optimizer, state_param_bytes, state_grad_bytes);
-      states.params_bytes += experts.params_bytes;
-      states.grads_bytes += experts.grads_bytes;
-      states.optimizer_bytes += experts.optimizer_bytes;
+      l.states.params_bytes += experts.params_bytes;
+      l.states.grads_bytes += experts.grads_bytes;
+      l.states.optimizer_bytes += experts.optimizer_bytes;
     }
-    return states;
+    l.act = std::max(0.0, act + a.extra);
+    if (pp_unsharded) l.unsharded = (psi + expert_psi) * c.gz * (param_bytes_ + grad_bytes_);
+    return l;
   };
-  double host_act = 0;  // FPDT's offloaded chunks, per layer
-  // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
-  // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
-  double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
-  double working = t.act_bytes_full;  // the layer being recomputed
-  // The loss's tensors on the last stage: Korthikanti §4.3 counts the fp32
-  // logits (4 bytes); the framework preset gives what its loss really holds.
-  double logits_act = loss_live_bytes_ * T * V / c.tensor();
-  if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
-    // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
-    // computes the layers, and the loss, chunk by chunk.
-    const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
-    if (chunks > 2.0) {
-      host_act = layer_act * (1.0 - 2.0 / chunks);
-      layer_act *= 2.0 / chunks;
-      working *= 2.0 / chunks;
-      // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
-      // the logits of the whole sequence never exist at once).
-      logits_act *= 1.0 / chunks;
-    }
-  }
-  const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
-  // The schedule's activations relative to 1F1B's (planner/pipeline.h).
-  const double interleave = ActivationFactor(c);
-  const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
-  // MoE layers keep their own activations (routed copies after top-k expansion)
-  // instead of the dense MLP's; MTP modules run on the last stage.
-  const StageMoe sm{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
-  const int rc = static_cast<int>(c.recompute);
-  const double moe_act =
-      m.is_moe() ? t.moe_act_bytes[rc] * (layer_act / std::max(1e-30, t.act_bytes[rc])) : 0.0;
-  auto stage_act = [&](int layers, int moe_layers) {
-    return moe_layers > 0 ? (layers - moe_layers) * layer_act + moe_layers * moe_act
-                          : layers * layer_act;
-  };
-  const double mtp_act =
-      m.mtp_layers > 0 ? m.mtp_layers * (m.is_moe_layer(m.layers - 1) ? moe_act : layer_act) : 0.0;
-  // V schedules run the last stage, and so the loss, on the first rank.
-  const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
-  const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
-                           (vshape ? mtp_act + logits_act : 0.0);
-  const double act_last = stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
-                          (vshape ? 0.0 : mtp_act + logits_act);
-  // The second stage holds one micro-batch fewer than the first (1F1B), with
-  // the middle stages' layer count: it is the peak when uneven stages give the
-  // first stage fewer layers.
-  const double act_mid =
-      c.pp > 2 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
-               : 0.0;
-  // CPU activation offloading (pp = 1): the offloaded layers' activations
-  // leave once copied; one layer's stays in flight each way.
-  double offload_saving = 0, host_offloaded_act = 0;
-  if (c.offload_activation_layers > 0) {
-    const double n = std::min(c.offload_activation_layers, m.layers);
-    offload_saving = std::max(0.0, n - 1.0) * layer_act;
-    host_offloaded_act = n * layer_act;
-  }
-  const double act_extra = (c.recompute == Recompute::kFull ? working : 0.0) - offload_saving;
-
   // Every stage's ledger: its parameters (the embedding on the first, the
   // output layer on the last), its experts and its activations.
   const StageParams held = ParamsPerStage(c);
-  const double expert_layer = m.is_moe() ? LocalExpertParamsPerLayer(c) : 0.0;
+  const StageMoe& sm = a.moe;
   const int last_mtp_moe = m.is_moe() && m.is_moe_layer(m.layers - 1) ? m.mtp_layers : 0;
-  auto ledger = [&](double psi, int moe_layers, double act) {
-    StageLedger l;
-    l.states = states_of(psi, expert_layer * moe_layers);
-    l.act = std::max(0.0, act + act_extra);
-    if (pp_unsharded) {
-      const double unsharded_params = (psi + expert_layer * moe_layers) * c.gz;
-      l.unsharded = unsharded_params * (param_bytes_ + grad_bytes_);
-    }
-    return l;
-  };
-  const bool one_stage = c.pp == 1;
-  const StageLedger first =
-      ledger(held.first, sm.first, one_stage ? act_first + logits_act + mtp_act : act_first);
-  const StageLedger last =
-      one_stage ? first : ledger(held.last, sm.last + last_mtp_moe, act_last);
-  const StageLedger mid = c.pp > 2 ? ledger(held.middle, sm.middle, act_mid) : StageLedger{};
-  const StageLedger* peak = &first;
-  if (last.total() > peak->total()) peak = &last;
-  if (mid.total() > peak->total()) peak = &mid;
+  out.first = ledger(held.first, sm.first, a.first);
+  out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe, a.last);
+  if (c.pp > 2) out.middle = ledger(held.middle, sm.middle, a.middle);
+  return out;
+}
 
-  double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
+CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const {
+  const ModelSpec& m = model_;
+  MemoryBuffers b;
+  const SyncGroup sync = WeightReplicas(c);
+  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
-  // its reduce-scatter; not when the whole stage stays gathered (pp_unsharded).
+  // its reduce-scatter; not when the whole stage stays gathered (FSDP2 under PP).
   // Under FSDP2 an MoE layer's gathered block holds its local experts too.
-  const double layer_block = std::max(
-      layer_params_ / c.tensor(),
-      efsdp > 1 ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
-                      LocalExpertParamsPerLayer(c)
-                : 0.0);
+  b.layer_block = std::max(layer_params_ / c.tensor(),
+                           ExpertFsdpShards(c) > 1
+                               ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
+                                     LocalExpertParamsPerLayer(c)
+                               : 0.0);
+  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
   const bool gathers = (c.gz > 1 || c.zero == 3) && !pp_unsharded;
-  if (gathers) buffers += fw_.costs.gathered_layers * layer_block * param_bytes_;
-  if (c.zero >= 1) buffers += std::min(t.psi, kDeepSpeedBucketElems) * param_bytes_;
+  if (gathers) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
+  if (c.zero >= 1) b.bytes += std::min(t.psi, kDeepSpeedBucketElems) * param_bytes_;
   if (c.hpz && c.zero == 3) {
     const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
-    buffers += t.psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
+    b.bytes += t.psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
   }
-  mem.params_GiB = (peak->states.params_bytes + peak->unsharded) / kGiB;
-  mem.grads_GiB = peak->states.grads_bytes / kGiB;
-  mem.optimizer_GiB = peak->states.optimizer_bytes / kGiB;
-  mem.activations_GiB = peak->act / kGiB;
-  mem.buffers_GiB = buffers / kGiB;
-  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
   // The step's peak adds, under sharded execution, the unsharded gradient of
   // one layer before its reduce-scatter (the loss's tensors are already in
   // the activations at the size the framework holds them).
-  const double transient = gathers ? layer_block * grad_bytes_ : 0.0;
-  mem.peak_allocated_GiB = mem.total_GiB + transient / kGiB;
-  mem.first_stage_allocated_GiB = (first.total() + buffers + transient) / kGiB;
-  mem.last_stage_allocated_GiB = (last.total() + buffers + transient) / kGiB;
+  b.transient = gathers ? b.layer_block * grad_bytes_ : 0.0;
+  return b;
+}
+
+MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+  MemoryBreakdown mem;
+  const StageActivations act = ActivationsPerStage(c, t);
+  const StageLedgers stages = LedgersPerStage(c, act);
+  const StageLedgers::Stage& peak = stages.Peak();
+  const MemoryBuffers buf = BuffersOf(c, t);
+  mem.params_GiB = (peak.states.params_bytes + peak.unsharded) / kGiB;
+  mem.grads_GiB = peak.states.grads_bytes / kGiB;
+  mem.optimizer_GiB = peak.states.optimizer_bytes / kGiB;
+  mem.activations_GiB = peak.act / kGiB;
+  mem.buffers_GiB = buf.bytes / kGiB;
+  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
+  mem.peak_allocated_GiB = mem.total_GiB + buf.transient / kGiB;
+  mem.first_stage_allocated_GiB = (stages.first.total() + buf.bytes + buf.transient) / kGiB;
+  mem.last_stage_allocated_GiB = (stages.last.total() + buf.bytes + buf.transient) / kGiB;
   // The CUDA context and library workspaces sit outside the caching allocator.
   const FrameworkCosts& fc = fw_.costs;
   const double runtime = cluster_.gpu.runtime_reserved_GiB;
@@ -232,11 +274,10 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
   if (fc.z_weight_cache > 0 && c.gz > 1) {
-    CacheZWeights(layer_block * param_bytes_ / kGiB, fc.allocator_fragmentation, st.max, &mem);
+    CacheZWeights(buf.layer_block * param_bytes_ / kGiB, fc.allocator_fragmentation,
+                  Stages(c).max, &mem);
   }
-  HostMemory(c,
-             host_states + host_act * st.first * in_flight * interleave + host_offloaded_act,
-             &mem);
+  HostMemory(c, stages.host_bytes + act.host_bytes, &mem);
   return mem;
 }
 
