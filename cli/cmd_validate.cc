@@ -7,9 +7,11 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/validate_memory.h"
 #include "common/median.h"
 #include "common/strings.h"
 #include "validation/fit.h"
+#include "validation/memory_runs.h"
 #include "validation/picks.h"
 #include "validation/seeds.h"
 #include "validation/validation.h"
@@ -20,7 +22,7 @@ namespace {
 constexpr const char* kHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--holdout source|model|gpu|release] [--picks]
-                         [--seeds] [--format table|json]
+                         [--seeds] [--memory FILE] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -76,6 +78,18 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       each side used, the figures, what was assumed where the
                       paper is silent, and whether paratune lands in the band
                       the result defines (json: schema paratune.seeds/v1)
+  --memory FILE       measured peak memory (shared/calibration/memory_runs.json;
+                      also recognised when given as --calibration): each row
+                      predicted at zero headroom on its framework's preset and
+                      compared on the metric it reports (max_allocated,
+                      max_reserved, an unqualified peak; the reported rank's
+                      pipeline stage: Megatron's last rank, rank 0, or the
+                      largest), OOM rows by the verdict alone (reserved peak
+                      vs capacity); then per framework and overall the median
+                      |error|, median signed error and 90th-percentile |error|,
+                      the rows that ran but are predicted not to fit, and the
+                      rows that could not be mapped, with the reason
+                      (json: schema paratune.memory_validation/v1)
   --format F          table (default) | json (schema paratune.validation/v1)
 
 exit codes: 0 ok (also when a seed is not reproduced: the table says so),
@@ -126,7 +140,7 @@ int PrintSeeds(const std::string& format, Io io) {
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
-  Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout"},
+  Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory"},
               {"--help", "--seeds", "--picks"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
@@ -144,9 +158,27 @@ int RunValidate(const Args& args, Io io) {
     }
     return PrintSeeds(format, io);
   }
+  // Measured peak memory: --memory, or memory_runs.json given as --calibration.
+  auto memory_path = flags.Get("--memory");
+  if (memory_path || cal_path) {
+    auto doc = LoadJsonArg(memory_path ? *memory_path : *cal_path,
+                           memory_path ? "--memory" : "--calibration", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    if (memory_path || planner::IsMemoryRunsDocument(*doc)) {
+      if (runs_path || (memory_path && cal_path)) {
+        return UsageError(io, "validate",
+                          Status::InvalidArgument("--memory runs on its own (not with --calibration or --runs)"));
+      }
+      if (!planner::IsMemoryRunsDocument(*doc)) {
+        return UsageError(io, "validate",
+                          Status::InvalidArgument("--memory: not a memory_runs.json document (rows with measured.metric)"));
+      }
+      return RunValidateMemory(*doc, format, io);
+    }
+  }
   if (!cal_path && !runs_path) {
     return UsageError(io, "validate",
-                      Status::InvalidArgument("--calibration, --runs or --seeds is required"));
+                      Status::InvalidArgument("--calibration, --runs, --memory or --seeds is required"));
   }
   std::vector<planner::PublishedRun> runs;
   bool fleet = false;

@@ -147,6 +147,13 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   // --num-layers-for-caching-weights-in-depth-tensor-parallel-all-gather),
   // chosen as many as fit; their memory is in buffers_GiB. A count, not GiB.
   int z_cached_layers = 0;
+  // The peak allocation of the first and of the last pipeline stage (both
+  // the whole model's when pp = 1): their parameters differ by the embedding
+  // and the output layer, their activations by the micro-batches in flight
+  // and the loss. peak_allocated_GiB is the largest stage's (a middle one's
+  // when it holds more).
+  double first_stage_allocated_GiB = 0;
+  double last_stage_allocated_GiB = 0;
 };
 
 struct TimeBreakdown {     // seconds per iteration; the terms add up to the iteration time
@@ -369,6 +376,11 @@ class CostModel {
   // Parameters one GPU holds before data-parallel sharding (heavier of first/last stage).
   // For MoE models the dense part only; ExpertParamsHeld is the expert part.
   double ParamsBeforeData(const ParallelConfig& c) const;
+  // The same per pipeline stage: the first, a middle and the last.
+  struct StageParams {
+    double first = 0, middle = 0, last = 0;
+  };
+  StageParams ParamsPerStage(const ParallelConfig& c) const;
   // Mixture of experts (planner/cost/moe.cc). MoE layers of each stage (first,
   // middle, last) under c's split; expert parameters this GPU holds (the most
   // loaded stage); the MoE compute terms of `t` for c.
@@ -401,6 +413,16 @@ class CostModel {
   };
   OffloadStep OffloadStepSeconds(const ParallelConfig& c, double psi, int nd, int64_t n_mb,
                                  double bwd_window_s) const;
+  // The steps of MemoryWith (planner/cost/memory.cc, where the types are
+  // defined): the activations each pipeline stage keeps at its peak, each
+  // stage's ledger (model states, activations, FSDP2's unsharded stage), and
+  // the buffers every stage holds beside them.
+  struct StageActivations;
+  struct StageLedgers;
+  struct MemoryBuffers;
+  StageActivations ActivationsPerStage(const ParallelConfig& c, const ComputeTerms& t) const;
+  StageLedgers LedgersPerStage(const ParallelConfig& c, const StageActivations& a) const;
+  MemoryBuffers BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const;
   // Fills mem's host fields from `host_bytes` this rank keeps in host memory
   // (offloaded model states and FPDT chunks).
   void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;

@@ -187,7 +187,10 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
   }
   for (auto [key, field] : {std::pair{"z_weight_cache", &c.z_weight_cache},
                             {"z_reduce_in_param_dtype", &c.z_reduce_in_param_dtype},
-                            {"sharded_params_are_master", &c.sharded_params_are_master}}) {
+                            {"sharded_params_are_master", &c.sharded_params_are_master},
+                            {"selective_per_op", &c.selective_per_op},
+                            {"pp_keeps_unsharded", &c.pp_keeps_unsharded},
+                            {"bf16_optimizer_fp32_grads", &c.bf16_optimizer_fp32_grads}}) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (*field != 0 && *field != 1) return r.Error(key, "must be 0 or 1");
   }

@@ -158,6 +158,24 @@ struct FrameworkCosts {
   // FSDP2 casts its fp32 DTensor shards at the all-gather). Sharded model
   // states then cost 4 (params) + 8 (Adam moments) bytes, not 2 + 12.
   double sharded_params_are_master = 0.0;
+  // 1: "selective" recompute is per-op selective activation checkpointing
+  // (torchtitan's SAC, selective_ac_option "op"): a block keeps its input,
+  // the outputs of every other matmul and the attention kernel's output and
+  // log-sum-exp, and recomputes everything else (planner/memory.h,
+  // PerOpSacActivationBytes). 0: Korthikanti's selective recompute of the
+  // attention core (Megatron's --recompute-granularity selective).
+  double selective_per_op = 0.0;
+  // 1: under pipeline parallelism the sharded (FSDP2) blocks keep their
+  // gathered parameters and their unsharded gradients, in the reduce dtype,
+  // from the first micro-batch to the last (torchtitan's
+  // reshard_after_forward = not pp_enabled; PyTorch's pipelining stage turns
+  // gradient sync off until the last backward).
+  double pp_keeps_unsharded = 0.0;
+  // 1: in bf16 with fp32 gradient accumulation, under ZeRO-1 or pipeline
+  // parallelism without ZeRO, the engine runs DeepSpeed's BF16_Optimizer,
+  // which keeps an fp32 gradient buffer the size of the rank's whole model
+  // (not a partition) beside the bf16 parameters.
+  double bf16_optimizer_fp32_grads = 0.0;
 };
 
 // A region of the job space where calibration rows of this framework exist:

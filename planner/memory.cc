@@ -45,6 +45,7 @@ namespace {
 
 struct ActParts {
   double rep = 0, shard = 0, scores = 0, input = 0;
+  double mlp = 0;  // the MLP block's share of rep + shard
 };
 
 ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c,
@@ -63,6 +64,8 @@ ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const Para
   // Split over Y: Q, K, V (GQA-sized), the attention output (proj input), and the
   // FFN's saved tensors (GeLU: its input and output; SwiGLU: gate, up, product).
   p.shard = (e * T * (h + 2.0 * h * kv / a + (m.gated_ffn ? 2.0 : 1.0) * f) + in_b * T * (h + f)) / gy;
+  // The MLP's own part of rep and shard: the FC1 input, the FC1 output(s), the FC2 input.
+  p.mlp = in_b * T * h / gx / sp + (e * T * (m.gated_ffn ? 2.0 : 1.0) * f + in_b * T * f) / gy;
   const double heads_loc = a / gy / (ulysses ? c.cp : 1);
   const double s_q = ulysses ? s : s / c.cp;
   if (flash) {
@@ -92,6 +95,40 @@ double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_le
     case Recompute::kFull: return p.input;
   }
   return p.rep + p.shard + p.scores;
+}
+
+double DenseMlpActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c,
+                               bool fp8_inputs) {
+  return Parts(m, /*flash=*/true, e, seq_len, c, fp8_inputs).mlp;
+}
+
+double PerOpSacActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c) {
+  const double t = c.tensor();
+  const double T = static_cast<double>(c.mbs) * seq_len / c.cp;
+  const double h = m.hidden;
+  const double q = static_cast<double>(m.q_out());
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double f = m.ffn_hidden;
+  // The block's matmuls in forward order: output width and whether the
+  // output is a row-parallel partial sum (full width under tensor parallelism).
+  struct Mm {
+    double width;
+    bool row_parallel;
+  };
+  const Mm gated[] = {{q, false}, {kv, false}, {kv, false}, {h, true}, {f, false}, {f, false}, {h, true}};
+  const Mm gelu[] = {{q, false}, {kv, false}, {kv, false}, {h, true}, {f, false}, {h, true}};
+  const Mm* mms = m.gated_ffn ? gated : gelu;
+  const int n = m.gated_ffn ? 7 : 6;
+  const bool sp = c.sp && t > 1;
+  double bytes = e * T * h / (sp ? t : 1.0);  // the checkpoint's input
+  for (int i = 0; i < n; ++i) {
+    if (i % 2 == 1) continue;  // every second mm is recomputed
+    bytes += e * T * (mms[i].row_parallel ? mms[i].width : mms[i].width / t);
+  }
+  // The attention kernel's output and its fp32 log-sum-exp per query row.
+  bytes += e * T * q / t + 4.0 * c.mbs * (m.heads / t) * seq_len / c.cp;
+  if (sp) bytes += 2.0 * e * T * h / t;  // the two saved reduce-scatter outputs
+  return bytes;
 }
 
 }  // namespace paratune::planner

@@ -218,6 +218,12 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     rc.recompute = r;
     t.act_bytes[static_cast<int>(r)] = LayerActivationBytes(m, flash, e, training_.seq_len, rc, fp8);
   }
+  // Per-op selective checkpointing (framework preset selective_per_op) keeps
+  // what its op policy saves instead of Korthikanti's selective set.
+  if (fw_.costs.selective_per_op > 0) {
+    t.act_bytes[static_cast<int>(Recompute::kSelective)] =
+        PerOpSacActivationBytes(m, e, training_.seq_len, c);
+  }
   t.act_bytes_full = t.act_bytes[0];
   if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
   ApplyLayout(c, &t);
@@ -246,7 +252,7 @@ void CostModel::ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_layers_last = sm.last;
 }
 
-double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
+CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   const double t = c.tensor();
   const double V = m.vocab, h = m.hidden;
@@ -275,13 +281,22 @@ double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
   auto stage = [&](int layers, int moe_layers) {
     return layers * layer_shard + moe_layers * moe_delta;
   };
+  StageParams p;
   if (c.pp == 1) {
-    return stage(m.layers, sm.first) +
-           (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz + mtp_extra;
+    p.first = stage(m.layers, sm.first) +
+              (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz + mtp_extra;
+    p.middle = p.last = p.first;
+    return p;
   }
-  return std::max({stage(st.first, sm.first) + first_extra / c.gz,
-                   stage(st.last, sm.last) + last_extra / c.gz + mtp_extra,
-                   stage(st.middle, sm.middle)});
+  p.first = stage(st.first, sm.first) + first_extra / c.gz;
+  p.last = stage(st.last, sm.last) + last_extra / c.gz + mtp_extra;
+  p.middle = stage(st.middle, sm.middle);
+  return p;
+}
+
+double CostModel::ParamsBeforeData(const ParallelConfig& c) const {
+  const StageParams p = ParamsPerStage(c);
+  return std::max({p.first, p.last, p.middle});
 }
 
 }  // namespace paratune::planner

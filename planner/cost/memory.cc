@@ -14,63 +14,99 @@ using cost::kGiB;
 using cost::SyncGroup;
 using cost::WeightReplicas;
 
-MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+namespace {
+
+// The micro-batches of a stage's layers in flight on the last pipeline rank:
+// 1 under 1F1B; under Megatron's interleaved schedule the last rank warms up
+// (vpp − 1)·pp model-chunk micro-batches before its first backward
+// (NVIDIA/Megatron-LM@d98e8a6 megatron/core/pipeline_parallel/schedules.py:964-965,
+// microbatch_group_size_per_vp_stage = pp), each a 1/vpp share of its layers,
+// plus the one in its forward: ((vpp − 1)·pp + 1)/vpp stage-equivalents, at
+// most every chunk of the iteration's micro-batches.
+double LastRankInFlight(const ParallelConfig& c, double n_mb) {
+  if (c.vpp <= 1 || VShaped(c.pp_schedule)) return 1.0;
+  const double chunks = std::min((c.vpp - 1.0) * c.pp + 1.0, n_mb * c.vpp);
+  return chunks / c.vpp;
+}
+
+// Z weight caching: as many layers' gathered blocks (`block_GiB` each) as the
+// room left under the usable memory holds, up to the stage's `layers` (what a
+// user sets AxoNN's caching layer count to).
+void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBreakdown* mem) {
+  if (!(mem->reserved_GiB < mem->usable_GiB)) return;
+  const double per_layer = block_GiB * (1.0 + fragmentation);
+  const int n = std::min(layers, static_cast<int>((mem->usable_GiB - mem->reserved_GiB) / per_layer));
+  if (n <= 0) return;
+  const double bytes = n * block_GiB;
+  mem->z_cached_layers = n;
+  mem->buffers_GiB += bytes;
+  mem->total_GiB += bytes;
+  mem->peak_allocated_GiB += bytes;
+  mem->first_stage_allocated_GiB += bytes;
+  mem->last_stage_allocated_GiB += bytes;
+  mem->reserved_GiB += n * per_layer;
+}
+
+}  // namespace
+
+// The activations each pipeline stage keeps at its peak (bytes), before
+// `extra`, which every stage adds. The rank that runs the loss (the last; the
+// first under V schedules or without pipelining) holds the loss's tensors.
+struct CostModel::StageActivations {
+  double first = 0, middle = 0, last = 0;
+  double extra = 0;       // full recompute's working layer less the CPU-offload saving
+  double host_bytes = 0;  // FPDT's offloaded chunks and CPU-offloaded layers
+  StageMoe moe;           // each stage's MoE layers (ComputeTerms' copy)
+};
+
+// What each pipeline stage holds at its peak (bytes); host_bytes: the model
+// states offloaded to host memory (the most any stage offloads).
+struct CostModel::StageLedgers {
+  struct Stage {
+    ModelStates states;
+    double act = 0;        // saved activations (and the loss's tensors on the last stage)
+    double unsharded = 0;  // FSDP2 under PP: gathered parameters and unsharded gradients
+    double total() const { return states.total() + act + unsharded; }
+  };
+  Stage first, middle, last;
+  double host_bytes = 0;
+  const Stage& Peak() const {
+    const Stage* p = &first;
+    if (last.total() > p->total()) p = &last;
+    if (middle.total() > p->total()) p = &middle;
+    return *p;
+  }
+};
+
+// Buffers every stage holds beside its ledger (bytes); `transient`: what the
+// step's peak adds; `layer_block`: one layer's gathered parameters per GPU.
+struct CostModel::MemoryBuffers {
+  double bytes = 0, transient = 0, layer_block = 0;
+};
+
+CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
+                                                           const ComputeTerms& t) const {
   const ModelSpec& m = model_;
-  MemoryBreakdown mem;
-  const double psi = t.psi;
+  StageActivations a;
   const double e = act_bytes_;
   const double h = m.hidden, V = m.vocab;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
   const StageLayers st = Stages(c);
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
-
-  // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
-  const SyncGroup sync = WeightReplicas(c);
-  // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
-  // mixed precision) hold 4-byte shards and no separate master copy.
-  const bool sharded = c.gz > 1 || c.zero >= 3;
-  const double state_param_bytes =
-      sharded && fw_.costs.sharded_params_are_master > 0 ? 4.0 : param_bytes_;
-  const ModelStates all_states =
-      ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer, state_param_bytes,
-                      c.zero >= 1 ? param_bytes_ : grad_bytes_);
-  // ZeRO-Offload / Infinity: the offloaded states live in host memory.
-  OffloadedStates placed{all_states, 0.0};
-  if (c.offload_optimizer || c.offload_param) {  // off the hot path otherwise
-    placed =
-        OffloadStateBytes(all_states, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
-  }
-  ModelStates states = placed.gpu;
-  const int efsdp = ExpertFsdpShards(c);
-  if (t.expert_psi > 0) {
-    // Expert weights, gradients and optimizer states: replicated over the
-    // expert-data group, which the distributed optimizer / ZeRO shards them over;
-    // under FSDP2 sharded over efsdp (as the dense part over gz) and replicated
-    // over the data-parallel replicas.
-    const ModelStates experts =
-        efsdp > 1 ? ModelStateBytes(t.expert_psi / efsdp, c.gdata, 0, false, state_param_bytes,
-                                    grad_bytes_)
-                  : ModelStateBytes(t.expert_psi, std::max(1, c.expert_data()), c.zero,
-                                    c.distributed_optimizer, state_param_bytes,
-                                    c.zero >= 1 ? param_bytes_ : grad_bytes_);
-    states.params_bytes += experts.params_bytes;
-    states.grads_bytes += experts.grads_bytes;
-    states.optimizer_bytes += experts.optimizer_bytes;
-  }
-  double host_act = 0;  // FPDT's offloaded chunks, per layer
-  // Activations: the first stage holds min(pp, n_mb) micro-batches of its layers
-  // in flight (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
+  // The first stage holds min(pp, n_mb) micro-batches of its layers in flight
+  // (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
   double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
   double working = t.act_bytes_full;  // the layer being recomputed
   // The loss's tensors on the last stage: Korthikanti §4.3 counts the fp32
   // logits (4 bytes); the framework preset gives what its loss really holds.
   double logits_act = loss_live_bytes_ * T * V / c.tensor();
+  double fpdt_host = 0;  // FPDT's offloaded chunks, per layer
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
     // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
     // computes the layers, and the loss, chunk by chunk.
     const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
     if (chunks > 2.0) {
-      host_act = layer_act * (1.0 - 2.0 / chunks);
+      fpdt_host = layer_act * (1.0 - 2.0 / chunks);
       layer_act *= 2.0 / chunks;
       working *= 2.0 / chunks;
       // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
@@ -84,7 +120,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
   // MoE layers keep their own activations (routed copies after top-k expansion)
   // instead of the dense MLP's; MTP modules run on the last stage.
-  const StageMoe sm{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
+  a.moe = StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
+  const StageMoe& sm = a.moe;
   const int rc = static_cast<int>(c.recompute);
   const double moe_act =
       m.is_moe() ? t.moe_act_bytes[rc] * (layer_act / std::max(1e-30, t.act_bytes[rc])) : 0.0;
@@ -96,78 +133,151 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
       m.mtp_layers > 0 ? m.mtp_layers * (m.is_moe_layer(m.layers - 1) ? moe_act : layer_act) : 0.0;
   // V schedules run the last stage, and so the loss, on the first rank.
   const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
-  const double act_first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
-                           (vshape ? mtp_act + logits_act : 0.0);
-  const double act_last = stage_act(st.last, sm.last) + (vshape ? 0.0 : mtp_act + logits_act);
+  const double loss_act = mtp_act + logits_act;
+  a.first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
+            (vshape || c.pp == 1 ? loss_act : 0.0);
+  a.last = c.pp == 1 ? a.first
+                     : stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
+                           (vshape ? 0.0 : loss_act);
   // The second stage holds one micro-batch fewer than the first (1F1B), with
   // the middle stages' layer count: it is the peak when uneven stages give the
   // first stage fewer layers.
-  const double act_mid =
-      c.pp > 2 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
-               : 0.0;
-  double act =
-      c.pp == 1 ? act_first + logits_act + mtp_act : std::max({act_first, act_last, act_mid});
+  a.middle = c.pp > 2
+                 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
+                 : 0.0;
   // CPU activation offloading (pp = 1): the offloaded layers' activations
   // leave once copied; one layer's stays in flight each way.
-  double host_offloaded_act = 0;
+  double offload_saving = 0, offloaded = 0;
   if (c.offload_activation_layers > 0) {
     const double n = std::min(c.offload_activation_layers, m.layers);
-    act -= std::max(0.0, n - 1.0) * layer_act;
-    host_offloaded_act = n * layer_act;
+    offload_saving = std::max(0.0, n - 1.0) * layer_act;
+    offloaded = n * layer_act;
   }
-  if (c.recompute == Recompute::kFull) act += working;
+  a.extra = (c.recompute == Recompute::kFull ? working : 0.0) - offload_saving;
+  a.host_bytes = fpdt_host * st.first * in_flight * interleave + offloaded;
+  return a;
+}
 
-  double buffers = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
+CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
+                                                   const StageActivations& a) const {
+  const ModelSpec& m = model_;
+  StageLedgers out;
+  // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
+  const SyncGroup sync = WeightReplicas(c);
+  // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
+  // mixed precision) hold 4-byte shards and no separate master copy.
+  const bool sharded = c.gz > 1 || c.zero >= 3;
+  const double state_param_bytes =
+      sharded && fw_.costs.sharded_params_are_master > 0 ? 4.0 : param_bytes_;
+  // DeepSpeed's BF16_Optimizer (bf16, fp32 gradient accumulation, ZeRO-1 or a
+  // pipeline without ZeRO) keeps the whole rank's gradients in fp32.
+  const bool bf16_optimizer = fw_.costs.bf16_optimizer_fp32_grads > 0 && param_bytes_ < 4.0 &&
+                              training_.main_grads_fp32 &&
+                              (c.zero == 1 || (c.zero == 0 && c.pp > 1));
+  const double state_grad_bytes = bf16_optimizer ? 4.0 : c.zero >= 1 ? param_bytes_ : grad_bytes_;
+  const int efsdp = ExpertFsdpShards(c);
+  // FSDP2 under pipeline parallelism keeps each stage's blocks gathered and
+  // their unsharded gradients (reduce dtype) across the micro-batches.
+  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
+  const double expert_layer = m.is_moe() ? LocalExpertParamsPerLayer(c) : 0.0;
+  // A stage holding `psi` dense parameters, `moe_layers` layers of experts and
+  // activations `act`.
+  auto ledger = [&](double psi, int moe_layers, double act) {
+    StageLedgers::Stage l;
+    const double expert_psi = expert_layer * moe_layers;
+    const ModelStates all = ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer,
+                                            state_param_bytes, state_grad_bytes);
+    // ZeRO-Offload / Infinity: the offloaded states live in host memory.
+    OffloadedStates placed{all, 0.0};
+    if (c.offload_optimizer || c.offload_param) {
+      placed = OffloadStateBytes(all, psi, sync.size, c.zero, c.offload_optimizer, c.offload_param);
+    }
+    out.host_bytes = std::max(out.host_bytes, placed.host_bytes);
+    l.states = placed.gpu;
+    if (expert_psi > 0) {
+      // Expert weights, gradients and optimizer states: replicated over the
+      // expert-data group, which the distributed optimizer / ZeRO shards them over;
+      // under FSDP2 sharded over efsdp (as the dense part over gz) and replicated
+      // over the data-parallel replicas.
+      const ModelStates experts =
+          efsdp > 1 ? ModelStateBytes(expert_psi / efsdp, c.gdata, 0, false, state_param_bytes,
+                                      grad_bytes_)
+                    : ModelStateBytes(expert_psi, std::max(1, c.expert_data()), c.zero,
+                                      c.distributed_optimizer, state_param_bytes, state_grad_bytes);
+      l.states.params_bytes += experts.params_bytes;
+      l.states.grads_bytes += experts.grads_bytes;
+      l.states.optimizer_bytes += experts.optimizer_bytes;
+    }
+    l.act = std::max(0.0, act + a.extra);
+    if (pp_unsharded) l.unsharded = (psi + expert_psi) * c.gz * (param_bytes_ + grad_bytes_);
+    return l;
+  };
+  // Every stage's ledger: its parameters (the embedding on the first, the
+  // output layer on the last), its experts and its activations.
+  const StageParams held = ParamsPerStage(c);
+  const StageMoe& sm = a.moe;
+  const int last_mtp_moe = m.is_moe() && m.is_moe_layer(m.layers - 1) ? m.mtp_layers : 0;
+  out.first = ledger(held.first, sm.first, a.first);
+  out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe, a.last);
+  if (c.pp > 2) out.middle = ledger(held.middle, sm.middle, a.middle);
+  return out;
+}
+
+CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const {
+  const ModelSpec& m = model_;
+  MemoryBuffers b;
+  const SyncGroup sync = WeightReplicas(c);
+  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
-  // its reduce-scatter.
+  // its reduce-scatter; not when the whole stage stays gathered (FSDP2 under PP).
   // Under FSDP2 an MoE layer's gathered block holds its local experts too.
-  const double layer_block = std::max(
-      layer_params_ / c.tensor(),
-      efsdp > 1 ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
-                      LocalExpertParamsPerLayer(c)
-                : 0.0);
-  if (c.gz > 1 || c.zero == 3) buffers += fw_.costs.gathered_layers * layer_block * param_bytes_;
-  if (c.zero >= 1) buffers += std::min(psi, kDeepSpeedBucketElems) * param_bytes_;
+  b.layer_block = std::max(layer_params_ / c.tensor(),
+                           ExpertFsdpShards(c) > 1
+                               ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
+                                     LocalExpertParamsPerLayer(c)
+                               : 0.0);
+  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
+  const bool gathers = (c.gz > 1 || c.zero == 3) && !pp_unsharded;
+  if (gathers) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
+  if (c.zero >= 1) b.bytes += std::min(t.psi, kDeepSpeedBucketElems) * param_bytes_;
   if (c.hpz && c.zero == 3) {
     const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
-    buffers += psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
+    b.bytes += t.psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
   }
-  mem.params_GiB = states.params_bytes / kGiB;
-  mem.grads_GiB = states.grads_bytes / kGiB;
-  mem.optimizer_GiB = states.optimizer_bytes / kGiB;
-  mem.activations_GiB = act / kGiB;
-  mem.buffers_GiB = buffers / kGiB;
-  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
   // The step's peak adds, under sharded execution, the unsharded gradient of
   // one layer before its reduce-scatter (the loss's tensors are already in
   // the activations at the size the framework holds them).
-  double transient = 0;
-  if (c.gz > 1 || c.zero == 3) transient += layer_block * grad_bytes_;
-  const double runtime = cluster_.gpu.runtime_reserved_GiB;
-  mem.peak_allocated_GiB = mem.total_GiB + transient / kGiB;
+  b.transient = gathers ? b.layer_block * grad_bytes_ : 0.0;
+  return b;
+}
+
+MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+  MemoryBreakdown mem;
+  const StageActivations act = ActivationsPerStage(c, t);
+  const StageLedgers stages = LedgersPerStage(c, act);
+  const StageLedgers::Stage& peak = stages.Peak();
+  const MemoryBuffers buf = BuffersOf(c, t);
+  mem.params_GiB = (peak.states.params_bytes + peak.unsharded) / kGiB;
+  mem.grads_GiB = peak.states.grads_bytes / kGiB;
+  mem.optimizer_GiB = peak.states.optimizer_bytes / kGiB;
+  mem.activations_GiB = peak.act / kGiB;
+  mem.buffers_GiB = buf.bytes / kGiB;
+  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
+  mem.peak_allocated_GiB = mem.total_GiB + buf.transient / kGiB;
+  mem.first_stage_allocated_GiB = (stages.first.total() + buf.bytes + buf.transient) / kGiB;
+  mem.last_stage_allocated_GiB = (stages.last.total() + buf.bytes + buf.transient) / kGiB;
   // The CUDA context and library workspaces sit outside the caching allocator.
-  mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fw_.costs.allocator_fragmentation) + runtime;
+  const FrameworkCosts& fc = fw_.costs;
+  const double runtime = cluster_.gpu.runtime_reserved_GiB;
+  mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fc.allocator_fragmentation) + runtime;
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
-  // Z weight caching: as many layers' gathered blocks as the room left holds
-  // (what a user sets AxoNN's caching layer count to).
-  if (fw_.costs.z_weight_cache > 0 && c.gz > 1 && mem.reserved_GiB < mem.usable_GiB) {
-    const double per_layer = layer_block * param_bytes_ * (1.0 + fw_.costs.allocator_fragmentation) / kGiB;
-    const int stage = st.max;
-    const int n = std::min(stage, static_cast<int>((mem.usable_GiB - mem.reserved_GiB) / per_layer));
-    if (n > 0) {
-      const double bytes = n * layer_block * param_bytes_ / kGiB;
-      mem.z_cached_layers = n;
-      mem.buffers_GiB += bytes;
-      mem.total_GiB += bytes;
-      mem.peak_allocated_GiB += bytes;
-      mem.reserved_GiB += n * per_layer;
-    }
+  if (fc.z_weight_cache > 0 && c.gz > 1) {
+    CacheZWeights(buf.layer_block * param_bytes_ / kGiB, fc.allocator_fragmentation,
+                  Stages(c).max, &mem);
   }
-  HostMemory(c,
-             placed.host_bytes + host_act * st.first * in_flight * interleave + host_offloaded_act,
-             &mem);
+  HostMemory(c, stages.host_bytes + act.host_bytes, &mem);
   return mem;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "planner/cost/internal.h"
+#include "planner/memory.h"
 
 namespace paratune::planner {
 namespace {
@@ -197,18 +198,32 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
                       comm_.Seconds(Collective::kReduceScatter, 1, c.etp, buf);
   }
 
-  // Activations an MoE layer keeps beyond a dense layer's attention half: the
-  // permuted expert inputs, FC1 outputs and activation outputs of its rows, the
-  // router's fp32 scores, the shared experts' FC1/activation outputs; minus the
-  // dense MLP's (which the layer does not have). Selective recompute (Megatron's
-  // recompute_modules moe_act) drops the activation outputs and recomputes them;
-  // full recompute keeps only the layer input, as for a dense layer.
+  // Activations an MoE layer keeps in place of the dense MLP's (the dense
+  // layer's MLP share, DenseMlpActivationBytes, comes off): the router's input
+  // in its own dtype, not FP8 (RouterGatingLinearFunction saves it before the
+  // cast to the router dtype, moe_utils.py:1382) and fp32 scores; per routed
+  // row the FC1 input, the FC1 output(s) that the weighted activation keeps
+  // (the routing probabilities are applied there, experts.py:943-971, so the
+  // combine's unpermute keeps nothing, token_dispatcher.py:891-899) and the
+  // FC2 input; the shared experts' FC1/activation outputs. Under FP8 recipes
+  // Transformer Engine's grouped linears keep their inputs as the 1-byte
+  // quantised copies: Megatron-Core asks for the original bf16 input only for
+  // FC2 under moe_act recompute and for FC1 under its CPU offload
+  // (NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/moe/experts.py:273-284,
+  // set_save_original_input). Selective recompute (recompute_modules moe_act)
+  // drops the FC2 inputs and recomputes them (experts.py:269-272); full
+  // recompute keeps only the layer input, as for a dense layer.
+  const bool fp8 = training_.precision == topology::Precision::kFp8;
+  const double in_b = fp8 ? 1.0 : e;
   const double rows_total = s.local_experts * rows;
   const double fs = m.shared_ffn_hidden / static_cast<double>(c.tensor());
-  const double moe_keep = rows_total * (h + g * s.ffn_local + s.ffn_local) * e + tokens * E * 4.0 +
+  const double moe_keep = tokens * h * e + tokens * E * 4.0 +
+                          rows_total * (in_b * h + e * g * s.ffn_local + in_b * s.ffn_local) +
                           T * (g * fs + fs) * e;
-  const double dense_mlp = T * (g * m.ffn_hidden + m.ffn_hidden) * e / c.tensor();
-  const double moe_sel = moe_keep - rows_total * s.ffn_local * e;
+  const double moe_sel = moe_keep - rows_total * s.ffn_local * in_b;
+  ParallelConfig rc = c;
+  rc.recompute = Recompute::kNone;
+  const double dense_mlp = DenseMlpActivationBytes(m, e, training_.seq_len, rc, fp8);
   t->moe_act_bytes[0] = std::max(0.0, t->act_bytes[0] - dense_mlp) + moe_keep;
   t->moe_act_bytes[1] = std::max(0.0, t->act_bytes[1] - dense_mlp) + moe_sel;
   t->moe_act_bytes[2] = t->act_bytes[2];

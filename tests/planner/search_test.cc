@@ -328,8 +328,11 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
 // configs shard over every rank (data_parallel_shard_degree = -1) with no
 // context parallelism at 4096 tokens (pytorch/torchtitan
 // models/deepseek_v3/train_configs/deepseek_v3_16b.toml @00f785af,
-// deepseek_v3_671b.toml @0a8d2b0a). Its pick for Qwen3-30B on 64 H100
-// shards over gz and runs no cp.
+// deepseek_v3_671b.toml @0a8d2b0a). Its pick for Qwen3-30B on 64 H100 (the
+// plan's first row) shards over gz and runs no cp. The point-fastest fitting
+// layout, tp 2 × pp 2 × vpp 5 × cp 4 without gz, is 1.2 % faster, well inside
+// the ±25 % band of a framework with no calibration runs, so the plan ranks
+// the simpler FSDP2 layout first (RankForTrust), as a torchtitan user would.
 TEST(Search, TorchtitanMoePickShardsWithFsdp2) {
   Job j = MakeJob("qwen3-30b-a3b", "dgx-h100", 64, 1024, 4096);
   j.training.framework = Framework::kTorchtitan;
@@ -338,9 +341,10 @@ TEST(Search, TorchtitanMoePickShardsWithFsdp2) {
   SearchOptions opt;
   opt.top_k = 1;
   const SearchResult r = Search(space->Pointers(), opt).RunAll();
-  ASSERT_FALSE(r.top.empty());
-  const ParallelConfig& c = r.top.front().config;
-  EXPECT_EQ(r.top.front().framework, Framework::kTorchtitan);
+  const std::vector<RankedPlan> rows = RankForTrust(r.pool, Objective::kTime, 1);
+  ASSERT_FALSE(rows.empty());
+  const ParallelConfig& c = rows.front().best.config;
+  EXPECT_EQ(rows.front().best.framework, Framework::kTorchtitan);
   EXPECT_GT(c.gz, 1) << ConfigToString(c);
   EXPECT_EQ(c.cp, 1) << ConfigToString(c);
 }

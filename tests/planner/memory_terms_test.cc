@@ -1,0 +1,178 @@
+// The memory terms taken from framework sources (planner/memory.h,
+// planner/cost/memory.cc), each against a figure computed by hand from the
+// source's rule (docs/model.md, "Memory ledger terms").
+#include <gtest/gtest.h>
+
+#include "planner/cost_model.h"
+#include "planner/framework.h"
+#include "planner/memory.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ModelSpec Llama31_8B() {
+  ModelSpec m;
+  m.name = "llama-3.1-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.vocab = 128256;
+  m.gated_ffn = true;
+  m.tied_embeddings = false;
+  m.norm = "rmsnorm";
+  return m;
+}
+
+// h = 1024, 8 heads, GeLU f = 4096, RMSNorm, no biases: one block holds
+// 4h² + 2hf + 2h = 12,584,960 parameters; the embedding 32,000 × 1024.
+ModelSpec Small(int layers, bool tied) {
+  ModelSpec m;
+  m.name = "small";
+  m.layers = layers;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn_hidden = 4096;
+  m.vocab = 32000;
+  m.gated_ffn = false;
+  m.tied_embeddings = tied;
+  m.norm = "rmsnorm";
+  return m;
+}
+
+// torchtitan's per-op SAC on Llama-3.1-8B, b = 2, s = 8192, no TP: T = 16384
+// tokens; saved: the block input (h), wq (h), wv (kv = 1024), the SDPA output
+// (h), w1 (f), w2 (h) at 2 bytes, and the fp32 log-sum-exp of 32 heads:
+// 2·16384·(4096 + 4096 + 1024 + 4096 + 14336 + 4096) + 4·2·32·8192.
+TEST(MemoryTermsTest, PerOpSacKeepsEveryOtherMatmulAndTheAttentionOutput) {
+  ParallelConfig c;
+  c.mbs = 2;
+  EXPECT_DOUBLE_EQ(PerOpSacActivationBytes(Llama31_8B(), 2.0, 8192, c), 1042284544.0);
+}
+
+// GeLU block (wq, wk, wv, wo, w1, w2: the 1st, 3rd, 5th saved), h = 1024,
+// 8 heads, s = 1024, b = 1, TP 2 with SP: input 2·1024·1024/2, wq and wv
+// 2·1024·1024/2 each, w1 2·1024·4096/2, SDPA 2·1024·1024/2 + 4·4·1024, the
+// two reduce-scatter outputs 2·2·1024·1024/2.
+TEST(MemoryTermsTest, PerOpSacUnderTensorAndSequenceParallelism) {
+  ParallelConfig c;
+  c.gy = 2;
+  c.sp = true;
+  const double expected = 4 * 1048576.0 + 4194304.0 + 16384.0 + 2097152.0;
+  EXPECT_DOUBLE_EQ(PerOpSacActivationBytes(Small(4, false), 2.0, 1024, c), expected);
+}
+
+// The torchtitan preset's selective recompute is the per-op policy.
+TEST(MemoryTermsTest, TorchtitanSelectiveIsPerOp) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 16;
+  t.framework = Framework::kTorchtitan;
+  const CostModel cm(Llama31_8B(), t, *topology::ClusterPreset("dgx-h100"), 8);
+  ParallelConfig c;
+  c.gz = 8;
+  c.mbs = 2;
+  c.recompute = Recompute::kSelective;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  EXPECT_DOUBLE_EQ(cm.Compute(c).act_bytes[static_cast<int>(Recompute::kSelective)], 1042284544.0);
+}
+
+// FSDP2 under PP (torchtitan: reshard_after_forward = not pp_enabled): the
+// first of 2 stages, sharded over 4, holds its 2 blocks and the embedding
+// gathered, 2 × 12,584,960 + 32,768,000 = 57,937,920 parameters, at 2 bytes
+// (bf16) plus their unsharded fp32 gradients (4 bytes), and no longer the
+// 2 gathered blocks in flight (2 × 2 bytes) and one block's unsharded
+// gradient (4 bytes) of per-block resharding:
+// 57,937,920 × 6 − 12,584,960 × 8 = 246,947,840 bytes more.
+TEST(MemoryTermsTest, Fsdp2UnderPipelineKeepsStagesUnsharded) {
+  TrainingSpec t;
+  t.seq_len = 1024;
+  t.global_batch = 8;
+  t.framework = Framework::kTorchtitan;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  FrameworkSpec off = FrameworkPreset(Framework::kTorchtitan);
+  ASSERT_EQ(off.costs.pp_keeps_unsharded, 1.0);
+  off.costs.pp_keeps_unsharded = 0;
+  const CostModel on_cm(Small(4, false), t, cl, 8);
+  const CostModel off_cm(Small(4, false), t, cl, 8, off);
+  ParallelConfig c;
+  c.pp = 2;
+  c.gz = 4;
+  ASSERT_EQ(on_cm.CheckRules(c), Reason::kOk);
+  const double diff =
+      (on_cm.Memory(c).first_stage_allocated_GiB - off_cm.Memory(c).first_stage_allocated_GiB) * kGiB;
+  EXPECT_NEAR(diff, 246947840.0, 1.0);
+}
+
+// Megatron's interleaved 1F1B: the last of 4 ranks warms up (vpp − 1)·pp = 4
+// model chunks before its first backward and runs a fifth: 5 chunks of 1 layer
+// each (8 layers on pp·vpp = 8), where 1F1B holds one micro-batch of its 2
+// layers. Full recompute keeps the layer input, 2·1024·1024 bytes per layer:
+// (5 − 2) × 2,097,152 = 6,291,456 bytes more on the last rank.
+TEST(MemoryTermsTest, InterleavedLastRankHoldsItsWarmupChunks) {
+  TrainingSpec t;
+  t.seq_len = 1024;
+  t.global_batch = 8;
+  const CostModel cm(Small(8, false), t, *topology::ClusterPreset("dgx-h100"), 4);
+  ParallelConfig c;
+  c.pp = 4;
+  c.recompute = Recompute::kFull;
+  ParallelConfig v = c;
+  v.vpp = 2;
+  ASSERT_EQ(cm.CheckRules(v), Reason::kOk);
+  const double diff =
+      (cm.Memory(v).last_stage_allocated_GiB - cm.Memory(c).last_stage_allocated_GiB) * kGiB;
+  EXPECT_NEAR(diff, 6291456.0, 1.0);
+}
+
+// Megatron-Core's MoE layer under FP8 (experts.py:273-284): Transformer
+// Engine keeps the grouped FC1 and FC2 inputs as 1-byte copies, as the dense
+// linears' inputs. Two MoE layers of 8 experts (f_e = 1024, top-2), s = 1024,
+// b = 1, no TP or EP: 2048 routed rows. Per layer FP8 saves a byte on the QKV
+// and projection inputs (2·1024·1024) and on the rows' FC1 and FC2 inputs
+// (2048·(1024 + 1024)); the dense MLP's FC1/FC2 inputs were never the MoE
+// layer's, so their byte is not saved twice: 2 × 6,291,456 bytes.
+TEST(MemoryTermsTest, Fp8KeepsTheExpertInputsAsOneByteCopies) {
+  ModelSpec m = Small(2, false);
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_ffn_hidden = 1024;
+  TrainingSpec bf16;
+  bf16.seq_len = 1024;
+  bf16.global_batch = 8;
+  TrainingSpec fp8 = bf16;
+  fp8.precision = topology::Precision::kFp8;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  const CostModel bf16_cm(m, bf16, cl, 8), fp8_cm(m, fp8, cl, 8);
+  ParallelConfig c;
+  c.gdata = 8;
+  ASSERT_EQ(fp8_cm.CheckRules(c), Reason::kOk);
+  const double diff =
+      (bf16_cm.Memory(c).activations_GiB - fp8_cm.Memory(c).activations_GiB) * kGiB;
+  EXPECT_NEAR(diff, 2 * 6291456.0, 1.0);
+}
+
+// DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO-1, fp32 gradient
+// accumulation) keeps the whole rank's gradients in fp32: 4 layers ×
+// 12,584,960 + the tied 32,000 × 1024 table + the final norm (1024) =
+// 83,108,864 parameters × 4 bytes, not sharded over the 4 data ranks.
+TEST(MemoryTermsTest, Bf16OptimizerKeepsFp32GradientsUnsharded) {
+  TrainingSpec t;
+  t.seq_len = 1024;
+  t.global_batch = 8;
+  t.framework = Framework::kMegatronDeepSpeed;
+  const CostModel cm(Small(4, true), t, *topology::ClusterPreset("dgx-h100"), 4);
+  ParallelConfig c;
+  c.gdata = 4;
+  c.zero = 1;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  EXPECT_NEAR(cm.Memory(c).grads_GiB * kGiB, 83108864.0 * 4.0, 83108864.0 * 4.0 * 1e-4);
+}
+
+}  // namespace
+}  // namespace paratune::planner
