@@ -15,8 +15,8 @@ Prints ACCEPT, REJECT (with the reason) or NOT RUN per file, and a summary.
 Recipes build their model from a Hugging Face config (AutoBridge), which this
 machine cannot download: the check stands in a GPTModelProvider with the
 planned model's architecture, from paratune's preset of it
-(planner/presets/models/NAME.json). Multi-latent-attention models need their
-own provider class and are NOT RUN.
+(planner/presets/models/NAME.json); a multi-latent-attention model gets
+Bridge's MLAModelProvider. A model without a preset is NOT RUN.
 
 Usage: python3 check_bridge.py DIR   (with stubs.py, Megatron-LM 2a75ac1 and
 Megatron-Bridge's src/ on sys.path; run.sh sets it up)
@@ -71,12 +71,11 @@ PRESETS = os.path.join(HERE, '..', '..', 'planner', 'presets', 'models')
 
 
 def provider_of(model_name):
-    """A GPTModelProvider with the architecture of paratune's preset."""
+    """A GPTModelProvider (MLAModelProvider) with the architecture of paratune's preset."""
     import torch.nn.functional as F
     from megatron.bridge.models.gpt_provider import GPTModelProvider
+    from megatron.bridge.models.mla_provider import MLAModelProvider
     m = json.load(open(os.path.join(PRESETS, model_name + '.json')))
-    if m.get('kv_lora_rank'):
-        return None
     kw = dict(num_layers=m['layers'], hidden_size=m['hidden'], num_attention_heads=m['heads'],
               num_query_groups=m.get('kv_heads', m['heads']),
               ffn_hidden_size=m.get('ffn_hidden', 4 * m['hidden']), vocab_size=m['vocab'],
@@ -94,6 +93,15 @@ def provider_of(model_name):
                   moe_ffn_hidden_size=m.get('moe_ffn_hidden'))
         if m.get('shared_ffn_hidden'):
             kw['moe_shared_expert_intermediate_size'] = m['shared_ffn_hidden']
+        if m.get('first_dense_layers'):
+            kw['moe_layer_freq'] = [0] * m['first_dense_layers'] + [1] * (m['layers'] - m['first_dense_layers'])
+    if m.get('kv_lora_rank'):
+        # Multi-latent attention: Bridge's MLA provider (models/mla_provider.py:28).
+        kw.update(multi_latent_attention=True, q_lora_rank=m.get('q_lora_rank') or None,
+                  kv_lora_rank=m['kv_lora_rank'], qk_head_dim=m['qk_nope_head_dim'],
+                  qk_pos_emb_head_dim=m['qk_rope_head_dim'], v_head_dim=m['v_head_dim'])
+        kw.pop('num_query_groups')
+        return MLAModelProvider(**kw)
     return GPTModelProvider(**kw)
 
 
@@ -151,9 +159,9 @@ def check(path):
     saved_env = dict(os.environ)
     try:
         os.environ.update({'WORLD_SIZE': str(side['job']['gpus']), 'RANK': '0', 'LOCAL_RANK': '0'})
+        if not os.path.exists(os.path.join(PRESETS, side['job']['model'] + '.json')):
+            return 'NOT RUN', 'no paratune preset to stand in for the recipe\'s Hugging Face config'
         provider = provider_of(side['job']['model'])
-        if provider is None:
-            return 'NOT RUN', 'multi-latent attention: the recipe builds its own provider class'
         import megatron.bridge
         import megatron.core.utils as mcore_utils
         from packaging.version import Version
