@@ -98,7 +98,8 @@ std::map<std::string, std::string> MegatronArgsOf(const Plan& p) {
   std::string line;
   bool in_array = false;
   while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#' && line.size() > 2 && line.substr(line.size() - 2) == "=(") {
+    if (!line.empty() && line[0] != '#' && line.size() > 2 &&
+        line.substr(line.size() - 2) == "=(") {
       in_array = true;
       continue;
     }
@@ -425,8 +426,7 @@ void RunDefaults(const Plan& p, Script* s) {
 // The planned shapes Megatron-LM's arguments leave at a default, stated for
 // the recipe check: query groups (= heads), the head width (hidden / heads),
 // the dense FFN width where the model has dense layers, MTP depth.
-void ShapeDefaults(const ModelSpec& m, const std::map<std::string, std::string>& a,
-                   Script* s) {
+void ShapeDefaults(const ModelSpec& m, const std::map<std::string, std::string>& a, Script* s) {
   if (!m.is_mla()) {
     const auto g = a.find("--num-query-groups");
     s->Shape("num_query_groups", "(cfg.model.num_query_groups or cfg.model.num_attention_heads)",
@@ -436,12 +436,14 @@ void ShapeDefaults(const ModelSpec& m, const std::map<std::string, std::string>&
              "(cfg.model.kv_channels or cfg.model.hidden_size // cfg.model.num_attention_heads)",
              kv == a.end() ? Str(m.hidden / m.heads) : kv->second);
   }
-  if (m.dense_layer_count() > 0) s->Shape("ffn_hidden_size", "cfg.model.ffn_hidden_size", Str(m.ffn_hidden));
+  if (m.dense_layer_count() > 0)
+    s->Shape("ffn_hidden_size", "cfg.model.ffn_hidden_size", Str(m.ffn_hidden));
   if (m.is_moe() && !a.count("--moe-shared-expert-intermediate-size")) {
     s->Shape("moe_shared_expert_intermediate_size",
              "(cfg.model.moe_shared_expert_intermediate_size or 0)", "0");
   }
-  if (m.is_mla() && !a.count("--q-lora-rank")) s->Shape("q_lora_rank", "(cfg.model.q_lora_rank or 0)", "0");
+  if (m.is_mla() && !a.count("--q-lora-rank"))
+    s->Shape("q_lora_rank", "(cfg.model.q_lora_rank or 0)", "0");
   const auto mtp = a.find("--mtp-num-layers");
   s->Shape("mtp_num_layers", "(cfg.model.mtp_num_layers or 0)", mtp == a.end() ? "0" : mtp->second);
 }
@@ -461,7 +463,8 @@ std::string MixedPrecisionOf(const std::map<std::string, std::string>& a, Script
     if (fp8->second == "mxfp8") return PyStr("bf16_with_mxfp8_mixed");
     return "";
   }
-  if (a.count("--fp4-recipe")) return a.at("--fp4-recipe") == "nvfp4" ? PyStr("bf16_with_nvfp4_mixed") : "";
+  if (a.count("--fp4-recipe"))
+    return a.at("--fp4-recipe") == "nvfp4" ? PyStr("bf16_with_nvfp4_mixed") : "";
   if (a.count("--bf16")) return PyStr("bf16_mixed");
   if (a.count("--fp16")) return PyStr("fp16_mixed");
   s->imports.insert("from megatron.bridge.training.mixed_precision import MixedPrecisionConfig");
@@ -507,7 +510,8 @@ Result<Script> ScriptOf(const Plan& p) {
   ShapeDefaults(p.job.model, a, &s);
   s.mixed_precision = MixedPrecisionOf(a, &s);
   if (s.mixed_precision.empty()) {
-    return Refuse(kF, "the plan's low-precision recipe has no Megatron-Bridge mixed-precision recipe");
+    return Refuse(kF,
+                  "the plan's low-precision recipe has no Megatron-Bridge mixed-precision recipe");
   }
   PlanFields(p, a, &s);
   // The vocabulary the plan priced: an explicit model vocab_size at least the
@@ -539,9 +543,11 @@ Status Check(const Plan& p) {
                   "use_tp_pp_dp_mapping off with Megatron-FSDP (training/config.py:1124)");
   }
   if (p.job.model.is_mla() && !RecipeFor(p.job.model)) {
-    return Refuse(kF, "multi-latent attention is built by a model's own provider (its "
-                      "MLATransformerConfig, models/mla_provider.py) and Megatron-Bridge has no "
-                      "recipe for " + p.job.model.name);
+    return Refuse(kF,
+                  "multi-latent attention is built by a model's own provider (its "
+                  "MLATransformerConfig, models/mla_provider.py) and Megatron-Bridge has no "
+                  "recipe for " +
+                      p.job.model.name);
   }
   auto s = ScriptOf(p);
   return s.ok() ? Status::Ok() : s.status();

@@ -107,7 +107,8 @@ inline BridgeScript ParseBridgeScript(const std::string& text) {
       continue;
     }
     const size_t eq = t.find(" = ");
-    if (t.rfind("cfg.", 0) == 0 && eq != std::string::npos) s.sets[t.substr(4, eq - 4)] = t.substr(eq + 3);
+    if (t.rfind("cfg.", 0) == 0 && eq != std::string::npos)
+      s.sets[t.substr(4, eq - 4)] = t.substr(eq + 3);
   }
   return s;
 }
@@ -165,13 +166,15 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
   // The eval batch defaults to the training batch (config.py:1433-1442), then 1473-1478.
   if (mbs < 1 || gbs % (mbs * dp) != 0) return "global batch % (mbs·dp) != 0 (config.py:1473-1478)";
   const std::string seq = s.Get("model.seq_length");
-  if (seq.empty() || seq != s.Get("dataset.seq_length")) return "model/dataset seq_length differ (config.py:1644-1648)";
+  if (seq.empty() || seq != s.Get("dataset.seq_length"))
+    return "model/dataset seq_length differ (config.py:1644-1648)";
   if (cp > 1 && std::stoll(seq) % (2 * cp) != 0) return "seq % 2cp != 0 (config.py:1574-1577)";
   if (Unquote(s.Get("model.cuda_graph_impl")) == "full_iteration") {
     if (s.Get("rerun_state_machine.check_for_nan_in_loss") != "False")
       return "full-iteration graph with the NaN check (config.py:1508-1513)";
     if (s.Get("model.cuda_graph_modules") != "[]")
-      return "full_iteration needs an empty cuda_graph_modules (transformer_config.py:1052-1053 @2a75ac1)";
+      return "full_iteration needs an empty cuda_graph_modules (transformer_config.py:1052-1053 "
+             "@2a75ac1)";
   }
   if (s.Get("model.pipeline_model_parallel_layout", "None") != "None" &&
       (s.Get("model.num_layers_in_first_pipeline_stage", "None") != "None" ||
@@ -181,8 +184,10 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
     return "a layout with other layout arguments (transformer_config.py:2001-2018 @2a75ac1)";
   }
   if (s.Bool("ddp.use_megatron_fsdp")) {
-    if (s.Bool("dist.use_tp_pp_dp_mapping")) return "Megatron-FSDP with use_tp_pp_dp_mapping (config.py:1124)";
-    if (s.env.count("CUDA_DEVICE_MAX_CONNECTIONS") && s.env.at("CUDA_DEVICE_MAX_CONNECTIONS") == "1")
+    if (s.Bool("dist.use_tp_pp_dp_mapping"))
+      return "Megatron-FSDP with use_tp_pp_dp_mapping (config.py:1124)";
+    if (s.env.count("CUDA_DEVICE_MAX_CONNECTIONS") &&
+        s.env.at("CUDA_DEVICE_MAX_CONNECTIONS") == "1")
       return "Megatron-FSDP with CUDA_DEVICE_MAX_CONNECTIONS=1 (config.py:1110-1112)";
   }
 
@@ -190,24 +195,30 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
   // takes setup's default, which turns the overlap on whatever the plan says
   // (422-560 model, 562-585 optimizer); TP overlap is dropped silently
   // without TP >= 2 and sequence parallelism (440-447).
-  for (const char* k : {"tp_comm_overlap", "overlap_p2p_comm", "batch_p2p_comm", "overlap_grad_reduce",
-                        "overlap_param_gather", "overlap_moe_expert_parallel_comm"}) {
-    if (!s.comm.count(k) || s.comm.at(k) == "None") return std::string("CommOverlapConfig leaves ") + k + " to its default";
+  for (const char* k :
+       {"tp_comm_overlap", "overlap_p2p_comm", "batch_p2p_comm", "overlap_grad_reduce",
+        "overlap_param_gather", "overlap_moe_expert_parallel_comm"}) {
+    if (!s.comm.count(k) || s.comm.at(k) == "None")
+      return std::string("CommOverlapConfig leaves ") + k + " to its default";
   }
   if (s.comm.at("overlap_grad_reduce") != s.Get("ddp.overlap_grad_reduce", "False") ||
       s.comm.at("overlap_param_gather") != s.Get("ddp.overlap_param_gather", "False")) {
     return "CommOverlapConfig and ddp disagree on the DP overlaps";
   }
   if (s.comm.at("tp_comm_overlap") == "True" && (tp < 2 || !s.Bool("model.sequence_parallel")))
-    return "tp_comm_overlap without TP >= 2 and sequence parallel is dropped (comm_overlap.py:440-447)";
+    return "tp_comm_overlap without TP >= 2 and sequence parallel is dropped "
+           "(comm_overlap.py:440-447)";
   if (s.comm.at("overlap_moe_expert_parallel_comm") == "True") {
     // comm_overlap.py:478-518.
     const std::string disp = Unquote(s.Get("model.moe_token_dispatcher_type"));
-    if (s.Int("model.expert_model_parallel_size", 1) < 2) return "EP overlap with ep 1 (comm_overlap.py:479-481)";
-    if (disp != "alltoall" && disp != "flex") return "EP overlap with dispatcher " + disp + " (comm_overlap.py:486-489)";
+    if (s.Int("model.expert_model_parallel_size", 1) < 2)
+      return "EP overlap with ep 1 (comm_overlap.py:479-481)";
+    if (disp != "alltoall" && disp != "flex")
+      return "EP overlap with dispatcher " + disp + " (comm_overlap.py:486-489)";
     if (pp > 1 && s.Get("model.virtual_pipeline_model_parallel_size", "None") == "None")
       return "EP overlap with pp > 1 and no vpp (comm_overlap.py:494-498)";
-    if (Unquote(s.Get("model.recompute_granularity")) == "full" || s.Get("model.recompute_method", "None") != "None" ||
+    if (Unquote(s.Get("model.recompute_granularity")) == "full" ||
+        s.Get("model.recompute_method", "None") != "None" ||
         s.Get("model.recompute_num_layers", "None") != "None")
       return "EP overlap with full recompute (comm_overlap.py:499-507)";
     if (s.Get("model.moe_shared_expert_overlap") != "False")
@@ -226,7 +237,8 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
       std::stoll(seq) != p.seq) {
     return "the parallel layout or batch is not the plan's";
   }
-  if (s.Bool("model.sequence_parallel") != (p.sp && p.tp > 1)) return "sequence_parallel is not the plan's";
+  if (s.Bool("model.sequence_parallel") != (p.sp && p.tp > 1))
+    return "sequence_parallel is not the plan's";
   if (p.moe && (s.Int("model.expert_model_parallel_size", 1) != p.ep ||
                 s.Int("model.expert_tensor_parallel_size", 1) != p.etp)) {
     return "the expert layout is not the plan's";
@@ -241,10 +253,12 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
   // provider must build it, and the vocabulary is the model's.
   const std::map<std::string, std::string>& shape = s.provider.empty() ? s.expects : s.provider;
   if (shape.count("num_layers") == 0 || std::stoll(shape.at("num_layers")) != p.layers ||
-      std::stoll(shape.at("hidden_size")) != p.hidden || std::stoll(shape.at("num_attention_heads")) != p.heads) {
+      std::stoll(shape.at("hidden_size")) != p.hidden ||
+      std::stoll(shape.at("num_attention_heads")) != p.heads) {
     return "the model's shape is not checked or not the plan's";
   }
-  if (s.Int("model.vocab_size", 0) != p.vocab || s.Get("tokenizer.use_tokenizer_vocab_size") != "False")
+  if (s.Int("model.vocab_size", 0) != p.vocab ||
+      s.Get("tokenizer.use_tokenizer_vocab_size") != "False")
     return "the vocabulary is not the model's (setup.py:741-781)";
   return "";
 }

@@ -131,7 +131,8 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
       auto text = EmitConfig(plans, rank, EmitFormat::kMegatronBridge);
       ASSERT_TRUE(text.ok()) << "rank " << rank << ": " << text.status().ToString();
       EXPECT_EQ(BridgeWouldReject(*text, PlanFacts(job, c)), "")
-          << "rank " << rank << " " << ConfigToString(c) << ":\n" << *text;
+          << "rank " << rank << " " << ConfigToString(c) << ":\n"
+          << *text;
       auto sidecar = EmitSidecar(plans, rank, EmitFormat::kMegatronBridge);
       ASSERT_TRUE(sidecar.ok());
       EXPECT_EQ((*sidecar)["follows"]["repository"], "NVIDIA-NeMo/Megatron-Bridge");
@@ -151,12 +152,13 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
       seen["flex dispatcher"] += s.Get("model.moe_token_dispatcher_type") == "\"flex\"";
       seen["fp8 or fp4 recipe"] += s.mixed_precision != "\"bf16_mixed\"";
       seen["recompute"] += c.recompute != Recompute::kNone;
-      seen["tp comm overlap"] += s.comm.count("tp_comm_overlap") && s.comm.at("tp_comm_overlap") == "True";
+      seen["tp comm overlap"] +=
+          s.comm.count("tp_comm_overlap") && s.comm.at("tp_comm_overlap") == "True";
     }
   }
   // Not vacuous: the fields the plans decide were written in every form.
-  for (const char* k : {"recipe", "provider", "virtual stages", "context parallel", "expert parallel",
-                        "fp8 or fp4 recipe", "recompute"}) {
+  for (const char* k : {"recipe", "provider", "virtual stages", "context parallel",
+                        "expert parallel", "fp8 or fp4 recipe", "recompute"}) {
     EXPECT_GT(seen[k], 0) << k;
   }
   std::cout << "[ bridge ]";
@@ -209,7 +211,8 @@ TEST(MegatronBridge, RefusesWhatMegatronRefuses) {
   plans["candidates"][0]["config"]["zero"] = 2;
   auto text = EmitConfig(plans, 1, EmitFormat::kMegatronBridge);
   ASSERT_FALSE(text.ok());
-  EXPECT_EQ(text.status().message().rfind("--format megatron-bridge cannot express this plan: ", 0), 0u)
+  EXPECT_EQ(text.status().message().rfind("--format megatron-bridge cannot express this plan: ", 0),
+            0u)
       << text.status().message();
 }
 
