@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kHelp =
     R"HELP(usage: paratune emit --plans FILE [--rank N] [--sidecar FILE]
-                     [--format megatron|megatron-deepspeed|deepspeed|axonn|torchtitan|env|json]
+                     [--format megatron|megatron-bridge|megatron-deepspeed|deepspeed|
+                               axonn|torchtitan|env|json]
 
 Writes one plan of a plans document (`paratune plan --format json`) the way
 your training framework takes it, ready to paste or source. Every text format
@@ -32,6 +33,18 @@ rank, the settings to keep (environment variables) and a launcher line.
                       layer pattern, group-limited routing, MLA, dispatcher,
                       --expert-model-parallel-size = ep,
                       --expert-tensor-parallel-size = etp, a2a overlap)
+  megatron-bridge     Python (save as paratune_bridge.py; run with torchrun):
+                      Megatron-Bridge's recipe for the model (Llama 2/3/3.1/3.2,
+                      Qwen3 MoE, DeepSeek-V2-Lite/V3, gpt-oss, Kimi K2, OLMoE),
+                      checked to build the planned shapes, or a GPTModelProvider
+                      of the model's architecture; then the plan's Megatron-LM
+                      arguments as ConfigContainer fields (parallelism,
+                      pipeline_model_parallel_layout or uneven stages,
+                      recompute_granularity/recompute_modules, cuda_graph_impl,
+                      the mixed-precision recipe for fp8/mxfp8/nvfp4, the MoE
+                      dispatcher, expert parallel sizes, batch, DDP and
+                      optimizer sharding, CommOverlapConfig) and
+                      pretrain(cfg, forward_step)
   megatron-deepspeed  bash: ds_config.json written by a heredoc, then
                       MEGATRON_DEEPSPEED_ARGS (TP, PP or --no-pipeline-parallel,
                       --zero-stage, Ulysses --ds-sequence-parallel-size, FPDT
@@ -93,6 +106,7 @@ examples:
   paratune emit --plans plans.json --format megatron > parallel_args.sh && source parallel_args.sh
   paratune emit --plans plans.json --rank 2 --format deepspeed --sidecar ds.assumes.json > ds_config.json
   paratune emit --plans plans.json --format torchtitan > paratune_plan.py
+  paratune emit --plans plans.json --format megatron-bridge > paratune_bridge.py
   eval "$(paratune emit --plans plans.json --format env)"; echo "TP=$TP PP=$PP"
 )HELP";
 

@@ -82,9 +82,10 @@ What it does, in order:
      confirmed), tune.json (what was decided and why), env.sh, config.json
      (the plan's canonical config) and the chosen plan in the framework's own
      form: with --framework, that framework's file only (megatron.sh,
-     megatron_deepspeed.sh, ds_config.json, paratune_plan.py for fsdp and
-     torchtitan, axonn.py); without, the file of every framework that can run
-     it (refusals are explained on stderr).
+     paratune_bridge.py for megatron-bridge, megatron_deepspeed.sh,
+     ds_config.json, paratune_plan.py for fsdp and torchtitan, axonn.py);
+     without, the file of every framework that can run it (refusals are
+     explained on stderr).
 
   --model M, --global-batch B, --seq S, --precision P, --attention A,
   --headroom F         the training job, as in `paratune plan`
@@ -95,9 +96,10 @@ What it does, in order:
   --quick              a short profile (fewer sizes and samples)
   --refresh            measure even when the cache holds a profile
   --gpus N, --nodes N, --gpus-per-node G   the allocation, overriding the environment
-  --framework F        the training stack: megatron, megatron-deepspeed, deepspeed,
-                       fsdp, torchtitan or axonn; plans only what it can run
-                       (its --space); tune.json's default_format names its file
+  --framework F        the training stack: megatron, megatron-bridge (a
+                       Megatron-Bridge script; plans as megatron), megatron-deepspeed,
+                       deepspeed, fsdp, torchtitan or axonn; plans only what it can
+                       run (its --space); tune.json's default_format names its file
   --space F, --fix SPEC, --objective O, --top K, --threads T   as in `paratune plan`
   --confirm-top K      plans to confirm (default 3 with cuda or mpi-cpu, else
                        0); 0 skips confirmation
@@ -191,19 +193,33 @@ const char* FileFor(planner::EmitFormat f) {
     case planner::EmitFormat::kTorchtitan: return "paratune_plan.py";
     case planner::EmitFormat::kEnv: return "env.sh";
     case planner::EmitFormat::kJson: return "config.json";
+    case planner::EmitFormat::kMegatronBridge: return "paratune_bridge.py";
   }
   return "config.json";
 }
 
-// The formats tune writes: with --framework, that framework's own (the plans
-// document's default format) and the canonical config and exports; without,
-// every format that can express the chosen plan.
-std::vector<planner::EmitFormat> FormatsToWrite(const Json& plans, bool one_framework) {
+// The stack the planner prices for --framework: Megatron-Bridge runs
+// Megatron-Core, so its plans are Megatron-LM's.
+std::string PricedFramework(const std::string& framework) {
+  return framework == "megatron-bridge" ? "megatron" : framework;
+}
+
+// The format of tune's own file: --framework megatron-bridge's script, else
+// the plans document's default format (the framework the plan was made for).
+planner::EmitFormat OwnFormat(const Json& plans, const std::string& framework) {
+  if (framework == "megatron-bridge") return planner::EmitFormat::kMegatronBridge;
+  return planner::DefaultEmitFormat(plans);
+}
+
+// The formats tune writes: with --framework, that framework's own and the
+// canonical config and exports; without, every format that can express the
+// chosen plan.
+std::vector<planner::EmitFormat> FormatsToWrite(const Json& plans, const std::string& framework) {
   using planner::EmitFormat;
-  if (one_framework) return {planner::DefaultEmitFormat(plans), EmitFormat::kJson, EmitFormat::kEnv};
-  return {EmitFormat::kMegatron, EmitFormat::kMegatronDeepSpeed, EmitFormat::kDeepSpeed,
-          EmitFormat::kAxonn,    EmitFormat::kTorchtitan,         EmitFormat::kJson,
-          EmitFormat::kEnv};
+  if (!framework.empty()) return {OwnFormat(plans, framework), EmitFormat::kJson, EmitFormat::kEnv};
+  return {EmitFormat::kMegatron,   EmitFormat::kMegatronBridge, EmitFormat::kMegatronDeepSpeed,
+          EmitFormat::kDeepSpeed,  EmitFormat::kAxonn,          EmitFormat::kTorchtitan,
+          EmitFormat::kJson,       EmitFormat::kEnv};
 }
 
 // Rank 0's work between the profile and the confirmation: the allocation, the
@@ -249,13 +265,14 @@ int RunTune(const Args& args, Io io) {
     // --framework names the training stack; its search space is the default --space.
     std::string space = "all";
     if (auto fw = f.Get("--framework")) {
-      if (*fw == "megatron") space = "megatron";
+      if (*fw == "megatron" || *fw == "megatron-bridge") space = "megatron";
       else if (*fw == "deepspeed" || *fw == "megatron-deepspeed") space = "deepspeed";
       else if (*fw == "fsdp" || *fw == "torchtitan") space = "fsdp";
       else if (*fw == "axonn") space = "axonn";
       else {
-        return fail(Status::InvalidArgument("--framework must be megatron, megatron-deepspeed, deepspeed, "
-                                            "fsdp, torchtitan or axonn, not '" + *fw + "'"));
+        return fail(Status::InvalidArgument("--framework must be megatron, megatron-bridge, "
+                                            "megatron-deepspeed, deepspeed, fsdp, torchtitan or axonn, "
+                                            "not '" + *fw + "'"));
       }
     }
     auto fam = planner::ParseFamily(f.GetOr("--space", space));
@@ -422,7 +439,7 @@ int RunTune(const Args& args, Io io) {
       }
       if (auto p = f.Get("--precision")) training["precision"] = *p;
       if (auto a = f.Get("--attention")) training["attention"] = *a;
-      if (auto fw = f.Get("--framework")) training["framework"] = *fw;
+      if (auto fw = f.Get("--framework")) training["framework"] = PricedFramework(*fw);
       if (auto h = f.Get("--headroom")) {
         auto v = ParseDouble(*h, "--headroom");
         if (!v.ok()) return bad(v.status());
@@ -546,7 +563,7 @@ int RunTune(const Args& args, Io io) {
   OrderedJson refused = OrderedJson::object();
   const std::string plan_path = Absolute(out_dir + "/plans.json");
   std::string exports;
-  for (planner::EmitFormat fmt : FormatsToWrite(*plans, f.Has("--framework"))) {
+  for (planner::EmitFormat fmt : FormatsToWrite(*plans, f.GetOr("--framework", ""))) {
     auto text = planner::EmitConfig(*plans, chosen, fmt);
     if (!text.ok()) {
       refused[planner::EmitFormatName(fmt)] = text.status().message();
@@ -576,7 +593,7 @@ int RunTune(const Args& args, Io io) {
   summary["plans"] = plan_path;
   summary["files"] = files;
   summary["refused"] = refused;
-  summary["default_format"] = planner::EmitFormatName(planner::DefaultEmitFormat(*plans));
+  summary["default_format"] = planner::EmitFormatName(OwnFormat(*plans, f.GetOr("--framework", "")));
   if (Status s = WriteFileAtomic(out_dir + "/tune.json", summary.dump(2) + "\n"); !s.ok()) return fail(s);
   io.err << "[tune] wrote " << out_dir << "/{plans.json,tune.json,env.sh,...}" << std::endl;
   io.out << exports;

@@ -19,7 +19,8 @@ using emit_internal::Str;
 
 // By value, in the order of EmitFormat's declaration (emit.h).
 constexpr const char* kEmitFormatNames[] = {
-    "megatron", "megatron-deepspeed", "deepspeed", "axonn", "torchtitan", "env", "json"};
+    "megatron", "megatron-deepspeed", "deepspeed", "axonn", "torchtitan", "env", "json",
+    "megatron-bridge"};
 
 // The framework room behind a format (nullptr: env and json, which follow no framework).
 const FrameworkEmitter* RoomOf(EmitFormat f) {
@@ -34,6 +35,8 @@ const FrameworkEmitter* RoomOf(EmitFormat f) {
       return &emit_internal::AxonnEmitter();
     case EmitFormat::kTorchtitan:
       return &emit_internal::TorchtitanEmitter();
+    case EmitFormat::kMegatronBridge:
+      return &emit_internal::MegatronBridgeEmitter();
     case EmitFormat::kEnv:
     case EmitFormat::kJson:
       return nullptr;

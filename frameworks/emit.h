@@ -2,8 +2,9 @@
 // way each training framework takes it (ecosystem.md §2): Megatron-LM bash
 // argument arrays, Megatron-DeepSpeed's launch arguments with its
 // ds_config.json, a DeepSpeed ds_config.json alone, an AxoNN `ax.init(...)`
-// setup, a torchtitan configuration function (Python), shell `export` lines,
-// or the plan's canonical config as JSON.
+// setup, a torchtitan configuration function (Python), a Megatron-Bridge
+// training script (a recipe's ConfigContainer with the plan's overrides,
+// Python), shell `export` lines, or the plan's canonical config as JSON.
 //
 // One place per framework: frameworks/<name>.cc holds the framework's
 // start-up checks, its writer, the snapshot of the framework whose source the
@@ -29,10 +30,19 @@
 
 namespace paratune::planner {
 
-enum class EmitFormat { kMegatron, kMegatronDeepSpeed, kDeepSpeed, kAxonn, kTorchtitan, kEnv, kJson };
+enum class EmitFormat {
+  kMegatron,
+  kMegatronDeepSpeed,
+  kDeepSpeed,
+  kAxonn,
+  kTorchtitan,
+  kEnv,
+  kJson,
+  kMegatronBridge
+};
 
 // "megatron" | "megatron-deepspeed" | "deepspeed" | "axonn" | "torchtitan" |
-// "env" | "json"; anything else is kInvalidArgument listing the names.
+// "env" | "json" | "megatron-bridge"; anything else is kInvalidArgument listing the names.
 Result<EmitFormat> ParseEmitFormat(const std::string& name);
 const char* EmitFormatName(EmitFormat f);
 
@@ -57,6 +67,17 @@ const char* EmitFormatName(EmitFormat f);
 //                       for a plan priced for fsdp or torchtitan (ZERO_STAGE 3
 //                       when it shards over gz)
 //   kJson               the candidate's canonical config object (ConfigToJson)
+//   kMegatronBridge     Python: the header, then a script that builds the
+//                       ConfigContainer of the Megatron-Bridge recipe for the
+//                       model (or a GPTModelProvider from its architecture when
+//                       Bridge has no recipe for it), checks that the recipe
+//                       builds the planned shapes, overrides everything the
+//                       plan decides (parallelism, pipeline layout, recompute,
+//                       CUDA graphs, precision recipe, MoE dispatcher and
+//                       overlaps, batch, DDP and optimizer sharding, comm
+//                       overlap) and calls Bridge's pretrain(cfg, forward_step);
+//                       the plan's Megatron-LM arguments restated as
+//                       ConfigContainer fields (frameworks/megatron_bridge.cc)
 // Errors: kInvalidArgument for a document that is not a plans document (naming
 // the JSON pointer), a rank outside [1, number of candidates], or a plan that
 // `format`'s framework cannot express or would reject at start-up; the message

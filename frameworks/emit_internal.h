@@ -76,6 +76,7 @@ const FrameworkEmitter& MegatronDeepSpeedEmitter();
 const FrameworkEmitter& DeepSpeedEmitter();
 const FrameworkEmitter& TorchtitanEmitter();
 const FrameworkEmitter& AxonnEmitter();
+const FrameworkEmitter& MegatronBridgeEmitter();
 
 Status Refuse(EmitFormat f, const std::string& why);
 // What gx and gz are in the plan's own framework, for a format that has

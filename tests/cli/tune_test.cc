@@ -436,6 +436,25 @@ TEST_F(TuneTest, OneFrameworkWritesItsOwnFileInItsOwnWords) {
   EXPECT_EQ(help.out.find("torchtitan.toml"), std::string::npos);
 }
 
+// --framework megatron-bridge: Megatron's plans (Bridge runs Megatron-Core),
+// written as Bridge's script only; the exports are the same plan's.
+TEST_F(TuneTest, MegatronBridgeWritesItsScript) {
+  Outcome r = Call(RunTune, Base({"--gpus", "64", "--framework", "megatron-bridge"}));
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* other : {"megatron.sh", "paratune_plan.py", "axonn.py", "ds_config.json"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/" + other)) << other;
+  }
+  const std::string script = *ReadFileToString(dir_ + "/out/paratune_bridge.py");
+  auto vars = Exports(r.out);
+  EXPECT_NE(script.find("cfg.model.tensor_model_parallel_size = " + vars["TP"] + "\n"), std::string::npos);
+  EXPECT_NE(script.find("cfg.model.pipeline_model_parallel_size = " + vars["PP"] + "\n"), std::string::npos);
+  EXPECT_NE(script.find("pretrain(paratune_config(), forward_step)"), std::string::npos);
+  Json tune = Json::parse(*ReadFileToString(dir_ + "/out/tune.json"));
+  EXPECT_EQ(tune["default_format"], "megatron-bridge");
+  Outcome help = Call(RunTune, {"--help"});
+  EXPECT_NE(help.out.find("paratune_bridge.py"), std::string::npos);
+}
+
 TEST_F(TuneTest, ReusesTheCachedProfileOfTheSameClusterButNeverAFakeOne) {
   // A job with the fake backend measures nothing: a later job does not plan with it ...
   Outcome first = Call(RunTune, Base({"--gpus", "64", "--backend", "fake", "--quick"}));
