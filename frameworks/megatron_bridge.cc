@@ -207,6 +207,22 @@ const FlagRow kFlags[] = {
        s->Arch("activation_func", "F.silu");
        s->arch_imports.insert("import torch.nn.functional as F");
      }},
+    // Megatron-LM's --norm-epsilon is TransformerConfig.layernorm_epsilon
+    // (transformer_config.py:201-203 @d98e8a6: argparse_meta arg_names).
+    {"--norm-epsilon", [](const std::string& v, Script* s) { s->Arch("layernorm_epsilon", v); }},
+    {"--qk-layernorm", [](const std::string&, Script* s) { s->Arch("qk_layernorm", "True"); }},
+    {"--softmax-type", [](const std::string& v, Script* s) { s->Arch("softmax_type", PyStr(v)); }},
+    {"--quick-geglu",
+     [](const std::string&, Script* s) {
+       // Megatron-LM's --quick-geglu: a gated unit with quick_gelu
+       // (argument_utils.py:323-326 @2a75ac1, fused_bias_geglu.py:185).
+       s->Arch("gated_linear_unit", "True");
+       s->Arch("activation_func", "quick_gelu");
+       s->arch_imports.insert("from megatron.core.fusions.fused_bias_geglu import quick_gelu");
+     }},
+    {"--glu-linear-offset", [](const std::string& v, Script* s) { s->Arch("glu_linear_offset", v); }},
+    {"--activation-func-clamp-value",
+     [](const std::string& v, Script* s) { s->Arch("activation_func_clamp_value", v); }},
     {"--untie-embeddings-and-output-weights",
      [](const std::string&, Script* s) { s->Arch("share_embeddings_and_output_weights", "False"); }},
     {"--disable-bias-linear", [](const std::string&, Script* s) { s->Arch("add_bias_linear", "False"); }},
