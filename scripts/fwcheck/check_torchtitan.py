@@ -13,12 +13,21 @@ rules of Trainer.__init__ (trainer.py:296-308, 409-428) run inline in the
 trainer's constructor, which needs a process group; they are evaluated here
 with the same expressions. Prints ACCEPT / REJECT per file and a summary.
 
+Two things the files need from the machine that runs them are answered as
+that machine would: the GPU's compute capability (float8's converter asks for
+SM89+, components/quantization/float8.py:85-97; answered from the plan's
+cluster in the sidecar), and, for a model torchtitan has no configuration of,
+the user's `my_model_config.base_config()` the file imports (answered with
+torchtitan's own llama3_debugmodel Trainer.Config: the checks here read the
+parallelism, batch and pipeline fields paratune writes over it).
+
 Usage: python3 check_torchtitan.py DIR   (the torchtitan checkout on sys.path)
 """
 import importlib.util
 import json
 import sys
 import traceback
+import types
 
 import stubs  # noqa: F401
 from verdicts import check_folder
@@ -48,10 +57,36 @@ def schedule_is_single(name):
     return known[name]
 
 
+# Compute capability of the GPU of a cluster preset, by its name.
+def capability(cluster):
+    name = cluster.lower()
+    for prefix, cc in (('gb', (10, 0)), ('b2', (10, 0)), ('b3', (10, 0)), ('dgx-b', (10, 0)),
+                       ('h', (9, 0)), ('dgx-h', (9, 0)), ('gh', (9, 0)), ('a100', (8, 0)),
+                       ('dgx-a100', (8, 0)), ('v100', (7, 0))):
+        if name.startswith(prefix) or prefix in name:
+            return cc
+    return (0, 0)
+
+
+def answer_as_the_plans_machine(side):
+    cc = capability(str(side['job']['cluster']))
+    try:
+        from torchtitan.components.quantization import float8
+        float8.has_cuda_capability = lambda major, minor: cc >= (major, minor)
+    except ImportError:
+        pass
+    if 'my_model_config' not in sys.modules:
+        from torchtitan.models.llama3.config_registry import llama3_debugmodel
+        mod = types.ModuleType('my_model_config')
+        mod.base_config = llama3_debugmodel
+        sys.modules['my_model_config'] = mod
+
+
 def check(path):
     side = json.load(open(path[:-len('.torchtitan.py')] + '.sidecar.json'))
     world = side['job']['gpus']
     try:
+        answer_as_the_plans_machine(side)
         spec = importlib.util.spec_from_file_location('paratune_plan', path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
