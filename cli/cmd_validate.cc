@@ -137,6 +137,412 @@ int PrintSeeds(const std::string& format, Io io) {
   return kExitOk;
 }
 
+// The rows of the files given (--calibration, --runs, repeatable), each a
+// prediction request.
+struct LoadedRuns {
+  std::vector<planner::PublishedRun> runs;
+  bool fleet = false;                    // fleet_runs.json among the files
+  std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
+};
+
+Result<LoadedRuns> LoadRuns(const Flags& flags, std::istream& in) {
+  LoadedRuns out;
+  std::vector<planner::PublishedRun>& runs = out.runs;
+  if (auto cal_path = flags.Get("--calibration")) {
+    auto doc = LoadJsonArg(*cal_path, "--calibration", in);
+    if (!doc.ok()) return doc.status();
+    auto r = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
+    if (!r.ok()) return r.status();
+    runs.insert(runs.end(), r->begin(), r->end());
+  }
+  // --runs may be given several times: one joint fit over every file's rows.
+  for (const std::string& runs_file : flags.GetAll("--runs")) {
+    auto doc = LoadJsonArg(runs_file, "--runs", in);
+    if (!doc.ok()) return doc.status();
+    // The MoE runs: rows with a record_type whose model has experts.
+    bool moe_doc = false;
+    if (doc->is_array()) {
+      for (const Json& row : *doc) {
+        if (row.is_object() && row.contains("record_type") && row.contains("model") &&
+            row["model"].is_object() && row["model"].contains("num_experts") &&
+            row["model"]["num_experts"].is_number() && row["model"]["num_experts"].get<double>() > 0) {
+          moe_doc = true;
+          break;
+        }
+      }
+    }
+    // fleet_runs.json rows are records of type "run"; public_runs.json's are
+    // of row_type "throughput".
+    const bool fleet_doc = !moe_doc && doc->is_array() && !doc->empty() &&
+                           (*doc)[0].is_object() && (*doc)[0].value("record_type", "") == "run";
+    out.fleet = out.fleet || fleet_doc;
+    auto r = moe_doc     ? planner::PublishedRunsFromMoeRuns(*doc, &out.not_covered)
+             : fleet_doc ? planner::PublishedRunsFromFleetRuns(*doc)
+                     : planner::PublishedRunsFromPublicRuns(*doc);
+    if (!r.ok()) return r.status();
+    runs.insert(runs.end(), r->begin(), r->end());
+  }
+  return out;
+}
+
+// Every row predicted: the document's `runs` and what the summaries read.
+struct Tally {
+  OrderedJson rows = OrderedJson::array();
+  double sum_abs = 0, max_abs = 0;
+  int n = 0, unfit = 0, over_headroom = 0;
+  double headroom = planner::TrainingSpec{}.headroom;  // the rows keep the planner's default
+  std::vector<planner::PublishedRun> covered;
+  std::map<std::string, std::vector<double>> by_source;
+  std::map<std::string, std::vector<double>> by_framework_gpu;  // signed log errors
+};
+
+// Predicts every row, a table line each when `table`. A row the model cannot
+// express is an error naming it, except a fleet row (reported not covered).
+Result<Tally> PredictRows(const LoadedRuns& loaded, bool table, std::ostream& os) {
+  Tally t;
+  if (table) {
+    os << std::left << std::setw(46) << "run" << std::setw(12) << "framework" << std::right
+           << std::setw(6) << "gpus" << std::setw(13) << "measured" << std::setw(13) << "predicted"
+           << std::setw(9) << "error" << "  metric\n";
+  }
+  for (const auto& run : loaded.runs) {
+    const auto& job = run.request.job;
+    planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
+    if (Status s = planner::ValidateConfig(cm, run.request.config); !s.ok()) {
+      // A fleet row whose configuration the model cannot express is reported
+      // as not covered; every other source must map whole.
+      if (!loaded.fleet) return s.WithContext(run.id);
+      OrderedJson r;
+      r["id"] = run.id;
+      r["source"] = run.source_key;
+      r["gpu"] = job.cluster.gpu.name;
+      r["covered"] = false;
+      r["why"] = s.message();
+      t.rows.push_back(r);
+      if (table) {
+        os << std::left << std::setw(46) << run.id.substr(0, 45) << "  not covered: " << s.message()
+               << "\n";
+      }
+      continue;
+    }
+    t.covered.push_back(run);
+    const planner::Prediction p = cm.Predict(run.request.config);
+    const double err = planner::ThroughputError(run, p);
+    t.sum_abs += std::fabs(err);
+    t.max_abs = std::max(t.max_abs, std::fabs(err));
+    ++t.n;
+    // Every row ran: whether its peak fits the device is the memory model's
+    // test (the planner's fragmentation slack is a margin, not a limit).
+    const bool fits = p.memory.PeakFits();
+    t.unfit += !fits;
+    // What `plan` would say of the same configuration: reserved memory within
+    // the capacity less the planner's headroom (the one default every entry
+    // point keeps).
+    const bool plan_fits = p.memory.Verdict() == planner::Reason::kOk && fits;
+    t.over_headroom += !plan_fits;
+    t.headroom = job.training.headroom;
+    t.by_source[run.source_key].push_back(err);
+    t.by_framework_gpu[std::string(planner::FrameworkName(job.training.framework)) + " " +
+                     job.cluster.gpu.name].push_back(std::log1p(err));
+    const char* metric = run.measured_tokens_per_s > 0 ? "tokens/s"
+                         : run.measured_model_tflops > 0 ? "model TFLOP/s/GPU" : "iteration s";
+    const double measured = run.measured_tokens_per_s > 0 ? run.measured_tokens_per_s
+                            : run.measured_model_tflops > 0 ? run.measured_model_tflops
+                                                            : run.measured_iteration_s;
+    const double predicted = run.measured_tokens_per_s > 0 ? p.tokens_per_s
+                             : run.measured_model_tflops > 0 ? p.model_tflops_per_gpu
+                                                             : p.iteration_time_s;
+    OrderedJson r;
+    r["id"] = run.id;
+    r["source"] = run.source_key;
+    r["framework"] = planner::FrameworkName(job.training.framework);
+    r["gpu"] = job.cluster.gpu.name;
+    r["gpus"] = job.gpus;
+    r["config"] = planner::ConfigToString(run.request.config);
+    r["metric"] = metric;
+    r["measured"] = measured;
+    r["predicted"] = predicted;
+    r["error"] = err;
+    r["measured_s"] = run.measured_iteration_s;
+    r["predicted_s"] = p.iteration_time_s;
+    r["measured_mfu"] = run.measured_mfu;
+    r["predicted_mfu"] = p.mfu;
+    r["fits"] = fits;
+    r["fits_with_headroom"] = plan_fits;
+    r["peak_allocated_GiB"] = p.memory.peak_allocated_GiB;
+    r["reserved_GiB"] = p.memory.reserved_GiB;
+    r["assumed"] = run.assumed;
+    // The same question as a `paratune predict --request` document.
+    OrderedJson req;
+    req["schema"] = "paratune.predict_request/v1";
+    req["model"] = OrderedJson::parse(planner::ModelSpecToJson(job.model).dump());
+    req["cluster"] = job.cluster.name;
+    req["gpus"] = job.gpus;
+    req["training"] = planner::TrainingToJson(job.training);
+    req["config"] = planner::ConfigToJson(run.request.config);
+    r["request"] = req;
+    t.rows.push_back(r);
+    if (table) {
+      os << std::left << std::setw(46) << run.id.substr(0, 45) << std::setw(12)
+             << planner::FrameworkName(job.training.framework) << std::right << std::setw(6) << job.gpus
+             << std::setw(13) << FormatFixed(measured, 2) << std::setw(13) << FormatFixed(predicted, 2)
+             << std::setw(8) << FormatFixed(100 * err, 1) << "%  " << metric
+             << (fits ? "" : "  (predicted not to fit)")
+             << (fits && !plan_fits ? "  (over the planner's headroom)" : "") << "\n";
+    }
+  }
+  return t;
+}
+
+// Per source: the median |error| and signed error of throughput.
+OrderedJson SourcesToJson(const Tally& t) {
+  OrderedJson sources = OrderedJson::array();
+  for (const auto& [src, errs] : t.by_source) {
+    std::vector<double> abs;
+    for (double e : errs) abs.push_back(std::fabs(e));
+    OrderedJson s;
+    s["source"] = src;
+    s["runs"] = errs.size();
+    s["median_abs_error"] = Median(abs);
+    s["median_signed_error"] = Median(errs);
+    sources.push_back(s);
+  }
+  return sources;
+}
+
+// Held out: the fitted constants refitted without each group.
+OrderedJson HeldOutToJson(const planner::CrossValidation& cv) {
+  OrderedJson held = OrderedJson::array();
+  for (const planner::GroupError& g : cv.groups) {
+    OrderedJson h;
+    h["group"] = g.group;
+    h["runs"] = g.runs;
+    h["in_sample_median_abs_error"] = g.in_sample_abs;
+    h["in_sample_median_signed_error"] = g.in_sample_signed;
+    h["held_out_median_abs_error"] = g.held_out_abs;
+    h["held_out_median_signed_error"] = g.held_out_signed;
+    h["prior_only"] = g.prior_only;
+    OrderedJson refit;
+    for (const planner::FittableConstant& c : planner::FittableConstants()) {
+      auto it = g.refit.find(c.name);
+      if (it != g.refit.end()) refit[c.name] = it->second;
+    }
+    h["refit_constants"] = refit;
+    OrderedJson split = OrderedJson::array();
+    for (const planner::SourceError& e : g.by_source) {
+      OrderedJson x;
+      x["source"] = e.source;
+      x["runs"] = e.runs;
+      x["held_out_median_abs_error"] = e.held_out_abs;
+      x["held_out_median_signed_error"] = e.held_out_signed;
+      split.push_back(x);
+    }
+    h["by_source"] = split;
+    held.push_back(h);
+  }
+  return held;
+}
+
+// Each fitted constant: shipped, refitted on every row, its prior, and the
+// sources that inform it.
+OrderedJson ConstantsToJson(const std::vector<planner::PublishedRun>& runs,
+                            const planner::CrossValidation& cv) {
+  OrderedJson constants = OrderedJson::array();
+  for (const planner::FittableConstant& c : planner::FittableConstants()) {
+    OrderedJson k;
+    k["name"] = c.name;
+    k["preset"] = c.preset;
+    k["key"] = c.key;
+    k["informs"] = c.informs;
+    // The shipped value, read from the first row the constant applies to.
+    for (const auto& run : runs) {
+      if (!c.applies(run)) continue;
+      k["shipped"] = c.get(run.request.job.cluster.gpu,
+                           planner::FrameworkPreset(run.request.job.training.framework));
+      break;
+    }
+    k["fitted_to_all_rows"] = cv.all.values.at(c.name);
+    k["prior"] = c.prior;
+    k["prior_source"] = c.prior_source;
+    const auto& by = cv.all.informed_by.at(c.name);
+    k["informed_by"] = by;
+    k["single_source"] = by.size() == 1;
+    constants.push_back(k);
+  }
+  return constants;
+}
+
+// The residual spread per framework × GPU: the uncertainty band the
+// framework presets carry (docs/model.md, Ranking).
+OrderedJson SpreadToJson(const Tally& t) {
+  OrderedJson spread = OrderedJson::array();
+  for (const auto& [key, logs] : t.by_framework_gpu) {
+    double mean = 0;
+    for (double v : logs) mean += v;
+    mean /= static_cast<double>(logs.size());
+    double var = 0;
+    for (double v : logs) var += (v - mean) * (v - mean);
+    OrderedJson s;
+    s["framework_gpu"] = key;
+    s["runs"] = logs.size();
+    s["rms_error"] = std::sqrt(var / static_cast<double>(logs.size()) + mean * mean);
+    spread.push_back(s);
+  }
+  return spread;
+}
+
+// The fleet's hardware constants refitted without each GPU and without each
+// release, predicting the rows held out (docs/model.md, Validation).
+OrderedJson FleetToJson(const std::vector<planner::PublishedRun>& runs, const Tally& t) {
+  std::vector<double> all_abs;
+  for (const auto& [src, errs] : t.by_source) {
+    for (double e : errs) all_abs.push_back(std::fabs(e));
+  }
+  OrderedJson f;
+  f["runs"] = static_cast<int>(runs.size());
+  f["covered"] = t.n;
+  f["coverage"] = runs.empty() ? 0.0 : static_cast<double>(t.n) / static_cast<double>(runs.size());
+  f["median_abs_error"] = Median(all_abs);
+  for (bool by_gpu : {true, false}) {
+    OrderedJson groups = OrderedJson::array();
+    std::vector<double> pooled;
+    for (const planner::HeldOutGroup& g : planner::LeaveOneOut(t.covered, by_gpu)) {
+      std::vector<double> abs;
+      for (double e : g.errors) abs.push_back(std::fabs(e));
+      pooled.insert(pooled.end(), abs.begin(), abs.end());
+      OrderedJson gj;
+      gj["group"] = g.group;
+      gj["runs"] = g.errors.size();
+      gj["median_abs_error"] = Median(abs);
+      gj["median_signed_error"] = Median(g.errors);
+      groups.push_back(gj);
+    }
+    OrderedJson lo;
+    lo["median_abs_error"] = Median(pooled);
+    lo["groups"] = groups;
+    f[by_gpu ? "leave_one_gpu_out" : "leave_one_release_out"] = lo;
+  }
+  return f;
+}
+
+// The median of pick ratios (pick's predicted / best measured) and, where
+// another row measured the same question on the same GPU, per GPU over it.
+struct PickRatios {
+  std::vector<double> ratios, same_gpu;
+};
+PickRatios RatiosOf(const std::vector<planner::PickCheck>& picks) {
+  PickRatios r;
+  for (const auto& p : picks) {
+    if (p.ratio > 0) r.ratios.push_back(p.ratio);
+    if (p.ratio_to_best_same_gpu > 0) r.same_gpu.push_back(p.ratio_to_best_same_gpu);
+  }
+  return r;
+}
+
+// The table form of the document `out` (after the per-row lines).
+void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, planner::Holdout holdout,
+                 const std::vector<planner::PickCheck>* picks, const LoadedRuns& loaded,
+                 const Tally& t, std::ostream& os) {
+  const PickRatios pr = picks != nullptr ? RatiosOf(*picks) : PickRatios{};
+  const std::vector<double>& ratios = pr.ratios;
+  const std::vector<double>& same_gpu = pr.same_gpu;
+  os << "\nper source (throughput error; + = optimistic):\n";
+  os << std::left << std::setw(36) << "source" << std::right << std::setw(6) << "runs" << std::setw(16)
+         << "median |error|" << std::setw(16) << "median signed" << "\n";
+  for (const auto& s : out["sources"]) {
+    os << std::left << std::setw(36) << s["source"].get<std::string>() << std::right << std::setw(6)
+           << s["runs"].get<int>() << std::setw(15) << FormatFixed(100 * s["median_abs_error"].get<double>(), 1)
+           << "%" << std::setw(15) << FormatFixed(100 * s["median_signed_error"].get<double>(), 1) << "%\n";
+  }
+  os << "\nheld out by " << planner::HoldoutName(holdout)
+         << " (constants refitted without the group; + = optimistic):\n";
+  os << std::left << std::setw(36) << planner::HoldoutName(holdout) << std::right
+         << std::setw(6) << "runs" << std::setw(16) << "in-sample |e|" << std::setw(16)
+         << "held-out |e|" << std::setw(16) << "held-out signed"
+         << "  kept their prior\n";
+  for (const planner::GroupError& g : cv.groups) {
+    os << std::left << std::setw(36) << g.group.substr(0, 35) << std::right << std::setw(6)
+           << g.runs << std::setw(15) << FormatFixed(100 * g.in_sample_abs, 1) << "%"
+           << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(15)
+           << FormatFixed(100 * g.held_out_signed, 1) << "%  " << Join(g.prior_only, ", ") << "\n";
+    // A group that spans sources (a GPU held out across files) splits by source.
+    if (g.by_source.size() < 2) continue;
+    for (const planner::SourceError& e : g.by_source) {
+      os << std::left << std::setw(36) << ("  " + e.source).substr(0, 35) << std::right
+             << std::setw(6) << e.runs << std::setw(16) << "" << std::setw(15)
+             << FormatFixed(100 * e.held_out_abs, 1) << "%" << std::setw(15)
+             << FormatFixed(100 * e.held_out_signed, 1) << "%\n";
+    }
+  }
+  os << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
+  for (const auto& k : out["constants"]) {
+    os << "  " << std::left << std::setw(34) << k["name"].get<std::string>() << std::right
+           << std::setw(9)
+           << (k.contains("shipped") ? FormatFixed(k["shipped"].get<double>(), 3)
+                                     : std::string("-"))
+           << std::setw(9) << FormatFixed(k["fitted_to_all_rows"].get<double>(), 3) << std::setw(9)
+           << FormatFixed(k["prior"].get<double>(), 3) << "  "
+           << Join(k["informed_by"].get<std::vector<std::string>>(), ", ")
+           << (k["single_source"].get<bool>() ? "  (one source only)" : "") << "\n";
+  }
+  if (picks != nullptr) {
+    os << "\npick check (the planner's pick for each hand-tuned question, ranked by the "
+              "pessimistic "
+              "edge; ratio = pick's predicted / best measured):\n";
+    for (const auto& p : *picks) {
+      os << "  " << std::left << std::setw(44) << p.run_id.substr(0, 43) << std::right
+             << std::setw(8) << FormatFixed(p.ratio, 3) << "  "
+             << (p.pick_config.empty() ? "nothing fits" : p.pick_config)
+             << (p.above_published_mfu ? "  (above the published MFU ceiling)" : "")
+             << (p.ratio_to_best_same_gpu > 0 && p.best_same_gpu_run != p.run_id
+                     ? "  [" + FormatFixed(p.ratio_to_best_same_gpu, 3) + " per GPU of " +
+                           p.best_same_gpu_run + "]"
+                     : "")
+             << "\n";
+    }
+    os << "picks: " << ratios.size() << " questions, median ratio "
+           << FormatFixed(Median(ratios), 3) << ", worst "
+           << FormatFixed(ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()), 3)
+           << "\n";
+    if (!same_gpu.empty()) {
+      os << "  per GPU over the fastest any row measured for the same model, length, GPU "
+                "and precision (any GPU count, batch or release; [..] where another row): median "
+             << FormatFixed(Median(same_gpu), 3) << "\n";
+    }
+  }
+  os << "per framework × GPU (rms of the log error):\n";
+  for (const auto& s : out["framework_gpu"]) {
+    os << "  " << std::left << std::setw(34) << s["framework_gpu"].get<std::string>() << std::right
+           << std::setw(6) << s["runs"].get<int>() << std::setw(15)
+           << FormatFixed(100 * s["rms_error"].get<double>(), 1) << "%\n";
+  }
+  if (loaded.fleet) {
+    const OrderedJson& f = out["fleet"];
+    os << "coverage: " << t.n << " of " << loaded.runs.size() << " rows ("
+           << FormatFixed(100 * f["coverage"].get<double>(), 1) << " %), in-sample median |error| "
+           << FormatFixed(100 * f["median_abs_error"].get<double>(), 1) << " %\n";
+    for (const char* key : {"leave_one_gpu_out", "leave_one_release_out"}) {
+      os << key << ": median |error| "
+             << FormatFixed(100 * f[key]["median_abs_error"].get<double>(), 1) << " %  (";
+      bool first = true;
+      for (const auto& g : f[key]["groups"]) {
+        os << (first ? "" : ", ") << g["group"].get<std::string>() << " "
+               << FormatFixed(100 * g["median_abs_error"].get<double>(), 1) << " %";
+        first = false;
+      }
+      os << ")\n";
+    }
+  }
+  os << "runs: " << t.n << ", mean |error| " << FormatFixed(t.n ? 100 * t.sum_abs / t.n : 0.0, 1)
+         << " %, max |error| " << FormatFixed(100 * t.max_abs, 1) << " %, predicted not to fit: " << t.unfit
+         << ", refused at the planner's " << FormatFixed(100 * t.headroom, 0)
+         << " % headroom (as plan would): " << t.over_headroom << "\n";
+  if (!loaded.not_covered.empty()) {
+    os << "not covered: " << loaded.not_covered.size() << " rows (" << loaded.not_covered.front()
+           << (loaded.not_covered.size() > 1 ? ", ..." : "") << ")\n";
+  }
+}
+
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
@@ -180,385 +586,49 @@ int RunValidate(const Args& args, Io io) {
     return UsageError(io, "validate",
                       Status::InvalidArgument("--calibration, --runs, --memory or --seeds is required"));
   }
-  std::vector<planner::PublishedRun> runs;
-  bool fleet = false;
-  std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
-  if (cal_path) {
-    auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
-    if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    auto r = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
-    if (!r.ok()) return UsageError(io, "validate", r.status());
-    runs.insert(runs.end(), r->begin(), r->end());
-  }
-  // --runs may be given several times: one joint fit over every file's rows.
-  for (const std::string& runs_file : flags.GetAll("--runs")) {
-    auto doc = LoadJsonArg(runs_file, "--runs", io.in);
-    if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    // The MoE runs: rows with a record_type whose model has experts.
-    bool moe_doc = false;
-    if (doc->is_array()) {
-      for (const Json& row : *doc) {
-        if (row.is_object() && row.contains("record_type") && row.contains("model") &&
-            row["model"].is_object() && row["model"].contains("num_experts") &&
-            row["model"]["num_experts"].is_number() && row["model"]["num_experts"].get<double>() > 0) {
-          moe_doc = true;
-          break;
-        }
-      }
-    }
-    // fleet_runs.json rows are records of type "run"; public_runs.json's are
-    // of row_type "throughput".
-    const bool fleet_doc = !moe_doc && doc->is_array() && !doc->empty() &&
-                           (*doc)[0].is_object() && (*doc)[0].value("record_type", "") == "run";
-    fleet = fleet || fleet_doc;
-    auto r = moe_doc     ? planner::PublishedRunsFromMoeRuns(*doc, &not_covered)
-             : fleet_doc ? planner::PublishedRunsFromFleetRuns(*doc)
-                     : planner::PublishedRunsFromPublicRuns(*doc);
-    if (!r.ok()) return UsageError(io, "validate", r.status());
-    runs.insert(runs.end(), r->begin(), r->end());
-  }
-
-  OrderedJson out;
-  out["schema"] = "paratune.validation/v1";
-  out["runs"] = OrderedJson::array();
-  double sum_abs = 0, max_abs = 0;
-  int n = 0, unfit = 0, over_headroom = 0;
-  double headroom = planner::TrainingSpec{}.headroom;  // the rows keep the planner's default
-  std::vector<planner::PublishedRun> covered;
-  std::map<std::string, std::vector<double>> by_source;
-  std::map<std::string, std::vector<double>> by_framework_gpu;  // signed log errors
-  if (format == "table") {
-    io.out << std::left << std::setw(46) << "run" << std::setw(12) << "framework" << std::right
-           << std::setw(6) << "gpus" << std::setw(13) << "measured" << std::setw(13) << "predicted"
-           << std::setw(9) << "error" << "  metric\n";
-  }
-  for (const auto& run : runs) {
-    const auto& job = run.request.job;
-    planner::CostModel cm(job.model, job.training, job.cluster, job.gpus);
-    if (Status s = planner::ValidateConfig(cm, run.request.config); !s.ok()) {
-      // A fleet row whose configuration the model cannot express is reported
-      // as not covered; every other source must map whole.
-      if (!fleet) return UsageError(io, "validate", s.WithContext(run.id));
-      OrderedJson r;
-      r["id"] = run.id;
-      r["source"] = run.source_key;
-      r["gpu"] = job.cluster.gpu.name;
-      r["covered"] = false;
-      r["why"] = s.message();
-      out["runs"].push_back(r);
-      if (format == "table") {
-        io.out << std::left << std::setw(46) << run.id.substr(0, 45) << "  not covered: " << s.message()
-               << "\n";
-      }
-      continue;
-    }
-    covered.push_back(run);
-    const planner::Prediction p = cm.Predict(run.request.config);
-    const double err = planner::ThroughputError(run, p);
-    sum_abs += std::fabs(err);
-    max_abs = std::max(max_abs, std::fabs(err));
-    ++n;
-    // Every row ran: whether its peak fits the device is the memory model's
-    // test (the planner's fragmentation slack is a margin, not a limit).
-    const bool fits = p.memory.PeakFits();
-    unfit += !fits;
-    // What `plan` would say of the same configuration: reserved memory within
-    // the capacity less the planner's headroom (the one default every entry
-    // point keeps).
-    const bool plan_fits = p.memory.Verdict() == planner::Reason::kOk && fits;
-    over_headroom += !plan_fits;
-    headroom = job.training.headroom;
-    by_source[run.source_key].push_back(err);
-    by_framework_gpu[std::string(planner::FrameworkName(job.training.framework)) + " " +
-                     job.cluster.gpu.name].push_back(std::log1p(err));
-    const char* metric = run.measured_tokens_per_s > 0 ? "tokens/s"
-                         : run.measured_model_tflops > 0 ? "model TFLOP/s/GPU" : "iteration s";
-    const double measured = run.measured_tokens_per_s > 0 ? run.measured_tokens_per_s
-                            : run.measured_model_tflops > 0 ? run.measured_model_tflops
-                                                            : run.measured_iteration_s;
-    const double predicted = run.measured_tokens_per_s > 0 ? p.tokens_per_s
-                             : run.measured_model_tflops > 0 ? p.model_tflops_per_gpu
-                                                             : p.iteration_time_s;
-    OrderedJson r;
-    r["id"] = run.id;
-    r["source"] = run.source_key;
-    r["framework"] = planner::FrameworkName(job.training.framework);
-    r["gpu"] = job.cluster.gpu.name;
-    r["gpus"] = job.gpus;
-    r["config"] = planner::ConfigToString(run.request.config);
-    r["metric"] = metric;
-    r["measured"] = measured;
-    r["predicted"] = predicted;
-    r["error"] = err;
-    r["measured_s"] = run.measured_iteration_s;
-    r["predicted_s"] = p.iteration_time_s;
-    r["measured_mfu"] = run.measured_mfu;
-    r["predicted_mfu"] = p.mfu;
-    r["fits"] = fits;
-    r["fits_with_headroom"] = plan_fits;
-    r["peak_allocated_GiB"] = p.memory.peak_allocated_GiB;
-    r["reserved_GiB"] = p.memory.reserved_GiB;
-    r["assumed"] = run.assumed;
-    // The same question as a `paratune predict --request` document.
-    OrderedJson req;
-    req["schema"] = "paratune.predict_request/v1";
-    req["model"] = OrderedJson::parse(planner::ModelSpecToJson(job.model).dump());
-    req["cluster"] = job.cluster.name;
-    req["gpus"] = job.gpus;
-    req["training"] = planner::TrainingToJson(job.training);
-    req["config"] = planner::ConfigToJson(run.request.config);
-    r["request"] = req;
-    out["runs"].push_back(r);
-    if (format == "table") {
-      io.out << std::left << std::setw(46) << run.id.substr(0, 45) << std::setw(12)
-             << planner::FrameworkName(job.training.framework) << std::right << std::setw(6) << job.gpus
-             << std::setw(13) << FormatFixed(measured, 2) << std::setw(13) << FormatFixed(predicted, 2)
-             << std::setw(8) << FormatFixed(100 * err, 1) << "%  " << metric
-             << (fits ? "" : "  (predicted not to fit)")
-             << (fits && !plan_fits ? "  (over the planner's headroom)" : "") << "\n";
-    }
-  }
-  OrderedJson sources = OrderedJson::array();
-  for (const auto& [src, errs] : by_source) {
-    std::vector<double> abs;
-    for (double e : errs) abs.push_back(std::fabs(e));
-    OrderedJson s;
-    s["source"] = src;
-    s["runs"] = errs.size();
-    s["median_abs_error"] = Median(abs);
-    s["median_signed_error"] = Median(errs);
-    sources.push_back(s);
-  }
-  // Held out: the fitted constants refitted without each group.
-  const planner::CrossValidation cv = planner::LeaveOneGroupOut(runs, *holdout);
-  OrderedJson held = OrderedJson::array();
-  for (const planner::GroupError& g : cv.groups) {
-    OrderedJson h;
-    h["group"] = g.group;
-    h["runs"] = g.runs;
-    h["in_sample_median_abs_error"] = g.in_sample_abs;
-    h["in_sample_median_signed_error"] = g.in_sample_signed;
-    h["held_out_median_abs_error"] = g.held_out_abs;
-    h["held_out_median_signed_error"] = g.held_out_signed;
-    h["prior_only"] = g.prior_only;
-    OrderedJson refit;
-    for (const planner::FittableConstant& c : planner::FittableConstants()) {
-      auto it = g.refit.find(c.name);
-      if (it != g.refit.end()) refit[c.name] = it->second;
-    }
-    h["refit_constants"] = refit;
-    OrderedJson split = OrderedJson::array();
-    for (const planner::SourceError& e : g.by_source) {
-      OrderedJson x;
-      x["source"] = e.source;
-      x["runs"] = e.runs;
-      x["held_out_median_abs_error"] = e.held_out_abs;
-      x["held_out_median_signed_error"] = e.held_out_signed;
-      split.push_back(x);
-    }
-    h["by_source"] = split;
-    held.push_back(h);
-  }
-  OrderedJson constants = OrderedJson::array();
-  for (const planner::FittableConstant& c : planner::FittableConstants()) {
-    OrderedJson k;
-    k["name"] = c.name;
-    k["preset"] = c.preset;
-    k["key"] = c.key;
-    k["informs"] = c.informs;
-    // The shipped value, read from the first row the constant applies to.
-    for (const auto& run : runs) {
-      if (!c.applies(run)) continue;
-      k["shipped"] = c.get(run.request.job.cluster.gpu,
-                           planner::FrameworkPreset(run.request.job.training.framework));
-      break;
-    }
-    k["fitted_to_all_rows"] = cv.all.values.at(c.name);
-    k["prior"] = c.prior;
-    k["prior_source"] = c.prior_source;
-    const auto& by = cv.all.informed_by.at(c.name);
-    k["informed_by"] = by;
-    k["single_source"] = by.size() == 1;
-    constants.push_back(k);
-  }
+  auto loaded = LoadRuns(flags, io.in);
+  if (!loaded.ok()) return UsageError(io, "validate", loaded.status());
+  const std::vector<planner::PublishedRun>& runs = loaded->runs;
+  auto tally = PredictRows(*loaded, format == "table", io.out);
+  if (!tally.ok()) return UsageError(io, "validate", tally.status());
+  const Tally& t = *tally;
   std::vector<planner::PickCheck> picks;
   if (flags.Has("--picks")) {
     auto p = planner::CheckPicks(runs);
     if (!p.ok()) return UsageError(io, "validate", p.status());
     picks = std::move(*p);
   }
-  // The residual spread per framework × GPU: the uncertainty band the
-  // framework presets carry (docs/model.md, Ranking).
-  OrderedJson spread = OrderedJson::array();
-  for (const auto& [key, logs] : by_framework_gpu) {
-    double mean = 0;
-    for (double v : logs) mean += v;
-    mean /= static_cast<double>(logs.size());
-    double var = 0;
-    for (double v : logs) var += (v - mean) * (v - mean);
-    OrderedJson s;
-    s["framework_gpu"] = key;
-    s["runs"] = logs.size();
-    s["rms_error"] = std::sqrt(var / static_cast<double>(logs.size()) + mean * mean);
-    spread.push_back(s);
-  }
-  if (fleet) {
-    // The fleet's hardware constants refitted without each GPU and without
-    // each release, predicting the rows held out (docs/model.md, Validation).
-    std::vector<double> all_abs;
-    for (const auto& [src, errs] : by_source) {
-      for (double e : errs) all_abs.push_back(std::fabs(e));
-    }
-    OrderedJson f;
-    f["runs"] = static_cast<int>(runs.size());
-    f["covered"] = n;
-    f["coverage"] = runs.empty() ? 0.0 : static_cast<double>(n) / static_cast<double>(runs.size());
-    f["median_abs_error"] = Median(all_abs);
-    for (bool by_gpu : {true, false}) {
-      OrderedJson groups = OrderedJson::array();
-      std::vector<double> pooled;
-      for (const planner::HeldOutGroup& g : planner::LeaveOneOut(covered, by_gpu)) {
-        std::vector<double> abs;
-        for (double e : g.errors) abs.push_back(std::fabs(e));
-        pooled.insert(pooled.end(), abs.begin(), abs.end());
-        OrderedJson gj;
-        gj["group"] = g.group;
-        gj["runs"] = g.errors.size();
-        gj["median_abs_error"] = Median(abs);
-        gj["median_signed_error"] = Median(g.errors);
-        groups.push_back(gj);
-      }
-      OrderedJson lo;
-      lo["median_abs_error"] = Median(pooled);
-      lo["groups"] = groups;
-      f[by_gpu ? "leave_one_gpu_out" : "leave_one_release_out"] = lo;
-    }
-    out["fleet"] = f;
-  }
-  out["sources"] = sources;
+  const planner::CrossValidation cv = planner::LeaveOneGroupOut(runs, *holdout);
+  OrderedJson out;
+  out["schema"] = "paratune.validation/v1";
+  out["runs"] = t.rows;
+  if (loaded->fleet) out["fleet"] = FleetToJson(runs, t);
+  out["sources"] = SourcesToJson(t);
   out["holdout"] = planner::HoldoutName(*holdout);
-  out["held_out"] = held;
-  out["constants"] = constants;
-  out["framework_gpu"] = spread;
-  out["mean_abs_error"] = n ? sum_abs / n : 0.0;
-  out["max_abs_error"] = max_abs;
-  out["predicted_not_to_fit"] = unfit;
-  out["headroom"] = headroom;
-  out["refused_at_headroom"] = over_headroom;
-  std::vector<double> ratios, same_gpu;
-  for (const auto& p : picks) {
-    if (p.ratio > 0) ratios.push_back(p.ratio);
-    if (p.ratio_to_best_same_gpu > 0) same_gpu.push_back(p.ratio_to_best_same_gpu);
-  }
+  out["held_out"] = HeldOutToJson(cv);
+  out["constants"] = ConstantsToJson(runs, cv);
+  out["framework_gpu"] = SpreadToJson(t);
+  out["mean_abs_error"] = t.n ? t.sum_abs / t.n : 0.0;
+  out["max_abs_error"] = t.max_abs;
+  out["predicted_not_to_fit"] = t.unfit;
+  out["headroom"] = t.headroom;
+  out["refused_at_headroom"] = t.over_headroom;
   if (flags.Has("--picks")) {
+    const PickRatios pr = RatiosOf(picks);
     OrderedJson pj;
     pj["ranked_by"] = "pessimistic edge";
     pj["questions"] = planner::PicksToJson(picks);
-    pj["median_ratio"] = Median(ratios);
-    pj["worst_ratio"] = ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
-    if (!same_gpu.empty()) pj["median_ratio_to_best_same_gpu"] = Median(same_gpu);
+    pj["median_ratio"] = Median(pr.ratios);
+    pj["worst_ratio"] = pr.ratios.empty() ? 0.0 : *std::max_element(pr.ratios.begin(), pr.ratios.end());
+    if (!pr.same_gpu.empty()) pj["median_ratio_to_best_same_gpu"] = Median(pr.same_gpu);
     out["picks"] = pj;
   }
-  if (!not_covered.empty()) out["not_covered"] = not_covered;
+  if (!loaded->not_covered.empty()) out["not_covered"] = loaded->not_covered;
   if (format == "json") {
     io.out << out.dump(2) << "\n";
     return kExitOk;
   }
-  io.out << "\nper source (throughput error; + = optimistic):\n";
-  io.out << std::left << std::setw(36) << "source" << std::right << std::setw(6) << "runs" << std::setw(16)
-         << "median |error|" << std::setw(16) << "median signed" << "\n";
-  for (const auto& s : sources) {
-    io.out << std::left << std::setw(36) << s["source"].get<std::string>() << std::right << std::setw(6)
-           << s["runs"].get<int>() << std::setw(15) << FormatFixed(100 * s["median_abs_error"].get<double>(), 1)
-           << "%" << std::setw(15) << FormatFixed(100 * s["median_signed_error"].get<double>(), 1) << "%\n";
-  }
-  io.out << "\nheld out by " << planner::HoldoutName(*holdout)
-         << " (constants refitted without the group; + = optimistic):\n";
-  io.out << std::left << std::setw(36) << planner::HoldoutName(*holdout) << std::right
-         << std::setw(6) << "runs" << std::setw(16) << "in-sample |e|" << std::setw(16)
-         << "held-out |e|" << std::setw(16) << "held-out signed"
-         << "  kept their prior\n";
-  for (const planner::GroupError& g : cv.groups) {
-    io.out << std::left << std::setw(36) << g.group.substr(0, 35) << std::right << std::setw(6)
-           << g.runs << std::setw(15) << FormatFixed(100 * g.in_sample_abs, 1) << "%"
-           << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(15)
-           << FormatFixed(100 * g.held_out_signed, 1) << "%  " << Join(g.prior_only, ", ") << "\n";
-    // A group that spans sources (a GPU held out across files) splits by source.
-    if (g.by_source.size() < 2) continue;
-    for (const planner::SourceError& e : g.by_source) {
-      io.out << std::left << std::setw(36) << ("  " + e.source).substr(0, 35) << std::right
-             << std::setw(6) << e.runs << std::setw(16) << "" << std::setw(15)
-             << FormatFixed(100 * e.held_out_abs, 1) << "%" << std::setw(15)
-             << FormatFixed(100 * e.held_out_signed, 1) << "%\n";
-    }
-  }
-  io.out << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
-  for (const auto& k : constants) {
-    io.out << "  " << std::left << std::setw(34) << k["name"].get<std::string>() << std::right
-           << std::setw(9)
-           << (k.contains("shipped") ? FormatFixed(k["shipped"].get<double>(), 3)
-                                     : std::string("-"))
-           << std::setw(9) << FormatFixed(k["fitted_to_all_rows"].get<double>(), 3) << std::setw(9)
-           << FormatFixed(k["prior"].get<double>(), 3) << "  "
-           << Join(k["informed_by"].get<std::vector<std::string>>(), ", ")
-           << (k["single_source"].get<bool>() ? "  (one source only)" : "") << "\n";
-  }
-  if (flags.Has("--picks")) {
-    io.out << "\npick check (the planner's pick for each hand-tuned question, ranked by the "
-              "pessimistic "
-              "edge; ratio = pick's predicted / best measured):\n";
-    for (const auto& p : picks) {
-      io.out << "  " << std::left << std::setw(44) << p.run_id.substr(0, 43) << std::right
-             << std::setw(8) << FormatFixed(p.ratio, 3) << "  "
-             << (p.pick_config.empty() ? "nothing fits" : p.pick_config)
-             << (p.above_published_mfu ? "  (above the published MFU ceiling)" : "")
-             << (p.ratio_to_best_same_gpu > 0 && p.best_same_gpu_run != p.run_id
-                     ? "  [" + FormatFixed(p.ratio_to_best_same_gpu, 3) + " per GPU of " +
-                           p.best_same_gpu_run + "]"
-                     : "")
-             << "\n";
-    }
-    io.out << "picks: " << ratios.size() << " questions, median ratio "
-           << FormatFixed(Median(ratios), 3) << ", worst "
-           << FormatFixed(ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()), 3)
-           << "\n";
-    if (!same_gpu.empty()) {
-      io.out << "  per GPU over the fastest any row measured for the same model, length, GPU "
-                "and precision (any GPU count, batch or release; [..] where another row): median "
-             << FormatFixed(Median(same_gpu), 3) << "\n";
-    }
-  }
-  io.out << "per framework × GPU (rms of the log error):\n";
-  for (const auto& s : spread) {
-    io.out << "  " << std::left << std::setw(34) << s["framework_gpu"].get<std::string>() << std::right
-           << std::setw(6) << s["runs"].get<int>() << std::setw(15)
-           << FormatFixed(100 * s["rms_error"].get<double>(), 1) << "%\n";
-  }
-  if (fleet) {
-    const OrderedJson& f = out["fleet"];
-    io.out << "coverage: " << n << " of " << runs.size() << " rows ("
-           << FormatFixed(100 * f["coverage"].get<double>(), 1) << " %), in-sample median |error| "
-           << FormatFixed(100 * f["median_abs_error"].get<double>(), 1) << " %\n";
-    for (const char* key : {"leave_one_gpu_out", "leave_one_release_out"}) {
-      io.out << key << ": median |error| "
-             << FormatFixed(100 * f[key]["median_abs_error"].get<double>(), 1) << " %  (";
-      bool first = true;
-      for (const auto& g : f[key]["groups"]) {
-        io.out << (first ? "" : ", ") << g["group"].get<std::string>() << " "
-               << FormatFixed(100 * g["median_abs_error"].get<double>(), 1) << " %";
-        first = false;
-      }
-      io.out << ")\n";
-    }
-  }
-  io.out << "runs: " << n << ", mean |error| " << FormatFixed(n ? 100 * sum_abs / n : 0.0, 1)
-         << " %, max |error| " << FormatFixed(100 * max_abs, 1) << " %, predicted not to fit: " << unfit
-         << ", refused at the planner's " << FormatFixed(100 * headroom, 0)
-         << " % headroom (as plan would): " << over_headroom << "\n";
-  if (!not_covered.empty()) {
-    io.out << "not covered: " << not_covered.size() << " rows (" << not_covered.front()
-           << (not_covered.size() > 1 ? ", ..." : "") << ")\n";
-  }
+  PrintTables(out, cv, *holdout, flags.Has("--picks") ? &picks : nullptr, *loaded, t, io.out);
   return kExitOk;
 }
 
