@@ -235,6 +235,196 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
   }
 }
 
+// The search's options from --space, --objective, --top, --pareto,
+// --allow-lossy and --fix.
+Result<planner::SearchOptions> OptionsFromFlags(const Flags& flags) {
+  planner::SearchOptions opt;
+  auto fam = planner::ParseFamily(flags.GetOr("--space", "all"));
+  if (!fam.ok()) return fam.status();
+  opt.family = *fam;
+  auto obj = planner::ParseObjective(flags.GetOr("--objective", "time"));
+  if (!obj.ok()) return obj.status();
+  opt.objective = *obj;
+  auto top = ParseInt(flags.GetOr("--top", "10"), "--top");
+  if (!top.ok() || *top < 1 || *top > 10000) {
+    return Status::InvalidArgument("--top must be in [1, 10000]");
+  }
+  opt.top_k = static_cast<int>(*top);
+  opt.keep_pareto = flags.Has("--pareto");
+  opt.allow_lossy = flags.Has("--allow-lossy");
+  if (auto fix = flags.Get("--fix")) {
+    auto kv = planner::ConfigTextToPairs(*fix);
+    if (!kv.ok()) return kv.status().WithContext("--fix");
+    opt.fixed = *kv;
+    PT_RETURN_IF_ERROR(planner::ValidateFixed(opt.fixed));
+  }
+  return opt;
+}
+
+// `--explain CONFIG`: where the configuration ranks among those that fit,
+// or why it is rejected, and where its time goes against the winner.
+int ExplainConfig(const std::string& text, const planner::PlanSection& sec,
+                  const std::vector<const planner::CostModel*>& model_ptrs,
+                  const planner::Search& search, const planner::SearchOptions& opt, int threads,
+                  const std::string& format, Io io) {
+  auto cj = planner::ConfigStringToJson(text);
+  if (!cj.ok()) return UsageError(io, "plan", cj.status().WithContext("--explain"));
+  auto cfg = planner::ParseConfig(*cj, "/explain", sec.job.gpus);
+  if (!cfg.ok()) return UsageError(io, "plan", cfg.status());
+  OrderedJson ej;
+  ej["schema"] = "paratune.explain/v1";
+  ej["config"] = planner::ConfigToJson(*cfg);
+  // Explain under the first searched framework that can run the config.
+  const planner::CostModel* ecm = model_ptrs.front();
+  for (const planner::CostModel* m : model_ptrs) {
+    if (m->Supports(*cfg)) {
+      ecm = m;
+      break;
+    }
+  }
+  const planner::CostModel& cm = *ecm;
+  ej["framework"] = planner::FrameworkName(cm.training().framework);
+  const planner::Reason r = cm.CheckRules(*cfg);
+  if (r != planner::Reason::kOk) {
+    ej["status"] = "rejected";
+    ej["reason"] = planner::ReasonName(r);
+    ej["field"] = planner::ReasonField(r);
+    ej["detail"] = cm.Explain(r, *cfg);
+  } else {
+    planner::Prediction p = cm.Predict(*cfg);
+    ej["in_space"] = search.InSpace(*cfg);
+    ej["prediction"] = planner::PredictionFields(p, cm);
+    if (!p.fits) {
+      ej["status"] = "rejected";
+      ej["reason"] = planner::ReasonName(p.reason);
+      ej["detail"] = ej["prediction"]["reason_detail"];
+    } else {
+      planner::SearchOptions o2 = opt;
+      o2.count_faster_than_s = p.iteration_time_s;
+      o2.top_k = 1;
+      o2.keep_pareto = false;
+      planner::Search s2(model_ptrs, o2);
+      planner::SearchResult r2 = RunThreaded(s2, threads);
+      ej["status"] = "feasible";
+      ej["rank"] = r2.faster + 1;
+      ej["of"] = r2.feasible;
+    }
+    if (!sec.result.top.empty()) {
+      ej["winner"] = planner::ConfigToString(sec.result.top.front().config);
+      ej["winner_time_s"] = sec.result.top.front().prediction.iteration_time_s;
+    }
+  }
+  if (format == "json") {
+    io.out << ej.dump(2) << "\n";
+  } else {
+    io.out << "config   " << planner::ConfigToString(*cfg) << "\n";
+    if (ej["status"] == "rejected") {
+      io.out << "rejected: " << ej["reason"].get<std::string>() << ": " << ej["detail"].get<std::string>() << "\n";
+    } else {
+      planner::Prediction p = cm.Predict(*cfg);
+      io.out << "rank     " << ej["rank"].get<int64_t>() << " of " << ej["of"].get<int64_t>()
+             << " fitting configurations" << (ej["in_space"].get<bool>() ? "" : " (outside --space)") << "\n";
+      io.out << "time     " << FormatFixed(p.iteration_time_s, 3) << " s";
+      if (!sec.result.top.empty()) {
+        const auto& best = sec.result.top.front();
+        io.out << " vs winner " << FormatFixed(best.prediction.iteration_time_s, 3) << " s ("
+               << planner::ConfigToString(best.config) << ")\nwhere the time goes, relative to the winner:\n";
+        PrintDifference(p, best.prediction, io.out);
+      } else {
+        io.out << "\n";
+      }
+    }
+  }
+  return kExitOk;
+}
+
+// One GPU count's table: the summary, the ranked rows (or why nothing fits
+// and where something does), a faster plan the framework refuses, and with
+// `pareto` the time-vs-memory front.
+void PrintSection(const planner::PlanSection& s, const planner::SearchOptions& opt, bool pareto,
+                  std::ostream& out) {
+  PrintSummary(s, out);
+  if (s.result.evaluated == 0) {
+    out << "nothing to search: the space offers no configuration with the pinned fields"
+              " (--fix) for this job\n";
+  } else if (s.result.top.empty()) {
+    out << "no configuration fits; the most common reason is shown above\n";
+    if (s.fits_from) {
+      const planner::Candidate& b = s.fits_from->best;
+      out << "fewest GPUs that fit (doubling from " << s.job.gpus << "): " << s.fits_from->gpus
+             << ", where the best is " << planner::FrameworkName(b.framework) << " "
+             << planner::ConfigText(b.framework, b.config) << " at "
+             << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
+             << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
+             << s.fits_from->gpus << ")\n";
+    } else if (planner::MemoryBinds(s.result)) {
+      out << "nothing fits at up to " << planner::MostGpusToTry(s.job, kMaxGpus)
+             << " GPUs either (doubling from " << s.job.gpus
+             << ", up to 1024 times it or the cluster's size)\n";
+    }
+  } else {
+    PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), out);
+  }
+  if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
+    // A note, never a candidate: the framework refuses it at start-up.
+    const planner::Candidate& f = *faster;
+    planner::TrainingSpec t = s.job.training;
+    t.framework = f.framework;
+    const planner::CostModel cm(s.job.model, t, s.job.cluster, s.job.gpus);
+    std::string why;
+    const planner::FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
+    out << "\nnote: fastest if " << planner::FrameworkName(f.framework) << " allowed it: "
+           << planner::ConfigText(f.framework, f.config) << " at " << FormatFixed(f.prediction.iteration_time_s, 3)
+           << " s; " << planner::FrameworkName(f.framework) << " refuses it at start-up: " << why;
+    if (rule) out << " (" << rule->source << ")";
+    out << "\n";
+  }
+  if (pareto && !s.result.pareto.empty()) {
+    out << "\nPareto front (time vs memory per GPU):\n";
+    PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory,
+                                          static_cast<int>(s.result.pareto.size())),
+                    out, /*notes=*/false);
+  }
+}
+
+// A sweep's scaling table: each count's pick (planner::PicksAcrossCounts),
+// what it changes from the count above and why.
+void PrintScaling(const std::vector<planner::PlanSection>& sections, planner::Objective objective,
+                  std::ostream& out) {
+  out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
+          "`changed:` line names what the pick changes from the count above, beyond its replicas; a\n"
+          "count keeps the previous layout while it is among the count's leaders; `why:` says what\n"
+          "made it lose, or what a kept layout gives up):\n";
+  out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
+         << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
+  double best = 0;
+  const auto picks = planner::PicksAcrossCounts(sections, objective);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    out << std::setw(7) << sections[i].job.gpus;
+    if (!picks[i]) {
+      out << "   (nothing fits)\n";
+      continue;
+    }
+    const planner::Candidate& b = picks[i]->best;
+    const auto& p = b.prediction;
+    const bool front = p.tokens_per_s > best;
+    best = std::max(best, p.tokens_per_s);
+    out << std::setw(11) << FormatFixed(p.iteration_time_s, 3) << std::setw(12)
+           << FormatFixed(p.tokens_per_s, 0) << std::setw(13)
+           << FormatFixed(p.tokens_per_s / sections[i].job.gpus, 1) << std::setw(7)
+           << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
+           << planner::ConfigText(b.framework, b.config) << "\n";
+    // What the pick changes from the previous count's, beyond its
+    // replicas, and why (or why a kept layout is not this count's rank 1).
+    const std::vector<std::string>& changed = picks[i]->changed;
+    for (size_t k = 0; k < changed.size(); ++k) {
+      out << (k == 0 ? "          changed: " : ", ") << changed[k]
+             << (k + 1 == changed.size() ? "\n" : "");
+    }
+    if (!picks[i]->why.empty()) out << "          why: " << picks[i]->why << "\n";
+  }
+}
+
 }  // namespace
 
 int RunPlan(const Args& args, Io io) {
@@ -243,28 +433,9 @@ int RunPlan(const Args& args, Io io) {
                "--explain", "--threads", "--format", "--framework"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
-  planner::SearchOptions opt;
-  {
-    auto fam = planner::ParseFamily(flags.GetOr("--space", "all"));
-    if (!fam.ok()) return UsageError(io, "plan", fam.status());
-    opt.family = *fam;
-    auto obj = planner::ParseObjective(flags.GetOr("--objective", "time"));
-    if (!obj.ok()) return UsageError(io, "plan", obj.status());
-    opt.objective = *obj;
-    auto top = ParseInt(flags.GetOr("--top", "10"), "--top");
-    if (!top.ok() || *top < 1 || *top > 10000) {
-      return UsageError(io, "plan", Status::InvalidArgument("--top must be in [1, 10000]"));
-    }
-    opt.top_k = static_cast<int>(*top);
-    opt.keep_pareto = flags.Has("--pareto");
-    opt.allow_lossy = flags.Has("--allow-lossy");
-    if (auto fix = flags.Get("--fix")) {
-      auto kv = planner::ConfigTextToPairs(*fix);
-      if (!kv.ok()) return UsageError(io, "plan", kv.status().WithContext("--fix"));
-      opt.fixed = *kv;
-      if (Status s = planner::ValidateFixed(opt.fixed); !s.ok()) return UsageError(io, "plan", s);
-    }
-  }
+  auto options = OptionsFromFlags(flags);
+  if (!options.ok()) return UsageError(io, "plan", options.status());
+  planner::SearchOptions opt = *options;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "plan", Status::InvalidArgument("--format must be table or json"));
@@ -348,75 +519,7 @@ int RunPlan(const Args& args, Io io) {
     }
 
     if (auto ex = flags.Get("--explain"); ex && counts.size() == 1) {
-      auto cj = planner::ConfigStringToJson(*ex);
-      if (!cj.ok()) return UsageError(io, "plan", cj.status().WithContext("--explain"));
-      auto cfg = planner::ParseConfig(*cj, "/explain", gpus);
-      if (!cfg.ok()) return UsageError(io, "plan", cfg.status());
-      OrderedJson ej;
-      ej["schema"] = "paratune.explain/v1";
-      ej["config"] = planner::ConfigToJson(*cfg);
-      // Explain under the first searched framework that can run the config.
-      const planner::CostModel* ecm = model_ptrs.front();
-      for (const planner::CostModel* m : model_ptrs) {
-        if (m->Supports(*cfg)) {
-          ecm = m;
-          break;
-        }
-      }
-      const planner::CostModel& cm = *ecm;
-      ej["framework"] = planner::FrameworkName(cm.training().framework);
-      const planner::Reason r = cm.CheckRules(*cfg);
-      if (r != planner::Reason::kOk) {
-        ej["status"] = "rejected";
-        ej["reason"] = planner::ReasonName(r);
-        ej["field"] = planner::ReasonField(r);
-        ej["detail"] = cm.Explain(r, *cfg);
-      } else {
-        planner::Prediction p = cm.Predict(*cfg);
-        ej["in_space"] = search.InSpace(*cfg);
-        ej["prediction"] = planner::PredictionFields(p, cm);
-        if (!p.fits) {
-          ej["status"] = "rejected";
-          ej["reason"] = planner::ReasonName(p.reason);
-          ej["detail"] = ej["prediction"]["reason_detail"];
-        } else {
-          planner::SearchOptions o2 = opt;
-          o2.count_faster_than_s = p.iteration_time_s;
-          o2.top_k = 1;
-          o2.keep_pareto = false;
-          planner::Search s2(model_ptrs, o2);
-          planner::SearchResult r2 = RunThreaded(s2, threads);
-          ej["status"] = "feasible";
-          ej["rank"] = r2.faster + 1;
-          ej["of"] = r2.feasible;
-        }
-        if (!sec.result.top.empty()) {
-          ej["winner"] = planner::ConfigToString(sec.result.top.front().config);
-          ej["winner_time_s"] = sec.result.top.front().prediction.iteration_time_s;
-        }
-      }
-      if (format == "json") {
-        io.out << ej.dump(2) << "\n";
-      } else {
-        io.out << "config   " << planner::ConfigToString(*cfg) << "\n";
-        if (ej["status"] == "rejected") {
-          io.out << "rejected: " << ej["reason"].get<std::string>() << ": " << ej["detail"].get<std::string>() << "\n";
-        } else {
-          planner::Prediction p = cm.Predict(*cfg);
-          io.out << "rank     " << ej["rank"].get<int64_t>() << " of " << ej["of"].get<int64_t>()
-                 << " fitting configurations" << (ej["in_space"].get<bool>() ? "" : " (outside --space)") << "\n";
-          io.out << "time     " << FormatFixed(p.iteration_time_s, 3) << " s";
-          if (!sec.result.top.empty()) {
-            const auto& best = sec.result.top.front();
-            io.out << " vs winner " << FormatFixed(best.prediction.iteration_time_s, 3) << " s ("
-                   << planner::ConfigToString(best.config) << ")\nwhere the time goes, relative to the winner:\n";
-            PrintDifference(p, best.prediction, io.out);
-          } else {
-            io.out << "\n";
-          }
-        }
-      }
-      return kExitOk;
+      return ExplainConfig(*ex, sec, model_ptrs, search, opt, threads, format, io);
     }
     sections.push_back(std::move(sec));
   }
@@ -431,83 +534,9 @@ int RunPlan(const Args& args, Io io) {
   } else {
     for (const auto& s : sections) {
       if (sections.size() > 1 && &s != &sections.back()) continue;
-      PrintSummary(s, io.out);
-      if (s.result.evaluated == 0) {
-        io.out << "nothing to search: the space offers no configuration with the pinned fields"
-                  " (--fix) for this job\n";
-      } else if (s.result.top.empty()) {
-        io.out << "no configuration fits; the most common reason is shown above\n";
-        if (s.fits_from) {
-          const planner::Candidate& b = s.fits_from->best;
-          io.out << "fewest GPUs that fit (doubling from " << s.job.gpus << "): " << s.fits_from->gpus
-                 << ", where the best is " << planner::FrameworkName(b.framework) << " "
-                 << planner::ConfigText(b.framework, b.config) << " at "
-                 << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
-                 << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
-                 << s.fits_from->gpus << ")\n";
-        } else if (planner::MemoryBinds(s.result)) {
-          io.out << "nothing fits at up to " << planner::MostGpusToTry(s.job, kMaxGpus)
-                 << " GPUs either (doubling from " << s.job.gpus
-                 << ", up to 1024 times it or the cluster's size)\n";
-        }
-      } else {
-        PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), io.out);
-      }
-      if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
-        // A note, never a candidate: the framework refuses it at start-up.
-        const planner::Candidate& f = *faster;
-        planner::TrainingSpec t = s.job.training;
-        t.framework = f.framework;
-        const planner::CostModel cm(s.job.model, t, s.job.cluster, s.job.gpus);
-        std::string why;
-        const planner::FrameworkRuleRef* rule = cm.BrokenRule(f.config, &why);
-        io.out << "\nnote: fastest if " << planner::FrameworkName(f.framework) << " allowed it: "
-               << planner::ConfigText(f.framework, f.config) << " at " << FormatFixed(f.prediction.iteration_time_s, 3)
-               << " s; " << planner::FrameworkName(f.framework) << " refuses it at start-up: " << why;
-        if (rule) io.out << " (" << rule->source << ")";
-        io.out << "\n";
-      }
-      if (flags.Has("--pareto") && !s.result.pareto.empty()) {
-        io.out << "\nPareto front (time vs memory per GPU):\n";
-        PrintCandidates(planner::RankForTrust(s.result.pareto, planner::Objective::kMemory,
-                                              static_cast<int>(s.result.pareto.size())),
-                        io.out, /*notes=*/false);
-      }
+      PrintSection(s, opt, flags.Has("--pareto"), io.out);
     }
-    if (sections.size() > 1) {
-      io.out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
-              "`changed:` line names what the pick changes from the count above, beyond its replicas; a\n"
-              "count keeps the previous layout while it is among the count's leaders; `why:` says what\n"
-              "made it lose, or what a kept layout gives up):\n";
-      io.out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
-             << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
-      double best = 0;
-      const auto picks = planner::PicksAcrossCounts(sections, opt.objective);
-      for (size_t i = 0; i < sections.size(); ++i) {
-        io.out << std::setw(7) << sections[i].job.gpus;
-        if (!picks[i]) {
-          io.out << "   (nothing fits)\n";
-          continue;
-        }
-        const planner::Candidate& b = picks[i]->best;
-        const auto& p = b.prediction;
-        const bool front = p.tokens_per_s > best;
-        best = std::max(best, p.tokens_per_s);
-        io.out << std::setw(11) << FormatFixed(p.iteration_time_s, 3) << std::setw(12)
-               << FormatFixed(p.tokens_per_s, 0) << std::setw(13)
-               << FormatFixed(p.tokens_per_s / sections[i].job.gpus, 1) << std::setw(7)
-               << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
-               << planner::ConfigText(b.framework, b.config) << "\n";
-        // What the pick changes from the previous count's, beyond its
-        // replicas, and why (or why a kept layout is not this count's rank 1).
-        const std::vector<std::string>& changed = picks[i]->changed;
-        for (size_t k = 0; k < changed.size(); ++k) {
-          io.out << (k == 0 ? "          changed: " : ", ") << changed[k]
-                 << (k + 1 == changed.size() ? "\n" : "");
-        }
-        if (!picks[i]->why.empty()) io.out << "          why: " << picks[i]->why << "\n";
-      }
-    }
+    if (sections.size() > 1) PrintScaling(sections, opt.objective, io.out);
   }
   return any ? kExitOk : kExitNoFeasible;
 }
