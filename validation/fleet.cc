@@ -10,29 +10,17 @@
 #include "planner/cost_model.h"
 #include "planner/framework.h"
 #include "validation/fit.h"
+#include "validation/row_fields.h"
 #include "validation/validation.h"
 
 namespace paratune::planner {
 namespace {
 
-std::string Str(const Json& j, const char* key, const std::string& def = "") {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return def;
-  return j[key].get<std::string>();
-}
-bool Has(const Json& j, const char* key) {
-  return j.is_object() && j.contains(key) && !j[key].is_null();
-}
-double Num(const Json& j, const char* key, double def) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return def;
-  return j[key].get<double>();
-}
-bool Bool(const Json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
-}
-int Int(const Json& j, const char* key, int def) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return def;
-  return static_cast<int>(j[key].get<double>());
-}
+using row_fields::Bool;
+using row_fields::Has;
+using row_fields::Int;
+using row_fields::Num;
+using row_fields::Str;
 std::string Upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), ::toupper);
   return s;

@@ -7,29 +7,20 @@
 #include <map>
 
 #include "common/median.h"
+#include "common/strings.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
+#include "validation/row_fields.h"
 
 namespace paratune::planner {
 namespace {
 
-std::string Str(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
-bool Has(const Json& j, const char* key) {
-  return j.is_object() && j.contains(key) && !j[key].is_null();
-}
-double Num(const Json& j, const char* key, double def) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return def;
-  return j[key].get<double>();
-}
-int Int(const Json& j, const char* key, int def) { return static_cast<int>(Num(j, key, def)); }
+using row_fields::Has;
+using row_fields::Int;
+using row_fields::Num;
+using row_fields::Str;
 bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return s;
-}
+std::string Lower(const std::string& s) { return AsciiLower(s); }
 // "q_lora_rank=1536, ..." → 1536 (0 when the key is absent).
 int KeyValue(const std::string& text, const std::string& key) {
   const size_t at = text.find(key + "=");

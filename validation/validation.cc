@@ -8,6 +8,7 @@
 #include "planner/cost_model.h"
 #include "planner/framework.h"
 #include "scenario/scenario.h"
+#include "validation/row_fields.h"
 
 namespace paratune::planner {
 namespace {
@@ -16,17 +17,10 @@ bool Contains(const std::string& s, const char* needle) {
   return AsciiLower(s).find(needle) != std::string::npos;
 }
 
-// A string field of a published-runs row, or `def` where the row lacks it or
-// holds another type (rows are user files: a wrong type is never an exception).
 std::string StrOr(const Json& j, const char* key, const std::string& def = "") {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return def;
-  return j[key].get<std::string>();
+  return row_fields::Str(j, key, def);
 }
-
-int IntOr(const Json& j, const char* key, int def) {
-  if (!j.contains(key) || !j[key].is_number()) return def;
-  return j[key].get<int>();
-}
+int IntOr(const Json& j, const char* key, int def) { return row_fields::Int(j, key, def); }
 
 }  // namespace
 
@@ -149,10 +143,7 @@ double ThroughputError(const PublishedRun& run, const Prediction& p) {
 
 namespace {
 
-double NumOr(const Json& j, const char* key, double def) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return def;
-  return j[key].get<double>();
-}
+double NumOr(const Json& j, const char* key, double def) { return row_fields::Num(j, key, def); }
 
 // Published benchmark runs are tuned by the people who ran them, so a knob a
 // row leaves unstated takes the value the model finds fastest among those the

@@ -32,6 +32,7 @@ import traceback
 
 import stubs  # noqa: F401  (stand-ins for optional packages; see stubs.py)
 import torch
+from verdicts import check_folder
 
 # Stand-ins this older PyTorch and the stubs need for Bridge's imports:
 # `@torch.no_grad` without parentheses (PyTorch >= 2.0), and
@@ -191,16 +192,8 @@ def check(path):
 
 
 def main():
-    folder = sys.argv[1]
-    files = sorted(f for f in os.listdir(folder) if f.endswith('.megatron-bridge.py'))
-    verdicts = {'ACCEPT': 0, 'REJECT': 0, 'NOT RUN': 0}
-    for name in files:
-        verdict, why = check(os.path.join(folder, name))
-        verdicts[verdict] += 1
-        print(f'{verdict} {name}: {why}', flush=True)
-    print(f"megatron-bridge: {verdicts['ACCEPT']} accepted, {verdicts['REJECT']} rejected, "
-          f"{verdicts['NOT RUN']} not run of {len(files)}")
-    return 1 if verdicts['REJECT'] else 0
+    return check_folder('megatron-bridge', sys.argv[1], '.megatron-bridge.py', check,
+                        kinds=('ACCEPT', 'REJECT', 'NOT RUN'))
 
 
 if __name__ == '__main__':
