@@ -21,8 +21,8 @@ namespace {
 
 constexpr const char* kHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
-                         [--holdout source|model|gpu|release] [--picks]
-                         [--seeds] [--memory FILE] [--format table|json]
+                         [--holdout source|model|gpu|release|gpu-count|seq|framework|generation]
+                         [--axes] [--picks] [--seeds] [--memory FILE] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -60,9 +60,19 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       to every file's rows and held out by group across them
   --cluster C         the preset for --calibration rows (default dgx-a100-80gb)
   --holdout G         how rows are grouped for the held-out refit: source
-                      (default), model, gpu or release; a group whose rows
-                      come from several sources (a GPU held out across
-                      files) also prints its held-out error per source
+                      (default), model, gpu or release, or an axis: gpu-count
+                      (its decade: 1-9, 10-99, ...), seq (the sequence
+                      length's decade), framework (family: megatron,
+                      deepspeed, torch, axonn) or generation (volta, ampere,
+                      hopper, blackwell, cdna2-4); a group whose rows come
+                      from several sources (a GPU held out across files) also
+                      prints its held-out error per source. The table gives
+                      the p90 of |error| beside the median
+  --axes              also leave one axis out: for each of gpu-count, seq,
+                      framework and generation, every bin refitted without
+                      its rows and predicted (median, p90 and signed error
+                      per bin; bins under 5 rows are shown in brackets and
+                      left out of the axis's worst bin)
   --picks             the pick check: every question the rows answered by
                       hand-tuning (same model, GPUs, batch, sequence, precision,
                       framework; a sweep's fastest row answers it) asked of the
@@ -321,6 +331,8 @@ OrderedJson HeldOutToJson(const planner::CrossValidation& cv) {
     h["in_sample_median_signed_error"] = g.in_sample_signed;
     h["held_out_median_abs_error"] = g.held_out_abs;
     h["held_out_median_signed_error"] = g.held_out_signed;
+    h["in_sample_p90_abs_error"] = g.in_sample_p90_abs;
+    h["held_out_p90_abs_error"] = g.held_out_p90_abs;
     h["prior_only"] = g.prior_only;
     OrderedJson refit;
     for (const planner::FittableConstant& c : planner::FittableConstants()) {
@@ -335,12 +347,51 @@ OrderedJson HeldOutToJson(const planner::CrossValidation& cv) {
       x["runs"] = e.runs;
       x["held_out_median_abs_error"] = e.held_out_abs;
       x["held_out_median_signed_error"] = e.held_out_signed;
+      x["held_out_p90_abs_error"] = e.held_out_p90_abs;
       split.push_back(x);
     }
     h["by_source"] = split;
     held.push_back(h);
   }
   return held;
+}
+
+// Bins with fewer rows than this print in brackets and stay out of the
+// axis's worst bin: a median of fewer rows says little.
+constexpr int kAxisBinMinRows = 5;
+
+// Leave one axis out: per axis, each bin's held-out errors, and the worst
+// held-out median |error| among bins of at least kAxisBinMinRows rows.
+OrderedJson AxesToJson(const std::vector<planner::CrossValidation>& axes) {
+  OrderedJson all = OrderedJson::array();
+  for (const planner::CrossValidation& cv : axes) {
+    OrderedJson a;
+    a["axis"] = planner::HoldoutName(cv.holdout);
+    OrderedJson bins = OrderedJson::array();
+    double worst = 0;
+    std::string worst_bin;
+    for (const planner::GroupError& g : cv.groups) {
+      OrderedJson b;
+      b["bin"] = g.group;
+      b["runs"] = g.runs;
+      b["in_sample_median_abs_error"] = g.in_sample_abs;
+      b["held_out_median_abs_error"] = g.held_out_abs;
+      b["held_out_p90_abs_error"] = g.held_out_p90_abs;
+      b["held_out_median_signed_error"] = g.held_out_signed;
+      b["prior_only"] = g.prior_only;
+      bins.push_back(b);
+      if (g.runs >= kAxisBinMinRows && g.held_out_abs >= worst) {
+        worst = g.held_out_abs;
+        worst_bin = g.group;
+      }
+    }
+    a["bins"] = bins;
+    a["min_rows"] = kAxisBinMinRows;
+    a["worst_bin"] = worst_bin;
+    a["worst_held_out_median_abs_error"] = worst;
+    all.push_back(a);
+  }
+  return all;
 }
 
 // Each fitted constant: shipped, refitted on every row, its prior, and the
@@ -439,6 +490,36 @@ PickRatios RatiosOf(const std::vector<planner::PickCheck>& picks) {
   return r;
 }
 
+// The leave-one-axis-out table (AxesToJson): a line per bin, then the axis's
+// worst bin of at least kAxisBinMinRows rows.
+void PrintAxes(const OrderedJson& axes, std::ostream& os) {
+  os << "\nleave one axis out (constants refitted without the bin; + = optimistic; "
+        "[bins under "
+     << kAxisBinMinRows << " rows]):\n";
+  os << std::left << std::setw(12) << "axis" << std::setw(24) << "bin" << std::right
+     << std::setw(6) << "runs" << std::setw(16) << "in-sample |e|" << std::setw(16)
+     << "held-out |e|" << std::setw(14) << "held-out p90" << std::setw(16) << "held-out signed"
+     << "\n";
+  for (const auto& a : axes) {
+    const std::string axis = a["axis"].get<std::string>();
+    for (const auto& b : a["bins"]) {
+      const bool few = b["runs"].get<int>() < kAxisBinMinRows;
+      const std::string bin = b["bin"].get<std::string>();
+      os << std::left << std::setw(12) << axis << std::setw(24)
+         << (few ? "[" + bin + "]" : bin).substr(0, 23) << std::right << std::setw(6)
+         << b["runs"].get<int>() << std::setw(15)
+         << FormatFixed(100 * b["in_sample_median_abs_error"].get<double>(), 1) << "%"
+         << std::setw(15) << FormatFixed(100 * b["held_out_median_abs_error"].get<double>(), 1)
+         << "%" << std::setw(13) << FormatFixed(100 * b["held_out_p90_abs_error"].get<double>(), 1)
+         << "%" << std::setw(15)
+         << FormatFixed(100 * b["held_out_median_signed_error"].get<double>(), 1) << "%\n";
+    }
+    os << "  " << axis << ": worst bin " << a["worst_bin"].get<std::string>() << " at "
+       << FormatFixed(100 * a["worst_held_out_median_abs_error"].get<double>(), 1)
+       << " % held-out median |error|\n";
+  }
+}
+
 // The table form of the document `out` (after the per-row lines).
 void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, planner::Holdout holdout,
                  const std::vector<planner::PickCheck>* picks, const LoadedRuns& loaded,
@@ -458,22 +539,25 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
          << " (constants refitted without the group; + = optimistic):\n";
   os << std::left << std::setw(36) << planner::HoldoutName(holdout) << std::right
          << std::setw(6) << "runs" << std::setw(16) << "in-sample |e|" << std::setw(16)
-         << "held-out |e|" << std::setw(16) << "held-out signed"
-         << "  kept their prior\n";
+         << "held-out |e|" << std::setw(14) << "held-out p90" << std::setw(16)
+         << "held-out signed" << "  kept their prior\n";
   for (const planner::GroupError& g : cv.groups) {
     os << std::left << std::setw(36) << g.group.substr(0, 35) << std::right << std::setw(6)
            << g.runs << std::setw(15) << FormatFixed(100 * g.in_sample_abs, 1) << "%"
-           << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(15)
+           << std::setw(15) << FormatFixed(100 * g.held_out_abs, 1) << "%" << std::setw(13)
+           << FormatFixed(100 * g.held_out_p90_abs, 1) << "%" << std::setw(15)
            << FormatFixed(100 * g.held_out_signed, 1) << "%  " << Join(g.prior_only, ", ") << "\n";
     // A group that spans sources (a GPU held out across files) splits by source.
     if (g.by_source.size() < 2) continue;
     for (const planner::SourceError& e : g.by_source) {
       os << std::left << std::setw(36) << ("  " + e.source).substr(0, 35) << std::right
              << std::setw(6) << e.runs << std::setw(16) << "" << std::setw(15)
-             << FormatFixed(100 * e.held_out_abs, 1) << "%" << std::setw(15)
+             << FormatFixed(100 * e.held_out_abs, 1) << "%" << std::setw(13)
+             << FormatFixed(100 * e.held_out_p90_abs, 1) << "%" << std::setw(15)
              << FormatFixed(100 * e.held_out_signed, 1) << "%\n";
     }
   }
+  if (out.contains("leave_one_axis_out")) PrintAxes(out["leave_one_axis_out"], os);
   os << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
   for (const auto& k : out["constants"]) {
     os << "  " << std::left << std::setw(34) << k["name"].get<std::string>() << std::right
@@ -547,7 +631,7 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
 
 int RunValidate(const Args& args, Io io) {
   Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory"},
-              {"--help", "--seeds", "--picks"}, {{"-h", "--help"}});
+              {"--help", "--seeds", "--picks", "--axes"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
@@ -606,6 +690,11 @@ int RunValidate(const Args& args, Io io) {
   out["sources"] = SourcesToJson(t);
   out["holdout"] = planner::HoldoutName(*holdout);
   out["held_out"] = HeldOutToJson(cv);
+  if (flags.Has("--axes")) {
+    std::vector<planner::CrossValidation> axes;
+    for (planner::Holdout axis : planner::kAxes) axes.push_back(planner::LeaveOneGroupOut(runs, axis));
+    out["leave_one_axis_out"] = AxesToJson(axes);
+  }
   out["constants"] = ConstantsToJson(runs, cv);
   out["framework_gpu"] = SpreadToJson(t);
   out["mean_abs_error"] = t.n ? t.sum_abs / t.n : 0.0;

@@ -14,7 +14,8 @@ namespace paratune::planner {
 namespace {
 
 // By value, in the order of Holdout's declaration (fit.h).
-constexpr const char* kHoldoutNames[] = {"source", "model", "gpu", "release"};
+constexpr const char* kHoldoutNames[] = {"source",    "model", "gpu",       "release",
+                                         "gpu-count", "seq",   "framework", "generation"};
 
 bool GpuIs(const PublishedRun& r, std::initializer_list<const char*> prefixes) {
   const std::string& n = r.request.job.cluster.gpu.name;
@@ -384,7 +385,44 @@ Result<Holdout> ParseHoldout(const std::string& s) {
                                  EnumNameList(kHoldoutNames));
 }
 
+std::string GpuGeneration(const std::string& gpu_name) {
+  const std::string n = AsciiLower(gpu_name);
+  // Printed names ("NVIDIA H100 80GB HBM3", "GB200") and preset keys alike.
+  const auto has = [&](const char* part) { return n.find(part) != std::string::npos; };
+  if (has("v100")) return "volta";
+  if (has("a100") || has("a800")) return "ampere";
+  if (has("h100") || has("h200") || has("h800") || has("gh200")) return "hopper";
+  if (has("b200") || has("b300")) return "blackwell";
+  if (has("mi250")) return "cdna2";
+  if (has("mi300") || has("mi325")) return "cdna3";
+  if (has("mi350") || has("mi355")) return "cdna4";
+  return n;
+}
+
+std::string FrameworkFamily(Framework f) {
+  switch (f) {
+    case Framework::kMegatron:
+      return "megatron";
+    case Framework::kMegatronDeepSpeed:
+    case Framework::kDeepSpeed:
+      return "deepspeed";
+    case Framework::kFsdp:
+    case Framework::kTorchtitan:
+      return "torch";
+    case Framework::kAxonn:
+      return "axonn";
+  }
+  return FrameworkName(f);
+}
+
+std::string DecadeOf(int64_t n) {
+  int64_t lo = 1;
+  while (lo <= n / 10) lo *= 10;
+  return std::to_string(lo) + "-" + std::to_string(lo * 10 - 1);
+}
+
 std::string HoldoutKey(const PublishedRun& run, Holdout h) {
+  const Job& job = run.request.job;
   switch (h) {
     case Holdout::kSource:
       return run.source_key;
@@ -394,6 +432,14 @@ std::string HoldoutKey(const PublishedRun& run, Holdout h) {
       return run.request.job.cluster.gpu.name;
     case Holdout::kRelease:
       return run.release.empty() ? "unstated" : run.release;
+    case Holdout::kGpuCount:
+      return DecadeOf(std::max<int64_t>(1, job.gpus));
+    case Holdout::kSeq:
+      return DecadeOf(std::max<int64_t>(1, job.training.seq_len));
+    case Holdout::kFramework:
+      return FrameworkFamily(job.training.framework);
+    case Holdout::kGeneration:
+      return GpuGeneration(job.cluster.gpu.name);
   }
   return "";
 }
@@ -434,12 +480,15 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
       g.by_source.push_back({.source = src,
                              .runs = static_cast<int>(errs.size()),
                              .held_out_abs = Median(abs),
-                             .held_out_signed = Median(errs)});
+                             .held_out_signed = Median(errs),
+                             .held_out_p90_abs = Quantile(abs, 0.9)});
     }
     g.in_sample_abs = Median(in_abs);
     g.in_sample_signed = Median(in_signed);
+    g.in_sample_p90_abs = Quantile(in_abs, 0.9);
     g.held_out_abs = Median(out_abs);
     g.held_out_signed = Median(out_signed);
+    g.held_out_p90_abs = Quantile(out_abs, 0.9);
     g.refit = fit.values;
     for (const FittableConstant& c : constants) {
       const bool here = std::any_of(members.begin(), members.end(),

@@ -87,17 +87,45 @@ FitResult FitConstants(const std::vector<const PublishedRun*>& rows,
                        const FitOptions& options = {});
 
 // How rows are grouped for leave-one-group-out: by source, model, GPU preset
-// or release (rows that state none group as "unstated").
-enum class Holdout : uint8_t { kSource = 0, kModel, kGpu, kRelease };
-const char* HoldoutName(Holdout h);  // "source" | "model" | "gpu" | "release"
+// or release (rows that state none group as "unstated"), or along an axis the
+// model must generalise across: the GPU count's decade ("1-9", "10-99", ...),
+// the sequence length's decade ("1000-9999", ...), the framework family
+// (FrameworkFamily) or the GPU generation (GpuGeneration).
+enum class Holdout : uint8_t {
+  kSource = 0,
+  kModel,
+  kGpu,
+  kRelease,
+  kGpuCount,
+  kSeq,
+  kFramework,
+  kGeneration,
+};
+// "source" | "model" | "gpu" | "release" | "gpu-count" | "seq" | "framework" | "generation"
+const char* HoldoutName(Holdout h);
 Result<Holdout> ParseHoldout(const std::string& s);
 std::string HoldoutKey(const PublishedRun& run, Holdout h);
+// The axes of leave-one-axis-out, in report order.
+inline constexpr Holdout kAxes[] = {Holdout::kGpuCount, Holdout::kSeq, Holdout::kFramework,
+                                    Holdout::kGeneration};
+
+// The architecture generation of a GPU preset or printed name: "volta",
+// "ampere", "hopper", "blackwell" (NVIDIA), "cdna2", "cdna3", "cdna4" (AMD);
+// the name itself, lower-cased, when it is none of these.
+std::string GpuGeneration(const std::string& gpu_name);
+// The family of a framework: "megatron" (Megatron-LM/Core, NeMo, Megatron-
+// Bridge), "deepspeed" (DeepSpeed and Megatron-DeepSpeed), "torch" (PyTorch
+// FSDP, torchtitan) or "axonn".
+std::string FrameworkFamily(Framework f);
+// The decade [10^k, 10^(k+1)) that holds n ≥ 1, written "10^k-(10^(k+1)-1)".
+std::string DecadeOf(int64_t n);
 
 // One source's rows inside a held-out group (a GPU held out across files).
 struct SourceError {
   std::string source;
   int runs = 0;
   double held_out_abs = 0, held_out_signed = 0;  // medians refitted without the group
+  double held_out_p90_abs = 0;                   // p90 of |error| refitted without the group
 };
 
 struct GroupError {
@@ -105,6 +133,7 @@ struct GroupError {
   int runs = 0;
   double in_sample_abs = 0, in_sample_signed = 0;  // medians with the presets as shipped
   double held_out_abs = 0, held_out_signed = 0;    // medians refitted without the group
+  double in_sample_p90_abs = 0, held_out_p90_abs = 0;  // p90 of |error|, the same two ways
   // Constants that apply to the group but to no row outside it: held out,
   // they take their fitted siblings' median (FittableConstant::siblings), else
   // keep their prior.

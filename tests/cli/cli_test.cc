@@ -545,6 +545,38 @@ TEST(Validate, HoldoutMustBeAGrouping) {
   EXPECT_NE(r.err.find("--holdout"), std::string::npos) << r.err;
 }
 
+// --axes adds leave-one-axis-out (docs/cli.md, Validation): the four axes,
+// each binning every row once, the p90 beside the median, and the worst bin
+// taken among bins of at least min_rows rows.
+TEST(Validate, AxesBinEveryRowOnceWithTheirP90) {
+  const std::string cal = std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json";
+  if (!std::filesystem::exists(cal)) GTEST_SKIP() << "calibration file not found";
+  Outcome r = Call(RunValidate, {"--calibration", cal, "--axes", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json j = Json::parse(r.out);
+  const Json& axes = j["leave_one_axis_out"];
+  ASSERT_EQ(axes.size(), 4u);
+  std::vector<std::string> names;
+  for (const Json& a : axes) {
+    names.push_back(a["axis"].get<std::string>());
+    int rows = 0;
+    double worst = 0;
+    for (const Json& b : a["bins"]) {
+      rows += b["runs"].get<int>();
+      EXPECT_GE(b["held_out_p90_abs_error"].get<double>(), b["held_out_median_abs_error"].get<double>());
+      if (b["runs"].get<int>() >= a["min_rows"].get<int>()) {
+        worst = std::max(worst, b["held_out_median_abs_error"].get<double>());
+      }
+    }
+    EXPECT_EQ(rows, 8) << a["axis"];
+    EXPECT_DOUBLE_EQ(a["worst_held_out_median_abs_error"].get<double>(), worst) << a["axis"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu-count", "seq", "framework", "generation"}));
+  // Korthikanti's rows are all Megatron-LM on A100: one bin each for those axes.
+  EXPECT_EQ(axes[2]["bins"].size(), 1u);
+  EXPECT_EQ(axes[3]["bins"][0]["bin"], "ampere");
+}
+
 // The held-out groups of the JSON document carry their split by source
 // (docs/cli.md, Validation): every key, and one entry that is the group itself
 // when the group is one source.

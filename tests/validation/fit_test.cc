@@ -199,7 +199,8 @@ TEST(Fit, AGpuWithoutRowsBorrowsItsDieFirst) {
 }
 
 TEST(Fit, HoldoutNames) {
-  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease}) {
+  for (Holdout h : {Holdout::kSource, Holdout::kModel, Holdout::kGpu, Holdout::kRelease,
+                    Holdout::kGpuCount, Holdout::kSeq, Holdout::kFramework, Holdout::kGeneration}) {
     auto parsed = ParseHoldout(HoldoutName(h));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, h);
@@ -207,6 +208,55 @@ TEST(Fit, HoldoutNames) {
   auto bad = ParseHoldout("vendor");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--holdout"), std::string::npos);
+}
+
+// The bins of leave-one-axis-out: decades, GPU generations by the names the
+// calibration files print and the presets use, and framework families.
+TEST(Fit, AxisBins) {
+  EXPECT_EQ(DecadeOf(1), "1-9");
+  EXPECT_EQ(DecadeOf(9), "1-9");
+  EXPECT_EQ(DecadeOf(10), "10-99");
+  EXPECT_EQ(DecadeOf(2048), "1000-9999");
+  EXPECT_EQ(DecadeOf(16384), "10000-99999");
+  EXPECT_EQ(GpuGeneration("NVIDIA H100 80GB HBM3"), "hopper");
+  EXPECT_EQ(GpuGeneration("h800"), "hopper");
+  EXPECT_EQ(GpuGeneration("GB200"), "blackwell");
+  EXPECT_EQ(GpuGeneration("b300"), "blackwell");
+  EXPECT_EQ(GpuGeneration("A100-SXM4-40GB"), "ampere");
+  EXPECT_EQ(GpuGeneration("v100-32gb"), "volta");
+  EXPECT_EQ(GpuGeneration("mi300x"), "cdna3");
+  EXPECT_EQ(GpuGeneration("MI355X"), "cdna4");
+  EXPECT_EQ(FrameworkFamily(Framework::kTorchtitan), "torch");
+  EXPECT_EQ(FrameworkFamily(Framework::kFsdp), "torch");
+  EXPECT_EQ(FrameworkFamily(Framework::kMegatronDeepSpeed), "deepspeed");
+  EXPECT_EQ(FrameworkFamily(Framework::kMegatron), "megatron");
+}
+
+// Leaving one sequence decade out: the bins partition the rows by their
+// sequence length, each bin's p90 of |error| is at least its median, and a
+// bin is refitted without its rows (its held-out error differs from the
+// in-sample one: the rows inform the fitted constants).
+TEST(Fit, LeaveOneAxisOutBinsPartitionTheRows) {
+  const auto runs = LoadAll();
+  if (runs.empty()) GTEST_SKIP() << "calibration files not found";
+  const CrossValidation cv = LeaveOneGroupOut(runs, Holdout::kSeq);
+  ASSERT_GE(cv.groups.size(), 2u);
+  size_t rows = 0;
+  bool refitted = false;
+  for (const GroupError& g : cv.groups) {
+    rows += static_cast<size_t>(g.runs);
+    const int64_t lo = std::stoll(g.group.substr(0, g.group.find('-')));
+    const int members = static_cast<int>(std::count_if(runs.begin(), runs.end(), [&](const PublishedRun& r) {
+      const int64_t s = r.request.job.training.seq_len;
+      return s >= lo && s < 10 * lo;
+    }));
+    EXPECT_EQ(g.runs, members) << g.group;
+    EXPECT_GE(g.held_out_p90_abs, g.held_out_abs) << g.group;
+    EXPECT_GE(g.in_sample_p90_abs, g.in_sample_abs) << g.group;
+    refitted = refitted || std::fabs(g.held_out_abs - g.in_sample_abs) > 1e-6;
+  }
+  EXPECT_EQ(rows, runs.size());
+  EXPECT_TRUE(refitted);
 }
 
 // Every published MFU ceiling cites its publication, and the publication's
