@@ -137,8 +137,9 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
   out << "iteration     " << FormatFixed(p.iteration_time_s, 3) << " s ± "
       << FormatFixed(100 * p.uncertainty, 0) << " %    " << FormatFixed(p.tokens_per_s, 0) << " tokens/s\n";
   out << "per GPU       " << FormatFixed(p.model_tflops_per_gpu, 1) << " model TFLOP/s (MFU "
-      << FormatFixed(100 * p.mfu, 1) << " %), " << FormatFixed(p.hardware_tflops_per_gpu, 1)
-      << " hardware TFLOP/s (HFU " << FormatFixed(100 * p.hfu, 1) << " %)\n";
+      << FormatFixed(100 * p.mfu, 1) << " %, " << p.flops_convention << " attention), "
+      << FormatFixed(p.executed_tflops_per_gpu, 1) << " executed TFLOP/s (HFU "
+      << FormatFixed(100 * p.hfu, 1) << " %)\n";
   out << "pessimistic   " << FormatFixed(p.pessimistic_time_s, 3) << " s (what `plan` ranks by; "
       << FormatFixed(p.evidence_steps, 1) << " steps from calibrated evidence)\n";
   if (p.feature_band > 0) {

@@ -133,7 +133,8 @@ int PrintSeeds(const std::string& format, Io io) {
              << (d.config.empty() ? "nothing fits" : d.config);
       if (d.iteration_s > 0) {
         io.out << ", " << FormatFixed(d.iteration_s, 3) << " s, HFU " << FormatFixed(100 * d.hfu, 1)
-               << " %, MFU " << FormatFixed(100 * d.mfu, 1) << " %";
+               << " % (executed; " << FormatFixed(100 * d.counted_hfu, 1)
+               << " % as the papers count it), MFU " << FormatFixed(100 * d.mfu, 1) << " %";
       }
       if (d.max_seq > 0) io.out << ", longest sequence " << d.max_seq;
       if (!d.binding.empty()) io.out << " (bound by " << d.binding << ")";

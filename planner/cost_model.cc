@@ -47,6 +47,12 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   peak_flops_ =
       (recipe ? cluster.gpu.RecipePeakTflops(training.recipe) : cluster.gpu.PeakTflops(p)) * 1e12;
   recipe_factor_ = recipe ? cluster.gpu.recipe_gemm_factor[static_cast<int>(training.recipe)] : 1.0;
+  // Measured GEMM ceilings: the precision's (an fp4 recipe has none measured),
+  // and bf16's for the GEMMs a recipe keeps in high precision.
+  gemm_ceiling_ = recipe && training.recipe == topology::Recipe::kNvfp4
+                      ? 1.0
+                      : cluster.gpu.GemmCeilingAt(recipe ? Precision::kFp8 : p);
+  hp_gemm_ceiling_ = cluster.gpu.GemmCeilingAt(Precision::kBf16);
   stream_Bps_ = cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency;
   const bool wide = topology::TrainsInFp32(p);
   act_bytes_ = wide ? 4.0 : 2.0;    // fp8 recipes keep activations in bf16 between GEMMs
@@ -74,6 +80,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                  static_cast<double>(training.global_batch) * training.seq_len;
   ceiling_mfu_scale_ = ExecutedShare(training.seq_len) /
                        ExecutedShare(std::min(training.seq_len, kCeilingSeqLen));
+  CountExecutedFlops();
   layer_params_ = static_cast<double>(model.ParamsPerLayer());
   // The attention's two GEMM groups: QKV (k = h) and the output projection
   // (n = h). MLA's down/up projections are priced as one k = h GEMM of the same
@@ -280,14 +287,21 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
                        offload_step.copies_s + act_offload_s;
 
   const double tokens = static_cast<double>(training_.global_batch) * s;
+  // Hardware FLOPs in the model's convention: the counted core again for
+  // selective recompute, every counted forward but the logits for full.
   double hw_flops = model_flops_;
-  if (c.recompute == Recompute::kSelective) hw_flops += 4.0 * s * h * m.layers * tokens;
+  if (c.recompute == Recompute::kSelective) {
+    hw_flops += tokens * m.AttentionCoreFlopsPerToken(training_.seq_len, !m.plain_dense());
+  }
   if (c.recompute == Recompute::kFull) hw_flops += model_flops_ / 3.0 - 2.0 * h * m.vocab * tokens;
+  const double per_gpu_s = p.iteration_time_s * gpus_ * 1e12;
   p.tokens_per_s = tokens / p.iteration_time_s;
-  p.model_tflops_per_gpu = model_flops_ / p.iteration_time_s / gpus_ / 1e12;
-  p.hardware_tflops_per_gpu = hw_flops / p.iteration_time_s / gpus_ / 1e12;
+  p.model_tflops_per_gpu = model_flops_ / per_gpu_s;
+  p.hardware_tflops_per_gpu = hw_flops / per_gpu_s;
+  p.executed_tflops_per_gpu = ExecutedFlopsPerIteration(c.recompute) / per_gpu_s;
   p.mfu = p.model_tflops_per_gpu * 1e12 / peak_flops_;
-  p.hfu = p.hardware_tflops_per_gpu * 1e12 / peak_flops_;
+  p.hfu = p.executed_tflops_per_gpu * 1e12 / peak_flops_;
+  p.flops_convention = m.FlopsConvention();
   // Ranked by the pessimistic edge; above the best published MFU for this
   // GPU and precision the prediction is flagged and ranked as if at it.
   p.published_mfu_ceiling = cluster_.gpu.PublishedMfuCeiling(training_.precision);
@@ -302,11 +316,27 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   return p;
 }
 
+void CostModel::CountExecutedFlops() {
+  const ModelSpec& m = model_;
+  const int s = training_.seq_len;
+  const bool fused = training_.attention == Attention::kFlash;
+  const double tokens = static_cast<double>(training_.global_batch) * s;
+  const double core = m.AttentionCoreFlopsPerToken(s, /*causal=*/fused);
+  const double linear = m.ForwardFlopsPerToken(s) - m.AttentionCoreFlopsPerToken(s, !m.plain_dense());
+  const double logits = 2.0 * m.hidden * static_cast<double>(m.vocab) * (1.0 + m.mtp_layers);
+  const double core_bwd = fused ? cost::kFlashBwdFlopRatio : 2.0;
+  const double none = tokens * (3.0 * linear + (1.0 + core_bwd) * core);
+  executed_flops_[static_cast<int>(Recompute::kNone)] = none;
+  executed_flops_[static_cast<int>(Recompute::kSelective)] = none + tokens * core;
+  executed_flops_[static_cast<int>(Recompute::kFull)] = none + tokens * (linear - logits + core);
+}
+
 double CostModel::ExecutedShare(int seq_len) const {
   if (!model_.plain_dense() || training_.attention != Attention::kFlash) return 1.0;
   const double counted = model_.ForwardFlopsPerToken(seq_len);
-  // The counted core is 4·s·h per layer (both halves of the causal mask).
-  const double skipped = 2.0 * seq_len * static_cast<double>(model_.hidden) * model_.layers;
+  // The counted core covers both halves of the causal mask.
+  const double skipped = model_.AttentionCoreFlopsPerToken(seq_len, /*causal=*/false) -
+                         model_.AttentionCoreFlopsPerToken(seq_len, /*causal=*/true);
   return counted > 0 ? (counted - skipped) / counted : 1.0;
 }
 

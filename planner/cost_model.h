@@ -205,10 +205,19 @@ struct Prediction {
   bool fits = false;
   double iteration_time_s = 0;
   double tokens_per_s = 0;
-  double model_tflops_per_gpu = 0;     // Korthikanti Eq. 7 FLOPs (no recompute) / time / GPUs
-  double hardware_tflops_per_gpu = 0;  // including recomputed FLOPs
-  double mfu = 0;                      // model TFLOP/s / dense peak
-  double hfu = 0;
+  // Model FLOPs (no recompute) / time / GPUs, counted by `flops_convention`:
+  // ModelSpec::FlopsConvention, Korthikanti Eq. 7 or Megatron-Core's formula.
+  double model_tflops_per_gpu = 0;
+  // The model FLOPs plus the recomputed ones, in the same convention (the
+  // "hardware FLOPs" of Narayanan et al. 2021 and of papers that use it).
+  double hardware_tflops_per_gpu = 0;
+  // FLOPs the kernels execute / time / GPUs (CostModel::ExecutedFlopsPerIteration):
+  // a fused causal kernel's half of the attention square, its backward's 2.5×
+  // the forward, and what recompute reruns.
+  double executed_tflops_per_gpu = 0;
+  double mfu = 0;  // model TFLOP/s / dense peak
+  double hfu = 0;  // executed TFLOP/s / dense peak
+  const char* flops_convention = "";  // ModelSpec::FlopsConvention of model TFLOP/s and MFU
   // Uncertainty band of iteration_time_s: ± this fraction (one sigma of the
   // framework × GPU calibration residuals, widened by a profile's own and by
   // the job's distance from the framework's calibrated evidence).
@@ -322,6 +331,15 @@ class CostModel {
   double Uncertainty() const;
   // Model FLOPs per iteration (3 × forward, Korthikanti Eq. 7 generalised).
   double ModelFlopsPerIteration() const { return model_flops_; }
+  // The FLOPs the kernels execute per iteration under recompute `r`: the
+  // linear layers and logits 3× their forward; the attention core at the
+  // triangle a fused causal kernel runs (the full square unfused), its
+  // backward 2.5× the forward fused (FlashAttention-2 §3.1: the scores are
+  // recomputed) or 2× unfused; selective recompute reruns the core's forward,
+  // full recompute every forward but the logits.
+  double ExecutedFlopsPerIteration(Recompute r) const {
+    return executed_flops_[static_cast<int>(r)];
+  }
   // The longest sequence of the published MFU ceilings' runs (GpuSpec::
   // published_mfu_ceilings: 512-8192 tokens).
   static constexpr int kCeilingSeqLen = 8192;
@@ -352,6 +370,8 @@ class CostModel {
   double GemmSeconds(double m, double n, double k, bool high_precision = false) const;
 
  private:
+  // Fills executed_flops_ (ExecutedFlopsPerIteration) for the job.
+  void CountExecutedFlops();
   // The terms live in planner/cost/ (one file per term); these structs carry
   // one term's results to the next (planner/cost/internal.h).
   struct LayerTimes;
@@ -452,6 +472,7 @@ class CostModel {
   double gather_bytes_;     // bytes per weight element in a parameter all-gather
   double grad_bytes_;       // bytes per main-gradient element
   double model_flops_;
+  double executed_flops_[3] = {};  // ExecutedFlopsPerIteration by Recompute
   // Prediction::mfu_vs_ceiling / mfu for this job: ExecutedShare at its
   // sequence over that at min(sequence, kCeilingSeqLen).
   double ceiling_mfu_scale_ = 1;
@@ -462,8 +483,12 @@ class CostModel {
   std::vector<double> curve_log2_size_, curve_eff_;  // the precision's GEMM curve
   double curve_peak_ratio_ = 1.0;  // precision peak / the curve's own precision peak
   double recipe_factor_ = 1.0;     // GpuSpec::recipe_gemm_factor of the training recipe
-  // The bf16 path for GEMMs a recipe keeps in high precision.
+  // GpuSpec::GemmCeilingAt the precision's GEMMs run at (1: none measured):
+  // no GEMM is priced above it.
+  double gemm_ceiling_ = 1.0;
+  // The bf16 path for GEMMs a recipe keeps in high precision, and its ceiling.
   double hp_peak_flops_ = 0;
+  double hp_gemm_ceiling_ = 1.0;
   std::vector<double> hp_curve_log2_size_, hp_curve_eff_;
 };
 

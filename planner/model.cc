@@ -136,9 +136,8 @@ double ModelSpec::ForwardFlopsPerToken(int seq_len) const {
     const double f = ffn_hidden;
     const double linear_macs = h * static_cast<double>(qkv_out()) +
                                static_cast<double>(q_out()) * h + (gated_ffn ? 3 : 2) * h * f;
-    // Q·Kᵀ and attention·V: 2·s·h multiply-adds per token per layer (summed over heads).
-    const double per_layer = 2.0 * linear_macs + 4.0 * seq_len * h;
-    return layers * per_layer + 2.0 * h * vocab;
+    return layers * 2.0 * linear_macs + 2.0 * h * vocab +
+           AttentionCoreFlopsPerToken(seq_len, /*causal=*/false);
   }
   // Megatron-Core's transformer_flops (training.py at d98e8a64), per token and forward
   // only (its 3× fwd/bwd factor removed); the formula's terms in the same order.
@@ -147,28 +146,42 @@ double ModelSpec::ForwardFlopsPerToken(int seq_len) const {
   const double n_moe = moe_layer_count() + static_cast<double>(last_is_moe) * mtp_layers;
   const double n_dense = dense_layer_count() + static_cast<double>(1 - last_is_moe) * mtp_layers;
   const double n_layers = static_cast<double>(layers) + mtp_layers;
-  double attn_linear = 0, core_qk = 0, core_v = 0;  // per layer; core in head-dim units
+  double attn_linear = 0;  // per layer
   if (is_mla()) {
     const double qk = static_cast<double>(qk_nope_head_dim) + qk_rope_head_dim;
     const double q_term = q_lora_rank > 0 ? q_lora_rank * (h + a * qk + 1) : h * a * qk;
     attn_linear =
         q_term + kv_lora_rank * (h + a * (static_cast<double>(qk_nope_head_dim) + v_head_dim) + 1) +
         h * qk_rope_head_dim + a * v_head_dim * h;
-    core_qk = a * qk;
-    core_v = a * v_head_dim;
   } else {
     const double qp = static_cast<double>(q_out()), kp = static_cast<double>(kv_heads) * head_dim();
     attn_linear = h * (qp + 2.0 * kp) + qp * h;
-    core_qk = core_v = qp;
   }
   const double mlp =
       h * (ffn_hidden * ffe * n_dense + static_cast<double>(moe_ffn_hidden) * top_k * ffe * n_moe +
            static_cast<double>(shared_ffn_hidden) * ffe * n_moe);
   const double mtp = mtp_layers * (3.0 * h + 2.0 * h * h);
   const double logits = h * vocab * (mtp_layers + 1.0);
+  return 2.0 * (mlp + attn_linear * n_layers + mtp + logits) +
+         AttentionCoreFlopsPerToken(seq_len, /*causal=*/true);
+}
+
+double ModelSpec::AttentionCoreFlopsPerToken(int seq_len, bool causal) const {
+  PT_CHECK(seq_len >= 0);
+  const double s = seq_len;
+  // Q·Kᵀ and attention·V: 2·(d_qk + d_v) FLOPs per query, key and head,
+  // summed over heads: a plain dense model's h + h.
+  double core_qk = hidden, core_v = hidden;
+  if (is_mla()) {
+    core_qk = static_cast<double>(heads) * (static_cast<double>(qk_nope_head_dim) + qk_rope_head_dim);
+    core_v = static_cast<double>(heads) * v_head_dim;
+  } else if (!plain_dense()) {
+    core_qk = core_v = static_cast<double>(q_out());
+  }
+  const double n_layers = static_cast<double>(layers) + mtp_layers;
+  if (!causal) return 2.0 * (core_qk + core_v) * n_layers * s;
   // Keys each query attends to on average: s/2 under the causal mask; a layer with a
   // window w < s attends to min(position, w) keys, on average w·(1 − w/(2s)).
-  const double s = seq_len;
   const double full_keys = s / 2.0;
   // A layer chunked into blocks of w attends, over n = s / w whole chunks and a
   // remainder r, to (n·w² + r²) / (2s) keys on average.
@@ -183,8 +196,7 @@ double ModelSpec::ForwardFlopsPerToken(int seq_len) const {
     }
   }
   const double keys = (n_layers - sliding_layers) * full_keys + sliding_layers * window_keys;
-  const double core = 2.0 * (core_qk + core_v) * keys;
-  return 2.0 * (mlp + attn_linear * n_layers + mtp + logits) + core;
+  return 2.0 * (core_qk + core_v) * keys;
 }
 
 namespace {

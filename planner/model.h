@@ -206,6 +206,17 @@ struct ModelSpec {
   // MoE throughput tables this planner calibrates against (Megatron-Bridge, see docs/model.md).
   // REQUIRES: seq_len >= 0.
   double ForwardFlopsPerToken(int seq_len) const;
+  // The forward FLOPs per token of the attention core alone (Q·Kᵀ and
+  // attention·V, every layer and MTP module): over the causal triangle
+  // (`causal`: s/2 keys per query on average, sliding and chunked layers
+  // their window's) or over the full s×s square, as an unfused kernel computes
+  // it before masking. A plain dense model's core is 2·s·h (causal) or 4·s·h
+  // per layer, as Eq. 7 writes it. REQUIRES: seq_len >= 0.
+  double AttentionCoreFlopsPerToken(int seq_len, bool causal) const;
+  // The convention ForwardFlopsPerToken counts the attention core by:
+  // "full-square" (Korthikanti Eq. 7, a plain dense model) or "causal"
+  // (Megatron-Core's transformer_flops, every other model).
+  const char* FlopsConvention() const { return plain_dense() ? "full-square" : "causal"; }
 };
 
 // Checks the shape rules (positive sizes, heads divide hidden unless head_dim is

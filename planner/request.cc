@@ -258,6 +258,8 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   j["tokens_per_s"] = p.tokens_per_s;
   j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = p.hardware_tflops_per_gpu;
+  j["executed_tflops_per_gpu"] = p.executed_tflops_per_gpu;
+  j["flops_convention"] = p.flops_convention;
   j["mfu"] = p.mfu;
   j["hfu"] = p.hfu;
   j["micro_batches"] = p.micro_batches;

@@ -505,6 +505,10 @@ Status ApplyProfile(const Profile& profile, topology::ClusterSpec* cluster) {
       curve.push_back({pt.size, std::min(e, 1.0)});
     }
     out.gpu.gemm_efficiency[i] = std::move(curve);
+    // The measured curve replaces the published ceiling at its precision:
+    // this GPU's own GEMMs are the measurement that bounds them.
+    std::erase_if(out.gpu.gemm_ceilings,
+                  [&](const topology::GemmCeiling& cell) { return cell.precision == g.precision; });
     out.gpu.sources["gemm_efficiency"] = "measured: paratune profile " + fp + " (" +
                                          profile.environment.backend + ", " +
                                          profile.environment.created_at + ")";

@@ -67,6 +67,11 @@ std::string CanonicalText(const ClusterSpec& c) {
   if (g.gemm_sustained_fraction != 1.0)
     AppendField(&s, "gemm_sustained_fraction", g.gemm_sustained_fraction);
   // Only when stated, so GPUs without them keep their fingerprints.
+  for (const GemmCeiling& cell : g.gemm_ceilings) {
+    AppendField(&s, (std::string("gemm_ceiling.") + PrecisionName(cell.precision)).c_str(),
+                cell.fraction);
+  }
+  // Only when stated, so GPUs without them keep their fingerprints.
   for (int i = 0; i < kNumRecipes; ++i) {
     if (g.recipe_gemm_factor[i] != 1.0) {
       AppendField(&s,

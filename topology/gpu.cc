@@ -89,6 +89,17 @@ double GpuSpec::PublishedMfuCeiling(Precision p) const {
   return 0;
 }
 
+double GpuSpec::GemmCeilingAt(Precision p) const {
+  for (const GemmCeiling& c : gemm_ceilings) {
+    if (c.precision == p) return c.fraction;
+  }
+  const bool half = p == Precision::kBf16 || p == Precision::kFp16;
+  for (const GemmCeiling& c : gemm_ceilings) {
+    if (half && (c.precision == Precision::kBf16 || c.precision == Precision::kFp16)) return c.fraction;
+  }
+  return 1.0;
+}
+
 const char* RecipeName(Recipe r) { return EnumLookup(r, kRecipeNames, "unknown"); }
 
 Result<Recipe> ParseRecipe(const std::string& name) {
@@ -239,6 +250,27 @@ Result<GpuSpec> ParseGpuSpec(const Json& j, const std::string& pointer) {
       g.published_mfu_ceilings.push_back(std::move(c));
     }
   }
+  if (r.Has("gemm_ceilings")) {
+    const Json& arr = r.Raw("gemm_ceilings");
+    const std::string cp = r.PointerOf("gemm_ceilings");
+    if (!arr.is_array()) {
+      return Status::InvalidArgument(cp + ": must be an array of {precision, fraction, source}");
+    }
+    for (size_t i = 0; i < arr.size(); ++i) {
+      ObjectReader er(arr[i], cp + "/" + std::to_string(i));
+      GemmCeiling c;
+      PT_RETURN_IF_ERROR(er.Parsed("precision", ParsePrecision, &c.precision));
+      PT_RETURN_IF_ERROR(er.Number("fraction", &c.fraction));
+      if (!(c.fraction > 0 && c.fraction <= 1)) return er.Error("fraction", "must be in (0, 1]");
+      PT_RETURN_IF_ERROR(er.String("source", &c.source));
+      if (c.source.empty()) return er.Error("source", "must name the measurement");
+      PT_RETURN_IF_ERROR(er.Finish());
+      for (const GemmCeiling& other : g.gemm_ceilings) {
+        if (other.precision == c.precision) return er.Error("precision", "appears twice");
+      }
+      g.gemm_ceilings.push_back(std::move(c));
+    }
+  }
   // Low-precision recipes: stated, or every per-tensor and blockwise fp8
   // recipe where the GPU has an fp8 peak.
   if (r.Has("low_precision_recipes")) {
@@ -336,6 +368,14 @@ Json GpuSpecToJson(const GpuSpec& g) {
           {{"precision", PrecisionName(c.precision)}, {"mfu", c.mfu}, {"source", c.source}});
     }
     j["published_mfu_ceilings"] = std::move(arr);
+  }
+  if (!g.gemm_ceilings.empty()) {
+    Json arr = Json::array();
+    for (const GemmCeiling& c : g.gemm_ceilings) {
+      arr.push_back(
+          {{"precision", PrecisionName(c.precision)}, {"fraction", c.fraction}, {"source", c.source}});
+    }
+    j["gemm_ceilings"] = std::move(arr);
   }
   Json recipes = Json::array();
   for (int i = 0; i < kNumRecipes; ++i) {

@@ -57,6 +57,15 @@ struct MfuCeiling {
   std::string source;  // the publication (required)
 };
 
+// The best published measured efficiency of a dense GEMM at one precision
+// (fraction of the GPU's dense peak; key gemm_ceilings): no GEMM the model
+// prices may run faster.
+struct GemmCeiling {
+  Precision precision = Precision::kBf16;
+  double fraction = 0;  // in (0, 1]
+  std::string source;   // the measurement (required)
+};
+
 struct GpuSpec {
   std::string name;              // preset key, e.g. "a100-80gb"
   std::string display_name;      // "NVIDIA A100-SXM4-80GB"
@@ -91,6 +100,9 @@ struct GpuSpec {
   double runtime_reserved_GiB = 1.0;  // CUDA context, cuBLAS workspace, NCCL buffers
   // Best published MFU by precision (key published_mfu_ceilings); empty = none.
   std::vector<MfuCeiling> published_mfu_ceilings;
+  // Best published measured dense-GEMM efficiency by precision (key
+  // gemm_ceilings); empty = none.
+  std::vector<GemmCeiling> gemm_ceilings;
   // 4-bit floating point (NVFP4 / MXFP4) GEMMs: the dense peak (0 = none; JSON
   // peak_tflops.fp4) and the efficiency curve (JSON gemm_efficiency.fp4; empty
   // = the fp8 curve). Kept apart from the Precision-indexed arrays because no
@@ -115,6 +127,9 @@ struct GpuSpec {
 
   // The published MFU ceiling at precision p, 0 when the preset states none.
   double PublishedMfuCeiling(Precision p) const;
+  // The measured GEMM ceiling at precision p (fp16 and bf16 stand in for each
+  // other: the same tensor-core rate); 1 when the preset states none.
+  double GemmCeilingAt(Precision p) const;
   // Peak TFLOP/s at precision p (fp8 falls back to bf16 when unsupported).
   double PeakTflops(Precision p) const;
   bool Supports(Recipe r) const { return recipes[static_cast<int>(r)]; }

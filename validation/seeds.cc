@@ -103,11 +103,16 @@ Result<SeedSide> Best(const Json& request, const Space& sp) {
   auto cm = ModelFor(job, sp);
   const SearchResult r = SearchSpace(*cm, sp, false);
   SeedSide side = SideOf(sp);
+  side.gemm_ceiling = job.cluster.gpu.GemmCeilingAt(job.training.precision);
   if (r.top.empty()) return side;
   const Candidate& c = r.top[0];
   side.config = ConfigToString(c.config);
   side.iteration_s = c.prediction.iteration_time_s;
   side.hfu = c.prediction.hfu;
+  side.counted_hfu = c.prediction.model_tflops_per_gpu > 0
+                         ? c.prediction.mfu * c.prediction.hardware_tflops_per_gpu /
+                               c.prediction.model_tflops_per_gpu
+                         : 0.0;
   side.mfu = c.prediction.mfu;
   return side;
 }
@@ -171,7 +176,7 @@ Result<SeedResult> AxonnVsMegatron() {
   s.sides = {ax, mg, mg_now};
   if (ax.iteration_s > 0 && mg.iteration_s > 0) {
     const double gain = mg.iteration_s / ax.iteration_s - 1.0;
-    s.figures.push_back("AxoNN " + Fmt(ax.iteration_s, 2) + " s at " + Fmt(100 * ax.hfu, 1) +
+    s.figures.push_back("AxoNN " + Fmt(ax.iteration_s, 2) + " s at " + Fmt(100 * ax.counted_hfu, 1) +
                         " % of peak; Megatron-LM (2023) " + Fmt(mg.iteration_s, 2) + " s: AxoNN " +
                         Pct(gain) + " faster");
     if (mg_now.iteration_s > 0) {
@@ -179,7 +184,7 @@ Result<SeedResult> AxonnVsMegatron() {
                           "): " + Fmt(mg_now.iteration_s, 2) + " s, AxoNN " +
                           Pct(mg_now.iteration_s / ax.iteration_s - 1.0));
     }
-    s.reproduced = gain >= 0.10 && gain <= 0.40 && ax.hfu >= 0.50;
+    s.reproduced = gain >= 0.10 && gain <= 0.40 && ax.counted_hfu >= 0.50;
   }
   // The paper does not state its batch: the same question at larger batches
   // (more tokens per weight gather favour Z-heavy AxoNN configurations);
@@ -191,7 +196,7 @@ Result<SeedResult> AxonnVsMegatron() {
                         Best(r, {"Megatron-LM (2023)", Framework::kMegatron, &mega, {}, false, 0}));
     if (a.iteration_s > 0 && m.iteration_s > 0) {
       s.figures.push_back("at global batch " + std::to_string(gbs) + ": AxoNN " +
-                          Fmt(a.iteration_s, 2) + " s (" + a.config + ", " + Fmt(100 * a.hfu, 1) +
+                          Fmt(a.iteration_s, 2) + " s (" + a.config + ", " + Fmt(100 * a.counted_hfu, 1) +
                           " % of peak), Megatron-LM (2023) " + Fmt(m.iteration_s, 2) +
                           " s: AxoNN " + Pct(m.iteration_s / a.iteration_s - 1.0) + " faster");
     }
@@ -397,6 +402,7 @@ OrderedJson SeedsToJson(const std::vector<SeedResult>& seeds) {
       if (d.iteration_s > 0) {
         x["iteration_time_s"] = d.iteration_s;
         x["hfu"] = d.hfu;
+        x["counted_hfu"] = d.counted_hfu;
         x["mfu"] = d.mfu;
       }
       if (d.max_seq > 0) x["max_seq_len"] = d.max_seq;

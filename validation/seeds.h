@@ -23,7 +23,13 @@ struct SeedSide {
   std::string framework;   // the framework preset that costs it
   std::string config;      // ParallelConfig::ToString() of the best candidate ("" when none fits)
   double iteration_s = 0;  // predicted seconds per iteration (0 when none fits)
-  double hfu = 0;          // hardware FLOP/s fraction of peak (recompute counted)
+  double hfu = 0;          // executed FLOP/s fraction of peak (Prediction::hfu)
+  // Hardware FLOP/s fraction of peak as the papers count it: the model FLOPs
+  // of its convention plus the recomputed ones (Narayanan et al. 2021).
+  double counted_hfu = 0;
+  // The GPU's best measured GEMM efficiency at the precision (GpuSpec::
+  // GemmCeilingAt): what `hfu` may not exceed.
+  double gemm_ceiling = 1;
   double mfu = 0;
   int64_t max_seq = 0;     // capacity seeds: the longest sequence that fits (tokens)
   std::string binding;     // capacity seeds: what stops a longer one ("gpu_memory", "host_memory")

@@ -11,13 +11,6 @@
 namespace paratune::planner {
 namespace {
 
-// Causal attention: a fused kernel skips the masked upper triangle, so it
-// executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
-constexpr double kCausalFraction = 0.5;
-// Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
-// FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
-constexpr double kFlashBwdFlopRatio = 2.5;
-
 // Fused attention's shape dependence (GPU preset: flash_head_dim_half,
 // flash_seq_half; 0 disables): FlashAttention-2 (Dao 2023, Fig. 4-5, A100 and
 // H100 benchmarks) runs head dimension 64 at about 0.85 of 128 and 512-token
@@ -70,10 +63,11 @@ double CostModel::GemmSeconds(double m, double n, double k, bool high_precision)
   const double k_factor = k0 > 0 ? std::min(1.0, (k / (k + k0)) / (x / (x + k0))) : 1.0;
   // The curve is a short-run (benchmark, profile) figure: a training run
   // sustains the GPU preset's gemm_sustained_fraction of it.
-  double curve_eff = 0, peak = peak_flops_;
+  double curve_eff = 0, peak = peak_flops_, ceiling = gemm_ceiling_;
   if (high_precision && training_.precision == topology::Precision::kFp8) {
     // The bf16 curve at the bf16 peak (linear interpolation in log2 size).
     peak = hp_peak_flops_;
+    ceiling = hp_gemm_ceiling_;
     const size_t np = hp_curve_eff_.size();
     const double lx = std::log2(m * n * k) / 3.0;
     curve_eff = np == 0 ? 1.0 : hp_curve_eff_[np - 1];
@@ -89,7 +83,11 @@ double CostModel::GemmSeconds(double m, double n, double k, bool high_precision)
   } else {
     curve_eff = GemmEfficiency(m, n, k) * recipe_factor_;
   }
-  const double eff = curve_eff * k_factor * cluster_.gpu.gemm_sustained_fraction;
+  // Never above the best measured GEMM of this GPU and precision (GpuSpec::
+  // gemm_ceilings): the curve and its sustained fraction are fitted, that is
+  // measured.
+  const double eff =
+      std::min(curve_eff * k_factor * cluster_.gpu.gemm_sustained_fraction, ceiling);
   const double t_compute = flops / (peak * eff);
   const double t_memory = StreamSeconds(act_bytes_ * (m * k + k * n + m * n));
   return std::max(t_compute, t_memory);
@@ -164,10 +162,10 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double s_q = ulysses ? s : s / c.cp;
   const double scores = b * heads_loc * s_q * s;  // score elements per GPU
   if (training_.attention == Attention::kFlash) {
-    const double exec = kCausalFraction * 4.0 * scores * d;
+    const double exec = cost::kCausalFraction * 4.0 * scores * d;
     const double shape = FlashShapeFactor(cluster_.gpu, d, s_q) * fw_.costs.attention_efficiency;
     t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency * shape);
-    t.attn_bwd = kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency * shape);
+    t.attn_bwd = cost::kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency * shape);
   } else {
     // Batched GEMMs QKᵀ (s_q×d·d×s) and PV (s_q×s·s×d) per head over the full
     // square (the mask is applied afterwards), plus softmax and dropout as

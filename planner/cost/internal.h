@@ -14,6 +14,12 @@ namespace paratune::planner {
 namespace cost {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Causal attention: a fused kernel skips the masked upper triangle, so it
+// executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
+inline constexpr double kCausalFraction = 0.5;
+// Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
+// FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
+inline constexpr double kFlashBwdFlopRatio = 2.5;
 // DeepSpeed's default reduce bucket (reduce_bucket_size = 5e8 elements,
 // deepspeed/runtime/zero/config.py).
 inline constexpr double kDeepSpeedBucketElems = 5e8;

@@ -54,6 +54,7 @@ inline topology::ClusterSpec FakeLikeCluster() {
   // The fake backend charges math and bytes only: no launch gaps, no shape
   // penalties (the ideal device these tests compare the executor against).
   for (const auto& [key, field] : topology::kKernelConstants) g.*field = 0;
+  g.gemm_ceilings.clear();  // nor a measured ceiling: its GEMMs run at the peak
   g.memory_GiB = 80.0;
   c.gpus_per_node = 8;
   c.intra_node_fabric = "nvswitch";

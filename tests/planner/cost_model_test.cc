@@ -105,6 +105,63 @@ TEST(Flops, Gpt3_175bModelAndHardwareFlops) {
   EXPECT_NEAR(p.hardware_tflops_per_gpu / p.model_tflops_per_gpu, eq3 / eq7, 1e-9);
 }
 
+// --- Executed FLOPs: what the kernels run, from Eq. 7's terms. Per token
+// forward, GPT-3 175B's linear layers and logits are 24·L·h² + 2·h·V and its
+// attention core 4·s·h·L over the full square. Unfused attention computes the
+// square: executed = model FLOPs. A fused causal kernel runs half of it
+// (FlashAttention-2 §3.1), its backward 2.5× its forward; selective recompute
+// reruns that forward, full recompute every forward but the logits.
+TEST(Flops, ExecutedFlopsCountWhatTheKernelsRun) {
+  const ModelSpec m = GptLike(96, 12288, 96, 51200);
+  const double B = 1536, L = 96, s = 2048, h = 12288, V = 51200, tokens = B * s;
+  const double linear = 24 * L * h * h + 2 * h * V, half_core = 2 * s * h * L;
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  EXPECT_EQ(std::string(m.FlopsConvention()), "full-square");
+  const TrainingSpec unfused{.seq_len = 2048, .global_batch = 1536, .attention = Attention::kUnfused};
+  const CostModel cu(m, unfused, *cluster, 1024);
+  EXPECT_NEAR(cu.ExecutedFlopsPerIteration(Recompute::kNone) / cu.ModelFlopsPerIteration(), 1.0, 1e-12);
+  const TrainingSpec fused{.seq_len = 2048, .global_batch = 1536, .attention = Attention::kFlash};
+  const CostModel cf(m, fused, *cluster, 1024);
+  const double none = tokens * (3 * linear + 3.5 * half_core);
+  EXPECT_NEAR(cf.ExecutedFlopsPerIteration(Recompute::kNone) / none, 1.0, 1e-12);
+  EXPECT_NEAR(cf.ExecutedFlopsPerIteration(Recompute::kSelective) / (none + tokens * half_core), 1.0,
+              1e-12);
+  EXPECT_NEAR(cf.ExecutedFlopsPerIteration(Recompute::kFull) /
+                  (none + tokens * (linear - 2 * h * V + half_core)),
+              1.0, 1e-12);
+  // hfu is executed TFLOP/s over the peak; mfu stays on Eq. 7's count.
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 16;
+  c.gdata = 8;
+  c.recompute = Recompute::kSelective;
+  ASSERT_EQ(cf.CheckRules(c), Reason::kOk);
+  const Prediction p = cf.Predict(c);
+  EXPECT_NEAR(p.hfu / p.mfu,
+              cf.ExecutedFlopsPerIteration(Recompute::kSelective) / cf.ModelFlopsPerIteration(), 1e-9);
+  EXPECT_NEAR(p.executed_tflops_per_gpu * 1e12 * p.iteration_time_s * 1024,
+              cf.ExecutedFlopsPerIteration(Recompute::kSelective), 1e-6 * none);
+  EXPECT_EQ(std::string(p.flops_convention), "full-square");
+}
+
+// At long sequences the counted full square outgrows what a fused causal
+// kernel runs: at 64K tokens the executed FLOPs of a 7B-class model are well
+// under the counted ones, and at 512 tokens within a few per cent of them.
+TEST(Flops, ExecutedShareFallsWithSequenceLength) {
+  const ModelSpec m = GptLike(32, 4096, 32, 50304);
+  auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+  ASSERT_TRUE(cluster.ok());
+  auto ratio = [&](int seq) {
+    const TrainingSpec t{.seq_len = seq, .global_batch = 8, .attention = Attention::kFlash};
+    const CostModel cm(m, t, *cluster, 8);
+    return cm.ExecutedFlopsPerIteration(Recompute::kNone) / cm.ModelFlopsPerIteration();
+  };
+  EXPECT_GT(ratio(512), 0.97);
+  EXPECT_LT(ratio(65536), 0.80);
+  EXPECT_LT(ratio(65536), ratio(8192));
+}
+
 // --- Megatron TP = t is AxoNN (gx = 1, gy = t, gz = 1): per layer 2 all-reduces
 // forward and 2 backward, each of b·s·h elements (Narayanan 2021 §3.2; AxoNN's
 // normal/transposed pair with X = 1).
