@@ -15,11 +15,16 @@ namespace {
 using cost::kOverlapSmShare;
 using topology::Collective;
 
-// MoE layers among model layers [begin, end).
+// MoE layers among model layers [begin, end), in closed form (the search
+// asks per configuration): layer i is MoE when i >= first_dense_layers and
+// step divides i + 1 (ModelSpec::is_moe_layer), so the count is the
+// multiples of step in [lo + 1, hi].
 int MoeLayersIn(const ModelSpec& m, int begin, int end) {
-  int n = 0;
-  for (int i = std::max(0, begin); i < std::min(end, m.layers); ++i) n += m.is_moe_layer(i) ? 1 : 0;
-  return n;
+  if (!m.is_moe()) return 0;
+  const int lo = std::max({0, begin, m.first_dense_layers}), hi = std::min(end, m.layers);
+  if (hi <= lo) return 0;
+  const int step = std::max(1, m.moe_layer_step);
+  return hi / step - lo / step;
 }
 
 }  // namespace

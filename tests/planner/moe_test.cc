@@ -263,6 +263,55 @@ TEST(MoeCost, ExpertGroupLargerThanTheNvlinkDomain) {
   EXPECT_GT(a2a128, a2a64);
 }
 
+// The MoE layers each pipeline stage holds are counted as ModelSpec::
+// is_moe_layer says, layer by layer over the stage's span: DeepSeek-V3's three
+// dense layers first, and a model with MoE on every second layer, over pipeline
+// depths, interleaving and Megatron's embedding/loss-layer accounting.
+TEST(MoeCost, MoeLayersPerStageCountLayerByLayer) {
+  auto dsv3 = ModelPreset("deepseek-v3");
+  ASSERT_TRUE(dsv3.ok());
+  ModelSpec every_second = *dsv3;
+  every_second.first_dense_layers = 1;
+  every_second.moe_layer_step = 2;
+  const auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  int checked = 0;
+  for (const ModelSpec& m : {*dsv3, every_second}) {
+    TrainingSpec t;
+    t.seq_len = 4096;
+    t.global_batch = 4096;
+    const CostModel cm(m, t, *cluster, 1024);
+    auto count = [&](int begin, int end) {
+      int n = 0;
+      for (int i = begin; i < end; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+      return n;
+    };
+    for (int pp : {1, 2, 4, 8, 16}) {
+      for (int emb : {0, 1}) {
+        ParallelConfig c = Config(1, pp, 1, 8, 1024);
+        c.pp_embedding_layers = emb;
+        c.pp_loss_layers = emb;
+        const CostModel::ComputeTerms terms = cm.Compute(c);
+        const StageLayers st = cm.Stages(c);
+        if (pp == 1) {
+          EXPECT_EQ(terms.moe_layers_first, m.moe_layer_count());
+          continue;
+        }
+        EXPECT_EQ(terms.moe_layers_first, count(0, st.first)) << pp;
+        EXPECT_EQ(terms.moe_layers_last, count(m.layers - st.last, m.layers)) << pp;
+        int middle = 0;
+        for (int k = 1; k + 1 < pp; ++k) {
+          const int begin = st.first + (k - 1) * st.middle;
+          middle = std::max(middle, count(begin, begin + st.middle));
+        }
+        EXPECT_EQ(terms.moe_layers_middle, middle) << pp;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 16);
+}
+
 // Model FLOPs: the active-parameter count of Megatron-Core's formula, so MFU of an
 // MoE model is not inflated by its idle experts.
 TEST(MoeCost, ModelFlopsCountActiveExperts) {
