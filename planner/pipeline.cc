@@ -356,7 +356,38 @@ int ChunkLayers(int layers, const ParallelConfig& c, PpSplit split, int k) {
   return 0;
 }
 
+namespace {
+
+StageLayers ComputeSplit(int layers, const ParallelConfig& c, PpSplit split);
+
+// What the split reads: the layer count, the rule and the pipeline fields.
+struct SplitKey {
+  int layers, pp, vpp, first, last, embedding, loss;
+  PpSplit split;
+  PpSchedule schedule;
+  bool operator==(const SplitKey&) const = default;
+};
+
+}  // namespace
+
 StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
+  // The search prices many configurations of one layout in a row and each
+  // asks for its split several times (memory, parameters, MoE layers per
+  // stage): one entry per thread answers those repeats.
+  thread_local SplitKey last_key{-1, 0, 0, 0, 0, 0, 0, PpSplit::kMegatron, PpSchedule::k1F1B};
+  thread_local StageLayers last_split;
+  const SplitKey key{layers, c.pp, c.vpp, c.first_stage_layers, c.last_stage_layers,
+                     c.pp_embedding_layers, c.pp_loss_layers, split, c.pp_schedule};
+  if (!(key == last_key)) {
+    last_split = ComputeSplit(layers, c, split);
+    last_key = key;
+  }
+  return last_split;
+}
+
+namespace {
+
+StageLayers ComputeSplit(int layers, const ParallelConfig& c, PpSplit split) {
   StageLayers s;
   const int pp = std::max(1, c.pp), v = std::max(1, c.vpp);
   if (pp == 1) {
@@ -445,7 +476,6 @@ StageLayers SplitLayers(int layers, const ParallelConfig& c, PpSplit split) {
   return s;
 }
 
-namespace {
 
 // Megatron's first/last split for layers % pp != 0: the stages in between take
 // ceil(layers / pp) each and the first and last share the rest (as Megatron's

@@ -33,18 +33,35 @@ CostModel::StageMoe CostModel::MoeLayersPerStage(const ParallelConfig& c) const 
   StageMoe s;
   const ModelSpec& m = model_;
   if (!m.is_moe()) return s;
+  // The memory check asks per configuration, for a handful of layouts in a
+  // row: one entry per thread, keyed by everything the count reads (the
+  // model's layer pattern, the split rule and the pipeline fields).
+  struct Key {
+    int layers, first_dense, step, mtp, pp, vpp, first, last, embedding, loss;
+    PpSplit split;
+    PpSchedule schedule;
+    bool operator==(const Key&) const = default;
+  };
+  thread_local Key last_key{-1, 0, 0, 0, 0, 0, 0, 0, 0, 0, PpSplit::kMegatron, PpSchedule::k1F1B};
+  thread_local StageMoe last_moe;
+  const Key key{m.layers, m.first_dense_layers, m.moe_layer_step, m.mtp_layers, c.pp, c.vpp,
+                c.first_stage_layers, c.last_stage_layers, c.pp_embedding_layers, c.pp_loss_layers,
+                fw_.support.pp_split, c.pp_schedule};
+  if (key == last_key) return last_moe;
   const StageLayers st = Stages(c);
   if (c.pp <= 1) {
     s.first = s.last = m.moe_layer_count();
-    return s;
+  } else {
+    s.first = MoeLayersIn(m, 0, st.first);
+    s.last = MoeLayersIn(m, m.layers - st.last, m.layers);
+    // The middle stages: the most MoE layers any of them holds.
+    for (int k = 1; k + 1 < c.pp; ++k) {
+      const int begin = st.first + (k - 1) * st.middle;
+      s.middle = std::max(s.middle, MoeLayersIn(m, begin, begin + st.middle));
+    }
   }
-  s.first = MoeLayersIn(m, 0, st.first);
-  s.last = MoeLayersIn(m, m.layers - st.last, m.layers);
-  // The middle stages: the most MoE layers any of them holds.
-  for (int k = 1; k + 1 < c.pp; ++k) {
-    const int begin = st.first + (k - 1) * st.middle;
-    s.middle = std::max(s.middle, MoeLayersIn(m, begin, begin + st.middle));
-  }
+  last_key = key;
+  last_moe = s;
   return s;
 }
 
