@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "planner/goodput.h"
 #include "planner/request.h"
 #include "planner/search.h"
 
@@ -24,6 +25,11 @@ inline constexpr const char* kRankedBy =
     "ranked by the pessimistic edge: iteration time x (1 + uncertainty), never faster than the "
     "GPU's "
     "published MFU ceiling";
+
+// How --objective time-to-train ranks (the plans document's `ranked_by`).
+inline constexpr const char* kRankedByTimeToTrain =
+    "ranked by the pessimistic time to train the token budget: the pessimistic step time with "
+    "failures, restarts and checkpoints at the optimal interval";
 
 // A ranked row of the plan: a candidate, the configurations whose
 // predictions are identical to it (placements or choices that change nothing),
@@ -41,6 +47,9 @@ struct RankedPlan {
   int faster_rank = 0;
   double faster_time_s = 0;
   std::string rank_note;
+  // The run to the token budget (GoodputOf), when the options ask for one
+  // (GoodputOptions::enabled); absent otherwise.
+  std::optional<Goodput> goodput;
 };
 
 // What makes a configuration complex, lowest = simplest (the documented
@@ -68,6 +77,14 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 // `max_rows` returns a prefix of a larger one's rows.
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
+// The same for a plan of `job` under `options`: with options.goodput enabled
+// every row carries its Goodput, and with objective kTimeToTrain the rows rank
+// as above with the expected time to train in place of the step time (the
+// pessimistic time to train orders them; the leaders are the rows whose point
+// time to train lies under the first row's pessimistic one). Without a goodput
+// the same as the form above.
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, const Job& job,
+                                     const SearchOptions& options, int max_rows);
 
 // What changes from one GPU count's pick to the next's, as "key a -> b" for
 // each configuration key (canonical JSON) and the framework, leaving out the

@@ -1,0 +1,217 @@
+// The goodput model (planner/goodput.h): Young's and Daly's intervals and
+// Daly's expected wall time as properties, checkpoint sizes from the
+// frameworks' layouts, and Llama 3 405B's published effective training time
+// reproduced from its published interruption counts and storage bandwidth
+// (validation/data/goodput_runs.json).
+#include "planner/goodput.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "common/json.h"
+#include "tests/planner/test_jobs.h"
+
+namespace paratune::planner {
+namespace {
+
+using testing::MakeJob;
+
+Json PublishedRun(const std::string& id) {
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json");
+  EXPECT_TRUE(in.good());
+  const Json doc = Json::parse(in);
+  for (const Json& r : doc["runs"]) {
+    if (r["id"] == id) return r;
+  }
+  ADD_FAILURE() << "no run " << id;
+  return Json();
+}
+
+TEST(Goodput, DalyApproachesYoungWhenSavesAreCheap) {
+  // δ/M → 0: Daly's correction terms vanish and its optimum is Young's.
+  const double M = 3600 * 24;
+  EXPECT_NEAR(DalyInterval(1, M) / YoungInterval(1, M), 1.0, 1e-2);
+  // A dearer save relative to M moves Daly's optimum away from Young's.
+  EXPECT_GT(std::abs(DalyInterval(600, 3600) / YoungInterval(600, 3600) - 1), 0.02);
+  // δ ≥ 2M: Daly's rule is to save every M.
+  EXPECT_DOUBLE_EQ(DalyInterval(8000, 3600), 3600);
+}
+
+TEST(Goodput, DalyIntervalMaximisesTheEffectiveFraction) {
+  // Daly's interval is an approximation of the optimum of his own wall-time
+  // expression: nearby intervals must not do better by more than a trace.
+  for (double delta : {5.0, 60.0, 600.0}) {
+    for (double M : {3600.0, 11000.0, 86400.0}) {
+      const double tau = DalyInterval(delta, M);
+      const double best = EffectiveFraction(tau, delta, 300, M);
+      for (double f : {0.5, 0.8, 1.25, 2.0}) {
+        EXPECT_GE(best + 1e-4, EffectiveFraction(tau * f, delta, 300, M))
+            << "delta " << delta << " M " << M << " factor " << f;
+      }
+    }
+  }
+}
+
+TEST(Goodput, EffectiveFractionFallsWithEveryCost) {
+  const double base = EffectiveFraction(600, 10, 300, 10000);
+  EXPECT_GT(base, 0);
+  EXPECT_LT(base, 1);
+  EXPECT_LT(EffectiveFraction(600, 20, 300, 10000), base);  // dearer save
+  EXPECT_LT(EffectiveFraction(600, 10, 600, 10000), base);  // dearer restart
+  EXPECT_LT(EffectiveFraction(600, 10, 300, 5000), base);   // more failures
+  // No failures: only the saves cost time.
+  EXPECT_NEAR(EffectiveFraction(600, 10, 300, 1e12), 600.0 / 610.0, 1e-6);
+}
+
+TEST(Goodput, CheckpointBytesFollowTheFrameworksLayouts) {
+  // Mixed-precision Adam: Megatron dist-ckpt and DeepSpeed ZeRO-1/2 write
+  // 16-bit weights (2 B) and the fp32 master copy and moments (12 B); torch
+  // DCP's FSDP shards are the fp32 master (4 B) plus the moments (8 B); ZeRO-3
+  // writes no 16-bit weights.
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  const GoodputOptions o;
+  const double params = static_cast<double>(job.model.ParamCount());
+  const CheckpointEstimate mg = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_DOUBLE_EQ(mg.total_bytes, 14 * params);
+  // Fully parallel save: every rank writes its share.
+  EXPECT_NEAR(mg.max_rank_bytes, 14 * params / 64, 1);
+
+  ParallelConfig z1 = c;
+  z1.distributed_optimizer = false;
+  z1.zero = 1;
+  const CheckpointEstimate ds = EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z1, o);
+  EXPECT_DOUBLE_EQ(ds.total_bytes, 14 * params);
+  // Data-parallel rank 0 writes the 16-bit weights of its model-parallel
+  // shard beside its optimizer partition: the heaviest writer.
+  EXPECT_NEAR(ds.max_rank_bytes, 2 * params / 16 + 12 * params / 64, 1);
+  EXPECT_GT(ds.max_rank_bytes, mg.max_rank_bytes);
+
+  ParallelConfig z3 = z1;
+  z3.zero = 3;
+  EXPECT_DOUBLE_EQ(EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z3, o).total_bytes,
+                   12 * params);
+
+  // AxoNN: the first data-parallel replica's gx·gy·gz ranks write it all.
+  ParallelConfig ax;
+  ax.gx = 2;
+  ax.gy = 2;
+  ax.gz = 2;
+  ax.gdata = 8;
+  const CheckpointEstimate axonn = EstimateCheckpoint(job, Framework::kAxonn, ax, o);
+  EXPECT_NEAR(axonn.max_rank_bytes, 14 * params / 8, 1);
+  EXPECT_NEAR(axonn.max_node_bytes, 14 * params, 8);  // one node holds the 8 writers
+
+  ParallelConfig fsdp;
+  fsdp.gz = 64;
+  const CheckpointEstimate dcp = EstimateCheckpoint(job, Framework::kTorchtitan, fsdp, o);
+  EXPECT_DOUBLE_EQ(dcp.total_bytes, 12 * params);
+  EXPECT_NEAR(dcp.held_rank_bytes, 12 * params / 64, 1);
+}
+
+TEST(Goodput, SavingIsBoundByTheSlowerOfFilesystemAndNode) {
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  GoodputOptions o;
+  o.save = CheckpointSave::kSync;
+  o.fs_GBps = 1;  // a slow filesystem binds
+  const CheckpointEstimate slow = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_FALSE(slow.write_node_bound);
+  EXPECT_NEAR(slow.write_s, slow.total_bytes / 1e9, 1e-6);
+  o.fs_GBps = 1e6;
+  o.fs_node_GBps = 1;  // a slow node binds
+  const CheckpointEstimate node = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_TRUE(node.write_node_bound);
+  EXPECT_NEAR(node.write_s, node.max_node_bytes / 1e9, 1e-6);
+  // More bandwidth is never slower.
+  o.fs_node_GBps = 2;
+  EXPECT_LT(EstimateCheckpoint(job, Framework::kMegatron, c, o).write_s, node.write_s);
+}
+
+TEST(Goodput, AsyncSaveCostsTheStepOnlyTheCopyToHost) {
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  GoodputOptions o;
+  o.fs_GBps = 10;
+  const CheckpointEstimate async = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  ASSERT_TRUE(async.async);
+  EXPECT_NEAR(async.blocking_s, async.max_rank_bytes / (job.cluster.HostLinkGBps() * 1e9), 1e-9);
+  EXPECT_LT(async.blocking_s, async.write_s);
+  o.save = CheckpointSave::kSync;
+  EXPECT_DOUBLE_EQ(EstimateCheckpoint(job, Framework::kMegatron, c, o).blocking_s, async.write_s);
+  // FSDP1 trainers save synchronously whatever is asked.
+  EXPECT_FALSE(OffersAsyncSave(Framework::kFsdp));
+  Job fsdp_job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096, Framework::kFsdp);
+  ParallelConfig fsdp;
+  fsdp.gz = 64;
+  o.save = CheckpointSave::kAuto;
+  const CheckpointEstimate f = EstimateCheckpoint(fsdp_job, Framework::kFsdp, fsdp, o);
+  EXPECT_FALSE(f.async);
+  EXPECT_DOUBLE_EQ(f.blocking_s, f.write_s);
+}
+
+TEST(Goodput, DefaultFailureRateIsLlama3sUnexpectedInterruptions) {
+  const Json r = PublishedRun("llama3-405b");
+  const double gpu_hours = r["gpus"].get<double>() * r["days"].get<double>() * 24;
+  EXPECT_DOUBLE_EQ(kDefaultFailuresPerGpuHour,
+                   r["unexpected_interruptions"].get<double>() / gpu_hours);
+  EXPECT_EQ(r["interruptions"].get<int>(),
+            r["planned_interruptions"].get<int>() + r["unexpected_interruptions"].get<int>());
+}
+
+// Llama 3 405B: "higher than 90 % effective training time" over a 54-day
+// snapshot with 466 interruptions on 16,384 H100s (arXiv 2407.21783 §3.3.4).
+// Assumptions beyond the paper: every interruption, planned ones included,
+// costs a restart and the work since the last checkpoint (a planned one could
+// save first: this is the pessimistic reading); the checkpoint is written in
+// Megatron's layout for the paper's TP 8, PP 16, DP 128 (Table 4) to Tectonic
+// at its stated sustained 2 TB/s (§3.3.1), synchronously, at Daly's interval;
+// a restart costs 10 minutes (kDefaultRestartS) plus the load.
+TEST(Goodput, ReproducesLlama3EffectiveTrainingTime) {
+  const Json r = PublishedRun("llama3-405b");
+  Job job = MakeJob(r["model"].get<std::string>(), "dgx-h100", r["gpus"].get<int>(),
+                    r["tokens_per_batch"].get<int64_t>() / r["seq_len"].get<int>(),
+                    r["seq_len"].get<int>());
+  ParallelConfig c;
+  c.gy = r["config"]["tp"].get<int>();
+  c.pp = r["config"]["pp"].get<int>();
+  c.gdata = r["config"]["dp"].get<int>();
+  c.distributed_optimizer = true;
+  ASSERT_EQ(c.world(), job.gpus);
+  GoodputOptions o;
+  o.save = CheckpointSave::kSync;
+  o.fs_GBps = r["storage_sustained_TBps"].get<double>() * 1000;
+  const CheckpointEstimate ck = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  // Per-GPU state within the paper's "1 MB to 4 GB per GPU".
+  EXPECT_GE(ck.max_rank_bytes, r["checkpoint_per_gpu_bytes_min"].get<double>());
+  EXPECT_LE(ck.max_rank_bytes, r["checkpoint_per_gpu_bytes_max"].get<double>());
+
+  const double mtbf_s = r["days"].get<double>() * 86400 / r["interruptions"].get<double>();
+  const double restart_s = kDefaultRestartS + ck.load_s;
+  const double tau = DalyInterval(ck.blocking_s, mtbf_s);
+  const double fraction = EffectiveFraction(tau, ck.blocking_s, restart_s, mtbf_s);
+  EXPECT_GT(fraction, r["effective_training_fraction_min"].get<double>())
+      << "interval " << tau << " s, save " << ck.blocking_s << " s, restart " << restart_s
+      << " s, MTBF " << mtbf_s << " s";
+  // The bound constrains the restart cost the paper does not state: 466
+  // restarts of 20 minutes would alone take 12 % of the 54 days.
+  EXPECT_LT(EffectiveFraction(tau, ck.blocking_s, 1200 + ck.load_s, mtbf_s), 0.90);
+}
+
+}  // namespace
+}  // namespace paratune::planner
