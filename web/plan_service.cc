@@ -185,6 +185,13 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
     if (!v->is_string()) return Status::InvalidArgument("/objective: must be a string");
     auto ob = planner::ParseObjective(v->get<std::string>());
     if (!ob.ok()) return UnderPointer(ob.status(), "/objective");
+    // Time to train needs a token budget and failure inputs the request form
+    // does not take yet: refused rather than ranked by step time unasked.
+    if (*ob == planner::Objective::kTimeToTrain) {
+      return Status::InvalidArgument(
+          "/objective: time-to-train needs a token budget, which the service does not take yet; "
+          "use `paratune plan --objective time-to-train --tokens N`");
+    }
     o.objective = *ob;
   }
   if (auto v = take("top")) {
