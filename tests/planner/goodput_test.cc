@@ -116,6 +116,58 @@ TEST(Goodput, CheckpointBytesFollowTheFrameworksLayouts) {
   EXPECT_NEAR(dcp.held_rank_bytes, 12 * params / 64, 1);
 }
 
+Json PublishedCheckpoint(const std::string& id) {
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json");
+  const Json doc = Json::parse(in);
+  for (const Json& c : doc["checkpoints"]) {
+    if (c["id"] == id) return c;
+  }
+  ADD_FAILURE() << "no checkpoint " << id;
+  return Json();
+}
+
+// BLOOM 176B (Megatron-DeepSpeed, ZeRO-1, bf16): "only the bf16 weights are
+// 329GB, the full checkpoint with optimizer states is 2.3TB". Read as binary
+// units rounded up, as `du -h` prints sizes: in decimal units the 16-bit
+// weights alone (2 bytes per parameter) would be 352 GB, not 329.
+TEST(Goodput, ReproducesBloomCheckpointSize) {
+  const Json c = PublishedCheckpoint("bloom-176b");
+  Job job = MakeJob("llama3-70b", "dgx-a100-80gb", 384, 2048, 2048, Framework::kMegatronDeepSpeed);
+  const Json& m = c["model"];
+  job.model.name = "bloom-176b";
+  job.model.layers = m["layers"];
+  job.model.hidden = m["hidden"];
+  job.model.heads = m["heads"];
+  job.model.kv_heads = m["heads"];
+  job.model.ffn_hidden = m["ffn_hidden"];
+  job.model.vocab = m["vocab"];
+  job.model.gated_ffn = m["gated_ffn"];
+  job.model.tied_embeddings = m["tied_embeddings"];
+  job.model.linear_bias = m["linear_bias"];
+  job.model.norm = m["norm"].get<std::string>();
+  job.model.max_seq_len = 0;  // ALiBi: no learned positions
+  ASSERT_TRUE(ValidateModel(job.model, "").ok());
+  // The spec's count within 0.01 % of the published one (BLOOM also norms its
+  // embedding: 2·h more).
+  EXPECT_NEAR(static_cast<double>(job.model.ParamCount()), c["params"].get<double>(),
+              1e-4 * c["params"].get<double>());
+  ParallelConfig z1;
+  z1.gy = c["config"]["tp"];
+  z1.pp = c["config"]["pp"];
+  z1.gdata = c["config"]["dp"];
+  z1.zero = c["config"]["zero"];
+  ASSERT_EQ(z1.world(), job.gpus);
+  const GoodputOptions o;
+  const double full = EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z1, o).total_bytes;
+  ParallelConfig z3 = z1;
+  z3.zero = 3;  // the same states without the 16-bit weights
+  const double weights =
+      full - EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z3, o).total_bytes;
+  const double GiB = std::pow(2.0, 30), TiB = std::pow(2.0, 40);
+  EXPECT_EQ(std::ceil(weights / GiB), 329) << weights / GiB << " GiB";
+  EXPECT_EQ(std::ceil(10 * full / TiB) / 10, 2.3) << full / TiB << " TiB";
+}
+
 TEST(Goodput, SavingIsBoundByTheSlowerOfFilesystemAndNode) {
   Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
   ParallelConfig c;
