@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "planner/goodput_request.h"
 #include "planner/plans.h"
 #include "scenario/scenario.h"
 
@@ -317,31 +318,6 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
   }
 }
 
-// A token budget as people write it: a decimal number with an optional
-// decimal suffix k, M, B or G, T (15T = 15e12; token budgets are quoted in
-// powers of ten, unlike the binary --seq and --global-batch counts).
-Result<double> ParseTokens(const std::string& text) {
-  const std::string bad = "--tokens: '" + text +
-                          "' is not a token budget (accepted: a number with an optional decimal "
-                          "suffix k, M, B or G, T: 15T = 15e12, 2.5B = 2.5e9)";
-  if (text.empty()) return Status::InvalidArgument(bad);
-  double scale = 1;
-  std::string digits = text;
-  switch (text.back()) {
-    case 'k': case 'K': scale = 1e3; break;
-    case 'M': scale = 1e6; break;
-    case 'B': case 'G': scale = 1e9; break;
-    case 'T': scale = 1e12; break;
-    default: break;
-  }
-  if (scale != 1) digits.pop_back();
-  auto v = ParseDouble(digits, "--tokens");
-  if (!v.ok() || !(*v > 0) || !std::isfinite(*v * scale) || *v * scale > 1e18) {
-    return Status::InvalidArgument(bad);
-  }
-  return *v * scale;
-}
-
 // A positive number flag, or its default.
 Result<double> PositiveFlag(const Flags& flags, const char* name, double fallback) {
   auto text = flags.Get(name);
@@ -375,7 +351,7 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
     }
     return g;
   }
-  PT_ASSIGN_OR_RETURN(g.tokens, ParseTokens(*flags.Get("--tokens")));
+  PT_ASSIGN_OR_RETURN(g.tokens, planner::ParseTokenBudget(*flags.Get("--tokens"), "--tokens"));
   PT_ASSIGN_OR_RETURN(g.fs_GBps, PositiveFlag(flags, "--fs-GBps", g.fs_GBps));
   PT_ASSIGN_OR_RETURN(g.fs_node_GBps, PositiveFlag(flags, "--fs-node-GBps", 0));
   if (flags.Has("--failures-per-gpu-hour")) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/json.h"
+#include "planner/goodput_request.h"
 #include "tests/planner/test_jobs.h"
 
 namespace paratune::planner {
@@ -28,6 +29,24 @@ Json PublishedRun(const std::string& id) {
   }
   ADD_FAILURE() << "no run " << id;
   return Json();
+}
+
+TEST(Goodput, TokenBudgetsReadAsPublished) {
+  // Budgets are quoted in powers of ten: Llama 3's "15.6T tokens".
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("15.6T", "t"), 15.6e12);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("300B", "t"), 3e11);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("300G", "t"), 3e11);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("8k", "t"), 8e3);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("2e12", "t"), 2e12);
+  for (const char* bad : {"", "T", "0", "-1T", "15TB", "2^40", "1e19"}) {
+    EXPECT_FALSE(ParseTokenBudget(bad, "t").ok()) << bad;
+  }
+  auto g = ParseGoodputRequest(Json::parse(R"({"tokens": "1T", "restart_s": 300})"), "/goodput");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_DOUBLE_EQ(g->tokens, 1e12);
+  EXPECT_DOUBLE_EQ(g->restart_s, 300);
+  EXPECT_DOUBLE_EQ(g->failures_per_gpu_hour, kDefaultFailuresPerGpuHour);
+  EXPECT_FALSE(ParseGoodputRequest(Json::parse(R"({"restart_s": 300})"), "/goodput").ok());
 }
 
 TEST(Goodput, DalyApproachesYoungWhenSavesAreCheap) {
