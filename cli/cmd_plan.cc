@@ -497,6 +497,16 @@ void PrintSection(const planner::PlanSection& s, const planner::SearchOptions& o
              << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
              << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
              << s.fits_from->gpus << ")\n";
+      if (opt.goodput.enabled()) {
+        planner::Job there = s.job;
+        there.gpus = s.fits_from->gpus;
+        const planner::Goodput g =
+            planner::GoodputOf(there, b.framework, b.config, b.prediction, opt.goodput);
+        out << "  there, to the budget: " << FormatFixed(g.time_to_train_s / 86400, 2)
+            << " days at " << FormatFixed(100 * g.effective_fraction, 1) << " % effective, "
+            << FormatFixed(g.gpu_hours, 0) << " GPU-hours"
+            << (g.cost > 0 ? ", cost " + FormatFixed(g.cost, 0) : std::string()) << "\n";
+      }
     } else if (planner::MemoryBinds(s.result)) {
       out << "nothing fits at up to " << planner::MostGpusToTry(s.job, kMaxGpus)
              << " GPUs either (doubling from " << s.job.gpus

@@ -147,6 +147,7 @@ CheckpointEstimate EstimateCheckpoint(const Job& job, Framework fw, const Parall
   const StateBytes b = StateBytesOf(e.format, c, job.training);
   e.bytes_per_param = b.weights + b.optimizer;
   e.total_bytes = e.params * e.bytes_per_param;
+  e.weights_bytes = e.params * b.weights;
   const Split s = SplitOf(c, job.gpus);
   const int64_t gpn = std::max(1, job.cluster.gpus_per_node);
   // The heaviest rank and node: one pass over the ranks (called per ranked

@@ -55,20 +55,23 @@ bool OffersAsyncSave(Framework f);
 // One checkpoint of one plan. Bytes are decimal (GB = 1e9, as the bandwidths).
 struct CheckpointEstimate {
   CheckpointFormat format = CheckpointFormat::kMegatronDistCkpt;
-  double params = 0;               // parameters saved (the model's count)
-  double bytes_per_param = 0;      // total_bytes / params
-  double total_bytes = 0;          // all ranks' files, each state written once
-  double max_rank_bytes = 0;       // the rank that writes the most
-  double max_node_bytes = 0;       // the node whose ranks write the most
-  double held_rank_bytes = 0;      // what the rank holding the most reads back on restart
-  double write_s = 0;              // to the filesystem: max(total / fs, node / node bandwidth)
-  bool write_node_bound = false;   // the node's bandwidth, not the filesystem's, sets write_s
-  bool async = false;              // saved asynchronously (GoodputOptions::save, OffersAsyncSave)
+  double params = 0;           // parameters saved (the model's count)
+  double bytes_per_param = 0;  // total_bytes / params
+  double total_bytes = 0;      // all ranks' files, each state written once
+  // Of total_bytes, the model's weights as written: 16-bit, fp32 where they
+  // are the master copy (torch DCP, fp32 training), 0 under DeepSpeed ZeRO-3.
+  double weights_bytes = 0;
+  double max_rank_bytes = 0;      // the rank that writes the most
+  double max_node_bytes = 0;      // the node whose ranks write the most
+  double held_rank_bytes = 0;     // what the rank holding the most reads back on restart
+  double write_s = 0;             // to the filesystem: max(total / fs, node / node bandwidth)
+  bool write_node_bound = false;  // the node's bandwidth, not the filesystem's, sets write_s
+  bool async = false;             // saved asynchronously (GoodputOptions::save, OffersAsyncSave)
   // Seconds the training step stops for one save: write_s when synchronous;
   // the copy of max_rank_bytes to host memory at the GPU's host-link
   // bandwidth when asynchronous (the write then runs beside training).
   double blocking_s = 0;
-  double load_s = 0;               // every rank reading its state back on restart
+  double load_s = 0;  // every rank reading its state back on restart
 };
 
 // REQUIRES: job validated, c a configuration of `fw` for job.gpus ranks,
@@ -94,23 +97,23 @@ double EffectiveFraction(double interval_s, double delta_s, double restart_s, do
 // A plan's run to the token budget.
 struct Goodput {
   CheckpointEstimate checkpoint;
-  double job_mtbf_s = 0;         // 1 / (failures per GPU-hour × GPUs), seconds
+  double job_mtbf_s = 0;  // 1 / (failures per GPU-hour × GPUs), seconds
   // Seconds from a failure to resumed training: options.restart_s + the load,
   // plus, when saving asynchronously, the write still under way (the newest
   // durable checkpoint is one write behind the newest started).
   double restart_s = 0;
-  double interval_young_s = 0;   // YoungInterval
-  double interval_s = 0;         // DalyInterval, at least the write of an async save
-  double interval_steps = 0;     // interval_s in whole steps (at least 1)
-  double effective_fraction = 0; // EffectiveFraction at interval_s
-  double steps = 0;              // tokens / (global batch × sequence)
-  double compute_s = 0;          // steps × step time: the run with no failure and no save
-  double time_to_train_s = 0;    // expected wall time: compute_s / effective_fraction
+  double interval_young_s = 0;    // YoungInterval
+  double interval_s = 0;          // DalyInterval, at least the write of an async save
+  double interval_steps = 0;      // interval_s in whole steps (at least 1)
+  double effective_fraction = 0;  // EffectiveFraction at interval_s
+  double steps = 0;               // tokens / (global batch × sequence)
+  double compute_s = 0;           // steps × step time: the run with no failure and no save
+  double time_to_train_s = 0;     // expected wall time: compute_s / effective_fraction
   // The same from the pessimistic step time (Prediction::pessimistic_time_s):
   // what RankForTrust ranks time to train by.
   double pessimistic_time_to_train_s = 0;
-  double gpu_hours = 0;          // time_to_train_s × GPUs / 3600
-  double cost = 0;               // gpu_hours × options.gpu_hour_price (0 without a price)
+  double gpu_hours = 0;  // time_to_train_s × GPUs / 3600
+  double cost = 0;       // gpu_hours × options.gpu_hour_price (0 without a price)
 };
 
 // REQUIRES: options.enabled(), prediction of c under job and fw (fits).

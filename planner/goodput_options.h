@@ -40,7 +40,7 @@ inline constexpr double kDefaultRestartS = 600;
 enum class CheckpointSave : uint8_t { kAuto = 0, kSync };
 
 struct GoodputOptions {
-  double tokens = 0;  // token budget to train; 0 = not asked (no goodput)
+  double tokens = 0;                          // token budget to train; 0 = not asked (no goodput)
   double fs_GBps = kDefaultCheckpointFsGBps;  // aggregate filesystem write/read bandwidth, GB/s
   // Per-node filesystem bandwidth, GB/s; 0 = the node's network injection
   // bandwidth (ClusterSpec::NodeInjectionGBps), the most a node can push.

@@ -17,6 +17,7 @@ OrderedJson GoodputJson(const Goodput& g) {
   c["params"] = ck.params;
   c["bytes_per_param"] = ck.bytes_per_param;
   c["total_GB"] = ck.total_bytes / 1e9;
+  c["weights_GB"] = ck.weights_bytes / 1e9;
   c["max_rank_GB"] = ck.max_rank_bytes / 1e9;
   c["max_node_GB"] = ck.max_node_bytes / 1e9;
   c["held_rank_GB"] = ck.held_rank_bytes / 1e9;
@@ -663,6 +664,13 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
     const Candidate& b = s.fits_from->best;
     OrderedJson f = CandidateBrief(b);
     f["gpus"] = s.fits_from->gpus;
+    // With a token budget: what that count's run to it takes and costs.
+    if (options.goodput.enabled()) {
+      Job there = s.job;
+      there.gpus = s.fits_from->gpus;
+      f["goodput"] =
+          GoodputJson(GoodputOf(there, b.framework, b.config, b.prediction, options.goodput));
+    }
     doc["fewest_gpus_that_fit"] = f;
   } else {
     doc["fewest_gpus_that_fit"] = nullptr;

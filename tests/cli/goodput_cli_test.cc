@@ -131,6 +131,55 @@ TEST(PlanGoodput, SyncSavesAndSlowFilesystemsCostTime) {
   EXPECT_GT(s["interval_s"].get<double>(), f["interval_s"].get<double>());
 }
 
+// When memory sends the search to more GPUs, the count it names says what
+// the run to the budget takes there.
+TEST(PlanGoodput, FewestGpusThatFitCarriesItsRun) {
+  const Outcome r = Call(RunPlan, {"--model",        "llama3.1-70b",
+                                   "--cluster",      "dgx-h100",
+                                   "--gpus",         "2",
+                                   "--seq",          "8192",
+                                   "--global-batch", "64",
+                                   "--space",        "megatron",
+                                   "--top",          "1",
+                                   "--threads",      "2",
+                                   "--tokens",       "1T",
+                                   "--format",       "json"});
+  ASSERT_EQ(r.code, kExitNoFeasible) << r.err;
+  const Json f = Json::parse(r.out)["fewest_gpus_that_fit"];
+  ASSERT_TRUE(f.is_object()) << r.out;
+  const Json& g = f["goodput"];
+  ASSERT_TRUE(g.is_object()) << f.dump();
+  const double days = g["time_to_train_days"];
+  EXPECT_NEAR(g["gpu_hours"].get<double>(), days * 24 * f["gpus"].get<int>(),
+              1e-9 * days * 24 * f["gpus"].get<int>());
+  EXPECT_NEAR(g["job_mtbf_h"].get<double>(),
+              1 / (planner::kDefaultFailuresPerGpuHour * f["gpus"].get<int>()), 1e-6);
+}
+
+// `validate --goodput`: every published figure beside the model's, with the
+// assumptions (docs/cli.md, Validation).
+TEST(PlanGoodput, ValidateReportsThePublishedFigures) {
+  const std::string file = std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json";
+  const Outcome t = Call(RunValidate, {"--goodput", file});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(t.out.find("== llama3-405b/effective_training  [reproduced]"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("assumed:   restart 10 min (no published figure)"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("4 of 4 published goodput figures reproduced"), std::string::npos) << t.out;
+  const Outcome j = Call(RunValidate, {"--goodput", file, "--format", "json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const Json doc = Json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "paratune.goodput_checks/v1");
+  EXPECT_EQ(doc["within"], doc["of"]);
+  for (const Json& c : doc["checks"]) {
+    for (const char* k : {"id", "source", "published", "paratune", "value", "within", "assumed"}) {
+      EXPECT_TRUE(c.contains(k)) << k;
+    }
+  }
+  EXPECT_EQ(Call(RunValidate, {"--goodput", file, "--runs", file}).code, kExitUsage);
+}
+
 TEST(PlanGoodput, TableShowsTheRunAndItsAssumptions) {
   const Outcome r = Call(RunPlan, With(kJob, {"--objective", "time-to-train", "--tokens", "2T"}));
   ASSERT_EQ(r.code, kExitOk) << r.err;
