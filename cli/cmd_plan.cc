@@ -272,7 +272,8 @@ void PrintGoodput(const std::vector<planner::RankedPlan>& rows, const planner::S
         << (g.failures_per_gpu_hour == planner::kDefaultFailuresPerGpuHour
                 ? " (Llama 3 405B's 419 unexpected interruptions in 54 days on 16,384 H100s)"
                 : "")
-        << ", one every " << FormatFixed(r.job_mtbf_s / 3600, 1) << " h on " << rows.front().best.config.world()
+        << ", one every " << FormatFixed(r.job_mtbf_s / 3600, 1) << " h on "
+        << rows.front().best.config.world()
         << " GPUs; restart " << FormatFixed(g.restart_s / 60, 1) << " min"
         << (g.restart_s == planner::kDefaultRestartS ? " (assumed; --restart-min)" : "")
         << " + load; filesystem " << FormatFixed(g.fs_GBps, 0) << " GB/s aggregate"
@@ -341,7 +342,8 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
   if (!flags.Has("--tokens")) {
     if (objective == planner::Objective::kTimeToTrain) {
       return Status::InvalidArgument(
-          "--objective time-to-train needs --tokens, the token budget to train (e.g. --tokens 15T)");
+          "--objective time-to-train needs --tokens, the token budget to train "
+          "(e.g. --tokens 15T)");
     }
     for (const char* f : needs_tokens) {
       if (flags.Has(f)) {

@@ -601,8 +601,9 @@ int RunValidate(const Args& args, Io io) {
   if (auto goodput_path = flags.Get("--goodput")) {
     if (cal_path || runs_path || flags.Has("--memory")) {
       return UsageError(io, "validate",
-                        Status::InvalidArgument("--goodput runs on its own (not with --calibration, "
-                                                "--runs or --memory)"));
+                        Status::InvalidArgument(
+                            "--goodput runs on its own (not with --calibration, --runs or "
+                            "--memory)"));
     }
     auto doc = LoadJsonArg(*goodput_path, "--goodput", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());

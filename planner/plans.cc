@@ -358,8 +358,9 @@ void RankByTimeToTrain(std::vector<RankedPlan>& rows) {
   while (lead < rows.size() && rows[lead].goodput->time_to_train_s <= edge) {
     rows[lead++].within_band = true;
   }
-  std::stable_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
-                   [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
+  std::stable_sort(
+      rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
+      [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
   NoteQuickerToTrainBelow(rows, edge);
 }
 
@@ -377,7 +378,9 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, const J
     r.goodput = GoodputOf(job, r.best.framework, r.best.config, r.best.prediction, options.goodput);
   }
   if (by_goodput && !rows.empty()) RankByTimeToTrain(rows);
-  if (static_cast<int>(rows.size()) > max_rows) rows.resize(static_cast<size_t>(std::max(max_rows, 0)));
+  if (static_cast<int>(rows.size()) > max_rows) {
+    rows.resize(static_cast<size_t>(std::max(max_rows, 0)));
+  }
   return rows;
 }
 
@@ -699,7 +702,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         row["tokens_per_s_per_gpu"] = b.prediction.tokens_per_s / sec.job.gpus;
         row["mfu"] = b.prediction.mfu;
         if (options.goodput.enabled()) {
-          const Goodput g = GoodputOf(sec.job, b.framework, b.config, b.prediction, options.goodput);
+          const Goodput g =
+              GoodputOf(sec.job, b.framework, b.config, b.prediction, options.goodput);
           row["effective_fraction"] = g.effective_fraction;
           row["time_to_train_days"] = g.time_to_train_s / 86400;
           row["gpu_hours"] = g.gpu_hours;

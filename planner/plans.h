@@ -74,7 +74,8 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 // ranks first (then the faster); the rest follow by time. A row ranked above
 // a faster one says why (RankedPlan::rank_note). Then the first `max_rows`
 // rows are kept: the ranking is made on the whole pool, so a smaller
-// `max_rows` returns a prefix of a larger one's rows.
+// `max_rows` returns a prefix of a larger one's rows. kTimeToTrain needs the
+// job and the goodput inputs (the form below); here it ranks as kTime.
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
 // The same for a plan of `job` under `options`: with options.goodput enabled
@@ -160,7 +161,9 @@ struct ScalingPick {
   bool first = true;   // the first count with a pick: nothing to compare
 };
 // One entry per section, nullopt where nothing fits. Sections in ascending
-// GPU count, as a sweep runs them.
+// GPU count, as a sweep runs them. Picks are made by step time under every
+// time-like objective, kTimeToTrain included (the sweep's rows then show each
+// pick's time to train and cost beside it).
 std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
                                                           Objective objective);
 
