@@ -615,7 +615,8 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["gpus"] = s.job.gpus;
   doc["space"] = FamilyName(options.family);
   doc["objective"] = ObjectiveName(options.objective);
-  if (options.objective == Objective::kTimeToTrain) {
+  // Without a token budget kTimeToTrain ranks as kTime (RankForTrust).
+  if (options.objective == Objective::kTimeToTrain && options.goodput.enabled()) {
     doc["ranked_by"] = kRankedByTimeToTrain;
   } else if (options.objective != Objective::kMemory) {
     doc["ranked_by"] = kRankedBy;
