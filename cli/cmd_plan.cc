@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "planner/goodput_request.h"
 #include "planner/plans.h"
 #include "scenario/scenario.h"
 
@@ -20,7 +22,10 @@ constexpr const char* kHelp =
                      [--seq S] [--precision bf16] [--attention flash|unfused]
                      [--framework F] [--compile] [--allow-lossy]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
-                     [--objective time|tokens_per_s|mfu|memory] [--top K] [--headroom F]
+                     [--objective time|tokens_per_s|mfu|memory|time-to-train] [--top K]
+                     [--headroom F] [--tokens N [--fs-GBps BW] [--fs-node-GBps BW]
+                     [--failures-per-gpu-hour F] [--restart-min M] [--checkpoint-save auto|sync]
+                     [--gpu-hour-price P]]
                      [--explain "tp=8,pp=16,..."] [--pareto] [--threads T]
                      [--profile PROFILE.json] [--format table|json]
 
@@ -65,7 +70,37 @@ which one fits, with its best plan. Nothing is launched: a dry run.
                      also uneven_pp=false: whole pipeline stages only); on a
                      mixture-of-experts model zero=3 and host offload are
                      refused (not priced for experts)
-  --objective O      rank by time (default), tokens_per_s, mfu or memory
+  --objective O      rank by time (default), tokens_per_s, mfu, memory, or
+                     time-to-train: the expected wall time to train --tokens,
+                     failures, restarts and checkpoints included (needs --tokens;
+                     re-ranks the rows a step-time search keeps: the leaders
+                     and --top distinct predictions, so a larger --top widens it)
+  --tokens N         price the run to a token budget, not one step: N tokens
+                     with a decimal suffix (15T = 15e12, 300B, 2.5M). Each row
+                     then shows the checkpoint its framework writes (Megatron
+                     dist-ckpt, torch DCP, DeepSpeed ZeRO files: bytes from the
+                     plan's sharding), the step's stall per save (the whole
+                     write, or with an async save only the copy to host
+                     memory), the load on restart, Daly's optimal checkpoint
+                     interval, the fraction of wall time that trains, the days
+                     and GPU-hours to the budget. A failure on any GPU stops
+                     the job and loses the work since the last checkpoint
+  --fs-GBps BW       filesystem bandwidth the job gets, aggregate, GB/s (default
+                     500: a tenth of Perlmutter scratch's 5 TB/s; an assumption)
+  --fs-node-GBps BW  filesystem bandwidth one node gets, GB/s (default: the
+                     node's network injection bandwidth)
+  --failures-per-gpu-hour F
+                     job-stopping failures per GPU-hour (default 1.97e-5: Llama
+                     3 405B's 419 unexpected interruptions in 54 days on 16,384
+                     H100s, arXiv 2407.21783 §3.3.4); the job's mean time
+                     between failures is 1 / (F x GPUs)
+  --restart-min M    minutes from a failure to training again, before the load
+                     (default 10: an assumption, no published figure)
+  --checkpoint-save S  auto (default): asynchronous where the framework offers
+                     it, which you turn on there (Megatron-Core --async-save,
+                     torchtitan checkpoint.async_mode, DeepSpeed's decoupled
+                     writer); sync: every save stalls the step for the write
+  --gpu-hour-price P price of one GPU-hour: adds the cost to the budget
   --top K            rows to print (default 10), cut from the ranking of the whole
                      space: rows whose predictions are identical collapse into
                      one ("+N same"); leaders within the winner's uncertainty
@@ -82,6 +117,8 @@ examples:
   paratune plan --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 --global-batch 1536
   paratune plan --model llama3-70b --cluster dgx-h100 --gpus 256:2048 --global-batch 1024 \
       --seq 8192 --space megatron --format json > plans.json
+  paratune plan --model llama3.1-405b --cluster dgx-h100 --gpus 16384 --global-batch 2048 \
+      --seq 8192 --objective time-to-train --tokens 15T --fs-GBps 2000 --gpu-hour-price 2
 )";
 
 struct Timer {
@@ -145,7 +182,7 @@ std::string TopTerms(const planner::Prediction& p) {
 // a line saying why (`notes`; the Pareto listing, ordered by memory, leaves
 // them out), and the footer names the fastest row.
 void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream& out,
-                     bool notes = true) {
+                     bool notes = true, const char* ranked_by = planner::kRankedBy) {
   out << std::right << std::setw(4) << "rank" << "  " << std::left << std::setw(19) << "framework"
       << std::setw(52) << "config" << std::right << std::setw(10) << "time_s" << std::setw(8) << "±%"
       << std::setw(11) << "tokens/s" << std::setw(7) << "MFU%" << std::setw(9) << "mem_GiB" << "  top terms\n";
@@ -170,7 +207,7 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
   int above = 0;
   for (const auto& r : rows) above += r.best.prediction.above_published_mfu;
   if (!rows.empty() && rows.front().best.prediction.pessimistic_time_s > 0) {
-    out << planner::kRankedBy << " (docs/model.md, Ranking)\n";
+    out << ranked_by << " (docs/model.md, Ranking)\n";
     // The fastest row, among those shown and those their notes name.
     int fastest = 1;
     double fastest_s = rows.front().best.prediction.iteration_time_s;
@@ -197,6 +234,53 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
     out << "~ " << within << " leaders are within the winner's uncertainty band (±"
         << FormatFixed(100 * rows.front().best.prediction.uncertainty, 0)
         << " %): among them the simpler configuration is ranked first (docs/model.md, Ranking)\n";
+  }
+}
+
+// The ranked rows' runs to the token budget (planner/goodput.h): the
+// checkpoint each writes, its save and load, the interval, the effective
+// fraction, the time to train and its cost, and the inputs they assume.
+void PrintGoodput(const std::vector<planner::RankedPlan>& rows, const planner::SearchOptions& opt,
+                  std::ostream& out) {
+  const planner::GoodputOptions& g = opt.goodput;
+  out << "\ntime to train " << FormatFixed(g.tokens / 1e12, 3) << "T tokens"
+      << " (docs/model.md, Time to train):\n";
+  out << std::right << std::setw(4) << "rank" << std::setw(20) << "checkpoint" << std::setw(10)
+      << "total_GB" << std::setw(9) << "rank_GB" << std::setw(8) << "save" << std::setw(9)
+      << "stall_s" << std::setw(8) << "load_s" << std::setw(11) << "interval" << std::setw(7)
+      << "eff%" << std::setw(8) << "days" << std::setw(12) << "GPU-hours"
+      << (g.gpu_hour_price > 0 ? "        cost" : "") << "\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].goodput) continue;
+    const planner::Goodput& r = *rows[i].goodput;
+    const planner::CheckpointEstimate& ck = r.checkpoint;
+    const std::string interval = FormatFixed(r.interval_s / 60, 1) + " min";
+    out << std::setw(4) << i + 1 << std::setw(20) << planner::CheckpointFormatName(ck.format)
+        << std::setw(10) << FormatFixed(ck.total_bytes / 1e9, 0) << std::setw(9)
+        << FormatFixed(ck.max_rank_bytes / 1e9, 2) << std::setw(8) << (ck.async ? "async" : "sync")
+        << std::setw(9) << FormatFixed(ck.blocking_s, 2) << std::setw(8)
+        << FormatFixed(ck.load_s, 1) << std::setw(11) << interval << std::setw(7)
+        << FormatFixed(100 * r.effective_fraction, 1) << std::setw(8)
+        << FormatFixed(r.time_to_train_s / 86400, 2) << std::setw(12)
+        << FormatFixed(r.gpu_hours, 0);
+    if (g.gpu_hour_price > 0) out << std::setw(12) << FormatFixed(r.cost, 0);
+    out << "\n";
+  }
+  if (!rows.empty() && rows.front().goodput) {
+    const planner::Goodput& r = *rows.front().goodput;
+    out << "failures: " << FormatFixed(g.failures_per_gpu_hour * 1e6, 2) << " per million GPU-hours"
+        << (g.failures_per_gpu_hour == planner::kDefaultFailuresPerGpuHour
+                ? " (Llama 3 405B's 419 unexpected interruptions in 54 days on 16,384 H100s)"
+                : "")
+        << ", one every " << FormatFixed(r.job_mtbf_s / 3600, 1) << " h on "
+        << rows.front().best.config.world()
+        << " GPUs; restart " << FormatFixed(g.restart_s / 60, 1) << " min"
+        << (g.restart_s == planner::kDefaultRestartS ? " (assumed; --restart-min)" : "")
+        << " + load; filesystem " << FormatFixed(g.fs_GBps, 0) << " GB/s aggregate"
+        << (g.fs_node_GBps > 0 ? ", " + FormatFixed(g.fs_node_GBps, 0) + " GB/s per node"
+                               : std::string(", the node's NICs per node"))
+        << "; interval: Daly's optimum (Young's " << FormatFixed(r.interval_young_s / 60, 1)
+        << " min for #1)\n";
   }
 }
 
@@ -235,6 +319,63 @@ void PrintDifference(const planner::Prediction& mine, const planner::Prediction&
   }
 }
 
+// A positive number flag, or its default.
+Result<double> PositiveFlag(const Flags& flags, const char* name, double fallback) {
+  auto text = flags.Get(name);
+  if (!text) return fallback;
+  auto v = ParseDouble(*text, name);
+  if (!v.ok()) return v.status();
+  if (!(*v > 0) || !std::isfinite(*v)) {
+    return Status::InvalidArgument(std::string(name) + " must be a positive number");
+  }
+  return *v;
+}
+
+// The run beyond one step (planner/goodput.h) from --tokens, --fs-GBps,
+// --fs-node-GBps, --failures-per-gpu-hour, --restart-min, --checkpoint-save
+// and --gpu-hour-price. --objective time-to-train needs --tokens; the other
+// flags without --tokens are refused, since they would change nothing.
+Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Objective objective) {
+  planner::GoodputOptions g;
+  const char* needs_tokens[] = {"--fs-GBps", "--fs-node-GBps", "--failures-per-gpu-hour",
+                                "--restart-min", "--checkpoint-save", "--gpu-hour-price"};
+  if (!flags.Has("--tokens")) {
+    if (objective == planner::Objective::kTimeToTrain) {
+      return Status::InvalidArgument(
+          "--objective time-to-train needs --tokens, the token budget to train "
+          "(e.g. --tokens 15T)");
+    }
+    for (const char* f : needs_tokens) {
+      if (flags.Has(f)) {
+        return Status::InvalidArgument(std::string(f) +
+                                       " prices a run to a token budget: give --tokens too");
+      }
+    }
+    return g;
+  }
+  PT_ASSIGN_OR_RETURN(g.tokens, planner::ParseTokenBudget(*flags.Get("--tokens"), "--tokens"));
+  PT_ASSIGN_OR_RETURN(g.fs_GBps, PositiveFlag(flags, "--fs-GBps", g.fs_GBps));
+  PT_ASSIGN_OR_RETURN(g.fs_node_GBps, PositiveFlag(flags, "--fs-node-GBps", 0));
+  if (flags.Has("--failures-per-gpu-hour")) {
+    auto v = ParseDouble(*flags.Get("--failures-per-gpu-hour"), "--failures-per-gpu-hour");
+    if (!v.ok()) return v.status();
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      return Status::InvalidArgument("--failures-per-gpu-hour must be a number >= 0");
+    }
+    g.failures_per_gpu_hour = *v;
+  }
+  PT_ASSIGN_OR_RETURN(const double restart_min,
+                      PositiveFlag(flags, "--restart-min", g.restart_s / 60));
+  g.restart_s = restart_min * 60;
+  const std::string save = flags.GetOr("--checkpoint-save", "auto");
+  if (save != "auto" && save != "sync") {
+    return Status::InvalidArgument("--checkpoint-save must be auto or sync");
+  }
+  g.save = save == "sync" ? planner::CheckpointSave::kSync : planner::CheckpointSave::kAuto;
+  PT_ASSIGN_OR_RETURN(g.gpu_hour_price, PositiveFlag(flags, "--gpu-hour-price", 0));
+  return g;
+}
+
 // The search's options from --space, --objective, --top, --pareto,
 // --allow-lossy and --fix.
 Result<planner::SearchOptions> OptionsFromFlags(const Flags& flags) {
@@ -258,6 +399,7 @@ Result<planner::SearchOptions> OptionsFromFlags(const Flags& flags) {
     opt.fixed = *kv;
     PT_RETURN_IF_ERROR(planner::ValidateFixed(opt.fixed));
   }
+  PT_ASSIGN_OR_RETURN(opt.goodput, GoodputFromFlags(flags, opt.objective));
   return opt;
 }
 
@@ -357,13 +499,28 @@ void PrintSection(const planner::PlanSection& s, const planner::SearchOptions& o
              << FormatFixed(b.prediction.tokens_per_s / 1e3, 1) << "k tokens/s, "
              << FormatFixed(b.prediction.memory.reserved_GiB, 1) << " GiB per GPU (--gpus "
              << s.fits_from->gpus << ")\n";
+      if (opt.goodput.enabled()) {
+        planner::Job there = s.job;
+        there.gpus = s.fits_from->gpus;
+        const planner::Goodput g =
+            planner::GoodputOf(there, b.framework, b.config, b.prediction, opt.goodput);
+        out << "  there, to the budget: " << FormatFixed(g.time_to_train_s / 86400, 2)
+            << " days at " << FormatFixed(100 * g.effective_fraction, 1) << " % effective, "
+            << FormatFixed(g.gpu_hours, 0) << " GPU-hours"
+            << (g.cost > 0 ? ", cost " + FormatFixed(g.cost, 0) : std::string()) << "\n";
+      }
     } else if (planner::MemoryBinds(s.result)) {
       out << "nothing fits at up to " << planner::MostGpusToTry(s.job, kMaxGpus)
              << " GPUs either (doubling from " << s.job.gpus
              << ", up to 1024 times it or the cluster's size)\n";
     }
   } else {
-    PrintCandidates(planner::RankForTrust(s.result.pool, opt.objective, opt.top_k), out);
+    const auto rows = planner::RankForTrust(s.result.pool, s.job, opt, opt.top_k);
+    PrintCandidates(rows, out, /*notes=*/true,
+                    opt.objective == planner::Objective::kTimeToTrain
+                        ? planner::kRankedByTimeToTrain
+                        : planner::kRankedBy);
+    if (opt.goodput.enabled()) PrintGoodput(rows, opt, out);
   }
   if (const planner::Candidate* faster = planner::FasterIfAllowed(s.result)) {
     // A note, never a candidate: the framework refuses it at start-up.
@@ -389,8 +546,9 @@ void PrintSection(const planner::PlanSection& s, const planner::SearchOptions& o
 
 // A sweep's scaling table: each count's pick (planner::PicksAcrossCounts),
 // what it changes from the count above and why.
-void PrintScaling(const std::vector<planner::PlanSection>& sections, planner::Objective objective,
-                  std::ostream& out) {
+void PrintScaling(const std::vector<planner::PlanSection>& sections,
+                  const planner::SearchOptions& opt, std::ostream& out) {
+  const planner::Objective objective = opt.objective;
   out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
           "`changed:` line names what the pick changes from the count above, beyond its replicas; a\n"
           "count keeps the previous layout while it is among the count's leaders; `why:` says what\n"
@@ -414,6 +572,15 @@ void PrintScaling(const std::vector<planner::PlanSection>& sections, planner::Ob
            << FormatFixed(p.tokens_per_s / sections[i].job.gpus, 1) << std::setw(7)
            << FormatFixed(100 * p.mfu, 1) << (front ? " * " : "   ")
            << planner::ConfigText(b.framework, b.config) << "\n";
+    // With a token budget: what more GPUs buy in days and cost the GPU-hours.
+    if (opt.goodput.enabled()) {
+      const planner::Goodput g =
+          planner::GoodputOf(sections[i].job, b.framework, b.config, p, opt.goodput);
+      out << "          to the budget: " << FormatFixed(g.time_to_train_s / 86400, 2)
+          << " days at " << FormatFixed(100 * g.effective_fraction, 1) << " % effective, "
+          << FormatFixed(g.gpu_hours, 0) << " GPU-hours"
+          << (g.cost > 0 ? ", cost " + FormatFixed(g.cost, 0) : std::string()) << "\n";
+    }
     // What the pick changes from the previous count's, beyond its
     // replicas, and why (or why a kept layout is not this count's rank 1).
     const std::vector<std::string>& changed = picks[i]->changed;
@@ -430,7 +597,9 @@ void PrintScaling(const std::vector<planner::PlanSection>& sections, planner::Ob
 int RunPlan(const Args& args, Io io) {
   Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
-               "--explain", "--threads", "--format", "--framework"},
+               "--explain", "--threads", "--format", "--framework", "--tokens", "--fs-GBps",
+               "--fs-node-GBps", "--failures-per-gpu-hour", "--restart-min", "--checkpoint-save",
+               "--gpu-hour-price"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
   auto options = OptionsFromFlags(flags);
@@ -536,7 +705,7 @@ int RunPlan(const Args& args, Io io) {
       if (sections.size() > 1 && &s != &sections.back()) continue;
       PrintSection(s, opt, flags.Has("--pareto"), io.out);
     }
-    if (sections.size() > 1) PrintScaling(sections, opt.objective, io.out);
+    if (sections.size() > 1) PrintScaling(sections, opt, io.out);
   }
   return any ? kExitOk : kExitNoFeasible;
 }

@@ -280,6 +280,12 @@ int RunTune(const Args& args, Io io) {
     opt.family = *fam;
     auto obj = planner::ParseObjective(f.GetOr("--objective", "time"));
     if (!obj.ok()) return fail(obj.status());
+    // tune takes no token budget: time to train is `paratune plan --tokens`'s.
+    if (*obj == planner::Objective::kTimeToTrain) {
+      return fail(Status::InvalidArgument(
+          "--objective time-to-train needs a token budget, which tune does not take; use "
+          "`paratune plan --objective time-to-train --tokens N`"));
+    }
     opt.objective = *obj;
     auto top = IntFlag(f, "--top", 10, 1, 10000);
     if (!top.ok()) return fail(top.status());

@@ -11,6 +11,7 @@
 #include "common/median.h"
 #include "common/strings.h"
 #include "validation/fit.h"
+#include "validation/goodput_checks.h"
 #include "validation/memory_runs.h"
 #include "validation/picks.h"
 #include "validation/seeds.h"
@@ -22,7 +23,8 @@ namespace {
 constexpr const char* kHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--holdout source|model|gpu|release|gpu-count|seq|framework|generation]
-                         [--axes] [--picks] [--seeds] [--memory FILE] [--format table|json]
+                         [--axes] [--picks] [--seeds] [--memory FILE] [--goodput FILE]
+                         [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -100,10 +102,18 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       the rows that ran but are predicted not to fit, and the
                       rows that could not be mapped, with the reason
                       (json: schema paratune.memory_validation/v1)
+  --goodput FILE      published failure counts, effective-training figures and
+                      checkpoint sizes (validation/data/goodput_runs.json: Llama 3
+                      405B's "higher than 90% effective training time" from its
+                      466 interruptions in 54 days, BLOOM's 329GB / 2.3TB
+                      checkpoint), each beside the goodput model's figure (the
+                      one `plan --tokens` uses), whether it lies within the
+                      published precision, and what was assumed where the
+                      source is silent (json: schema paratune.goodput_checks/v1)
   --format F          table (default) | json (schema paratune.validation/v1)
 
-exit codes: 0 ok (also when a seed is not reproduced: the table says so),
-            2 bad flags or an unreadable file
+exit codes: 0 ok (also when a seed or goodput figure is not reproduced: the
+            table says so), 2 bad flags or an unreadable file
 
 Mapping rules and assumptions: docs/model.md, "Validation".
 )";
@@ -145,6 +155,30 @@ int PrintSeeds(const std::string& format, Io io) {
     io.out << "\n";
   }
   io.out << reproduced << " of " << seeds->size() << " seed results reproduced (docs/model.md, Seed papers)\n";
+  return kExitOk;
+}
+
+// `--goodput FILE`: each published goodput figure beside the model's, with
+// what the check assumed (validation/goodput_checks.h).
+int PrintGoodputChecks(const Json& doc, const std::string& format, Io io) {
+  auto checks = planner::CheckGoodputRuns(doc);
+  if (!checks.ok()) return UsageError(io, "validate", checks.status().WithContext("--goodput"));
+  if (format == "json") {
+    io.out << planner::GoodputChecksToJson(*checks).dump(2) << "\n";
+    return kExitOk;
+  }
+  int within = 0;
+  for (const planner::GoodputCheck& c : *checks) {
+    within += c.within ? 1 : 0;
+    io.out << "== " << c.id << "  [" << (c.within ? "reproduced" : "NOT reproduced") << "]\n"
+           << "   source:    " << c.source << "\n"
+           << "   published: " << c.published << "\n"
+           << "   paratune:  " << c.paratune << "\n";
+    for (const std::string& a : c.assumed) io.out << "   assumed:   " << a << "\n";
+    io.out << "\n";
+  }
+  io.out << within << " of " << checks->size()
+         << " published goodput figures reproduced (docs/model.md, Time to train)\n";
   return kExitOk;
 }
 
@@ -631,7 +665,8 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
 }  // namespace
 
 int RunValidate(const Args& args, Io io) {
-  Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory"},
+  Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory",
+               "--goodput"},
               {"--help", "--seeds", "--picks", "--axes"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
@@ -648,6 +683,17 @@ int RunValidate(const Args& args, Io io) {
                         Status::InvalidArgument("--seeds runs on its own (not with --calibration or --runs)"));
     }
     return PrintSeeds(format, io);
+  }
+  if (auto goodput_path = flags.Get("--goodput")) {
+    if (cal_path || runs_path || flags.Has("--memory")) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument(
+                            "--goodput runs on its own (not with --calibration, --runs or "
+                            "--memory)"));
+    }
+    auto doc = LoadJsonArg(*goodput_path, "--goodput", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    return PrintGoodputChecks(*doc, format, io);
   }
   // Measured peak memory: --memory, or memory_runs.json given as --calibration.
   auto memory_path = flags.Get("--memory");

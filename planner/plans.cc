@@ -9,6 +9,56 @@
 namespace paratune::planner {
 namespace {
 
+// A row's run to the token budget (planner/goodput.h), keys with their units.
+OrderedJson GoodputJson(const Goodput& g) {
+  const CheckpointEstimate& ck = g.checkpoint;
+  OrderedJson c;
+  c["format"] = CheckpointFormatName(ck.format);
+  c["params"] = ck.params;
+  c["bytes_per_param"] = ck.bytes_per_param;
+  c["total_GB"] = ck.total_bytes / 1e9;
+  c["weights_GB"] = ck.weights_bytes / 1e9;
+  c["max_rank_GB"] = ck.max_rank_bytes / 1e9;
+  c["max_node_GB"] = ck.max_node_bytes / 1e9;
+  c["held_rank_GB"] = ck.held_rank_bytes / 1e9;
+  c["write_s"] = ck.write_s;
+  c["write_bound"] = ck.write_node_bound ? "node" : "filesystem";
+  c["async"] = ck.async;
+  c["blocking_s"] = ck.blocking_s;
+  c["load_s"] = ck.load_s;
+  OrderedJson j;
+  j["checkpoint"] = c;
+  j["job_mtbf_h"] = std::isfinite(g.job_mtbf_s) ? OrderedJson(g.job_mtbf_s / 3600) : OrderedJson();
+  j["restart_s"] = g.restart_s;
+  j["interval_young_s"] =
+      std::isfinite(g.interval_young_s) ? OrderedJson(g.interval_young_s) : OrderedJson();
+  j["interval_s"] = g.interval_s;
+  j["interval_steps"] = g.interval_steps;
+  j["effective_fraction"] = g.effective_fraction;
+  j["steps"] = g.steps;
+  j["compute_days"] = g.compute_s / 86400;
+  j["time_to_train_days"] = g.time_to_train_s / 86400;
+  j["pessimistic_time_to_train_days"] = g.pessimistic_time_to_train_s / 86400;
+  j["gpu_hours"] = g.gpu_hours;
+  j["cost"] = g.cost > 0 ? OrderedJson(g.cost) : OrderedJson();
+  return j;
+}
+
+// What every row's goodput assumed (the plans document's `goodput_inputs`).
+OrderedJson GoodputInputsJson(const GoodputOptions& o) {
+  OrderedJson j;
+  j["tokens"] = o.tokens;
+  j["fs_GBps"] = o.fs_GBps;
+  j["fs_node_GBps"] = o.fs_node_GBps > 0 ? OrderedJson(o.fs_node_GBps) : OrderedJson();
+  j["failures_per_gpu_hour"] = o.failures_per_gpu_hour;
+  j["failures_default"] = o.failures_per_gpu_hour == kDefaultFailuresPerGpuHour;
+  j["restart_s"] = o.restart_s;
+  j["restart_assumed"] = o.restart_s == kDefaultRestartS;
+  j["save"] = o.save == CheckpointSave::kSync ? "sync" : "auto";
+  j["gpu_hour_price"] = o.gpu_hour_price > 0 ? OrderedJson(o.gpu_hour_price) : OrderedJson();
+  return j;
+}
+
 OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   const Candidate& c = r.best;
   OrderedJson j;
@@ -24,6 +74,7 @@ OrderedJson CandidateJson(int rank, const RankedPlan& r, const CostModel& cm) {
   for (const ParallelConfig& a : r.alternatives) alts.push_back(ConfigText(c.framework, a));
   j["alternatives"] = alts;
   j["prediction"] = PredictionFields(c.prediction, cm);
+  if (r.goodput) j["goodput"] = GoodputJson(*r.goodput);
   return j;
 }
 
@@ -244,6 +295,93 @@ std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objecti
   // the whole ranking whatever `max_rows` is.
   NoteFasterRowsBelow(rows, objective, edge);
   return truncated();
+}
+
+namespace {
+
+std::string Days(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", s / 86400);
+  return buf;
+}
+
+// Why row `a` ranks above row `b` (rank `b_rank`), whose expected time to
+// train is shorter: the leaders' preference for the simpler configuration, or
+// the pessimistic time to train. `edge`: the best pessimistic time to train.
+std::string TimeToTrainNote(const RankedPlan& a, const RankedPlan& b, int b_rank, double edge) {
+  const Goodput &ga = *a.goodput, &gb = *b.goodput;
+  const std::string other = "#" + std::to_string(b_rank);
+  const std::string longer =
+      Percent(ga.time_to_train_s / gb.time_to_train_s - 1, 1) + " % longer to train";
+  if (a.within_band && b.within_band && a.complexity < b.complexity) {
+    return "simpler than " + other + " (" + SimplerBecause(a, b) + "); " + longer +
+           ", both in the leaders' band (times to train under the best pessimistic one, " +
+           Days(edge) + " days)";
+  }
+  return "pessimistic time to train " + Days(ga.pessimistic_time_to_train_s) + " vs " + other +
+         "'s " + Days(gb.pessimistic_time_to_train_s) + " days; " + longer;
+}
+
+// Each row's rank_note when a row ranked below it trains sooner (point
+// times). faster_rank and faster_time_s keep their step-time meaning and are
+// left unset: a row quicker to train need not have the shorter step.
+void NoteQuickerToTrainBelow(std::vector<RankedPlan>& rows, double edge) {
+  size_t quickest = rows.size();
+  for (size_t i = rows.size(); i-- > 0;) {
+    if (quickest < rows.size() &&
+        rows[quickest].goodput->time_to_train_s < rows[i].goodput->time_to_train_s) {
+      rows[i].rank_note =
+          TimeToTrainNote(rows[i], rows[quickest], static_cast<int>(quickest) + 1, edge);
+    }
+    if (quickest == rows.size() ||
+        rows[i].goodput->time_to_train_s <= rows[quickest].goodput->time_to_train_s) {
+      quickest = i;
+    }
+  }
+}
+
+// Orders rows (each with its goodput) as RankForTrust orders step times: by
+// the pessimistic time to train; the leaders, whose point time to train lies
+// under the first row's pessimistic one, simplest first.
+void RankByTimeToTrain(std::vector<RankedPlan>& rows) {
+  for (RankedPlan& r : rows) {
+    r.within_band = false;
+    r.faster_rank = 0;
+    r.faster_time_s = 0;
+    r.rank_note.clear();
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.goodput->pessimistic_time_to_train_s < b.goodput->pessimistic_time_to_train_s;
+  });
+  const double edge = rows.front().goodput->pessimistic_time_to_train_s;
+  size_t lead = 0;
+  while (lead < rows.size() && rows[lead].goodput->time_to_train_s <= edge) {
+    rows[lead++].within_band = true;
+  }
+  std::stable_sort(
+      rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(lead),
+      [](const RankedPlan& a, const RankedPlan& b) { return a.complexity < b.complexity; });
+  NoteQuickerToTrainBelow(rows, edge);
+}
+
+}  // namespace
+
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, const Job& job,
+                                     const SearchOptions& options, int max_rows) {
+  if (!options.goodput.enabled()) return RankForTrust(pool, options.objective, max_rows);
+  const bool by_goodput = options.objective == Objective::kTimeToTrain;
+  // By time to train the whole pool is ranked before the cut, as by time.
+  std::vector<RankedPlan> rows = RankForTrust(
+      pool, by_goodput ? Objective::kTime : options.objective,
+      by_goodput ? static_cast<int>(pool.size()) : max_rows);
+  for (RankedPlan& r : rows) {
+    r.goodput = GoodputOf(job, r.best.framework, r.best.config, r.best.prediction, options.goodput);
+  }
+  if (by_goodput && !rows.empty()) RankByTimeToTrain(rows);
+  if (static_cast<int>(rows.size()) > max_rows) {
+    rows.resize(static_cast<size_t>(std::max(max_rows, 0)));
+  }
+  return rows;
 }
 
 const Candidate* FasterIfAllowed(const SearchResult& r) {
@@ -477,14 +615,19 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   doc["gpus"] = s.job.gpus;
   doc["space"] = FamilyName(options.family);
   doc["objective"] = ObjectiveName(options.objective);
-  if (options.objective != Objective::kMemory) doc["ranked_by"] = kRankedBy;
+  // Without a token budget kTimeToTrain ranks as kTime (RankForTrust).
+  if (options.objective == Objective::kTimeToTrain && options.goodput.enabled()) {
+    doc["ranked_by"] = kRankedByTimeToTrain;
+  } else if (options.objective != Objective::kMemory) {
+    doc["ranked_by"] = kRankedBy;
+  }
   OrderedJson fixed = OrderedJson::object();
   for (const auto& [k, v] : options.fixed) fixed[k] = v;
   doc["fixed"] = fixed;
   // The job's framework is the winner's: each candidate names its own.
   Job job = s.job;
-  const std::vector<RankedPlan> ranked =
-      RankForTrust(s.result.pool, options.objective, options.top_k);
+  const std::vector<RankedPlan> ranked = RankForTrust(s.result.pool, s.job, options, options.top_k);
+  if (options.goodput.enabled()) doc["goodput_inputs"] = GoodputInputsJson(options.goodput);
   if (!ranked.empty()) job.training.framework = ranked.front().best.framework;
   doc["job"] = JobJson(job);
   doc["evaluated"] = s.result.evaluated;
@@ -525,6 +668,13 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
     const Candidate& b = s.fits_from->best;
     OrderedJson f = CandidateBrief(b);
     f["gpus"] = s.fits_from->gpus;
+    // With a token budget: what that count's run to it takes and costs.
+    if (options.goodput.enabled()) {
+      Job there = s.job;
+      there.gpus = s.fits_from->gpus;
+      f["goodput"] =
+          GoodputJson(GoodputOf(there, b.framework, b.config, b.prediction, options.goodput));
+    }
     doc["fewest_gpus_that_fit"] = f;
   } else {
     doc["fewest_gpus_that_fit"] = nullptr;
@@ -552,6 +702,14 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
         row["tokens_per_s"] = b.prediction.tokens_per_s;
         row["tokens_per_s_per_gpu"] = b.prediction.tokens_per_s / sec.job.gpus;
         row["mfu"] = b.prediction.mfu;
+        if (options.goodput.enabled()) {
+          const Goodput g =
+              GoodputOf(sec.job, b.framework, b.config, b.prediction, options.goodput);
+          row["effective_fraction"] = g.effective_fraction;
+          row["time_to_train_days"] = g.time_to_train_s / 86400;
+          row["gpu_hours"] = g.gpu_hours;
+          row["cost"] = g.cost > 0 ? OrderedJson(g.cost) : OrderedJson();
+        }
         // More GPUs are on the front only if they buy more tokens per second.
         row["pareto"] = b.prediction.tokens_per_s > best_tps;
         best_tps = std::max(best_tps, b.prediction.tokens_per_s);

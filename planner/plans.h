@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "planner/goodput.h"
 #include "planner/request.h"
 #include "planner/search.h"
 
@@ -24,6 +25,11 @@ inline constexpr const char* kRankedBy =
     "ranked by the pessimistic edge: iteration time x (1 + uncertainty), never faster than the "
     "GPU's "
     "published MFU ceiling";
+
+// How --objective time-to-train ranks (the plans document's `ranked_by`).
+inline constexpr const char* kRankedByTimeToTrain =
+    "ranked by the pessimistic time to train the token budget: the pessimistic step time with "
+    "failures, restarts and checkpoints at the optimal interval";
 
 // A ranked row of the plan: a candidate, the configurations whose
 // predictions are identical to it (placements or choices that change nothing),
@@ -41,6 +47,9 @@ struct RankedPlan {
   int faster_rank = 0;
   double faster_time_s = 0;
   std::string rank_note;
+  // The run to the token budget (GoodputOf), when the options ask for one
+  // (GoodputOptions::enabled); absent otherwise.
+  std::optional<Goodput> goodput;
 };
 
 // What makes a configuration complex, lowest = simplest (the documented
@@ -65,9 +74,18 @@ int Complexity(const ParallelConfig& c, const FrameworkSpec& fw);
 // ranks first (then the faster); the rest follow by time. A row ranked above
 // a faster one says why (RankedPlan::rank_note). Then the first `max_rows`
 // rows are kept: the ranking is made on the whole pool, so a smaller
-// `max_rows` returns a prefix of a larger one's rows.
+// `max_rows` returns a prefix of a larger one's rows. kTimeToTrain needs the
+// job and the goodput inputs (the form below); here it ranks as kTime.
 std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, Objective objective,
                                      int max_rows);
+// The same for a plan of `job` under `options`: with options.goodput enabled
+// every row carries its Goodput, and with objective kTimeToTrain the rows rank
+// as above with the expected time to train in place of the step time (the
+// pessimistic time to train orders them; the leaders are the rows whose point
+// time to train lies under the first row's pessimistic one). Without a goodput
+// the same as the form above.
+std::vector<RankedPlan> RankForTrust(const std::vector<Candidate>& pool, const Job& job,
+                                     const SearchOptions& options, int max_rows);
 
 // What changes from one GPU count's pick to the next's, as "key a -> b" for
 // each configuration key (canonical JSON) and the framework, leaving out the
@@ -143,7 +161,9 @@ struct ScalingPick {
   bool first = true;   // the first count with a pick: nothing to compare
 };
 // One entry per section, nullopt where nothing fits. Sections in ascending
-// GPU count, as a sweep runs them.
+// GPU count, as a sweep runs them. Picks are made by step time under every
+// time-like objective, kTimeToTrain included (the sweep's rows then show each
+// pick's time to train and cost beside it).
 std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
                                                           Objective objective);
 

@@ -37,7 +37,8 @@ std::vector<int> Divisors(int64_t n) {
 
 // By value, in the order of each enum's declaration (search.h).
 constexpr const char* kFamilyNames[] = {"all", "megatron", "deepspeed", "axonn", "fsdp"};
-constexpr const char* kObjectiveNames[] = {"time", "tokens_per_s", "mfu", "memory"};
+constexpr const char* kObjectiveNames[] = {"time", "tokens_per_s", "mfu", "memory",
+                                           "time-to-train"};
 
 // ZeRO/optimizer-sharding choices as one small record.
 struct ZeroChoice {
@@ -518,6 +519,7 @@ bool Search::Better(const Candidate& a, const Candidate& b) const {
     case Objective::kTime:
     case Objective::kTokensPerS:
     case Objective::kMfu:
+    case Objective::kTimeToTrain:  // kept by step time; re-ranked with the job (RankForTrust)
       break;
     case Objective::kMemory:
       if (pa.memory.reserved_GiB != pb.memory.reserved_GiB) return pa.memory.reserved_GiB < pb.memory.reserved_GiB;

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "planner/cost_model.h"
 #include "planner/framework.h"
+#include "planner/goodput_options.h"
 
 namespace paratune::planner {
 
@@ -37,8 +38,12 @@ std::vector<Framework> FrameworksOf(Family f);
 // The space a framework belongs to (megatron-deepspeed and deepspeed → deepspeed).
 Family FamilyOf(Framework f);
 
-enum class Objective : uint8_t { kTime = 0, kTokensPerS, kMfu, kMemory };
-const char* ObjectiveName(Objective o);  // "time" | "tokens_per_s" | "mfu" | "memory"
+// kTimeToTrain: the expected wall time to train a token budget, failures and
+// checkpoints included (planner/goodput.h); the search keeps its candidates by
+// step time as kTime does, and RankForTrust with the job re-ranks them.
+enum class Objective : uint8_t { kTime = 0, kTokensPerS, kMfu, kMemory, kTimeToTrain };
+// "time" | "tokens_per_s" | "mfu" | "memory" | "time-to-train"
+const char* ObjectiveName(Objective o);
 Result<Objective> ParseObjective(const std::string& s);
 
 // Pinned fields: key = any config key (as in --config: tp, pp, vpp, dp, gx, gy,
@@ -73,6 +78,11 @@ struct SearchOptions {
   // Lossy collectives (ZeRO++ qwZ int8 weights, qgZ int4 gradients) change the
   // numerics of training: offered only when asked for (--allow-lossy).
   bool allow_lossy = false;
+  // The run beyond one step (token budget, filesystem, failures, price): with
+  // objective kTimeToTrain, or whenever goodput.enabled(), the plans document
+  // gives each candidate its checkpoint interval, effective fraction, time to
+  // train and cost (planner/goodput.h).
+  GoodputOptions goodput;
 };
 
 struct Candidate {

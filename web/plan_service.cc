@@ -14,6 +14,7 @@
 
 #include "common/strings.h"
 #include "planner/cost_model.h"
+#include "planner/goodput_request.h"
 #include "frameworks/emit.h"
 #include "elastic/replan.h"
 #include "planner/request.h"
@@ -186,6 +187,14 @@ Result<PlanRequest> ParsePlanRequest(const Json& j) {
     auto ob = planner::ParseObjective(v->get<std::string>());
     if (!ob.ok()) return UnderPointer(ob.status(), "/objective");
     o.objective = *ob;
+  }
+  // The run beyond one step (docs/rest.md): a token budget and what prices it.
+  if (auto v = take("goodput")) {
+    PT_ASSIGN_OR_RETURN(o.goodput, planner::ParseGoodputRequest(*v, "/goodput"));
+  }
+  if (o.objective == planner::Objective::kTimeToTrain && !o.goodput.enabled()) {
+    return Status::InvalidArgument(
+        "/objective: time-to-train needs a token budget: /goodput {\"tokens\": \"15T\"}");
   }
   if (auto v = take("top")) {
     if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > 10000) {

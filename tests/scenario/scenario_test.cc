@@ -99,6 +99,65 @@ TEST(RoundTrip, EveryRowsTextPinsTheRow) {
   }
 }
 
+// Every ranked plan of the twelve questions writes the checkpoint its
+// framework's format lays out (docs/model.md, "Time to train", with the
+// frameworks' sources): mixed-precision Adam is 2 + 12 bytes per parameter in
+// Megatron's dist-ckpt, DeepSpeed's files (12 under ZeRO-3: no 16-bit weights)
+// and AxoNN's, 4 + 8 in torch DCP (the fp32 shards are the master copy);
+// balanced writers (Megatron's fully parallel save, DCP's deduplication) write
+// total / N each, DeepSpeed's data-parallel rank 0 adds its model-parallel
+// shard's 16-bit weights to its optimizer partition, AxoNN's first replica
+// writes everything.
+TEST(Goodput, EveryQuestionsPlansWriteTheirFrameworksCheckpoint) {
+  int rows = 0;
+  for (const Question& q : Questions()) {
+    const Json plans = PlanJson(q, {"--tokens", "1T"});
+    ASSERT_TRUE(plans.is_object()) << q.what;
+    const int gpus = plans["gpus"];
+    const bool fp32 = plans["job"]["training"]["precision"] == "fp32" ||
+                      plans["job"]["training"]["precision"] == "tf32";
+    const double weight = fp32 ? 4 : 2, master = fp32 ? 0 : 4;
+    for (const Json& c : plans["candidates"]) {
+      SCOPED_TRACE(q.what + ", rank " + std::to_string(c["rank"].get<int>()));
+      auto cfg = planner::ParseConfig(c["config"], "/config", gpus);
+      ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+      const Json& ck = c["goodput"]["checkpoint"];
+      const std::string fw = c["framework"];
+      const double params = ck["params"], t = cfg->tensor(), pp = cfg->pp;
+      double bytes = 0, max_rank = 0;
+      std::string format;
+      if (fw == "megatron") {
+        format = "megatron_dist_ckpt";
+        bytes = weight + master + 8;
+        max_rank = params * bytes / gpus;
+      } else if (fw == "fsdp" || fw == "torchtitan") {
+        format = "torch_dcp";
+        bytes = 12;
+        max_rank = params * bytes / gpus;
+      } else if (fw == "deepspeed" || fw == "megatron-deepspeed") {
+        format = "deepspeed";
+        const double w = cfg->zero >= 3 ? 0 : weight, opt = master + 8;
+        bytes = w + opt;
+        max_rank = cfg->zero >= 1 ? w * params / (t * pp) + opt * params / gpus
+                                  : bytes * params / (t * pp);
+      } else if (fw == "axonn") {
+        format = "axonn_torch_save";
+        bytes = weight + master + 8;
+        max_rank = params * bytes / (t * cfg->gz * pp);
+      } else {
+        ADD_FAILURE() << "unexpected framework " << fw;
+        continue;
+      }
+      EXPECT_EQ(ck["format"], format);
+      EXPECT_DOUBLE_EQ(ck["bytes_per_param"].get<double>(), bytes);
+      EXPECT_NEAR(ck["total_GB"].get<double>() * 1e9, params * bytes, 1e-9 * params * bytes);
+      EXPECT_NEAR(ck["max_rank_GB"].get<double>() * 1e9, max_rank, 1e-9 * max_rank);
+      ++rows;
+    }
+  }
+  EXPECT_GE(rows, 12 * 3);
+}
+
 TEST(ConfigText, ReadsTheTablesFormAndTheFlagForm) {
   const auto a = planner::ConfigStringToJson(
       "tp=8 pp=16 vpp=8 emb/loss_layers=1/1 dp=64 cp=2(ring) sp distopt mbs=1 (+3 same)");

@@ -175,6 +175,38 @@ TEST(Browser, NothingFitsNamesWhereItWould) {
   RemoveScratch(page.dir);
 }
 
+// A token budget: each ranked row says what the run to it takes (days,
+// effective fraction, checkpoint interval, GPU-hours, cost), ranked by time to
+// train (docs/model.md, Time to train), as `paratune plan --tokens` prints it.
+TEST(Browser, TimeToTrainShowsPerPlan) {
+  Page page;
+  OpenPage("browser-goodput", &page);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::string url = "http://127.0.0.1:" + std::to_string(page.server->port()) +
+                          "/?autorun=1&model=llama3-8b&cluster=dgx-h100&gpus=16&"
+                          "global_batch=64&seq_len=4096&space=megatron&top=5&"
+                          "objective=time-to-train&tokens=1T&gpu_hour_price=2";
+  auto [dom, code] = RunCommand("timeout 150 " + page.chromium +
+                                " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
+                                " --no-first-run --disable-extensions --user-data-dir=" +
+                                page.dir + "/profile --virtual-time-budget=30000 --dump-dom '" +
+                                url + "' 2>" + page.dir + "/chromium.log");
+  ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
+  ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos) << dom.substr(0, 3000);
+  const std::string table = Section(dom, "candidates", 200000);
+  const std::string rows = table.substr(0, table.find("</table>"));
+  const int ranked = Count(rows, "<tr tabindex=\"0\"");
+  EXPECT_GE(ranked, 1);
+  EXPECT_EQ(Count(rows, "class=\"goodput\""), ranked) << rows.substr(0, 3000);
+  EXPECT_NE(rows.find("To the budget: "), std::string::npos);
+  EXPECT_NE(rows.find(" GPU-hours, cost "), std::string::npos);
+  EXPECT_NE(table.find("Ranked by the pessimistic time to train"), std::string::npos)
+      << table.substr(0, 3000);
+  EXPECT_EQ(dom.find("class=\"error\""), std::string::npos);
+  page.server->Shutdown();
+  RemoveScratch(page.dir);
+}
+
 // Measured in the page: the viewport and document widths, elements that
 // stick out past the viewport (outside a box that scrolls or clips them), the
 // smallest rendered size of a chart label (font size times the drawing's

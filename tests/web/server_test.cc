@@ -307,8 +307,44 @@ TEST_F(ServerTest, PlanRangesAndFixedFields) {
   EXPECT_EQ(j, j2);
 }
 
+// The service ranks by time to train as `plan --tokens` does: the same
+// document, goodput and all (docs/rest.md).
+TEST_F(ServerTest, TimeToTrainAsTheCliRanksIt) {
+  const char* job = R"({"model":"llama3-8b","cluster":"dgx-h100","gpus":16,
+    "training":{"seq_len":4096,"global_batch":64},"space":"megatron","top":3,
+    "objective":"time-to-train","goodput":{"tokens":"1T","fs_GBps":50,
+    "checkpoint_save":"sync","gpu_hour_price":2}})";
+  auto r = PostJson("/v1/plans", job);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json rest = BodyJson(r);
+  ASSERT_FALSE(rest["candidates"].empty());
+  EXPECT_TRUE(rest["candidates"][0].contains("goodput"));
+  EXPECT_EQ(rest["goodput_inputs"]["tokens"], 1e12);
+  auto [cli, code] = RunCli(
+      "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 "
+      "--space megatron --top 3 --objective time-to-train --tokens 1T --fs-GBps 50 "
+      "--checkpoint-save sync --gpu-hour-price 2 --threads 2 --format json");
+  ASSERT_EQ(code, 0);
+  Json c = Json::parse(cli);
+  rest.erase("search_time_s");
+  c.erase("search_time_s");
+  EXPECT_EQ(rest, c);
+}
+
 TEST_F(ServerTest, PlanErrors) {
   ExpectFieldRefused("/v1/plans", kPlan, "/space", "tensorflow");
+  // Time to train needs a token budget (docs/rest.md): refused without one,
+  // not ranked by step time unasked; the budget's keys are read strictly.
+  const Json ttt = ExpectFieldRefused("/v1/plans", kPlan, "/objective", "time-to-train");
+  EXPECT_NE(ttt.dump().find("/goodput"), std::string::npos) << ttt.dump();
+  Json budget = Json::parse(kPlan);
+  budget["goodput"] = {{"tokens", "1T"}};
+  const std::string with_budget = budget.dump();
+  ExpectFieldRefused("/v1/plans", with_budget.c_str(), "/goodput/tokens", "15Q");
+  ExpectFieldRefused("/v1/plans", with_budget.c_str(), "/goodput/fs_GBps", -1);
+  ExpectFieldRefused("/v1/plans", with_budget.c_str(), "/goodput/checkpoint_save", "never");
+  ExpectFieldRefused("/v1/plans", with_budget.c_str(), "/goodput/tokenz", 5);
   ExpectFieldRefused("/v1/plans", kPlan, "/gpus", "8:4");
   Json bad = Json::parse(kPlan);
   bad.erase("gpus");

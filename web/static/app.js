@@ -93,8 +93,26 @@ function buildRequest() {
   if (top) req.top = /^\d+$/.test(top) ? parseInt(top, 10) : top;
   const fix = $("#fix").value.trim();
   if (fix) req.fix = fix;
+  // A token budget prices the run to it (docs/rest.md, goodput): each
+  // candidate then carries its checkpoint interval, effective fraction, days
+  // and GPU-hours, and "time to train" can rank.
+  const tokens = $("#tokens").value.trim();
+  if (tokens) {
+    req.goodput = { tokens: /^[0-9.]+(e[0-9]+)?$/i.test(tokens) ? Number(tokens) : tokens };
+    const price = $("#gpu_hour_price").value.trim();
+    if (price) req.goodput.gpu_hour_price = Number(price);
+  }
   req.pareto = true;
   return req;
+}
+
+// One line on a candidate's run to the token budget (docs/model.md, Time to train).
+function goodputLine(g) {
+  const ck = g.checkpoint;
+  const cost = g.cost != null ? `, cost ${fmtInt(g.cost)}` : "";
+  return `To the budget: ${fmt(g.time_to_train_days, 2)} days at ${fmt(100 * g.effective_fraction, 1)} % effective ` +
+    `(checkpoint every ${fmt(g.interval_s / 60, 1)} min, ${ck.async ? "async" : "sync"}, ${fmt(ck.blocking_s, 2)} s stall), ` +
+    `${fmtInt(g.gpu_hours)} GPU-hours${cost}.`;
 }
 
 async function onSubmit(ev) {
@@ -193,7 +211,8 @@ function renderTable(doc) {
     const f = doc.fewest_gpus_that_fit;
     if (f) {
       tbody.append(el("tr", {}, el("td", { colspan: cols, class: "cfg",
-        text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3, 1)}k tokens/s, ${fmt(f.memory_GiB, 1)} GiB per GPU.` })));
+        text: `Fewest GPUs that fit (doubling from ${doc.gpus}): ${f.gpus}, where the best is ${f.framework} ${f.config_string} at ${fmt(f.tokens_per_s / 1e3, 1)}k tokens/s, ${fmt(f.memory_GiB, 1)} GiB per GPU.` +
+          (f.goodput ? " " + goodputLine(f.goodput) : "") })));
     }
     return;
   }
@@ -205,7 +224,8 @@ function renderTable(doc) {
     const rank = el("td", { class: "rank" }, String(c.rank),
       c.within_band ? el("span", { class: "leader", title: "within the winner's uncertainty band", text: "~" }) : null);
     const cfg = el("td", { class: "cfg" }, c.config_string,
-      c.rank_note ? el("div", { class: "rank-note", text: c.rank_note }) : null);
+      c.rank_note ? el("div", { class: "rank-note", text: c.rank_note }) : null,
+      c.goodput ? el("div", { class: "goodput", text: goodputLine(c.goodput) }) : null);
     const mfu = el("td", { class: "mfu" }, fmt(100 * p.mfu, 1) + " %",
       p.above_published_mfu ? el("span", { class: "ceiling bad",
         title: `above the GPU's best published MFU (${fmt(100 * p.published_mfu_ceiling, 1)} %): ranked as if at it`,
@@ -654,7 +674,7 @@ async function init() {
     document.body.dataset.state = "error";
     return;
   }
-  for (const k of ["gpus", "global_batch", "seq_len", "space", "objective", "top", "fix"]) {
+  for (const k of ["gpus", "global_batch", "seq_len", "space", "objective", "top", "fix", "tokens", "gpu_hour_price"]) {
     if (q.get(k) != null) $("#" + k).value = q.get(k);
   }
   await setupEmit();

@@ -1,0 +1,56 @@
+// planner/goodput_options.h: what a plan needs to know, beyond one step, to
+// price a whole training run: the token budget, the filesystem checkpoints are
+// written to, how often the hardware fails, what a restart costs and what a
+// GPU-hour costs. Plain values; the model that uses them is planner/goodput.h
+// (docs/model.md, "Time to train"). Kept apart from goodput.h so that the
+// search options can carry them without including the model.
+#pragma once
+
+#include <cstdint>
+
+namespace paratune::planner {
+
+// Llama 3 405B pre-training: 419 unexpected interruptions in a 54-day
+// snapshot on 16,384 H100 GPUs (Dubey et al., "The Llama 3 Herd of Models",
+// arXiv 2407.21783, §3.3.4 and Table 5): 419 / (16,384 × 54 × 24) GPU-hours.
+// The default failure rate: the largest published fleet record with counts.
+inline constexpr double kLlama3UnexpectedInterruptions = 419;
+inline constexpr double kLlama3Gpus = 16384;
+inline constexpr double kLlama3Days = 54;
+inline constexpr double kDefaultFailuresPerGpuHour =
+    kLlama3UnexpectedInterruptions / (kLlama3Gpus * kLlama3Days * 24);
+
+// Aggregate parallel-filesystem bandwidth a job gets for its checkpoints by
+// default, GB/s: a tenth of Perlmutter scratch's ">5 TB/s aggregate" (NERSC
+// docs, docs.nersc.gov/filesystems/perlmutter-scratch), since one job rarely
+// has the whole filesystem; the figure `replan` reads checkpoints at. An
+// assumption: --fs-GBps sets the real one.
+inline constexpr double kDefaultCheckpointFsGBps = 500;
+
+// Seconds from a failure to the first new step, before the checkpoint is
+// read: detecting the fault, draining and relaunching the job on healthy
+// nodes, NCCL initialisation and the first steps' warm-up. No source we have
+// publishes it for runs of thousands of GPUs, so it is an assumption, stated
+// as one wherever it is used (10 minutes); --restart-min sets the real one.
+inline constexpr double kDefaultRestartS = 600;
+
+// How checkpoints are saved: kAuto = asynchronously where the framework
+// offers it (the step pays only the copy to host memory), else synchronously;
+// kSync = always synchronously (the step waits for the filesystem).
+enum class CheckpointSave : uint8_t { kAuto = 0, kSync };
+
+struct GoodputOptions {
+  double tokens = 0;                          // token budget to train; 0 = not asked (no goodput)
+  double fs_GBps = kDefaultCheckpointFsGBps;  // aggregate filesystem write/read bandwidth, GB/s
+  // Per-node filesystem bandwidth, GB/s; 0 = the node's network injection
+  // bandwidth (ClusterSpec::NodeInjectionGBps), the most a node can push.
+  double fs_node_GBps = 0;
+  double failures_per_gpu_hour = kDefaultFailuresPerGpuHour;  // job-stopping failures
+  double restart_s = kDefaultRestartS;  // relaunch + warm-up, seconds (load is added)
+  CheckpointSave save = CheckpointSave::kAuto;
+  double gpu_hour_price = 0;  // currency per GPU-hour; 0 = no cost shown
+
+  bool enabled() const { return tokens > 0; }
+};
+
+}  // namespace paratune::planner

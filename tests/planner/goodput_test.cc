@@ -1,0 +1,201 @@
+// The goodput model (planner/goodput.h): Young's and Daly's intervals and
+// Daly's expected wall time as properties, checkpoint sizes from the
+// frameworks' layouts, and the default failure rate from Llama 3's published
+// counts (validation/data/goodput_runs.json). The published effective-training
+// figures and checkpoint sizes are checked in tests/validation/
+// goodput_checks_test.cc, as `paratune validate --goodput` reports them.
+#include "planner/goodput.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "common/json.h"
+#include "planner/goodput_request.h"
+#include "tests/planner/test_jobs.h"
+
+namespace paratune::planner {
+namespace {
+
+using testing::MakeJob;
+
+Json PublishedRun(const std::string& id) {
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json");
+  EXPECT_TRUE(in.good());
+  const Json doc = Json::parse(in);
+  for (const Json& r : doc["runs"]) {
+    if (r["id"] == id) return r;
+  }
+  ADD_FAILURE() << "no run " << id;
+  return Json();
+}
+
+TEST(Goodput, TokenBudgetsReadAsPublished) {
+  // Budgets are quoted in powers of ten: Llama 3's "15.6T tokens".
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("15.6T", "t"), 15.6e12);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("300B", "t"), 3e11);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("300G", "t"), 3e11);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("8k", "t"), 8e3);
+  EXPECT_DOUBLE_EQ(*ParseTokenBudget("2e12", "t"), 2e12);
+  for (const char* bad : {"", "T", "0", "-1T", "15TB", "2^40", "1e19"}) {
+    EXPECT_FALSE(ParseTokenBudget(bad, "t").ok()) << bad;
+  }
+  auto g = ParseGoodputRequest(Json::parse(R"({"tokens": "1T", "restart_s": 300})"), "/goodput");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_DOUBLE_EQ(g->tokens, 1e12);
+  EXPECT_DOUBLE_EQ(g->restart_s, 300);
+  EXPECT_DOUBLE_EQ(g->failures_per_gpu_hour, kDefaultFailuresPerGpuHour);
+  EXPECT_FALSE(ParseGoodputRequest(Json::parse(R"({"restart_s": 300})"), "/goodput").ok());
+}
+
+TEST(Goodput, DalyApproachesYoungWhenSavesAreCheap) {
+  // δ/M → 0: Daly's correction terms vanish and its optimum is Young's.
+  const double M = 3600 * 24;
+  EXPECT_NEAR(DalyInterval(1, M) / YoungInterval(1, M), 1.0, 1e-2);
+  // A dearer save relative to M moves Daly's optimum away from Young's.
+  EXPECT_GT(std::abs(DalyInterval(600, 3600) / YoungInterval(600, 3600) - 1), 0.02);
+  // δ ≥ 2M: Daly's rule is to save every M.
+  EXPECT_DOUBLE_EQ(DalyInterval(8000, 3600), 3600);
+}
+
+TEST(Goodput, DalyIntervalMaximisesTheEffectiveFraction) {
+  // Daly's interval is an approximation of the optimum of his own wall-time
+  // expression: nearby intervals must not do better by more than a trace.
+  for (double delta : {5.0, 60.0, 600.0}) {
+    for (double M : {3600.0, 11000.0, 86400.0}) {
+      const double tau = DalyInterval(delta, M);
+      const double best = EffectiveFraction(tau, delta, 300, M);
+      for (double f : {0.5, 0.8, 1.25, 2.0}) {
+        EXPECT_GE(best + 1e-4, EffectiveFraction(tau * f, delta, 300, M))
+            << "delta " << delta << " M " << M << " factor " << f;
+      }
+    }
+  }
+}
+
+TEST(Goodput, EffectiveFractionFallsWithEveryCost) {
+  const double base = EffectiveFraction(600, 10, 300, 10000);
+  EXPECT_GT(base, 0);
+  EXPECT_LT(base, 1);
+  EXPECT_LT(EffectiveFraction(600, 20, 300, 10000), base);  // dearer save
+  EXPECT_LT(EffectiveFraction(600, 10, 600, 10000), base);  // dearer restart
+  EXPECT_LT(EffectiveFraction(600, 10, 300, 5000), base);   // more failures
+  // No failures: only the saves cost time.
+  EXPECT_NEAR(EffectiveFraction(600, 10, 300, 1e12), 600.0 / 610.0, 1e-6);
+}
+
+TEST(Goodput, CheckpointBytesFollowTheFrameworksLayouts) {
+  // Mixed-precision Adam: Megatron dist-ckpt and DeepSpeed ZeRO-1/2 write
+  // 16-bit weights (2 B) and the fp32 master copy and moments (12 B); torch
+  // DCP's FSDP shards are the fp32 master (4 B) plus the moments (8 B); ZeRO-3
+  // writes no 16-bit weights.
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  const GoodputOptions o;
+  const double params = static_cast<double>(job.model.ParamCount());
+  const CheckpointEstimate mg = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_DOUBLE_EQ(mg.total_bytes, 14 * params);
+  EXPECT_DOUBLE_EQ(mg.weights_bytes, 2 * params);
+  // Fully parallel save: every rank writes its share.
+  EXPECT_NEAR(mg.max_rank_bytes, 14 * params / 64, 1);
+
+  ParallelConfig z1 = c;
+  z1.distributed_optimizer = false;
+  z1.zero = 1;
+  const CheckpointEstimate ds = EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z1, o);
+  EXPECT_DOUBLE_EQ(ds.total_bytes, 14 * params);
+  // Data-parallel rank 0 writes the 16-bit weights of its model-parallel
+  // shard beside its optimizer partition: the heaviest writer.
+  EXPECT_NEAR(ds.max_rank_bytes, 2 * params / 16 + 12 * params / 64, 1);
+  EXPECT_GT(ds.max_rank_bytes, mg.max_rank_bytes);
+
+  ParallelConfig z3 = z1;
+  z3.zero = 3;
+  const CheckpointEstimate ds3 = EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, z3, o);
+  EXPECT_DOUBLE_EQ(ds3.total_bytes, 12 * params);
+  EXPECT_DOUBLE_EQ(ds3.weights_bytes, 0);
+
+  // AxoNN: the first data-parallel replica's gx·gy·gz ranks write it all.
+  ParallelConfig ax;
+  ax.gx = 2;
+  ax.gy = 2;
+  ax.gz = 2;
+  ax.gdata = 8;
+  const CheckpointEstimate axonn = EstimateCheckpoint(job, Framework::kAxonn, ax, o);
+  EXPECT_NEAR(axonn.max_rank_bytes, 14 * params / 8, 1);
+  EXPECT_NEAR(axonn.max_node_bytes, 14 * params, 8);  // one node holds the 8 writers
+
+  ParallelConfig fsdp;
+  fsdp.gz = 64;
+  const CheckpointEstimate dcp = EstimateCheckpoint(job, Framework::kTorchtitan, fsdp, o);
+  EXPECT_DOUBLE_EQ(dcp.total_bytes, 12 * params);
+  EXPECT_DOUBLE_EQ(dcp.weights_bytes, 4 * params);  // the fp32 shards are the master copy
+  EXPECT_NEAR(dcp.held_rank_bytes, 12 * params / 64, 1);
+}
+
+TEST(Goodput, SavingIsBoundByTheSlowerOfFilesystemAndNode) {
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  GoodputOptions o;
+  o.save = CheckpointSave::kSync;
+  o.fs_GBps = 1;  // a slow filesystem binds
+  const CheckpointEstimate slow = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_FALSE(slow.write_node_bound);
+  EXPECT_NEAR(slow.write_s, slow.total_bytes / 1e9, 1e-6);
+  o.fs_GBps = 1e6;
+  o.fs_node_GBps = 1;  // a slow node binds
+  const CheckpointEstimate node = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  EXPECT_TRUE(node.write_node_bound);
+  EXPECT_NEAR(node.write_s, node.max_node_bytes / 1e9, 1e-6);
+  // More bandwidth is never slower.
+  o.fs_node_GBps = 2;
+  EXPECT_LT(EstimateCheckpoint(job, Framework::kMegatron, c, o).write_s, node.write_s);
+}
+
+TEST(Goodput, AsyncSaveCostsTheStepOnlyTheCopyToHost) {
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  GoodputOptions o;
+  o.fs_GBps = 10;
+  const CheckpointEstimate async = EstimateCheckpoint(job, Framework::kMegatron, c, o);
+  ASSERT_TRUE(async.async);
+  EXPECT_NEAR(async.blocking_s, async.max_rank_bytes / (job.cluster.HostLinkGBps() * 1e9), 1e-9);
+  EXPECT_LT(async.blocking_s, async.write_s);
+  o.save = CheckpointSave::kSync;
+  EXPECT_DOUBLE_EQ(EstimateCheckpoint(job, Framework::kMegatron, c, o).blocking_s, async.write_s);
+  // FSDP1 trainers save synchronously whatever is asked.
+  EXPECT_FALSE(OffersAsyncSave(Framework::kFsdp));
+  Job fsdp_job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096, Framework::kFsdp);
+  ParallelConfig fsdp;
+  fsdp.gz = 64;
+  o.save = CheckpointSave::kAuto;
+  const CheckpointEstimate f = EstimateCheckpoint(fsdp_job, Framework::kFsdp, fsdp, o);
+  EXPECT_FALSE(f.async);
+  EXPECT_DOUBLE_EQ(f.blocking_s, f.write_s);
+}
+
+TEST(Goodput, DefaultFailureRateIsLlama3sUnexpectedInterruptions) {
+  const Json r = PublishedRun("llama3-405b");
+  const double gpu_hours = r["gpus"].get<double>() * r["days"].get<double>() * 24;
+  EXPECT_DOUBLE_EQ(kDefaultFailuresPerGpuHour,
+                   r["unexpected_interruptions"].get<double>() / gpu_hours);
+  EXPECT_EQ(r["interruptions"].get<int>(),
+            r["planned_interruptions"].get<int>() + r["unexpected_interruptions"].get<int>());
+}
+
+}  // namespace
+}  // namespace paratune::planner
