@@ -61,7 +61,8 @@ TEST(GoodputChecks, Llama3EffectiveTrainingTimeAbove90Percent) {
   twice["runs"][0]["interruptions"] = 2 * row["interruptions"].get<int>();
   auto worse = CheckGoodputRuns(twice);
   ASSERT_TRUE(worse.ok());
-  const GoodputCheck& w = ById(*worse).at("llama3-405b/effective_training");
+  const auto worse_by = ById(*worse);  // kept: `w` refers into it
+  const GoodputCheck& w = worse_by.at("llama3-405b/effective_training");
   EXPECT_LT(w.value, eff.value);
   EXPECT_FALSE(w.within) << w.paratune;
 }
