@@ -5,13 +5,16 @@
 // the fastest kernel a training step runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "common/json.h"
 #include "planner/cost_model.h"
+#include "planner/framework.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
 #include "validation/fit.h"
@@ -80,6 +83,71 @@ TEST(Physics, NoGemmIsPricedAboveItsMeasuredCeiling) {
     }
   }
   EXPECT_GE(checked, 200);
+}
+
+// The best published fused-attention figures per GPU (fraction of the dense
+// bf16 peak; docs/model.md, "Attention against its published kernels").
+struct AttentionBest {
+  std::vector<const char*> gpus;
+  double fwd = 0, bwd = 0;  // 0: not published apart
+  double fwd_bwd = 0;       // forward + backward together (0: not used)
+  const char* source;
+};
+const AttentionBest kAttentionBest[] = {
+    {{"a100-40gb", "a100-80gb"}, 0, 0, 0.651,
+     "FlashAttention-2 forward + backward, hd 128, 16K, 203 TFLOP/s (Dao-AILab/flash-attention "
+     "@0251105 assets/flash2_a100)"},
+    {{"h100-sxm", "h200", "gh200", "h800"}, 0.764, 0.619, 0,
+     "FlashAttention-3 forward hd 256 756 TFLOP/s (same repository, FA3 figure); cuDNN 9.19 SDPA "
+     "backward on H200 612 TFLOP/s (NVIDIA/cudnn-frontend @3929da2)"},
+    {{"b200", "b300", "gb200", "gb300"}, 0.717, 0.562, 0,
+     "FlashAttention-4 on B200, 1613 TFLOP/s (arXiv 2603.05451 abstract); cuDNN 9.22 SDPA "
+     "backward on GB200 1404 TFLOP/s (cudnn-frontend @3929da2)"},
+    {{"mi350x", "mi355x"}, 0.522, 0.48, 0,
+     "HipKittens forward 1304, AITER backward 1201 TFLOP/s on MI355X (HazyResearch/HipKittens "
+     "@f09e968)"},
+};
+
+// The model's fused attention runs at flash_*_efficiency × its shape factor
+// (at most 1.1) × the framework's attention_efficiency: at the most favourable
+// of each, shipped and at the fitted constants' upper bounds, no GPU's
+// attention beats the best published kernel on it.
+TEST(Physics, AttentionStaysUnderItsPublishedKernels) {
+  constexpr double kShapeMax = 1.1;  // FlashShapeFactor's cap (planner/cost/compute.cc)
+  double fw_max = 0;
+  for (Framework f : AllFrameworks()) {
+    fw_max = std::max(fw_max, FrameworkPreset(f).costs.attention_efficiency);
+  }
+  std::map<std::string, double> bound_hi;
+  for (const FittableConstant& c : FittableConstants()) bound_hi[c.name] = c.hi;
+  int checked = 0;
+  for (const AttentionBest& best : kAttentionBest) {
+    for (const char* name : best.gpus) {
+      const auto gpu = topology::GpuPreset(name);
+      ASSERT_TRUE(gpu.ok()) << name;
+      const double ratio = gpu->flash_bwd_efficiency / gpu->flash_fwd_efficiency;
+      const std::string family = GpuGeneration(name);
+      const auto hi = bound_hi.find(family + ".flash_efficiency");
+      std::vector<double> fwds = {gpu->flash_fwd_efficiency};
+      if (hi != bound_hi.end()) fwds.push_back(hi->second);
+      for (double fwd : fwds) {
+        const double f = fwd * kShapeMax * fw_max;
+        const double b = std::min(1.0, fwd * ratio) * kShapeMax * fw_max;
+        if (best.fwd > 0) {
+          EXPECT_LE(f, best.fwd) << name << " forward at " << fwd << ": " << best.source;
+        }
+        if (best.bwd > 0) {
+          EXPECT_LE(b, best.bwd) << name << " backward at " << fwd << ": " << best.source;
+        }
+        // Forward + backward: FLOPs 1 + 2.5 (FlashAttention-2 §3.1) over their times.
+        if (best.fwd_bwd > 0) {
+          EXPECT_LE(3.5 / (1 / f + 2.5 / b), best.fwd_bwd) << name << ": " << best.source;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 18);
 }
 
 std::vector<PublishedRun> Load(const char* file) {
