@@ -112,15 +112,12 @@ void BM_SearchGpt3_175b_1024(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchGpt3_175b_1024)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The mixture-of-experts search of the reference job: DeepSeek-V3 on
-// 2048 H100s (dgx-h100), seq 4096, batch 8192, every framework of space "all"
-// (as `paratune plan` runs it), ep/etp/dispatcher enumerated.
-void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
+// DeepSeek-V3 searched over every framework of space "all" (as `paratune
+// plan` runs it), ep/etp/dispatcher enumerated, on 2048 GPUs of `cluster`.
+void SearchDeepSeekV3(benchmark::State& state, const char* cluster_name, TrainingSpec training) {
   const ModelSpec model = *ModelPreset("deepseek-v3");
-  TrainingSpec training;
-  training.seq_len = 4096;
-  training.global_batch = 8192;
-  const topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-h100");
+  const topology::ClusterSpec cluster = *topology::ClusterPreset(cluster_name);
+  if (training.precision == topology::Precision::kFp8) training.recipe = cluster.gpu.fp8_default_recipe;
   std::vector<CostModel> models;
   for (Framework f : FrameworksOf(Family::kAll)) {
     TrainingSpec t = training;
@@ -131,28 +128,25 @@ void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
   for (const CostModel& cm : models) ptrs.push_back(&cm);
   RunSearch(state, ptrs);
 }
+
+// The mixture-of-experts reference job: 2048 H100s (dgx-h100), seq 4096,
+// batch 8192, bf16.
+void BM_SearchDeepSeekV3_2048(benchmark::State& state) {
+  TrainingSpec training;
+  training.seq_len = 4096;
+  training.global_batch = 8192;
+  SearchDeepSeekV3(state, "dgx-h100", training);
+}
 BENCHMARK(BM_SearchDeepSeekV3_2048)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The mixture-of-experts job as `paratune plan --model deepseek-v3
-// --cluster hgx-h800 --gpus 2048 --global-batch 15360 --seq 4096 --precision
-// fp8` runs it: 29.6 M configurations over every framework of space "all".
+// The job of `paratune plan --model deepseek-v3 --cluster hgx-h800 --gpus
+// 2048 --global-batch 15360 --seq 4096 --precision fp8`: 29.6 M configurations.
 void BM_SearchDeepSeekV3_H800_15360_Fp8(benchmark::State& state) {
-  const ModelSpec model = *ModelPreset("deepseek-v3");
   TrainingSpec training;
   training.seq_len = 4096;
   training.global_batch = 15360;
   training.precision = topology::Precision::kFp8;
-  const topology::ClusterSpec cluster = *topology::ClusterPreset("hgx-h800");
-  training.recipe = cluster.gpu.fp8_default_recipe;
-  std::vector<CostModel> models;
-  for (Framework f : FrameworksOf(Family::kAll)) {
-    TrainingSpec t = training;
-    t.framework = f;
-    models.emplace_back(model, t, cluster, 2048);
-  }
-  std::vector<const CostModel*> ptrs;
-  for (const CostModel& cm : models) ptrs.push_back(&cm);
-  RunSearch(state, ptrs);
+  SearchDeepSeekV3(state, "hgx-h800", training);
 }
 BENCHMARK(BM_SearchDeepSeekV3_H800_15360_Fp8)
     ->Arg(1)

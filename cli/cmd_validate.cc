@@ -739,7 +739,9 @@ int RunValidate(const Args& args, Io io) {
   out["held_out"] = HeldOutToJson(cv);
   if (flags.Has("--axes")) {
     std::vector<planner::CrossValidation> axes;
-    for (planner::Holdout axis : planner::kAxes) axes.push_back(planner::LeaveOneGroupOut(runs, axis));
+    for (planner::Holdout axis : planner::kAxes) {
+      axes.push_back(planner::LeaveOneGroupOut(runs, axis, {}, &cv.all));
+    }
     out["leave_one_axis_out"] = AxesToJson(axes);
   }
   out["constants"] = ConstantsToJson(runs, cv);

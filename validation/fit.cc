@@ -449,12 +449,16 @@ std::string HoldoutKey(const PublishedRun& run, Holdout h) {
 }
 
 CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout holdout,
-                                 const FitOptions& options) {
+                                 const FitOptions& options, const FitResult* all) {
   CrossValidation cv;
   cv.holdout = holdout;
-  std::vector<const PublishedRun*> all;
-  for (const PublishedRun& r : runs) all.push_back(&r);
-  cv.all = FitConstants(all, options);
+  if (all != nullptr) {
+    cv.all = *all;
+  } else {
+    std::vector<const PublishedRun*> rows;
+    for (const PublishedRun& r : runs) rows.push_back(&r);
+    cv.all = FitConstants(rows, options);
+  }
   std::map<std::string, std::vector<const PublishedRun*>> groups;
   for (const PublishedRun& r : runs) groups[HoldoutKey(r, holdout)].push_back(&r);
   const auto& constants = FittableConstants();

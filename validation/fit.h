@@ -154,7 +154,9 @@ struct CrossValidation {
 // Leave-one-group-out: for every group, FitConstants on the other rows and
 // predict the group's rows with the result; errors are throughput errors
 // (predicted / measured − 1).
+// `all`: the fit on every row when the caller already has it (another
+// holdout's CrossValidation::all), so it is not fitted again.
 CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout holdout,
-                                 const FitOptions& options = {});
+                                 const FitOptions& options = {}, const FitResult* all = nullptr);
 
 }  // namespace paratune::planner

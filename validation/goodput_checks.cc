@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/strings.h"
 #include "planner/goodput.h"
 #include "planner/request.h"
 #include "topology/cluster.h"
@@ -12,41 +13,14 @@
 namespace paratune::planner {
 namespace {
 
-Result<double> Number(const Json& j, const char* key, const std::string& pointer) {
-  if (!j.contains(key) || !j[key].is_number()) {
-    return Status::InvalidArgument(pointer + "/" + key + ": must be a number");
-  }
-  return j[key].get<double>();
+// A required integer field in [1, 2^24] (GPU counts, degrees, lengths).
+Status CountField(ObjectReader& r, const char* key, int* out) {
+  int64_t v = 0;
+  PT_RETURN_IF_ERROR(r.Integer(key, &v));
+  if (v < 1 || v > (int64_t{1} << 24)) return r.Error(key, "must be an integer in [1, 2^24]");
+  *out = static_cast<int>(v);
+  return Status::Ok();
 }
-
-Result<std::string> Text(const Json& j, const char* key, const std::string& pointer) {
-  if (!j.contains(key) || !j[key].is_string()) {
-    return Status::InvalidArgument(pointer + "/" + key + ": must be a string");
-  }
-  return j[key].get<std::string>();
-}
-
-Result<int> Count(const Json& j, const char* key, const std::string& pointer) {
-  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1 ||
-      j[key].get<int64_t>() > (int64_t{1} << 24)) {
-    return Status::InvalidArgument(pointer + "/" + key + ": must be an integer in [1, 2^24]");
-  }
-  return j[key].get<int>();
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-// The job and layout a row names: a model and cluster preset, its GPUs, and
-// Megatron-style degrees {tp, cp, pp, dp} (cp optional, zero optional).
-struct RowJob {
-  Job job;
-  ParallelConfig config;
-  Framework framework = Framework::kMegatron;
-};
 
 // Megatron-style degrees {tp, cp?, pp, dp, zero?} of a row; `gpus` > 0: their
 // product must equal it.
@@ -54,63 +28,63 @@ Result<ParallelConfig> DegreesOf(const Json& row, const std::string& pointer, in
   if (!row.contains("config") || !row["config"].is_object()) {
     return Status::InvalidArgument(pointer + "/config: must be an object");
   }
-  const Json& c = row["config"];
-  const std::string at = pointer + "/config";
+  ObjectReader c(row["config"], pointer + "/config");
   ParallelConfig p;
-  PT_ASSIGN_OR_RETURN(p.gy, Count(c, "tp", at));
-  PT_ASSIGN_OR_RETURN(p.pp, Count(c, "pp", at));
-  PT_ASSIGN_OR_RETURN(p.gdata, Count(c, "dp", at));
-  if (c.contains("cp")) {
-    PT_ASSIGN_OR_RETURN(p.cp, Count(c, "cp", at));
-  }
-  if (c.contains("zero")) {
-    if (!c["zero"].is_number_integer() || c["zero"] < 0 || c["zero"] > 3) {
-      return Status::InvalidArgument(at + "/zero: must be 0-3");
-    }
-    p.zero = c["zero"].get<int>();
-  }
+  PT_RETURN_IF_ERROR(CountField(c, "tp", &p.gy));
+  PT_RETURN_IF_ERROR(CountField(c, "pp", &p.pp));
+  PT_RETURN_IF_ERROR(CountField(c, "dp", &p.gdata));
+  if (c.Has("cp")) PT_RETURN_IF_ERROR(CountField(c, "cp", &p.cp));
+  PT_RETURN_IF_ERROR(c.OptInt("zero", &p.zero));
+  if (p.zero < 0 || p.zero > 3) return c.Error("zero", "must be 0-3");
   if (p.world() > (int64_t{1} << 24) || (gpus > 0 && p.world() != gpus)) {
-    return Status::InvalidArgument(at + ": tp·cp·pp·dp must equal gpus");
+    return Status::InvalidArgument(pointer + "/config: tp·cp·pp·dp must equal gpus");
   }
   return p;
 }
 
 // A model and cluster preset and a framework, as a row names them.
 Status ResolveJob(const Json& row, const std::string& ptr, Job* job, Framework* fw) {
+  ObjectReader r(row, ptr);
   if (!row.contains("model")) return Status::InvalidArgument(ptr + "/model: is required");
   Json model = row["model"];
   if (model.is_object() && !model.contains("name")) model["name"] = row.value("id", "model");
   auto m = ResolveModel(model, ptr + "/model");
   if (!m.ok()) return m.status();
   job->model = *m;
-  PT_ASSIGN_OR_RETURN(const std::string cluster, Text(row, "cluster", ptr));
-  auto c = topology::ClusterPreset(cluster);
-  if (!c.ok()) return Status::InvalidArgument(ptr + "/cluster: " + c.status().message());
-  job->cluster = *c;
-  PT_ASSIGN_OR_RETURN(const std::string framework, Text(row, "framework", ptr));
-  auto f = ParseFramework(framework);
-  if (!f.ok()) return Status::InvalidArgument(ptr + "/framework: " + f.status().message());
-  *fw = *f;
-  job->training.framework = *f;
+  PT_RETURN_IF_ERROR(r.Parsed("cluster", topology::ClusterPreset, &job->cluster));
+  PT_RETURN_IF_ERROR(r.Parsed("framework", ParseFramework, fw));
+  job->training.framework = *fw;
   return Status::Ok();
 }
 
 // Llama 3-style rows: interruption counts over a period on a stated layout
 // and storage bandwidth; the published effective fraction is a lower bound.
 Status CheckInterruptions(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
-  PT_ASSIGN_OR_RETURN(const std::string id, Text(row, "id", ptr));
-  PT_ASSIGN_OR_RETURN(const std::string source, Text(row, "source", ptr));
-  PT_ASSIGN_OR_RETURN(const int gpus, Count(row, "gpus", ptr));
-  PT_ASSIGN_OR_RETURN(const int seq, Count(row, "seq_len", ptr));
-  PT_ASSIGN_OR_RETURN(const double batch_tokens, Number(row, "tokens_per_batch", ptr));
-  PT_ASSIGN_OR_RETURN(const double days, Number(row, "days", ptr));
-  PT_ASSIGN_OR_RETURN(const double interruptions, Number(row, "interruptions", ptr));
-  PT_ASSIGN_OR_RETURN(const double storage_TBps, Number(row, "storage_sustained_TBps", ptr));
-  PT_ASSIGN_OR_RETURN(const double fraction_min,
-                      Number(row, "effective_training_fraction_min", ptr));
-  PT_ASSIGN_OR_RETURN(const std::string fraction_text, Text(row, "effective_training_text", ptr));
-  PT_ASSIGN_OR_RETURN(const double per_gpu_min, Number(row, "checkpoint_per_gpu_bytes_min", ptr));
-  PT_ASSIGN_OR_RETURN(const double per_gpu_max, Number(row, "checkpoint_per_gpu_bytes_max", ptr));
+  ObjectReader r(row, ptr);
+  std::string id;
+  PT_RETURN_IF_ERROR(r.String("id", &id));
+  std::string source;
+  PT_RETURN_IF_ERROR(r.String("source", &source));
+  int gpus = 0;
+  PT_RETURN_IF_ERROR(CountField(r, "gpus", &gpus));
+  int seq = 0;
+  PT_RETURN_IF_ERROR(CountField(r, "seq_len", &seq));
+  double batch_tokens = 0;
+  PT_RETURN_IF_ERROR(r.Number("tokens_per_batch", &batch_tokens));
+  double days = 0;
+  PT_RETURN_IF_ERROR(r.Number("days", &days));
+  double interruptions = 0;
+  PT_RETURN_IF_ERROR(r.Number("interruptions", &interruptions));
+  double storage_TBps = 0;
+  PT_RETURN_IF_ERROR(r.Number("storage_sustained_TBps", &storage_TBps));
+  double fraction_min = 0;
+  PT_RETURN_IF_ERROR(r.Number("effective_training_fraction_min", &fraction_min));
+  std::string fraction_text;
+  PT_RETURN_IF_ERROR(r.String("effective_training_text", &fraction_text));
+  double per_gpu_min = 0;
+  PT_RETURN_IF_ERROR(r.Number("checkpoint_per_gpu_bytes_min", &per_gpu_min));
+  double per_gpu_max = 0;
+  PT_RETURN_IF_ERROR(r.Number("checkpoint_per_gpu_bytes_max", &per_gpu_max));
 
   Job job;
   Framework fw = Framework::kMegatron;
@@ -132,9 +106,9 @@ Status CheckInterruptions(const Json& row, const std::string& ptr, std::vector<G
   size.id = id + "/checkpoint_per_gpu";
   size.source = source;
   size.published =
-      Fixed(per_gpu_min / 1e6, 0) + " MB to " + Fixed(per_gpu_max / 1e9, 0) + " GB per GPU";
+      FormatFixed(per_gpu_min / 1e6, 0) + " MB to " + FormatFixed(per_gpu_max / 1e9, 0) + " GB per GPU";
   size.value = ck.max_rank_bytes;
-  size.paratune = Fixed(ck.max_rank_bytes / 1e9, 2) + " GB per GPU";
+  size.paratune = FormatFixed(ck.max_rank_bytes / 1e9, 2) + " GB per GPU";
   size.within = ck.max_rank_bytes >= per_gpu_min && ck.max_rank_bytes <= per_gpu_max;
   size.assumed = {layout};
   out->push_back(size);
@@ -155,19 +129,19 @@ Status CheckInterruptions(const Json& row, const std::string& ptr, std::vector<G
   eff.source = source;
   eff.published = "\"" + fraction_text + "\"";
   eff.value = fraction;
-  eff.paratune = Fixed(100 * fraction, 1) + " % (the bound holds while restart + load < " +
-                 Fixed(bound_s / 60, 1) + " min)";
+  eff.paratune = FormatFixed(100 * fraction, 1) + " % (the bound holds while restart + load < " +
+                 FormatFixed(bound_s / 60, 1) + " min)";
   eff.within = fraction > fraction_min;
   eff.assumed = {
-      "all " + Fixed(interruptions, 0) + " interruptions in " + Fixed(days, 0) +
+      "all " + FormatFixed(interruptions, 0) + " interruptions in " + FormatFixed(days, 0) +
           " days stop the job and lose the work since the last save (planned ones could save "
           "first: the pessimistic reading); one every " +
-          Fixed(mtbf_s / 3600, 2) + " h",
-      layout + ", saved synchronously at the stated sustained " + Fixed(storage_TBps, 0) +
-          " TB/s: " + Fixed(ck.blocking_s, 1) + " s, every " + Fixed(tau / 60, 1) +
+          FormatFixed(mtbf_s / 3600, 2) + " h",
+      layout + ", saved synchronously at the stated sustained " + FormatFixed(storage_TBps, 0) +
+          " TB/s: " + FormatFixed(ck.blocking_s, 1) + " s, every " + FormatFixed(tau / 60, 1) +
           " min (Daly's optimum)",
-      "restart " + Fixed(kDefaultRestartS / 60, 0) + " min (no published figure) + load " +
-          Fixed(ck.load_s, 0) + " s (each rank reads the " + Fixed(ck.held_rank_bytes / 1e9, 1) +
+      "restart " + FormatFixed(kDefaultRestartS / 60, 0) + " min (no published figure) + load " +
+          FormatFixed(ck.load_s, 0) + " s (each rank reads the " + FormatFixed(ck.held_rank_bytes / 1e9, 1) +
           " GB it holds)"};
   out->push_back(eff);
   return Status::Ok();
@@ -177,12 +151,19 @@ Status CheckInterruptions(const Json& row, const std::string& ptr, std::vector<G
 // that wrote it, and the sizes as printed, read as binary units rounded up
 // (as `du -h` prints them).
 Status CheckSize(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
-  PT_ASSIGN_OR_RETURN(const std::string id, Text(row, "id", ptr));
-  PT_ASSIGN_OR_RETURN(const std::string source, Text(row, "source", ptr));
-  PT_ASSIGN_OR_RETURN(const double weights_GiB, Number(row, "weights_GiB_rounded_up", ptr));
-  PT_ASSIGN_OR_RETURN(const double full_TiB, Number(row, "full_TiB_rounded_up", ptr));
-  PT_ASSIGN_OR_RETURN(const std::string weights_text, Text(row, "weights_text", ptr));
-  PT_ASSIGN_OR_RETURN(const std::string full_text, Text(row, "full_text", ptr));
+  ObjectReader r(row, ptr);
+  std::string id;
+  PT_RETURN_IF_ERROR(r.String("id", &id));
+  std::string source;
+  PT_RETURN_IF_ERROR(r.String("source", &source));
+  double weights_GiB = 0;
+  PT_RETURN_IF_ERROR(r.Number("weights_GiB_rounded_up", &weights_GiB));
+  double full_TiB = 0;
+  PT_RETURN_IF_ERROR(r.Number("full_TiB_rounded_up", &full_TiB));
+  std::string weights_text;
+  PT_RETURN_IF_ERROR(r.String("weights_text", &weights_text));
+  std::string full_text;
+  PT_RETURN_IF_ERROR(r.String("full_text", &full_text));
   Job job;
   Framework fw = Framework::kMegatron;
   PT_RETURN_IF_ERROR(ResolveJob(row, ptr, &job, &fw));
@@ -199,7 +180,7 @@ Status CheckSize(const Json& row, const std::string& ptr, std::vector<GoodputChe
   w.source = source;
   w.published = "\"" + weights_text + "\"";
   w.value = weights;
-  w.paratune = Fixed(weights / GiB, 1) + " GiB";
+  w.paratune = FormatFixed(weights / GiB, 1) + " GiB";
   w.within = std::ceil(weights / GiB) == weights_GiB;
   w.assumed = {layout, units};
   out->push_back(w);
@@ -208,7 +189,7 @@ Status CheckSize(const Json& row, const std::string& ptr, std::vector<GoodputChe
   f.source = source;
   f.published = "\"" + full_text + "\"";
   f.value = full;
-  f.paratune = Fixed(full / TiB, 3) + " TiB";
+  f.paratune = FormatFixed(full / TiB, 3) + " TiB";
   f.within = std::abs(std::ceil(10 * full / TiB) / 10 - full_TiB) < 1e-9;
   f.assumed = {layout, units};
   out->push_back(f);

@@ -21,6 +21,17 @@ namespace {
 
 using testing::MakeJob;
 
+// Llama 3 70B's layout on 64 GPUs in these tests: tp 8, pp 2, dp 4 with the
+// distributed optimizer.
+ParallelConfig Tp8Pp2Dp4() {
+  ParallelConfig c;
+  c.gy = 8;
+  c.pp = 2;
+  c.gdata = 4;
+  c.distributed_optimizer = true;
+  return c;
+}
+
 Json PublishedRun(const std::string& id) {
   std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json");
   EXPECT_TRUE(in.good());
@@ -92,11 +103,7 @@ TEST(Goodput, CheckpointBytesFollowTheFrameworksLayouts) {
   // DCP's FSDP shards are the fp32 master (4 B) plus the moments (8 B); ZeRO-3
   // writes no 16-bit weights.
   Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
-  ParallelConfig c;
-  c.gy = 8;
-  c.pp = 2;
-  c.gdata = 4;
-  c.distributed_optimizer = true;
+  const ParallelConfig c = Tp8Pp2Dp4();
   const GoodputOptions o;
   const double params = static_cast<double>(job.model.ParamCount());
   const CheckpointEstimate mg = EstimateCheckpoint(job, Framework::kMegatron, c, o);
@@ -141,11 +148,7 @@ TEST(Goodput, CheckpointBytesFollowTheFrameworksLayouts) {
 
 TEST(Goodput, SavingIsBoundByTheSlowerOfFilesystemAndNode) {
   Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
-  ParallelConfig c;
-  c.gy = 8;
-  c.pp = 2;
-  c.gdata = 4;
-  c.distributed_optimizer = true;
+  const ParallelConfig c = Tp8Pp2Dp4();
   GoodputOptions o;
   o.save = CheckpointSave::kSync;
   o.fs_GBps = 1;  // a slow filesystem binds
@@ -164,11 +167,7 @@ TEST(Goodput, SavingIsBoundByTheSlowerOfFilesystemAndNode) {
 
 TEST(Goodput, AsyncSaveCostsTheStepOnlyTheCopyToHost) {
   Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
-  ParallelConfig c;
-  c.gy = 8;
-  c.pp = 2;
-  c.gdata = 4;
-  c.distributed_optimizer = true;
+  const ParallelConfig c = Tp8Pp2Dp4();
   GoodputOptions o;
   o.fs_GBps = 10;
   const CheckpointEstimate async = EstimateCheckpoint(job, Framework::kMegatron, c, o);

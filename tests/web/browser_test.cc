@@ -87,6 +87,16 @@ void OpenPage(const std::string& scratch, Page* page) {
   page->url = AutorunUrl(page->server->port());
 }
 
+// The DOM Chromium leaves after loading `url` on the page's server with 30 s
+// of virtual time, and its exit code; its log goes to the scratch directory.
+std::pair<std::string, int> DumpDom(const Page& page, const std::string& url) {
+  return RunCommand("timeout 150 " + page.chromium +
+                    " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
+                    " --no-first-run --disable-extensions --user-data-dir=" +
+                    page.dir + "/profile --virtual-time-budget=30000 --dump-dom '" + url + "' 2>" +
+                    page.dir + "/chromium.log");
+}
+
 TEST(Browser, PagePlansAndDrawsTheResults) {
   Page page;
   OpenPage("browser", &page);
@@ -160,11 +170,7 @@ TEST(Browser, NothingFitsNamesWhereItWould) {
   const std::string url = "http://127.0.0.1:" + std::to_string(page.server->port()) +
                           "/?autorun=1&model=llama3.1-70b&cluster=dgx-h100&gpus=2&"
                           "global_batch=64&seq_len=8192&space=megatron&top=5";
-  auto [dom, code] = RunCommand("timeout 150 " + page.chromium +
-                                " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
-                                " --no-first-run --disable-extensions --user-data-dir=" +
-                                page.dir + "/profile --virtual-time-budget=30000 --dump-dom '" +
-                                url + "' 2>" + page.dir + "/chromium.log");
+  auto [dom, code] = DumpDom(page, url);
   ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
   const std::string table = Section(dom, "candidates");
   EXPECT_NE(table.find("No configuration fits"), std::string::npos) << table.substr(0, 2000);
@@ -186,11 +192,7 @@ TEST(Browser, TimeToTrainShowsPerPlan) {
                           "/?autorun=1&model=llama3-8b&cluster=dgx-h100&gpus=16&"
                           "global_batch=64&seq_len=4096&space=megatron&top=5&"
                           "objective=time-to-train&tokens=1T&gpu_hour_price=2";
-  auto [dom, code] = RunCommand("timeout 150 " + page.chromium +
-                                " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage"
-                                " --no-first-run --disable-extensions --user-data-dir=" +
-                                page.dir + "/profile --virtual-time-budget=30000 --dump-dom '" +
-                                url + "' 2>" + page.dir + "/chromium.log");
+  auto [dom, code] = DumpDom(page, url);
   ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
   ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos) << dom.substr(0, 3000);
   const std::string table = Section(dom, "candidates", 200000);

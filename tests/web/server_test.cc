@@ -25,6 +25,17 @@ std::pair<std::string, int> RunCli(const std::string& args) {
   return RunCommand(cmd);
 }
 
+// The plans document `rest` equals the CLI's for `args` (which exits
+// `exit_code`), but for the search time.
+void ExpectPlansAsCli(Json rest, const std::string& args, int exit_code) {
+  auto [cli, code] = RunCli(args);
+  ASSERT_EQ(code, exit_code);
+  Json c = Json::parse(cli);
+  rest.erase("search_time_s");
+  c.erase("search_time_s");
+  EXPECT_EQ(rest, c);
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -223,14 +234,9 @@ TEST_F(ServerTest, NothingFitsNamesTheFewestGpusThatFitAsTheCliDoes) {
   ASSERT_TRUE(rest["fewest_gpus_that_fit"].is_object()) << r->body;
   const int fits = rest["fewest_gpus_that_fit"]["gpus"].get<int>();
   EXPECT_GT(fits, 2);
-  auto [cli, code] = RunCli(
+  ExpectPlansAsCli(rest,
       "plan --model llama3.1-70b --cluster dgx-h100 --gpus 2 --seq 8192 --global-batch 64 "
-      "--space megatron --top 1 --threads 2 --format json");
-  EXPECT_EQ(code, 3);
-  Json c = Json::parse(cli);
-  rest.erase("search_time_s");
-  c.erase("search_time_s");
-  EXPECT_EQ(rest, c);
+      "--space megatron --top 1 --threads 2 --format json", 3);
   Json there = Json::parse(job);
   there["gpus"] = fits;
   auto r2 = PostJson("/v1/plans", there.dump());
@@ -249,15 +255,9 @@ TEST_F(ServerTest, PlansAreTheCliDocumentAndRepeatsComeFromTheCache) {
   ASSERT_EQ(rest["candidates"].size(), 5u);
   EXPECT_FALSE(rest["pareto"].empty());
 
-  auto [cli, code] = RunCli(
-      "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 --space "
-      "megatron "
-      "--top 5 --pareto --threads 2 --format json");
-  ASSERT_EQ(code, 0);
-  Json c = Json::parse(cli);
-  rest.erase("search_time_s");
-  c.erase("search_time_s");
-  EXPECT_EQ(rest, c);
+  ExpectPlansAsCli(rest,
+      "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 "
+      "--space megatron --top 5 --pareto --threads 2 --format json", 0);
 
   httplib::Headers accept = {{"Accept-Encoding", "br, gzip"}};
   auto r2 = client_->Post("/v1/plans", accept, kPlan, "application/json");
@@ -321,15 +321,10 @@ TEST_F(ServerTest, TimeToTrainAsTheCliRanksIt) {
   ASSERT_FALSE(rest["candidates"].empty());
   EXPECT_TRUE(rest["candidates"][0].contains("goodput"));
   EXPECT_EQ(rest["goodput_inputs"]["tokens"], 1e12);
-  auto [cli, code] = RunCli(
+  ExpectPlansAsCli(rest,
       "plan --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 4096 --global-batch 64 "
       "--space megatron --top 3 --objective time-to-train --tokens 1T --fs-GBps 50 "
-      "--checkpoint-save sync --gpu-hour-price 2 --threads 2 --format json");
-  ASSERT_EQ(code, 0);
-  Json c = Json::parse(cli);
-  rest.erase("search_time_s");
-  c.erase("search_time_s");
-  EXPECT_EQ(rest, c);
+      "--checkpoint-save sync --gpu-hour-price 2 --threads 2 --format json", 0);
 }
 
 TEST_F(ServerTest, PlanErrors) {
