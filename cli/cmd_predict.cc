@@ -157,8 +157,17 @@ void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
       << (p.fits ? "fits" : "DOES NOT FIT") << "\n";
   out << "  params " << FormatFixed(m.params_GiB, 2) << "  grads " << FormatFixed(m.grads_GiB, 2)
       << "  optimizer " << FormatFixed(m.optimizer_GiB, 2) << "  activations "
-      << FormatFixed(m.activations_GiB, 2) << "  buffers " << FormatFixed(m.buffers_GiB, 2)
-      << "\n";
+      << FormatFixed(m.activations_GiB, 2) << "  buffers " << FormatFixed(m.buffers_GiB, 2);
+  if (m.optimizer_step_GiB > 0) {
+    out << "  optimizer step " << FormatFixed(m.optimizer_step_GiB, 2) << " (peak at the "
+        << (m.peak_at_optimizer_step ? "step" : "backward") << ")";
+  }
+  out << "\n";
+  if (c.pp > 1) {
+    out << "  per stage (allocated at its peak): first " << FormatFixed(m.first_stage_allocated_GiB, 2)
+        << "  last " << FormatFixed(m.last_stage_allocated_GiB, 2) << "  largest "
+        << FormatFixed(m.peak_allocated_GiB, 2) << "\n";
+  }
   out << "time breakdown (s)\n";
   auto row = [&](const char* name, double v) {
     if (v <= 0) return;

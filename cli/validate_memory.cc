@@ -9,6 +9,9 @@
 #include "cli/validate_memory.h"
 #include "common/strings.h"
 #include "planner/framework.h"
+#include "planner/model.h"
+#include "planner/request.h"
+#include "topology/cluster.h"
 #include "validation/memory_runs.h"
 
 namespace paratune::cli {
@@ -89,6 +92,16 @@ int RunValidateMemory(const Json& doc, const std::string& format, Io io) {
     r["fits"] = check.fits;
     r["assumed"] = run.assumed;
     r["source"] = run.source;
+    // The same question as a `paratune predict --request` document.
+    const planner::Job& job = run.request.job;
+    OrderedJson req;
+    req["schema"] = "paratune.predict_request/v1";
+    req["model"] = OrderedJson::parse(planner::ModelSpecToJson(job.model).dump());
+    req["cluster"] = OrderedJson::parse(topology::ClusterSpecToJson(job.cluster).dump());
+    req["gpus"] = job.gpus;
+    req["training"] = planner::TrainingToJson(job.training);
+    req["config"] = planner::ConfigToJson(run.request.config);
+    r["request"] = req;
     out["runs"].push_back(r);
     if (table) {
       const std::string verdict = std::string(check.fits ? "fits " : "NOT fit ") +

@@ -391,6 +391,13 @@ std::string Write(const Plan& p) {
     training.push_back("--recompute-num-layers 1");
   } else if (c.recompute == Recompute::kSelective) {
     training.push_back("--recompute-granularity selective");
+    // The modules, space-separated (nargs "+", megatron/training/argument_utils.py:146
+    // @ d98e8a6); Megatron's default is core_attn (transformer_config.py:1940-1941).
+    if (c.recompute_modules != kDefaultRecomputeModules) {
+      std::string names = RecomputeModulesName(c.recompute_modules);
+      std::replace(names.begin(), names.end(), '+', ' ');
+      training.push_back("--recompute-modules " + names);
+    }
   }
   if (c.distributed_optimizer || c.zero == 1 || c.zero == 3)
     training.push_back("--use-distributed-optimizer");

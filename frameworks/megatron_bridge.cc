@@ -28,6 +28,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/strings.h"
 #include "frameworks/emit_internal.h"
 #include "planner/model.h"
 
@@ -256,6 +257,13 @@ const FlagRow kFlags[] = {
        // module list (transformer_config.py:553-557), stated so that a
        // recipe's own list does not apply.
        if (v == "selective") s->Set("model.recompute_modules", "[\"core_attn\"]");
+     }},
+    {"--recompute-modules",
+     [](const std::string& v, Script* s) {
+       // The plan's modules replace the default written above.
+       std::string list;
+       for (const std::string& name : Split(v, ' ')) list += (list.empty() ? "" : ", ") + PyStr(name);
+       s->Set("model.recompute_modules", "[" + list + "]");
      }},
     {"--recompute-method",
      [](const std::string& v, Script* s) { s->Set("model.recompute_method", PyStr(v)); }},

@@ -55,6 +55,61 @@ Result<CpKind> ParseCpKind(const std::string& s) {
   return ParseEnumName<CpKind>(s, kCpKindNames, "a cp_kind");
 }
 
+constexpr const char* kRecomputeModuleNames[] = {"core_attn", "layernorm",       "mlp",
+                                                 "moe_act",   "moe",             "shared_experts",
+                                                 "mla_up_proj"};
+static_assert(std::size(kRecomputeModuleNames) == kNumRecomputeModules);
+
+const char* RecomputeModuleName(RecomputeModule m) {
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (m == (1 << i)) return kRecomputeModuleNames[i];
+  }
+  return "?";
+}
+
+std::string RecomputeModulesName(uint8_t modules) {
+  std::string out;
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (!(modules & (1 << i))) continue;
+    if (!out.empty()) out += '+';
+    out += kRecomputeModuleNames[i];
+  }
+  return out;
+}
+
+Result<uint8_t> ParseRecomputeModules(const std::string& s) {
+  uint8_t modules = 0;
+  std::string name;
+  auto take = [&]() -> Status {
+    if (name.empty()) return Status::Ok();
+    int bit = -1;
+    for (int i = 0; i < kNumRecomputeModules; ++i) {
+      if (name == kRecomputeModuleNames[i]) bit = i;
+    }
+    if (bit < 0) {
+      return Status::InvalidArgument("'" + name + "' is not a recompute module (" +
+                                     RecomputeModulesName(0x7f) + ")");
+    }
+    if (modules & (1 << bit)) return Status::InvalidArgument("'" + name + "' is named twice");
+    modules |= static_cast<uint8_t>(1 << bit);
+    name.clear();
+    return Status::Ok();
+  };
+  for (char ch : s) {
+    if (ch == '+' || ch == ',' || ch == ' ') {
+      PT_RETURN_IF_ERROR(take());
+    } else {
+      name += ch;
+    }
+  }
+  PT_RETURN_IF_ERROR(take());
+  if (modules == 0) {
+    return Status::InvalidArgument("recompute modules: name at least one (" +
+                                   RecomputeModulesName(0x7f) + ")");
+  }
+  return modules;
+}
+
 Result<Recompute> ParseRecompute(const std::string& s) {
   if (s == "off") return Recompute::kNone;
   return ParseEnumName<Recompute>(s, kRecomputeNames, "a recompute mode");
@@ -205,6 +260,25 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
   PT_RETURN_IF_ERROR(r.OptBool("cuda_graphs", &c.cuda_graphs));
   PT_RETURN_IF_ERROR(PositiveInt(r, "mbs", &c.mbs));
   PT_RETURN_IF_ERROR(r.OptParsed("recompute", ParseRecompute, &c.recompute));
+  if (r.Has("recompute_modules") && !r.Raw("recompute_modules").is_null()) {
+    // An array of Megatron's names or one "core_attn+mlp" string.
+    std::string text;
+    if (r.Raw("recompute_modules").is_array()) {
+      std::vector<std::string> names;
+      PT_RETURN_IF_ERROR(r.OptStringList("recompute_modules", &names));
+      for (const std::string& n : names) text += n + "+";
+    } else {
+      PT_RETURN_IF_ERROR(r.String("recompute_modules", &text));
+    }
+    auto modules = ParseRecomputeModules(text);
+    if (!modules.ok()) return r.Error("recompute_modules", modules.status().message());
+    if (c.recompute != Recompute::kSelective) {
+      return r.Error("recompute_modules", "needs recompute selective (the modules are what it recomputes)");
+    }
+    c.recompute_modules = *modules;
+  } else {
+    r.Ignore("recompute_modules");
+  }
   for (const OverlapSwitch& sw : kOverlapSwitches) {
     PT_RETURN_IF_ERROR(r.OptBool(sw.key, &(c.*sw.field)));
   }
@@ -320,6 +394,13 @@ Result<std::vector<std::pair<std::string, std::string>>> ConfigTextToPairs(std::
         else if (what == "param") out.emplace_back("offload_param", "true");
         else return Status::InvalidArgument("config: '" + p + "' must read offload=opt, param or opt+param");
       }
+    } else if (k == "rc" && v.find('(') != std::string::npos) {  // rc=selective(core_attn+mlp)
+      const size_t open = v.find('(');
+      if (v.back() != ')') {
+        return Status::InvalidArgument("config: '" + p + "' must read rc=selective(module+module)");
+      }
+      out.emplace_back("recompute", v.substr(0, open));
+      out.emplace_back("recompute_modules", v.substr(open + 1, v.size() - open - 2));
     } else if (k == "rc") {
       out.emplace_back("recompute", v);
     } else if (k == "offload_act") {
@@ -338,7 +419,7 @@ Result<Json> ConfigStringToJson(const std::string& text) {
   PT_ASSIGN_OR_RETURN(auto pairs, ConfigTextToPairs(text));
   Json j = Json::object();
   static const char* kStringKeys[] = {"cp_kind", "recompute", "placement", "moe_dispatcher",
-                                      "pp_schedule"};
+                                      "pp_schedule", "recompute_modules"};
   for (auto& [k, v] : pairs) {
     if (j.contains(k)) return Status::InvalidArgument("--config: '" + k + "' given twice");
     const bool is_string =
@@ -392,6 +473,15 @@ OrderedJson ConfigToJson(const ParallelConfig& c) {
   if (c.cuda_graphs) j["cuda_graphs"] = true;
   j["mbs"] = c.mbs;
   j["recompute"] = RecomputeName(c.recompute);
+  if (c.recompute == Recompute::kSelective && c.recompute_modules != kDefaultRecomputeModules) {
+    OrderedJson names = OrderedJson::array();
+    for (int i = 0; i < kNumRecomputeModules; ++i) {
+      if (c.recompute_modules & (1 << i)) {
+        names.push_back(RecomputeModuleName(static_cast<RecomputeModule>(1 << i)));
+      }
+    }
+    j["recompute_modules"] = names;
+  }
   for (const OverlapSwitch& sw : kOverlapSwitches) j[sw.key] = c.*sw.field;
   if (int64_t{c.ep} * c.etp > 1 || c.moe_dispatcher != MoeDispatcher::kAllToAll ||
       c.moe_a2a_overlap) {
@@ -441,6 +531,9 @@ std::string ConfigToString(const ParallelConfig& c) {
   if (c.cuda_graphs) os << " cudagraph";
   os << " mbs=" << c.mbs;
   if (c.recompute != Recompute::kNone) os << " rc=" << RecomputeName(c.recompute);
+  if (c.recompute == Recompute::kSelective && c.recompute_modules != kDefaultRecomputeModules) {
+    os << "(" << RecomputeModulesName(c.recompute_modules) << ")";
+  }
   if (!(c.placement == Placement{})) os << " place=" << PlacementToString(c.placement);
   return os.str();
 }

@@ -25,6 +25,30 @@ enum class CpKind : uint8_t { kRing = 0, kUlysses, kFpdt };
 enum class MoeDispatcher : uint8_t { kAllToAll = 0, kAllGather, kDeepEp, kHybridEp };
 inline constexpr int kNumMoeDispatchers = 4;
 enum class Recompute : uint8_t { kNone = 0, kSelective, kFull };
+// What selective recompute recomputes: Megatron-Core's --recompute-modules
+// (NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/transformer_config.py,
+// recompute_modules), a set of bits. Each module's tensors are dropped after the
+// forward and rebuilt before the backward (planner/memory.h RecomputeSavings
+// says which tensors and what each costs). Megatron's default list is
+// core_attn alone.
+enum RecomputeModule : uint8_t {
+  kRcCoreAttn = 1 << 0,       // the attention core (softmax statistics)
+  kRcLayerNorm = 1 << 1,      // the norms that are separate modules (their outputs)
+  kRcMlp = 1 << 2,            // the dense MLP (its FC1 input and outputs)
+  kRcMoeAct = 1 << 3,         // the experts' activation function (the FC2 input)
+  kRcMoe = 1 << 4,            // the whole MoE layer (router, dispatch, experts)
+  kRcSharedExperts = 1 << 5,  // the shared experts
+  kRcMlaUpProj = 1 << 6,      // MLA's up-projections (Q, K, V from the latents)
+};
+inline constexpr int kNumRecomputeModules = 7;
+inline constexpr uint8_t kDefaultRecomputeModules = kRcCoreAttn;
+// Megatron's names joined by '+' in bit order: "core_attn+moe_act".
+std::string RecomputeModulesName(uint8_t modules);
+// Megatron's names, one each, separated by '+', ',' or spaces ("core_attn+mlp");
+// at least one.
+Result<uint8_t> ParseRecomputeModules(const std::string& s);
+// The module's name by bit (kRcMlp → "mlp").
+const char* RecomputeModuleName(RecomputeModule m);
 // The pipeline schedule (planner/pipeline.h prices each): Megatron's 1F1B,
 // interleaved when vpp > 1 (Narayanan et al. 2021); zero-bubble ZB-H1/ZB1P,
 // the backward split into an input-gradient pass B and a weight-gradient pass W
@@ -105,6 +129,9 @@ struct ParallelConfig {
   bool cuda_graphs = false;
   int mbs = 1;          // micro-batch: sequences per GPU per micro-batch
   Recompute recompute = Recompute::kNone;
+  // With recompute selective, the modules recomputed (RecomputeModule bits);
+  // kept at the default otherwise, so equal plans compare equal.
+  uint8_t recompute_modules = kDefaultRecomputeModules;
   // Overlaps (all off unless set).
   bool oar = false;     // backward input-grad all-reduce hidden behind the weight-grad GEMM
                         // (AxoNN OAR; Megatron's async tensor-parallel all-reduce)
@@ -162,7 +189,8 @@ inline constexpr OverlapSwitch kOverlapSwitches[] = {
 // Parses a config object (request `config`). Keys: tp, pp, vpp, pp_schedule, dp, cp,
 // cp_kind, sp, gx, gy, gz, gdata, zero, distributed_optimizer, qwz, hpz, qgz,
 // offload_optimizer, offload_param, offload_activation_layers, cuda_graphs,
-// mbs, recompute, first_stage_layers, last_stage_layers, pp_embedding_layers, pp_loss_layers, oar,
+// mbs, recompute, recompute_modules (with recompute selective: an array of
+// Megatron's module names or one "core_attn+mlp" string), first_stage_layers, last_stage_layers, pp_embedding_layers, pp_loss_layers, oar,
 // ors, oag, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, overlap_p2p, placement,
 // ep, etp, moe_dispatcher, moe_a2a_overlap (expert-data parallel is derived). tp
 // is an alias of gy (only with gx = 1), dp of gdata. When neither dp nor gdata is given, gdata is
@@ -174,7 +202,7 @@ Result<ParallelConfig> ParseConfig(const Json& j, const std::string& pointer, in
 // spaces: bare switches (sp, distopt, qwz, hpz, qgz, cudagraph, a2a-overlap),
 // a dispatcher or schedule by name (deepep, zb-h1, interleaved), "cp=2(ring)",
 // "emb/loss_layers=1/1", "stages=3/../5", "offload=opt+param",
-// "offload_act=4", "rc=full", "place=...". A trailing "(+N same)" of the table
+// "offload_act=4", "rc=full", "rc=selective(core_attn+mlp)", "place=...". A trailing "(+N same)" of the table
 // is ignored. Errors name the piece and the accepted forms.
 Result<std::vector<std::pair<std::string, std::string>>> ConfigTextToPairs(std::string_view text);
 // Parses either form (ConfigTextToPairs) into the config object ParseConfig reads.
@@ -182,9 +210,11 @@ Result<Json> ConfigStringToJson(const std::string& text);
 // Canonical JSON: every field, Megatron names where they apply (tp when gx = 1);
 // ep, etp, moe_dispatcher, moe_a2a_overlap (and the derived "edp") only when
 // ep · etp > 1 or they differ from their defaults, so a dense plan's document is
-// unchanged by them; pp_schedule only when it is not (interleaved) 1F1B.
+// unchanged by them; pp_schedule only when it is not (interleaved) 1F1B;
+// recompute_modules only when recompute is selective with other than the default.
 OrderedJson ConfigToJson(const ParallelConfig& c);
-// Compact human form: "tp=8 pp=16 vpp=3 sp mbs=1 rc=selective".
+// Compact human form: "tp=8 pp=16 vpp=3 sp mbs=1 rc=selective"; modules other
+// than the default in brackets: "rc=selective(core_attn+moe_act)".
 std::string ConfigToString(const ParallelConfig& c);
 
 }  // namespace paratune::planner

@@ -291,14 +291,20 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   // selective recompute, every counted forward but the logits for full.
   double hw_flops = model_flops_;
   if (c.recompute == Recompute::kSelective) {
-    hw_flops += tokens * m.AttentionCoreFlopsPerToken(training_.seq_len, !m.plain_dense());
+    hw_flops += ExecutedFlopsPerIteration(c) - executed_flops_[static_cast<int>(Recompute::kNone)];
+    if (SelectiveModules(c) & kRcCoreAttn) {
+      // The core in the model's convention, not the executed triangle.
+      const bool fused = training_.attention == Attention::kFlash;
+      hw_flops += tokens * (m.AttentionCoreFlopsPerToken(training_.seq_len, !m.plain_dense()) -
+                            m.AttentionCoreFlopsPerToken(training_.seq_len, /*causal=*/fused));
+    }
   }
   if (c.recompute == Recompute::kFull) hw_flops += model_flops_ / 3.0 - 2.0 * h * m.vocab * tokens;
   const double per_gpu_s = p.iteration_time_s * gpus_ * 1e12;
   p.tokens_per_s = tokens / p.iteration_time_s;
   p.model_tflops_per_gpu = model_flops_ / per_gpu_s;
   p.hardware_tflops_per_gpu = hw_flops / per_gpu_s;
-  p.executed_tflops_per_gpu = ExecutedFlopsPerIteration(c.recompute) / per_gpu_s;
+  p.executed_tflops_per_gpu = ExecutedFlopsPerIteration(c) / per_gpu_s;
   p.mfu = p.model_tflops_per_gpu * 1e12 / peak_flops_;
   p.hfu = p.executed_tflops_per_gpu * 1e12 / peak_flops_;
   p.flops_convention = m.FlopsConvention();
@@ -329,6 +335,38 @@ void CostModel::CountExecutedFlops() {
   executed_flops_[static_cast<int>(Recompute::kNone)] = none;
   executed_flops_[static_cast<int>(Recompute::kSelective)] = none + tokens * core;
   executed_flops_[static_cast<int>(Recompute::kFull)] = none + tokens * (linear - logits + core);
+}
+
+uint8_t CostModel::SelectiveModules(const ParallelConfig& c) const {
+  return planner::SelectiveModules(c, fw_.support);
+}
+
+double CostModel::ExecutedFlopsPerIteration(const ParallelConfig& c) const {
+  if (c.recompute != Recompute::kSelective) return ExecutedFlopsPerIteration(c.recompute);
+  const ModelSpec& m = model_;
+  const unsigned modules = SelectiveModules(c);
+  const double tokens = static_cast<double>(training_.global_batch) * training_.seq_len;
+  const bool fused = training_.attention == Attention::kFlash;
+  // Forward FLOPs per token of what the modules rerun, summed over the layers.
+  double per_token = 0;
+  if (modules & kRcCoreAttn) per_token += m.AttentionCoreFlopsPerToken(training_.seq_len, fused);
+  if (modules & kRcMlp) per_token += 2.0 * m.DenseMlpParams() * m.dense_layer_count();
+  if ((modules & kRcMlaUpProj) && m.is_mla()) {
+    const double a = m.heads, q_in = m.q_lora_rank > 0 ? m.q_lora_rank : m.hidden;
+    per_token += 2.0 * m.layers *
+                 (q_in * a * (m.qk_nope_head_dim + m.qk_rope_head_dim) +
+                  static_cast<double>(m.kv_lora_rank) * a * (m.qk_nope_head_dim + m.v_head_dim));
+  }
+  if (m.is_moe()) {
+    const double routed = 2.0 * m.top_k * static_cast<double>(m.ExpertParams());
+    const double shared = 2.0 * static_cast<double>(m.SharedExpertParams());
+    if (modules & kRcMoe) {
+      per_token += (routed + shared) * m.moe_layer_count();
+    } else if (modules & kRcSharedExperts) {
+      per_token += shared * m.moe_layer_count();
+    }
+  }
+  return executed_flops_[static_cast<int>(Recompute::kNone)] + tokens * per_token;
 }
 
 double CostModel::ExecutedShare(int seq_len) const {

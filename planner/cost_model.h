@@ -8,6 +8,7 @@
 // concurrent const calls.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,13 @@ struct TrainingSpec {
   // balance: moe_router_force_load_balancing); real routing with an auxiliary
   // loss runs above it (docs/model.md "Load imbalance").
   double moe_skew = 1.0;
+  // The loss over this many sequence chunks, each chunk's logits computed,
+  // reduced and back-propagated before the next (torchtitan's
+  // ChunkedLossWrapper, pytorch/torchtitan@b5bcd76
+  // torchtitan/components/loss.py:501-544, 8 chunks in its llama3 configs,
+  // models/llama3/config_registry.py:42); the hidden states' fp32 gradient
+  // accumulates meanwhile. 0: the whole micro-batch's logits at once.
+  int loss_chunks = 0;
 };
 
 // What the framework rules (planner/framework.h) read of model `m` trained as
@@ -102,7 +110,13 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   double optimizer_GiB = 0;
   double activations_GiB = 0;
   double buffers_GiB = 0;    // gathered weights, buckets, hpZ copy, runtime reserve
-  double total_GiB = 0;      // the sum of the above: steady state between steps
+  // What the optimizer step alone holds (ModelStates::step_bytes): the peak is
+  // at the step when it exceeds the activations, which are gone by then.
+  double optimizer_step_GiB = 0;
+  bool peak_at_optimizer_step = false;
+  // params + grads + optimizer + buffers + the peak moment's own term
+  // (activations, or optimizer_step at the step).
+  double total_GiB = 0;
   // What the allocator reports at the step's peak: total plus the transient
   // buffers (fp32 logits and their gradient, the layer being recomputed, the
   // gathered weights in flight). `reserved` adds the caching allocator's
@@ -279,7 +293,10 @@ class CostModel {
     double embed = 0;           // first stage: embedding lookup and its gradient
     double kernel_fixed = 0;    // per layer, fwd + bwd: fixed GPU time of its kernels
     double host = 0;            // per layer, fwd + bwd: host time to issue it
-    double act_bytes[3] = {};   // per layer kept for the backward, by Recompute
+    // Per layer kept for the backward, by Recompute; selective is the
+    // framework's own set (Megatron's core_attn; per-op SAC where the preset
+    // says selective_per_op). LayerActivation reads it with the modules.
+    double act_bytes[3] = {};
     double act_bytes_full = 0;  // without recompute (working set of a recomputed layer)
     double psi = 0;             // parameters held before data sharding (needs gx, gy, gz, pp too)
     // Mixture of experts (0 for dense models): one MoE layer's MLP on this GPU per
@@ -291,11 +308,28 @@ class CostModel {
     double moe_a2a_fwd = 0;      // dispatch + combine forward (the backward moves the same)
     int ep_domains = 1;          // NVLink domains one EP group spans (EpRanksPerDomain)
     double moe_act_bytes[3] = {};  // an MoE layer's activation bytes, by Recompute
+    // Selective recompute by module (index: the RecomputeModule's bit): what
+    // recomputing it takes off a dense and an MoE layer's kept activations
+    // (bytes) and adds to their forward (seconds). planner/memory.h
+    // RecomputeSavings for the tensors; recompute_modules in the config.
+    struct ModuleRecompute {
+      double dense_bytes = 0, moe_bytes = 0;
+      double dense_s = 0, moe_s = 0;
+    };
+    std::array<ModuleRecompute, kNumRecomputeModules> rc_module{};
     double moe_buffer_bytes = 0;   // dispatch send/receive buffers in flight
     double expert_psi = 0;       // expert parameters this GPU holds (synced over expert-data)
     int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;  // MoeLayersPerStage
   };
   ComputeTerms Compute(const ParallelConfig& c) const;
+  // One layer's kept activations (bytes) under c's recompute and modules; a
+  // dense layer's or, with moe_layer, an MoE layer's.
+  double LayerActivation(const ParallelConfig& c, const ComputeTerms& t, bool moe_layer) const;
+  // The forward time one layer runs again under c's recompute (seconds):
+  // selective, the modules' forwards; full, none here (the layer's forward,
+  // which callers hold). moe_layer: an MoE layer's modules.
+  double SelectiveRecomputeSeconds(const ParallelConfig& c, const ComputeTerms& t,
+                                   bool moe_layer) const;
   // Sets the fields of `t` that depend on c's pipeline layout (which stage holds
   // the most parameters: psi, expert_psi and the MoE layers per stage). The
   // search computes a micro-batch's terms once and applies each layout with this.
@@ -314,6 +348,9 @@ class CostModel {
   // Whether the training framework can express `c`, and if not, why (a phrase).
   bool Supports(const ParallelConfig& c) const;
   const char* UnsupportedWhy(const ParallelConfig& c) const;
+  // Why Megatron-Core refuses c's recompute modules for this model and
+  // training (nullptr: it takes them); part of UnsupportedWhy.
+  const char* RecomputeModulesWhy(const ParallelConfig& c) const;
   // The framework's rules that read the rank order (c.placement), checked with
   // its start-up rules (CheckRules with framework_rules): "" when c passes.
   const char* PlacementUnsupportedWhy(const ParallelConfig& c) const;
@@ -340,6 +377,12 @@ class CostModel {
   double ExecutedFlopsPerIteration(Recompute r) const {
     return executed_flops_[static_cast<int>(r)];
   }
+  // The same for c's recompute, selective counted by its modules: the core's
+  // forward for core_attn, the GEMMs of mlp, mla_up_proj, moe and
+  // shared_experts (element-wise modules add no FLOPs).
+  double ExecutedFlopsPerIteration(const ParallelConfig& c) const;
+  // planner::SelectiveModules for this job's framework.
+  uint8_t SelectiveModules(const ParallelConfig& c) const;
   // The longest sequence of the published MFU ceilings' runs (GpuSpec::
   // published_mfu_ceilings: 512-8192 tokens).
   static constexpr int kCeilingSeqLen = 8192;
@@ -409,6 +452,9 @@ class CostModel {
   };
   StageMoe MoeLayersPerStage(const ParallelConfig& c) const;
   void MoeCompute(const ParallelConfig& c, ComputeTerms* t) const;
+  // Fills the forward seconds of ComputeTerms::rc_module (after the calibration
+  // scaling, which MoeCompute applies to its own).
+  void ModuleRecomputeSeconds(const ParallelConfig& c, ComputeTerms* t) const;
   // Exposed seconds of one MoE layer's expert-parallel communication per micro-batch
   // (forward + backward, + the forward again under full recompute) given the
   // compute it may hide behind.

@@ -102,7 +102,10 @@ Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer)
   }
   PT_RETURN_IF_ERROR(ReadSwitches(
       r, "recompute", "unknown",
-      {{"none", &s.recompute[0]}, {"selective", &s.recompute[1]}, {"full", &s.recompute[2]}}));
+      {{"none", &s.recompute[0]},
+       {"selective", &s.recompute[1]},
+       {"full", &s.recompute[2]},
+       {"modules", &s.recompute_modules}}));
   std::vector<std::string> list;
   PT_RETURN_IF_ERROR(r.OptStringList("pp_schedules", &list));
   if (!list.empty()) {
@@ -613,6 +616,11 @@ topology::ClusterSpec ClusterForFramework(const topology::ClusterSpec& cluster, 
     }
   }
   return out;
+}
+
+uint8_t SelectiveModules(const ParallelConfig& c, const FrameworkSupport& f) {
+  if (c.recompute != Recompute::kSelective) return 0;
+  return f.recompute_modules ? c.recompute_modules : static_cast<uint8_t>(kRcCoreAttn | kRcMoeAct);
 }
 
 }  // namespace paratune::planner

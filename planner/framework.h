@@ -69,6 +69,10 @@ struct FrameworkSupport {
   bool pp_with_zero2 = true;            // DeepSpeed's pipeline engine refuses ZeRO-2/3
   bool cp_with_tp_pp = true;            // DeepSpeed Ulysses runs without Megatron TP/PP
   std::array<bool, 3> recompute{true, true, true};  // none, selective, full
+  // Selective recompute chosen per module ("recompute": [..., "modules"];
+  // Megatron-Core --recompute-modules); without it selective is the
+  // framework's own set (core_attn, or per-op SAC with selective_per_op).
+  bool recompute_modules = false;
   bool compile = false;                 // torch.compile applies to the model
   std::vector<std::string> placements;  // rank orders, innermost first ("x-y-cp-z-data-pp")
   // Overlaps the framework turns on (config keys: oar, ors, oag,
@@ -80,6 +84,12 @@ struct FrameworkSupport {
   // asserted pipeline_model_parallel_size == 1 for it).
   bool overlap_grad_reduce_with_pp = true;
 };
+
+// The modules c's selective recompute runs: c.recompute_modules where the
+// framework recomputes per module (Megatron-Core), else its own set (the
+// attention core, and in MoE layers the experts' activation); 0 without
+// selective recompute.
+uint8_t SelectiveModules(const ParallelConfig& c, const FrameworkSupport& f);
 
 // How fast the framework's kernels and host code are, relative to the cost
 // model's fused baseline (Megatron-Core + TE). Each value "eager" applies

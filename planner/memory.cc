@@ -1,5 +1,7 @@
 #include "planner/memory.h"
 
+#include <bit>
+
 namespace paratune::planner {
 
 ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distributed_optimizer,
@@ -11,7 +13,11 @@ ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distribu
   m.params_bytes = psi * param_bytes;
   m.grads_bytes = psi * grad_bytes;
   m.optimizer_bytes = psi * opt_b;
-  if (zero >= 1 || distributed_optimizer) m.optimizer_bytes /= d;
+  if (distributed_optimizer && grad_bytes < 4.0) m.step_bytes = psi * 4.0;
+  if (zero >= 1 || distributed_optimizer) {
+    m.optimizer_bytes /= d;
+    m.step_bytes /= d;
+  }
   if (zero >= 2) m.grads_bytes /= d;
   if (zero >= 3) m.params_bytes /= d;
   return m;
@@ -25,6 +31,7 @@ OffloadedStates OffloadStateBytes(const ModelStates& states, double psi, int dat
   if (offload_optimizer && zero >= 1) {
     o.host_bytes += states.optimizer_bytes + 4.0 * partition;
     o.gpu.optimizer_bytes = 0;
+    o.gpu.step_bytes = 0;
     // ZeRO-2/3 copy each reduced bucket to the host as it fills; ZeRO-1 keeps
     // the full gradients in param.grad until the accumulation boundary.
     if (zero >= 2) o.gpu.grads_bytes = 0;
@@ -45,12 +52,33 @@ namespace {
 
 struct ActParts {
   double rep = 0, shard = 0, scores = 0, input = 0;
-  double mlp = 0;  // the MLP block's share of rep + shard
+  double mlp = 0;     // the MLP block's share of rep + shard
+  double qkv = 0;     // the attention kernel's Q, K, V (part of shard)
+  double ln_out = 0;  // one norm output, as the next linear keeps it (part of rep)
 };
+
+// Per-token widths of the attention's saved tensors.
+struct AttnWidths {
+  double q = 0, k = 0, v = 0, o = 0;
+  double latents = 0;  // MLA: the normed latents, replicated over the tensor group
+};
+AttnWidths Widths(const ModelSpec& m) {
+  AttnWidths w;
+  if (m.is_mla()) {
+    const double a = m.heads;
+    w.q = w.k = a * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+    w.v = w.o = a * m.v_head_dim;
+    w.latents = 2.0 * m.q_lora_rank + 2.0 * m.kv_lora_rank + m.qk_rope_head_dim;
+  } else {
+    w.q = w.o = static_cast<double>(m.q_out());
+    w.k = w.v = static_cast<double>(m.kv_heads) * m.head_dim();
+  }
+  return w;
+}
 
 ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const ParallelConfig& c,
                bool fp8_inputs) {
-  const double h = m.hidden, a = m.heads, kv = m.kv_heads, f = m.ffn_hidden;
+  const double h = m.hidden, a = m.heads, f = m.ffn_hidden;
   const double s = seq_len, b = c.mbs, gx = c.gx, gy = c.gy;
   const bool ulysses = c.cp > 1 && c.cp_kind != CpKind::kRing;
   const double T = b * s / c.cp;
@@ -63,7 +91,11 @@ ActParts Parts(const ModelSpec& m, bool flash, double e, int seq_len, const Para
   p.rep = (2.0 * e * T * h + 2.0 * in_b * T * h + (m.dropout ? 2.0 * T * h : 0.0)) / gx / sp;
   // Split over Y: Q, K, V (GQA-sized), the attention output (proj input), and the
   // FFN's saved tensors (GeLU: its input and output; SwiGLU: gate, up, product).
-  p.shard = (e * T * (h + 2.0 * h * kv / a + (m.gated_ffn ? 2.0 : 1.0) * f) + in_b * T * (h + f)) / gy;
+  const AttnWidths w = Widths(m);
+  p.qkv = e * T * (w.q + w.k + w.v) / gy;
+  p.shard = p.qkv + (e * T * (m.gated_ffn ? 2.0 : 1.0) * f + in_b * T * (w.o + f)) / gy +
+            e * T * w.latents;
+  p.ln_out = in_b * T * h / gx / sp;
   // The MLP's own part of rep and shard: the FC1 input, the FC1 output(s), the FC2 input.
   p.mlp = in_b * T * h / gx / sp + (e * T * (m.gated_ffn ? 2.0 : 1.0) * f + in_b * T * f) / gy;
   const double heads_loc = a / gy / (ulysses ? c.cp : 1);
@@ -95,6 +127,19 @@ double LayerActivationBytes(const ModelSpec& m, bool flash, double e, int seq_le
     case Recompute::kFull: return p.input;
   }
   return p.rep + p.shard + p.scores;
+}
+
+std::array<double, kNumRecomputeModules> DenseRecomputeSavings(const ModelSpec& m, bool flash, double e,
+                                                               int seq_len, const ParallelConfig& c,
+                                                               bool fp8_inputs) {
+  const ActParts p = Parts(m, flash, e, seq_len, c, fp8_inputs);
+  std::array<double, kNumRecomputeModules> saved{};
+  auto at = [&](RecomputeModule mod) -> double& { return saved[std::countr_zero(unsigned{mod})]; };
+  at(kRcCoreAttn) = p.scores;
+  at(kRcLayerNorm) = m.is_mla() ? p.ln_out : 0.0;
+  at(kRcMlp) = p.mlp;
+  at(kRcMlaUpProj) = m.is_mla() ? p.qkv : 0.0;
+  return saved;
 }
 
 double DenseMlpActivationBytes(const ModelSpec& m, double e, int seq_len, const ParallelConfig& c,

@@ -2,6 +2,8 @@
 // so each can be checked against its published numbers (cost-model.md §4).
 #pragma once
 
+#include <array>
+
 #include "planner/config.h"
 #include "planner/model.h"
 
@@ -18,10 +20,16 @@ namespace paratune::planner {
 // ZeRO check (Rajbhandari 2020, Fig. 1): Ψ = 7.5e9, Nd = 64, pb = gb = 2 →
 // 120, 31.4, 16.6, 1.9 GB. Megatron (docs, distributed optimizer): bf16 params
 // + fp32 grads 18 B/param, or 6 + 12/d when distributed.
+// step_bytes: the part of optimizer_bytes that exists only while the optimizer
+// steps, so never beside the activations: the distributed optimizer's fp32
+// copy of its 16-bit gradient shard (NVIDIA/Megatron-LM@d98e8a6
+// megatron/core/optimizer/distrib_optimizer.py:2792, shard_main_param.grad =
+// shard_model_grad.float()); 4/d bytes per parameter.
 struct ModelStates {
   double params_bytes = 0;
   double grads_bytes = 0;
   double optimizer_bytes = 0;
+  double step_bytes = 0;
   double total() const { return params_bytes + grads_bytes + optimizer_bytes; }
 };
 ModelStates ModelStateBytes(double psi, int data_degree, int zero, bool distributed_optimizer,
@@ -67,7 +75,11 @@ double CpuAdamSeconds(double params_per_node, double host_memory_GBps);
 
 // Bytes one transformer layer keeps for its backward, per GPU, per micro-batch
 // (Korthikanti et al. 2022 §4, generalised to GQA, gated FFNs, dropout on/off,
-// fused attention, AxoNN's X/Y split and context parallelism). act_bytes is the
+// fused attention, AxoNN's X/Y split and context parallelism). Q, K, V and the
+// attention output at their own widths: a·d, kv·d, kv·d, a·d (MLA: the
+// up-projected a·(nope + rope) twice and a·v, plus the normed latents the
+// up-projections keep, which the down-projections, replicated over the tensor
+// group, hold whole: 2·q_lora + 2·kv_lora + rope per token). act_bytes is the
 // activation element width (2 for bf16/fp16). With GPT shapes (f = 4h, MHA,
 // dropout, unfused attention) it reproduces the paper's terms exactly:
 // sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh/t·(34 + 5as/h);
@@ -85,6 +97,28 @@ double LayerActivationBytesNoRecompute(const ModelSpec& m, bool flash_attention,
 // instead of these.
 double DenseMlpActivationBytes(const ModelSpec& m, double act_bytes, int seq_len,
                                const ParallelConfig& c, bool fp8_inputs = false);
+
+// What selective recompute of each module (RecomputeModule, indexed by its
+// bit) takes off one dense layer's kept activations, per GPU per micro-batch,
+// under Megatron-Core's Transformer Engine layer spec
+// (NVIDIA/Megatron-LM@d98e8a6; TE 4329ff84, the commit it pins):
+//   core_attn    the attention kernel's fp32 softmax statistics (flash) or
+//                the score matrices (unfused); Q, K, V stay as the checkpoint's
+//                inputs and O as linear_proj's (attention.py:495).
+//   layernorm    the output of a norm that is its own module: MLA's input norm
+//                (gpt_layer_specs.py:296); the dense spec fuses both norms into
+//                TELayerNormColumnParallelLinear (:324, :336), so nothing there
+//                (transformer_layer.py:475-477, 523-527 skip IdentityOp).
+//   mlp          FC1's norm output, FC1's output(s), FC2's input; the MLP's
+//                input stays as the checkpoint's (transformer_layer.py:1006-1010).
+//   mla_up_proj  MLA's Q, K and V after the up-projections and RoPE
+//                (multi_latent_attention.py:983-988, freed at :455-457).
+// The MoE modules (moe_act, moe, shared_experts) act on MoE layers only
+// (planner/cost/moe.cc).
+std::array<double, kNumRecomputeModules> DenseRecomputeSavings(const ModelSpec& m, bool flash_attention,
+                                                               double act_bytes, int seq_len,
+                                                               const ParallelConfig& c,
+                                                               bool fp8_inputs = false);
 
 // Bytes one transformer layer keeps for its backward under per-op selective
 // activation checkpointing (torchtitan's selective_ac_option "op",

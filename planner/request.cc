@@ -102,6 +102,10 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   PT_RETURN_IF_ERROR(r.OptNumber("moe_skew", &t.moe_skew));
   if (!(t.moe_skew >= 1.0 && t.moe_skew <= 1024.0))
     return r.Error("moe_skew", "must be in [1, 1024]");
+  PT_RETURN_IF_ERROR(r.OptInt("loss_chunks", &t.loss_chunks));
+  if (t.loss_chunks < 0 || t.loss_chunks > 4096) {
+    return r.Error("loss_chunks", "must be in [0, 4096] (0 = the whole micro-batch's logits at once)");
+  }
   PT_RETURN_IF_ERROR(r.Finish());
   return t;
 }
@@ -124,6 +128,7 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["framework"] = FrameworkName(t.framework);
   j["compile"] = t.compile;
   if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
+  if (t.loss_chunks > 0) j["loss_chunks"] = t.loss_chunks;
   return j;
 }
 
@@ -268,9 +273,13 @@ OrderedJson PredictionFields(const Prediction& p, const CostModel& cm) {
   mem["grads"] = p.memory.grads_GiB;
   mem["optimizer"] = p.memory.optimizer_GiB;
   mem["activations"] = p.memory.activations_GiB;
+  mem["optimizer_step"] = p.memory.optimizer_step_GiB;
+  mem["peak_moment"] = p.memory.peak_at_optimizer_step ? "optimizer_step" : "backward";
   mem["buffers"] = p.memory.buffers_GiB;
   mem["total"] = p.memory.total_GiB;
   mem["peak_allocated"] = p.memory.peak_allocated_GiB;
+  mem["first_stage_allocated"] = p.memory.first_stage_allocated_GiB;
+  mem["last_stage_allocated"] = p.memory.last_stage_allocated_GiB;
   mem["reserved"] = p.memory.reserved_GiB;
   mem["capacity"] = p.memory.capacity_GiB;
   mem["usable"] = p.memory.usable_GiB;

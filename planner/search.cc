@@ -104,6 +104,7 @@ auto Key(const ParallelConfig& c) {
                          static_cast<int>(c.cp_kind),
                          c.sp, c.zero, c.distributed_optimizer, c.qwz, c.hpz, c.qgz,
                          c.offload_optimizer, c.offload_param, c.mbs, static_cast<int>(c.recompute),
+                         c.recompute_modules,
                          c.placement.order, c.ep, c.etp, static_cast<int>(c.moe_dispatcher));
 }
 
@@ -253,10 +254,50 @@ std::vector<ZeroChoice> ZeroChoices(int replicas, const CostModel& cm, bool allo
   return zeros;
 }
 
-std::vector<Recompute> RecomputeChoices(const FrameworkSupport& fr, const AllowedFn& allowed) {
-  std::vector<Recompute> rcs;
+// One recompute choice: the granularity, its modules, and the lighter choice
+// (an index into the same list, -1: none) that makes it worth pricing only
+// when that one does not fit: recomputing more only adds time.
+struct RecomputeChoice {
+  Recompute rc = Recompute::kNone;
+  uint8_t modules = kDefaultRecomputeModules;
+  int unless_fits = -1;
+};
+
+// The framework's granularities; where it recomputes per module (Megatron-Core)
+// also the module sets its recipes use to fit, cheapest first: the
+// output-discarding modules that apply to the model (an MoE layer's pre-MLP
+// norm and experts' activation, MLA's input norm and up-projections), then
+// with the dense MLP. Under flash attention core_attn frees only the softmax
+// statistics for a second attention forward, so those sets leave it out.
+std::vector<RecomputeChoice> RecomputeChoices(const FrameworkSupport& fr, const ModelSpec& m,
+                                              bool flash, const AllowedFn& allowed,
+                                              uint8_t pinned_modules) {
+  std::vector<RecomputeChoice> rcs;
+  if (pinned_modules != 0) {
+    // Pinned modules: selective recompute of exactly those.
+    if (fr.recompute[static_cast<int>(Recompute::kSelective)] && fr.recompute_modules &&
+        allowed("recompute", static_cast<int>(Recompute::kSelective))) {
+      rcs.push_back({Recompute::kSelective, pinned_modules, -1});
+    }
+    return rcs;
+  }
+  int none = -1;
   for (int r = 0; r < 3; ++r) {
-    if (fr.recompute[r] && allowed("recompute", r)) rcs.push_back(static_cast<Recompute>(r));
+    if (!fr.recompute[r] || !allowed("recompute", r)) continue;
+    if (r == 0) none = static_cast<int>(rcs.size());
+    rcs.push_back({static_cast<Recompute>(r), kDefaultRecomputeModules, -1});
+    if (static_cast<Recompute>(r) != Recompute::kSelective || !fr.recompute_modules) continue;
+    uint8_t cheap = flash ? 0 : kRcCoreAttn;
+    if (m.is_moe()) cheap |= kRcLayerNorm | kRcMoeAct;
+    if (m.is_mla()) cheap |= kRcLayerNorm | kRcMlaUpProj;
+    int lighter = none;
+    if (cheap & ~kRcCoreAttn) {
+      rcs.push_back({Recompute::kSelective, cheap, lighter});
+      lighter = static_cast<int>(rcs.size()) - 1;
+    }
+    if (m.dense_layer_count() > 0) {
+      rcs.push_back({Recompute::kSelective, static_cast<uint8_t>(cheap | kRcMlp), lighter});
+    }
   }
   return rcs;
 }
@@ -377,6 +418,10 @@ Status ValidateFixed(const FixedFields& fixed) {
       if (!ParseCpKind(v).ok()) return ParseCpKind(v).status();
     } else if (k == "recompute") {
       if (!ParseRecompute(v).ok()) return ParseRecompute(v).status();
+    } else if (k == "recompute_modules") {
+      if (auto m = ParseRecomputeModules(v); !m.ok()) {
+        return Status::InvalidArgument("--fix recompute_modules: " + m.status().message());
+      }
     } else if (k == "placement") {
       if (!ParsePlacement(v).ok()) return ParsePlacement(v).status();
     } else if (k == "moe_dispatcher") {
@@ -405,8 +450,8 @@ Search::Search(std::vector<const CostModel*> models, SearchOptions options)
     const bool native = IsIn(std::begin(kIntKeys), std::end(kIntKeys), k) ||
                         IsIn(std::begin(kBoolKeys), std::end(kBoolKeys), k) ||
                         IsIn(std::begin(kLayoutKeys), std::end(kLayoutKeys), k) || k == "cp_kind" ||
-                        k == "recompute" || k == "placement" || k == "moe_dispatcher" ||
-                        k == "pp_schedule";
+                        k == "recompute" || k == "recompute_modules" || k == "placement" ||
+                        k == "moe_dispatcher" || k == "pp_schedule";
     if (native) continue;
     // A key the enumeration does not choose by itself: the configuration's
     // canonical JSON must hold the pinned value (ValidateFixed parsed it).
@@ -598,7 +643,12 @@ SearchResult Search::RunShard(int shard) const {
   const std::vector<int> sps = SequenceParallelChoices(o.gx, o.gy, fr, allowed);
   const std::vector<ZeroChoice> zeros =
       ZeroChoices(o.gdata * o.cp, cm, options_.allow_lossy, allowed);
-  const std::vector<Recompute> rcs = RecomputeChoices(fr, allowed);
+  uint8_t pinned_modules = 0;
+  for (const auto& [k, v] : options_.fixed) {
+    if (k == "recompute_modules") pinned_modules = *ParseRecomputeModules(v);
+  }
+  const std::vector<RecomputeChoice> rcs = RecomputeChoices(
+      fr, m, cm.training().attention == Attention::kFlash, allowed, pinned_modules);
   const topology::ClusterSpec& cluster = cm.cluster();
   const std::vector<int> mbss =
       MicroBatchChoices(batch, int64_t{o.gz} * o.gdata, options_.max_mbs, allowed);
@@ -779,7 +829,8 @@ SearchResult Search::RunShard(int shard) const {
       c.distributed_optimizer = false;
       c.qwz = c.hpz = c.qgz = false;
       c.offload_optimizer = c.offload_param = false;
-      c.recompute = rcs.front();
+      c.recompute = rcs.front().rc;
+      c.recompute_modules = rcs.front().modules;
       // The framework's start-up rules (its preset's `rules`) are applied per
       // configuration below, so that the fastest configuration they forbid can
       // still be named.
@@ -797,6 +848,7 @@ SearchResult Search::RunShard(int shard) const {
           c.mbs = mbs;
           pipes.front().ApplyTo(&c);
           c.recompute = Recompute::kNone;
+          c.recompute_modules = kDefaultRecomputeModules;
           CostModel::ComputeTerms terms = cm.Compute(c);
           const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
           const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
@@ -862,8 +914,24 @@ SearchResult Search::RunShard(int shard) const {
               // The framework's start-up rules read neither the recompute nor
               // the placement (planner/framework.cc FrameworkRuleBroken).
               const bool forbidden = cm.BrokenRule(c) != nullptr;
-              for (Recompute rc : rcs) {
+              std::array<int8_t, 8> fits_by_choice;  // 1 fits, 0 not, -1 not priced
+              fits_by_choice.fill(-1);
+              for (size_t ri = 0; ri < rcs.size(); ++ri) {
+                const Recompute rc = rcs[ri].rc;
                 c.recompute = rc;
+                c.recompute_modules = rcs[ri].modules;
+                if (const int lighter = rcs[ri].unless_fits; lighter >= 0) {
+                  // Dominated: the lighter choice fits and is faster.
+                  if (fits_by_choice[static_cast<size_t>(lighter)] < 0) {
+                    ParallelConfig l = c;
+                    l.recompute = rcs[static_cast<size_t>(lighter)].rc;
+                    l.recompute_modules = rcs[static_cast<size_t>(lighter)].modules;
+                    fits_by_choice[static_cast<size_t>(lighter)] =
+                        cm.MemoryWith(l, terms).Verdict() == Reason::kOk ? 1 : 0;
+                  }
+                  if (fits_by_choice[static_cast<size_t>(lighter)] == 1) continue;
+                  if (cm.RecomputeModulesWhy(c) != nullptr) continue;
+                }
                 // Megatron's EP all-to-all overlap where its rules allow it
                 // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
                 c.moe_a2a_overlap =
@@ -915,6 +983,7 @@ SearchResult Search::RunShard(int shard) const {
                   }
                   // Memory first: cheap, and most rejections are for memory.
                   const MemoryBreakdown mem = memory_of();
+                  fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
                   if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
                     ++res.rejected[static_cast<int>(verdict)];
                     continue;

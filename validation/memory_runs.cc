@@ -117,9 +117,10 @@ std::string ModelOf(const Json& mj, const std::string& framework, ModelSpec* m,
   return "";
 }
 
-// Recompute as the row states it: none, full, Korthikanti's selective
-// (Megatron's core_attn module) or a framework's per-op selective.
-std::string RecomputeOf(const Json& rj, Framework fw, Recompute* r) {
+// Recompute as the row states it: none, full, Megatron-Core's selective with
+// its --recompute-modules (a list, or the CI's "[a b c]" string; unstated is
+// Megatron's default, core_attn) or a framework's per-op selective.
+std::string RecomputeOf(const Json& rj, Framework fw, Recompute* r, uint8_t* modules) {
   const std::string g = Lower(Str(rj, "granularity"));
   if (g == "none" || g.empty()) {
     *r = Recompute::kNone;
@@ -130,28 +131,25 @@ std::string RecomputeOf(const Json& rj, Framework fw, Recompute* r) {
     return "";
   }
   if (g != "selective") return "recompute not stated";
-  if (fw == Framework::kTorchtitan) {
-    *r = Recompute::kSelective;
-    return "";
+  *r = Recompute::kSelective;
+  if (fw == Framework::kTorchtitan || !Has(rj, "modules")) return "";
+  std::string names;
+  if (rj["modules"].is_array()) {
+    for (const Json& x : rj["modules"]) names += x.get<std::string>() + " ";
+  } else {
+    names = Str(rj, "modules");
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [](char ch) { return ch == '[' || ch == ']'; }),
+                names.end());
   }
-  // Megatron-Core's --recompute-modules: an empty list recomputes nothing;
-  // core_attn alone is the selective recompute the model knows.
-  std::vector<std::string> modules;
-  if (Has(rj, "modules") && rj["modules"].is_array()) {
-    for (const Json& x : rj["modules"]) modules.push_back(x.get<std::string>());
-  } else if (Has(rj, "modules")) {
-    return "recompute modules " + Str(rj, "modules") + " are not expressible";
-  }
-  if (modules.empty()) {
+  // An empty list recomputes nothing.
+  if (Trim(names).empty()) {
     *r = Recompute::kNone;
     return "";
   }
-  std::string other;
-  for (const std::string& x : modules) {
-    if (x != "core_attn") other += (other.empty() ? "" : ", ") + x;
-  }
-  if (!other.empty()) return "recompute modules " + other + " are not expressible (none/selective/full)";
-  *r = Recompute::kSelective;
+  auto parsed = ParseRecomputeModules(names);
+  if (!parsed.ok()) return "recompute modules: " + parsed.status().message();
+  *modules = *parsed;
   return "";
 }
 
@@ -264,6 +262,8 @@ std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework,
     job->training.attention = Attention::kUnfused;
   }
   job->training.compile = Has(pj, "compile") && pj["compile"].is_boolean() && pj["compile"].get<bool>();
+  // torchtitan's ChunkedLossWrapper at its default 8 chunks (loss.py:544).
+  if (Contains(Str(pj, "other"), "ChunkedLossWrapper")) job->training.loss_chunks = 8;
   // Megatron-Bridge's performance recipes reduce and keep main gradients in
   // bf16 (grad_reduce_in_fp32 = False, as validation/fleet.cc cites).
   if (framework == "Megatron-Bridge") {
@@ -303,7 +303,9 @@ std::string RunOf(const Json& row, MemoryRun* run) {
   PrecisionOf(pj, job.cluster.gpu, &t, &run->assumed);
   ParallelConfig& c = run->request.config;
   const Json rj = Has(pj, "recompute") ? pj["recompute"] : Json::object();
-  if (std::string why = RecomputeOf(rj, *fw, &c.recompute); !why.empty()) return why;
+  if (std::string why = RecomputeOf(rj, *fw, &c.recompute, &c.recompute_modules); !why.empty()) {
+    return why;
+  }
   return ConfigOf(pj, *fw, run->framework, &job, &c, &run->assumed);
 }
 

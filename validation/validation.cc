@@ -558,8 +558,27 @@ Result<std::vector<PublishedRun>> PublishedRunsFromMoeRuns(const Json& doc,
     c.recompute = rc.find("selective") != std::string::npos ? Recompute::kSelective
                   : rc.find("full") != std::string::npos    ? Recompute::kFull
                                                             : Recompute::kNone;
-    if (rc.find("selective:") != std::string::npos) {
-      run.assumed.push_back("recompute modules '" + StrOr(pj, "recompute") + "' as selective");
+    // "selective: mla_up_proj,mlp": Megatron-Core's recompute_modules.
+    if (const size_t colon = rc.find("selective:"); colon != std::string::npos) {
+      auto modules = ParseRecomputeModules(rc.substr(colon + 10));
+      if (!modules.ok()) {
+        return Status::InvalidArgument("runs row " + id + ": " + modules.status().message());
+      }
+      c.recompute_modules = *modules;
+    }
+    // A row that states no recompute, run with the layout of Megatron-Bridge's
+    // DeepSeek-V3 GB200 performance recipes (tp 1, pp 4, vp 4, ep 64), takes
+    // their selective recompute: mla_up_proj in BF16 and MXFP8, mlp in FP8
+    // current scaling (Megatron-Bridge@067f987
+    // src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py:30-45,
+    // 82-97, 134-149; common.py:35).
+    if (rc.empty() && key == "deepseek_v3" && preset == "gb200-nvl72" && tp == 1 && pp == 4 &&
+        c.vpp == 4 && c.ep == 64) {
+      const bool cs = t.precision == topology::Precision::kFp8 && t.recipe == topology::Recipe::kFp8Current;
+      c.recompute = Recompute::kSelective;
+      c.recompute_modules = cs ? kRcMlp : kRcMlaUpProj;
+      run.assumed.push_back(std::string("selective recompute of ") + (cs ? "mlp" : "mla_up_proj") +
+                            " (Megatron-Bridge's GB200 DeepSeek-V3 recipe; the row states none)");
     }
     const std::string disp = AsciiLower(StrOr(pj, "dispatcher"));
     c.moe_dispatcher = disp.find("hybridep") != std::string::npos ? MoeDispatcher::kHybridEp

@@ -92,6 +92,7 @@ class Builder {
     // The training framework's element-wise and loss traffic (its preset: an
     // eager stack moves more bytes than Transformer Engine's fused kernels).
     const planner::FrameworkSpec& fw = planner::FrameworkPreset(job.training.framework);
+    rc_modules_ = planner::SelectiveModules(c, fw.support);
     const bool compiled = job.training.compile && fw.support.compile;
     const double elem =
         compiled ? fw.costs.elementwise_traffic_compiled : fw.costs.elementwise_traffic;
@@ -783,7 +784,7 @@ class Builder {
     if (MoeLayer(l)) {
       // Selective recompute drops the experts' activation outputs (Megatron's
       // recompute_modules moe_act) and recomputes them before their backward.
-      if (c_.recompute == planner::Recompute::kSelective) {
+      if (rc_modules_ & planner::kRcMoeAct) {
         AddMemory(L(l, "recompute", "moe.experts.activation"), Scope::kLayer, Phase::kRecompute, l,
                   Whole(MoeActivationBytes()));
       }
@@ -804,7 +805,7 @@ class Builder {
                     T * (static_cast<double>(m_.hidden) / c_.gy) * e_, w_.precision.activation);
     }
     // Selective recompute: the attention core's forward again, before its backward.
-    if (c_.recompute == planner::Recompute::kSelective) AttentionForward(l, Phase::kRecompute);
+    if (rc_modules_ & planner::kRcCoreAttn) AttentionForward(l, Phase::kRecompute);
     if (ring_) {
       const int win = NewWindow(L(l, "bwd", "attention"));
       const int ring = RingSteps(l, Phase::kBackward, 2 * (c_.cp - 1), win);
@@ -983,6 +984,7 @@ class Builder {
   std::vector<LossPass> loss_passes_;
   int z_cached_layers_ = 0;  // slice layers whose Z gathers are not repeated
   double loss_bytes_ = 12;   // bytes per logit the framework's loss moves
+  uint8_t rc_modules_ = 0;   // what selective recompute reruns (CostModel::SelectiveModules)
   std::vector<LayerWindows> windows_;
   std::vector<std::array<int, 4>> z_fwd_;
   std::vector<ZBackward> z_bwd_;
@@ -1044,6 +1046,13 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
   if (why != planner::Reason::kOk) {
     return Status::InvalidArgument(std::string(planner::ReasonName(why)) + ": " +
                                    cm.Explain(why, c));
+  }
+  // The slice replays the attention core's and the experts' activation
+  // recompute; the other modules' forwards are not replayed yet.
+  const uint8_t replayed = planner::kRcCoreAttn | planner::kRcMoeAct;
+  if (const uint8_t rest = cm.SelectiveModules(c) & ~replayed; rest != 0) {
+    return Status::InvalidArgument("recompute modules " + planner::RecomputeModulesName(rest) +
+                                   " are not replayed on the slice (only core_attn and moe_act)");
   }
   Workload w;
   w.plan_rank = rank;

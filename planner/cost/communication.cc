@@ -96,14 +96,20 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // A third of a layer's kernels run in the forward, two thirds in the backward.
   out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd + t.kernel_fixed / 3.0;
   out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd + 2.0 * t.kernel_fixed / 3.0;
-  out->recompute = 0;
-  if (c.recompute == Recompute::kSelective) out->recompute = t.attn_fwd;
+  out->recompute = SelectiveRecomputeSeconds(c, t, /*moe_layer=*/false);
+  // Recomputing the dense MLP runs its forward collectives again: half the
+  // layer's (FC1's input gather, FC2's output reduction).
+  if (c.recompute == Recompute::kSelective && fw_.support.recompute_modules &&
+      (c.recompute_modules & kRcMlp)) {
+    comm_y += fwd_y / 2.0;
+    comm_x += fwd_x / 2.0;
+  }
   if (c.recompute == Recompute::kFull) {
     out->recompute = out->fwd_compute;
     comm_x += fwd_x;  // the forward collectives run again
     comm_y += fwd_y;
   }
-  out->act_bytes = t.act_bytes[static_cast<int>(c.recompute)];
+  out->act_bytes = LayerActivation(c, t, /*moe_layer=*/false);
 
   // --- Z (AxoNN depth / FSDP inside the tensor block): per micro-batch gather
   // the weights forward and again backward (again for recompute), reduce-scatter

@@ -3,6 +3,7 @@
 // per micro-batch (CostModel::Compute), and the parameters a GPU holds.
 // docs/model.md describes every term and its source.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "planner/cost/internal.h"
@@ -223,6 +224,13 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
         PerOpSacActivationBytes(m, e, training_.seq_len, c);
   }
   t.act_bytes_full = t.act_bytes[0];
+  // Selective recompute by module: what each takes off a dense layer (an MoE
+  // layer's attention half is the same; MoeCompute adds its own modules).
+  const auto saved = DenseRecomputeSavings(m, flash, e, training_.seq_len, c, fp8);
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    t.rc_module[i].dense_bytes = t.rc_module[i].moe_bytes = saved[i];
+  }
+  t.rc_module[std::countr_zero(unsigned{kRcMlp})].moe_bytes = 0;  // MoE layers have no dense MLP
   if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
   ApplyLayout(c, &t);
   // Calibration (paratune calibrate): measured runs rescale the compute side.
@@ -237,7 +245,46 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   t.logits_compute *= fc;
   t.kernel_fixed *= fc;
   t.embed *= fm;
+  ModuleRecomputeSeconds(c, &t);
   return t;
+}
+
+void CostModel::ModuleRecomputeSeconds(const ParallelConfig& c, ComputeTerms* t) const {
+  const ModelSpec& m = model_;
+  const double e = act_bytes_, h = m.hidden;
+  const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
+  const double tok_rep = c.sp ? T / c.gy : T;
+  auto at = [&](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
+    return t->rc_module[std::countr_zero(unsigned{mod})];
+  };
+  // The attention half is the same in dense and MoE layers.
+  at(kRcCoreAttn).dense_s = at(kRcCoreAttn).moe_s = t->attn_fwd;
+  // A norm reads its input and writes its output; MLA's input norm is its own
+  // module, and an MoE layer's pre-MLP norm (the router's input).
+  const double norm = StreamSeconds(2.0 * e * tok_rep * h / c.gx) * cluster_.corrections.compute;
+  at(kRcLayerNorm).dense_s = m.is_mla() ? norm : 0.0;
+  at(kRcLayerNorm).moe_s = at(kRcLayerNorm).dense_s + norm;
+  at(kRcMlp).dense_s = t->linear_fwd[2] + t->linear_fwd[3] + t->mlp_elem_fwd;
+  if (m.is_mla()) {
+    // The up-projections from the latents (from the hidden state when queries
+    // have no latent).
+    const double a = m.heads, gy = c.gy;
+    const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
+    const double up = GemmSeconds(T, a * (m.qk_nope_head_dim + m.qk_rope_head_dim) / gy, q_in) +
+                      GemmSeconds(T, a * (m.qk_nope_head_dim + m.v_head_dim) / gy, m.kv_lora_rank);
+    at(kRcMlaUpProj).dense_s = at(kRcMlaUpProj).moe_s = up * cluster_.corrections.compute;
+  }
+}
+
+double CostModel::SelectiveRecomputeSeconds(const ParallelConfig& c, const ComputeTerms& t,
+                                            bool moe_layer) const {
+  unsigned modules = SelectiveModules(c);
+  if (moe_layer && (modules & kRcMoe)) modules &= ~unsigned{kRcMoeAct | kRcSharedExperts};
+  double s = 0;
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (modules & (1u << i)) s += moe_layer ? t.rc_module[i].moe_s : t.rc_module[i].dense_s;
+  }
+  return s;
 }
 
 void CostModel::ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {

@@ -62,11 +62,15 @@ struct CostModel::StageActivations {
 // What each pipeline stage holds at its peak (bytes); host_bytes: the model
 // states offloaded to host memory (the most any stage offloads).
 struct CostModel::StageLedgers {
+  // A stage's memory has two peak moments: the backward, with its saved
+  // activations, and the optimizer step, with the step's own copies
+  // (ModelStates::step_bytes); the rest is held throughout.
   struct Stage {
     ModelStates states;
     double act = 0;        // saved activations (and the loss's tensors on the last stage)
     double unsharded = 0;  // FSDP2 under PP: gathered parameters and unsharded gradients
-    double total() const { return states.total() + act + unsharded; }
+    double Held() const { return states.total() - states.step_bytes + unsharded; }
+    double total() const { return Held() + std::max(act, states.step_bytes); }
   };
   Stage first, middle, last;
   double host_bytes = 0;
@@ -95,11 +99,17 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
   // The first stage holds min(pp, n_mb) micro-batches of its layers in flight
   // (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).
-  double layer_act = t.act_bytes[static_cast<int>(c.recompute)];
+  double layer_act = LayerActivation(c, t, /*moe_layer=*/false);
+  double chunk_share = 1.0;           // FPDT: the share of a layer's chunks on the GPU
   double working = t.act_bytes_full;  // the layer being recomputed
   // The loss's tensors on the last stage: Korthikanti §4.3 counts the fp32
   // logits (4 bytes); the framework preset gives what its loss really holds.
   double logits_act = loss_live_bytes_ * T * V / c.tensor();
+  if (training_.loss_chunks > 1) {
+    // One chunk's logits at a time, and the fp32 gradient of the hidden
+    // states they came from (loss.py:383-402, GradAccumulator).
+    logits_act = logits_act / training_.loss_chunks + 4.0 * T * h;
+  }
   double fpdt_host = 0;  // FPDT's offloaded chunks, per layer
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
     // FPDT keeps two sequence chunks on the GPU (the rest in host memory) and
@@ -107,24 +117,29 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
     const double chunks = std::max(1.0, static_cast<double>(training_.seq_len) / training_.fpdt_chunk_tokens);
     if (chunks > 2.0) {
       fpdt_host = layer_act * (1.0 - 2.0 / chunks);
-      layer_act *= 2.0 / chunks;
+      chunk_share = 2.0 / chunks;
+      layer_act *= chunk_share;
       working *= 2.0 / chunks;
       // FPDT's chunked loss: one chunk's logits at a time (Yao et al. 2024:
       // the logits of the whole sequence never exist at once).
       logits_act *= 1.0 / chunks;
     }
   }
-  const double in_flight = std::min<double>(c.pp, static_cast<double>(n_mb));
-  // The schedule's activations relative to 1F1B's (planner/pipeline.h).
-  const double interleave = ActivationFactor(c);
+  // Micro-batches of a rank's layers held at its peak: the schedule's
+  // activations relative to 1F1B's (planner/pipeline.h), and never more than
+  // the iteration has (Megatron's interleaved warm-up covers every chunk when
+  // the micro-batches are few: schedules.py:964-965 @d98e8a6).
+  const double mbs_held = static_cast<double>(n_mb);
+  const double first_held =
+      std::min(std::min<double>(c.pp, mbs_held) * ActivationFactor(c), mbs_held);
+  const double middle_held =
+      std::min(std::min<double>(c.pp - 1, mbs_held) * ActivationFactor(c), mbs_held);
   const double embed_act = T * (h / c.gx) * (e + (m.dropout ? 1.0 : 0.0)) / (c.sp ? c.gy : 1.0);
   // MoE layers keep their own activations (routed copies after top-k expansion)
   // instead of the dense MLP's; MTP modules run on the last stage.
   a.moe = StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last};
   const StageMoe& sm = a.moe;
-  const int rc = static_cast<int>(c.recompute);
-  const double moe_act =
-      m.is_moe() ? t.moe_act_bytes[rc] * (layer_act / std::max(1e-30, t.act_bytes[rc])) : 0.0;
+  const double moe_act = m.is_moe() ? LayerActivation(c, t, /*moe_layer=*/true) * chunk_share : 0.0;
   auto stage_act = [&](int layers, int moe_layers) {
     return moe_layers > 0 ? (layers - moe_layers) * layer_act + moe_layers * moe_act
                           : layers * layer_act;
@@ -134,7 +149,7 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   // V schedules run the last stage, and so the loss, on the first rank.
   const bool vshape = c.pp > 1 && VShaped(c.pp_schedule);
   const double loss_act = mtp_act + logits_act;
-  a.first = (stage_act(st.first, sm.first) + embed_act) * in_flight * interleave +
+  a.first = (stage_act(st.first, sm.first) + embed_act) * first_held +
             (vshape || c.pp == 1 ? loss_act : 0.0);
   a.last = c.pp == 1 ? a.first
                      : stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
@@ -143,7 +158,7 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   // the middle stages' layer count: it is the peak when uneven stages give the
   // first stage fewer layers.
   a.middle = c.pp > 2
-                 ? stage_act(st.middle, sm.middle) * std::min<double>(c.pp - 1, n_mb) * interleave
+                 ? stage_act(st.middle, sm.middle) * middle_held
                  : 0.0;
   // CPU activation offloading (pp = 1): the offloaded layers' activations
   // leave once copied; one layer's stays in flight each way.
@@ -154,8 +169,25 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
     offloaded = n * layer_act;
   }
   a.extra = (c.recompute == Recompute::kFull ? working : 0.0) - offload_saving;
-  a.host_bytes = fpdt_host * st.first * in_flight * interleave + offloaded;
+  a.host_bytes = fpdt_host * st.first * first_held + offloaded;
   return a;
+}
+
+double CostModel::LayerActivation(const ParallelConfig& c, const ComputeTerms& t,
+                                  bool moe_layer) const {
+  const double* kept = moe_layer ? t.moe_act_bytes : t.act_bytes;
+  if (c.recompute != Recompute::kSelective || !fw_.support.recompute_modules) {
+    return kept[static_cast<int>(c.recompute)];
+  }
+  // Megatron-Core: the layer's whole set less what each module's recompute
+  // drops; inside a checkpointed MoE layer its experts' modules drop nothing more.
+  unsigned modules = c.recompute_modules;
+  if (moe_layer && (modules & kRcMoe)) modules &= ~unsigned{kRcMoeAct | kRcSharedExperts};
+  double bytes = kept[static_cast<int>(Recompute::kNone)];
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (modules & (1u << i)) bytes -= moe_layer ? t.rc_module[i].moe_bytes : t.rc_module[i].dense_bytes;
+  }
+  return std::max(bytes, kept[static_cast<int>(Recompute::kFull)]);
 }
 
 CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
@@ -207,6 +239,7 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
       l.states.params_bytes += experts.params_bytes;
       l.states.grads_bytes += experts.grads_bytes;
       l.states.optimizer_bytes += experts.optimizer_bytes;
+      l.states.step_bytes += experts.step_bytes;
     }
     l.act = std::max(0.0, act + a.extra);
     if (pp_unsharded) l.unsharded = (psi + expert_psi) * c.gz * (param_bytes_ + grad_bytes_);
@@ -260,13 +293,21 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   const MemoryBuffers buf = BuffersOf(c, t);
   mem.params_GiB = (peak.states.params_bytes + peak.unsharded) / kGiB;
   mem.grads_GiB = peak.states.grads_bytes / kGiB;
-  mem.optimizer_GiB = peak.states.optimizer_bytes / kGiB;
+  mem.optimizer_GiB = (peak.states.optimizer_bytes - peak.states.step_bytes) / kGiB;
+  mem.optimizer_step_GiB = peak.states.step_bytes / kGiB;
   mem.activations_GiB = peak.act / kGiB;
   mem.buffers_GiB = buf.bytes / kGiB;
-  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.activations_GiB + mem.buffers_GiB;
-  mem.peak_allocated_GiB = mem.total_GiB + buf.transient / kGiB;
-  mem.first_stage_allocated_GiB = (stages.first.total() + buf.bytes + buf.transient) / kGiB;
-  mem.last_stage_allocated_GiB = (stages.last.total() + buf.bytes + buf.transient) / kGiB;
+  // The backward's peak adds the transient buffers to the activations; the
+  // optimizer step's adds its copies instead.
+  const auto stage_peak = [&](const StageLedgers::Stage& st) {
+    return st.Held() + buf.bytes + std::max(st.act + buf.transient, st.states.step_bytes);
+  };
+  mem.peak_at_optimizer_step = peak.states.step_bytes > peak.act + buf.transient;
+  mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.buffers_GiB +
+                  (mem.peak_at_optimizer_step ? mem.optimizer_step_GiB : mem.activations_GiB);
+  mem.peak_allocated_GiB = stage_peak(peak) / kGiB;
+  mem.first_stage_allocated_GiB = stage_peak(stages.first) / kGiB;
+  mem.last_stage_allocated_GiB = stage_peak(stages.last) / kGiB;
   // The CUDA context and library workspaces sit outside the caching allocator.
   const FrameworkCosts& fc = fw_.costs;
   const double runtime = cluster_.gpu.runtime_reserved_GiB;

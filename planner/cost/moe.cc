@@ -3,6 +3,7 @@
 #include "planner/moe.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -249,6 +250,22 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_act_bytes[0] = std::max(0.0, t->act_bytes[0] - dense_mlp) + moe_keep;
   t->moe_act_bytes[1] = std::max(0.0, t->act_bytes[1] - dense_mlp) + moe_sel;
   t->moe_act_bytes[2] = t->act_bytes[2];
+  // Megatron-Core's MoE recompute modules: moe_act drops the FC2 inputs
+  // (experts.py:1019-1030); shared_experts the shared experts' saved tensors
+  // (moe_layer.py:527-529); moe everything but the layer's input
+  // (moe_layer.py:713-715); layernorm also the pre-MLP norm's output, which
+  // the router and the shared experts keep (transformer_layer.py:523-527).
+  auto at = [&](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
+    return t->rc_module[std::countr_zero(unsigned{mod})];
+  };
+  const double router_in = tokens * h * e;
+  at(kRcMoeAct).moe_bytes = rows_total * s.ffn_local * in_b;
+  at(kRcSharedExperts).moe_bytes = T * (g * fs + fs) * e;
+  at(kRcMoe).moe_bytes = moe_keep - router_in;
+  at(kRcLayerNorm).moe_bytes += router_in;
+  at(kRcMoeAct).moe_s = t->moe_act_fn_fwd;
+  at(kRcSharedExperts).moe_s = fc * shared;
+  at(kRcMoe).moe_s = t->moe_fwd;
   // The dispatcher's send and receive buffers for one layer in flight.
   t->moe_buffer_bytes = c.ep > 1 ? 2.0 * s.copies * h * e : 0.0;
 }
@@ -256,9 +273,12 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
 double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
                                  double window) const {
   if (!(t.moe_a2a_fwd > 0)) return 0;
-  // Forward and backward each run a dispatch and a combine; full recompute runs
-  // the forward's again.
-  const double n = c.recompute == Recompute::kFull ? 3.0 : 2.0;
+  // Forward and backward each run a dispatch and a combine; full recompute, or
+  // selective recompute of the whole MoE layer, runs the forward's again.
+  const bool again = c.recompute == Recompute::kFull ||
+                     (c.recompute == Recompute::kSelective && fw_.support.recompute_modules &&
+                      (c.recompute_modules & kRcMoe));
+  const double n = again ? 3.0 : 2.0;
   const double total = n * t.moe_a2a_fwd;
   if (!c.moe_a2a_overlap) return total;
   // Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
@@ -276,7 +296,7 @@ double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
   const double pair = std::max(a, attn_fwd) + std::max(2.0 * a, mlp) + std::max(a, attn - attn_fwd);
   const double exposed = std::max(0.0, pair - attn - mlp);
   const double overlapped = std::max(0.0, 4.0 * a - exposed);
-  // Full recompute's extra forward communication runs outside the pairing.
+  // The recompute's extra forward communication runs outside the pairing.
   return exposed + kOverlapSmShare * overlapped + (total - 4.0 * a);
 }
 

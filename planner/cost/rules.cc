@@ -155,6 +155,11 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (c.offload_param && !f.offload_param) return "no parameter offload (offload_param)";
   if (c.pp > 1 && c.zero >= 2 && !f.pp_with_zero2) return "its pipeline engine refuses ZeRO-2/3";
   if (!f.recompute[static_cast<int>(c.recompute)]) return "this recompute granularity is not offered";
+  if (c.recompute == Recompute::kSelective && c.recompute_modules != kDefaultRecomputeModules &&
+      !f.recompute_modules) {
+    return "selective recompute is not chosen per module here (recompute_modules: Megatron-Core)";
+  }
+  if (const char* why = RecomputeModulesWhy(c)) return why;
   // Megatron-Core transformer_config.py:1884-1899: CPU offloading only without
   // pipeline stages and without recompute, for fewer layers than the model has.
   if (c.offload_activation_layers > 0) {
@@ -202,8 +207,41 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
       return "moe_a2a_overlap needs ep > 1, an alltoall/deepep/hybridep dispatcher, no full "
              "recompute and vpp > 1 with pp > 1";
     }
+    // transformer_config.py:3020-3032: nor the MoE layer's own recompute.
+    if (c.recompute == Recompute::kSelective && (c.recompute_modules & kRcMoe)) {
+      return "moe_a2a_overlap excludes recomputing the MoE layer (recompute_modules moe)";
+    }
   }
   return "";
+}
+
+const char* CostModel::RecomputeModulesWhy(const ParallelConfig& c) const {
+  if (c.recompute != Recompute::kSelective || c.recompute_modules == kDefaultRecomputeModules) {
+    return nullptr;
+  }
+  const ModelSpec& m = model_;
+  // NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/transformer_config.py.
+  if ((c.recompute_modules & kRcMlaUpProj) && !m.is_mla()) {
+    return "recompute_modules mla_up_proj needs multi-latent attention (transformer_config.py:1969-1973)";
+  }
+  if ((c.recompute_modules & (kRcMoeAct | kRcMoe | kRcSharedExperts)) && !m.is_moe()) {
+    return "recompute_modules moe_act, moe and shared_experts name modules of MoE layers; this "
+           "model has none";
+  }
+  if ((c.recompute_modules & kRcSharedExperts) && m.shared_ffn_hidden == 0) {
+    return "recompute_modules shared_experts: this model has no shared experts";
+  }
+  if ((c.recompute_modules & kRcMlp) && m.dense_layer_count() == 0) {
+    return "recompute_modules mlp recomputes dense MLPs; every layer of this model is MoE";
+  }
+  // :2000-2012: FP8 with delayed scaling cannot recompute moe_act or layernorm.
+  if ((c.recompute_modules & (kRcMoeAct | kRcLayerNorm)) &&
+      training_.precision == topology::Precision::kFp8 &&
+      training_.recipe == topology::Recipe::kFp8Delayed) {
+    return "recompute_modules moe_act and layernorm do not run with FP8 delayed scaling "
+           "(transformer_config.py:2000-2012)";
+  }
+  return nullptr;
 }
 
 const char* CostModel::PlacementUnsupportedWhy(const ParallelConfig& c) const {

@@ -119,6 +119,8 @@ struct BridgePlan {
   int64_t layers = 0, hidden = 0, heads = 0, vocab = 0;
   bool sp = false, moe = false, distributed_optimizer = false;
   std::string recompute;  // "none" | "selective" | "full"
+  // With selective: the modules as the script's Python list ("[\"core_attn\"]").
+  std::string recompute_modules;
 };
 
 inline std::string Unquote(const std::string& v) {
@@ -245,6 +247,9 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
   }
   const std::string rg = Unquote(s.Get("model.recompute_granularity", "None"));
   if ((p.recompute == "none" ? "None" : p.recompute) != rg) return "recompute is not the plan's";
+  if (p.recompute == "selective" && s.Get("model.recompute_modules") != p.recompute_modules) {
+    return "the recompute modules are not the plan's";
+  }
   if (s.Bool("ddp.use_distributed_optimizer") != p.distributed_optimizer ||
       s.Bool("optimizer.use_distributed_optimizer") != p.distributed_optimizer) {
     return "the distributed optimizer is not the plan's";

@@ -111,6 +111,12 @@ BridgePlan PlanFacts(const Job& job, const ParallelConfig& c) {
   p.moe = job.model.is_moe();
   p.distributed_optimizer = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
   p.recompute = RecomputeName(c.recompute);
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (!(c.recompute_modules & (1 << i))) continue;
+    p.recompute_modules += std::string(p.recompute_modules.empty() ? "[" : ", ") + "\"" +
+                           RecomputeModuleName(static_cast<RecomputeModule>(1 << i)) + "\"";
+  }
+  p.recompute_modules += "]";
   return p;
 }
 

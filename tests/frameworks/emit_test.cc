@@ -339,6 +339,12 @@ TEST(EmitRules, MegatronFleetFeatures) {
                 EmitFormat::kMegatron, "activation recompute");
   ExpectRefused(Patched(pp1, {{"offload_activation_layers", 96}}), EmitFormat::kMegatron,
                 "must be below the model's 96 layers");
+  // Selective recompute of the dense MLP: Megatron-Core's --recompute-modules,
+  // its values space-separated (nargs "+", argument_utils.py:146).
+  const std::string mlp = emitted(Patched(base, {{"recompute", "selective"},
+                                                 {"recompute_modules", "core_attn+mlp"}}));
+  EXPECT_NE(mlp.find("--recompute-granularity selective"), std::string::npos);
+  EXPECT_NE(mlp.find("--recompute-modules core_attn mlp"), std::string::npos);
   // A full-iteration CUDA graph needs the NaN check off (arguments.py:1235-1237).
   const std::string graphs = emitted(Patched(base, {{"cuda_graphs", true}}));
   EXPECT_NE(graphs.find("--cuda-graph-impl full_iteration"), std::string::npos);

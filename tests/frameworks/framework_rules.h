@@ -119,6 +119,8 @@ inline BashArgs ParseBash(const std::string& text) {
     words >> flag;
     if (flag.rfind("--", 0) != 0) continue;
     words >> value;
+    // nargs "+" flags (--recompute-modules a b) keep every value, space-separated.
+    for (std::string more; words >> more;) value += " " + more;
     EXPECT_EQ(b.args.count(flag), 0u) << flag << " given twice";
     b.args[flag] = value;
   }
@@ -176,6 +178,7 @@ inline const std::set<std::string>& MegatronFlags() {
       "--cuda-graph-impl",                    // transformer_config.py:1075
       "--no-check-for-nan-in-loss-and-grad",  // arguments.py:2872
       "--recompute-granularity",
+      "--recompute-modules",  // transformer_config.py:560, a TransformerConfig field (arguments.py:2373)
       "--recompute-method",
       "--recompute-num-layers",
       "--use-distributed-optimizer",
@@ -518,6 +521,20 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
       if (n < 1) return "recompute-num-layers";
     } else if (a.Has("--recompute-method")) {
       return "selective + method";  // arguments.py:1425-1428
+    }
+  }
+  // transformer_config.py:1944-1973: the module names, moe_act only with
+  // grouped GEMMs, mla_up_proj only with MLA; the list only with selective
+  // (full granularity takes a method and a layer count instead).
+  if (a.Has("--recompute-modules")) {
+    if (a.Str("--recompute-granularity") != "selective") return "recompute modules without selective";
+    static const std::set<std::string> kModules = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
+                                                   "mlp", "moe", "shared_experts"};
+    std::istringstream names(a.Str("--recompute-modules"));
+    for (std::string name; names >> name;) {
+      if (kModules.count(name) == 0) return "recompute module " + name;
+      if (name == "moe_act" && !a.Has("--moe-grouped-gemm")) return "moe_act without grouped GEMM";
+      if (name == "mla_up_proj" && !a.Has("--multi-latent-attention")) return "mla_up_proj without MLA";
     }
   }
   // transformer_config.py:1030-1034 (cp_comm_type values).

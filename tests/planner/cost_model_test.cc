@@ -397,5 +397,37 @@ TEST(Rules, ParseConfigRejectsUnknownKeyAndConflicts) {
   EXPECT_FALSE(underivable.ok());
 }
 
+// Megatron-Core's --recompute-modules in every form a plan is read or written:
+// the flag form, the table's "rc=selective(...)", and the JSON array.
+TEST(Rules, RecomputeModulesReadAndWriteInEveryForm) {
+  auto flag = ConfigStringToJson("tp=2,recompute=selective,recompute_modules=moe_act+layernorm");
+  ASSERT_TRUE(flag.ok()) << flag.status().ToString();
+  auto c = ParseConfig(*flag, "/config", 8);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->recompute_modules, kRcMoeAct | kRcLayerNorm);
+  EXPECT_NE(ConfigToString(*c).find("rc=selective(layernorm+moe_act)"), std::string::npos);
+  auto table = ConfigStringToJson(ConfigToString(*c));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  auto again = ParseConfig(*table, "/config", 8);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *c);
+  const OrderedJson j = ConfigToJson(*c);
+  EXPECT_EQ(j["recompute_modules"], OrderedJson::parse(R"(["layernorm", "moe_act"])"));
+  auto from_json = ParseConfig(Json::parse(j.dump()), "/config", 8);
+  ASSERT_TRUE(from_json.ok()) << from_json.status().ToString();
+  EXPECT_EQ(*from_json, *c);
+  // The default list is not written: documents of other plans are unchanged.
+  ParallelConfig plain;
+  plain.recompute = Recompute::kSelective;
+  EXPECT_FALSE(ConfigToJson(plain).contains("recompute_modules"));
+  auto unknown = ParseConfig(Json::parse(R"({"recompute": "selective", "recompute_modules": ["attn"]})"),
+                             "/config", 8);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("/config/recompute_modules"), std::string::npos);
+  auto not_selective = ParseConfig(Json::parse(R"({"recompute": "full", "recompute_modules": "mlp"})"),
+                                   "/config", 8);
+  EXPECT_FALSE(not_selective.ok());
+}
+
 }  // namespace
 }  // namespace paratune::planner

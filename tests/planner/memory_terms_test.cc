@@ -3,6 +3,8 @@
 // source's rule (docs/model.md, "Memory ledger terms").
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include "planner/cost_model.h"
 #include "planner/framework.h"
 #include "planner/memory.h"
@@ -172,6 +174,143 @@ TEST(MemoryTermsTest, Bf16OptimizerKeepsFp32GradientsUnsharded) {
   c.zero = 1;
   ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
   EXPECT_NEAR(cm.Memory(c).grads_GiB * kGiB, 83108864.0 * 4.0, 83108864.0 * 4.0 * 1e-4);
+}
+
+// Megatron-Core's TE layer (fused attention, RMSNorm, SwiGLU, no dropout)
+// keeps per token per layer e·(4h + 2q + 2kv + 3f) plus the fp32 softmax
+// statistics 4a: the input and norm output of each LayerNormLinear, Q, K, V
+// and the attention output, FC1's output and FC2's input
+// (NVIDIA/Megatron-LM@d98e8a6 with TE 4329ff84; docs/model.md "Recompute
+// modules"). Llama-3.1-8B: 2·(16384 + 8192 + 2048 + 43008) + 128 = 139,392
+// bytes, before the two 4-byte rsigma the ledger leaves out.
+TEST(MemoryTermsTest, MegatronLayerKeepsItsTensorsAtTheirWidths) {
+  ParallelConfig c;
+  const double T = 8192;
+  EXPECT_DOUBLE_EQ(LayerActivationBytesNoRecompute(Llama31_8B(), true, 2.0, 8192, c) / T, 139392.0);
+}
+
+// What each module's recompute frees (per token, Llama-3.1-8B, t = 1): mlp
+// the FC1 norm output, FC1's two outputs and FC2's input, e·(h + 3f) =
+// 94,208; core_attn the softmax statistics, 4a = 128; layernorm nothing, the
+// dense spec fusing its norms into the linears; mla_up_proj nothing without
+// MLA. With MLA (DeepSeek-V3 widths: 128 heads, nope 128, rope 64, v 128)
+// mla_up_proj frees Q, K and V: e·a·(2·192 + 128) = 131,072, and layernorm
+// the input norm's output e·h = 14,336.
+TEST(MemoryTermsTest, RecomputeModulesFreeTheirOwnTensors) {
+  ParallelConfig c;
+  const double T = 4096;
+  const auto dense = DenseRecomputeSavings(Llama31_8B(), true, 2.0, 4096, c);
+  auto at = [](const std::array<double, kNumRecomputeModules>& a, RecomputeModule m) {
+    return a[static_cast<size_t>(std::countr_zero(unsigned{m}))];
+  };
+  EXPECT_DOUBLE_EQ(at(dense, kRcMlp) / T, 2.0 * (4096 + 3 * 14336));
+  EXPECT_DOUBLE_EQ(at(dense, kRcCoreAttn) / T, 4.0 * 32);
+  EXPECT_EQ(at(dense, kRcLayerNorm), 0.0);
+  EXPECT_EQ(at(dense, kRcMlaUpProj), 0.0);
+  ModelSpec mla = Llama31_8B();
+  mla.hidden = 7168;
+  mla.heads = mla.kv_heads = 128;
+  mla.q_lora_rank = 1536;
+  mla.kv_lora_rank = 512;
+  mla.qk_nope_head_dim = 128;
+  mla.qk_rope_head_dim = 64;
+  mla.v_head_dim = 128;
+  const auto m = DenseRecomputeSavings(mla, true, 2.0, 4096, c);
+  EXPECT_DOUBLE_EQ(at(m, kRcMlaUpProj) / T, 2.0 * 128 * (192 + 192 + 128));
+  EXPECT_DOUBLE_EQ(at(m, kRcLayerNorm) / T, 2.0 * 7168);
+}
+
+// Megatron's default selective list is core_attn (transformer_config.py:1940):
+// a plan that names it explicitly keeps what plain selective keeps, and adding
+// mlp frees its share of every layer in flight and costs the MLP's forward.
+TEST(MemoryTermsTest, SelectiveModulesPriceTheirMemoryAndTime) {
+  TrainingSpec t;
+  t.seq_len = 4096;
+  t.global_batch = 8;
+  const CostModel cm(Llama31_8B(), t, *topology::ClusterPreset("dgx-h100"), 8);
+  ParallelConfig c;
+  c.gdata = 8;
+  c.recompute = Recompute::kSelective;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  const Prediction attn = cm.Predict(c);
+  ParallelConfig mlp = c;
+  mlp.recompute_modules = kRcCoreAttn | kRcMlp;
+  ASSERT_EQ(cm.CheckRules(mlp), Reason::kOk);
+  const Prediction with_mlp = cm.Predict(mlp);
+  const double freed = 32 * 4096 * 2.0 * (4096 + 3 * 14336);  // every layer, one micro-batch
+  EXPECT_NEAR((attn.memory.activations_GiB - with_mlp.memory.activations_GiB) * kGiB, freed,
+              freed * 1e-9);
+  EXPECT_GT(with_mlp.iteration_time_s, attn.iteration_time_s);
+  // Modules a model does not have are refused with Megatron's reason.
+  ParallelConfig moe_act = c;
+  moe_act.recompute_modules = kRcMoeAct;
+  EXPECT_NE(cm.CheckRules(moe_act), Reason::kOk);
+  ParallelConfig up = c;
+  up.recompute_modules = kRcMlaUpProj;
+  EXPECT_NE(cm.CheckRules(up), Reason::kOk);
+  // A framework without per-module recompute refuses a module list.
+  TrainingSpec tt = t;
+  tt.framework = Framework::kTorchtitan;
+  const CostModel titan(Llama31_8B(), tt, *topology::ClusterPreset("dgx-h100"), 8);
+  ParallelConfig fs = mlp;
+  fs.gdata = 1;
+  fs.gz = 8;
+  EXPECT_NE(titan.CheckRules(fs), Reason::kOk);
+}
+
+// Megatron's distributed optimizer with 16-bit gradients: its docs count
+// 4 + 16/d bytes per parameter (docs/source/distrib_optimizer.md), of which
+// the fp32 copy of the gradient shard (4/d) exists only while the optimizer
+// steps (distrib_optimizer.py:2792). The backward's peak holds 4 + 12/d and
+// the activations; with almost no activations the peak is the step's.
+TEST(MemoryTermsTest, OptimizerStepCopyNeverMeetsTheActivations) {
+  const ModelStates s = ModelStateBytes(1.0, 8, 0, true, 2.0, 2.0);
+  EXPECT_DOUBLE_EQ(s.total(), 4.0 + 16.0 / 8);
+  EXPECT_DOUBLE_EQ(s.step_bytes, 4.0 / 8);
+  TrainingSpec t;
+  t.seq_len = 32;
+  t.global_batch = 8;
+  t.main_grads_fp32 = false;
+  const CostModel cm(Small(4, true), t, *topology::ClusterPreset("dgx-h100"), 8);
+  ParallelConfig c;
+  c.gdata = 8;
+  c.distributed_optimizer = true;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  const MemoryBreakdown m = cm.Memory(c);
+  ASSERT_GT(m.optimizer_step_GiB, m.activations_GiB);
+  EXPECT_TRUE(m.peak_at_optimizer_step);
+  EXPECT_NEAR(m.total_GiB,
+              m.params_GiB + m.grads_GiB + m.optimizer_GiB + m.buffers_GiB + m.optimizer_step_GiB,
+              1e-12);
+  // A long sequence moves the peak to the backward, without the step's copy.
+  t.seq_len = 8192;
+  const CostModel long_cm(Small(4, true), t, *topology::ClusterPreset("dgx-h100"), 8);
+  const MemoryBreakdown l = long_cm.Memory(c);
+  EXPECT_FALSE(l.peak_at_optimizer_step);
+  EXPECT_NEAR(l.total_GiB, l.params_GiB + l.grads_GiB + l.optimizer_GiB + l.buffers_GiB + l.activations_GiB,
+              1e-12);
+}
+
+// torchtitan's ChunkedLossWrapper holds one chunk's logits and the hidden
+// states' fp32 gradient (loss.py:383-402, 501-544): with 8 chunks the loss
+// keeps a eighth of the whole-logit bytes plus 4·T·h.
+TEST(MemoryTermsTest, ChunkedLossHoldsOneChunksLogits) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 8;
+  t.framework = Framework::kTorchtitan;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  TrainingSpec chunked = t;
+  chunked.loss_chunks = 8;
+  const CostModel whole(Llama31_8B(), t, cl, 8), eighth(Llama31_8B(), chunked, cl, 8);
+  ParallelConfig c;
+  c.gz = 8;
+  ASSERT_EQ(whole.CheckRules(c), Reason::kOk);
+  const double T = 8192, V = 128256, h = 4096;
+  const double live = whole.framework().costs.loss_live_bytes_per_logit;
+  const double saved = live * T * V * (1.0 - 1.0 / 8) - 4.0 * T * h;
+  EXPECT_NEAR((whole.Memory(c).activations_GiB - eighth.Memory(c).activations_GiB) * kGiB, saved,
+              saved * 1e-9);
 }
 
 }  // namespace

@@ -73,7 +73,10 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
                                     ? (zero == 3 && fs.offload_param ? 2 : 1)
                                     : 0);
            ++off)
-        for (int rc = 0; rc < 3; ++rc) {
+        // rc 3: Megatron-Core's selective recompute of the dense MLP, priced
+        // only where the configuration without recompute does not fit (it is
+        // slower, and frees memory): the search's documented choice.
+        for (int rc = 0; rc < (fs.recompute_modules && m.dense_layer_count() > 0 ? 4 : 3); ++rc) {
           if ((zpp & 1) || (zpp & 4)) continue;  // qwZ / qgZ are lossy: not offered by default
           const int64_t per = int64_t{gz} * gdata;
           if (cm.training().global_batch % per) continue;
@@ -99,7 +102,8 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
                 .offload_optimizer = off >= 1,
                 .offload_param = off == 2,
                 .mbs = mbs,
-                .recompute = static_cast<Recompute>(rc),
+                .recompute = rc == 3 ? Recompute::kSelective : static_cast<Recompute>(rc),
+                .recompute_modules = rc == 3 ? uint8_t{kRcMlp} : kDefaultRecomputeModules,
                 .oar = has("oar"),
                 .ors = has("ors") && gz > 1,
                 .oag = has("oag") && gz > 1,
@@ -108,6 +112,12 @@ std::vector<Candidate> BruteForce(const std::vector<const CostModel*>& models, i
                 .tp_comm_overlap = has("tp_comm_overlap") && sp == 1,
                 .overlap_p2p = has("overlap_p2p") && vpp > 1};
             if (cm.CheckRules(c) != Reason::kOk) continue;
+            if (rc == 3) {
+              ParallelConfig none = c;
+              none.recompute = Recompute::kNone;
+              none.recompute_modules = kDefaultRecomputeModules;
+              if (cm.Predict(none).fits) continue;
+            }
             Prediction p = cm.Predict(c);
             if (p.fits) out.push_back({c, p, cm.training().framework});
           }
@@ -322,6 +332,38 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   const Job dense = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
   for (const FixedFields& pin : pins) EXPECT_TRUE(CheckFixedForModel(pin, dense.model).ok());
   EXPECT_TRUE(CheckFixedForModel({{"zero", "2"}, {"gz", "2"}}, moe.model).ok());
+}
+
+// Megatron-Core's recompute modules are priced where they can change the
+// answer: a module set only where the lighter choice before it (none, then the
+// output-discarding modules of MoE and MLA layers) does not fit, since
+// recomputing more only adds time. DeepSeek-V2-Lite (MLA, 64 experts) on 8
+// H100: every ranked plan that recomputes per module would not fit with less.
+TEST(Search, RecomputeModulesOnlyWhereLessDoesNotFit) {
+  Job j = MakeJob("deepseek-v2-lite", "dgx-h100", 8, 256, 4096);
+  j.cluster.gpu.memory_GiB = 40;  // make memory bite
+  const CostModel cm = CostModelOf(j);
+  SearchOptions opt;
+  opt.top_k = 400;
+  const SearchResult r = Search({&cm}, opt).RunAll();
+  int with_modules = 0;
+  const uint8_t cheap = kRcLayerNorm | kRcMoeAct | kRcMlaUpProj;
+  for (const Candidate& cand : r.pool) {
+    const ParallelConfig& c = cand.config;
+    if (c.recompute != Recompute::kSelective || c.recompute_modules == kDefaultRecomputeModules) continue;
+    ++with_modules;
+    EXPECT_TRUE(cand.prediction.fits);
+    ParallelConfig none = c;
+    none.recompute = Recompute::kNone;
+    none.recompute_modules = kDefaultRecomputeModules;
+    EXPECT_FALSE(cm.Predict(none).fits) << ConfigToString(c);
+    if (c.recompute_modules & kRcMlp) {
+      ParallelConfig less = c;
+      less.recompute_modules = cheap;
+      EXPECT_FALSE(cm.Predict(less).fits) << ConfigToString(c);
+    }
+  }
+  EXPECT_GT(with_modules, 0);
 }
 
 // torchtitan trains an MoE model with FSDP2: its DeepSeek-V3 16B and 671B

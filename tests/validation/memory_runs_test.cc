@@ -65,9 +65,9 @@ TEST(MemoryRunsTest, EveryRowIsMappedOrNamed) {
   if (IsSkipped() || HasFatalFailure()) return;
   int mapped = static_cast<int>(c.all.size()) + c.oom_rows;
   EXPECT_EQ(mapped + c.unmapped, c.rows);
-  // Most rows map: the rest lack a GPU count, micro-batch or sequence, or use
-  // LoRA, hybrid Mamba layers, per-module recompute lists or bf16 optimizer states.
-  EXPECT_GE(mapped, 65);
+  // Most rows map: the rest lack a GPU count, vocabulary or sequence, or use
+  // LoRA, hybrid Mamba layers, layouts Megatron refuses or bf16 optimizer states.
+  EXPECT_GE(mapped, 72);
 }
 
 TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
@@ -77,7 +77,7 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
   // The achieved figures (docs/model.md, Memory validation) plus about two
   // points of margin: median |error| per framework and overall.
   const std::map<std::string, double> bound = {
-      {"torchtitan", 0.22}, {"Megatron-LM", 0.10}, {"Megatron-Bridge", 0.27}, {"DeepSpeed", 0.12}};
+      {"torchtitan", 0.21}, {"Megatron-LM", 0.11}, {"Megatron-Bridge", 0.09}, {"DeepSpeed", 0.12}};
   for (const auto& [fw, errs] : c.errors) {
     const MemoryErrorStats s = MemoryStats(errs);
     std::printf("%-16s rows %3d  median |e| %5.1f %%  signed %+6.1f %%  p90 %5.1f %%\n", fw.c_str(),
@@ -92,10 +92,9 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
               all.rows, 100 * all.median_abs, 100 * all.median_signed, 100 * all.p90_abs);
   std::printf("ran but predicted not to fit: %d; OOM rows predicted to fit: %d of %d\n",
               c.ran_not_fit, c.oom_fit, c.oom_rows);
-  EXPECT_LE(all.median_abs, 0.16);
-  // The goal is none; three torchtitan rows (Llama-3.1-8B at local
-  // batch 32 with a chunked loss on GB200) are still refused: no more.
-  EXPECT_LE(c.ran_not_fit, 3);
+  EXPECT_LE(all.median_abs, 0.13);
+  // Every row that ran is predicted to fit at zero headroom.
+  EXPECT_EQ(c.ran_not_fit, 0);
 }
 
 }  // namespace
