@@ -80,6 +80,10 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     "fits" verdict (default 0.05, every command)
   --profile FILE    a measured profile (paratune profile) to use for this cluster
   --format F        json (default) | table
+  --explain memory  add the memory ledger, stage by stage: each term (parameters,
+                    gradients, optimizer states and the step's copy, activations
+                    with the micro-batches held, the loss, buffers) with its GiB
+                    and its source (json: memory_ledger)
 
 --log FILE answers "what would paratune have predicted for this run": the
 training log (Megatron-LM/Core, NeMo, Megatron-DeepSpeed, DeepSpeed,
@@ -239,13 +243,27 @@ int PredictLog(const Flags& flags, const std::string& path, Io io) {
   return kExitOk;
 }
 
+// The memory ledger, stage by stage: each term's GiB and its source.
+void PrintLedger(const std::vector<planner::CostModel::LedgerRow>& rows, std::ostream& out) {
+  out << "memory ledger (GiB per GPU at each stage's peak; source)\n";
+  std::string stage;
+  for (const auto& r : rows) {
+    if (r.stage != stage) {
+      stage = r.stage;
+      out << "  " << (stage == "every" ? "every rank" : stage + " stage") << "\n";
+    }
+    out << "    " << std::left << std::setw(52) << r.term << std::right << std::setw(9)
+        << FormatFixed(r.GiB, 2) << "  " << r.source << "\n";
+  }
+}
+
 }  // namespace
 
 int RunPredict(const Args& args, Io io) {
   Flags flags(
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
-       "--run"},
+       "--run", "--explain"},
       {"--help", "--compile"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
@@ -285,12 +303,31 @@ int RunPredict(const Args& args, Io io) {
     return UsageError(io, "predict", s);
   }
   planner::Prediction p = cm.Predict(req->config);
+  const std::string explain = flags.GetOr("--explain", "");
+  if (!explain.empty() && explain != "memory") {
+    return UsageError(io, "predict", Status::InvalidArgument("--explain takes memory"));
+  }
+  std::vector<planner::CostModel::LedgerRow> ledger;
+  if (explain == "memory") ledger = cm.MemoryLedger(req->config);
   std::string format = flags.GetOr("--format", "json");
   if (format == "table") {
     PrintTable(req->job, req->config, p, io.out);
+    if (!ledger.empty()) PrintLedger(ledger, io.out);
     PrintAssumed(scenario->assumed, io.out);
   } else if (format == "json") {
     OrderedJson doc = planner::PredictionToJson(req->job, req->config, p, cm);
+    if (!ledger.empty()) {
+      OrderedJson rows = OrderedJson::array();
+      for (const auto& r : ledger) {
+        OrderedJson row;
+        row["stage"] = r.stage;
+        row["term"] = r.term;
+        row["GiB"] = r.GiB;
+        row["source"] = r.source;
+        rows.push_back(row);
+      }
+      doc["memory_ledger"] = rows;
+    }
     doc["assumed"] = scenario::AssumedToJson(scenario->assumed);
     io.out << doc.dump(2) << "\n";
   } else {

@@ -341,6 +341,16 @@ class CostModel {
                          const MemoryBreakdown* mem = nullptr) const;
   // Memory per GPU. REQUIRES: CheckRules(c) == kOk.
   MemoryBreakdown Memory(const ParallelConfig& c) const;
+  // The memory ledger of c, stage by stage (`predict --explain memory`): each
+  // term's GiB at the stage's peak and where its rule comes from.
+  // REQUIRES: CheckRules(c) == kOk.
+  struct LedgerRow {
+    std::string stage;  // "first", "middle", "last"; "every" without pipelining
+    std::string term;
+    double GiB = 0;
+    std::string source;
+  };
+  std::vector<LedgerRow> MemoryLedger(const ParallelConfig& c) const;
   // The full prediction. REQUIRES: CheckRules(c) == kOk. An out-of-memory config
   // still gets its times, with fits = false and reason = kOutOfMemory.
   Prediction Predict(const ParallelConfig& c) const;

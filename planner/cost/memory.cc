@@ -2,6 +2,11 @@
 // host memory per GPU (CostModel::MemoryWith), from the pure formulas of
 // planner/memory.h. docs/model.md describes every term and its source.
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
 
 #include "planner/cost/internal.h"
 #include "planner/memory.h"
@@ -54,6 +59,8 @@ void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBre
 // first under V schedules or without pipelining) holds the loss's tensors.
 struct CostModel::StageActivations {
   double first = 0, middle = 0, last = 0;
+  double first_loss = 0, last_loss = 0;  // of which the loss's tensors (and MTP's)
+  double first_held = 0, middle_held = 0, last_held = 0;  // micro-batches of layers held
   double extra = 0;       // full recompute's working layer less the CPU-offload saving
   double host_bytes = 0;  // FPDT's offloaded chunks and CPU-offloaded layers
   StageMoe moe;           // each stage's MoE layers (ComputeTerms' copy)
@@ -151,6 +158,11 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   const double loss_act = mtp_act + logits_act;
   a.first = (stage_act(st.first, sm.first) + embed_act) * first_held +
             (vshape || c.pp == 1 ? loss_act : 0.0);
+  a.first_loss = vshape || c.pp == 1 ? loss_act : 0.0;
+  a.last_loss = c.pp == 1 ? a.first_loss : (vshape ? 0.0 : loss_act);
+  a.first_held = first_held;
+  a.middle_held = c.pp > 2 ? middle_held : 0.0;
+  a.last_held = c.pp == 1 ? first_held : LastRankInFlight(c, n_mb);
   a.last = c.pp == 1 ? a.first
                      : stage_act(st.last, sm.last) * LastRankInFlight(c, n_mb) +
                            (vshape ? 0.0 : loss_act);
@@ -344,5 +356,55 @@ const char* MemoryBreakdown::Binding() const {
 }
 
 MemoryBreakdown CostModel::Memory(const ParallelConfig& c) const { return MemoryWith(c, Compute(c)); }
+
+std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& c) const {
+  const ComputeTerms t = Compute(c);
+  const StageActivations a = ActivationsPerStage(c, t);
+  const StageLedgers l = LedgersPerStage(c, a);
+  const MemoryBuffers b = BuffersOf(c, t);
+  const StageLayers st = Stages(c);
+  std::vector<LedgerRow> rows;
+  auto stage = [&](const char* name, const StageLedgers::Stage& s, int layers, double held,
+                   double loss) {
+    auto row = [&](const std::string& term, double bytes, const char* source) {
+      if (bytes > 0) rows.push_back({name, term, bytes / kGiB, source});
+    };
+    const ModelStates& m = s.states;
+    row("parameters", m.params_bytes,
+        "planner/memory.h ModelStateBytes: the stage's parameters in their dtype, sharded by ZeRO-3/FSDP");
+    row("parameters gathered (FSDP2 under PP)", s.unsharded,
+        "torchtitan b5bcd76 distributed/fsdp.py:112-137: stages keep their blocks gathered");
+    row("gradients", m.grads_bytes,
+        training_.main_grads_fp32 ? "fp32 main gradients (Megatron arguments.py:1215-1216), ZeRO-2 shards"
+                                  : "gradients in the parameter dtype, ZeRO-2 shards");
+    row("optimizer states", m.optimizer_bytes - m.step_bytes,
+        "fp32 master and two Adam moments, sharded by the distributed optimizer / ZeRO-1");
+    row("optimizer step copy (fp32 gradient shard)", m.step_bytes,
+        "Megatron distrib_optimizer.py:2792: only while the optimizer steps");
+    const std::string held_text = FormatFixed(held, held == std::floor(held) ? 0 : 2);
+    row("activations (" + std::to_string(layers) + (layers == 1 ? " layer" : " layers") + " x " +
+            held_text + (held == 1.0 ? " micro-batch)" : " micro-batches)"),
+        std::max(0.0, s.act - loss),
+        "planner/memory.h LayerActivationBytes with the recompute modules; the schedule's micro-batches in flight");
+    row(model_.mtp_layers > 0 ? "loss (logits, MTP layers)" : "loss (logits)", loss,
+        "framework preset loss_live_bytes_per_logit (Megatron cross_entropy.py:25, 181); chunked: loss.py:383-544");
+    row("buffers (runtime, gathered layers, buckets)", b.bytes,
+        "GPU preset runtime_reserved_GiB; framework gathered_layers; DeepSpeed reduce bucket");
+    row("backward transient (a layer's unsharded gradient)", b.transient,
+        "sharded execution: one layer's gradient before its reduce-scatter");
+    const bool at_step = s.states.step_bytes > s.act + b.transient;
+    rows.push_back({name, at_step ? "peak (optimizer step)" : "peak (backward)",
+                    (s.Held() + b.bytes + std::max(s.act + b.transient, s.states.step_bytes)) / kGiB,
+                    "the larger of the backward's and the optimizer step's"});
+  };
+  if (c.pp == 1) {
+    stage("every", l.first, st.first, a.first_held, a.first_loss);
+  } else {
+    stage("first", l.first, st.first, a.first_held, a.first_loss);
+    if (c.pp > 2) stage("middle", l.middle, st.middle, a.middle_held, 0.0);
+    stage("last", l.last, st.last, a.last_held, a.last_loss);
+  }
+  return rows;
+}
 
 }  // namespace paratune::planner

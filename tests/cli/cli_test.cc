@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -51,6 +52,41 @@ TEST(Predict, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["config"]["dp"], 8);  // derived: 1024 / (8 · 16)
   // tokens/s is the batch's tokens over the iteration time.
   EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["iteration_time_s"].get<double>(), 1536.0 * 2048, 1e-6 * 1536 * 2048);
+}
+
+// --explain memory lists the ledger stage by stage: each stage's terms add up
+// to the peak it names, the first and last stages' peaks are the ones the
+// prediction reports, and every term names its source.
+TEST(Predict, ExplainMemoryListsEachStagesLedger) {
+  Args args = kPredict175b;
+  args.insert(args.end(), {"--explain", "memory"});
+  Outcome r = Call(RunPredict, args);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_TRUE(j.contains("memory_ledger"));
+  std::map<std::string, double> sum, peak;
+  for (const Json& row : j["memory_ledger"]) {
+    const std::string stage = row["stage"], term = row["term"];
+    EXPECT_FALSE(row["source"].get<std::string>().empty()) << term;
+    if (term.rfind("peak", 0) == 0) {
+      peak[stage] = row["GiB"].get<double>();
+    } else if (term.rfind("optimizer step copy", 0) != 0) {
+      sum[stage] += row["GiB"].get<double>();
+    }
+  }
+  ASSERT_EQ(peak.size(), 3u);  // pp 16: first, middle, last
+  for (const auto& [stage, gib] : peak) EXPECT_NEAR(sum[stage], gib, 1e-9 * gib) << stage;
+  EXPECT_NEAR(peak["first"], j["memory_GiB"]["first_stage_allocated"].get<double>(), 1e-9);
+  EXPECT_NEAR(peak["last"], j["memory_GiB"]["last_stage_allocated"].get<double>(), 1e-9);
+  Args bad = kPredict175b;
+  bad.insert(bad.end(), {"--explain", "time"});
+  EXPECT_EQ(Call(RunPredict, bad).code, kExitUsage);
+  Args table = args;
+  table.insert(table.end(), {"--format", "table"});
+  Outcome t = Call(RunPredict, table);
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(t.out.find("memory ledger"), std::string::npos);
+  EXPECT_NE(t.out.find("middle stage"), std::string::npos);
 }
 
 TEST(Predict, RequestFileAndFlagsAgree) {
