@@ -99,8 +99,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   out->recompute = SelectiveRecomputeSeconds(c, t, /*moe_layer=*/false);
   // Recomputing the dense MLP runs its forward collectives again: half the
   // layer's (FC1's input gather, FC2's output reduction).
-  if (c.recompute == Recompute::kSelective && fw_.support.recompute_modules &&
-      (c.recompute_modules & kRcMlp)) {
+  if (SelectiveModules(c) & kRcMlp) {
     comm_y += fwd_y / 2.0;
     comm_x += fwd_x / 2.0;
   }

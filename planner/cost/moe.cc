@@ -275,9 +275,7 @@ double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
   if (!(t.moe_a2a_fwd > 0)) return 0;
   // Forward and backward each run a dispatch and a combine; full recompute, or
   // selective recompute of the whole MoE layer, runs the forward's again.
-  const bool again = c.recompute == Recompute::kFull ||
-                     (c.recompute == Recompute::kSelective && fw_.support.recompute_modules &&
-                      (c.recompute_modules & kRcMoe));
+  const bool again = c.recompute == Recompute::kFull || (SelectiveModules(c) & kRcMoe);
   const double n = again ? 3.0 : 2.0;
   const double total = n * t.moe_a2a_fwd;
   if (!c.moe_a2a_overlap) return total;
