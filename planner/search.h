@@ -58,8 +58,10 @@ using FixedFields = std::vector<std::pair<std::string, std::string>>;
 // Checks keys and values; errors name the bad piece.
 Status ValidateFixed(const FixedFields& fixed);
 // Pins the search never offers for `model`, as an error naming the pin and
-// why: on a mixture-of-experts model ZeRO-3 and host offload, whose handling
-// of the experts is not priced (torchtitan's FSDP2 over gz is).
+// why: recompute modules the model does not have (mla_up_proj without MLA,
+// the MoE modules on a dense model); on a mixture-of-experts model ZeRO-3 and
+// host offload, whose handling of the experts is not priced (torchtitan's
+// FSDP2 over gz is).
 Status CheckFixedForModel(const FixedFields& fixed, const ModelSpec& model);
 
 struct SearchOptions {

@@ -332,6 +332,12 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   const Job dense = MakeJob("llama2-7b", "dgx-h100", 32, 256, 4096);
   for (const FixedFields& pin : pins) EXPECT_TRUE(CheckFixedForModel(pin, dense.model).ok());
   EXPECT_TRUE(CheckFixedForModel({{"zero", "2"}, {"gz", "2"}}, moe.model).ok());
+  // Recompute modules the model does not have are refused by name.
+  EXPECT_TRUE(CheckFixedForModel({{"recompute_modules", "moe_act"}}, moe.model).ok());
+  const Status act = CheckFixedForModel({{"recompute_modules", "moe_act"}}, dense.model);
+  ASSERT_FALSE(act.ok());
+  EXPECT_EQ(act.message().rfind("recompute_modules=moe_act", 0), 0u) << act.message();
+  EXPECT_FALSE(CheckFixedForModel({{"recompute_modules", "mla_up_proj"}}, moe.model).ok());
 }
 
 // Megatron-Core's recompute modules are priced where they can change the
