@@ -977,6 +977,7 @@ SearchResult Search::RunShard(int shard) const {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     if (options_.memory_only) continue;
                     const MemoryBreakdown mem = memory_of();
+                    fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
                     if (mem.Verdict() != Reason::kOk) continue;
                     // Only one faster than every ranked candidate is worth naming.
                     const double lb = static_cast<double>(cm.training().global_batch) /

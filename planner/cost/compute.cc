@@ -3,7 +3,6 @@
 // per micro-batch (CostModel::Compute), and the parameters a GPU holds.
 // docs/model.md describes every term and its source.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "planner/cost/internal.h"
@@ -230,7 +229,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   for (int i = 0; i < kNumRecomputeModules; ++i) {
     t.rc_module[i].dense_bytes = t.rc_module[i].moe_bytes = saved[i];
   }
-  t.rc_module[std::countr_zero(unsigned{kRcMlp})].moe_bytes = 0;  // MoE layers have no dense MLP
+  cost::ModuleTerms(&t, kRcMlp).moe_bytes = 0;  // MoE layers have no dense MLP
   if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
   ApplyLayout(c, &t);
   // Calibration (paratune calibrate): measured runs rescale the compute side.
@@ -254,8 +253,8 @@ void CostModel::ModuleRecomputeSeconds(const ParallelConfig& c, ComputeTerms* t)
   const double e = act_bytes_, h = m.hidden;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
   const double tok_rep = c.sp ? T / c.gy : T;
-  auto at = [&](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
-    return t->rc_module[std::countr_zero(unsigned{mod})];
+  auto at = [t](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
+    return cost::ModuleTerms(t, mod);
   };
   // The attention half is the same in dense and MoE layers.
   at(kRcCoreAttn).dense_s = at(kRcCoreAttn).moe_s = t->attn_fwd;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "planner/config.h"
@@ -14,6 +15,12 @@ namespace paratune::planner {
 namespace cost {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The terms of one recompute module in ComputeTerms::rc_module (indexed by
+// the module's bit).
+inline CostModel::ComputeTerms::ModuleRecompute& ModuleTerms(CostModel::ComputeTerms* t,
+                                                             RecomputeModule m) {
+  return t->rc_module[static_cast<size_t>(std::countr_zero(unsigned{m}))];
+}
 // Causal attention: a fused kernel skips the masked upper triangle, so it
 // executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
 inline constexpr double kCausalFraction = 0.5;

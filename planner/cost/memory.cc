@@ -78,6 +78,12 @@ struct CostModel::StageLedgers {
     double unsharded = 0;  // FSDP2 under PP: gathered parameters and unsharded gradients
     double Held() const { return states.total() - states.step_bytes + unsharded; }
     double total() const { return Held() + std::max(act, states.step_bytes); }
+    // Whether the optimizer step, not the backward with its `transient`
+    // bytes, is the stage's peak; and that peak with `buffers` beside it.
+    bool PeakAtStep(double transient) const { return states.step_bytes > act + transient; }
+    double Peak(double buffers, double transient) const {
+      return Held() + buffers + std::max(act + transient, states.step_bytes);
+    }
   };
   Stage first, middle, last;
   double host_bytes = 0;
@@ -311,15 +317,12 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   mem.buffers_GiB = buf.bytes / kGiB;
   // The backward's peak adds the transient buffers to the activations; the
   // optimizer step's adds its copies instead.
-  const auto stage_peak = [&](const StageLedgers::Stage& st) {
-    return st.Held() + buf.bytes + std::max(st.act + buf.transient, st.states.step_bytes);
-  };
-  mem.peak_at_optimizer_step = peak.states.step_bytes > peak.act + buf.transient;
+  mem.peak_at_optimizer_step = peak.PeakAtStep(buf.transient);
   mem.total_GiB = mem.params_GiB + mem.grads_GiB + mem.optimizer_GiB + mem.buffers_GiB +
                   (mem.peak_at_optimizer_step ? mem.optimizer_step_GiB : mem.activations_GiB);
-  mem.peak_allocated_GiB = stage_peak(peak) / kGiB;
-  mem.first_stage_allocated_GiB = stage_peak(stages.first) / kGiB;
-  mem.last_stage_allocated_GiB = stage_peak(stages.last) / kGiB;
+  mem.peak_allocated_GiB = peak.Peak(buf.bytes, buf.transient) / kGiB;
+  mem.first_stage_allocated_GiB = stages.first.Peak(buf.bytes, buf.transient) / kGiB;
+  mem.last_stage_allocated_GiB = stages.last.Peak(buf.bytes, buf.transient) / kGiB;
   // The CUDA context and library workspaces sit outside the caching allocator.
   const FrameworkCosts& fc = fw_.costs;
   const double runtime = cluster_.gpu.runtime_reserved_GiB;
@@ -392,9 +395,8 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
         "GPU preset runtime_reserved_GiB; framework gathered_layers; DeepSpeed reduce bucket");
     row("backward transient (a layer's unsharded gradient)", b.transient,
         "sharded execution: one layer's gradient before its reduce-scatter");
-    const bool at_step = s.states.step_bytes > s.act + b.transient;
-    rows.push_back({name, at_step ? "peak (optimizer step)" : "peak (backward)",
-                    (s.Held() + b.bytes + std::max(s.act + b.transient, s.states.step_bytes)) / kGiB,
+    rows.push_back({name, s.PeakAtStep(b.transient) ? "peak (optimizer step)" : "peak (backward)",
+                    s.Peak(b.bytes, b.transient) / kGiB,
                     "the larger of the backward's and the optimizer step's"});
   };
   if (c.pp == 1) {

@@ -3,7 +3,6 @@
 #include "planner/moe.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -255,8 +254,8 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   // (moe_layer.py:527-529); moe everything but the layer's input
   // (moe_layer.py:713-715); layernorm also the pre-MLP norm's output, which
   // the router and the shared experts keep (transformer_layer.py:523-527).
-  auto at = [&](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
-    return t->rc_module[std::countr_zero(unsigned{mod})];
+  auto at = [t](RecomputeModule mod) -> ComputeTerms::ModuleRecompute& {
+    return cost::ModuleTerms(t, mod);
   };
   const double router_in = tokens * h * e;
   at(kRcMoeAct).moe_bytes = rows_total * s.ffn_local * in_b;
