@@ -548,15 +548,16 @@ void PrintSection(const planner::PlanSection& s, const planner::SearchOptions& o
 // what it changes from the count above and why.
 void PrintScaling(const std::vector<planner::PlanSection>& sections,
                   const planner::SearchOptions& opt, std::ostream& out) {
-  const planner::Objective objective = opt.objective;
-  out << "\nscaling (best plan per GPU count; * = on the GPUs vs tokens/s Pareto front; a\n"
+  const bool by_goodput = opt.objective == planner::Objective::kTimeToTrain;
+  out << "\nscaling (best plan per GPU count" << (by_goodput ? " by time to train the budget" : "")
+      << "; * = on the GPUs vs tokens/s Pareto front; a\n"
           "`changed:` line names what the pick changes from the count above, beyond its replicas; a\n"
           "count keeps the previous layout while it is among the count's leaders; `why:` says what\n"
           "made it lose, or what a kept layout gives up):\n";
   out << std::setw(7) << "gpus" << std::setw(11) << "time_s" << std::setw(12) << "tokens/s"
          << std::setw(13) << "tok/s/GPU" << std::setw(7) << "MFU%" << "  config\n";
   double best = 0;
-  const auto picks = planner::PicksAcrossCounts(sections, objective);
+  const auto picks = planner::PicksAcrossCounts(sections, opt);
   for (size_t i = 0; i < sections.size(); ++i) {
     out << std::setw(7) << sections[i].job.gpus;
     if (!picks[i]) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -425,7 +426,7 @@ Result<std::optional<FitsFrom>> FewestGpusThatFit(const Job& job, SearchOptions 
     PT_ASSIGN_OR_RETURN(const SearchResult r, run(Search(space.Pointers(), options)));
     if (!r.top.empty()) {
       return std::optional<FitsFrom>(
-          FitsFrom{static_cast<int>(g), RankForTrust(r.pool, options.objective, 1).front().best});
+          FitsFrom{static_cast<int>(g), RankForTrust(r.pool, bigger, options, 1).front().best});
     }
   }
   return std::optional<FitsFrom>();
@@ -492,14 +493,46 @@ bool SameDegrees(const Candidate& a, const Candidate& b) {
 // not fit, or is slower than the count's pick beyond the band.
 // `same` is the count's best candidate with the previous degrees, when the
 // search kept one (SearchResult::pool holds the band's neighbourhood only).
+// What a sweep compares its counts' picks by: the step time, or under
+// --objective time-to-train the expected time to train the budget. `point`
+// is the estimate, `pessimistic` the slow end of its band.
+struct PickClock {
+  double point = 0;
+  double pessimistic = 0;
+};
+
+bool ByTimeToTrain(const SearchOptions& o) {
+  return o.objective == Objective::kTimeToTrain && o.goodput.enabled();
+}
+
+PickClock ClockOf(const Candidate& c, const Job& job, const SearchOptions& o) {
+  if (!ByTimeToTrain(o)) return {c.prediction.iteration_time_s, c.prediction.pessimistic_time_s};
+  const Goodput g = GoodputOf(job, c.framework, c.config, c.prediction, o.goodput);
+  return {g.time_to_train_s, g.pessimistic_time_to_train_s};
+}
+
+// "12.3 % slower here (a vs b s), outside the leaders' band (e s)", in
+// seconds per step or in days to train.
+std::string SlowerThanPick(PickClock layout, PickClock pick, const SearchOptions& o) {
+  const bool days = ByTimeToTrain(o);
+  auto shown = [days](double v) { return days ? Days(v) : Seconds(v); };
+  const char* unit = days ? " days" : " s";
+  return Percent(layout.point / pick.point - 1, 1) + (days ? " % longer to train here (" : " % slower here (") +
+         shown(layout.point) + " vs " + shown(pick.point) + unit + "), outside the leaders' band (" +
+         shown(pick.pessimistic) + unit + ")";
+}
+
+// Why a sweep's count does not keep the previous count's layout: it does
+// not divide the GPUs, breaks a rule, does not fit, or is slower (or, by
+// time to train, longer to train) than the count's pick beyond the band.
+// `same` is the count's best candidate with the previous degrees, when the
+// search kept one (SearchResult::pool holds the band's neighbourhood only).
 std::string WhyLayoutLeft(const Candidate& previous, const Candidate* same, const PlanSection& sec,
-                          const Candidate& pick) {
-  const double pick_s = pick.prediction.iteration_time_s;
-  auto slower = [&](double s) {
-    return Percent(s / pick_s - 1, 1) + " % slower here (" + Seconds(s) + " vs " + Seconds(pick_s) +
-           " s), outside the leaders' band (" + Seconds(pick.prediction.pessimistic_time_s) + " s)";
-  };
-  if (same != nullptr) return "the previous layout is " + slower(same->prediction.iteration_time_s);
+                          const Candidate& pick, const SearchOptions& o) {
+  const PickClock at_pick = ClockOf(pick, sec.job, o);
+  if (same != nullptr) {
+    return "the previous layout is " + SlowerThanPick(ClockOf(*same, sec.job, o), at_pick, o);
+  }
   const std::optional<ParallelConfig> c = LayoutAt(previous.config, sec.job.gpus);
   if (!c) {
     return "the previous layout (" + std::to_string(previous.config.world() / previous.config.gdata) +
@@ -523,47 +556,54 @@ std::string WhyLayoutLeft(const Candidate& previous, const Candidate* same, cons
                   p.memory.reserved_GiB, p.memory.usable_GiB);
     return buf;
   }
-  return "the previous layout is " + slower(p.iteration_time_s);
+  const Candidate there{*c, p, previous.framework};
+  return "the previous layout is " + SlowerThanPick(ClockOf(there, sec.job, o), at_pick, o);
 }
 
 }  // namespace
 
 std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
-                                                          Objective objective) {
+                                                          const SearchOptions& options) {
   std::vector<std::optional<ScalingPick>> out;
   std::optional<Candidate> previous;
+  const bool by_time = options.objective != Objective::kMemory;
   for (const PlanSection& sec : sections) {
     if (sec.result.top.empty()) {
       out.emplace_back();
       continue;
     }
-    const std::vector<RankedPlan> ranked = RankForTrust(sec.result.pool, objective, 1);
     ScalingPick pick;
-    pick.best = ranked.front().best;
+    pick.best = RankForTrust(sec.result.pool, sec.job, options, 1).front().best;
     if (previous) {
       pick.first = false;
       // The previous layout among this count's leaders keeps its place: the
-      // leaders are the rows whose point time lies under the best pessimistic
-      // edge (RankForTrust), which the model cannot order with confidence.
-      const double edge = sec.result.pool.front().prediction.pessimistic_time_s;
+      // leaders are the rows whose point estimate (step time, or time to
+      // train) lies under the best pessimistic one (RankForTrust), which the
+      // model cannot order with confidence.
+      double edge = std::numeric_limits<double>::infinity();
+      for (const Candidate& c : sec.result.pool) {
+        edge = std::min(edge, ClockOf(c, sec.job, options).pessimistic);
+      }
       // `same`: the best-ranked candidate with the previous degrees, a leader
       // if one is (the pool keeps every leader).
       const Candidate* same = nullptr;
+      bool same_leads = false;
       for (const Candidate& c : sec.result.pool) {
         if (!SameDegrees(*previous, c)) continue;
         if (same == nullptr) same = &c;
-        if (c.prediction.iteration_time_s <= edge) {
+        if (ClockOf(c, sec.job, options).point <= edge) {
           same = &c;
+          same_leads = true;
           break;
         }
       }
-      const bool by_time = objective != Objective::kMemory;
-      if (same != nullptr && by_time && same->prediction.iteration_time_s <= edge &&
-          !SameDegrees(*same, pick.best)) {
-        const double slower = same->prediction.iteration_time_s / pick.best.prediction.iteration_time_s - 1;
+      if (same != nullptr && by_time && same_leads && !SameDegrees(*same, pick.best)) {
+        const PickClock kept = ClockOf(*same, sec.job, options), best = ClockOf(pick.best, sec.job, options);
+        const double slower = kept.point / best.point - 1;
+        const bool days = ByTimeToTrain(options);
         pick.why = "keeps the previous count's layout: " +
-                   (slower >= 0 ? Percent(slower, 1) + " % slower than"
-                                : Percent(-slower, 1) + " % faster than") +
+                   (slower >= 0 ? Percent(slower, 1) + (days ? " % longer to train than" : " % slower than")
+                                : Percent(-slower, 1) + (days ? " % quicker to train than" : " % faster than")) +
                    " this count's rank 1 (" + ConfigText(pick.best.framework, pick.best.config) +
                    "), both in the leaders' band";
         pick.best = *same;
@@ -574,7 +614,7 @@ std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<Plan
         pick.why = SameDegrees(*previous, pick.best)
                        ? "the same layout; its micro-batch, recompute, offloads and overlaps are "
                          "this count's best for its memory and batch share"
-                       : WhyLayoutLeft(*previous, same, sec, pick.best);
+                       : WhyLayoutLeft(*previous, same, sec, pick.best, options);
       }
     }
     previous = pick.best;
@@ -682,7 +722,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
   if (sections.size() > 1) {
     OrderedJson scaling = OrderedJson::array();
     double best_tps = 0;
-    const std::vector<std::optional<ScalingPick>> picks = PicksAcrossCounts(sections, options.objective);
+    const std::vector<std::optional<ScalingPick>> picks = PicksAcrossCounts(sections, options);
     for (size_t i = 0; i < sections.size(); ++i) {
       const PlanSection& sec = sections[i];
       OrderedJson row;

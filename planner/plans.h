@@ -161,11 +161,12 @@ struct ScalingPick {
   bool first = true;   // the first count with a pick: nothing to compare
 };
 // One entry per section, nullopt where nothing fits. Sections in ascending
-// GPU count, as a sweep runs them. Picks are made by step time under every
-// time-like objective, kTimeToTrain included (the sweep's rows then show each
-// pick's time to train and cost beside it).
+// GPU count, as a sweep runs them. Picks are made as RankForTrust ranks each
+// count (by step time, or by time to train the budget under kTimeToTrain with
+// options.goodput enabled), and the leaders' band that keeps a layout is
+// measured in the same clock.
 std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<PlanSection>& sections,
-                                                          Objective objective);
+                                                          const SearchOptions& options);
 
 // The document. With one section it is the plan for that GPU count; with
 // several (a --gpus range) `candidates` etc. describe the largest count that has

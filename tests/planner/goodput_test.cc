@@ -14,6 +14,7 @@
 
 #include "common/json.h"
 #include "planner/goodput_request.h"
+#include "planner/plans.h"
 #include "tests/planner/test_jobs.h"
 
 namespace paratune::planner {
@@ -194,6 +195,65 @@ TEST(Goodput, DefaultFailureRateIsLlama3sUnexpectedInterruptions) {
                    r["unexpected_interruptions"].get<double>() / gpu_hours);
   EXPECT_EQ(r["interruptions"].get<int>(),
             r["planned_interruptions"].get<int>() + r["unexpected_interruptions"].get<int>());
+}
+
+// A sweep under --objective time-to-train picks each count's plan by the time
+// to train, not by the step: here the layout without the distributed
+// optimizer has the shorter step, but every rank reads back 2.4x the state
+// after each of the frequent failures (the optimizer unsharded over dp 4), so
+// it trains later.
+TEST(Goodput, SweepPicksByTimeToTrainUnderThatObjective) {
+  const Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  auto candidate = [](bool distopt, double step_s) {
+    Candidate c;
+    c.config = Tp8Pp2Dp4();
+    c.config.distributed_optimizer = distopt;
+    c.prediction.fits = true;
+    c.prediction.iteration_time_s = step_s;
+    c.prediction.pessimistic_time_s = step_s;  // no band: rank 1 leads alone
+    return c;
+  };
+  PlanSection sec;
+  sec.job = job;
+  // Ranked by the pessimistic step, as a search leaves its pool.
+  sec.result.pool = {candidate(false, 9.8), candidate(true, 10.0)};
+  sec.result.top = sec.result.pool;
+  SearchOptions o;
+  o.goodput.tokens = 1e12;
+  o.goodput.fs_GBps = 5;
+  o.goodput.save = CheckpointSave::kSync;
+  o.goodput.failures_per_gpu_hour = 1e-2;
+  const Goodput unsharded = GoodputOf(job, Framework::kMegatron, sec.result.pool[0].config,
+                                      sec.result.pool[0].prediction, o.goodput);
+  const Goodput sharded = GoodputOf(job, Framework::kMegatron, sec.result.pool[1].config,
+                                    sec.result.pool[1].prediction, o.goodput);
+  ASSERT_GT(unsharded.checkpoint.load_s, 2 * sharded.checkpoint.load_s);
+  ASSERT_GT(unsharded.time_to_train_s, sharded.time_to_train_s);
+
+  o.objective = Objective::kTime;
+  auto by_step = PicksAcrossCounts({sec}, o);
+  ASSERT_TRUE(by_step[0]);
+  EXPECT_FALSE(by_step[0]->best.config.distributed_optimizer);
+  o.objective = Objective::kTimeToTrain;
+  auto by_goodput = PicksAcrossCounts({sec}, o);
+  ASSERT_TRUE(by_goodput[0]);
+  EXPECT_TRUE(by_goodput[0]->best.config.distributed_optimizer);
+  // The next count's pick, when the previous layout leaves, is explained in
+  // days to train, the clock it was ranked by.
+  PlanSection twice = sec;
+  twice.job.gpus = 128;
+  Candidate tp4 = candidate(true, 4.5);  // another layout, 10 % the quicker step
+  tp4.config.gy = 4;
+  tp4.config.gdata = 16;
+  Candidate kept = candidate(true, 5.0);
+  kept.config.gdata = 8;
+  twice.result.pool = {tp4, kept};
+  twice.result.top = twice.result.pool;
+  auto sweep = PicksAcrossCounts({sec, twice}, o);
+  ASSERT_TRUE(sweep[1]);
+  EXPECT_EQ(sweep[1]->best.config.gy, 4);
+  EXPECT_NE(sweep[1]->why.find("longer to train here"), std::string::npos) << sweep[1]->why;
+  EXPECT_NE(sweep[1]->why.find(" days)"), std::string::npos) << sweep[1]->why;
 }
 
 }  // namespace
