@@ -95,11 +95,18 @@ which one fits, with its best plan. Nothing is launched: a dry run.
                      H100s, arXiv 2407.21783 §3.3.4); the job's mean time
                      between failures is 1 / (F x GPUs)
   --restart-min M    minutes from a failure to training again, before the load
-                     (default 10: an assumption, no published figure)
+                     (default 10: MegaScale's detection and diagnosis on
+                     10,000+ GPUs, NSDI'24 §6.3; a slower stack restarts later)
   --checkpoint-save S  auto (default): asynchronous where the framework offers
-                     it, which you turn on there (Megatron-Core --async-save,
-                     torchtitan checkpoint.async_mode, DeepSpeed's decoupled
-                     writer); sync: every save stalls the step for the write
+                     it (Megatron-Core --async-save, torchtitan
+                     checkpoint.async_mode, DeepSpeed's decoupled writer without
+                     pipeline stages), which `emit` turns on with the interval;
+                     sync: every save stalls the step for the write
+  --checkpoint-min-interval-min M
+                     never save more often than every M minutes (default 10:
+                     an assumption; cheap async saves would otherwise be
+                     written back to back, a cost the model does not price);
+                     0: only the write itself bounds an async save
   --gpu-hour-price P price of one GPU-hour: adds the cost to the budget
   --top K            rows to print (default 10), cut from the ranking of the whole
                      space: rows whose predictions are identical collapse into
@@ -237,6 +244,22 @@ void PrintCandidates(const std::vector<planner::RankedPlan>& rows, std::ostream&
   }
 }
 
+// What set a plan's checkpoint interval, in words.
+std::string IntervalWords(const planner::Goodput& r, const planner::GoodputOptions& g) {
+  const std::string name = r.interval_bound;
+  const std::string daly = "Daly's optimum (Young's " + FormatFixed(r.interval_young_s / 60, 1) + " min)";
+  if (name == "min_interval") {
+    return "the shortest interval, " + FormatFixed(g.min_interval_s / 60, 1) + " min" +
+           (g.min_interval_s == planner::kDefaultMinCheckpointIntervalS
+                ? " (assumed; --checkpoint-min-interval-min)"
+                : "") +
+           ", above " + daly;
+  }
+  if (name == "write") return "the async write itself (a save waits for the previous one), above " + daly;
+  if (name == "step") return "one step, above " + daly;
+  return daly;
+}
+
 // The ranked rows' runs to the token budget (planner/goodput.h): the
 // checkpoint each writes, its save and load, the interval, the effective
 // fraction, the time to train and its cost, and the inputs they assume.
@@ -275,12 +298,11 @@ void PrintGoodput(const std::vector<planner::RankedPlan>& rows, const planner::S
         << ", one every " << FormatFixed(r.job_mtbf_s / 3600, 1) << " h on "
         << rows.front().best.config.world()
         << " GPUs; restart " << FormatFixed(g.restart_s / 60, 1) << " min"
-        << (g.restart_s == planner::kDefaultRestartS ? " (assumed; --restart-min)" : "")
+        << (g.restart_s == planner::kDefaultRestartS ? " (MegaScale's; --restart-min)" : "")
         << " + load; filesystem " << FormatFixed(g.fs_GBps, 0) << " GB/s aggregate"
         << (g.fs_node_GBps > 0 ? ", " + FormatFixed(g.fs_node_GBps, 0) + " GB/s per node"
                                : std::string(", the node's NICs per node"))
-        << "; interval: Daly's optimum (Young's " << FormatFixed(r.interval_young_s / 60, 1)
-        << " min for #1)\n";
+        << "; interval for #1: " << IntervalWords(r, g) << "\n";
   }
 }
 
@@ -337,8 +359,10 @@ Result<double> PositiveFlag(const Flags& flags, const char* name, double fallbac
 // flags without --tokens are refused, since they would change nothing.
 Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Objective objective) {
   planner::GoodputOptions g;
-  const char* needs_tokens[] = {"--fs-GBps", "--fs-node-GBps", "--failures-per-gpu-hour",
-                                "--restart-min", "--checkpoint-save", "--gpu-hour-price"};
+  const char* needs_tokens[] = {"--fs-GBps",        "--fs-node-GBps",
+                                "--failures-per-gpu-hour", "--restart-min",
+                                "--checkpoint-save", "--checkpoint-min-interval-min",
+                                "--gpu-hour-price"};
   if (!flags.Has("--tokens")) {
     if (objective == planner::Objective::kTimeToTrain) {
       return Status::InvalidArgument(
@@ -372,6 +396,14 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
     return Status::InvalidArgument("--checkpoint-save must be auto or sync");
   }
   g.save = save == "sync" ? planner::CheckpointSave::kSync : planner::CheckpointSave::kAuto;
+  if (flags.Has("--checkpoint-min-interval-min")) {
+    auto v = ParseDouble(*flags.Get("--checkpoint-min-interval-min"), "--checkpoint-min-interval-min");
+    if (!v.ok()) return v.status();
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      return Status::InvalidArgument("--checkpoint-min-interval-min must be a number of minutes >= 0");
+    }
+    g.min_interval_s = *v * 60;
+  }
   PT_ASSIGN_OR_RETURN(g.gpu_hour_price, PositiveFlag(flags, "--gpu-hour-price", 0));
   return g;
 }
@@ -600,6 +632,7 @@ int RunPlan(const Args& args, Io io) {
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
                "--explain", "--threads", "--format", "--framework", "--tokens", "--fs-GBps",
                "--fs-node-GBps", "--failures-per-gpu-hour", "--restart-min", "--checkpoint-save",
+               "--checkpoint-min-interval-min",
                "--gpu-hour-price"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;

@@ -64,6 +64,15 @@ Status CheckConfig(const Plan& p, EmitFormat f) {
   if (c.gx != 1 || c.gz != 1) {
     return Refuse(f, ShardingGridWords(p) + ": DeepSpeed shards with ZeRO stages instead");
   }
+  // The pipeline engine never calls DeepSpeedEngine.step(), which commits a
+  // decoupled save (pipe/engine.py:1244-1252, engine.py:3452-3453 @ edaa722):
+  // the save would not be durable until the job ended.
+  if (p.checkpoint_async && c.pp > 1) {
+    return Refuse(f,
+                  "an asynchronous save with pipeline stages: DeepSpeed's pipeline engine never "
+                  "commits a decoupled save (pipe/engine.py:1244-1252); plan with "
+                  "--checkpoint-save sync");
+  }
   if (c.cp > 1 && c.cp_kind == CpKind::kRing) {
     return Refuse(f,
                   "ring context parallelism is not a DeepSpeed option (DeepSpeed's sequence "
@@ -300,6 +309,19 @@ OrderedJson DsConfig(const Plan& p) {
     j["activation_checkpointing"] = ac;
   }
   if (c.cp > 1) j["sequence_parallel_size"] = c.cp;
+  // An asynchronous save where the plan priced one: the decoupled writer
+  // (model_checkpointing/constants.py:43-85 @ edaa722; a "writer" key selects
+  // it, checkpoint_engine/utils.py:17-27). Its "python" writer needs no
+  // compiled op (the default "fast" one builds async_io over libaio,
+  // writer_factory.py:31-36, 77-104). The plan priced the save to overlap
+  // the step after it only: the engine's next step() waits for the write
+  // (engine.py:3452-3453).
+  if (p.checkpoint_async) {
+    OrderedJson writer;
+    writer["type"] = "python";
+    writer["decoupled"] = true;
+    j["checkpoint"] = {{"writer", writer}};
+  }
   j["wall_clock_breakdown"] = false;
   return j;
 }
@@ -439,6 +461,15 @@ std::string WriteMegatronDeepSpeed(const Plan& p) {
   a.push_back("--zero-stage " + Str(stage));
   a.push_back("--deepspeed");
   a.push_back("--deepspeed_config ds_config.json");
+  // The save schedule the plan was priced with: --save requires
+  // --save-interval (megatron/arguments.py:320-321 @ 4efb479); saves go
+  // through the DeepSpeed engine (megatron/checkpointing.py:288-303), whose
+  // ds_config carries the decoupled writer when the save is asynchronous.
+  if (p.checkpoint_interval_steps > 0) {
+    a.push_back(std::string("--save ") + kCheckpointDirShell);
+    a.push_back(std::string("--load ") + kCheckpointDirShell);
+    a.push_back("--save-interval " + Str(p.checkpoint_interval_steps));
+  }
   os << "MEGATRON_DEEPSPEED_ARGS=(\n";
   for (const std::string& s : a) os << "    " << s << "\n";
   os << ")\n";

@@ -148,6 +148,13 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
       p.memory_capacity_GiB = Number(pr["memory_GiB"], "capacity", -1);
     }
   }
+  if (cand.contains("goodput") && cand["goodput"].is_object()) {
+    const Json& g = cand["goodput"];
+    p.checkpoint_interval_steps = static_cast<int64_t>(Number(g, "interval_steps", 0));
+    p.checkpoint_async = g.contains("checkpoint") && g["checkpoint"].is_object() &&
+                         g["checkpoint"].contains("async") && g["checkpoint"]["async"].is_boolean() &&
+                         g["checkpoint"]["async"].get<bool>();
+  }
   const Json& tr = plans["job"]["training"];
   if (tr.contains("compile") && tr["compile"].is_boolean()) p.compile = tr["compile"].get<bool>();
   return p;
@@ -205,6 +212,12 @@ Result<OrderedJson> SidecarChecked(const Json& plans, int rank, EmitFormat forma
     j["predicted"] = pred;
   } else {
     j["predicted"] = nullptr;
+  }
+  if (p.checkpoint_interval_steps > 0) {
+    OrderedJson ck;
+    ck["interval_steps"] = p.checkpoint_interval_steps;
+    ck["async"] = p.checkpoint_async;
+    j["checkpoint"] = ck;
   }
   if (p.c.pp > 1) {
     OrderedJson pl;

@@ -133,6 +133,13 @@ Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw) {
   return Status::Ok();
 }
 
+std::string CheckpointNote(const Plan& p) {
+  if (p.checkpoint_interval_steps <= 0) return "";
+  return "checkpoints: every " + Str(p.checkpoint_interval_steps) + " steps (the plan's optimal " +
+         "interval), " + (p.checkpoint_async ? "asynchronous" : "synchronous") +
+         " as priced, to $CHECKPOINT_DIR (default ./checkpoints)";
+}
+
 std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* comment,
                    const char* what) {
   std::ostringstream os;
@@ -167,6 +174,9 @@ std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* commen
     os << comment << " pipeline: transformer layers per rank " << Join(RankLayers(p));
     if (p.c.vpp > 1) os << "; per model chunk (virtual stage-major) " << Join(ChunkLayerList(p));
     os << "\n";
+  }
+  if (const std::string note = CheckpointNote(p); !note.empty()) {
+    os << comment << " " << note << "\n";
   }
   for (const Keep& k : fe.keep(p)) {
     os << comment << " keep: " << k.name << "=" << k.value << " (" << k.why << ")\n";

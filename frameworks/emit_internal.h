@@ -36,6 +36,12 @@ struct Plan {
   bool above_published_mfu = false;
   double memory_reserved_GiB = -1, memory_capacity_GiB = -1;
   bool compile = false;  // job.training.compile (torch.compile / TE graphs)
+  // The checkpoint schedule the plan was priced with (its candidate's
+  // "goodput", there when the plan was made with a token budget): a save every
+  // checkpoint_interval_steps steps (0: the plan priced none), asynchronous
+  // when checkpoint_async (planner/goodput.h, OffersAsyncSave).
+  int64_t checkpoint_interval_steps = 0;
+  bool checkpoint_async = false;
 
   int64_t Gbs() const { return job.training.global_batch; }
   // Micro-batches per iteration per pipeline: GBS / (mbs · gz · gdata).
@@ -108,6 +114,13 @@ Status CheckSameSplit(const Plan& p, EmitFormat f, PpSplit split);
 MoeLaunch MoeLaunchOf(const Plan& p);
 // A refusal from frameworks/moe_args.h as the emitter of format f says it.
 Status RefuseMoe(EmitFormat f, const Status& why);
+// Where an emitted run saves and resumes its checkpoints: $CHECKPOINT_DIR,
+// ./checkpoints when unset (a shell expansion; Python reads the same variable).
+inline constexpr const char* kCheckpointDirShell = "\"${CHECKPOINT_DIR:-checkpoints}\"";
+inline constexpr const char* kCheckpointDirPython = "os.environ.get(\"CHECKPOINT_DIR\", \"checkpoints\")";
+// The header line that says the checkpoint schedule a plan was priced with,
+// or "" when it priced none.
+std::string CheckpointNote(const Plan& p);
 // The start-up rules of framework fw's preset (planner/framework.h), as refusals.
 Status CheckPresetRules(const Plan& p, EmitFormat f, Framework fw);
 

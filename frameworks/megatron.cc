@@ -271,6 +271,7 @@ std::string Launcher(const Plan& p) {
         "${GPT_MODEL_ARGS[@]} ${TRAINING_ARGS[@]} ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} "
         "${EVAL_AND_LOGGING_ARGS[@]}";
   if (p.job.model.is_moe()) os << " ${MOE_ARGS[@]}";
+  if (p.checkpoint_interval_steps > 0) os << " ${CHECKPOINT_ARGS[@]}";
   return os.str();
 }
 
@@ -316,6 +317,27 @@ void NormAndActivationArgs(const ModelSpec& m, std::vector<std::string>* out) {
   } else {
     out->push_back("--swiglu");
   }
+}
+
+// The save schedule the plan was priced with. --save requires --save-interval
+// (arguments.py:1361-1363 @ d98e8a6). An asynchronous save needs the
+// persistent worker, or validate_args turns it off with only a warning
+// (arguments.py:1814-1820), and the in-tree "mcore" strategy, since the
+// default "nvrx" raises at start-up without nvidia-resiliency-ext
+// (training_config.py:519; core/dist_checkpointing/strategies/torch.py:1043-1086);
+// the format is torch_dist (the default, training_config.py:486) or the
+// fsdp_dtensor Megatron-FSDP asserts, both of which save asynchronously
+// (checkpointing.py:763-776).
+std::vector<std::string> CheckpointArgs(const Plan& p) {
+  std::vector<std::string> a = {std::string("--save ") + kCheckpointDirShell,
+                                std::string("--load ") + kCheckpointDirShell,
+                                "--save-interval " + Str(p.checkpoint_interval_steps)};
+  if (p.checkpoint_async) {
+    a.push_back("--async-save");
+    a.push_back("--use-persistent-ckpt-worker");
+    a.push_back("--async-strategy mcore");
+  }
+  return a;
 }
 
 void Array(std::ostringstream& os, const char* name, const std::vector<std::string>& items) {
@@ -454,6 +476,10 @@ std::string Write(const Plan& p) {
     auto moe = MegatronMoeArgs(m, MoeLaunchOf(p));
     os << "\n";
     Array(os, "MOE_ARGS", moe.ok() ? *moe : std::vector<std::string>{});
+  }
+  if (p.checkpoint_interval_steps > 0) {
+    os << "\n";
+    Array(os, "CHECKPOINT_ARGS", CheckpointArgs(p));
   }
   return os.str();
 }

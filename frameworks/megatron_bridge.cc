@@ -283,6 +283,24 @@ const FlagRow kFlags[] = {
     {"--data-parallel-sharding-strategy",
      [](const std::string& v, Script* s) { s->Set("ddp.data_parallel_sharding_strategy", PyStr(v)); }},
     {"--ckpt-format", [](const std::string& v, Script* s) { s->Set("checkpoint.ckpt_format", PyStr(v)); }},
+    // The save schedule the plan was priced with (CheckpointConfig,
+    // training/config.py:497 @ 067f987, on Megatron-LM 2a75ac1's fields):
+    // finalize() asserts checkpoint.save and the persistent worker under
+    // async_save (config.py:601-603; the worker defaults on here, :516) and
+    // validate() a torch_dist or fsdp_dtensor format (:1535-1539).
+    {"--save",
+     [](const std::string&, Script* s) {
+       s->imports.insert("import os");
+       s->Set("checkpoint.save", kCheckpointDirPython);
+     }},
+    {"--load", [](const std::string&, Script* s) { s->Set("checkpoint.load", kCheckpointDirPython); }},
+    {"--save-interval",
+     [](const std::string& v, Script* s) { s->Set("checkpoint.save_interval", v); }},
+    {"--async-save", [](const std::string&, Script* s) { s->Set("checkpoint.async_save", "True"); }},
+    {"--use-persistent-ckpt-worker",
+     [](const std::string&, Script* s) { s->Set("checkpoint.use_persistent_ckpt_worker", "True"); }},
+    {"--async-strategy",
+     [](const std::string& v, Script* s) { s->Set("checkpoint.async_strategy", PyStr(v)); }},
     {"--cpu-offloading-num-layers",
      [](const std::string& v, Script* s) {
        s->Set("model.cpu_offloading", "True");
@@ -436,6 +454,9 @@ void RunDefaults(const Plan& p, Script* s) {
   s->Set("dist.use_megatron_fsdp", "False");
   s->Set("ddp.data_parallel_sharding_strategy", PyStr("no_shard"));
   s->Set("checkpoint.ckpt_format", PyStr("torch_dist"));
+  // A plan priced with a save schedule saves as priced, not as a recipe
+  // that turns async_save on after building its config would.
+  if (p.checkpoint_interval_steps > 0) s->Set("checkpoint.async_save", "False");
   if (p.job.model.is_moe()) {
     s->Set("model.moe_token_dispatcher_type", PyStr("alltoall"));
     s->Set("model.moe_flex_dispatcher_backend", "None");

@@ -247,6 +247,22 @@ std::string CudaGraphsLine(const Plan& p) {
   return "";
 }
 
+// The save schedule the plan was priced with: torchtitan's DCP checkpointer
+// (components/checkpointer/base.py:275-338, dcp.py:137-149 @ b5bcd76), on
+// (enable defaults off), every interval steps (at least 1), asynchronous with
+// pinned host staging where priced so (the step waits only for the copy to
+// pinned memory, trainer.py:955; each save waits for the previous one,
+// dcp.py:427). The fields are set after the config is built, so the values
+// are the ones its __post_init__ accepts: async_mode lower-case, one of three.
+void WriteCheckpoint(const Plan& p, std::ostringstream& os) {
+  if (p.checkpoint_interval_steps <= 0) return;
+  os << "    config.checkpoint.enable = True\n";
+  os << "    config.checkpoint.folder = " << kCheckpointDirPython << "\n";
+  os << "    config.checkpoint.interval = " << p.checkpoint_interval_steps << "\n";
+  os << "    config.checkpoint.async_mode = \""
+     << (p.checkpoint_async ? "async_with_pinned_mem" : "disabled") << "\"\n";
+}
+
 std::string Write(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
@@ -257,6 +273,7 @@ std::string Write(const Plan& p) {
   os << Header(p, TorchtitanEmitter(), "#", "torchtitan configuration");
   os << "# Save as paratune_plan.py on PYTHONPATH; torchtitan imports it with --module "
         "paratune_plan.\n";
+  if (p.checkpoint_interval_steps > 0) os << "import os\n\n";
   os << "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
   os << "from torchtitan.trainer import Trainer\n";
   if (flavor) {
@@ -363,6 +380,7 @@ std::string Write(const Plan& p) {
   // Async TP only where the plan priced its overlap (tp_comm_overlap).
   os << "    config.compile.enable_async_tensor_parallel = "
      << PyBool(p.compile && c.tp_comm_overlap) << "\n";
+  WriteCheckpoint(p, os);
   os << "    return config\n";
   return os.str();
 }

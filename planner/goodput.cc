@@ -125,18 +125,23 @@ CheckpointFormat CheckpointFormatOf(Framework f) {
   return CheckpointFormat::kMegatronDistCkpt;
 }
 
-bool OffersAsyncSave(Framework f) {
+bool OffersAsyncSave(Framework f, const ParallelConfig& c) {
   switch (f) {
     case Framework::kMegatron:
     case Framework::kTorchtitan:
-    case Framework::kMegatronDeepSpeed:
     case Framework::kDeepSpeed:
       return true;
+    case Framework::kMegatronDeepSpeed:
+      return c.pp == 1;
     case Framework::kFsdp:
     case Framework::kAxonn:
       return false;
   }
   return false;
+}
+
+bool AsyncSaveOverlapsOneStep(Framework f) {
+  return f == Framework::kDeepSpeed || f == Framework::kMegatronDeepSpeed;
 }
 
 CheckpointEstimate EstimateCheckpoint(const Job& job, Framework fw, const ParallelConfig& c,
@@ -180,14 +185,17 @@ CheckpointEstimate EstimateCheckpoint(const Job& job, Framework fw, const Parall
   e.load_s =
       transfer(e.held_rank_bytes * static_cast<double>(s.world), e.held_rank_bytes * ranks_per_node)
           .first;
-  e.async = options.save == CheckpointSave::kAuto && OffersAsyncSave(fw);
-  if (e.async) {
+  e.async = options.save == CheckpointSave::kAuto && OffersAsyncSave(fw, c);
+  e.async_one_step = e.async && AsyncSaveOverlapsOneStep(fw);
+  if (e.async && !e.async_one_step) {
     // The step waits for the copy of the rank's shard to (pinned) host
     // memory; every GPU of the node copies at once, each at the host-link
     // bandwidth the cluster states per GPU under that load.
     const double host = job.cluster.HostLinkGBps() * 1e9;
     e.blocking_s = host > 0 ? e.max_rank_bytes / host : e.write_s;
   } else {
+    // Synchronous; or DeepSpeed's decoupled write, whose stall GoodputOf
+    // sets from the step it overlaps (write_s is the bound without a step).
     e.blocking_s = e.write_s;
   }
   return e;
@@ -199,6 +207,10 @@ double DalyInterval(double delta_s, double mtbf_s) {
   if (delta_s >= 2 * mtbf_s) return mtbf_s;
   const double x = delta_s / (2 * mtbf_s);
   return std::sqrt(2 * delta_s * mtbf_s) * (1 + std::sqrt(x) / 3 + x / 9) - delta_s;
+}
+
+double ExpectedReworkS(double interval_s, double mtbf_s) {
+  return mtbf_s - interval_s / std::expm1(interval_s / mtbf_s);
 }
 
 double EffectiveFraction(double interval_s, double delta_s, double restart_s, double mtbf_s) {
@@ -221,25 +233,42 @@ Goodput GoodputOf(const Job& job, Framework fw, const ParallelConfig& c, const P
   g.restart_s = options.restart_s + ck.load_s + (ck.async ? ck.write_s : 0.0);
   g.steps =
       options.tokens / (static_cast<double>(job.training.global_batch) * job.training.seq_len);
-  auto wall = [&](double step_s, double* fraction, double* interval) {
+  // The stall of one save at a step of step_s: a write that overlaps one
+  // step only stalls the next for what that step does not hide.
+  auto blocking = [&](double step_s) {
+    return ck.async_one_step ? std::max(0.0, ck.write_s - step_s) : ck.blocking_s;
+  };
+  auto wall = [&](double step_s, double* fraction, double* interval, const char** bound) {
     const double compute = g.steps * step_s;
     if (!std::isfinite(g.job_mtbf_s)) {
       *fraction = 1;
       *interval = compute;
       return compute;
     }
-    // A save cannot start before the previous one has finished writing.
-    const double floor = ck.async ? ck.write_s : 0.0;
-    *interval = std::max({DalyInterval(ck.blocking_s, g.job_mtbf_s), floor, step_s});
-    *fraction = EffectiveFraction(*interval, ck.blocking_s, g.restart_s, g.job_mtbf_s);
+    const double delta = blocking(step_s);
+    // Daly's optimum, then the floors: one step, the shortest interval
+    // asked, and for an async save its write (a save cannot start before
+    // the previous one has finished writing).
+    *interval = DalyInterval(delta, g.job_mtbf_s);
+    *bound = "daly";
+    const std::pair<double, const char*> floors[] = {
+        {step_s, "step"}, {options.min_interval_s, "min_interval"}, {ck.async ? ck.write_s : 0.0, "write"}};
+    for (const auto& [floor, name] : floors) {
+      if (floor > *interval) *interval = floor, *bound = name;
+    }
+    *fraction = EffectiveFraction(*interval, delta, g.restart_s, g.job_mtbf_s);
     return compute / *fraction;
   };
+  g.checkpoint.blocking_s = blocking(p.iteration_time_s);
   g.interval_young_s = std::isfinite(g.job_mtbf_s) ? YoungInterval(ck.blocking_s, g.job_mtbf_s)
                                                    : std::numeric_limits<double>::infinity();
   g.compute_s = g.steps * p.iteration_time_s;
-  g.time_to_train_s = wall(p.iteration_time_s, &g.effective_fraction, &g.interval_s);
+  g.time_to_train_s =
+      wall(p.iteration_time_s, &g.effective_fraction, &g.interval_s, &g.interval_bound);
   double pess_fraction = 0, pess_interval = 0;
-  g.pessimistic_time_to_train_s = wall(p.pessimistic_time_s, &pess_fraction, &pess_interval);
+  const char* pess_bound = nullptr;
+  g.pessimistic_time_to_train_s =
+      wall(p.pessimistic_time_s, &pess_fraction, &pess_interval, &pess_bound);
   g.interval_steps = std::max(1.0, std::round(g.interval_s / p.iteration_time_s));
   g.gpu_hours = g.time_to_train_s * job.gpus / 3600;
   g.cost = g.gpu_hours * options.gpu_hour_price;

@@ -43,14 +43,30 @@ enum class CheckpointFormat : uint8_t { kMegatronDistCkpt = 0, kTorchDcp, kDeepS
 // "megatron_dist_ckpt" | "torch_dcp" | "deepspeed" | "axonn_torch_save"
 const char* CheckpointFormatName(CheckpointFormat f);
 CheckpointFormat CheckpointFormatOf(Framework f);
-// Whether the framework can save asynchronously (the step pays only the copy
-// of its state to host memory; a background process writes it): Megatron-Core
-// (--async-save with --use-persistent-ckpt-worker), torchtitan
-// (checkpoint.async_mode = "async" or "async_with_pinned_mem") and the
-// DeepSpeed engine under Megatron-DeepSpeed or alone (the decoupled checkpoint
-// writer, checkpoint.writer.decoupled). Each is opt-in: their defaults save
-// synchronously. Not the FSDP1 trainers or AxoNN (no asynchronous saver found).
-bool OffersAsyncSave(Framework f);
+// Whether the framework can save configuration `c` asynchronously (the step
+// pays only the hand-off of its state; a background process writes it). Each
+// is opt-in, their defaults save synchronously, and `emit` turns it on for a
+// plan priced with it (docs/frameworks.md, "Checkpoints"):
+// - Megatron-Core: --async-save with --use-persistent-ckpt-worker (without the
+//   worker validate_args turns async off with a warning: arguments.py:1814-1820
+//   @ d98e8a6), format torch_dist (checkpointing.py:763-776).
+// - torchtitan: checkpoint.async_mode "async_with_pinned_mem" (dcp.py:137,
+//   322-330 @ b5bcd76); each save waits for the previous one (dcp.py:427).
+// - DeepSpeed's decoupled writer (checkpoint.writer.decoupled,
+//   model_checkpointing/constants.py:84-85 @ edaa722): the save is committed,
+//   and the step waits for the write, at the next DeepSpeedEngine.step()
+//   (engine.py:3452-3453, decoupled_checkpoint_engine.py:168-181), so it
+//   overlaps one step at most. The pipeline engine never calls step()
+//   (pipe/engine.py:1244-1252): under Megatron-DeepSpeed's PipelineModule
+//   (pp > 1; at pp 1 paratune emits --no-pipeline-parallel) a decoupled save
+//   would not be committed until the job ends, so those plans save
+//   synchronously.
+// Not the FSDP1 trainers or AxoNN (no asynchronous saver found).
+bool OffersAsyncSave(Framework f, const ParallelConfig& c);
+// Whether an asynchronous save of framework `f` overlaps at most the step
+// after it (DeepSpeed's decoupled writer, above) rather than running beside
+// training until the next save.
+bool AsyncSaveOverlapsOneStep(Framework f);
 
 // One checkpoint of one plan. Bytes are decimal (GB = 1e9, as the bandwidths).
 struct CheckpointEstimate {
@@ -67,9 +83,12 @@ struct CheckpointEstimate {
   double write_s = 0;             // to the filesystem: max(total / fs, node / node bandwidth)
   bool write_node_bound = false;  // the node's bandwidth, not the filesystem's, sets write_s
   bool async = false;             // saved asynchronously (GoodputOptions::save, OffersAsyncSave)
+  bool async_one_step = false;    // the async write overlaps one step only (AsyncSaveOverlapsOneStep)
   // Seconds the training step stops for one save: write_s when synchronous;
-  // the copy of max_rank_bytes to host memory at the GPU's host-link
-  // bandwidth when asynchronous (the write then runs beside training).
+  // when asynchronous, the copy of max_rank_bytes to host memory at the GPU's
+  // host-link bandwidth (the write then runs beside training), or, when the
+  // write overlaps one step only, what of it that step does not hide
+  // (GoodputOf sets it from the step time: write_s − step, at least 0).
   double blocking_s = 0;
   double load_s = 0;  // every rank reading its state back on restart
 };
@@ -94,6 +113,12 @@ double DalyInterval(double delta_s, double mtbf_s);
 // the resumed computation) and mean time between failures M. In (0, 1].
 double EffectiveFraction(double interval_s, double delta_s, double restart_s, double mtbf_s);
 
+// The expected work lost to a failure: the computation since the last save,
+// M − τ/(e^{τ/M} − 1) for failures at exponential times of mean M within an
+// interval τ (the Poisson assumption of Young's and Daly's derivations); τ/2
+// when τ ≪ M. REQUIRES: τ, M > 0.
+double ExpectedReworkS(double interval_s, double mtbf_s);
+
 // A plan's run to the token budget.
 struct Goodput {
   CheckpointEstimate checkpoint;
@@ -103,7 +128,11 @@ struct Goodput {
   // durable checkpoint is one write behind the newest started).
   double restart_s = 0;
   double interval_young_s = 0;    // YoungInterval
-  double interval_s = 0;          // DalyInterval, at least the write of an async save
+  // DalyInterval, at least one step, options.min_interval_s and, when saving
+  // asynchronously, the write (a save waits for the previous one).
+  double interval_s = 0;
+  // What set interval_s: "daly", "step", "min_interval" or "write".
+  const char* interval_bound = "daly";
   double interval_steps = 0;      // interval_s in whole steps (at least 1)
   double effective_fraction = 0;  // EffectiveFraction at interval_s
   double steps = 0;               // tokens / (global batch × sequence)

@@ -29,10 +29,26 @@ inline constexpr double kDefaultCheckpointFsGBps = 500;
 
 // Seconds from a failure to the first new step, before the checkpoint is
 // read: detecting the fault, draining and relaunching the job on healthy
-// nodes, NCCL initialisation and the first steps' warm-up. No source we have
-// publishes it for runs of thousands of GPUs, so it is an assumption, stated
-// as one wherever it is used (10 minutes); --restart-min sets the real one.
+// nodes, NCCL initialisation and the first steps' warm-up. 10 minutes is
+// MegaScale's figure on more than 10,000 GPUs: "The average time required for
+// detecting failure and executing diagnostic tests is less than 10 minutes"
+// (Jiang et al., NSDI'24, arXiv 2402.15627 §6.3), with its initialisation cut
+// to under 30 s there (§3.5). A stack without those optimisations starts
+// slower (Megatron-LM took 1,047 s to initialise on 2,048 GPUs, §3.5), so the
+// figure is stated wherever it is used; --restart-min sets the real one.
 inline constexpr double kDefaultRestartS = 600;
+
+// The shortest interval between checkpoints by default, seconds. An
+// asynchronous save stalls the step for little more than a copy to host
+// memory, so Daly's optimum would save it as often as the write allows (a
+// 1 TB checkpoint every few steps). What that costs is not in the model: the
+// filesystem shared with other jobs kept busy, the writer's CPU, host memory
+// and network, the files to retain and delete. Llama 3's storage took
+// checkpoints as bursts that "saturate the storage fabric for short
+// durations" (arXiv 2407.21783 §3.3.1), not as a continuous write. No source
+// states an interval, so 10 minutes is an assumption, stated wherever it
+// binds; --checkpoint-min-interval-min sets it (0: none beyond the write).
+inline constexpr double kDefaultMinCheckpointIntervalS = 600;
 
 // How checkpoints are saved: kAuto = asynchronously where the framework
 // offers it (the step pays only the copy to host memory), else synchronously;
@@ -48,6 +64,7 @@ struct GoodputOptions {
   double failures_per_gpu_hour = kDefaultFailuresPerGpuHour;  // job-stopping failures
   double restart_s = kDefaultRestartS;  // relaunch + warm-up, seconds (load is added)
   CheckpointSave save = CheckpointSave::kAuto;
+  double min_interval_s = kDefaultMinCheckpointIntervalS;  // shortest interval between saves
   double gpu_hour_price = 0;  // currency per GPU-hour; 0 = no cost shown
 
   bool enabled() const { return tokens > 0; }

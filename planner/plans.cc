@@ -25,6 +25,7 @@ OrderedJson GoodputJson(const Goodput& g) {
   c["write_s"] = ck.write_s;
   c["write_bound"] = ck.write_node_bound ? "node" : "filesystem";
   c["async"] = ck.async;
+  c["async_one_step"] = ck.async_one_step;
   c["blocking_s"] = ck.blocking_s;
   c["load_s"] = ck.load_s;
   OrderedJson j;
@@ -34,6 +35,7 @@ OrderedJson GoodputJson(const Goodput& g) {
   j["interval_young_s"] =
       std::isfinite(g.interval_young_s) ? OrderedJson(g.interval_young_s) : OrderedJson();
   j["interval_s"] = g.interval_s;
+  j["interval_bound"] = g.interval_bound;
   j["interval_steps"] = g.interval_steps;
   j["effective_fraction"] = g.effective_fraction;
   j["steps"] = g.steps;
@@ -55,6 +57,8 @@ OrderedJson GoodputInputsJson(const GoodputOptions& o) {
   j["failures_default"] = o.failures_per_gpu_hour == kDefaultFailuresPerGpuHour;
   j["restart_s"] = o.restart_s;
   j["restart_assumed"] = o.restart_s == kDefaultRestartS;
+  j["min_interval_s"] = o.min_interval_s;
+  j["min_interval_assumed"] = o.min_interval_s == kDefaultMinCheckpointIntervalS;
   j["save"] = o.save == CheckpointSave::kSync ? "sync" : "auto";
   j["gpu_hour_price"] = o.gpu_hour_price > 0 ? OrderedJson(o.gpu_hour_price) : OrderedJson();
   return j;

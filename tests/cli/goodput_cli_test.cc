@@ -36,6 +36,13 @@ TEST(PlanGoodput, TimeToTrainNeedsTokens) {
   const Outcome f = Call(RunPlan, With(kJob, {"--fs-GBps", "100"}));
   EXPECT_EQ(f.code, kExitUsage);
   EXPECT_NE(f.err.find("--tokens"), std::string::npos) << f.err;
+  const Outcome m = Call(RunPlan, With(kJob, {"--checkpoint-min-interval-min", "30"}));
+  EXPECT_EQ(m.code, kExitUsage);
+  EXPECT_NE(m.err.find("--tokens"), std::string::npos) << m.err;
+  const Outcome neg =
+      Call(RunPlan, With(kJob, {"--tokens", "1T", "--checkpoint-min-interval-min", "-1"}));
+  EXPECT_EQ(neg.code, kExitUsage);
+  EXPECT_NE(neg.err.find("--checkpoint-min-interval-min"), std::string::npos) << neg.err;
 }
 
 TEST(PlanGoodput, TuneRefusesTimeToTrain) {
@@ -68,6 +75,8 @@ TEST(PlanGoodput, RanksByThePessimisticTimeToTrain) {
   EXPECT_TRUE(in["failures_default"].get<bool>());
   EXPECT_DOUBLE_EQ(in["failures_per_gpu_hour"].get<double>(), planner::kDefaultFailuresPerGpuHour);
   EXPECT_TRUE(in["restart_assumed"].get<bool>());
+  EXPECT_DOUBLE_EQ(in["min_interval_s"].get<double>(), planner::kDefaultMinCheckpointIntervalS);
+  EXPECT_TRUE(in["min_interval_assumed"].get<bool>());
   const Json& cands = doc["candidates"];
   ASSERT_GE(cands.size(), 2u);
   double best_pessimistic = std::numeric_limits<double>::infinity();
@@ -81,7 +90,7 @@ TEST(PlanGoodput, RanksByThePessimisticTimeToTrain) {
     const Json& g = cands[i]["goodput"];
     for (const char* k :
          {"checkpoint", "job_mtbf_h", "restart_s", "interval_young_s", "interval_s",
-          "interval_steps", "effective_fraction", "steps", "compute_days", "time_to_train_days",
+          "interval_bound", "interval_steps", "effective_fraction", "steps", "compute_days", "time_to_train_days",
           "pessimistic_time_to_train_days", "gpu_hours", "cost"}) {
       EXPECT_TRUE(g.contains(k)) << k;
     }
@@ -164,9 +173,9 @@ TEST(PlanGoodput, ValidateReportsThePublishedFigures) {
   ASSERT_EQ(t.code, kExitOk) << t.err;
   EXPECT_NE(t.out.find("== llama3-405b/effective_training  [reproduced]"), std::string::npos)
       << t.out;
-  EXPECT_NE(t.out.find("assumed:   restart 10 min (no published figure)"), std::string::npos)
+  EXPECT_NE(t.out.find("assumed:   restart 10 min (MegaScale's detection and diagnosis"), std::string::npos)
       << t.out;
-  EXPECT_NE(t.out.find("4 of 4 published goodput figures reproduced"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("8 of 8 published goodput figures reproduced"), std::string::npos) << t.out;
   const Outcome j = Call(RunValidate, {"--goodput", file, "--format", "json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const Json doc = Json::parse(j.out);
@@ -185,7 +194,7 @@ TEST(PlanGoodput, TableShowsTheRunAndItsAssumptions) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("time to train 2.000T tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Llama 3 405B's 419 unexpected interruptions"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(assumed; --restart-min)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(MegaScale's; --restart-min)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ranked by the pessimistic time to train"), std::string::npos) << r.out;
 }
 

@@ -121,6 +121,9 @@ struct BridgePlan {
   std::string recompute;  // "none" | "selective" | "full"
   // With selective: the modules as the script's Python list ("[\"core_attn\"]").
   std::string recompute_modules;
+  // The save schedule the plan was priced with (0: none priced).
+  int64_t save_interval = 0;
+  bool save_async = false;
 };
 
 inline std::string Unquote(const std::string& v) {
@@ -157,6 +160,23 @@ inline std::string BridgeWouldReject(const std::string& text, const BridgePlan& 
     return "no mixed-precision recipe " + s.mixed_precision;
   }
   if (s.provider.empty() == !s.recipe_called) return "neither a recipe nor a GPTModelProvider";
+
+  // CheckpointConfig.finalize() under async_save (config.py:601-603: a save
+  // path and the persistent worker, on by default at :516) and validate()'s
+  // format rule (:1535-1539); the plan's schedule, saved and resumed.
+  if (s.Bool("checkpoint.async_save")) {
+    if (s.Get("checkpoint.save", "None") == "None") return "async_save without checkpoint.save";
+    if (s.Get("checkpoint.use_persistent_ckpt_worker", "True") != "True")
+      return "async_save without the persistent worker";
+    const std::string f = Unquote(s.Get("checkpoint.ckpt_format", "\"torch_dist\""));
+    if (f != "torch_dist" && f != "fsdp_dtensor") return "async_save in format " + f;
+  }
+  if (p.save_interval > 0) {
+    if (s.Get("checkpoint.save", "None") == "None" || s.Get("checkpoint.load", "None") == "None")
+      return "the plan's checkpoints are not saved and resumed";
+    if (s.Int("checkpoint.save_interval", 0) != p.save_interval) return "save interval";
+    if (s.Bool("checkpoint.async_save") != p.save_async) return "async save";
+  }
 
   // ConfigContainer.validate() and get_data_parallel_size (training/config.py).
   const int64_t tp = s.Int("model.tensor_model_parallel_size", 1);

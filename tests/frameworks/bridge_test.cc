@@ -81,11 +81,17 @@ Job MakeJob(const Request& q) {
   return j;
 }
 
-Json PlansOf(const Job& job, int top) {
+// `saves`: 0 no token budget (no checkpoints priced), 1 asynchronous saves,
+// 2 synchronous ones.
+Json PlansOf(const Job& job, int top, int saves) {
   CostModel cm(job.model, job.training, job.cluster, job.gpus);
   SearchOptions opt;
   opt.top_k = top;
   opt.family = Family::kMegatron;
+  if (saves > 0) {
+    opt.goodput.tokens = 1e12;
+    opt.goodput.save = saves == 1 ? CheckpointSave::kAuto : CheckpointSave::kSync;
+  }
   const SearchResult r = Search(cm, opt).RunAll();
   PlanSection section{job, r, 0.0, {}};
   return Json::parse(PlansToJson({section}, opt).dump());
@@ -124,10 +130,12 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
   const char* dump = std::getenv("PARATUNE_EMIT_DUMP");
   if (dump) std::filesystem::create_directories(dump);
   std::map<std::string, int> seen;
+  int request_index = 0;
   for (const Request& q : Requests()) {
     SCOPED_TRACE(std::string(q.model) + " on " + std::to_string(q.gpus) + " " + q.cluster);
     const Job job = MakeJob(q);
-    const Json plans = PlansOf(job, 10);
+    const int saves = request_index++ % 3;
+    const Json plans = PlansOf(job, 10, saves);
     const int n = static_cast<int>(plans["candidates"].size());
     ASSERT_GT(n, 0);
     for (int rank = 1; rank <= n; ++rank) {
@@ -136,7 +144,14 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
       ASSERT_TRUE(EmitConfig(plans, rank, EmitFormat::kMegatron).ok());
       auto text = EmitConfig(plans, rank, EmitFormat::kMegatronBridge);
       ASSERT_TRUE(text.ok()) << "rank " << rank << ": " << text.status().ToString();
-      EXPECT_EQ(BridgeWouldReject(*text, PlanFacts(job, c)), "")
+      frameworks_test::BridgePlan facts = PlanFacts(job, c);
+      if (saves > 0) {
+        const Json& g = plans["candidates"][rank - 1]["goodput"];
+        facts.save_interval = static_cast<int64_t>(g["interval_steps"].get<double>());
+        facts.save_async = g["checkpoint"]["async"].get<bool>();
+        seen[facts.save_async ? "async saves" : "sync saves"]++;
+      }
+      EXPECT_EQ(BridgeWouldReject(*text, facts), "")
           << "rank " << rank << " " << ConfigToString(c) << ":\n"
           << *text;
       auto sidecar = EmitSidecar(plans, rank, EmitFormat::kMegatronBridge);
@@ -164,7 +179,8 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
   }
   // Not vacuous: the fields the plans decide were written in every form.
   for (const char* k : {"recipe", "provider", "virtual stages", "context parallel",
-                        "expert parallel", "fp8 or fp4 recipe", "recompute"}) {
+                        "expert parallel", "fp8 or fp4 recipe", "recompute", "async saves",
+                        "sync saves"}) {
     EXPECT_GT(seen[k], 0) << k;
   }
   std::cout << "[ bridge ]";
@@ -176,7 +192,7 @@ TEST(MegatronBridge, EveryRankedMegatronPlanIsABridgeScript) {
 // with a recipe is checked against the shapes the plan was priced with.
 TEST(MegatronBridge, StartsFromTheModelsRecipe) {
   const Job job = MakeJob({"llama3-8b", "dgx-h100", 32, 8192, 256});
-  const Json plans = PlansOf(job, 1);
+  const Json plans = PlansOf(job, 1, 0);
   auto text = EmitConfig(plans, 1, EmitFormat::kMegatronBridge);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   const auto s = frameworks_test::ParseBridgeScript(*text);
@@ -199,10 +215,10 @@ TEST(MegatronBridge, StartsFromTheModelsRecipe) {
 // recipe for the model the format refuses.
 TEST(MegatronBridge, RefusesMlaWithoutARecipe) {
   Job job = MakeJob({"deepseek-v2-lite", "dgx-h100", 32, 4096, 256});
-  const Json plans = PlansOf(job, 1);
+  const Json plans = PlansOf(job, 1, 0);
   ASSERT_TRUE(EmitConfig(plans, 1, EmitFormat::kMegatronBridge).ok());
   job.model.name = "my-mla-model";
-  const Json renamed = PlansOf(job, 1);
+  const Json renamed = PlansOf(job, 1, 0);
   auto text = EmitConfig(renamed, 1, EmitFormat::kMegatronBridge);
   ASSERT_FALSE(text.ok());
   EXPECT_NE(text.status().message().find("multi-latent attention"), std::string::npos)
@@ -213,7 +229,7 @@ TEST(MegatronBridge, RefusesMlaWithoutARecipe) {
 // A plan Megatron-LM refuses, Bridge refuses, in its own words.
 TEST(MegatronBridge, RefusesWhatMegatronRefuses) {
   const Job job = MakeJob({"gpt3-13b", "dgx-a100-80gb", 64, 2048, 512});
-  Json plans = PlansOf(job, 1);
+  Json plans = PlansOf(job, 1, 0);
   plans["candidates"][0]["config"]["zero"] = 2;
   auto text = EmitConfig(plans, 1, EmitFormat::kMegatronBridge);
   ASSERT_FALSE(text.ok());

@@ -457,6 +457,42 @@ TEST(EmitRules, DeepSpeedRefusals) {
                 EmitFormat::kDeepSpeed, "pipeline parallelism 2");
 }
 
+// A plan priced with checkpoints (its candidate's goodput) saves as priced:
+// every interval_steps steps, asynchronously only where the framework
+// commits such a save. A hand-made document that asks for an async save under
+// DeepSpeed's pipeline engine is refused: that engine never calls step(), so
+// the decoupled save would not be committed (pipe/engine.py:1244-1252 @ edaa722).
+TEST(EmitRules, CheckpointsAsPriced) {
+  Json p = Load("llama3-8b-deepspeed.plans.json");
+  p["candidates"][0]["goodput"] = {{"interval_steps", 40.0}, {"checkpoint", {{"async", true}}}};
+  const Json flat = Patched(p, {{"tp", 1}, {"pp", 1}, {"cp", 1}, {"dp", 64}, {"zero", 1}});
+  const Json ds = Json::parse(Emit(flat, EmitFormat::kDeepSpeed));
+  EXPECT_EQ(ds["checkpoint"]["writer"]["decoupled"], true);
+  EXPECT_EQ(ds["checkpoint"]["writer"]["type"], "python");  // no compiled async_io op needed
+  const std::string mds = Emit(flat, EmitFormat::kMegatronDeepSpeed);
+  EXPECT_NE(mds.find("--save-interval 40\n"), std::string::npos) << mds;
+  ExpectRefused(Patched(p, {{"tp", 1}, {"pp", 2}, {"cp", 1}, {"dp", 32}, {"zero", 1}}),
+                EmitFormat::kMegatronDeepSpeed, "never commits a decoupled save");
+  const std::string mg = Emit(flat, EmitFormat::kMegatron);
+  for (const char* flag : {"--save-interval 40\n", "--async-save\n", "--use-persistent-ckpt-worker\n",
+                           "--async-strategy mcore\n", "${CHECKPOINT_ARGS[@]}"}) {
+    EXPECT_NE(mg.find(flag), std::string::npos) << flag << "\n" << mg;
+  }
+  EXPECT_NE(EmitSidecar(flat, 1, EmitFormat::kMegatron)->dump().find("\"interval_steps\":40"),
+            std::string::npos);
+  // Synchronous as priced: no async flag; without a goodput, no save at all.
+  p["candidates"][0]["goodput"]["checkpoint"]["async"] = false;
+  const std::string sync = Emit(Patched(p, {{"tp", 1}, {"pp", 1}, {"cp", 1}, {"dp", 64}, {"zero", 1}}),
+                                EmitFormat::kMegatron);
+  EXPECT_NE(sync.find("--save-interval 40\n"), std::string::npos);
+  EXPECT_EQ(sync.find("--async-save"), std::string::npos);
+  p["candidates"][0].erase("goodput");
+  EXPECT_EQ(Emit(Patched(p, {{"tp", 1}, {"pp", 1}, {"cp", 1}, {"dp", 64}, {"zero", 1}}),
+                 EmitFormat::kMegatron)
+                .find("--save"),
+            std::string::npos);
+}
+
 // ZeRO-Offload / ZeRO-Infinity plans become DeepSpeed's offload keys (docs:
 // zero_optimization.offload_optimizer / offload_param, device "cpu"); stages
 // that cannot offload and frameworks without it refuse.

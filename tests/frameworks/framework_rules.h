@@ -54,6 +54,11 @@ struct World {
   bool attention_sinks = false;
   double swiglu_limit = 0;
   int gpu_arch_major = 9;  // compute capability of the cluster's GPU (Hopper 9, Blackwell 10)
+  // The save schedule the plan was priced with (its candidate's goodput): a
+  // save every save_interval steps (0: the plan priced none), asynchronous
+  // when save_async. An emitted file must save as priced.
+  int64_t save_interval = 0;
+  bool save_async = false;
 };
 
 // What the framework would build.
@@ -198,8 +203,33 @@ inline const std::set<std::string>& MegatronFlags() {
       "--cp-comm-type",
       "--sequence-parallel",
       "--tp-comm-overlap",
-      "--use-tp-pp-dp-mapping"};
+      "--use-tp-pp-dp-mapping",
+      "--save",                         // training_config.py:395 (CheckpointConfig)
+      "--load",                         // training_config.py:430
+      "--save-interval",                // training_config.py:398
+      "--async-save",                   // training_config.py:516
+      "--async-strategy",               // training_config.py:519
+      "--use-persistent-ckpt-worker"};  // training_config.py:522
   return k;
+}
+
+// Megatron-LM's checkpoint flags against the plan's save schedule: --save
+// needs --save-interval > 0 (arguments.py:1361-1363); --async-save without
+// --use-persistent-ckpt-worker is turned off with a warning, a run that saves
+// synchronously where the plan priced an async save (arguments.py:1814-1820);
+// the default "nvrx" strategy raises at start-up without nvidia-resiliency-ext
+// (core/dist_checkpointing/strategies/torch.py:1043-1082); the legacy "torch"
+// format raises at the first async save (checkpointing.py:763-767).
+inline std::string MegatronCheckpointGap(const BashArgs& a, const World& w) {
+  if (a.Has("--save") && a.Int("--save-interval", 0) <= 0) return "--save without --save-interval";
+  if (w.save_interval <= 0) return a.Has("--save") ? "saves the plan did not price" : "";
+  if (!a.Has("--save") || !a.Has("--load")) return "the plan's checkpoints are not saved and resumed";
+  if (a.Int("--save-interval", 0) != w.save_interval) return "save interval";
+  const bool async = a.Has("--async-save") && a.Has("--use-persistent-ckpt-worker");
+  if (async != w.save_async) return w.save_async ? "async save off (no persistent worker?)" : "async save";
+  if (async && a.Str("--async-strategy", "nvrx") != "mcore") return "async strategy nvrx needs nvidia-resiliency-ext";
+  if (async && a.Str("--ckpt-format", "torch_dist") == "torch") return "async save in the legacy format";
+  return "";
 }
 
 // Megatron-Core's get_num_layers_to_build (megatron/core/transformer/
@@ -340,6 +370,7 @@ inline std::string MegatronWouldReject(const std::string& text, const World& w, 
       return "RoPE scaling factor";
   }
   if (const std::string why = MegatronArchitectureGap(a, w); !why.empty()) return why;
+  if (const std::string why = MegatronCheckpointGap(a, w); !why.empty()) return why;
   // arguments.py:424-448 (validate_args): world % (TP·PP·CP), DP = world / (TP·PP·CP).
   if (w.gpus % (tp * pp * cp) != 0) return "world % (TP*PP*CP)";
   const int64_t dp = w.gpus / (tp * pp * cp);
@@ -625,6 +656,20 @@ inline std::string DeepSpeedConfigWouldReject(const Json& j, const World& w, int
   if (sp > 1 && w.heads % sp != 0) return "heads % SP";
   if (sp > 1 && w.seq % sp != 0) return "seq % SP";
   if (j.contains("bf16") && j.contains("fp16")) return "bf16 and fp16";
+  // The checkpoint writer (runtime/model_checkpointing/config.py:35-58 @
+  // edaa722: type and data_parallel upper-cased and checked). A decoupled
+  // save is committed by DeepSpeedEngine.step() (engine.py:3452-3453), which
+  // the pipeline engine never calls (pipe/engine.py:1244-1252).
+  const Json writer = j.value("checkpoint", Json::object()).value("writer", Json());
+  bool decoupled = false;
+  if (!writer.is_null()) {
+    std::string type = writer.value("type", std::string("fast"));
+    std::transform(type.begin(), type.end(), type.begin(), ::toupper);
+    if (type != "MOCK" && type != "PYTHON" && type != "FAST") return "checkpoint writer type";
+    decoupled = writer.value("decoupled", false);
+    if (decoupled && pipeline_engine) return "a decoupled save under the pipeline engine";
+  }
+  if (decoupled != w.save_async) return "async save";
   return "";
 }
 
@@ -710,7 +755,8 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   // --moe-expert-parallel-size 1159;
   // --cpu-optimizer 948, --zero-stage 1487, --deepspeed-activation-checkpointing 1524;
   // --deepspeed and
-  // --deepspeed_config from DeepSpeed's add_config_arguments, deepspeed/__init__.py:285-290).
+  // --deepspeed_config from DeepSpeed's add_config_arguments, deepspeed/__init__.py:285-290;
+  // the checkpoint flags below).
   static const std::set<std::string> kFlags = {"--num-layers",
                                                "--hidden-size",
                                                "--ffn-hidden-size",
@@ -753,7 +799,10 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
                                                "--enable-expert-tensor-parallelism",
                                                "--moe-expert-parallel-size",
                                                "--deepspeed",
-                                               "--deepspeed_config"};
+                                               "--deepspeed_config",
+                                               "--save",            // arguments.py:1069
+                                               "--save-interval",   // arguments.py:1071
+                                               "--load"};           // arguments.py:1077
   for (const auto& [flag, value] : a.args) {
     if (!kFlags.count(flag)) return "unknown flag " + flag;
   }
@@ -833,6 +882,14 @@ inline std::string MegatronDeepSpeedWouldReject(const std::string& text, const W
   } else if (fpdt) {
     return "FPDT without a sequence-parallel group";
   }
+  // --save needs --save-interval (arguments.py:320-321 @ 4efb479); the plan's
+  // schedule is saved and resumed.
+  if (a.Has("--save") && a.Int("--save-interval", 0) <= 0) return "--save without --save-interval";
+  if (w.save_interval > 0 && (!a.Has("--save") || !a.Has("--load") ||
+                              a.Int("--save-interval", 0) != w.save_interval)) {
+    return "the plan's checkpoints are not saved as priced";
+  }
+  if (w.save_interval <= 0 && a.Has("--save")) return "saves the plan did not price";
   return DeepSpeedConfigWouldReject(ds, w, tp, pp, !no_pp);
 }
 
@@ -949,7 +1006,12 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
       "parallelism.pipeline_parallel_layers_per_stage",
       "compile.enable",
       "compile.components",
-      "compile.enable_async_tensor_parallel"};
+      "compile.enable_async_tensor_parallel",
+      // components/checkpointer/base.py:278, 281, 284; dcp.py:137.
+      "checkpoint.enable",
+      "checkpoint.folder",
+      "checkpoint.interval",
+      "checkpoint.async_mode"};
   for (const auto& [k, v] : py.set) {
     if (!kFields.count(k)) return "unknown field " + k;
   }
@@ -961,6 +1023,20 @@ inline std::string TorchtitanWouldReject(const std::string& text, const World& w
     auto it = py.set.find(k);
     return it == py.set.end() ? def : it->second == "True";
   };
+  // The checkpointer's __post_init__ (base.py:330, dcp.py:139-149) and the
+  // plan's save schedule: enable defaults off (base.py:278).
+  if (flag("checkpoint.enable", false)) {
+    if (num("checkpoint.interval", 500) < 1) return "checkpoint interval < 1";
+    static const std::set<std::string> kModes = {"disabled", "async", "async_with_pinned_mem"};
+    const auto mode = py.set.find("checkpoint.async_mode");
+    const std::string m = mode == py.set.end() ? "disabled" : mode->second;
+    if (!kModes.count(m)) return "async_mode " + m;
+    if (w.save_interval <= 0) return "saves the plan did not price";
+    if (num("checkpoint.interval", 500) != w.save_interval) return "save interval";
+    if ((m != "disabled") != w.save_async) return "async mode";
+  } else if (w.save_interval > 0) {
+    return "the plan's checkpoints are not saved";
+  }
   const int64_t rep = num("parallelism.data_parallel_replicate_degree", 1);
   int64_t shard = num("parallelism.data_parallel_shard_degree", -1);
   const int64_t tp = num("parallelism.tensor_parallel_degree", 1);

@@ -207,7 +207,13 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   std::map<std::string, int> emitted;  // by format
   int pipelined = 0, uneven = 0, fpdt = 0, ulysses_gqa = 0, cp_gqa = 0, nothing_fits = 0;
   int autoep = 0, moe_ep = 0, offloaded = 0;
+  std::map<std::string, int> saves_async, saves_sync;  // by format
+  int request_index = 0;
   for (const Request& q : Requests()) {
+    // A third of the requests are planned without a token budget, a third
+    // with one (asynchronous saves where the framework has them) and a third
+    // saving synchronously: the emitted files must save as priced.
+    const int budget = request_index++ % 3;
     for (Framework fw : q.frameworks) {
       SCOPED_TRACE(std::string(q.name) + " / " + FrameworkName(fw));
       Job job = MakeJob(q, fw);
@@ -215,6 +221,10 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
       SearchOptions opt;
       opt.top_k = 10;
       opt.family = q.space;
+      if (budget > 0) {
+        opt.goodput.tokens = 1e12;
+        opt.goodput.save = budget == 1 ? CheckpointSave::kAuto : CheckpointSave::kSync;
+      }
       const SearchResult r = Search(cm, opt).RunAll();
       if (r.top.empty()) {
         // Nothing this framework can run fits (e.g. Megatron-DeepSpeed at 128K
@@ -229,6 +239,14 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
       w.hf_model_type = q.hf_model_type;
       const int n = static_cast<int>(plans["candidates"].size());
       for (int rank = 1; rank <= n; ++rank) {
+        const Json& cand = plans["candidates"][rank - 1];
+        w.save_interval = 0;
+        w.save_async = false;
+        if (cand.contains("goodput")) {
+          w.save_interval = static_cast<int64_t>(cand["goodput"]["interval_steps"].get<double>());
+          w.save_async = cand["goodput"]["checkpoint"]["async"].get<bool>();
+          ++(w.save_async ? saves_async : saves_sync)[EmitFormatName(format)];
+        }
         auto text = EmitConfig(plans, rank, format);
         ASSERT_TRUE(text.ok()) << "refused by emit, rank " << rank << ": "
                                << text.status().ToString();
@@ -286,13 +304,22 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   EXPECT_GT(autoep, 0);
   EXPECT_GT(moe_ep, 0);
   EXPECT_GT(offloaded, 0);
+  // Saves as priced, asynchronous where the framework has it and synchronous
+  // where asked or where it has none.
+  for (const char* f : {"megatron", "megatron-deepspeed", "torchtitan"}) {
+    EXPECT_GT(saves_async[f], 0) << f;
+    EXPECT_GT(saves_sync[f], 0) << f;
+  }
+  EXPECT_GT(saves_sync["axonn"], 0);
   std::cout << "[ start ] emitted:";
   for (const auto& [f, k] : emitted) std::cout << " " << f << " " << k;
   std::cout << "; pipelined " << pipelined << " (uneven " << uneven << "), fpdt " << fpdt
             << ", GQA under sequence/context parallelism " << ulysses_gqa + cp_gqa
             << ", AutoEP " << autoep << ", torchtitan EP " << moe_ep << ", ZeRO-Offload "
-            << offloaded
-            << "; nothing fits " << nothing_fits << "\n";
+            << offloaded << "; saves async/sync: megatron " << saves_async["megatron"] << "/"
+            << saves_sync["megatron"] << ", megatron-deepspeed " << saves_async["megatron-deepspeed"]
+            << "/" << saves_sync["megatron-deepspeed"] << ", torchtitan " << saves_async["torchtitan"]
+            << "/" << saves_sync["torchtitan"] << "; nothing fits " << nothing_fits << "\n";
 }
 
 // Llama 3.1 405B on 16,384 H100: Megatron prices the recipe's layout (126

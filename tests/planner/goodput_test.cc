@@ -178,7 +178,7 @@ TEST(Goodput, AsyncSaveCostsTheStepOnlyTheCopyToHost) {
   o.save = CheckpointSave::kSync;
   EXPECT_DOUBLE_EQ(EstimateCheckpoint(job, Framework::kMegatron, c, o).blocking_s, async.write_s);
   // FSDP1 trainers save synchronously whatever is asked.
-  EXPECT_FALSE(OffersAsyncSave(Framework::kFsdp));
+  EXPECT_FALSE(OffersAsyncSave(Framework::kFsdp, ParallelConfig{}));
   Job fsdp_job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096, Framework::kFsdp);
   ParallelConfig fsdp;
   fsdp.gz = 64;
@@ -186,6 +186,68 @@ TEST(Goodput, AsyncSaveCostsTheStepOnlyTheCopyToHost) {
   const CheckpointEstimate f = EstimateCheckpoint(fsdp_job, Framework::kFsdp, fsdp, o);
   EXPECT_FALSE(f.async);
   EXPECT_DOUBLE_EQ(f.blocking_s, f.write_s);
+}
+
+// DeepSpeed's decoupled writer is committed at the next DeepSpeedEngine.step()
+// (engine.py:3452-3453 @ edaa722), which waits for the write: the save
+// overlaps one step, and the step after it stalls for the rest. Under
+// Megatron-DeepSpeed's pipeline engine step() is never called
+// (pipe/engine.py:1244-1252), so pp > 1 saves synchronously.
+TEST(Goodput, DeepSpeedsDecoupledSaveOverlapsOneStep) {
+  Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096, Framework::kMegatronDeepSpeed);
+  ParallelConfig flat;
+  flat.gy = 8;
+  flat.gdata = 8;
+  flat.zero = 1;
+  GoodputOptions o;
+  o.tokens = 1e12;
+  o.fs_GBps = 10;
+  const CheckpointEstimate e = EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, flat, o);
+  ASSERT_TRUE(e.async);
+  EXPECT_TRUE(e.async_one_step);
+  Prediction p;
+  p.fits = true;
+  for (double step : {e.write_s / 4, e.write_s * 2}) {
+    p.iteration_time_s = p.pessimistic_time_s = step;
+    const Goodput g = GoodputOf(job, Framework::kMegatronDeepSpeed, flat, p, o);
+    EXPECT_DOUBLE_EQ(g.checkpoint.blocking_s, std::max(0.0, e.write_s - step)) << step;
+  }
+  ParallelConfig staged = flat;
+  staged.pp = 2;
+  staged.gdata = 4;
+  EXPECT_FALSE(EstimateCheckpoint(job, Framework::kMegatronDeepSpeed, staged, o).async);
+  EXPECT_TRUE(EstimateCheckpoint(job, Framework::kMegatron, staged, o).async);
+}
+
+// A cheap async save would, by Daly's optimum alone, be written back to back;
+// the shortest interval (kDefaultMinCheckpointIntervalS unless set) keeps
+// saves apart, and without it the write itself is the floor (a save waits for
+// the previous one). Each result names the floor that set it.
+TEST(Goodput, TheShortestIntervalKeepsCheapSavesApart) {
+  const Job job = MakeJob("llama3-70b", "dgx-h100", 64, 512, 4096);
+  const ParallelConfig c = Tp8Pp2Dp4();
+  GoodputOptions o;
+  o.tokens = 1e12;
+  o.failures_per_gpu_hour = 1e-3;  // a job MTBF of 15.6 h
+  Prediction p;
+  p.fits = true;
+  p.iteration_time_s = p.pessimistic_time_s = 5;
+  const Goodput g = GoodputOf(job, Framework::kMegatron, c, p, o);
+  ASSERT_TRUE(g.checkpoint.async);
+  ASSERT_LT(DalyInterval(g.checkpoint.blocking_s, g.job_mtbf_s), kDefaultMinCheckpointIntervalS);
+  EXPECT_DOUBLE_EQ(g.interval_s, kDefaultMinCheckpointIntervalS);
+  EXPECT_STREQ(g.interval_bound, "min_interval");
+  EXPECT_DOUBLE_EQ(g.interval_steps, kDefaultMinCheckpointIntervalS / 5);
+  o.min_interval_s = 0;
+  o.fs_GBps = 1;  // a slow filesystem: the write outlasts Daly's optimum
+  const Goodput w = GoodputOf(job, Framework::kMegatron, c, p, o);
+  EXPECT_DOUBLE_EQ(w.interval_s, w.checkpoint.write_s);
+  EXPECT_STREQ(w.interval_bound, "write");
+  // Synchronous saves at the same filesystem: Daly's optimum, far above the floor.
+  o.save = CheckpointSave::kSync;
+  const Goodput s = GoodputOf(job, Framework::kMegatron, c, p, o);
+  EXPECT_STREQ(s.interval_bound, "daly");
+  EXPECT_DOUBLE_EQ(s.interval_s, DalyInterval(s.checkpoint.blocking_s, s.job_mtbf_s));
 }
 
 TEST(Goodput, DefaultFailureRateIsLlama3sUnexpectedInterruptions) {
