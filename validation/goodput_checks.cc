@@ -2,6 +2,7 @@
 // (validation/goodput_checks.h; docs/model.md, "Time to train").
 #include "validation/goodput_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -140,7 +141,7 @@ Status CheckInterruptions(const Json& row, const std::string& ptr, std::vector<G
       layout + ", saved synchronously at the stated sustained " + FormatFixed(storage_TBps, 0) +
           " TB/s: " + FormatFixed(ck.blocking_s, 1) + " s, every " + FormatFixed(tau / 60, 1) +
           " min (Daly's optimum)",
-      "restart " + FormatFixed(kDefaultRestartS / 60, 0) + " min (no published figure) + load " +
+      "restart " + FormatFixed(kDefaultRestartS / 60, 0) + " min (MegaScale's detection and diagnosis, arXiv 2402.15627 §6.3) + load " +
           FormatFixed(ck.load_s, 0) + " s (each rank reads the " + FormatFixed(ck.held_rank_bytes / 1e9, 1) +
           " GB it holds)"};
   out->push_back(eff);
@@ -196,6 +197,132 @@ Status CheckSize(const Json& row, const std::string& ptr, std::vector<GoodputChe
   return Status::Ok();
 }
 
+// MegaScale-style rows: a production run's restarts over its duration, with
+// bounds on detection, catch-up (load and rework) and the save's stall, and a
+// lower bound on the effective training fraction. The model's rework at
+// Daly's interval must fit the catch-up, and what the catch-up leaves is the
+// load; the fraction follows from Daly's model.
+Status CheckRecovery(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
+  ObjectReader r(row, ptr);
+  std::string id, source, catch_up_text, fraction_text, read_as;
+  PT_RETURN_IF_ERROR(r.String("id", &id));
+  PT_RETURN_IF_ERROR(r.String("source", &source));
+  PT_RETURN_IF_ERROR(r.String("catch_up_text", &catch_up_text));
+  PT_RETURN_IF_ERROR(r.String("effective_training_text", &fraction_text));
+  PT_RETURN_IF_ERROR(r.String("read_as", &read_as));
+  double days = 0, restarts = 0, detection_s = 0, catch_up_s = 0, stall_s = 0, fraction_min = 0;
+  PT_RETURN_IF_ERROR(r.Number("days", &days));
+  PT_RETURN_IF_ERROR(r.Number("restarts", &restarts));
+  PT_RETURN_IF_ERROR(r.Number("detection_s_max", &detection_s));
+  PT_RETURN_IF_ERROR(r.Number("catch_up_s_max", &catch_up_s));
+  PT_RETURN_IF_ERROR(r.Number("save_stall_s_max", &stall_s));
+  PT_RETURN_IF_ERROR(r.Number("effective_training_fraction_min", &fraction_min));
+  if (!(days > 0 && restarts > 0 && detection_s > 0 && catch_up_s > 0 && stall_s > 0)) {
+    return Status::InvalidArgument(ptr + ": days, restarts and the bounds must be > 0");
+  }
+  const double mtbf_s = days * 86400 / restarts;
+  const double tau = DalyInterval(stall_s, mtbf_s);
+  const double rework = ExpectedReworkS(tau, mtbf_s);
+  const double load = std::max(0.0, catch_up_s - rework);
+  auto fraction_at = [&](double n) {
+    const double m = days * 86400 / n;
+    const double t = DalyInterval(stall_s, m);
+    return EffectiveFraction(t, stall_s, detection_s + std::max(0.0, catch_up_s - ExpectedReworkS(t, m)), m);
+  };
+  const double fraction = fraction_at(restarts);
+  // The most restarts in the period at which the bound still holds.
+  double lo = restarts, hi = restarts;
+  while (fraction_at(hi) > fraction_min && hi < 1e6) lo = hi, hi *= 2;
+  for (int i = 0; i < 60 && fraction_at(lo) > fraction_min; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (fraction_at(mid) > fraction_min ? lo : hi) = mid;
+  }
+  const std::string read = "read as published: " + read_as;
+  const std::string interval = "Daly's interval for a " + FormatFixed(stall_s, 0) + " s stall: " +
+                               FormatFixed(tau / 60, 1) + " min, one restart every " +
+                               FormatFixed(mtbf_s / 3600, 2) + " h";
+  GoodputCheck c;
+  c.id = id + "/catch_up";
+  c.source = source;
+  c.published = "\"" + catch_up_text + "\"";
+  c.value = rework;
+  c.paratune = "expected rework " + FormatFixed(rework / 60, 1) + " min, leaving " +
+               FormatFixed(load / 60, 1) + " min of the " + FormatFixed(catch_up_s / 60, 0) +
+               " for the load";
+  c.within = rework <= catch_up_s;
+  c.assumed = {read, interval};
+  out->push_back(c);
+  GoodputCheck e;
+  e.id = id + "/effective_training";
+  e.source = source;
+  e.published = "\"" + fraction_text + "\"";
+  e.value = fraction;
+  e.paratune = FormatFixed(100 * fraction, 1) + " % (the bound holds up to " +
+               FormatFixed(std::floor(lo), 0) + " restarts in " + FormatFixed(days, 0) + " days)";
+  e.within = fraction > fraction_min;
+  e.assumed = {read, interval,
+               "restart = detection " + FormatFixed(detection_s / 60, 0) + " min + the load the catch-up leaves (" +
+                   FormatFixed(load / 60, 1) + " min)"};
+  out->push_back(e);
+  return Status::Ok();
+}
+
+// BLOOM-style rows: a fleet's failures per week on its GPUs and the work it
+// lost per crash at its checkpoint interval. The default failure rate must
+// lie in the fleet's range, and the model's expected rework at the stated
+// interval must be the published loss.
+Status CheckFleetFailures(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
+  ObjectReader r(row, ptr);
+  std::string id, source, lost_text;
+  PT_RETURN_IF_ERROR(r.String("id", &id));
+  PT_RETURN_IF_ERROR(r.String("source", &source));
+  PT_RETURN_IF_ERROR(r.String("lost_per_crash_text", &lost_text));
+  int gpus = 0;
+  PT_RETURN_IF_ERROR(CountField(r, "gpus", &gpus));
+  double per_week_min = 0, per_week_max = 0, interval_s = 0, lost_h = 0, precision_h = 0, save_s = 0;
+  PT_RETURN_IF_ERROR(r.Number("failures_per_week_min", &per_week_min));
+  PT_RETURN_IF_ERROR(r.Number("failures_per_week_max", &per_week_max));
+  PT_RETURN_IF_ERROR(r.Number("interval_s", &interval_s));
+  PT_RETURN_IF_ERROR(r.Number("save_s", &save_s));
+  PT_RETURN_IF_ERROR(r.Number("lost_per_crash_h", &lost_h));
+  PT_RETURN_IF_ERROR(r.Number("lost_per_crash_precision_h", &precision_h));
+  if (!(per_week_min > 0 && per_week_max >= per_week_min && interval_s > 0)) {
+    return Status::InvalidArgument(ptr + ": failures per week and the interval must be > 0");
+  }
+  const double gpu_hours_per_week = gpus * 7.0 * 24;
+  const double rate_lo = per_week_min / gpu_hours_per_week, rate_hi = per_week_max / gpu_hours_per_week;
+  GoodputCheck rate;
+  rate.id = id + "/failure_rate";
+  rate.source = source;
+  rate.published = FormatFixed(per_week_min, 0) + "-" + FormatFixed(per_week_max, 0) +
+                   " GPU failures a week on " + std::to_string(gpus) + " GPUs: " +
+                   FormatFixed(rate_lo * 1e6, 1) + "-" + FormatFixed(rate_hi * 1e6, 1) +
+                   " per million GPU-hours";
+  rate.value = kDefaultFailuresPerGpuHour;
+  rate.paratune = "default " + FormatFixed(kDefaultFailuresPerGpuHour * 1e6, 1) +
+                  " per million GPU-hours (Llama 3's)";
+  rate.within = kDefaultFailuresPerGpuHour >= rate_lo && kDefaultFailuresPerGpuHour <= rate_hi;
+  rate.assumed = {"every GPU failure stops the job (one model replica spans the run's GPUs)"};
+  out->push_back(rate);
+  // The week's failures at either end: the job's mean time between them.
+  const double mtbf_hi = 7 * 86400 / per_week_min, mtbf_lo = 7 * 86400 / per_week_max;
+  const double lost_a = ExpectedReworkS(interval_s + save_s, mtbf_lo) / 3600;
+  const double lost_b = ExpectedReworkS(interval_s + save_s, mtbf_hi) / 3600;
+  GoodputCheck lost;
+  lost.id = id + "/lost_per_crash";
+  lost.source = source;
+  lost.published = "\"" + lost_text + "\"";
+  lost.value = 0.5 * (lost_a + lost_b);
+  lost.paratune = FormatFixed(lost_a, 3) + "-" + FormatFixed(lost_b, 3) + " h expected rework";
+  lost.within = std::abs(lost_a - lost_h) <= precision_h && std::abs(lost_b - lost_h) <= precision_h;
+  lost.assumed = {"a save every " + FormatFixed(interval_s / 3600, 1) + " h taking " +
+                      FormatFixed(save_s, 0) + " s; failures at exponential times, one every " +
+                      FormatFixed(mtbf_lo / 3600, 0) + "-" + FormatFixed(mtbf_hi / 3600, 0) + " h",
+                  "a loss stated to one decimal: within " + FormatFixed(precision_h, 2) + " h"};
+  out->push_back(lost);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<GoodputCheck>> CheckGoodputRuns(const Json& doc) {
@@ -205,7 +332,10 @@ Result<std::vector<GoodputCheck>> CheckGoodputRuns(const Json& doc) {
   std::vector<GoodputCheck> out;
   const std::pair<const char*,
                   Status (*)(const Json&, const std::string&, std::vector<GoodputCheck>*)>
-      lists[] = {{"runs", CheckInterruptions}, {"checkpoints", CheckSize}};
+      lists[] = {{"runs", CheckInterruptions},
+                 {"recoveries", CheckRecovery},
+                 {"fleet_failures", CheckFleetFailures},
+                 {"checkpoints", CheckSize}};
   for (const auto& [key, check] : lists) {
     if (!doc.contains(key)) continue;
     if (!doc[key].is_array())
