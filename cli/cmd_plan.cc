@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "elastic/failure_policy.h"
 #include "planner/goodput_request.h"
 #include "planner/plans.h"
 #include "scenario/scenario.h"
@@ -107,6 +108,12 @@ which one fits, with its best plan. Nothing is launched: a dry run.
                      an assumption; cheap async saves would otherwise be
                      written back to back, a cost the model does not price);
                      0: only the write itself bounds an async save
+  --repair-h H       hours a failed node takes to come back (default 4: an
+                     assumption; OPT-175B's logbook says replacing one "can
+                     take hours"). With --tokens the table prices rank 1's
+                     failures three ways: a hot spare node (idle spares paid
+                     for), waiting for the repair, or continuing on the GPUs
+                     left in replan's best layout until the node is back
   --gpu-hour-price P price of one GPU-hour: adds the cost to the budget
   --top K            rows to print (default 10), cut from the ranking of the whole
                      space: rows whose predictions are identical collapse into
@@ -306,6 +313,41 @@ void PrintGoodput(const std::vector<planner::RankedPlan>& rows, const planner::S
   }
 }
 
+// The three policies as a table: what each failure costs, the spares held,
+// and with the budget the days, effective fraction and GPU-hours.
+void PrintPolicies(const planner::FailurePolicies& f, std::ostream& out) {
+  out << "\nwhen a node fails (rank 1; a node back after " << FormatFixed(f.repair_s / 3600, 1) << " h"
+      << (f.repair_s == planner::kDefaultRepairS ? ", assumed: --repair-h" : "") << "; "
+      << FormatFixed(f.nodes_in_repair, 2) << " nodes in repair on average):\n";
+  out << std::left << std::setw(8) << "policy" << std::right << std::setw(16) << "per failure"
+      << std::setw(8) << "spares" << std::setw(7) << "eff%" << std::setw(8) << "days" << std::setw(12)
+      << "GPU-hours" << "  what happens\n";
+  const planner::PolicyOutcome* all[] = {&f.spare, &f.wait, f.shrink ? &*f.shrink : nullptr};
+  for (const planner::PolicyOutcome* p : all) {
+    if (p == nullptr) continue;
+    const std::string name = p->name;
+    std::string what;
+    if (name == "spare") {
+      what = "a spare node replaces it: restart and load";
+    } else if (name == "wait") {
+      what = "no spare: wait for the node, then restart and load";
+    } else {
+      what = "continue on " + std::to_string(f.shrink_to->gpus) + " GPUs as " + f.shrink_to->config +
+             " at " + FormatFixed(100 * f.shrink_to->relative_tokens_per_s, 1) +
+             " % throughput (load " + FormatFixed(f.shrink_to->load_s, 0) +
+             " s), back to the full allocation when the node returns";
+    }
+    out << std::left << std::setw(8) << name << std::right << std::setw(12)
+        << FormatFixed(p->per_failure_s / 60, 1) << " min" << std::setw(8) << p->spare_nodes
+        << std::setw(7) << FormatFixed(100 * p->effective_fraction, 1) << std::setw(8)
+        << FormatFixed(p->time_to_train_s / 86400, 2) << std::setw(12) << FormatFixed(p->gpu_hours, 0)
+        << "  " << what << "\n";
+  }
+  if (!f.shrink) out << "(no layout fits on the GPUs a lost node leaves: no shrink policy)\n";
+  out << "trains soonest: " << f.soonest << "; fewest GPU-hours, spares included: "
+      << f.fewest_gpu_hours << "\n";
+}
+
 void PrintSummary(const planner::PlanSection& s, std::ostream& out) {
   out << JobHeadline(s.job) << ", " << PrecisionLabel(s.job)
       << (s.job.precision_defaulted
@@ -362,7 +404,7 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
   const char* needs_tokens[] = {"--fs-GBps",        "--fs-node-GBps",
                                 "--failures-per-gpu-hour", "--restart-min",
                                 "--checkpoint-save", "--checkpoint-min-interval-min",
-                                "--gpu-hour-price"};
+                                "--repair-h",       "--gpu-hour-price"};
   if (!flags.Has("--tokens")) {
     if (objective == planner::Objective::kTimeToTrain) {
       return Status::InvalidArgument(
@@ -396,6 +438,14 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
     return Status::InvalidArgument("--checkpoint-save must be auto or sync");
   }
   g.save = save == "sync" ? planner::CheckpointSave::kSync : planner::CheckpointSave::kAuto;
+  if (flags.Has("--repair-h")) {
+    auto v = ParseDouble(*flags.Get("--repair-h"), "--repair-h");
+    if (!v.ok()) return v.status();
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      return Status::InvalidArgument("--repair-h must be a number of hours >= 0");
+    }
+    g.repair_s = *v * 3600;
+  }
   if (flags.Has("--checkpoint-min-interval-min")) {
     auto v = ParseDouble(*flags.Get("--checkpoint-min-interval-min"), "--checkpoint-min-interval-min");
     if (!v.ok()) return v.status();
@@ -632,8 +682,7 @@ int RunPlan(const Args& args, Io io) {
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
                "--explain", "--threads", "--format", "--framework", "--tokens", "--fs-GBps",
                "--fs-node-GBps", "--failures-per-gpu-hour", "--restart-min", "--checkpoint-save",
-               "--checkpoint-min-interval-min",
-               "--gpu-hour-price"},
+               "--checkpoint-min-interval-min", "--repair-h", "--gpu-hour-price"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
   auto options = OptionsFromFlags(flags);
@@ -729,8 +778,19 @@ int RunPlan(const Args& args, Io io) {
 
   bool any = false;
   for (const auto& s : sections) any = any || !s.result.top.empty();
+  // Rank 1's failure policies, for the count the document describes in full:
+  // the largest with a plan.
+  const planner::PlanSection* main_section = &sections.back();
+  for (const auto& s : sections) {
+    if (!s.result.top.empty()) main_section = &s;
+  }
+  auto policies = planner::RankOnePolicies(
+      *main_section, opt,
+      [threads](const planner::Search& search) { return RunSearchThreaded(search, threads); });
+  if (!policies.ok()) return UsageError(io, "plan", policies.status());
   if (format == "json") {
     OrderedJson doc = planner::PlansToJson(sections, opt);
+    if (*policies) doc["failure_policies"] = planner::FailurePoliciesToJson(**policies);
     doc["assumed"] = scenario::AssumedToJson(
         scenario::JobAssumptions(base, sections.front().job, /*searches_space=*/true));
     io.out << doc.dump(2) << "\n";
@@ -738,6 +798,7 @@ int RunPlan(const Args& args, Io io) {
     for (const auto& s : sections) {
       if (sections.size() > 1 && &s != &sections.back()) continue;
       PrintSection(s, opt, flags.Has("--pareto"), io.out);
+      if (&s == main_section && *policies) PrintPolicies(**policies, io.out);
     }
     if (sections.size() > 1) PrintScaling(sections, opt, io.out);
   }

@@ -18,6 +18,7 @@ constexpr const char* kHelp = R"(usage: paratune replan --from FILE [--rank N]
                        [--keep-global-batch | --allow-global-batch-change]
                        [--space F] [--fix SPEC] [--top K] [--min-gpus N] [--gpu-step S]
                        [--max-counts C] [--fs-GBps BW] [--reshard-rank N]
+                       [--repair-h H] [--restart-min M]
                        [--fragments-of RANK|all] [--include-gradients]
                        [--profile PROFILE.json] [--threads T] [--format table|json]
 
@@ -53,6 +54,15 @@ to load it from a consolidated checkpoint versus from the surviving ranks.
   --fragments-of R   list the fragments new rank R needs (default 0), or "all"
   --include-gradients  map gradients too (ZeRO-2/3 shard them; they are zeroed
                      after every step, so a checkpoint does not hold them)
+  --repair-h H       after lost nodes: hours until they are back (default 4: an
+                     assumption; OPT-175B's logbook says replacing one "can
+                     take hours"). The table then prices this failure three
+                     ways: continue now on the reshard candidate until the
+                     nodes return, wait for them, or swap in hot spares; with
+                     a plans document made with --tokens, also the days and
+                     GPU-hours to its budget if every failure went this way
+  --restart-min M    minutes from a failure to training again, before the load
+                     (default 10: MegaScale's detection and diagnosis)
   --format F         table (default) | json (schema paratune.replan/v1)
 
 exit codes: 0 ok, 2 invalid input, 3 no configuration fits
@@ -67,6 +77,38 @@ examples:
 std::string GiB(double bytes) { return FormatFixed(bytes / (1024.0 * 1024 * 1024), 2); }
 
 std::string Secs(const OrderedJson& v) { return v.is_null() ? "unreachable" : FormatFixed(v.get<double>(), 2) + " s"; }
+
+// After lost nodes: this failure priced three ways (elastic/failure_policy.h).
+void PrintContinueOrWait(const OrderedJson& c, std::ostream& out) {
+  if (c.is_null()) return;
+  const double repair_h = c["repair_s"].get<double>() / 3600;
+  out << "\ncontinue or wait (nodes back after " << FormatFixed(repair_h, 1) << " h"
+      << (c["repair_assumed"].get<bool>() ? ", assumed: --repair-h" : "") << "; restart "
+      << FormatFixed(c["restart_s"].get<double>() / 60, 1) << " min + load):\n";
+  const bool budget = !c["policies"].empty() && c["policies"][0].contains("time_to_train_days");
+  for (const auto& p : c["policies"]) {
+    const std::string name = p["name"].get<std::string>();
+    out << "  " << std::left << std::setw(8) << name << std::right << std::setw(9)
+        << FormatFixed(p["per_failure_min"].get<double>(), 1) << " min lost";
+    if (name == "spare") out << " (" << p["spare_nodes"].get<int>() << " idle spare nodes held)";
+    if (name == "shrink" && !c["shrink_to"].is_null()) {
+      const auto& s = c["shrink_to"];
+      out << " (on " << s["gpus"].get<int>() << " GPUs as " << s["config"].get<std::string>() << " at "
+          << FormatFixed(100 * s["relative_tokens_per_s"].get<double>(), 1)
+          << " % throughput, load " << FormatFixed(s["load_s"].get<double>(), 0) << " s)";
+    }
+    if (budget) {
+      out << "; to the budget " << FormatFixed(p["time_to_train_days"].get<double>(), 2) << " days, "
+          << FormatFixed(p["gpu_hours"].get<double>(), 0) << " GPU-hours";
+    }
+    out << "\n";
+  }
+  out << "  trains soonest: " << c["soonest"].get<std::string>();
+  if (!c["fewest_gpu_hours"].is_null()) {
+    out << "; fewest GPU-hours, spares included: " << c["fewest_gpu_hours"].get<std::string>();
+  }
+  out << "\n";
+}
 
 void PrintTable(const OrderedJson& d, std::ostream& out) {
   const auto& from = d["from"];
@@ -186,7 +228,7 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
 int RunReplan(const Args& args, Io io) {
   Flags flags({"--from", "--rank", "--gpus", "--lost-nodes", "--lost-node-ids", "--add-nodes", "--space", "--fix",
                "--top", "--min-gpus", "--gpu-step", "--max-counts", "--fs-GBps", "--reshard-rank", "--fragments-of",
-               "--profile", "--threads", "--format"},
+               "--profile", "--threads", "--format", "--repair-h", "--restart-min"},
               {"--help", "--keep-global-batch", "--allow-global-batch-change", "--include-gradients"},
               {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "replan", kHelp)) return *done;
@@ -234,6 +276,15 @@ int RunReplan(const Args& args, Io io) {
     if (!v.ok()) return UsageError(io, "replan", v.status());
     req["fs_GBps"] = *v;
   }
+  // Hours and minutes on the command line, seconds in the request.
+  for (auto [flag, key, scale] : {std::tuple{"--repair-h", "repair_s", 3600.0},
+                                  std::tuple{"--restart-min", "restart_s", 60.0}}) {
+    if (auto f = flags.Get(flag)) {
+      auto v = ParseDouble(*f, flag);
+      if (!v.ok()) return UsageError(io, "replan", v.status());
+      req[key] = *v * scale;
+    }
+  }
   if (auto f = flags.Get("--fragments-of")) {
     if (*f == "all") {
       req["fragments_of"] = "all";
@@ -278,6 +329,7 @@ int RunReplan(const Args& args, Io io) {
     io.out << doc.dump(2) << "\n";
   } else {
     PrintTable(doc, io.out);
+    PrintContinueOrWait(doc["continue_or_wait"], io.out);
   }
   return result->candidates.empty() ? kExitNoFeasible : kExitOk;
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "elastic/failure_policy.h"
 
 namespace paratune::planner {
 namespace {
@@ -466,8 +467,55 @@ OrderedJson ReplanToJson(const ReplanResult& r, const ReplanOptions& options) {
   } else {
     doc["experts"] = nullptr;
   }
+  // After lost nodes: continuing on the reshard candidate against waiting for
+  // the repair or a spare (elastic/failure_policy.h), null otherwise.
+  if (!r.lost_nodes.empty() && r.added_gpus == 0 && r.reshard) {
+    const Goodput g = GoodputOf(r.old_job, r.old_job.training.framework, r.old_config, r.old_prediction,
+                                options.goodput);
+    const FailurePolicies f = CompareFailurePolicies(r.old_job, g, options.goodput,
+                                                     ShrinkFromReplan(r, options.reshard_candidate));
+    doc["continue_or_wait"] = FailurePoliciesToJson(f);
+  } else {
+    doc["continue_or_wait"] = nullptr;
+  }
   return doc;
 }
+
+namespace {
+
+// A plans document's goodput_inputs (planner/plans.cc writes them): the run's
+// token budget and what it assumed. Each number present must be finite and
+// in range; the flags that say a value was a default are ignored.
+Status ReadGoodputInputs(const Json& g, const std::string& pointer, GoodputOptions* o) {
+  if (!g.is_object()) return Status::InvalidArgument(pointer + ": must be an object");
+  auto number = [&](const char* key, double* out, double lo, double hi) -> Status {
+    if (!g.contains(key) || g[key].is_null()) return Status::Ok();
+    if (!g[key].is_number() || !std::isfinite(g[key].get<double>()) || g[key].get<double>() < lo ||
+        g[key].get<double>() > hi) {
+      return Status::InvalidArgument(pointer + "/" + key + ": must be a number in [" +
+                                     FormatFixed(lo, 0) + ", " + FormatFixed(hi, 0) + "]");
+    }
+    *out = g[key].get<double>();
+    return Status::Ok();
+  };
+  PT_RETURN_IF_ERROR(number("tokens", &o->tokens, 0, 1e18));
+  PT_RETURN_IF_ERROR(number("fs_GBps", &o->fs_GBps, 1e-9, 1e9));
+  PT_RETURN_IF_ERROR(number("fs_node_GBps", &o->fs_node_GBps, 0, 1e9));
+  PT_RETURN_IF_ERROR(number("failures_per_gpu_hour", &o->failures_per_gpu_hour, 0, 1e6));
+  PT_RETURN_IF_ERROR(number("restart_s", &o->restart_s, 1e-9, 1e9));
+  PT_RETURN_IF_ERROR(number("min_interval_s", &o->min_interval_s, 0, 1e9));
+  PT_RETURN_IF_ERROR(number("gpu_hour_price", &o->gpu_hour_price, 0, 1e12));
+  PT_RETURN_IF_ERROR(number("repair_s", &o->repair_s, 0, 1e9));
+  if (g.contains("save")) {
+    if (g["save"] != "auto" && g["save"] != "sync") {
+      return Status::InvalidArgument(pointer + "/save: must be auto or sync");
+    }
+    o->save = g["save"] == "sync" ? CheckpointSave::kSync : CheckpointSave::kAuto;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::string& pointer) {
   ReplanInput in;
@@ -507,6 +555,10 @@ Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::strin
         if (!v.is_string()) return Status::InvalidArgument(pointer + "/fixed/" + k + ": must be a string");
         in.options.search.fixed.push_back({k, v.get<std::string>()});
       }
+    }
+    if (from.contains("goodput_inputs")) {
+      PT_RETURN_IF_ERROR(
+          ReadGoodputInputs(from["goodput_inputs"], pointer + "/goodput_inputs", &in.options.goodput));
     }
     return in;
   }
@@ -582,7 +634,17 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
   }
   o.reshard.fs_GBps = kDefaultFsGBps;
   PT_RETURN_IF_ERROR(r.OptNumber("fs_GBps", &o.reshard.fs_GBps));
-  if (!(o.reshard.fs_GBps > 0)) return r.Error("fs_GBps", "must be > 0");
+  if (!(o.reshard.fs_GBps > 0) || !std::isfinite(o.reshard.fs_GBps)) return r.Error("fs_GBps", "must be > 0");
+  // The run's checkpoints are read at the bandwidth the reshard map uses.
+  o.goodput.fs_GBps = o.reshard.fs_GBps;
+  PT_RETURN_IF_ERROR(r.OptNumber("repair_s", &o.goodput.repair_s));
+  if (!(o.goodput.repair_s >= 0) || !std::isfinite(o.goodput.repair_s))
+    return r.Error("repair_s", "must be a number >= 0");
+  if (r.Has("restart_s")) {
+    PT_RETURN_IF_ERROR(r.Number("restart_s", &o.goodput.restart_s));
+    if (!(o.goodput.restart_s > 0) || !std::isfinite(o.goodput.restart_s))
+      return r.Error("restart_s", "must be > 0");
+  }
   PT_RETURN_IF_ERROR(r.OptInt("reshard_candidate", &o.reshard_candidate));
   if (o.reshard_candidate < 0) return r.Error("reshard_candidate", "must be >= 0 (0 = no reshard map)");
   if (r.Has("fragments_of")) {

@@ -19,6 +19,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "planner/goodput_options.h"
 #include "planner/plans.h"
 #include "planner/request.h"
 #include "elastic/expert_reshard.h"
@@ -53,6 +54,11 @@ struct ReplanOptions {
   int max_counts = 3;  // stop after this many counts with a fitting plan
   int reshard_candidate = 1;  // 1-based candidate to compute the reshard map for; 0 = none
   ReshardOptions reshard;
+  // After lost nodes: what continuing on the GPUs left costs against waiting
+  // for the repair or a spare (elastic/failure_policy.h). The run's goodput
+  // inputs, the repair time among them (a plans document's goodput_inputs;
+  // tokens 0 = no budget, per-failure costs only).
+  GoodputOptions goodput;
 };
 
 struct ReplanCandidate {

@@ -50,6 +50,15 @@ inline constexpr double kDefaultRestartS = 600;
 // binds; --checkpoint-min-interval-min sets it (0: none beyond the write).
 inline constexpr double kDefaultMinCheckpointIntervalS = 600;
 
+// Seconds from a node's failure to its return (diagnosis, replacement or
+// repair, re-admission) by default, for pricing spares against waiting or
+// continuing on fewer GPUs (elastic/failure_policy.h). The only published
+// statement we found is OPT-175B's logbook: "Replacement through the cloud
+// interface can take hours for a single machine" (facebookresearch/metaseq,
+// projects/OPT/chronicles/27_percent_update.md). 4 hours is an assumption,
+// stated wherever it is used; --repair-h sets the real one.
+inline constexpr double kDefaultRepairS = 4 * 3600.0;
+
 // How checkpoints are saved: kAuto = asynchronously where the framework
 // offers it (the step pays only the copy to host memory), else synchronously;
 // kSync = always synchronously (the step waits for the filesystem).
@@ -65,6 +74,7 @@ struct GoodputOptions {
   double restart_s = kDefaultRestartS;  // relaunch + warm-up, seconds (load is added)
   CheckpointSave save = CheckpointSave::kAuto;
   double min_interval_s = kDefaultMinCheckpointIntervalS;  // shortest interval between saves
+  double repair_s = kDefaultRepairS;  // a failed node's time to return (failure policies)
   double gpu_hour_price = 0;  // currency per GPU-hour; 0 = no cost shown
 
   bool enabled() const { return tokens > 0; }

@@ -76,6 +76,7 @@ Result<GoodputOptions> ParseGoodputRequest(const Json& j, const std::string& poi
   if (save != "auto" && save != "sync") return r.Error("checkpoint_save", "must be auto or sync");
   g.save = save == "sync" ? CheckpointSave::kSync : CheckpointSave::kAuto;
   PT_RETURN_IF_ERROR(OptPositive(r, "min_interval_s", &g.min_interval_s, /*zero_ok=*/true));
+  PT_RETURN_IF_ERROR(OptPositive(r, "repair_s", &g.repair_s, /*zero_ok=*/true));
   PT_RETURN_IF_ERROR(OptPositive(r, "gpu_hour_price", &g.gpu_hour_price));
   PT_RETURN_IF_ERROR(r.Finish());
   return g;

@@ -59,6 +59,8 @@ OrderedJson GoodputInputsJson(const GoodputOptions& o) {
   j["restart_assumed"] = o.restart_s == kDefaultRestartS;
   j["min_interval_s"] = o.min_interval_s;
   j["min_interval_assumed"] = o.min_interval_s == kDefaultMinCheckpointIntervalS;
+  j["repair_s"] = o.repair_s;
+  j["repair_assumed"] = o.repair_s == kDefaultRepairS;
   j["save"] = o.save == CheckpointSave::kSync ? "sync" : "auto";
   j["gpu_hour_price"] = o.gpu_hour_price > 0 ? OrderedJson(o.gpu_hour_price) : OrderedJson();
   return j;

@@ -14,6 +14,7 @@
 
 #include "common/strings.h"
 #include "planner/cost_model.h"
+#include "elastic/failure_policy.h"
 #include "planner/goodput_request.h"
 #include "frameworks/emit.h"
 #include "elastic/replan.h"
@@ -595,6 +596,24 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
     if (fits.ok()) last.fits_from = *fits;
   }
   OrderedJson plans = planner::PlansToJson(sections, req.options);
+  // With a budget: rank 1's failures priced three ways, as the CLI prices
+  // them, for the largest count with a plan; its replan search runs under
+  // the same deadline and slot.
+  const planner::PlanSection* main_section = &sections.back();
+  for (const planner::PlanSection& s : sections) {
+    if (!s.result.top.empty()) main_section = &s;
+  }
+  Status replan_error = Status::Ok();
+  PT_ASSIGN_OR_RETURN(
+      const std::optional<planner::FailurePolicies> policies,
+      planner::RankOnePolicies(*main_section, req.options, [&](const planner::Search& s) {
+        auto r = RunSearch(s, deadline, ticket);
+        if (r.ok()) return *std::move(r);
+        replan_error = r.status();
+        return planner::SearchResult{};
+      }));
+  PT_RETURN_IF_ERROR(replan_error);
+  if (policies) plans["failure_policies"] = planner::FailurePoliciesToJson(*policies);
   plans["assumed"] = scenario::AssumedToJson(scenario::JobAssumptions(req.job, sections.front().job, /*searches_space=*/true));
   auto body = std::make_shared<const std::string>(
       plans.dump(-1, ' ', false, Json::error_handler_t::replace));

@@ -198,5 +198,43 @@ TEST(PlanGoodput, TableShowsTheRunAndItsAssumptions) {
   EXPECT_NE(r.out.find("ranked by the pessimistic time to train"), std::string::npos) << r.out;
 }
 
+// With a budget, rank 1's failures are priced three ways; replan prices the
+// failure it answers the same way, to the plan's budget.
+TEST(PlanGoodput, FailurePoliciesForRankOneAndForAReplan) {
+  const Outcome r = Call(RunPlan, With(kJob, {"--tokens", "2T", "--top", "1", "--repair-h", "2",
+                                              "--format", "json"}));
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const Json doc = Json::parse(r.out);
+  const Json& f = doc["failure_policies"];
+  EXPECT_DOUBLE_EQ(f["repair_s"].get<double>(), 7200);
+  EXPECT_FALSE(f["repair_assumed"].get<bool>());
+  EXPECT_DOUBLE_EQ(doc["goodput_inputs"]["repair_s"].get<double>(), 7200);
+  ASSERT_EQ(f["policies"].size(), 3u);
+  const Json &spare = f["policies"][0], &wait = f["policies"][1], &shrink = f["policies"][2];
+  EXPECT_EQ(spare["name"], "spare");
+  EXPECT_NEAR(wait["per_failure_min"].get<double>(), spare["per_failure_min"].get<double>() + 120,
+              1e-9);
+  EXPECT_LT(f["shrink_to"]["gpus"].get<int>(), 256);
+  EXPECT_GT(shrink["per_failure_min"].get<double>(), spare["per_failure_min"].get<double>());
+  // The spare policy's run is the plan's own.
+  EXPECT_NEAR(spare["time_to_train_days"].get<double>(),
+              doc["candidates"][0]["goodput"]["time_to_train_days"].get<double>(), 1e-9);
+  // No budget, no policies; a negative repair time is refused.
+  const Outcome plain = Call(RunPlan, With(kJob, {"--top", "1", "--format", "json"}));
+  ASSERT_EQ(plain.code, kExitOk);
+  EXPECT_FALSE(Json::parse(plain.out).contains("failure_policies"));
+  EXPECT_EQ(Call(RunPlan, With(kJob, {"--tokens", "2T", "--repair-h", "-1"})).code, kExitUsage);
+
+  const Outcome re = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--top", "2", "--repair-h", "1",
+                                      "--format", "json"},
+                          r.out);
+  ASSERT_EQ(re.code, kExitOk) << re.err;
+  const Json c = Json::parse(re.out)["continue_or_wait"];
+  EXPECT_DOUBLE_EQ(c["repair_s"].get<double>(), 3600);
+  EXPECT_TRUE(c["policies"][0].contains("time_to_train_days"));  // the plan's budget
+  const Outcome table = Call(RunReplan, {"--from", "-", "--lost-nodes", "1", "--top", "2"}, r.out);
+  EXPECT_NE(table.out.find("continue or wait"), std::string::npos) << table.out;
+}
+
 }  // namespace
 }  // namespace paratune::cli
