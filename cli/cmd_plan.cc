@@ -395,6 +395,20 @@ Result<double> PositiveFlag(const Flags& flags, const char* name, double fallbac
   return *v;
 }
 
+// A flag in `unit` that must be a finite number >= 0, times `scale` (hours
+// or minutes to seconds); `fallback` when the flag is absent.
+Result<double> NonNegativeFlag(const Flags& flags, const char* name, const char* unit, double scale,
+                               double fallback) {
+  auto text = flags.Get(name);
+  if (!text) return fallback;
+  auto v = ParseDouble(*text, name);
+  if (!v.ok()) return v.status();
+  if (!(*v >= 0) || !std::isfinite(*v)) {
+    return Status::InvalidArgument(std::string(name) + " must be a number of " + unit + " >= 0");
+  }
+  return *v * scale;
+}
+
 // The run beyond one step (planner/goodput.h) from --tokens, --fs-GBps,
 // --fs-node-GBps, --failures-per-gpu-hour, --restart-min, --checkpoint-save
 // and --gpu-hour-price. --objective time-to-train needs --tokens; the other
@@ -438,22 +452,9 @@ Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Ob
     return Status::InvalidArgument("--checkpoint-save must be auto or sync");
   }
   g.save = save == "sync" ? planner::CheckpointSave::kSync : planner::CheckpointSave::kAuto;
-  if (flags.Has("--repair-h")) {
-    auto v = ParseDouble(*flags.Get("--repair-h"), "--repair-h");
-    if (!v.ok()) return v.status();
-    if (!(*v >= 0) || !std::isfinite(*v)) {
-      return Status::InvalidArgument("--repair-h must be a number of hours >= 0");
-    }
-    g.repair_s = *v * 3600;
-  }
-  if (flags.Has("--checkpoint-min-interval-min")) {
-    auto v = ParseDouble(*flags.Get("--checkpoint-min-interval-min"), "--checkpoint-min-interval-min");
-    if (!v.ok()) return v.status();
-    if (!(*v >= 0) || !std::isfinite(*v)) {
-      return Status::InvalidArgument("--checkpoint-min-interval-min must be a number of minutes >= 0");
-    }
-    g.min_interval_s = *v * 60;
-  }
+  PT_ASSIGN_OR_RETURN(g.repair_s, NonNegativeFlag(flags, "--repair-h", "hours", 3600, g.repair_s));
+  PT_ASSIGN_OR_RETURN(g.min_interval_s, NonNegativeFlag(flags, "--checkpoint-min-interval-min",
+                                                        "minutes", 60, g.min_interval_s));
   PT_ASSIGN_OR_RETURN(g.gpu_hour_price, PositiveFlag(flags, "--gpu-hour-price", 0));
   return g;
 }

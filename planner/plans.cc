@@ -494,11 +494,6 @@ bool SameDegrees(const Candidate& a, const Candidate& b) {
          x.ep == y.ep && x.etp == y.etp && x.moe_dispatcher == y.moe_dispatcher;
 }
 
-// What makes the previous count's layout lose at this count, priced by the
-// count's own cost model: it does not divide the GPUs, breaks a rule, does
-// not fit, or is slower than the count's pick beyond the band.
-// `same` is the count's best candidate with the previous degrees, when the
-// search kept one (SearchResult::pool holds the band's neighbourhood only).
 // What a sweep compares its counts' picks by: the step time, or under
 // --objective time-to-train the expected time to train the budget. `point`
 // is the estimate, `pessimistic` the slow end of its band.
@@ -528,9 +523,10 @@ std::string SlowerThanPick(PickClock layout, PickClock pick, const SearchOptions
          shown(pick.pessimistic) + unit + ")";
 }
 
-// Why a sweep's count does not keep the previous count's layout: it does
-// not divide the GPUs, breaks a rule, does not fit, or is slower (or, by
-// time to train, longer to train) than the count's pick beyond the band.
+// Why a sweep's count does not keep the previous count's layout, priced by
+// the count's own cost model: it does not divide the GPUs, breaks a rule,
+// does not fit, or is slower (or, by time to train, longer to train) than the
+// count's pick beyond the band.
 // `same` is the count's best candidate with the previous degrees, when the
 // search kept one (SearchResult::pool holds the band's neighbourhood only).
 std::string WhyLayoutLeft(const Candidate& previous, const Candidate* same, const PlanSection& sec,

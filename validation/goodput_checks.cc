@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "common/strings.h"
 #include "planner/goodput.h"
@@ -20,6 +22,16 @@ Status CountField(ObjectReader& r, const char* key, int* out) {
   PT_RETURN_IF_ERROR(r.Integer(key, &v));
   if (v < 1 || v > (int64_t{1} << 24)) return r.Error(key, "must be an integer in [1, 2^24]");
   *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+// Required fields of a row, each read into its variable.
+Status Strings(ObjectReader& r, std::initializer_list<std::pair<const char*, std::string*>> fields) {
+  for (const auto& [key, out] : fields) PT_RETURN_IF_ERROR(r.String(key, out));
+  return Status::Ok();
+}
+Status Numbers(ObjectReader& r, std::initializer_list<std::pair<const char*, double*>> fields) {
+  for (const auto& [key, out] : fields) PT_RETURN_IF_ERROR(r.Number(key, out));
   return Status::Ok();
 }
 
@@ -205,18 +217,18 @@ Status CheckSize(const Json& row, const std::string& ptr, std::vector<GoodputChe
 Status CheckRecovery(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
   ObjectReader r(row, ptr);
   std::string id, source, catch_up_text, fraction_text, read_as;
-  PT_RETURN_IF_ERROR(r.String("id", &id));
-  PT_RETURN_IF_ERROR(r.String("source", &source));
-  PT_RETURN_IF_ERROR(r.String("catch_up_text", &catch_up_text));
-  PT_RETURN_IF_ERROR(r.String("effective_training_text", &fraction_text));
-  PT_RETURN_IF_ERROR(r.String("read_as", &read_as));
+  PT_RETURN_IF_ERROR(Strings(r, {{"id", &id},
+                                 {"source", &source},
+                                 {"catch_up_text", &catch_up_text},
+                                 {"effective_training_text", &fraction_text},
+                                 {"read_as", &read_as}}));
   double days = 0, restarts = 0, detection_s = 0, catch_up_s = 0, stall_s = 0, fraction_min = 0;
-  PT_RETURN_IF_ERROR(r.Number("days", &days));
-  PT_RETURN_IF_ERROR(r.Number("restarts", &restarts));
-  PT_RETURN_IF_ERROR(r.Number("detection_s_max", &detection_s));
-  PT_RETURN_IF_ERROR(r.Number("catch_up_s_max", &catch_up_s));
-  PT_RETURN_IF_ERROR(r.Number("save_stall_s_max", &stall_s));
-  PT_RETURN_IF_ERROR(r.Number("effective_training_fraction_min", &fraction_min));
+  PT_RETURN_IF_ERROR(Numbers(r, {{"days", &days},
+                                 {"restarts", &restarts},
+                                 {"detection_s_max", &detection_s},
+                                 {"catch_up_s_max", &catch_up_s},
+                                 {"save_stall_s_max", &stall_s},
+                                 {"effective_training_fraction_min", &fraction_min}}));
   if (!(days > 0 && restarts > 0 && detection_s > 0 && catch_up_s > 0 && stall_s > 0)) {
     return Status::InvalidArgument(ptr + ": days, restarts and the bounds must be > 0");
   }
@@ -274,18 +286,17 @@ Status CheckRecovery(const Json& row, const std::string& ptr, std::vector<Goodpu
 Status CheckFleetFailures(const Json& row, const std::string& ptr, std::vector<GoodputCheck>* out) {
   ObjectReader r(row, ptr);
   std::string id, source, lost_text;
-  PT_RETURN_IF_ERROR(r.String("id", &id));
-  PT_RETURN_IF_ERROR(r.String("source", &source));
-  PT_RETURN_IF_ERROR(r.String("lost_per_crash_text", &lost_text));
+  PT_RETURN_IF_ERROR(
+      Strings(r, {{"id", &id}, {"source", &source}, {"lost_per_crash_text", &lost_text}}));
   int gpus = 0;
   PT_RETURN_IF_ERROR(CountField(r, "gpus", &gpus));
   double per_week_min = 0, per_week_max = 0, interval_s = 0, lost_h = 0, precision_h = 0, save_s = 0;
-  PT_RETURN_IF_ERROR(r.Number("failures_per_week_min", &per_week_min));
-  PT_RETURN_IF_ERROR(r.Number("failures_per_week_max", &per_week_max));
-  PT_RETURN_IF_ERROR(r.Number("interval_s", &interval_s));
-  PT_RETURN_IF_ERROR(r.Number("save_s", &save_s));
-  PT_RETURN_IF_ERROR(r.Number("lost_per_crash_h", &lost_h));
-  PT_RETURN_IF_ERROR(r.Number("lost_per_crash_precision_h", &precision_h));
+  PT_RETURN_IF_ERROR(Numbers(r, {{"failures_per_week_min", &per_week_min},
+                                 {"failures_per_week_max", &per_week_max},
+                                 {"interval_s", &interval_s},
+                                 {"save_s", &save_s},
+                                 {"lost_per_crash_h", &lost_h},
+                                 {"lost_per_crash_precision_h", &precision_h}}));
   if (!(per_week_min > 0 && per_week_max >= per_week_min && interval_s > 0)) {
     return Status::InvalidArgument(ptr + ": failures per week and the interval must be > 0");
   }

@@ -8,28 +8,13 @@
 
 #include <cmath>
 
+#include "tests/elastic/running_job.h"
+
 namespace paratune::planner {
 namespace {
 
-// Llama 2 7B on 8 DGX A100 nodes, running tp 2 · pp 2 · dp 16 (as replan_test).
-Job RunningJob() {
-  Job job;
-  job.model = *ModelPreset("llama2-7b");
-  job.cluster = *topology::ClusterPreset("dgx-a100-80gb");
-  job.gpus = 64;
-  job.training.seq_len = 4096;
-  job.training.global_batch = 256;
-  return job;
-}
-
-ParallelConfig RunningConfig() {
-  ParallelConfig c;
-  c.gy = 2;
-  c.pp = 2;
-  c.gdata = 16;
-  c.distributed_optimizer = true;
-  return c;
-}
+using elastic_test::RunningConfig;
+using elastic_test::RunningJob;
 
 // P(N <= k) for N ~ Poisson(mean), summed term by term from its definition.
 double PoissonCdf(int k, double mean) {
