@@ -183,7 +183,9 @@ TEST(Browser, NothingFitsNamesWhereItWould) {
 
 // A token budget: each ranked row says what the run to it takes (days,
 // effective fraction, checkpoint interval, GPU-hours, cost), ranked by time to
-// train (docs/model.md, Time to train), as `paratune plan --tokens` prints it.
+// train (docs/model.md, Time to train), and rank 1's failures are priced as a
+// spare, a wait or continuing on fewer GPUs, as `paratune plan --tokens`
+// prints them.
 TEST(Browser, TimeToTrainShowsPerPlan) {
   Page page;
   OpenPage("browser-goodput", &page);
@@ -203,6 +205,11 @@ TEST(Browser, TimeToTrainShowsPerPlan) {
   EXPECT_NE(rows.find("To the budget: "), std::string::npos);
   EXPECT_NE(rows.find(" GPU-hours, cost "), std::string::npos);
   EXPECT_NE(table.find("Ranked by the pessimistic time to train"), std::string::npos)
+      << table.substr(0, 3000);
+  // Rank 1's failures priced three ways, under the table.
+  EXPECT_NE(table.find("class=\"note policies\""), std::string::npos) << table.substr(0, 3000);
+  EXPECT_NE(table.find("When a node fails (rank 1; back after 4.0 h, assumed)"), std::string::npos);
+  EXPECT_NE(table.find("continue on fewer GPUs (8 GPUs as"), std::string::npos)
       << table.substr(0, 3000);
   EXPECT_EQ(dom.find("class=\"error\""), std::string::npos);
   page.server->Shutdown();

@@ -115,6 +115,22 @@ function goodputLine(g) {
     `${fmtInt(g.gpu_hours)} GPU-hours${cost}.`;
 }
 
+// Rank 1's failures priced three ways (docs/model.md, Spares, waiting or
+// continuing on fewer GPUs), as `paratune plan --tokens` prints them.
+function policiesLine(f) {
+  const what = { spare: "a hot spare", wait: "wait for the node", shrink: "continue on fewer GPUs" };
+  const parts = f.policies.map((p) => {
+    const spares = p.spare_nodes > 0 ? `, ${p.spare_nodes} spare node${p.spare_nodes > 1 ? "s" : ""} held` : "";
+    const onto = p.name === "shrink" && f.shrink_to ?
+      ` (${f.shrink_to.gpus} GPUs as ${f.shrink_to.config}, ${fmt(100 * f.shrink_to.relative_tokens_per_s, 1)} % throughput)` : "";
+    return `${what[p.name]}${onto}: ${fmt(p.per_failure_min, 1)} min per failure${spares}, ` +
+      `${fmt(p.time_to_train_days, 2)} days, ${fmtInt(p.gpu_hours)} GPU-hours`;
+  });
+  return `When a node fails (rank 1; back after ${fmt(f.repair_s / 3600, 1)} h` +
+    `${f.repair_assumed ? ", assumed" : ""}): ${parts.join("; ")}. Trains soonest: ${f.soonest}; ` +
+    `fewest GPU-hours, spares included: ${f.fewest_gpu_hours}.`;
+}
+
 async function onSubmit(ev) {
   ev.preventDefault();
   const button = $("#submit");
@@ -243,6 +259,10 @@ function renderTable(doc) {
     tbody.append(tr);
   });
   tfoot.append(el("tr", {}, el("td", { colspan: cols, class: "note", text: tableFooter(doc) })));
+  if (doc.failure_policies) {
+    tfoot.append(el("tr", {}, el("td", { colspan: cols, class: "note policies",
+      text: policiesLine(doc.failure_policies) })));
+  }
 }
 
 // The band of a prediction in percent (its range's upper end over the time).
