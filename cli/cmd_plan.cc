@@ -410,8 +410,8 @@ Result<double> NonNegativeFlag(const Flags& flags, const char* name, const char*
 }
 
 // The run beyond one step (planner/goodput.h) from --tokens, --fs-GBps,
-// --fs-node-GBps, --failures-per-gpu-hour, --restart-min, --checkpoint-save
-// and --gpu-hour-price. --objective time-to-train needs --tokens; the other
+// --fs-node-GBps, --failures-per-gpu-hour, --restart-min, --checkpoint-save,
+// --checkpoint-min-interval-min, --repair-h and --gpu-hour-price. --objective time-to-train needs --tokens; the other
 // flags without --tokens are refused, since they would change nothing.
 Result<planner::GoodputOptions> GoodputFromFlags(const Flags& flags, planner::Objective objective) {
   planner::GoodputOptions g;
@@ -784,6 +784,10 @@ int RunPlan(const Args& args, Io io) {
   const planner::PlanSection* main_section = &sections.back();
   for (const auto& s : sections) {
     if (!s.result.top.empty()) main_section = &s;
+  }
+  if (opt.goodput.enabled() && !main_section->result.top.empty() && io.progress) {
+    io.err << "[plan] pricing rank 1's failures: replan on the GPUs a lost node leaves"
+           << std::endl;
   }
   auto policies = planner::RankOnePolicies(
       *main_section, opt,

@@ -632,18 +632,21 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
   if (o.min_gpus < 0 || o.gpu_step < 0 || o.max_counts < 1) {
     return Status::InvalidArgument("min_gpus and gpu_step must be >= 0, max_counts >= 1");
   }
-  o.reshard.fs_GBps = kDefaultFsGBps;
+  // The filesystem the plans document priced its checkpoints at, else the
+  // default (kDefaultCheckpointFsGBps); the request's fs_GBps replaces it for
+  // both the reshard map and the failure policies.
+  o.reshard.fs_GBps = o.goodput.fs_GBps;
   PT_RETURN_IF_ERROR(r.OptNumber("fs_GBps", &o.reshard.fs_GBps));
   if (!(o.reshard.fs_GBps > 0) || !std::isfinite(o.reshard.fs_GBps)) return r.Error("fs_GBps", "must be > 0");
   // The run's checkpoints are read at the bandwidth the reshard map uses.
   o.goodput.fs_GBps = o.reshard.fs_GBps;
   PT_RETURN_IF_ERROR(r.OptNumber("repair_s", &o.goodput.repair_s));
-  if (!(o.goodput.repair_s >= 0) || !std::isfinite(o.goodput.repair_s))
-    return r.Error("repair_s", "must be a number >= 0");
+  if (!(o.goodput.repair_s >= 0) || !(o.goodput.repair_s <= 1e9))
+    return r.Error("repair_s", "must be a number of seconds in [0, 1e9]");
   if (r.Has("restart_s")) {
     PT_RETURN_IF_ERROR(r.Number("restart_s", &o.goodput.restart_s));
-    if (!(o.goodput.restart_s > 0) || !std::isfinite(o.goodput.restart_s))
-      return r.Error("restart_s", "must be > 0");
+    if (!(o.goodput.restart_s > 0) || !(o.goodput.restart_s <= 1e9))
+      return r.Error("restart_s", "must be a number of seconds in (0, 1e9]");
   }
   PT_RETURN_IF_ERROR(r.OptInt("reshard_candidate", &o.reshard_candidate));
   if (o.reshard_candidate < 0) return r.Error("reshard_candidate", "must be >= 0 (0 = no reshard map)");

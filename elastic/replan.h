@@ -31,11 +31,6 @@ namespace paratune::planner {
 
 inline constexpr const char* kReplanSchema = "paratune.replan/v1";
 inline constexpr const char* kReplanRequestSchema = "paratune.replan_request/v1";
-// Aggregate parallel-filesystem read bandwidth a job gets by default, GB/s: a
-// tenth of Perlmutter scratch's ">5 TB/s aggregate" (NERSC docs,
-// docs.nersc.gov/filesystems/perlmutter-scratch), since one job rarely has the
-// whole filesystem. An assumption; --fs-GBps sets the real figure.
-inline constexpr double kDefaultFsGBps = 500;
 
 struct ReplanOptions {
   // The new allocation; exactly one of: gpus (total now available), lost_nodes

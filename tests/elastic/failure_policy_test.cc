@@ -135,5 +135,44 @@ TEST(FailurePolicy, TheReplanDocumentPricesContinuingAgainstWaiting) {
   EXPECT_TRUE(ReplanToJson(*grown, add)["continue_or_wait"].is_null());
 }
 
+// A plans document made with a budget carries it, its filesystem and its
+// repair time into the replan request; the request's own values replace
+// them; a malformed goodput_inputs is refused by its pointer.
+TEST(FailurePolicy, APlansDocumentsBudgetCarriesIntoTheReplan) {
+  const Job job = RunningJob();
+  CostModel cm(job.model, job.training, job.cluster, job.gpus);
+  SearchOptions opt;
+  opt.top_k = 2;
+  opt.family = Family::kMegatron;
+  opt.goodput.tokens = 1e12;
+  opt.goodput.fs_GBps = 2000;
+  opt.goodput.repair_s = 3600;
+  const SearchResult res = Search(cm, opt).RunAll();
+  ASSERT_FALSE(res.top.empty());
+  const Json plans = Json::parse(PlansToJson({PlanSection{job, res, 0.0, {}}}, opt).dump());
+  Json req = {{"from", plans}, {"lost_nodes", 1}};
+  auto in = ParseReplanRequest(req);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_DOUBLE_EQ(in->options.goodput.tokens, 1e12);
+  EXPECT_DOUBLE_EQ(in->options.goodput.repair_s, 3600);
+  EXPECT_DOUBLE_EQ(in->options.reshard.fs_GBps, 2000);
+  req["fs_GBps"] = 100;
+  req["repair_s"] = 60;
+  in = ParseReplanRequest(req);
+  ASSERT_TRUE(in.ok());
+  EXPECT_DOUBLE_EQ(in->options.reshard.fs_GBps, 100);
+  EXPECT_DOUBLE_EQ(in->options.goodput.fs_GBps, 100);
+  EXPECT_DOUBLE_EQ(in->options.goodput.repair_s, 60);
+  Json bad = req;
+  bad["from"]["goodput_inputs"]["tokens"] = -1;
+  auto refused = ParseReplanRequest(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/from/goodput_inputs/tokens"), std::string::npos)
+      << refused.status().ToString();
+  bad = req;
+  bad["repair_s"] = 1e300;
+  EXPECT_FALSE(ParseReplanRequest(bad).ok());
+}
+
 }  // namespace
 }  // namespace paratune::planner
