@@ -1,6 +1,7 @@
 #include "frameworks/emit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <sstream>
 #include <vector>
@@ -150,7 +151,13 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
   }
   if (cand.contains("goodput") && cand["goodput"].is_object()) {
     const Json& g = cand["goodput"];
-    p.checkpoint_interval_steps = static_cast<int64_t>(Number(g, "interval_steps", 0));
+    // A document may come from anywhere (POST /v1/emit): the interval is a
+    // whole number of steps in [1, 1e12] or the plan is refused.
+    const double steps = Number(g, "interval_steps", 0);
+    if (!(steps >= 1 && steps <= 1e12) || steps != std::floor(steps)) {
+      return Status::InvalidArgument(ptr + "/goodput/interval_steps: must be a whole number of steps in [1, 1e12]");
+    }
+    p.checkpoint_interval_steps = static_cast<int64_t>(steps);
     p.checkpoint_async = g.contains("checkpoint") && g["checkpoint"].is_object() &&
                          g["checkpoint"].contains("async") && g["checkpoint"]["async"].is_boolean() &&
                          g["checkpoint"]["async"].get<bool>();

@@ -486,6 +486,13 @@ TEST(EmitRules, CheckpointsAsPriced) {
                                 EmitFormat::kMegatron);
   EXPECT_NE(sync.find("--save-interval 40\n"), std::string::npos);
   EXPECT_EQ(sync.find("--async-save"), std::string::npos);
+  // A hostile interval is refused by its pointer, not cast.
+  for (const Json& bad : {Json(1e300), Json(-3.0), Json(2.5), Json("40")}) {
+    Json h = p;
+    h["candidates"][0]["goodput"]["interval_steps"] = bad;
+    ExpectRefused(Patched(h, {{"tp", 1}, {"pp", 1}, {"cp", 1}, {"dp", 64}, {"zero", 1}}),
+                  EmitFormat::kMegatron, "/candidates/0/goodput/interval_steps");
+  }
   p["candidates"][0].erase("goodput");
   EXPECT_EQ(Emit(Patched(p, {{"tp", 1}, {"pp", 1}, {"cp", 1}, {"dp", 64}, {"zero", 1}}),
                  EmitFormat::kMegatron)
