@@ -361,6 +361,10 @@ class CostModel {
   // Why Megatron-Core refuses c's recompute modules for this model and
   // training (nullptr: it takes them); part of UnsupportedWhy.
   const char* RecomputeModulesWhy(const ParallelConfig& c) const;
+  // The part of it that reads the model alone: `modules` name parts `m` does
+  // not have (nullptr: it has them all). A pinned --fix recompute_modules is
+  // refused by it before any search (CheckFixedForModel).
+  static const char* RecomputeModulesModelGap(const ModelSpec& m, uint8_t modules);
   // The framework's rules that read the rank order (c.placement), checked with
   // its start-up rules (CheckRules with framework_rules): "" when c passes.
   const char* PlacementUnsupportedWhy(const ParallelConfig& c) const;

@@ -582,18 +582,23 @@ std::vector<std::optional<ScalingPick>> PicksAcrossCounts(const std::vector<Plan
       // leaders are the rows whose point estimate (step time, or time to
       // train) lies under the best pessimistic one (RankForTrust), which the
       // model cannot order with confidence.
+      // Each candidate's clock once (a time to train walks the job's ranks).
+      std::vector<PickClock> clocks;
+      clocks.reserve(sec.result.pool.size());
       double edge = std::numeric_limits<double>::infinity();
       for (const Candidate& c : sec.result.pool) {
-        edge = std::min(edge, ClockOf(c, sec.job, options).pessimistic);
+        clocks.push_back(ClockOf(c, sec.job, options));
+        edge = std::min(edge, clocks.back().pessimistic);
       }
       // `same`: the best-ranked candidate with the previous degrees, a leader
       // if one is (the pool keeps every leader).
       const Candidate* same = nullptr;
       bool same_leads = false;
-      for (const Candidate& c : sec.result.pool) {
+      for (size_t i = 0; i < sec.result.pool.size(); ++i) {
+        const Candidate& c = sec.result.pool[i];
         if (!SameDegrees(*previous, c)) continue;
         if (same == nullptr) same = &c;
-        if (ClockOf(c, sec.job, options).point <= edge) {
+        if (clocks[i].point <= edge) {
           same = &c;
           same_leads = true;
           break;

@@ -378,18 +378,12 @@ Result<Objective> ParseObjective(const std::string& s) {
 
 Status CheckFixedForModel(const FixedFields& fixed, const ModelSpec& model) {
   for (const auto& [k, v] : fixed) {
-    // Recompute modules the model does not have (transformer_config.py:1969-1973
-    // for mla_up_proj; the MoE modules act on MoE layers only).
+    // Recompute modules the model does not have: the search's own rule.
     if (k != "recompute_modules") continue;
     const auto modules = ParseRecomputeModules(v);
     if (!modules.ok()) return Status::InvalidArgument(k + "=" + v + ": " + modules.status().message());
-    if ((*modules & kRcMlaUpProj) && !model.is_mla()) {
-      return Status::InvalidArgument(k + "=" + v + ": mla_up_proj recomputes multi-latent " +
-                                     "attention's up-projections, and " + model.name + " has none");
-    }
-    if ((*modules & (kRcMoeAct | kRcMoe | kRcSharedExperts)) && !model.is_moe()) {
-      return Status::InvalidArgument(k + "=" + v + ": moe_act, moe and shared_experts recompute " +
-                                     "parts of MoE layers, and " + model.name + " has none");
+    if (const char* why = CostModel::RecomputeModulesModelGap(model, *modules)) {
+      return Status::InvalidArgument(k + "=" + v + ": " + why + " (" + model.name + ")");
     }
   }
   if (!model.is_moe()) return Status::Ok();

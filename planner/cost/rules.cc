@@ -215,25 +215,30 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   return "";
 }
 
+const char* CostModel::RecomputeModulesModelGap(const ModelSpec& m, uint8_t modules) {
+  // NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/transformer_config.py.
+  if ((modules & kRcMlaUpProj) && !m.is_mla()) {
+    return "recompute_modules mla_up_proj needs multi-latent attention (transformer_config.py:1969-1973)";
+  }
+  if ((modules & (kRcMoeAct | kRcMoe | kRcSharedExperts)) && !m.is_moe()) {
+    return "recompute_modules moe_act, moe and shared_experts name modules of MoE layers; this "
+           "model has none";
+  }
+  if ((modules & kRcSharedExperts) && m.shared_ffn_hidden == 0) {
+    return "recompute_modules shared_experts: this model has no shared experts";
+  }
+  if ((modules & kRcMlp) && m.dense_layer_count() == 0) {
+    return "recompute_modules mlp recomputes dense MLPs; every layer of this model is MoE";
+  }
+  return nullptr;
+}
+
 const char* CostModel::RecomputeModulesWhy(const ParallelConfig& c) const {
   if (c.recompute != Recompute::kSelective || c.recompute_modules == kDefaultRecomputeModules) {
     return nullptr;
   }
-  const ModelSpec& m = model_;
-  // NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/transformer_config.py.
-  if ((c.recompute_modules & kRcMlaUpProj) && !m.is_mla()) {
-    return "recompute_modules mla_up_proj needs multi-latent attention (transformer_config.py:1969-1973)";
-  }
-  if ((c.recompute_modules & (kRcMoeAct | kRcMoe | kRcSharedExperts)) && !m.is_moe()) {
-    return "recompute_modules moe_act, moe and shared_experts name modules of MoE layers; this "
-           "model has none";
-  }
-  if ((c.recompute_modules & kRcSharedExperts) && m.shared_ffn_hidden == 0) {
-    return "recompute_modules shared_experts: this model has no shared experts";
-  }
-  if ((c.recompute_modules & kRcMlp) && m.dense_layer_count() == 0) {
-    return "recompute_modules mlp recomputes dense MLPs; every layer of this model is MoE";
-  }
+  if (const char* why = RecomputeModulesModelGap(model_, c.recompute_modules)) return why;
+  // NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/transformer_config.py
   // :2000-2012: FP8 with delayed scaling cannot recompute moe_act or layernorm.
   if ((c.recompute_modules & (kRcMoeAct | kRcLayerNorm)) &&
       training_.precision == topology::Precision::kFp8 &&

@@ -338,6 +338,19 @@ TEST(Search, PinsNeverOfferedToAnMoeModelAreRefusedByName) {
   ASSERT_FALSE(act.ok());
   EXPECT_EQ(act.message().rfind("recompute_modules=moe_act", 0), 0u) << act.message();
   EXPECT_FALSE(CheckFixedForModel({{"recompute_modules", "mla_up_proj"}}, moe.model).ok());
+  // Every rule the search applies to the model's modules refuses the pin too:
+  // the search's answer would otherwise be an empty plan.
+  for (const char* modules : {"shared_experts", "mlp", "mla_up_proj", "moe_act", "core_attn+layernorm"}) {
+    for (const Job* job : {&moe, &dense}) {
+      SCOPED_TRACE(std::string(modules) + " on " + job->model.name);
+      ParallelConfig c;
+      c.recompute = Recompute::kSelective;
+      c.recompute_modules = *ParseRecomputeModules(modules);
+      CostModel cm(job->model, job->training, job->cluster, job->gpus);
+      EXPECT_EQ(CheckFixedForModel({{"recompute_modules", modules}}, job->model).ok(),
+                cm.RecomputeModulesWhy(c) == nullptr);
+    }
+  }
 }
 
 // Megatron-Core's recompute modules are priced where they can change the
