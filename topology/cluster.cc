@@ -48,6 +48,8 @@ const std::set<std::string>& ClusterSourceKeys() {
                                               "inter_alpha_us",
                                               "alltoall_efficiency",
                                               "allreduce_nic_efficiency",
+                                              "nvls_GBps",
+                                              "collective_model",
                                               "network",
                                               "host_memory_GiB",
                                               "host_memory_GBps",
@@ -196,6 +198,60 @@ const CollectiveFit* FindFit(const ClusterSpec& c, Collective coll, Tier tier, i
   return best;
 }
 
+// NCCL's view of a group that leaves its node: the members of one instance
+// inside one NVLink domain (NCCL's node) and how many domains it spans.
+int MembersPerDomain(const ClusterSpec& c, int stride, int size) {
+  const int domain = c.DomainGpus();
+  return stride < domain ? std::max(1, std::min(size, domain / stride)) : 1;
+}
+
+// Bus bandwidth of a group that leaves its NVLink domain, and the shape NCCL's
+// tuner sees (nodes, the NICs one domain's part has, its NVLink ring). The
+// NICs of a domain serve the group instances laid on it alike: NCCL spreads a
+// ring's or tree's channels over every NIC its NVLink reaches (an NVL72
+// rack's 72, a DGX's 8), so an instance gets the domain's injection over the
+// instances sharing it, capped by its NVLink part. All-to-all is different:
+// each GPU sends its own share to every peer, so the NICs carry the part of
+// each GPU's bytes that leaves the domain, (p − part) / (p − 1) of them.
+double InterNodeGBps(const Model& m, Collective coll, int stride, int size, GroupShape* shape) {
+  const ClusterSpec& c = m.c;
+  const int gpn = c.gpus_per_node, domain = c.DomainGpus();
+  const int part = MembersPerDomain(c, stride, size);
+  double pool = c.NodeInjectionGBps() * (domain / gpn) / std::min(stride, domain);
+  // The GPU's own path to the network carries nic_efficiency; an all-reduce
+  // measured apart scales it by its own figure.
+  double nic_scale = 1.0;
+  if (coll == Collective::kAllReduce && c.allreduce_nic_efficiency > 0) {
+    nic_scale = c.allreduce_nic_efficiency / c.nic_efficiency;
+    pool *= nic_scale;
+  }
+  double cap = MinToNetworkGBps(m) * nic_scale;
+  if (part >= 2 && coll != Collective::kSendRecv) {
+    cap = int64_t{part} * stride <= gpn ? IntraGBps(m, coll, stride, part) : m.domain.cross_node_GBps;
+  }
+  shape->nodes = (size + part - 1) / part;
+  shape->node_nic_GBps = pool;
+  shape->intra_GBps = cap;
+  if (coll == Collective::kAllToAll) {
+    const double leaving = static_cast<double>(size - part) / (size - 1);
+    return std::min(cap * c.alltoall_efficiency, pool / (part * leaving));
+  }
+  return std::min(pool, cap);
+}
+
+// The α-β option of a measured fit or an alpha_beta cluster: t = α·p +
+// BusFactor·bytes / busbw.
+AlgoOptions FitOptions(Collective coll, int size, const LinkCost& cost) {
+  AlgoOptions out;
+  AlgoOption o;
+  o.algorithm = coll == Collective::kAllToAll || coll == Collective::kSendRecv ? Algorithm::kDirect
+                                                                               : Algorithm::kRing;
+  o.latency_us = cost.alpha_us * size;
+  o.algbw_GBps = cost.busbw_GBps / BusFactor(coll, size);
+  out.Add(o);
+  return out;
+}
+
 LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   PT_CHECK(size >= 2 && stride >= 1);
   const ClusterSpec& c = m.c;
@@ -207,45 +263,37 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   if (const CollectiveFit* f = FindFit(c, coll, out.tier, size)) {
     out.alpha_us = f->alpha_us;
     out.busbw_GBps = out.tier == Tier::kIntraNode ? f->busbw_GBps : f->busbw_GBps / sharing;
+    out.options = FitOptions(coll, size, out);
     return out;
   }
+  GroupShape shape;
+  shape.ranks = size;
+  shape.arch = NcclArchOf(c.gpu.name);
+  shape.pcie = c.intra_node_fabric == "pcie";
   double busbw = 0;
   if (across_trays) {
     // Every member reaches every other through the domain's switches: the
     // widest GPU-to-GPU path between trays read off the domain graph.
     out.alpha_us = c.intra_alpha_us;
     busbw = m.domain.cross_node_GBps;
+    shape.intra_GBps = busbw;
   } else if (out.tier == Tier::kIntraNode) {
     out.alpha_us = c.intra_alpha_us;
     busbw = IntraGBps(m, coll, stride, size);
+    shape.intra_GBps = busbw;
   } else {
     out.alpha_us = c.inter_alpha_us;
-    busbw = c.NodeInjectionGBps() / sharing;
-    // The GPU's own path to the network carries nic_efficiency; an all-reduce
-    // measured apart scales it by its own figure.
-    double nic_scale = 1.0;
-    if (coll == Collective::kAllReduce && c.allreduce_nic_efficiency > 0) {
-      nic_scale = c.allreduce_nic_efficiency / c.nic_efficiency;
-      busbw *= nic_scale;
-    }
-    const int local = stride < gpn ? std::min(size, gpn / stride) : 1;
-    const double cap = (local >= 2 && coll != Collective::kSendRecv)
-                           ? IntraGBps(m, coll, stride, local)
-                           : MinToNetworkGBps(m) * nic_scale;
-    busbw = std::min(busbw, cap);
+    busbw = InterNodeGBps(m, coll, stride, size, &shape);
   }
-  if (coll == Collective::kAllToAll) busbw *= c.alltoall_efficiency;
+  // NVLink SHARP runs inside one NVLink domain, through its switches.
+  if (c.nvls_GBps > 0 && (out.tier == Tier::kIntraNode || stride < c.DomainGpus())) {
+    shape.nvls_GBps = c.nvls_GBps;
+  }
+  if (coll == Collective::kAllToAll && out.tier == Tier::kIntraNode) busbw *= c.alltoall_efficiency;
   out.busbw_GBps = std::max(0.0, busbw);
+  shape.ring_GBps = out.busbw_GBps;
+  out.options = c.collective_model == "alpha_beta" ? FitOptions(coll, size, out) : NcclOptions(coll, shape);
   return out;
-}
-
-double Seconds(const LinkCost& cost, Collective coll, int size, double bytes) {
-  if (size <= 1) return 0.0;
-  const double wire = BusFactor(coll, size) * bytes;
-  const double latency = cost.alpha_us * size * 1e-6;
-  if (wire <= 0) return latency;
-  if (!(cost.busbw_GBps > 0)) return kInf;
-  return latency + wire / (cost.busbw_GBps * 1e9);
 }
 
 // ---------------------------------------------------------------------------
@@ -470,6 +518,24 @@ constexpr double kNicEfficiency = 0.94;
 // turned into achievable ones with the efficiencies above). Latencies and the
 // all-to-all efficiency default to the NVSwitch presets' (dgx-h100), so the
 // same hardware as a preset and as this form is priced alike.
+// nvls_GBps: optional, 0 or a bus bandwidth, only on an NVSwitch fabric;
+// collective_model: "nccl" or "alpha_beta".
+Status ReadNvls(ObjectReader* r, ClusterSpec* c) {
+  PT_RETURN_IF_ERROR(r->OptString("collective_model", &c->collective_model));
+  if (c->collective_model != "nccl" && c->collective_model != "alpha_beta") {
+    return r->Error("collective_model",
+                    "must be \"nccl\" (NCCL's tuner tables, the default) or \"alpha_beta\" "
+                    "(t = alpha * p + bus bytes / busbw with the cluster's alphas)");
+  }
+  PT_RETURN_IF_ERROR(r->OptNumber("nvls_GBps", &c->nvls_GBps));
+  PT_RETURN_IF_ERROR(CheckZeroOr(*r, "nvls_GBps", c->nvls_GBps, kMinGBps, kMaxGBps, "GB/s",
+                                 "no NVLink SHARP"));
+  if (c->nvls_GBps > 0 && c->intra_node_fabric != "nvswitch") {
+    return r->Error("nvls_GBps", "needs intra_node_fabric \"nvswitch\" (NVLS reduces in the switch)");
+  }
+  return Status::Ok();
+}
+
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   ClusterSpec c;
   c.name = "custom";
@@ -503,6 +569,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   c.intra_alpha_us = nvswitch.intra_alpha_us;
   c.inter_alpha_us = nvswitch.inter_alpha_us;
   c.alltoall_efficiency = nvswitch.alltoall_efficiency;
+  PT_RETURN_IF_ERROR(ReadNvls(r, &c));
   PT_RETURN_IF_ERROR(r->OptNumber("intra_alpha_us", &c.intra_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
@@ -538,6 +605,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptNumber("intra_node_GBps", &c.intra_node_GBps));
   PT_RETURN_IF_ERROR(CheckZeroOr(*r, "intra_node_GBps", c.intra_node_GBps, kMinGBps, kMaxGBps,
                                  "GB/s", "not stated: mesh and pcie fabrics"));
+  PT_RETURN_IF_ERROR(ReadNvls(r, &c));
   PT_RETURN_IF_ERROR(r->OptNumber("link_efficiency", &c.link_efficiency));
   if (!IsFraction(c.link_efficiency)) return r->Error("link_efficiency", "must be in (0, 1]");
   if (c.intra_node_fabric == "nvswitch") {
@@ -687,7 +755,16 @@ LinkCost Calibrated(const ClusterSpec& c, LinkCost cost) {
   const double f = c.corrections.communication;
   cost.alpha_us *= f;
   cost.busbw_GBps /= f;
+  for (int i = 0; i < cost.options.count; ++i) {
+    cost.options.items[i].latency_us *= f;
+    cost.options.items[i].algbw_GBps /= f;
+  }
   return cost;
+}
+
+double LinkSeconds(const LinkCost& cost, int group_size, double bytes) {
+  if (group_size <= 1) return 0.0;
+  return FastestSeconds(cost.options, bytes);
 }
 
 LinkCost GroupCost(const ClusterSpec& c, Collective coll, int stride, int group_size) {
@@ -698,7 +775,7 @@ LinkCost GroupCost(const ClusterSpec& c, Collective coll, int stride, int group_
 double CollectiveSeconds(const ClusterSpec& c, Collective coll, int stride, int group_size,
                          double bytes) {
   if (group_size <= 1) return 0.0;
-  return Seconds(GroupCost(c, coll, stride, group_size), coll, group_size, bytes);
+  return LinkSeconds(GroupCost(c, coll, stride, group_size), group_size, bytes);
 }
 
 GroupCostTable::GroupCostTable(const ClusterSpec& c, int total_gpus) : total_gpus_(total_gpus) {
@@ -727,7 +804,7 @@ GroupCostTable::GroupCostTable(const ClusterSpec& c, int total_gpus) : total_gpu
       for (size_t zi = 0; zi < nz; ++zi) {
         LinkCost& slot = costs_[(k * ns + si) * nz + zi];
         if (sizes_[zi] <= 1) {
-          slot = LinkCost{Tier::kIntraNode, 0.0, kInf};
+          slot = LinkCost{Tier::kIntraNode, 0.0, kInf, AlgoOptions{}};
         } else {
           slot = Calibrated(c, Cost(m, static_cast<Collective>(k), divisors_[si], sizes_[zi]));
         }
@@ -831,6 +908,8 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
   j["inter_alpha_us"] = c.inter_alpha_us;
   j["alltoall_efficiency"] = c.alltoall_efficiency;
   if (c.allreduce_nic_efficiency > 0) j["allreduce_nic_efficiency"] = c.allreduce_nic_efficiency;
+  if (c.nvls_GBps > 0) j["nvls_GBps"] = c.nvls_GBps;
+  if (c.collective_model != "nccl") j["collective_model"] = c.collective_model;
   j["network"] = c.network;
   if (c.host_memory_GiB > 0) j["host_memory_GiB"] = c.host_memory_GiB;
   if (c.host_memory_GBps > 0) j["host_memory_GBps"] = c.host_memory_GBps;

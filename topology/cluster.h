@@ -15,24 +15,10 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "topology/collective_algorithms.h"
 #include "topology/gpu.h"
 
 namespace paratune::topology {
-
-enum class Collective : uint8_t {
-  kAllReduce = 0,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,
-  kSendRecv
-};
-inline constexpr int kNumCollectives = 5;
-// "all_reduce" | "all_gather" | "reduce_scatter" | "alltoall" | "sendrecv" (nccl-tests names).
-const char* CollectiveName(Collective c);
-Result<Collective> ParseCollective(const std::string& name);
-// nccl-tests busbw factor: bus bytes per GPU = factor × buffer bytes.
-// all_reduce 2(p-1)/p; all_gather, reduce_scatter, alltoall (p-1)/p; sendrecv 1.
-double BusFactor(Collective c, int group_size);
 
 enum class Tier : uint8_t { kIntraNode = 0, kInterNode };
 const char* TierName(Tier t);  // "intra_node" | "inter_node"
@@ -86,17 +72,31 @@ struct ClusterSpec {
   // must fit a node (stride·group_size divides gpus_per_node). Not used for
   // sendrecv, which takes the per-pair path.
   std::vector<IntraNodeEntry> intra_node_table;
-  double intra_alpha_us = 8;  // latency per rank in the group, intra-node, µs
+  // Latency per rank of a measured α-β fit's kind, intra-node, µs: what a
+  // profile's fit and the fake backend's α-β view use. Presets' collectives
+  // take NCCL's own latency tables (collective_algorithms.h) instead.
+  double intra_alpha_us = 8;
   // Inter-node.
   int nics_per_node = 0;
   double nic_GBps = 0;               // line rate per NIC per direction, GB/s
   double nic_efficiency = 0.94;      // achievable busbw / line rate
-  double inter_alpha_us = 12;        // latency per rank in the group, inter-node, µs
+  double inter_alpha_us = 12;        // as intra_alpha_us, inter-node, µs
   double alltoall_efficiency = 0.6;  // all-to-all busbw relative to ring collectives
   // Inter-node all-reduce busbw / line rate where it was measured apart from
   // the all-gather/reduce-scatter figure above (NCCL picks other algorithms
   // for it: tree, or ring with different channel counts). 0: nic_efficiency.
   double allreduce_nic_efficiency = 0;
+  // How a collective's time is priced: "nccl" (default), NCCL's tuner tables
+  // on the placed group's bandwidth (collective_algorithms.h); "alpha_beta",
+  // t = α·p + busbw factor·N / busbw with intra_alpha_us / inter_alpha_us, for
+  // systems whose α and bus bandwidth were measured in that form (AxoNN's
+  // comm model on Perlmutter and Frontier, axonn-notes §2.3).
+  std::string collective_model = "nccl";
+  // NVLink SHARP (NVLS) all-reduce bus bandwidth inside one NVLink domain,
+  // GB/s, as nccl-tests measures it with NCCL_ALGO=NVLS; 0 = the fabric has no
+  // NVLS (no NVSwitch, or a GPU before Hopper). NCCL then runs NVLS inside a
+  // domain and NVLS-Tree across domains where they beat its rings and trees.
+  double nvls_GBps = 0;
   std::string network = "fat-tree";  // "fat-tree" | "dragonfly" | ...
   // Host (CPU) side of a node, for ZeRO-Offload/Infinity and FPDT's offloaded
   // chunks (docs/model.md "Host memory and offload"). 0 = not stated: the
@@ -158,12 +158,19 @@ struct ClusterSpec {
   double HostLinkGBps() const { return host_link_GBps > 0 ? host_link_GBps : gpu.host_link_GBps; }
 };
 
-// The α-β cost of one collective on one placed group.
+// The cost of one collective on one placed group.
 struct LinkCost {
   Tier tier = Tier::kIntraNode;
-  double alpha_us = 0;    // µs per rank in the group: t = alpha_us·p·1e-6 + bus_bytes/busbw
-  double busbw_GBps = 0;  // bus bandwidth the group gets, GB/s
+  double alpha_us = 0;    // the α-β view: µs per rank (the cluster's α, or a fit's)
+  double busbw_GBps = 0;  // bus bandwidth of a Simple ring on the group, GB/s
+  // What the collective costs: NCCL's algorithms and protocols on this group
+  // (collective_algorithms.h), or the one α-β option of a measured fit.
+  AlgoOptions options;
 };
+
+// Seconds of a collective on `cost`'s group with a buffer of `bytes`: the
+// fastest of its options; 0 when group_size <= 1, +infinity when unreachable.
+double LinkSeconds(const LinkCost& cost, int group_size, double bytes);
 
 // Placement-aware query. A group of `group_size` ranks whose consecutive members
 // are `stride` ranks apart, ranks laid on GPUs in order (rank r on node
@@ -192,8 +199,7 @@ struct LinkCost {
 LinkCost GroupCost(const ClusterSpec& c, Collective coll, int stride, int group_size);
 
 // Seconds for one collective on a placed group with a buffer of `bytes` (the
-// nccl-tests "size": whole buffer): alpha_us·p·1e-6 + BusFactor·bytes/(busbw·1e9).
-// 0 when group_size <= 1; +infinity when the group is unreachable (busbw 0).
+// nccl-tests "size": whole buffer): LinkSeconds of GroupCost.
 double CollectiveSeconds(const ClusterSpec& c, Collective coll, int stride, int group_size,
                          double bytes);
 
@@ -212,15 +218,7 @@ class GroupCostTable {
   // Inline: the search calls it a dozen times per candidate.
   double Seconds(Collective coll, int stride, int size, double bytes) const {
     if (size <= 1) return 0.0;
-    const LinkCost& cost = Get(coll, stride, size);
-    const double p = size;
-    const double factor = coll == Collective::kAllReduce  ? 2.0 * (p - 1) / p
-                          : coll == Collective::kSendRecv ? 1.0
-                                                          : (p - 1) / p;
-    const double latency = cost.alpha_us * p * 1e-6;
-    if (!(bytes > 0)) return latency;
-    if (!(cost.busbw_GBps > 0)) return std::numeric_limits<double>::infinity();
-    return latency + factor * bytes / (cost.busbw_GBps * 1e9);
+    return FastestSeconds(Get(coll, stride, size).options, bytes);
   }
   int total_gpus() const { return total_gpus_; }
 

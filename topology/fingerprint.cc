@@ -126,6 +126,8 @@ std::string CanonicalText(const ClusterSpec& c) {
   AppendField(&s, "alltoall_efficiency", c.alltoall_efficiency);
   // Only when stated, so the other clusters keep their fingerprints.
   if (c.allreduce_nic_efficiency > 0) AppendField(&s, "allreduce_nic_efficiency", c.allreduce_nic_efficiency);
+  if (c.nvls_GBps > 0) AppendField(&s, "nvls_GBps", c.nvls_GBps);
+  if (c.collective_model != "nccl") AppendField(&s, "collective_model", c.collective_model);
   AppendField(&s, "network", c.network);
   // Host fields only when stated, so clusters without them keep their
   // fingerprints from before the fields existed.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -479,11 +480,15 @@ TEST(GroupCostTest, NvlinkDomainSpansTrays) {
   // An expert-parallel group strided over the tensor group stays in the rack too.
   EXPECT_EQ(GroupCost(nvl, Collective::kAllToAll, 4, 16).tier, Tier::kIntraNode);
   // A group that needs more than one rack (144 GPUs, or 16 at stride 8 = 128
-  // GPUs) is priced at the trays' NICs: 4 x 50 GB/s x 0.94 per tray.
+  // GPUs) leaves it through the rack's NICs, shared by the group instances laid
+  // on the rack (OCI's 2-rack GB200 all-reduce keeps 800 of one rack's 890 GB/s
+  // busbw, shared/calibration/nccl_tables.json): 18 trays x 4 x 50 GB/s x 0.94
+  // over min(stride, 72), capped by the NVLink figure.
+  const double rack = 18 * 4 * 50 * 0.94;
   for (auto [stride, size] : {std::pair{1, 144}, {8, 16}}) {
     const LinkCost across = GroupCost(nvl, Collective::kAllGather, stride, size);
     EXPECT_EQ(across.tier, Tier::kInterNode) << stride << "x" << size;
-    EXPECT_LE(across.busbw_GBps, 4 * 50 * 0.94 + 1e-9) << stride << "x" << size;
+    EXPECT_NEAR(across.busbw_GBps, std::min(rack / stride, 740.0), 1e-9) << stride << "x" << size;
   }
   // The GB300 rack keeps the domain and has 800 Gb/s NICs.
   EXPECT_EQ(MustCluster("gb300-nvl72").DomainGpus(), 72);
@@ -574,7 +579,15 @@ TEST(GroupCostTest, AllToAllEfficiency) {
     for (int stride : {1, 2, c.gpus_per_node, 2 * c.gpus_per_node}) {
       const LinkCost ag = GroupCost(c, Collective::kAllGather, stride, 4);
       const LinkCost a2a = GroupCost(c, Collective::kAllToAll, stride, 4);
-      EXPECT_NEAR(a2a.busbw_GBps, ag.busbw_GBps * c.alltoall_efficiency, 1e-9) << name;
+      if (a2a.tier == Tier::kIntraNode) {
+        EXPECT_NEAR(a2a.busbw_GBps, ag.busbw_GBps * c.alltoall_efficiency, 1e-9) << name;
+      } else {
+        // Across nodes each GPU pushes its own bytes through its NIC share:
+        // never more than the ring gets (collective_algorithms_test checks
+        // the published figures).
+        EXPECT_LE(a2a.busbw_GBps, ag.busbw_GBps + 1e-9) << name << " stride " << stride;
+        EXPECT_GT(a2a.busbw_GBps, 0) << name;
+      }
     }
   }
 }
