@@ -7,9 +7,11 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/validate_collectives.h"
 #include "cli/validate_memory.h"
 #include "common/median.h"
 #include "common/strings.h"
+#include "validation/collective_tables.h"
 #include "validation/fit.h"
 #include "validation/goodput_checks.h"
 #include "validation/memory_runs.h"
@@ -24,7 +26,7 @@ constexpr const char* kHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--holdout source|model|gpu|release|gpu-count|seq|framework|generation]
                          [--axes] [--picks] [--seeds] [--memory FILE] [--goodput FILE]
-                         [--format table|json]
+                         [--collectives FILE] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -110,6 +112,19 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       one `plan --tokens` uses), whether it lies within the
                       published precision, and what was assumed where the
                       source is silent (json: schema paratune.goodput_checks/v1)
+  --collectives FILE  measured collective tables (shared/calibration/nccl_tables.json:
+                      nccl-tests and rccl-tests printouts, A100 to GB300 and
+                      MI300X/MI355X, 4 to 192 ranks; also recognised when given
+                      as --calibration): every row's size priced on the
+                      table's system (its GPU's cluster preset with the
+                      table's nodes and NICs, NCCL_ALGO where the table forced
+                      one) by NCCL's tuner model, predicted vs measured time
+                      per table with the algorithms the tuner runs, then per
+                      system, collective, rank count and message size the
+                      median |error|, median signed error and p90, and the
+                      tables not asked with the reason (DeepEP kernels, prose
+                      summaries, TCP-socket transports)
+                      (json: schema paratune.collective_validation/v1, every row)
   --format F          table (default) | json (schema paratune.validation/v1)
 
 exit codes: 0 ok (also when a seed or goodput figure is not reproduced: the
@@ -666,7 +681,7 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
 
 int RunValidate(const Args& args, Io io) {
   Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory",
-               "--goodput"},
+               "--goodput", "--collectives"},
               {"--help", "--seeds", "--picks", "--axes"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
@@ -685,15 +700,35 @@ int RunValidate(const Args& args, Io io) {
     return PrintSeeds(format, io);
   }
   if (auto goodput_path = flags.Get("--goodput")) {
-    if (cal_path || runs_path || flags.Has("--memory")) {
+    if (cal_path || runs_path || flags.Has("--memory") || flags.Has("--collectives")) {
       return UsageError(io, "validate",
                         Status::InvalidArgument(
-                            "--goodput runs on its own (not with --calibration, --runs or "
-                            "--memory)"));
+                            "--goodput runs on its own (not with --calibration, --runs, "
+                            "--memory or --collectives)"));
     }
     auto doc = LoadJsonArg(*goodput_path, "--goodput", io.in);
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
     return PrintGoodputChecks(*doc, format, io);
+  }
+  // Measured collective tables: --collectives, or nccl_tables.json given as --calibration.
+  auto collectives_path = flags.Get("--collectives");
+  if (collectives_path || (cal_path && !flags.Has("--memory"))) {
+    auto doc = LoadJsonArg(collectives_path ? *collectives_path : *cal_path,
+                           collectives_path ? "--collectives" : "--calibration", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    if (collectives_path || planner::IsCollectiveTablesDocument(*doc)) {
+      if (runs_path || flags.Has("--memory") || (collectives_path && cal_path)) {
+        return UsageError(io, "validate",
+                          Status::InvalidArgument("--collectives runs on its own (not with "
+                                                  "--calibration, --runs or --memory)"));
+      }
+      if (!planner::IsCollectiveTablesDocument(*doc)) {
+        return UsageError(io, "validate",
+                          Status::InvalidArgument("--collectives: not a nccl_tables.json document "
+                                                  "(tables with collective, total_ranks, rows)"));
+      }
+      return RunValidateCollectives(*doc, format, io);
+    }
   }
   // Measured peak memory: --memory, or memory_runs.json given as --calibration.
   auto memory_path = flags.Get("--memory");
@@ -715,7 +750,7 @@ int RunValidate(const Args& args, Io io) {
   }
   if (!cal_path && !runs_path) {
     return UsageError(io, "validate",
-                      Status::InvalidArgument("--calibration, --runs, --memory or --seeds is required"));
+                      Status::InvalidArgument("--calibration, --runs, --memory, --collectives or --seeds is required"));
   }
   auto loaded = LoadRuns(flags, io.in);
   if (!loaded.ok()) return UsageError(io, "validate", loaded.status());

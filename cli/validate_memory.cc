@@ -15,9 +15,7 @@
 #include "validation/memory_runs.h"
 
 namespace paratune::cli {
-namespace {
-
-OrderedJson StatsJson(const planner::MemoryErrorStats& s) {
+OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s) {
   OrderedJson j;
   j["rows"] = s.rows;
   j["median_abs_error"] = s.median_abs;
@@ -25,6 +23,8 @@ OrderedJson StatsJson(const planner::MemoryErrorStats& s) {
   j["p90_abs_error"] = s.p90_abs;
   return j;
 }
+
+namespace {
 
 std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
 
@@ -117,16 +117,16 @@ int RunValidateMemory(const Json& doc, const std::string& format, Io io) {
     }
   }
   OrderedJson frameworks = OrderedJson::object();
-  for (const auto& [fw, errs] : by_framework) frameworks[fw] = StatsJson(planner::MemoryStats(errs));
+  for (const auto& [fw, errs] : by_framework) frameworks[fw] = ErrorStatsJson(planner::MemoryStats(errs));
   const planner::MemoryErrorStats overall = planner::MemoryStats(all);
   out["per_framework"] = frameworks;
-  out["overall"] = StatsJson(overall);
+  out["overall"] = ErrorStatsJson(overall);
   // Every memory term comes from framework sources and the allocator factor
   // from the framework presets: nothing is fitted to these rows, so a
   // framework's held-out error is its in-sample error.
   out["fitted_constants"] = OrderedJson::array();
   OrderedJson lofo = OrderedJson::object();
-  for (const auto& [fw, errs] : by_framework) lofo[fw] = StatsJson(planner::MemoryStats(errs));
+  for (const auto& [fw, errs] : by_framework) lofo[fw] = ErrorStatsJson(planner::MemoryStats(errs));
   out["leave_one_framework_out"] = lofo;
   out["ran_predicted_not_to_fit"] = ran_not_fit;
   out["oom_rows"] = oom_rows;

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "common/json.h"
+#include "validation/memory_runs.h"
 
 namespace paratune::cli {
 
@@ -13,5 +14,9 @@ namespace paratune::cli {
 // per framework and overall (format "table" or "json":
 // paratune.memory_validation/v1).
 int RunValidateMemory(const Json& doc, const std::string& format, Io io);
+
+// {rows, median_abs_error, median_signed_error, p90_abs_error}: a group of
+// rows' error figures as the validation documents write them.
+OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s);
 
 }  // namespace paratune::cli

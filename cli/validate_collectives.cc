@@ -1,0 +1,177 @@
+// `paratune validate --collectives FILE`: predicted vs measured collective
+// times of shared/calibration/nccl_tables.json (validation/collective_tables.h).
+#include "cli/validate_collectives.h"
+
+#include <iomanip>
+#include <map>
+#include <ostream>
+
+#include "cli/common.h"
+#include "cli/validate_memory.h"
+#include "common/strings.h"
+#include "validation/collective_tables.h"
+#include "validation/memory_runs.h"
+
+namespace paratune::cli {
+namespace {
+
+using planner::MemoryErrorStats;
+using planner::MemoryStats;
+
+std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
+
+void PrintStats(std::ostream& out, const std::string& name, const MemoryErrorStats& s) {
+  out << "  " << std::left << std::setw(34) << name.substr(0, 33) << std::right << std::setw(6)
+      << s.rows << std::setw(16) << Pct(s.median_abs) << std::setw(16) << Pct(s.median_signed)
+      << std::setw(12) << Pct(s.p90_abs) << "\n";
+}
+
+void PrintGroup(std::ostream& out, const std::string& title,
+                const std::map<std::string, std::vector<double>>& groups) {
+  out << "\n" << title << ":\n  " << std::left << std::setw(34) << "" << std::right << std::setw(6)
+      << "rows" << std::setw(16) << "median |error|" << std::setw(16) << "median signed"
+      << std::setw(12) << "p90 |error|" << "\n";
+  for (const auto& [name, errs] : groups) PrintStats(out, name, MemoryStats(errs));
+}
+
+OrderedJson GroupJson(const std::map<std::string, std::vector<double>>& groups) {
+  OrderedJson j = OrderedJson::object();
+  for (const auto& [name, errs] : groups) j[name] = ErrorStatsJson(MemoryStats(errs));
+  return j;
+}
+
+// Axes the error is read along: the rank count's decade and the message size.
+std::string RankDecade(int ranks) {
+  return ranks < 10 ? "2-9 ranks" : ranks < 100 ? "10-99 ranks" : "100+ ranks";
+}
+std::string SizeClass(double bytes) {
+  return bytes < 65536 ? "< 64 KiB (latency)" : bytes < 256.0 * (1 << 20) ? "64 KiB - 256 MiB"
+                                                                          : ">= 256 MiB (bandwidth)";
+}
+
+// "ring/LL -> nvls" for the algorithms a table's rows ran, in size order.
+std::string AlgorithmsRun(const std::vector<planner::CollectiveRowCheck>& checks) {
+  std::string out, last;
+  for (const planner::CollectiveRowCheck& c : checks) {
+    std::string name = topology::AlgorithmName(c.algorithm);
+    if (c.algorithm == topology::Algorithm::kRing || c.algorithm == topology::Algorithm::kTree) {
+      name += std::string("/") + topology::ProtocolName(c.protocol);
+    }
+    if (name == last) continue;
+    out += (out.empty() ? "" : " > ") + name;
+    last = name;
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
+  auto tables = planner::CollectiveTablesFromCalibration(doc);
+  if (!tables.ok()) return UsageError(io, "validate", tables.status());
+  const bool table_format = format == "table";
+  OrderedJson out;
+  out["schema"] = "paratune.collective_validation/v1";
+  out["tables"] = OrderedJson::array();
+  std::map<std::string, std::vector<double>> by_system, by_collective, by_ranks, by_size;
+  std::vector<double> all, table_medians;
+  if (table_format) {
+    io.out << std::left << std::setw(42) << "table" << std::setw(14) << "collective" << std::right
+           << std::setw(6) << "ranks" << std::setw(6) << "rows" << std::setw(10) << "median"
+           << std::setw(10) << "signed" << std::setw(9) << "p90" << "  algorithms NCCL's tuner runs\n";
+  }
+  for (const planner::CollectiveTable& t : tables->tables) {
+    std::vector<double> errors;
+    std::vector<planner::CollectiveRowCheck> checks;
+    OrderedJson rows = OrderedJson::array();
+    for (const planner::CollectiveRow& row : t.rows) {
+      const planner::CollectiveRowCheck c = planner::CheckCollectiveRow(t, row);
+      checks.push_back(c);
+      errors.push_back(c.error);
+      by_size[SizeClass(row.size_bytes)].push_back(c.error);
+      OrderedJson r;
+      r["size_bytes"] = row.size_bytes;
+      r["measured_us"] = row.measured_us;
+      r["measured_from"] = row.from;
+      r["predicted_us"] = c.predicted_us;
+      r["error"] = c.error;
+      r["algorithm"] = topology::AlgorithmName(c.algorithm);
+      r["protocol"] = topology::ProtocolName(c.protocol);
+      rows.push_back(r);
+    }
+    const MemoryErrorStats s = MemoryStats(errors);
+    all.insert(all.end(), errors.begin(), errors.end());
+    table_medians.push_back(s.median_abs);
+    auto& sys = by_system[t.system];
+    sys.insert(sys.end(), errors.begin(), errors.end());
+    auto& col = by_collective[topology::CollectiveName(t.collective)];
+    col.insert(col.end(), errors.begin(), errors.end());
+    auto& rk = by_ranks[RankDecade(t.ranks)];
+    rk.insert(rk.end(), errors.begin(), errors.end());
+    OrderedJson j;
+    j["id"] = t.id;
+    j["system"] = t.system;
+    j["collective"] = topology::CollectiveName(t.collective);
+    j["ranks"] = t.ranks;
+    j["nodes"] = t.nodes;
+    j["trust"] = t.trust;
+    j["algorithms"] = AlgorithmsRun(checks);
+    j["forced_algorithm"] = t.allowed != topology::kAnyAlgorithm;
+    j["stats"] = ErrorStatsJson(s);
+    j["assumed"] = t.assumed;
+    j["source"] = t.source;
+    j["rows"] = rows;
+    out["tables"].push_back(j);
+    if (table_format) {
+      io.out << std::left << std::setw(42) << t.id.substr(0, 41) << std::setw(14)
+             << topology::CollectiveName(t.collective) << std::right << std::setw(6) << t.ranks
+             << std::setw(6) << s.rows << std::setw(10) << Pct(s.median_abs) << std::setw(10)
+             << Pct(s.median_signed) << std::setw(9) << Pct(s.p90_abs) << "  "
+             << AlgorithmsRun(checks) << (t.allowed != topology::kAnyAlgorithm ? " (forced)" : "")
+             << "\n";
+    }
+  }
+  const MemoryErrorStats overall = MemoryStats(all);
+  out["per_system"] = GroupJson(by_system);
+  out["per_collective"] = GroupJson(by_collective);
+  out["per_rank_decade"] = GroupJson(by_ranks);
+  out["per_size"] = GroupJson(by_size);
+  out["overall"] = ErrorStatsJson(overall);
+  out["median_of_table_medians"] = MemoryStats(table_medians).median_signed;
+  // Every constant comes from NCCL's source or from a cluster preset's cited
+  // measurement outside this file: nothing is fitted to these rows, so a
+  // system held out is predicted as in-sample.
+  out["fitted_constants"] = OrderedJson::array();
+  out["leave_one_system_out"] = GroupJson(by_system);
+  OrderedJson skipped = OrderedJson::array();
+  int skipped_rows = 0;
+  for (const planner::SkippedCollectives& sk : tables->skipped) {
+    OrderedJson j;
+    j["id"] = sk.id;
+    j["rows"] = sk.rows;
+    j["why"] = sk.why;
+    skipped.push_back(j);
+    skipped_rows += sk.rows;
+  }
+  out["not_asked"] = skipped;
+  if (!table_format) {
+    io.out << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  PrintGroup(io.out, "per system (GPU @ publisher; held out = in-sample: nothing is fitted to this file)",
+             by_system);
+  PrintGroup(io.out, "per collective", by_collective);
+  PrintGroup(io.out, "per rank count", by_ranks);
+  PrintGroup(io.out, "per message size", by_size);
+  io.out << "\n";
+  PrintStats(io.out, "all rows (predicted / measured - 1)", overall);
+  io.out << "median of the tables' medians: " << Pct(MemoryStats(table_medians).median_signed)
+         << "\n\nnot asked (" << skipped_rows << " rows):\n";
+  for (const planner::SkippedCollectives& sk : tables->skipped) {
+    io.out << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
+           << sk.rows << "  " << sk.why << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,56 @@
+// `paratune validate --collectives` (docs/cli.md, Validation): the tables,
+// the groupings and the documented JSON keys, and its refusals.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/json.h"
+#include "tests/cli/call.h"
+
+namespace paratune::cli {
+namespace {
+
+std::string TablesFile() {
+  return std::string(PARATUNE_SHARED_DIR) + "/calibration/nccl_tables.json";
+}
+
+TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
+  if (!ReadFileToString(TablesFile()).ok()) GTEST_SKIP() << "no nccl_tables.json";
+  const Outcome t = Call(RunValidate, {"--collectives", TablesFile()});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  for (const char* line : {"azure-ndv5-h100-1node-ar-nvls", "nvls (forced)", "per system",
+                           "per collective", "per rank count", "per message size", "not asked",
+                           "NCCL's TCP-socket transport"}) {
+    EXPECT_NE(t.out.find(line), std::string::npos) << line << "\n" << t.out;
+  }
+  const Outcome j = Call(RunValidate, {"--collectives", TablesFile(), "--format", "json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const Json doc = Json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v1");
+  for (const char* k : {"tables", "per_system", "per_collective", "per_rank_decade", "per_size",
+                        "overall", "fitted_constants", "leave_one_system_out", "not_asked"}) {
+    EXPECT_TRUE(doc.contains(k)) << k;
+  }
+  ASSERT_FALSE(doc["tables"].empty());
+  const Json& row = doc["tables"][0]["rows"][0];
+  for (const char* k : {"size_bytes", "measured_us", "measured_from", "predicted_us", "error",
+                        "algorithm", "protocol"}) {
+    EXPECT_TRUE(row.contains(k)) << k;
+  }
+  EXPECT_TRUE(doc["fitted_constants"].empty());
+}
+
+TEST(ValidateCollectives, RefusesOtherFilesAndCombinations) {
+  const std::string goodput = std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json";
+  const Outcome wrong = Call(RunValidate, {"--collectives", goodput});
+  EXPECT_EQ(wrong.code, kExitUsage);
+  EXPECT_NE(wrong.err.find("not a nccl_tables.json document"), std::string::npos) << wrong.err;
+  EXPECT_EQ(Call(RunValidate, {"--collectives", goodput, "--runs", goodput}).code, kExitUsage);
+  EXPECT_EQ(Call(RunValidate, {"--collectives", "/nonexistent/tables.json"}).code, kExitUsage);
+}
+
+}  // namespace
+}  // namespace paratune::cli

@@ -1,0 +1,220 @@
+// shared/calibration/nccl_tables.json as questions to the collective model
+// (validation/collective_tables.h; docs/model.md "Collective validation").
+#include "validation/collective_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "common/strings.h"
+#include "validation/row_fields.h"
+
+namespace paratune::planner {
+namespace {
+
+using row_fields::Num;
+using row_fields::Str;
+using topology::Algorithm;
+using topology::Collective;
+
+bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// The cluster preset of a table's GPU ("" when none).
+std::string PresetOf(const std::string& gpu, const std::string& detail) {
+  if (gpu == "A100") return Contains(detail, "40GB") ? "dgx-a100-40gb" : "dgx-a100-80gb";
+  if (gpu == "H100") return "dgx-h100";
+  if (gpu == "H200") return "dgx-h200";
+  if (gpu == "H800") return "hgx-h800";
+  if (gpu == "B200") return "dgx-b200";
+  if (gpu == "B300") return "dgx-b300";
+  if (gpu == "GB200") return "gb200-nvl72";
+  if (gpu == "GB300") return "gb300-nvl72";
+  if (gpu == "MI300X") return "mi300x";
+  if (gpu == "MI355X") return "mi355x";
+  return "";
+}
+
+// Why a table is not asked about, or "" when it is.
+std::string SkipReason(const Json& t, const std::string& preset) {
+  const std::string kind = Str(t, "kind");
+  if (kind == "ep_kernel_benchmark" || Str(t, "collective") == "alltoall_ep") {
+    return "DeepEP/HybridEP dispatch and combine kernels, not an NCCL collective";
+  }
+  if (kind != "nccl_tests_table") return "a prose summary (" + kind + "), not a measured table";
+  const std::string net = Str(t, "inter_network");
+  if (Contains(net, "TCP sockets") || Contains(net, "plain TCP") || Contains(net, "TCP over")) {
+    return "NCCL's TCP-socket transport (no RDMA): the model prices RDMA and NVLink fabrics";
+  }
+  if (preset.empty()) return "no cluster preset for GPU '" + Str(t, "gpu") + "'";
+  return "";
+}
+
+// The publisher of a table's source: the repository owner.
+std::string Publisher(const Json& t) {
+  const Json& src = t.contains("source") ? t["source"] : Json();
+  const std::string repo = Str(src, "repo");
+  const size_t slash = repo.find('/');
+  return slash == std::string::npos ? repo : repo.substr(0, slash);
+}
+
+// NCCL_ALGO as the table states it: NVLS, Ring, or any.
+topology::AlgorithmMask ForcedAlgorithms(const Json& t) {
+  const std::string text = Str(t, "sharp_nvls") + " " + Str(t, "algo") + " " +
+                           (t.contains("inferred") ? t["inferred"].dump() : "");
+  if (Contains(text, "NCCL_ALGO=NVLS")) {
+    return topology::MaskOf(Algorithm::kNvls) | topology::MaskOf(Algorithm::kNvlsTree);
+  }
+  if (Contains(text, "no (Ring)") || Str(t, "algo") == "Ring" || Contains(text, "NCCL_ALGO=Ring")) {
+    return topology::MaskOf(Algorithm::kRing);
+  }
+  return topology::kAnyAlgorithm;
+}
+
+// "8 x 400 Gb/s" in the network text: NICs per node and GB/s per NIC.
+bool ParseNics(const std::string& text, int* nics, double* GBps) {
+  static const std::regex kNics(R"((\d+)\s*x\s*(\d+)\s*Gb/s)");
+  std::smatch m;
+  if (!std::regex_search(text, m, kNics)) return false;
+  *nics = std::stoi(m[1].str());
+  *GBps = std::stod(m[2].str()) / 8.0;
+  return *nics > 0 && *nics <= 64 && *GBps > 0;
+}
+
+// A row's time: the faster of its out-of-place and in-place times (a warm-up
+// outlier in one column does not count), else the time its bus bandwidth
+// implies when printed to three significant digits. False when neither.
+bool RowTime(const Json& r, Collective coll, int ranks, CollectiveRow* out) {
+  out->size_bytes = Num(r, "size_bytes", 0);
+  if (!(out->size_bytes > 0)) return false;
+  const double oop = Num(r, "oop_time_us", 0), ip = Num(r, "ip_time_us", 0);
+  if (oop > 0 || ip > 0) {
+    const bool use_ip = ip > 0 && (!(oop > 0) || ip < oop);
+    out->measured_us = use_ip ? ip : oop;
+    out->from = use_ip ? "ip_time_us" : "oop_time_us";
+    return true;
+  }
+  for (const char* key : {"ip_busbw_GBps", "oop_busbw_GBps", "busbw_GBps_placement_unstated"}) {
+    const double busbw = Num(r, key, 0);
+    if (busbw >= 1.0) {
+      out->measured_us = topology::BusFactor(coll, ranks) * out->size_bytes / (busbw * 1e3);
+      out->from = key;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The table's system: the GPU's preset with its nodes and NICs.
+Result<topology::ClusterSpec> TableCluster(const Json& t, const std::string& preset,
+                                           std::vector<std::string>* assumed) {
+  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, topology::ClusterPreset(preset));
+  const int gpn = std::clamp(static_cast<int>(Num(t, "gpus_per_node", c.gpus_per_node)), 1, 64);
+  if (gpn != c.gpus_per_node) {
+    c.gpus_per_node = gpn;
+    if (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % gpn != 0) c.nvlink_domain_gpus = 0;
+  }
+  const int nodes = static_cast<int>(Num(t, "num_nodes", 1));
+  int nics = 0;
+  double nic_GBps = 0;
+  if (ParseNics(Str(t, "inter_network"), &nics, &nic_GBps)) {
+    c.nics_per_node = nics;
+    c.nic_GBps = nic_GBps;
+  } else if (nodes > 1 && c.DomainGpus() < static_cast<int>(Num(t, "total_ranks", 0))) {
+    assumed->push_back("NICs not stated: the preset's " + std::to_string(c.nics_per_node) + " x " +
+                       FormatFixed(c.nic_GBps * 8, 0) + " Gb/s per node");
+  }
+  c.name = preset + " (" + Str(t, "id") + ")";
+  return c;
+}
+
+}  // namespace
+
+bool IsCollectiveTablesDocument(const Json& doc) {
+  if (!doc.is_array() || doc.empty()) return false;
+  for (const Json& t : doc) {
+    if (!t.is_object() || !t.contains("collective") || !t.contains("total_ranks") ||
+        !t.contains("rows") || !t["rows"].is_array()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
+  if (!IsCollectiveTablesDocument(doc)) {
+    return Status::InvalidArgument(
+        "not a collective-tables document: an array of tables with collective, total_ranks and "
+        "rows (shared/calibration/nccl_tables.json)");
+  }
+  CollectiveTables out;
+  for (const Json& t : doc) {
+    const std::string id = Str(t, "id", "?");
+    const int n_rows = static_cast<int>(t["rows"].size());
+    const std::string preset = PresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
+    if (std::string why = SkipReason(t, preset); !why.empty()) {
+      out.skipped.push_back({id, n_rows, why});
+      continue;
+    }
+    auto coll = topology::ParseCollective(Str(t, "collective"));
+    const double ranks = Num(t, "total_ranks", 0);
+    if (!coll.ok() || !(ranks >= 2 && ranks <= 1 << 20)) {
+      out.skipped.push_back({id, n_rows, "collective or total_ranks not usable"});
+      continue;
+    }
+    CollectiveTable table;
+    table.id = id;
+    table.system = Str(t, "gpu") + " @ " + Publisher(t);
+    table.source = t.contains("source") ? Str(t["source"], "url") : "";
+    table.trust = Str(t, "trust");
+    table.collective = *coll;
+    table.ranks = static_cast<int>(ranks);
+    table.nodes = std::max(1, static_cast<int>(Num(t, "num_nodes", 1)));
+    auto cluster = TableCluster(t, preset, &table.assumed);
+    if (!cluster.ok()) return cluster.status().WithContext(id);
+    table.cluster = std::move(*cluster);
+    table.allowed = ForcedAlgorithms(t);
+    int unusable = 0;
+    for (const Json& r : t["rows"]) {
+      CollectiveRow row;
+      if (RowTime(r, table.collective, table.ranks, &row)) {
+        table.rows.push_back(row);
+      } else {
+        ++unusable;
+      }
+    }
+    if (unusable > 0) {
+      out.skipped.push_back({id, unusable,
+                             "rows with no time and a bus bandwidth printed below 1 GB/s (two "
+                             "decimals leave it unknown to more than 1 %)"});
+    }
+    if (table.rows.empty()) continue;
+    // A forced algorithm the system cannot run (NVLS on a GPU without it):
+    // NCCL falls back to its own choice.
+    const topology::LinkCost cost =
+        topology::GroupCost(table.cluster, table.collective, 1, table.ranks);
+    const topology::AlgoOption* chosen = nullptr;
+    topology::FastestSeconds(cost.options, table.rows.front().size_bytes, table.allowed, &chosen);
+    if (chosen == nullptr && table.allowed != topology::kAnyAlgorithm) {
+      table.assumed.push_back("the forced algorithm is not available on this system: NCCL's choice");
+      table.allowed = topology::kAnyAlgorithm;
+    }
+    out.tables.push_back(std::move(table));
+  }
+  return out;
+}
+
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row) {
+  const topology::LinkCost cost = topology::GroupCost(table.cluster, table.collective, 1, table.ranks);
+  const topology::AlgoOption* chosen = nullptr;
+  const double seconds = topology::FastestSeconds(cost.options, row.size_bytes, table.allowed, &chosen);
+  CollectiveRowCheck check;
+  check.predicted_us = seconds * 1e6;
+  check.error = row.measured_us > 0 ? check.predicted_us / row.measured_us - 1.0 : 0.0;
+  if (chosen != nullptr) {
+    check.algorithm = chosen->algorithm;
+    check.protocol = chosen->protocol;
+  }
+  return check;
+}
+
+}  // namespace paratune::planner

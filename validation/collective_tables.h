@@ -1,0 +1,76 @@
+// validation/collective_tables.h: measured collective tables (nccl-tests and
+// rccl-tests printouts, shared/calibration/nccl_tables.json; schema in
+// nccl_tables.md beside it) as questions to the collective model
+// (topology/collective_algorithms.h): each row's size on the table's system,
+// predicted vs measured time (`paratune validate --collectives`, docs/model.md
+// "Collective validation").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+
+struct CollectiveRow {
+  double size_bytes = 0;   // the nccl-tests size: the whole buffer
+  double measured_us = 0;  // the row's time
+  std::string from;        // the column it came from: oop_time_us, ip_time_us or a busbw column
+};
+
+struct CollectiveTable {
+  std::string id;
+  std::string system;  // the held-out unit: "<GPU> @ <publisher>", e.g. "H100 @ aws-samples"
+  std::string source;  // URL of the printout
+  std::string trust;   // A / B / C as nccl_tables.md grades them
+  topology::ClusterSpec cluster;  // the GPU's preset with the table's node and NIC facts
+  topology::Collective collective = topology::Collective::kAllReduce;
+  int ranks = 0;
+  int nodes = 0;
+  // NCCL_ALGO as the table forced it (kAnyAlgorithm when not forced).
+  topology::AlgorithmMask allowed = topology::kAnyAlgorithm;
+  std::vector<CollectiveRow> rows;
+  std::vector<std::string> assumed;  // facts the table leaves open, and what was used
+};
+
+// A table or row the model is not asked about, and why (never dropped silently).
+struct SkippedCollectives {
+  std::string id;
+  int rows = 0;
+  std::string why;
+};
+
+struct CollectiveTables {
+  std::vector<CollectiveTable> tables;
+  std::vector<SkippedCollectives> skipped;
+};
+
+// Whether `doc` is nccl_tables.json: an array of tables with `collective`,
+// `total_ranks` and `rows`.
+bool IsCollectiveTablesDocument(const Json& doc);
+
+// Converts every nccl-tests table. Mapping (docs/model.md "Collective
+// validation"): the cluster preset of the table's GPU; gpus_per_node from the
+// table; NICs per node and their line rate from `inter_network` where it
+// states "N x R Gb/s" (else the preset's, listed in `assumed`); NCCL_ALGO
+// from `sharp_nvls`, `algo` or the inferred notes. A row's time is its
+// out-of-place time, else its in-place time, else the time its bus bandwidth
+// implies when that figure has three significant digits (≥ 1 GB/s as printed
+// with two decimals). Skipped with the reason: DeepEP/HybridEP kernel tables
+// and prose summaries (not NCCL collectives), TCP-socket transports (the model
+// prices RDMA and NVLink fabrics), GPUs without a preset.
+Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc);
+
+// One row predicted on its table's system.
+struct CollectiveRowCheck {
+  double predicted_us = 0;
+  double error = 0;  // predicted / measured − 1
+  topology::Algorithm algorithm = topology::Algorithm::kRing;
+  topology::Protocol protocol = topology::Protocol::kSimple;
+};
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row);
+
+}  // namespace paratune::planner
