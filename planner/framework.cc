@@ -189,6 +189,7 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
     return r.Error("forward_allreduce_chunks", "must be in [1, 64]");
   }
   for (auto [key, field] : {std::pair{"z_weight_cache", &c.z_weight_cache},
+                            {"z_per_linear", &c.z_per_linear},
                             {"z_reduce_in_param_dtype", &c.z_reduce_in_param_dtype},
                             {"sharded_params_are_master", &c.sharded_params_are_master},
                             {"selective_per_op", &c.selective_per_op},

@@ -157,6 +157,12 @@ struct FrameworkCosts {
   // (and the recompute) for as many layers as GPU memory leaves room for, so
   // those layers gather once per micro-batch instead of two or three times.
   double z_weight_cache = 0.0;
+  // 1: the Z weights are gathered and their gradients reduce-scattered per
+  // linear layer, each Linear its own collective (AxoNN's Linear,
+  // axonn-notes §1.3); 0: one all-gather and one reduce-scatter per
+  // transformer block (FSDP's unit: each block is its own fully_shard /
+  // FSDP-wrapped module, torchtitan fsdp.py:267-366 @b5bcd76).
+  double z_per_linear = 0.0;
   // 1: the Z reduce-scatter moves weight gradients in the parameter dtype
   // (bf16 weight.grad, accumulated into fp32 main gradients after it); 0: in
   // the main-gradient dtype (FSDP's reduce_dtype = fp32).

@@ -34,6 +34,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // gx = 1 case: 2 all-reduces of b·s·h forward and 2 backward per layer).
   const double kn[4][2] = {{h, attn_qkv_n_}, {attn_proj_k_, h}, {h, f * g}, {f, h}};
   double comm_x = 0, comm_y = 0, fwd_x = 0, fwd_y = 0, z_ag = 0, z_rs = 0;
+  double z_w[4] = {0, 0, 0, 0};  // Z-sharded weight elements of each linear
   for (int i = 0; i < 4; ++i) {
     const bool transposed = (i % 2) == 1;
     const double k = kn[i][0], n = kn[i][1];
@@ -54,13 +55,19 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
         comm_y += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
       }
     }
-    if (c.gz > 1) {
-      // Weights are gathered in the compute dtype; gradients reduce-scattered in
-      // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
-      // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
-      const double w = k * n / c.tensor();
+    if (c.gz > 1) z_w[i] = k * n / c.tensor();
+  }
+  if (c.gz > 1) {
+    // Weights are gathered in the compute dtype; gradients reduce-scattered in
+    // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
+    // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
+    // One collective per linear layer (AxoNN) or per block (FSDP's unit).
+    const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
+    const bool per_linear = fw_.costs.z_per_linear > 0;
+    const double block = z_w[0] + z_w[1] + z_w[2] + z_w[3];
+    for (int i = 0; i < (per_linear ? 4 : 1); ++i) {
+      const double w = per_linear ? z_w[i] : block;
       z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * gather_bytes_);
-      const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
       z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * rs_bytes);
     }
   }
@@ -113,6 +120,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // --- Z (AxoNN depth / FSDP inside the tensor block): per micro-batch gather
   // the weights forward and again backward (again for recompute), reduce-scatter
   // the gradients. OAG prefetches one layer ahead; ORS defers the reduce-scatter.
+  // FSDP2 under pipeline parallelism keeps the gathered block across the step.
   out->comm_z = 0;
   if (c.gz > 1) {
     const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
@@ -120,8 +128,23 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     // the backward: they gather once per micro-batch.
     const double n_ag_b = (c.recompute == Recompute::kFull ? 2.0 : 1.0) * (1.0 - z_cached);
     const double eta = fw_.costs.shard_overlap;
-    out->comm_z =
-        cost::ShardedTrafficExposed(z_ag, z_ag, n_ag_b, z_rs, fwd_w, bwd_w, c.oag, c.ors, eta);
+    if (fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1) {
+      // FSDP2 under pipeline parallelism (torchtitan): the first micro-batch's
+      // forward gathers the block and it stays gathered through the last
+      // backward, which reduce-scatters once (reshard_after_forward = not
+      // pp_enabled, fsdp.py:112-136 @b5bcd76; PyTorch's pipelining stage turns
+      // gradient sync off until the last backward and reduces after every
+      // backward has run, not under one). One gather and one reduce-scatter per
+      // step, charged here per micro-batch.
+      const int64_t n_mb = std::max<int64_t>(
+          1, training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata));
+      out->comm_z = cost::ShardedTrafficExposed(z_ag, 0.0, 0.0, z_rs, fwd_w, bwd_w, c.oag,
+                                                /*defer_rs=*/false, eta) /
+                    static_cast<double>(n_mb);
+    } else {
+      out->comm_z =
+          cost::ShardedTrafficExposed(z_ag, z_ag, n_ag_b, z_rs, fwd_w, bwd_w, c.oag, c.ors, eta);
+    }
   }
 
   // --- Context parallelism.

@@ -85,8 +85,14 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
       const double bwd_w = std::max(0.0, moe_compute - fwd_w);
       const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
       const double eta = fw_.costs.shard_overlap;
+      // Under pipeline parallelism FSDP2 gathers once per step and reduces
+      // after the last backward (as LayerCost's Z term).
+      const bool per_step = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1;
       const double moe_z =
-          cost::ShardedTrafficExposed(ag, ag, n_ag_b, rs, fwd_w, bwd_w, c.oag, c.ors, eta);
+          per_step ? cost::ShardedTrafficExposed(ag, 0.0, 0.0, rs, fwd_w, bwd_w, c.oag,
+                                                 /*defer_rs=*/false, eta) /
+                         static_cast<double>(std::max<int64_t>(1, n_mb))
+                   : cost::ShardedTrafficExposed(ag, ag, n_ag_b, rs, fwd_w, bwd_w, c.oag, c.ors, eta);
       moe_layer_comm += moe_z - lt.comm_z;
       moe_comm_z = moe_z;
     }
