@@ -249,6 +249,7 @@ AlgoOptions FitOptions(Collective coll, int size, const LinkCost& cost) {
   o.latency_us = cost.alpha_us * size;
   o.algbw_GBps = cost.busbw_GBps / BusFactor(coll, size);
   out.Add(o);
+  out.Finalize();
   return out;
 }
 

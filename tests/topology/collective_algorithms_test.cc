@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "topology/cluster.h"
 
@@ -107,6 +109,23 @@ TEST(NcclTuner, TimeGrowsWithTheBuffer) {
         EXPECT_GE(t, last * (1 - 1e-9)) << CollectiveName(static_cast<Collective>(c)) << " "
                                         << nodes << " nodes " << bytes;
         last = t;
+      }
+    }
+  }
+}
+
+// The size classes' winners give the same time as weighing every option.
+TEST(NcclTuner, SizeClassWinnersAreTheFastest) {
+  for (int c = 0; c < kNumCollectives; ++c) {
+    for (int nodes : {1, 2, 3, 16, 64}) {
+      GroupShape g = Hopper(8 * nodes, nodes);
+      g.nvls_GBps = nodes % 2 ? 480 : 0;
+      const AlgoOptions o = NcclOptions(static_cast<Collective>(c), g);
+      for (double bytes = 0.5; bytes < 1e16; bytes *= 1.37) {
+        double brute = std::numeric_limits<double>::infinity();
+        for (int i = 0; i < o.count; ++i) brute = std::min(brute, OptionSeconds(o.items[i], bytes));
+        EXPECT_NEAR(FastestSeconds(o, bytes), brute, 1e-12 * brute)
+            << CollectiveName(static_cast<Collective>(c)) << " " << nodes << " nodes " << bytes;
       }
     }
   }
