@@ -249,7 +249,6 @@ AlgoOptions FitOptions(Collective coll, int size, const LinkCost& cost) {
   o.latency_us = cost.alpha_us * size;
   o.algbw_GBps = cost.busbw_GBps / BusFactor(coll, size);
   out.Add(o);
-  out.Finalize();
   return out;
 }
 
@@ -511,17 +510,9 @@ constexpr double kNvSwitchRingEfficiency = 0.77;
 // #212 and #290).
 constexpr double kNicEfficiency = 0.94;
 
-// The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
-// plus optional labels and latencies: one NVSwitch, one NIC per GPU on a
-// fat-tree. "rates" says what the two bandwidths are: "achievable" (default;
-// bus bandwidths as nccl-tests reports them, as the presets state them) or
-// "nominal" (the spec sheet's per-direction NVLink rate and NIC line rate,
-// turned into achievable ones with the efficiencies above). Latencies and the
-// all-to-all efficiency default to the NVSwitch presets' (dgx-h100), so the
-// same hardware as a preset and as this form is priced alike.
 // nvls_GBps: optional, 0 or a bus bandwidth, only on an NVSwitch fabric;
 // collective_model: "nccl" or "alpha_beta".
-Status ReadNvls(ObjectReader* r, ClusterSpec* c) {
+Status ReadCollectiveModel(ObjectReader* r, ClusterSpec* c) {
   PT_RETURN_IF_ERROR(r->OptString("collective_model", &c->collective_model));
   if (c->collective_model != "nccl" && c->collective_model != "alpha_beta") {
     return r->Error("collective_model",
@@ -537,6 +528,14 @@ Status ReadNvls(ObjectReader* r, ClusterSpec* c) {
   return Status::Ok();
 }
 
+// The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
+// plus optional labels and latencies: one NVSwitch, one NIC per GPU on a
+// fat-tree. "rates" says what the two bandwidths are: "achievable" (default;
+// bus bandwidths as nccl-tests reports them, as the presets state them) or
+// "nominal" (the spec sheet's per-direction NVLink rate and NIC line rate,
+// turned into achievable ones with the efficiencies above). Latencies and the
+// all-to-all efficiency default to the NVSwitch presets' (dgx-h100), so the
+// same hardware as a preset and as this form is priced alike.
 Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   ClusterSpec c;
   c.name = "custom";
@@ -570,7 +569,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   c.intra_alpha_us = nvswitch.intra_alpha_us;
   c.inter_alpha_us = nvswitch.inter_alpha_us;
   c.alltoall_efficiency = nvswitch.alltoall_efficiency;
-  PT_RETURN_IF_ERROR(ReadNvls(r, &c));
+  PT_RETURN_IF_ERROR(ReadCollectiveModel(r, &c));
   PT_RETURN_IF_ERROR(r->OptNumber("intra_alpha_us", &c.intra_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
@@ -606,7 +605,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptNumber("intra_node_GBps", &c.intra_node_GBps));
   PT_RETURN_IF_ERROR(CheckZeroOr(*r, "intra_node_GBps", c.intra_node_GBps, kMinGBps, kMaxGBps,
                                  "GB/s", "not stated: mesh and pcie fabrics"));
-  PT_RETURN_IF_ERROR(ReadNvls(r, &c));
+  PT_RETURN_IF_ERROR(ReadCollectiveModel(r, &c));
   PT_RETURN_IF_ERROR(r->OptNumber("link_efficiency", &c.link_efficiency));
   if (!IsFraction(c.link_efficiency)) return r->Error("link_efficiency", "must be in (0, 1]");
   if (c.intra_node_fabric == "nvswitch") {

@@ -228,94 +228,36 @@ AlgoOptions NcclOptions(Collective coll, const GroupShape& shape) {
       if (g.nodes > 1 && g.nodes == g.ranks) AddPat(g, &out);
       break;
   }
-  out.Finalize();
   return out;
 }
 
-namespace {
-
-// The power of two at or below `bytes` (0 below 1 byte), capped at the last class.
-int SizeClass(double bytes) {
-  if (!(bytes >= 1)) return 0;
-  return std::min(std::ilogb(bytes), AlgoOptions::kSizeClasses - 1);
-}
-
-// Seconds per byte and fixed seconds of an option over size class `k`, in
-// the plateau regime `plateau` (ring Simple's latency × 1.4 or not).
-void OptionLine(const AlgoOption& o, int k, bool plateau, double* fixed, double* per_byte) {
-  double bw = o.algbw_GBps;
-  if (o.tree_correction && k >= 6 && k - 6 < 23) {
-    bw *= kTreeCorrection[static_cast<int>(o.protocol)][k - 6];
-  }
-  *fixed = o.latency_us * (plateau ? 1.4 : 1.0) * 1e-6;
-  *per_byte = 1.0 / (bw * 1e9);
-}
-
-// Bit mask of the options on the lower envelope of their time lines over
-// [lo, hi], each in its regime: option i wins somewhere there when the
-// half-lines where it is no slower than each other option meet inside it.
-uint16_t EnvelopeOver(const AlgoOptions& a, int k, double lo, double hi) {
-  double fixed[12], slope[12];
-  for (int i = 0; i < a.count; ++i) {
-    const AlgoOption& o = a.items[i];
-    OptionLine(o, k, o.plateau_bytes > 0 && lo >= o.plateau_bytes, &fixed[i], &slope[i]);
-  }
-  uint16_t mask = 0;
-  for (int i = 0; i < a.count; ++i) {
-    double from = lo, to = hi;
-    for (int j = 0; j < a.count && from <= to; ++j) {
-      if (j == i) continue;
-      // fixed_i + S·slope_i <= fixed_j + S·slope_j  <=>  S·(slope_j − slope_i) >= fixed_i − fixed_j
-      const double d = slope[j] - slope[i], c = fixed[i] - fixed[j];
-      if (d > 0) {
-        from = std::max(from, c / d);
-      } else if (d < 0) {
-        to = std::min(to, c / d);
-      } else if (c > 0) {
-        from = to + 1;  // parallel and always above
-      }
-    }
-    if (from <= to) mask = static_cast<uint16_t>(mask | (1u << i));
-  }
-  return mask;
-}
-
-}  // namespace
-
-void AlgoOptions::Finalize() {
-  for (int k = 0; k < kSizeClasses; ++k) {
-    const double lo = k == 0 ? 0.0 : std::ldexp(1.0, k);
-    const double hi = k == kSizeClasses - 1 ? std::numeric_limits<double>::max() : std::ldexp(1.0, k + 1);
-    // Split the class where a ring's plateau latency sets in (one ring
-    // Simple option carries it).
-    double cut = hi;
-    for (int i = 0; i < count; ++i) {
-      if (items[i].plateau_bytes > lo && items[i].plateau_bytes < cut) cut = items[i].plateau_bytes;
-    }
-    uint16_t mask = EnvelopeOver(*this, k, lo, cut);
-    if (cut < hi) mask = static_cast<uint16_t>(mask | EnvelopeOver(*this, k, cut, hi));
-    fastest[k] = mask;
-  }
+void AlgoOptions::Add(const AlgoOption& o) {
+  if (count >= items.size() || !(o.algbw_GBps > 0)) return;
+  int at = count++;
+  for (; at > 0 && items[at - 1].latency_us > o.latency_us; --at) items[at] = items[at - 1];
+  items[at] = o;
 }
 
 double OptionSeconds(const AlgoOption& o, double bytes) {
   if (!(o.algbw_GBps > 0)) return std::numeric_limits<double>::infinity();
-  double fixed = 0, per_byte = 0;
-  OptionLine(o, SizeClass(bytes), o.plateau_bytes > 0 && bytes >= o.plateau_bytes, &fixed, &per_byte);
-  return fixed + std::max(0.0, bytes) * per_byte;
+  double latency = o.latency_us;
+  if (o.plateau_bytes > 0 && bytes >= o.plateau_bytes) latency *= 1.4;
+  double bw = o.algbw_GBps;
+  if (o.tree_correction && bytes >= 64) {
+    const int index = std::ilogb(bytes) - 6;  // log2(bytes / 64), floored
+    if (index < 23) bw *= kTreeCorrection[static_cast<int>(o.protocol)][index];
+  }
+  return latency * 1e-6 + std::max(0.0, bytes) / (bw * 1e9);
 }
 
 double FastestSeconds(const AlgoOptions& options, double bytes, AlgorithmMask allowed,
                       const AlgoOption** chosen) {
   double best = std::numeric_limits<double>::infinity();
   if (chosen != nullptr) *chosen = nullptr;
-  // Every option when some are not allowed (a forced NCCL_ALGO), else the
-  // size class's winners.
-  const uint32_t candidates =
-      allowed == kAnyAlgorithm ? options.fastest[SizeClass(bytes)] : (1u << options.count) - 1;
   for (int i = 0; i < options.count; ++i) {
-    if (!(candidates & (1u << i))) continue;
     const AlgoOption& o = options.items[i];
+    // In latency order: no later option can finish before its latency.
+    if (o.latency_us * 1e-6 >= best) break;
     if (!(allowed & MaskOf(o.algorithm))) continue;
     const double t = OptionSeconds(o, bytes);
     if (t < best) {

@@ -90,21 +90,13 @@ struct AlgoOption {
   double plateau_bytes = 0;
 };
 
-// A group's options, and for each buffer size class (the power of two below
-// the size, 2^0 … 2^51) the options that are fastest somewhere in it, so a
-// query weighs one or two options instead of all (the search asks a dozen
-// times per candidate).
+// A group's options, kept in order of latency: a query stops at the first
+// option whose latency alone exceeds the best time found (the search asks a
+// dozen times per candidate).
 struct AlgoOptions {
-  static constexpr int kSizeClasses = 52;
   std::array<AlgoOption, 12> items{};
   uint8_t count = 0;
-  std::array<uint16_t, kSizeClasses> fastest{};  // bit i: items[i] wins somewhere in the class
-  void Add(const AlgoOption& o) {
-    if (count < items.size() && o.algbw_GBps > 0) items[count++] = o;
-  }
-  // Fills `fastest`; call after the last Add. Scaling every option's time by
-  // one factor (a calibration) keeps it valid.
-  void Finalize();
+  void Add(const AlgoOption& o);
 };
 
 // Every option NCCL's tuner enables for `coll` on `shape` (tuning.cc:267-401,

@@ -162,6 +162,33 @@ TEST(ClusterSpecTest, HostFieldsParseAndRejectNegatives) {
   EXPECT_NE(Fingerprint(*a), Fingerprint(MustCluster("perlmutter")));
 }
 
+TEST(ClusterSpecTest, CollectiveModelAndNvlsParseAndRejectBadValues) {
+  EXPECT_EQ(MustCluster("dgx-h100").collective_model, "nccl");
+  EXPECT_EQ(MustCluster("perlmutter").collective_model, "alpha_beta");
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-h100").nvls_GBps, 480);
+  EXPECT_DOUBLE_EQ(MustCluster("dgx-a100-80gb").nvls_GBps, 0);  // no NVLS before Hopper
+  Json j = ClusterSpecToJson(MustCluster("dgx-h100"));
+  j["collective_model"] = "logp";
+  Result<ClusterSpec> bad = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/cluster/collective_model"), std::string::npos)
+      << bad.status().ToString();
+  // NVLS reduces in the switch: a mesh has none.
+  Json mesh = ClusterSpecToJson(MustCluster("mi300x"));
+  mesh["nvls_GBps"] = 400;
+  Result<ClusterSpec> m = ParseClusterSpec(mesh, "/cluster");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/cluster/nvls_GBps"), std::string::npos) << m.status().ToString();
+  // The alpha-beta model is t = alpha * p + busbw factor * N / busbw whatever the size.
+  Json ab = ClusterSpecToJson(MustCluster("dgx-h100"));
+  ab["collective_model"] = "alpha_beta";
+  Result<ClusterSpec> c = ParseClusterSpec(ab, "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_NE(Fingerprint(*c), Fingerprint(MustCluster("dgx-h100")));
+  EXPECT_NEAR(CollectiveSeconds(*c, Collective::kAllGather, 1, 8, 1e9),
+              3e-6 * 8 + (7.0 / 8.0) * 1e9 / 370e9, 1e-12);
+}
+
 TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   ASSERT_NO_FATAL_FAILURE(testing::ExpectUnknownPresetListsTheKnown<ClusterSpec>(
       "selene", &ClusterPreset, kClusterPresets));

@@ -114,8 +114,9 @@ TEST(NcclTuner, TimeGrowsWithTheBuffer) {
   }
 }
 
-// The size classes' winners give the same time as weighing every option.
-TEST(NcclTuner, SizeClassWinnersAreTheFastest) {
+// The query, which stops at the first option whose latency exceeds the best
+// time, gives the time of weighing every option.
+TEST(NcclTuner, FastestIsTheMinimumOverEveryOption) {
   for (int c = 0; c < kNumCollectives; ++c) {
     for (int nodes : {1, 2, 3, 16, 64}) {
       GroupShape g = Hopper(8 * nodes, nodes);
