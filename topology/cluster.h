@@ -93,7 +93,8 @@ struct ClusterSpec {
   // comm model on Perlmutter and Frontier, axonn-notes §2.3).
   std::string collective_model = "nccl";
   // NVLink SHARP (NVLS) all-reduce bus bandwidth inside one NVLink domain,
-  // GB/s, as nccl-tests measures it with NCCL_ALGO=NVLS; 0 = the fabric has no
+  // GB/s, as nccl-tests measures it on 8 GPUs with NCCL_ALGO=NVLS (other group
+  // sizes follow from it, collective_algorithms.cc); 0 = the fabric has no
   // NVLS (no NVSwitch, or a GPU before Hopper). NCCL then runs NVLS inside a
   // domain and NVLS-Tree across domains where they beat its rings and trees.
   double nvls_GBps = 0;

@@ -71,8 +71,8 @@ struct GroupShape {
   // NIC bandwidth one node's part of the group has, per direction, GB/s (the
   // node's injection over the group instances sharing it). Unused when nodes == 1.
   double node_nic_GBps = 0;
-  // Measured NVLS all-reduce bus bandwidth of the NVLink domain, GB/s; 0 = the
-  // fabric has no NVLink SHARP (cluster.h nvls_GBps).
+  // Measured NVLS all-reduce bus bandwidth of the NVLink domain on 8 GPUs,
+  // GB/s; 0 = the fabric has no NVLink SHARP (cluster.h nvls_GBps).
   double nvls_GBps = 0;
 };
 

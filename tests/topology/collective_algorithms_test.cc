@@ -78,7 +78,9 @@ TEST(NcclTuner, NvlsOnlyWithTheSwitchAndPatOnlyWithOneGpuPerNode) {
   EXPECT_EQ(chosen->algorithm, Algorithm::kNvls);  // the switch for a large buffer
   g.nodes = 2;
   g.ranks = 16;
-  FastestSeconds(NcclOptions(Collective::kAllReduce, g), 1 << 30, kAnyAlgorithm, &chosen);
+  const AlgoOptions two_nodes = NcclOptions(Collective::kAllReduce, g);  // `chosen` points into it
+  FastestSeconds(two_nodes, 1 << 30, kAnyAlgorithm, &chosen);
+  ASSERT_NE(chosen, nullptr);
   EXPECT_EQ(chosen->algorithm, Algorithm::kNvlsTree);
   // PAT: all-gather with one GPU per node only (tuning.cc:201-209).
   const GroupShape one_per_node = Hopper(64, 64);
