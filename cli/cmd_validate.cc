@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -197,21 +198,20 @@ int PrintGoodputChecks(const Json& doc, const std::string& format, Io io) {
   return kExitOk;
 }
 
-// The rows of the files given (--calibration, --runs, repeatable), each a
-// prediction request.
+// The rows of the files given (--calibration, read once by the caller; --runs,
+// repeatable), each a prediction request.
 struct LoadedRuns {
   std::vector<planner::PublishedRun> runs;
   bool fleet = false;                    // fleet_runs.json among the files
   std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
 };
 
-Result<LoadedRuns> LoadRuns(const Flags& flags, std::istream& in) {
+Result<LoadedRuns> LoadRuns(const Flags& flags, const std::optional<Json>& cal_doc,
+                            std::istream& in) {
   LoadedRuns out;
   std::vector<planner::PublishedRun>& runs = out.runs;
-  if (auto cal_path = flags.Get("--calibration")) {
-    auto doc = LoadJsonArg(*cal_path, "--calibration", in);
-    if (!doc.ok()) return doc.status();
-    auto r = planner::PublishedRunsFromCalibration(*doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
+  if (cal_doc) {
+    auto r = planner::PublishedRunsFromCalibration(*cal_doc, flags.GetOr("--cluster", "dgx-a100-80gb"));
     if (!r.ok()) return r.status();
     runs.insert(runs.end(), r->begin(), r->end());
   }
@@ -710,49 +710,54 @@ int RunValidate(const Args& args, Io io) {
     if (!doc.ok()) return UsageError(io, "validate", doc.status());
     return PrintGoodputChecks(*doc, format, io);
   }
+  // A --calibration file may be nccl_tables.json or memory_runs.json: read it
+  // once to tell.
+  std::optional<Json> cal_doc;
+  if (cal_path) {
+    auto doc = LoadJsonArg(*cal_path, "--calibration", io.in);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    cal_doc = std::move(*doc);
+  }
   // Measured collective tables: --collectives, or nccl_tables.json given as --calibration.
   auto collectives_path = flags.Get("--collectives");
-  if (collectives_path || (cal_path && !flags.Has("--memory"))) {
-    auto doc = LoadJsonArg(collectives_path ? *collectives_path : *cal_path,
-                           collectives_path ? "--collectives" : "--calibration", io.in);
-    if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    if (collectives_path || planner::IsCollectiveTablesDocument(*doc)) {
-      if (runs_path || flags.Has("--memory") || (collectives_path && cal_path)) {
-        return UsageError(io, "validate",
-                          Status::InvalidArgument("--collectives runs on its own (not with "
-                                                  "--calibration, --runs or --memory)"));
-      }
-      if (!planner::IsCollectiveTablesDocument(*doc)) {
-        return UsageError(io, "validate",
-                          Status::InvalidArgument("--collectives: not a nccl_tables.json document "
-                                                  "(tables with collective, total_ranks, rows)"));
-      }
-      return RunValidateCollectives(*doc, format, io);
+  const bool cal_is_tables = cal_doc && planner::IsCollectiveTablesDocument(*cal_doc);
+  if (collectives_path || (cal_is_tables && !flags.Has("--memory"))) {
+    if (runs_path || flags.Has("--memory") || (collectives_path && cal_path)) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--collectives runs on its own (not with "
+                                                "--calibration, --runs or --memory)"));
     }
+    auto doc = collectives_path ? LoadJsonArg(*collectives_path, "--collectives", io.in)
+                                : Result<Json>(*cal_doc);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    if (!planner::IsCollectiveTablesDocument(*doc)) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--collectives: not a nccl_tables.json document "
+                                                "(tables with collective, total_ranks, rows)"));
+    }
+    return RunValidateCollectives(*doc, format, io);
   }
   // Measured peak memory: --memory, or memory_runs.json given as --calibration.
   auto memory_path = flags.Get("--memory");
-  if (memory_path || cal_path) {
-    auto doc = LoadJsonArg(memory_path ? *memory_path : *cal_path,
-                           memory_path ? "--memory" : "--calibration", io.in);
-    if (!doc.ok()) return UsageError(io, "validate", doc.status());
-    if (memory_path || planner::IsMemoryRunsDocument(*doc)) {
-      if (runs_path || (memory_path && cal_path)) {
-        return UsageError(io, "validate",
-                          Status::InvalidArgument("--memory runs on its own (not with --calibration or --runs)"));
-      }
-      if (!planner::IsMemoryRunsDocument(*doc)) {
-        return UsageError(io, "validate",
-                          Status::InvalidArgument("--memory: not a memory_runs.json document (rows with measured.metric)"));
-      }
-      return RunValidateMemory(*doc, format, io);
+  const bool cal_is_memory = cal_doc && planner::IsMemoryRunsDocument(*cal_doc);
+  if (memory_path || cal_is_memory) {
+    if (runs_path || (memory_path && cal_path)) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--memory runs on its own (not with --calibration or --runs)"));
     }
+    auto doc = memory_path ? LoadJsonArg(*memory_path, "--memory", io.in) : Result<Json>(*cal_doc);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    if (!planner::IsMemoryRunsDocument(*doc)) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--memory: not a memory_runs.json document (rows with measured.metric)"));
+    }
+    return RunValidateMemory(*doc, format, io);
   }
   if (!cal_path && !runs_path) {
     return UsageError(io, "validate",
                       Status::InvalidArgument("--calibration, --runs, --memory, --collectives or --seeds is required"));
   }
-  auto loaded = LoadRuns(flags, io.in);
+  auto loaded = LoadRuns(flags, cal_doc, io.in);
   if (!loaded.ok()) return UsageError(io, "validate", loaded.status());
   const std::vector<planner::PublishedRun>& runs = loaded->runs;
   auto tally = PredictRows(*loaded, format == "table", io.out);

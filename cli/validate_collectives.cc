@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "cli/validate_memory.h"
+#include "common/median.h"
 #include "common/strings.h"
 #include "validation/collective_tables.h"
 #include "validation/memory_runs.h"
@@ -21,9 +22,7 @@ using planner::MemoryStats;
 std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
 
 void PrintStats(std::ostream& out, const std::string& name, const MemoryErrorStats& s) {
-  out << "  " << std::left << std::setw(34) << name.substr(0, 33) << std::right << std::setw(6)
-      << s.rows << std::setw(16) << Pct(s.median_abs) << std::setw(16) << Pct(s.median_signed)
-      << std::setw(12) << Pct(s.p90_abs) << "\n";
+  PrintErrorStats(out, name, s, 34);
 }
 
 void PrintGroup(std::ostream& out, const std::string& title,
@@ -137,7 +136,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   out["per_rank_decade"] = GroupJson(by_ranks);
   out["per_size"] = GroupJson(by_size);
   out["overall"] = ErrorStatsJson(overall);
-  out["median_of_table_medians"] = MemoryStats(table_medians).median_signed;
+  out["median_of_table_medians"] = Median(table_medians);
   // Every constant comes from NCCL's source or from a cluster preset's cited
   // measurement outside this file: nothing is fitted to these rows, so a
   // system held out is predicted as in-sample.
@@ -165,7 +164,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   PrintGroup(io.out, "per message size", by_size);
   io.out << "\n";
   PrintStats(io.out, "all rows (predicted / measured - 1)", overall);
-  io.out << "median of the tables' medians: " << Pct(MemoryStats(table_medians).median_signed)
+  io.out << "median of the tables' medians: " << Pct(Median(table_medians))
          << "\n\nnot asked (" << skipped_rows << " rows):\n";
   for (const planner::SkippedCollectives& sk : tables->skipped) {
     io.out << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)

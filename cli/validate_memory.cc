@@ -29,12 +29,17 @@ namespace {
 std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
 
 void PrintStats(std::ostream& out, const std::string& name, const planner::MemoryErrorStats& s) {
-  out << "  " << std::left << std::setw(18) << name << std::right << std::setw(6) << s.rows
-      << std::setw(16) << Pct(s.median_abs) << std::setw(16) << Pct(s.median_signed)
-      << std::setw(12) << Pct(s.p90_abs) << "\n";
+  PrintErrorStats(out, name, s, 18);
 }
 
 }  // namespace
+
+void PrintErrorStats(std::ostream& out, const std::string& name, const planner::MemoryErrorStats& s,
+                     int name_width) {
+  out << "  " << std::left << std::setw(name_width) << name.substr(0, name_width - 1) << std::right
+      << std::setw(6) << s.rows << std::setw(16) << Pct(s.median_abs) << std::setw(16)
+      << Pct(s.median_signed) << std::setw(12) << Pct(s.p90_abs) << "\n";
+}
 
 int RunValidateMemory(const Json& doc, const std::string& format, Io io) {
   auto runs = planner::MemoryRunsFromCalibration(doc);

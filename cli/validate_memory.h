@@ -1,6 +1,7 @@
 // cli/validate_memory.h: the memory half of `paratune validate` (--memory).
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "cli/commands.h"
@@ -18,5 +19,9 @@ int RunValidateMemory(const Json& doc, const std::string& format, Io io);
 // {rows, median_abs_error, median_signed_error, p90_abs_error}: a group of
 // rows' error figures as the validation documents write them.
 OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s);
+
+// One line of a validation table: "  name  rows  median |e|  signed  p90".
+void PrintErrorStats(std::ostream& out, const std::string& name, const planner::MemoryErrorStats& s,
+                     int name_width);
 
 }  // namespace paratune::cli

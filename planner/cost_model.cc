@@ -149,7 +149,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   Prediction p;
   const double e = act_bytes_;
   const double h = m.hidden, s = training_.seq_len;
-  const int64_t n_mb = training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
+  const int64_t n_mb = cost::MicroBatches(training_.global_batch, c);
   p.micro_batches = n_mb;
   const StageLayers st = Stages(c);
   const double T = static_cast<double>(c.mbs) * s / c.cp;

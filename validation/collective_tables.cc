@@ -188,12 +188,12 @@ Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
                              "decimals leave it unknown to more than 1 %)"});
     }
     if (table.rows.empty()) continue;
+    table.cost = topology::GroupCost(table.cluster, table.collective, 1, table.ranks);
     // A forced algorithm the system cannot run (NVLS on a GPU without it):
     // NCCL falls back to its own choice.
-    const topology::LinkCost cost =
-        topology::GroupCost(table.cluster, table.collective, 1, table.ranks);
     const topology::AlgoOption* chosen = nullptr;
-    topology::FastestSeconds(cost.options, table.rows.front().size_bytes, table.allowed, &chosen);
+    topology::FastestSeconds(table.cost.options, table.rows.front().size_bytes, table.allowed,
+                             &chosen);
     if (chosen == nullptr && table.allowed != topology::kAnyAlgorithm) {
       table.assumed.push_back("the forced algorithm is not available on this system: NCCL's choice");
       table.allowed = topology::kAnyAlgorithm;
@@ -204,9 +204,9 @@ Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
 }
 
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row) {
-  const topology::LinkCost cost = topology::GroupCost(table.cluster, table.collective, 1, table.ranks);
   const topology::AlgoOption* chosen = nullptr;
-  const double seconds = topology::FastestSeconds(cost.options, row.size_bytes, table.allowed, &chosen);
+  const double seconds =
+      topology::FastestSeconds(table.cost.options, row.size_bytes, table.allowed, &chosen);
   CollectiveRowCheck check;
   check.predicted_us = seconds * 1e6;
   check.error = row.measured_us > 0 ? check.predicted_us / row.measured_us - 1.0 : 0.0;

@@ -32,6 +32,8 @@ struct CollectiveTable {
   int nodes = 0;
   // NCCL_ALGO as the table forced it (kAnyAlgorithm when not forced).
   topology::AlgorithmMask allowed = topology::kAnyAlgorithm;
+  // The collective on the table's group (stride 1 over `ranks`), priced once.
+  topology::LinkCost cost;
   std::vector<CollectiveRow> rows;
   std::vector<std::string> assumed;  // facts the table leaves open, and what was used
 };
@@ -64,7 +66,7 @@ bool IsCollectiveTablesDocument(const Json& doc);
 // prices RDMA and NVLink fabrics), GPUs without a preset.
 Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc);
 
-// One row predicted on its table's system.
+// One row predicted on its table's system (the loader's `cost`).
 struct CollectiveRowCheck {
   double predicted_us = 0;
   double error = 0;  // predicted / measured − 1

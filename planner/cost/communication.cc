@@ -136,8 +136,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
       // gradient sync off until the last backward and reduces after every
       // backward has run, not under one). One gather and one reduce-scatter per
       // step, charged here per micro-batch.
-      const int64_t n_mb = std::max<int64_t>(
-          1, training_.global_batch / (int64_t{c.mbs} * c.gz * c.gdata));
+      const int64_t n_mb = std::max<int64_t>(1, cost::MicroBatches(training_.global_batch, c));
       out->comm_z = cost::ShardedTrafficExposed(z_ag, 0.0, 0.0, z_rs, fwd_w, bwd_w, c.oag,
                                                 /*defer_rs=*/false, eta) /
                     static_cast<double>(n_mb);

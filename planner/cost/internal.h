@@ -82,6 +82,12 @@ inline double ShardedTrafficExposed(double ag_fwd, double ag_bwd, double n_ag_bw
          (defer_rs ? OverlappedPartly(rs, bwd_w, eta) : rs);
 }
 
+// Micro-batches per step on one rank: the global batch over the sequences the
+// sharded (Z) and data ranks take per micro-batch.
+inline int64_t MicroBatches(int64_t global_batch, const ParallelConfig& c) {
+  return global_batch / (int64_t{c.mbs} * c.gz * c.gdata);
+}
+
 // The group over which weights are replicated and gradients reduced: the data
 // ranks and the context-parallel ranks (they hold the same weights; Megatron's
 // dp-cp group, DeepSpeed's sequence-data-parallel group). Its stride is the
