@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/cmd_network.h"
 #include "cli/common.h"
 #include "common/strings.h"
 #include "elastic/failure_policy.h"
@@ -127,7 +128,16 @@ which one fits, with its best plan. Nothing is launched: a dry run.
 
 exit codes: 0 ok, 2 invalid input, 3 no configuration fits
 
+Networks that are not transformer stacks: --network N (a preset of `paratune
+presets networks` or a network JSON file) with --cluster, --gpus N, and
+--global-batch B ranks every layout the network model expresses (ddp, zero1,
+fsdp; micro-batches dividing each replica's share; spatial splits of 3D
+networks) by step time among those that fit within --headroom, and prints
+the --top fastest (--grad-bytes, --optimizer-state-bytes and --precision as
+`paratune predict --network`; JSON: schema paratune.network_plans/v1).
+
 examples:
+  paratune plan --network unet3d-kits19 --cluster dgx-h100 --gpus 64 --global-batch 64
   paratune plan --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 --global-batch 1536
   paratune plan --model llama3-70b --cluster dgx-h100 --gpus 256:2048 --global-batch 1024 \
       --seq 8192 --space megatron --format json > plans.json
@@ -683,9 +693,24 @@ int RunPlan(const Args& args, Io io) {
                "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
                "--explain", "--threads", "--format", "--framework", "--tokens", "--fs-GBps",
                "--fs-node-GBps", "--failures-per-gpu-hour", "--restart-min", "--checkpoint-save",
-               "--checkpoint-min-interval-min", "--repair-h", "--gpu-hour-price"},
+               "--checkpoint-min-interval-min", "--repair-h", "--gpu-hour-price", "--network",
+               "--grad-bytes", "--optimizer-state-bytes"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
+  if (flags.Has("--network")) {
+    for (const char* f : {"--request", "--model", "--seq", "--attention", "--framework", "--profile", "--space",
+                          "--fix", "--objective", "--explain", "--tokens", "--compile", "--pareto"}) {
+      if (flags.Has(f)) {
+        return UsageError(io, "plan", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
+      }
+    }
+    return PlanNetworkCommand(flags, io);
+  }
+  for (const char* f : {"--grad-bytes", "--optimizer-state-bytes"}) {
+    if (flags.Has(f)) {
+      return UsageError(io, "plan", Status::InvalidArgument(std::string(f) + " applies with --network only"));
+    }
+  }
   auto options = OptionsFromFlags(flags);
   if (!options.ok()) return UsageError(io, "plan", options.status());
   planner::SearchOptions opt = *options;

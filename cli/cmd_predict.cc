@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/cmd_network.h"
 #include "cli/common.h"
 #include "cli/flags.h"
 #include "common/json.h"
@@ -24,6 +25,11 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--framework megatron] [--compile]
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.05]
                         [--profile PROFILE.json] [--format json|table]
+
+       paratune predict --network N --cluster C --gpus G --global-batch B
+                        [--micro-batch b] [--spatial s] [--sharding ddp|zero1|fsdp]
+                        [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
+                        [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
 ONE parallel configuration, with a breakdown (compute, each dimension's exposed
@@ -100,6 +106,18 @@ framework, gpu, config, measured_iteration_s, predicted_iteration_s, error
 the model was checked on); with --format table a sentence, then one
 "  warning: ..." line per warning.
 
+Networks that are not transformer stacks (--network: a preset of `paratune
+presets networks` or a network JSON file, docs/networks.md): U-Nets,
+diffusion transformers, CNNs and 3D CNNs, priced layer by layer (convolutions
+as implicit GEMMs, fused attention, norms at HBM bandwidth) with data
+parallelism (ddp: gradients all-reduced behind the backward; zero1: optimizer
+states sharded; fsdp: every weight sharded) and, for 3D networks, a spatial
+split of each sample over --spatial GPUs with halo exchange. --micro-batch
+defaults to the global batch over the data-parallel replicas; --grad-bytes is
+the gradient width the data-parallel collective moves (4: PyTorch AMP, 2:
+half-precision reduction); --optimizer-state-bytes per parameter (Adam 8, SGD
+with momentum 4). JSON: schema paratune.network_prediction/v1.
+
 exit codes: 0 ok (also when the config does not fit: "fits": false),
             2 invalid request (the message names the field and the rule)
 
@@ -107,6 +125,7 @@ example:
   paratune predict --model gpt3-175b --cluster dgx-a100-80gb --gpus 1024 \
       --seq 2048 --global-batch 1536 --config "tp=8,pp=16,mbs=1,recompute=full"
   paratune predict --log megatron-run.log --cluster dgx-h100 --format table
+  paratune predict --network sd2-unet --cluster dgx-h100 --gpus 8 --global-batch 512 --format table
 )";
 
 // What the request left unstated, as key=value on one wrapped line (the
@@ -263,10 +282,25 @@ int RunPredict(const Args& args, Io io) {
   Flags flags(
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
-       "--run", "--explain"},
+       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--sharding", "--grad-bytes",
+       "--optimizer-state-bytes"},
       {"--help", "--compile"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
+  if (flags.Has("--network")) {
+    for (const char* f : {"--request", "--model", "--seq", "--attention", "--config", "--framework", "--profile",
+                          "--explain", "--compile"}) {
+      if (flags.Has(f)) {
+        return UsageError(io, "predict", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
+      }
+    }
+    return PredictNetworkCommand(flags, io);
+  }
+  for (const char* f : kNetworkFlags) {
+    if (flags.Has(f)) {
+      return UsageError(io, "predict", Status::InvalidArgument(std::string(f) + " applies with --network only"));
+    }
+  }
   Json request;
   if (auto path = flags.Get("--request")) {
     for (const char* f : {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",

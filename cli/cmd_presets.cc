@@ -7,17 +7,19 @@
 #include "common/strings.h"
 #include "planner/framework.h"
 #include "planner/model.h"
+#include "planner/network.h"
 #include "topology/cluster.h"
 
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune presets [models|gpus|clusters|frameworks] [--format table|json]
+constexpr const char* kHelp = R"(usage: paratune presets [models|networks|gpus|clusters|frameworks] [--format table|json]
        paratune presets show NAME
 
-Lists the built-in presets (every number has a source: docs/presets.md and
-docs/frameworks.md), or prints one model, cluster or GPU preset as JSON, ready
-to copy into a request and edit. Frameworks are chosen by name
+Lists the built-in presets (every number has a source: docs/presets.md,
+docs/networks.md and docs/frameworks.md), or prints one model, network,
+cluster or GPU preset as JSON, ready to copy into a request and edit (a
+network as its explicit layer list, the form `--network FILE` reads). Frameworks are chosen by name
 (training.framework / --framework).
 )";
 
@@ -33,21 +35,24 @@ int RunPresets(const Args& args, Io io) {
     const std::string& name = pos[1];
     if (auto m = planner::ModelPreset(name); m.ok()) {
       io.out << planner::ModelSpecToJson(*m).dump(2) << "\n";
+    } else if (auto n = planner::NetworkPreset(name); n.ok()) {
+      io.out << planner::NetworkToJson(*n).dump(2) << "\n";
     } else if (auto c = topology::ClusterPreset(name); c.ok()) {
       io.out << topology::ClusterSpecToJson(*c).dump(2) << "\n";
     } else if (auto g = topology::GpuPreset(name); g.ok()) {
       io.out << topology::GpuSpecToJson(*g).dump(2) << "\n";
     } else {
-      return UsageError(io, "presets", Status::NotFound("no model, cluster or GPU preset named '" +
+      return UsageError(io, "presets", Status::NotFound("no model, network, cluster or GPU preset named '" +
                                                         name + "' (see paratune presets)"));
     }
     return kExitOk;
   }
   const std::string kind = pos.empty() ? "all" : pos[0];
-  if (kind != "all" && kind != "models" && kind != "gpus" && kind != "clusters" && kind != "frameworks") {
+  if (kind != "all" && kind != "models" && kind != "networks" && kind != "gpus" && kind != "clusters" &&
+      kind != "frameworks") {
     return UsageError(io, "presets", Status::InvalidArgument(
                                          "unknown kind '" + kind +
-                                         "' (models | gpus | clusters | frameworks | show NAME)"));
+                                         "' (models | networks | gpus | clusters | frameworks | show NAME)"));
   }
   OrderedJson doc;
   doc["schema"] = "paratune.presets/v1";
@@ -66,6 +71,23 @@ int RunPresets(const Args& args, Io io) {
       }
     }
     doc["models"] = arr;
+  }
+  if (kind == "all" || kind == "networks") {
+    OrderedJson arr = OrderedJson::array();
+    if (format == "table") io.out << "networks\n";
+    for (const auto& name : planner::NetworkPresetNames()) {
+      auto n = planner::NetworkPreset(name);
+      if (!n.ok()) return UsageError(io, "presets", n.status());
+      const double params_M = n->Params() / 1e6, gflop = n->TrainingFlops() / 1e9;
+      arr.push_back({{"name", name}, {"family", n->family}, {"params_M", params_M},
+                     {"train_GFLOP_per_sample", gflop}, {"sample", n->sample}});
+      if (format == "table") {
+        io.out << "  " << std::left << std::setw(22) << name << std::setw(10) << n->family << std::right
+               << std::setw(10) << FormatFixed(params_M, 1) << "M " << std::setw(10) << FormatFixed(gflop, 1)
+               << " GFLOP/sample trained  " << n->sample << "\n";
+      }
+    }
+    doc["networks"] = arr;
   }
   if (kind == "all" || kind == "gpus") {
     OrderedJson arr = OrderedJson::array();

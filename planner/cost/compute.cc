@@ -9,14 +9,8 @@
 #include "planner/memory.h"
 
 namespace paratune::planner {
-namespace {
 
-// Fused attention's shape dependence (GPU preset: flash_head_dim_half,
-// flash_seq_half; 0 disables): FlashAttention-2 (Dao 2023, Fig. 4-5, A100 and
-// H100 benchmarks) runs head dimension 64 at about 0.85 of 128 and 512-token
-// sequences at about 0.7 of 8K: d/(d + 32) and s/(s + 256), relative to d =
-// 128, s = 4096, capped at 1.1.
-double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q) {
+double cost::FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q) {
   double f = 1.0;
   if (g.flash_head_dim_half > 0) {
     f *= (head_dim / (head_dim + g.flash_head_dim_half)) / (128.0 / (128.0 + g.flash_head_dim_half));
@@ -24,8 +18,6 @@ double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q)
   if (g.flash_seq_half > 0) f *= (s_q / (s_q + g.flash_seq_half)) / (4096.0 / (4096.0 + g.flash_seq_half));
   return std::min(1.1, f);
 }
-
-}  // namespace
 
 double CostModel::GemmEfficiency(double m, double n, double k) const {
   const size_t np = curve_eff_.size();
@@ -163,7 +155,7 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
   const double scores = b * heads_loc * s_q * s;  // score elements per GPU
   if (training_.attention == Attention::kFlash) {
     const double exec = cost::kCausalFraction * 4.0 * scores * d;
-    const double shape = FlashShapeFactor(cluster_.gpu, d, s_q) * fw_.costs.attention_efficiency;
+    const double shape = cost::FlashShapeFactor(cluster_.gpu, d, s_q) * fw_.costs.attention_efficiency;
     t.attn_fwd = exec / (attn_peak * cluster_.gpu.flash_fwd_efficiency * shape);
     t.attn_bwd = cost::kFlashBwdFlopRatio * exec / (attn_peak * cluster_.gpu.flash_bwd_efficiency * shape);
   } else {

@@ -24,6 +24,12 @@ inline CostModel::ComputeTerms::ModuleRecompute& ModuleTerms(CostModel::ComputeT
 // Causal attention: a fused kernel skips the masked upper triangle, so it
 // executes about half of the 4·s²·h score FLOPs (FlashAttention-2 §3.1).
 inline constexpr double kCausalFraction = 0.5;
+// Fused attention's shape dependence (GPU preset: flash_head_dim_half,
+// flash_seq_half; 0 disables): FlashAttention-2 (Dao 2023, Fig. 4-5, A100 and
+// H100 benchmarks) runs head dimension 64 at about 0.85 of 128 and 512-token
+// sequences at about 0.7 of 8K: d/(d + 32) and s/(s + 256), relative to d =
+// 128, s = 4096, capped at 1.1.
+double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q);
 // Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
 // FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
 inline constexpr double kFlashBwdFlopRatio = 2.5;

@@ -1,0 +1,99 @@
+// planner/network.h: networks that are not one stack of transformer blocks
+// (U-Nets, diffusion transformers, CNNs, 3D CNNs), as a list of layers with
+// their per-sample tensor shapes, so their FLOPs, parameters, saved
+// activations and kernels can be priced (network_cost.h).
+//
+// A network is read from JSON in one of two forms (docs/networks.md):
+//   {"name", "source", "layers": [...]}  every layer spelled out (a user's own
+//                                         network);
+//   {"name", "source", "family", "architecture": {...}}  a family builder
+//                                         (resnet, unet2d, dit, unet3d, cnn3d)
+//                                         expands the handful of numbers its
+//                                         paper or reference code states.
+// Presets (planner/presets/networks/*.json) use the second form, every number
+// with its source.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace paratune::planner {
+
+enum class LayerOp : uint8_t {
+  kConv,         // 1D/2D/3D convolution (implicit GEMM); transposed when `transposed`
+  kLinear,       // a dense layer over `tokens` rows
+  kAttention,    // fused (flash) attention: tokens × kv_tokens scores per head
+  kNorm,         // a normalisation with its activation fused (BN+ReLU, GN+SiLU, LN)
+  kElementwise,  // residual adds, gates, activations not fused into a norm
+  kResample,     // pooling, nearest upsampling, concatenation copies
+};
+const char* LayerOpName(LayerOp op);
+
+// One layer, per sample. Spatial tensors are [channels, d1, (d2, (d3))].
+struct NetLayer {
+  LayerOp op = LayerOp::kConv;
+  std::string name;                       // "stage2.block1.conv2"
+  int dims = 0;                           // spatial dimensions of the input (0 for token rows)
+  std::array<int64_t, 3> extent{1, 1, 1};  // input spatial extent, unused dimensions 1
+  int64_t in_channels = 0;                // conv/linear input width; norm/elementwise/resample width
+  int64_t out_channels = 0;               // conv/linear output width
+  int kernel = 1;                         // conv: kernel side (cubic/square)
+  int stride = 1;                         // conv/resample: output = ceil(extent / stride)
+  int upsample = 1;                       // resample/transposed conv: output = extent × upsample
+  int groups = 1;                         // grouped conv (ResNeXt)
+  bool transposed = false;                // conv: a transposed (up-)convolution
+  bool bias = true;                       // conv/linear: a bias vector
+  int64_t tokens = 0;                     // linear: rows per sample; attention: query tokens
+  int64_t kv_tokens = 0;                  // attention: key/value tokens
+  int64_t heads = 0, head_dim = 0;        // attention
+  double tensors = 1;                     // elementwise: input tensors per output element
+  bool input_grad = true;                 // false: nothing before it needs its input's gradient
+  bool frozen = false;                    // runs forward only: no gradients, no saved activations
+  bool weights_shared = false;            // its weights are counted at another layer (shared heads)
+  int64_t repeat = 1;                     // the layer occurs this many times, identical
+
+  // Elements of the input and output tensors per sample.
+  double InElems() const;
+  double OutElems() const;
+  // Output spatial extent (conv/resample).
+  std::array<int64_t, 3> OutExtent() const;
+  double Params() const;        // trainable parameters (one occurrence)
+  double ForwardFlops() const;  // multiply-add = 2 FLOPs (one occurrence)
+};
+
+struct Network {
+  std::string name;
+  std::string family;  // "resnet", "unet2d", "dit", "unet3d", "cnn3d", "layers"
+  std::string sample;  // what one sample is: "224x224x3 image"
+  std::string source;
+  // Published parameter count and per-sample training FLOPs, when the source
+  // states them (0 = none): the builders are tested against them.
+  double published_params = 0;
+  double published_train_flops = 0;
+  std::vector<NetLayer> layers;
+
+  double Params() const;
+  // Forward FLOPs per sample; training executes about 3× (dgrad and wgrad per
+  // GEMM; no dgrad for a layer whose input needs no gradient).
+  double ForwardFlops() const;
+  double TrainingFlops() const;
+};
+
+// The explicit form (every layer spelled out), which ParseNetwork reads back
+// to the same network: what `presets show` prints for a user to edit.
+Json NetworkToJson(const Network& n);
+// Parses either JSON form. Strict: unknown keys are errors naming their pointer.
+Result<Network> ParseNetwork(const Json& j, const std::string& pointer);
+// Presets: cosmoflow, flux1-schnell, resnet-50, retinanet-resnext50, sd2-unet,
+// unet3d-kits19.
+std::vector<std::string> NetworkPresetNames();
+Result<Network> NetworkPreset(const std::string& name);
+// A preset name or an object.
+Result<Network> ResolveNetwork(const Json& j, const std::string& pointer);
+
+}  // namespace paratune::planner

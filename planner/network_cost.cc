@@ -1,0 +1,401 @@
+#include "planner/network_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "planner/cost/internal.h"
+
+namespace paratune::planner {
+
+using topology::Collective;
+
+const char* WeightShardingName(WeightSharding s) {
+  switch (s) {
+    case WeightSharding::kReplicated: return "ddp";
+    case WeightSharding::kOptimizer: return "zero1";
+    case WeightSharding::kFull: return "fsdp";
+  }
+  return "?";
+}
+
+Result<WeightSharding> ParseWeightSharding(const std::string& name) {
+  for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+    if (name == WeightShardingName(s)) return s;
+  }
+  return Status::InvalidArgument("'" + name + "' is not a weight sharding (ddp, zero1, fsdp)");
+}
+
+int64_t NetworkLayout::Accumulation() const {
+  const int64_t per_step = static_cast<int64_t>(Data()) * micro_batch;
+  if (per_step <= 0 || global_batch % per_step != 0) return 0;
+  return global_batch / per_step;
+}
+
+namespace {
+
+// PyTorch DDP's default gradient bucket (bucket_cap_mb = 25,
+// torch/nn/parallel/distributed.py): the last bucket's all-reduce starts when
+// the backward ends, so it is never hidden.
+constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;
+// FSDP gathers and reduces per wrapped module; layers smaller than this are
+// taken as wrapped with their neighbours (one collective for all of them).
+constexpr double kFsdpUnitParams = 1e6;
+
+class LayerPricer {
+ public:
+  LayerPricer(const topology::ClusterSpec& c, const NetworkLayout& layout, const NetworkTraining& t)
+      : gpu_(c.gpu),
+        cluster_(c),
+        layout_(layout),
+        precision_(t.precision),
+        act_bytes_(topology::TrainsInFp32(t.precision) ? 4.0 : 2.0),
+        peak_(c.gpu.PeakTflops(t.precision) * 1e12),
+        stream_Bps_(c.gpu.hbm_GBps * 1e9 * c.gpu.hbm_efficiency),
+        overhead_s_(c.gpu.kernel_overhead_us * 1e-6),
+        fused_norm_(t.fused_norm) {}
+
+  struct Times {
+    double fwd = 0, bwd = 0, halo = 0;
+    bool memory_bound = false;
+  };
+
+  // One occurrence of `l` for one micro-batch on one GPU.
+  Times Price(const NetLayer& l) const {
+    const double b = static_cast<double>(layout_.micro_batch) * Share(l);
+    switch (l.op) {
+      case LayerOp::kConv: return Conv(l, b);
+      case LayerOp::kLinear: return Linear(l, b);
+      case LayerOp::kAttention: return Attention(l, b);
+      case LayerOp::kNorm: return fused_norm_ ? Stream(l, b, 0, 3) : Stream(l, b, 3, 5);
+      case LayerOp::kElementwise: return Stream(l, b, l.tensors + 1, l.tensors + 1);
+      case LayerOp::kResample: return Stream(l, b, 1, 1);
+    }
+    return {};
+  }
+
+  // Elements per sample a layer keeps for its backward.
+  static double SavedElems(const NetLayer& l) {
+    if (l.frozen) return 0;
+    switch (l.op) {
+      case LayerOp::kConv:
+      case LayerOp::kLinear:
+      case LayerOp::kNorm: return l.InElems();
+      case LayerOp::kAttention:
+        // Q, K, V and the output (the softmax statistics are per row: small).
+        return 2.0 * (static_cast<double>(l.tokens) + static_cast<double>(l.kv_tokens)) * l.heads * l.head_dim;
+      case LayerOp::kElementwise: return l.tensors == 2 ? 0 : std::max(1.0, l.tensors - 1) * l.InElems();
+      case LayerOp::kResample: return l.stride > 1 ? l.InElems() : 0;
+    }
+    return 0;
+  }
+
+  // The share of a sample's spatial layer one GPU of a spatial group works on.
+  double Share(const NetLayer& l) const {
+    if (l.dims == 0 || layout_.spatial <= 1 || l.op == LayerOp::kLinear || l.op == LayerOp::kAttention) return 1.0;
+    const double e0 = static_cast<double>(l.extent[0]);
+    return std::ceil(e0 / layout_.spatial) / e0;
+  }
+
+  double act_bytes() const { return act_bytes_; }
+
+ private:
+  // A GEMM of m×k by k×n executing `flops`, at its shape's efficiency (the
+  // GPU's curve, the short-k penalty, the sustained fraction, the measured
+  // ceiling; × kConvGemmFactor for an implicit-GEMM convolution), or the time
+  // to move `bytes` if that is longer.
+  std::pair<double, bool> Gemm(double flops, double m, double n, double k, double bytes, bool conv) const {
+    if (flops <= 0) return {0, false};
+    double eff = gpu_.GemmEfficiency(precision_, m, n, k);
+    const double k0 = gpu_.gemm_k0, x = std::cbrt(m * n * k);
+    if (k0 > 0) eff *= std::min(1.0, (k / (k + k0)) / (x / (x + k0)));
+    eff = std::min(eff * gpu_.gemm_sustained_fraction, gpu_.GemmCeilingAt(precision_));
+    if (conv) eff *= kConvGemmFactor;
+    const double math = flops / (peak_ * eff), memory = bytes / stream_Bps_;
+    return {std::max(math, memory) + overhead_s_, memory > math};
+  }
+
+  Times Conv(const NetLayer& l, double b) const {
+    const double g = l.groups, kv = std::pow(static_cast<double>(l.kernel), l.dims);
+    const double in_pos = b * l.InElems() / l.in_channels, out_pos = b * l.OutElems() / l.out_channels;
+    const double flops = l.ForwardFlops() * b, cin = l.in_channels / g, cout = l.out_channels / g;
+    const double bytes = act_bytes_ * (b * (l.InElems() + l.OutElems()) + l.in_channels * cout * kv);
+    // Forward, data gradient and weight gradient as the implicit GEMMs cuDNN
+    // and CUTLASS run (per group): rows are output (or, for dgrad, input)
+    // positions, columns output (input) channels, the reduction the other
+    // side's channels times the kernel window; wgrad reduces over positions.
+    const double fwd_m = l.transposed ? in_pos : out_pos;
+    const double fwd_n = l.transposed ? cout * kv : cout, fwd_k = l.transposed ? cin : cin * kv;
+    // The groups of a grouped convolution run as one kernel of g GEMMs of
+    // the group's shape.
+    auto grouped = [&](double m, double n, double k) {
+      auto [s, mem] = Gemm(flops / g, m, n, k, bytes / g, true);
+      return std::pair{g * (s - overhead_s_) + overhead_s_, mem};
+    };
+    Times t;
+    std::tie(t.fwd, t.memory_bound) = grouped(fwd_m, fwd_n, fwd_k);
+    if (!l.frozen) {
+      t.bwd = grouped(cout, cin * kv, l.transposed ? in_pos : out_pos).first;
+      if (l.input_grad) t.bwd += grouped(l.transposed ? out_pos : in_pos, cin, cout * kv).first;
+    }
+    t.halo = Halo(l, b);
+    return t;
+  }
+
+  Times Linear(const NetLayer& l, double b) const {
+    const double rows = b * static_cast<double>(l.tokens);
+    const double in = l.in_channels, out = l.out_channels;
+    const double flops = 2.0 * rows * in * out;
+    const double bytes = act_bytes_ * (rows * (in + out) + in * out);
+    Times t;
+    auto [f, fm] = Gemm(flops, rows, out, in, bytes, false);
+    t.fwd = f;
+    t.memory_bound = fm;
+    if (!l.frozen) {
+      t.bwd = Gemm(flops, in, out, rows, bytes, false).first;
+      if (l.input_grad) t.bwd += Gemm(flops, rows, in, out, bytes, false).first;
+    }
+    return t;
+  }
+
+  // Fused attention at the GPU's flash efficiency and its shape factor; the
+  // backward executes 2.5× the forward's FLOPs (FlashAttention-2 §3.1).
+  Times Attention(const NetLayer& l, double b) const {
+    const double flops = l.ForwardFlops() * b;
+    const double shape = cost::FlashShapeFactor(gpu_, static_cast<double>(l.head_dim), static_cast<double>(l.tokens));
+    const double bytes = act_bytes_ * b * 2.0 * (static_cast<double>(l.tokens) + l.kv_tokens) * l.heads * l.head_dim;
+    Times t;
+    const double fwd_math = flops / (peak_ * gpu_.flash_fwd_efficiency * shape);
+    t.fwd = std::max(fwd_math, bytes / stream_Bps_) + overhead_s_;
+    t.memory_bound = bytes / stream_Bps_ > fwd_math;
+    if (!l.frozen && l.input_grad) {
+      const double bwd_math = cost::kFlashBwdFlopRatio * flops / (peak_ * gpu_.flash_bwd_efficiency * shape);
+      t.bwd = std::max(bwd_math, 2.0 * bytes / stream_Bps_) + overhead_s_;
+    }
+    return t;
+  }
+
+  // A memory-bound layer: `fwd_passes` and `bwd_passes` reads or writes of its
+  // larger tensor per element.
+  Times Stream(const NetLayer& l, double b, double fwd_passes, double bwd_passes) const {
+    const double elems = b * std::max(l.InElems(), l.OutElems());
+    Times t;
+    if (fwd_passes > 0) t.fwd = fwd_passes * elems * act_bytes_ / stream_Bps_ + overhead_s_;
+    t.memory_bound = true;
+    if (!l.frozen && l.input_grad) t.bwd = bwd_passes * elems * act_bytes_ / stream_Bps_ + overhead_s_;
+    // A spatially split norm all-reduces its statistics within the group.
+    if (l.op == LayerOp::kNorm && Share(l) < 1.0) {
+      const double stats = 2.0 * 4.0 * l.in_channels * layout_.micro_batch;
+      t.halo = 2.0 * topology::CollectiveSeconds(cluster_, Collective::kAllReduce, 1, layout_.spatial, stats);
+    }
+    return t;
+  }
+
+  // A spatially split convolution exchanges (kernel − 1)/2 planes of its input
+  // with each neighbour in the forward, and as many gradient planes in the
+  // backward.
+  double Halo(const NetLayer& l, double b) const {
+    if (Share(l) >= 1.0 || l.kernel <= 1 || l.transposed) return 0;
+    const double plane = static_cast<double>(l.in_channels) * l.extent[1] * l.extent[2];
+    const double bytes = (l.kernel - 1) / 2 * plane * (b / Share(l)) * act_bytes_;
+    const double one = topology::CollectiveSeconds(cluster_, Collective::kSendRecv, 1, layout_.spatial, bytes);
+    return 2.0 * one * (l.input_grad && !l.frozen ? 2.0 : 1.0);
+  }
+
+  const topology::GpuSpec& gpu_;
+  const topology::ClusterSpec& cluster_;
+  const NetworkLayout& layout_;
+  topology::Precision precision_;
+  double act_bytes_, peak_, stream_Bps_, overhead_s_;
+  bool fused_norm_;
+};
+
+Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
+                   const NetworkTraining& t) {
+  if (net.layers.empty()) return Status::InvalidArgument("network '" + net.name + "' has no layers");
+  if (l.gpus < 1 || l.spatial < 1 || l.gpus % l.spatial != 0) {
+    return Status::InvalidArgument("spatial (" + std::to_string(l.spatial) + ") must divide gpus (" +
+                                   std::to_string(l.gpus) + ")");
+  }
+  if (l.micro_batch < 1 || l.global_batch < 1) {
+    return Status::InvalidArgument("micro_batch and global_batch must be positive");
+  }
+  if (l.Accumulation() == 0) {
+    return Status::InvalidArgument("global_batch " + std::to_string(l.global_batch) +
+                                   " is not a multiple of data-parallel replicas × micro_batch (" +
+                                   std::to_string(l.Data()) + " × " + std::to_string(l.micro_batch) + ")");
+  }
+  if (c.gpu.PeakTflops(t.precision) <= 0) {
+    return Status::InvalidArgument(c.gpu.name + " has no " + topology::PrecisionName(t.precision) + " peak");
+  }
+  if (l.spatial > 1) {
+    const bool any_spatial = std::any_of(net.layers.begin(), net.layers.end(),
+                                         [](const NetLayer& x) { return x.op == LayerOp::kConv && x.dims > 0; });
+    if (!any_spatial) return Status::InvalidArgument("spatial parallelism needs convolutions to split");
+  }
+  return Status::Ok();
+}
+
+// The data-parallel collectives of one step and what of them the compute
+// does not hide.
+void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
+                       const NetworkTraining& t, double fwd, double bwd, NetworkPrediction* p) {
+  const int dp = l.Data();
+  if (dp <= 1) return;
+  const double params = net.Params();
+  const double grads = params * t.grad_bytes, weights = params * 2.0;
+  auto coll = [&](Collective k, double bytes) { return topology::CollectiveSeconds(c, k, l.spatial, dp, bytes); };
+  switch (l.sharding) {
+    case WeightSharding::kReplicated: {
+      p->grad_sync_s = coll(Collective::kAllReduce, grads);
+      const double last_bucket = coll(Collective::kAllReduce, std::min(grads, kDdpBucketBytes));
+      p->grad_sync_exposed_s = std::max(cost::Overlapped(p->grad_sync_s, bwd), last_bucket);
+      break;
+    }
+    case WeightSharding::kOptimizer: {
+      // Gradients reduce-scattered behind the backward, updated shards
+      // all-gathered behind the next forward (Megatron's distributed optimizer
+      // with overlap_param_gather).
+      const double rs = coll(Collective::kReduceScatter, grads), ag = coll(Collective::kAllGather, weights);
+      p->grad_sync_s = rs + ag;
+      p->grad_sync_exposed_s = cost::Overlapped(rs, bwd) + cost::Overlapped(ag, fwd);
+      break;
+    }
+    case WeightSharding::kFull: {
+      // Per wrapped unit and micro-step: gather for the forward, again for the
+      // backward, reduce-scatter the gradients.
+      double small = 0, ag = 0, rs = 0;
+      for (const NetLayer& x : net.layers) {
+        const double n = x.frozen ? 0 : x.Params();
+        if (n >= kFsdpUnitParams) {
+          ag += x.repeat * coll(Collective::kAllGather, 2.0 * n);
+          rs += x.repeat * coll(Collective::kReduceScatter, t.grad_bytes * n);
+        } else {
+          small += n * x.repeat;
+        }
+      }
+      if (small > 0) {
+        ag += coll(Collective::kAllGather, 2.0 * small);
+        rs += coll(Collective::kReduceScatter, t.grad_bytes * small);
+      }
+      const double steps = static_cast<double>(l.Accumulation());
+      p->grad_sync_s = steps * (2.0 * ag + rs);
+      p->grad_sync_exposed_s = steps * (cost::Overlapped(ag, fwd) + cost::Overlapped(ag + rs, bwd));
+      break;
+    }
+  }
+}
+
+// Weights (fp32 under mixed precision), gradients, optimizer states, frozen
+// weights (half precision), saved activations and the runtime's reserve.
+void PriceMemory(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
+                 const NetworkTraining& t, double saved_bytes, NetworkPrediction* p) {
+  double frozen = 0, largest = 0;
+  for (const NetLayer& x : net.layers) {
+    if (x.frozen) frozen += x.Params() * x.repeat;
+    else largest = std::max(largest, x.Params());
+  }
+  const double params = net.Params(), dp = l.Data();
+  const double w = params * 4.0, g = params * t.grad_bytes, s = params * t.optimizer_state_bytes;
+  double state = 0;
+  switch (l.sharding) {
+    case WeightSharding::kReplicated: state = w + g + s; break;
+    case WeightSharding::kOptimizer: state = w + g + s / dp; break;
+    case WeightSharding::kFull: state = (w + g + s) / dp + 2.0 * 2.0 * largest; break;  // two units gathered
+  }
+  p->activations_GiB = saved_bytes / cost::kGiB;
+  p->memory_GiB = (state + 2.0 * frozen + saved_bytes) / cost::kGiB + c.gpu.runtime_reserved_GiB;
+  p->fits = p->memory_GiB <= c.gpu.memory_GiB;
+}
+
+}  // namespace
+
+Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::ClusterSpec& cluster,
+                                         const NetworkLayout& layout, const NetworkTraining& training) {
+  PT_RETURN_IF_ERROR(CheckLayout(net, cluster, layout, training));
+  const LayerPricer pricer(cluster, layout, training);
+  NetworkPrediction p;
+  std::map<std::string, NetworkPrediction::LayerTime> by_name;
+  double saved = 0;
+  for (const NetLayer& l : net.layers) {
+    const LayerPricer::Times t = pricer.Price(l);
+    const double n = static_cast<double>(l.repeat);
+    p.forward_s += n * t.fwd;
+    p.backward_s += n * t.bwd;
+    p.halo_s += n * t.halo;
+    saved += n * LayerPricer::SavedElems(l) * pricer.Share(l);
+    NetworkPrediction::LayerTime& lt = by_name[l.name.empty() ? LayerOpName(l.op) : l.name];
+    lt.name = l.name;
+    lt.op = LayerOpName(l.op);
+    lt.seconds += n * (t.fwd + t.bwd + t.halo);
+    lt.memory_bound = t.memory_bound;
+  }
+  const double accumulation = static_cast<double>(layout.Accumulation());
+  const double micro = p.forward_s + p.backward_s + p.halo_s;
+  PriceGradientSync(net, cluster, layout, training, p.forward_s, p.backward_s, &p);
+  // The optimizer reads and writes the fp32 weights and its states and reads
+  // the gradients, on the shard a GPU owns.
+  const double shard = layout.sharding == WeightSharding::kReplicated ? 1.0 : 1.0 / layout.Data();
+  const double opt_bytes = net.Params() * shard * (2.0 * 4.0 + training.grad_bytes + 2.0 * training.optimizer_state_bytes);
+  p.optimizer_s = opt_bytes / (cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency);
+  p.step_s = accumulation * micro + p.grad_sync_exposed_s + p.optimizer_s;
+  p.samples_per_s = static_cast<double>(layout.global_batch) / p.step_s;
+  PriceMemory(net, cluster, layout, training, saved * layout.micro_batch * pricer.act_bytes(), &p);
+  p.model_tflops_per_gpu = net.TrainingFlops() * p.samples_per_s / layout.gpus / 1e12;
+  p.mfu = p.model_tflops_per_gpu / cluster.gpu.PeakTflops(training.precision);
+  for (auto& [name, lt] : by_name) p.slowest.push_back(lt);
+  std::sort(p.slowest.begin(), p.slowest.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  if (p.slowest.size() > 8) p.slowest.resize(8);
+  return p;
+}
+
+std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
+                                                   int gpus, int64_t global_batch, const NetworkTraining& training,
+                                                   double headroom, int* refused) {
+  // The finest useful spatial split: no GPU of a group left without a plane
+  // of the smallest convolution input.
+  int64_t max_spatial = 1;
+  for (const NetLayer& l : net.layers) {
+    if (l.op != LayerOp::kConv || l.dims == 0) continue;
+    max_spatial = max_spatial == 1 ? l.extent[0] : std::min(max_spatial, l.extent[0]);
+  }
+  std::vector<NetworkCandidate> out;
+  int not_fit = 0;
+  for (int spatial = 1; spatial <= gpus; ++spatial) {
+    if (gpus % spatial != 0 || (spatial > 1 && spatial > max_spatial)) continue;
+    const int64_t dp = gpus / spatial;
+    if (global_batch % dp != 0) continue;
+    const int64_t per_replica = global_batch / dp;
+    std::vector<int64_t> micro;
+    for (int64_t d = 1; d * d <= per_replica; ++d) {
+      if (per_replica % d != 0) continue;
+      micro.push_back(d);
+      if (d * d != per_replica) micro.push_back(per_replica / d);
+    }
+    for (int64_t mb : micro) {
+      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+        if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
+        NetworkLayout l{gpus, spatial, mb, global_batch, s};
+        auto p = PredictNetwork(net, cluster, l, training);
+        if (!p.ok()) continue;
+        if (p->memory_GiB > cluster.gpu.memory_GiB * (1.0 - headroom)) {
+          ++not_fit;
+          continue;
+        }
+        out.push_back({l, *std::move(p)});
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const NetworkCandidate& a, const NetworkCandidate& b) {
+    if (a.prediction.step_s != b.prediction.step_s) return a.prediction.step_s < b.prediction.step_s;
+    if (a.layout.sharding != b.layout.sharding) return a.layout.sharding < b.layout.sharding;
+    if (a.layout.spatial != b.layout.spatial) return a.layout.spatial < b.layout.spatial;
+    return a.layout.micro_batch > b.layout.micro_batch;
+  });
+  if (refused) *refused = not_fit;
+  return out;
+}
+
+}  // namespace paratune::planner

@@ -1,0 +1,125 @@
+// planner/network_cost.h: the training step of a Network (network.h) on a
+// cluster, layer by layer on the same GPU constants as the transformer path
+// (GEMM efficiency curve, fused-attention efficiency, HBM bandwidth, kernel
+// overhead; topology/gpu.h) and the same collective model (topology/cluster.h).
+//
+// Per layer and micro-batch: convolutions as implicit GEMMs (forward, data
+// gradient, weight gradient, each at its own shape), linears as GEMMs, fused
+// attention at the GPU's flash efficiency, norms, element-wise work and
+// resampling at HBM bandwidth; each kernel the larger of its math and its
+// bytes, plus the GPU's per-kernel overhead. Across GPUs: data parallelism
+// with the gradients all-reduced behind the backward (PyTorch DDP's buckets),
+// the optimizer's states sharded (ZeRO-1, a distributed optimizer) or every
+// weight sharded (FSDP), and spatial parallelism splitting every spatial
+// tensor's first dimension with the convolutions' halo planes exchanged with
+// the two neighbours (MLPerf's 3D U-Net `-sgs`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "planner/network.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+
+enum class WeightSharding : uint8_t {
+  kReplicated,  // DDP: every replica holds weights, gradients and optimizer states
+  kOptimizer,   // ZeRO-1 / a distributed optimizer: optimizer states sharded
+  kFull,        // FSDP / ZeRO-3: weights, gradients and states sharded, gathered per layer
+};
+const char* WeightShardingName(WeightSharding s);  // "ddp" | "zero1" | "fsdp"
+Result<WeightSharding> ParseWeightSharding(const std::string& name);
+
+struct NetworkLayout {
+  int gpus = 1;              // all GPUs of the job: data × spatial
+  int spatial = 1;           // GPUs splitting one sample's spatial extent (1 = none)
+  int64_t micro_batch = 1;   // samples per spatial group per micro-step
+  int64_t global_batch = 1;  // samples per optimizer step
+  WeightSharding sharding = WeightSharding::kReplicated;
+
+  int Data() const { return gpus / spatial; }
+  // Micro-steps per optimizer step: global / (data × micro); 0 when it does not divide.
+  int64_t Accumulation() const;
+};
+
+struct NetworkTraining {
+  topology::Precision precision = topology::Precision::kBf16;
+  // Bytes per gradient element as the data-parallel collective moves it: 4 for
+  // PyTorch AMP (fp32 weights, so fp32 gradients), 2 where the framework
+  // reduces in half precision.
+  double grad_bytes = 4;
+  // Bytes per parameter of optimizer state (Adam's two fp32 moments: 8; SGD
+  // with momentum and LARS: 4).
+  double optimizer_state_bytes = 8;
+  // Norms fused into the convolutions around them (cuDNN's runtime fusion:
+  // batch-norm statistics in the convolution's epilogue, the normalisation
+  // and activation in the next convolution's operand load), as NVIDIA's MLPerf
+  // ResNet networks "resnet-v1b-stats-*" run: no forward pass of their own,
+  // one backward kernel (read x and dy, write dx). Unfused: the forward reads
+  // x twice (statistics, normalise) and writes y; the backward reads x and dy
+  // twice (reductions, then dx) and writes dx.
+  bool fused_norm = false;
+};
+
+struct NetworkPrediction {
+  double step_s = 0;            // one optimizer step
+  double samples_per_s = 0;     // the job's
+  double forward_s = 0;         // one micro-batch, per GPU
+  double backward_s = 0;        // one micro-batch, per GPU
+  double halo_s = 0;            // spatial halo exchanges per micro-batch (not hidden)
+  double grad_sync_s = 0;       // the data-parallel collectives per step, unhidden
+  double grad_sync_exposed_s = 0;
+  double optimizer_s = 0;
+  double memory_GiB = 0;        // weights, gradients, states, saved activations, runtime
+  double activations_GiB = 0;
+  bool fits = false;
+  double model_tflops_per_gpu = 0;  // Network::TrainingFlops over the step
+  double mfu = 0;                   // over the dense peak at the training precision
+  // The layers taking the most time per micro-batch (forward + backward), slowest first.
+  struct LayerTime {
+    std::string name;
+    std::string op;
+    double seconds = 0;
+    bool memory_bound = false;
+  };
+  std::vector<LayerTime> slowest;
+};
+
+// Implicit-GEMM convolutions reach this share of what the GPU's GEMM curve
+// gives at their implicit GEMM's shape: CUTLASS's profiler documentation
+// (NVIDIA/cutlass 7107b055, media/docs/cpp/profiler.md line 780) measures a
+// 3×3 NHWC fp16 convolution (N 8, 224×224, C = K = 128) at 125.4 TFLOP/s on
+// an sm80 GPU, 0.402 of the A100's 312; the a100 preset's curve with its
+// short-k factor gives 0.621 at that shape (m = 8·224², n = 128, k = 1152):
+// 0.402 / 0.621 = 0.647 (network_test checks the 125.4). One measurement, one
+// library.
+inline constexpr double kConvGemmFactor = 0.647;
+
+// Checks the layout against the network and the cluster (divisibility, the
+// spatial split no finer than the smallest spatial extent, a whole number of
+// micro-steps) and prices one step. InvalidArgument names the rule broken.
+Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::ClusterSpec& cluster,
+                                         const NetworkLayout& layout, const NetworkTraining& training);
+
+// One candidate layout of a network job and its price.
+struct NetworkCandidate {
+  NetworkLayout layout;
+  NetworkPrediction prediction;
+};
+
+// Every layout of `gpus` GPUs and `global_batch` samples the network model
+// expresses: spatial groups (divisors of gpus up to the smallest first
+// extent of the network's convolutions' inputs, 1 for networks without
+// spatial convolutions), micro-batches dividing each replica's share, and the
+// three weight shardings; the ones that fit the GPU (memory ≤ capacity ×
+// (1 − headroom)), fastest first, ties to the simpler layout (less sharding,
+// no spatial split, the larger micro-batch). REQUIRES: gpus ≥ 1,
+// global_batch ≥ 1. Also returns, in *refused (when given), how many layouts
+// were priced and did not fit.
+std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
+                                                   int gpus, int64_t global_batch, const NetworkTraining& training,
+                                                   double headroom, int* refused = nullptr);
+
+}  // namespace paratune::planner

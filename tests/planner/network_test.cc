@@ -1,0 +1,233 @@
+// Networks beyond the transformer (planner/network.h, network_cost.h): the
+// presets against their published parameter and FLOP counts, the explicit
+// layer form and its refusals, and properties of the step and the layout
+// search.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planner/network.h"
+#include "planner/network_cost.h"
+#include "topology/cluster.h"
+
+namespace paratune::planner {
+namespace {
+
+Network Preset(const std::string& name) {
+  auto n = NetworkPreset(name);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  return n.ok() ? *n : Network{};
+}
+
+topology::ClusterSpec Cluster(const std::string& name) {
+  auto c = topology::ClusterPreset(name);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+TEST(NetworkPresets, EveryPresetParsesAndHasASource) {
+  const std::vector<std::string> names = NetworkPresetNames();
+  ASSERT_GE(names.size(), 6u);
+  for (const std::string& n : names) {
+    const Network net = Preset(n);
+    EXPECT_EQ(net.name, n);
+    EXPECT_FALSE(net.source.empty()) << n;
+    EXPECT_GT(net.Params(), 0) << n;
+    EXPECT_GT(net.TrainingFlops(), 2.5 * net.ForwardFlops()) << n;
+  }
+}
+
+TEST(NetworkJson, ExplicitFormReadsBackToTheSameNetwork) {
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  for (const std::string& name : NetworkPresetNames()) {
+    const Network net = Preset(name);
+    auto back = ParseNetwork(NetworkToJson(net), "");
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(back->layers.size(), net.layers.size()) << name;
+    EXPECT_DOUBLE_EQ(back->Params(), net.Params()) << name;
+    EXPECT_DOUBLE_EQ(back->TrainingFlops(), net.TrainingFlops()) << name;
+    auto a = PredictNetwork(net, c, NetworkLayout{8, 1, 1, 8}, NetworkTraining{});
+    auto b = PredictNetwork(*back, c, NetworkLayout{8, 1, 1, 8}, NetworkTraining{});
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    EXPECT_DOUBLE_EQ(a->step_s, b->step_s) << name;
+    EXPECT_DOUBLE_EQ(a->memory_GiB, b->memory_GiB) << name;
+  }
+}
+
+TEST(NetworkPresets, ParameterCountsMatchThePublishedOnes) {
+  // ResNet-50 25.6M (He et al. 2016), the SD v2 U-Net 865M and FLUX.1 ~11.9B
+  // (MLCommons benchmark descriptions), each to the precision it is stated.
+  EXPECT_NEAR(Preset("resnet-50").Params(), 25.6e6, 0.05e6);
+  EXPECT_NEAR(Preset("sd2-unet").Params(), 865e6, 5e6);
+  EXPECT_NEAR(Preset("flux1-schnell").Params(), 11.9e9, 0.1e9);
+  for (const std::string& n : NetworkPresetNames()) {
+    const Network net = Preset(n);
+    if (net.published_params > 0) {
+      EXPECT_NEAR(net.Params() / net.published_params, 1.0, 0.01) << n;
+    }
+  }
+}
+
+TEST(NetworkPresets, FlopCountsMatchThePublishedOnes) {
+  // ResNet-50: 4.1 GMACs per 224x224 image forward (He et al. 2016, Table 1: 3.8e9
+  // FLOPs as multiply-adds without v1.5's strided 3x3; torchvision lists 4.09).
+  EXPECT_NEAR(Preset("resnet-50").ForwardFlops() / 2, 4.09e9, 0.05e9);
+  // FLUX.1 as MLPerf trains it: 20.3 TFLOP per sample (NVIDIA's
+  // MODEL_TFLOP_PER_SAMPLE, training_results_v5.1).
+  EXPECT_NEAR(Preset("flux1-schnell").TrainingFlops() / 20.3e12, 1.0, 0.01);
+}
+
+TEST(NetworkPresets, BuildersKeepTheirShapes) {
+  // The 3D U-Net halves 128^3 five times to a 4^3 bottleneck and comes back to
+  // 128^3 at its output convolution.
+  const Network u = Preset("unet3d-kits19");
+  int64_t smallest = 1 << 30;
+  for (const NetLayer& l : u.layers) {
+    if (l.op == LayerOp::kConv) smallest = std::min(smallest, l.extent[0]);
+  }
+  EXPECT_EQ(smallest, 4);
+  EXPECT_EQ(u.layers.back().extent[0], 128);
+  EXPECT_EQ(u.layers.back().out_channels, 3);
+  // RetinaNet's heads share their weights across the five levels: adding a
+  // level adds FLOPs, not parameters.
+  const Network r = Preset("retinanet-resnext50");
+  double shared_flops = 0;
+  for (const NetLayer& l : r.layers) {
+    if (l.weights_shared) {
+      EXPECT_EQ(l.Params(), 0);
+      shared_flops += l.ForwardFlops();
+    }
+  }
+  EXPECT_GT(shared_flops, 0);
+}
+
+TEST(NetworkJson, ExplicitLayersAndRefusals) {
+  const Json ok = Json::parse(R"({"name": "tiny", "source": "test", "layers": [
+      {"op": "conv", "in": [3, 32, 32], "out_channels": 16, "kernel": 3, "input_grad": false},
+      {"op": "norm", "in": [16, 32, 32]},
+      {"op": "resample", "in": [16, 32, 32], "stride": 2},
+      {"op": "linear", "tokens": 1, "in_features": 4096, "out_features": 10},
+      {"op": "attention", "tokens": 64, "heads": 4, "head_dim": 32, "repeat": 2}]})");
+  auto n = ParseNetwork(ok, "");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->layers.size(), 5u);
+  // conv 3·16·9 + 16 bias, norm 2·16, linear 4096·10 + 10.
+  EXPECT_DOUBLE_EQ(n->Params(), 3 * 16 * 9 + 16 + 32 + 4096 * 10 + 10);
+  // Forward: conv 2·32·32·16·27, linear 2·4096·10, attention 2 × 4·64·64·128.
+  EXPECT_DOUBLE_EQ(n->ForwardFlops(), 2.0 * 1024 * 16 * 27 + 2.0 * 4096 * 10 + 2 * 4.0 * 64 * 64 * 128);
+  for (const char* bad : {
+           R"({"name": "x", "source": "s", "layers": [{"op": "pool", "in": [1, 2]}]})",
+           R"({"name": "x", "source": "s", "layers": [{"op": "conv", "in": [3, 8, 8]}]})",
+           R"({"name": "x", "source": "s", "layers": [{"op": "conv", "in": [3], "out_channels": 2}]})",
+           R"({"name": "x", "source": "s", "layers": [{"op": "linear", "tokens": 1, "in_features": 2,
+               "out_features": 2, "colour": 1}]})",
+           R"({"name": "x", "source": "s", "family": "unet2d"})",
+           R"({"name": "x", "source": "s", "family": "lstm", "architecture": {}})",
+           R"({"name": "x", "source": "s", "family": "unet3d", "architecture": {"patch": 100, "in_channels": 1,
+               "filters": [32, 64, 128, 256, 320]}})",
+           R"({"name": "x", "source": "s", "layers": [], "family": "dit"})"}) {
+    EXPECT_FALSE(ParseNetwork(Json::parse(bad), "").ok()) << bad;
+  }
+  EXPECT_FALSE(NetworkPreset("resnet50").ok());
+  EXPECT_NE(NetworkPreset("resnet50").status().message().find("resnet-50"), std::string::npos);
+}
+
+NetworkLayout Layout(int gpus, int64_t mb, int64_t gbs, int spatial = 1,
+                     WeightSharding s = WeightSharding::kReplicated) {
+  return NetworkLayout{gpus, spatial, mb, gbs, s};
+}
+
+TEST(NetworkCost, ConvolutionRunsAtCutlassMeasuredRate) {
+  // CUTLASS's profiler: a 3×3 NHWC fp16 convolution, N 8, 224×224, C = K =
+  // 128, at 125.4 TFLOP/s on sm80 (NVIDIA/cutlass 7107b055,
+  // media/docs/cpp/profiler.md line 780). The forward of that layer on an A100:
+  auto net = ParseNetwork(Json::parse(R"({"name": "c", "source": "CUTLASS", "layers": [
+      {"op": "conv", "in": [128, 224, 224], "out_channels": 128, "kernel": 3, "bias": false,
+       "input_grad": false, "frozen": true}]})"), "");
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  NetworkTraining t;
+  t.precision = topology::Precision::kFp16;
+  auto p = PredictNetwork(*net, Cluster("dgx-a100-80gb"), NetworkLayout{1, 1, 8, 8}, t);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NEAR(net->ForwardFlops() * 8 / p->forward_s / 1e12, 125.4, 125.4 * 0.02);
+}
+
+TEST(NetworkCost, StepIsConsistentAndBelowThePeak) {
+  const Network net = Preset("sd2-unet");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  auto p = PredictNetwork(net, c, Layout(8, 64, 512), NetworkTraining{});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NEAR(p->step_s, p->forward_s + p->backward_s + p->grad_sync_exposed_s + p->optimizer_s, 1e-12);
+  EXPECT_NEAR(p->samples_per_s, 512 / p->step_s, 1e-9);
+  EXPECT_GT(p->mfu, 0.05);
+  // No network runs above the best published dense-GEMM efficiency.
+  EXPECT_LT(p->mfu, c.gpu.GemmCeilingAt(topology::Precision::kBf16));
+  EXPECT_TRUE(p->fits);
+  // Half the micro-batch with two micro-steps: the same samples, more kernels.
+  auto q = PredictNetwork(net, c, Layout(8, 32, 512), NetworkTraining{});
+  ASSERT_TRUE(q.ok());
+  EXPECT_GT(q->step_s, p->step_s);
+  EXPECT_LT(q->memory_GiB, p->memory_GiB);
+}
+
+TEST(NetworkCost, ShardingTradesMemoryForCommunication) {
+  const Network net = Preset("flux1-schnell");
+  const topology::ClusterSpec c = Cluster("dgx-b200");
+  NetworkTraining t;
+  t.grad_bytes = 2;
+  auto ddp = PredictNetwork(net, c, Layout(16, 32, 512), t);
+  auto zero1 = PredictNetwork(net, c, Layout(16, 32, 512, 1, WeightSharding::kOptimizer), t);
+  auto fsdp = PredictNetwork(net, c, Layout(16, 32, 512, 1, WeightSharding::kFull), t);
+  ASSERT_TRUE(ddp.ok() && zero1.ok() && fsdp.ok());
+  EXPECT_GT(ddp->memory_GiB, zero1->memory_GiB);
+  EXPECT_GT(zero1->memory_GiB, fsdp->memory_GiB);
+  // 11.9B parameters with fp32 weights, gradients and Adam do not fit one B200.
+  EXPECT_FALSE(ddp->fits);
+  EXPECT_GE(fsdp->grad_sync_s, zero1->grad_sync_s);
+}
+
+TEST(NetworkCost, SpatialSplitExchangesHalosAndCutsActivations) {
+  const Network net = Preset("unet3d-kits19");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  auto whole = PredictNetwork(net, c, Layout(8, 1, 8), NetworkTraining{});
+  auto split = PredictNetwork(net, c, Layout(8, 1, 2, 4), NetworkTraining{});
+  ASSERT_TRUE(whole.ok() && split.ok()) << split.status().ToString();
+  EXPECT_EQ(whole->halo_s, 0);
+  EXPECT_GT(split->halo_s, 0);
+  EXPECT_LT(split->activations_GiB, whole->activations_GiB / 3);
+  EXPECT_LT(split->forward_s, whole->forward_s);
+}
+
+TEST(NetworkCost, RefusesLayoutsItCannotRun) {
+  const Network net = Preset("resnet-50");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  EXPECT_FALSE(PredictNetwork(net, c, Layout(8, 3, 64), NetworkTraining{}).ok());      // 8 × 3 ∤ 64
+  EXPECT_FALSE(PredictNetwork(net, c, Layout(8, 8, 64, 3), NetworkTraining{}).ok());   // 3 ∤ 8
+  const Network flux = Preset("flux1-schnell");
+  EXPECT_FALSE(PredictNetwork(flux, c, Layout(8, 1, 4, 2), NetworkTraining{}).ok());  // no convolutions
+}
+
+TEST(NetworkSearch, RanksFittingLayoutsFastestFirst) {
+  const Network net = Preset("unet3d-kits19");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  int refused = -1;
+  const auto ranked = SearchNetworkLayouts(net, c, 16, 16, NetworkTraining{}, 0.05, &refused);
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_GE(refused, 0);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_LE(ranked[i].prediction.memory_GiB, c.gpu.memory_GiB * 0.95);
+    EXPECT_EQ(ranked[i].layout.Data() * ranked[i].layout.micro_batch * ranked[i].layout.Accumulation(), 16);
+    if (i > 0) {
+      EXPECT_LE(ranked[i - 1].prediction.step_s, ranked[i].prediction.step_s);
+    }
+  }
+  // FLUX on one B200 fits only with its weights sharded: the search offers no
+  // replicated layout on 16 GPUs.
+  const auto flux = SearchNetworkLayouts(Preset("flux1-schnell"), Cluster("dgx-b200"), 16, 512, NetworkTraining{},
+                                         0.05, nullptr);
+  ASSERT_FALSE(flux.empty());
+  for (const auto& cand : flux) EXPECT_NE(cand.layout.sharding, WeightSharding::kReplicated);
+}
+
+}  // namespace
+}  // namespace paratune::planner
