@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/validate_beyond.h"
 #include "cli/validate_collectives.h"
 #include "cli/validate_memory.h"
 #include "common/median.h"
@@ -15,6 +16,7 @@
 #include "validation/collective_tables.h"
 #include "validation/fit.h"
 #include "validation/goodput_checks.h"
+#include "validation/beyond_runs.h"
 #include "validation/memory_runs.h"
 #include "validation/picks.h"
 #include "validation/seeds.h"
@@ -27,7 +29,7 @@ constexpr const char* kHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--holdout source|model|gpu|release|gpu-count|seq|framework|generation]
                          [--axes] [--picks] [--seeds] [--memory FILE] [--goodput FILE]
-                         [--collectives FILE] [--format table|json]
+                         [--collectives FILE] [--beyond FILE] [--format table|json]
 
 Predicts published measured runs with the built-in presets and no per-run
 knobs, and prints predicted vs measured with the error, then per source the
@@ -126,6 +128,19 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       tables not asked with the reason (DeepEP kernels, prose
                       summaries, TCP-socket transports)
                       (json: schema paratune.collective_validation/v1, every row)
+  --beyond FILE       measured throughput of networks that are not transformer
+                      stacks (shared/calibration/beyond_runs.json: MLPerf
+                      Training and HPC runs of ResNet-50, RetinaNet, Stable
+                      Diffusion's U-Net, FLUX.1, the 3D U-Net and CosmoFlow;
+                      also recognised as --calibration or as the only --runs):
+                      each row's network preset on its GPU's cluster preset with
+                      the row's GPUs, data and spatial parallelism and batch,
+                      predicted vs measured samples per second, then per
+                      benchmark, source (round), GPU generation and GPU-count
+                      decade the median |error|, median signed error and p90;
+                      rows left out are counted by reason (no preset for the
+                      benchmark or the GPU, tensor parallelism)
+                      (json: schema paratune.beyond_validation/v1, every row)
   --format F          table (default) | json (schema paratune.validation/v1)
 
 exit codes: 0 ok (also when a seed or goodput figure is not reproduced: the
@@ -204,6 +219,7 @@ struct LoadedRuns {
   std::vector<planner::PublishedRun> runs;
   bool fleet = false;                    // fleet_runs.json among the files
   std::vector<std::string> not_covered;  // MoE rows that cannot be mapped, with the reason
+  std::optional<Json> beyond;            // a beyond_runs.json document given alone
 };
 
 Result<LoadedRuns> LoadRuns(const Flags& flags, const std::optional<Json>& cal_doc,
@@ -219,6 +235,17 @@ Result<LoadedRuns> LoadRuns(const Flags& flags, const std::optional<Json>& cal_d
   for (const std::string& runs_file : flags.GetAll("--runs")) {
     auto doc = LoadJsonArg(runs_file, "--runs", in);
     if (!doc.ok()) return doc.status();
+    // Networks beyond the transformer are priced by another model: their
+    // file is reported on its own.
+    if (planner::IsBeyondRunsDocument(*doc)) {
+      if (cal_doc || flags.GetAll("--runs").size() > 1) {
+        return Status::InvalidArgument("--runs " + runs_file +
+                                       ": beyond_runs.json rows are networks, not transformer runs; give "
+                                       "it on its own (--runs FILE or --beyond FILE)");
+      }
+      out.beyond = std::move(*doc);
+      return out;
+    }
     // The MoE runs: rows with a record_type whose model has experts.
     bool moe_doc = false;
     if (doc->is_array()) {
@@ -681,7 +708,7 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
 
 int RunValidate(const Args& args, Io io) {
   Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory",
-               "--goodput", "--collectives"},
+               "--goodput", "--collectives", "--beyond"},
               {"--help", "--seeds", "--picks", "--axes"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
@@ -737,6 +764,18 @@ int RunValidate(const Args& args, Io io) {
     }
     return RunValidateCollectives(*doc, format, io);
   }
+  // Networks beyond the transformer: --beyond, or beyond_runs.json given as
+  // --calibration (as the only --runs, below).
+  auto beyond_path = flags.Get("--beyond");
+  if (beyond_path || (cal_doc && planner::IsBeyondRunsDocument(*cal_doc))) {
+    if (runs_path || flags.Has("--memory") || (beyond_path && cal_path)) {
+      return UsageError(io, "validate",
+                        Status::InvalidArgument("--beyond runs on its own (not with --calibration, --runs or --memory)"));
+    }
+    auto doc = beyond_path ? LoadJsonArg(*beyond_path, "--beyond", io.in) : Result<Json>(*cal_doc);
+    if (!doc.ok()) return UsageError(io, "validate", doc.status());
+    return RunValidateBeyond(*doc, format, io);
+  }
   // Measured peak memory: --memory, or memory_runs.json given as --calibration.
   auto memory_path = flags.Get("--memory");
   const bool cal_is_memory = cal_doc && planner::IsMemoryRunsDocument(*cal_doc);
@@ -755,10 +794,11 @@ int RunValidate(const Args& args, Io io) {
   }
   if (!cal_path && !runs_path) {
     return UsageError(io, "validate",
-                      Status::InvalidArgument("--calibration, --runs, --memory, --collectives or --seeds is required"));
+                      Status::InvalidArgument("--calibration, --runs, --memory, --collectives, --beyond or --seeds is required"));
   }
   auto loaded = LoadRuns(flags, cal_doc, io.in);
   if (!loaded.ok()) return UsageError(io, "validate", loaded.status());
+  if (loaded->beyond) return RunValidateBeyond(*loaded->beyond, format, io);
   const std::vector<planner::PublishedRun>& runs = loaded->runs;
   auto tally = PredictRows(*loaded, format == "table", io.out);
   if (!tally.ok()) return UsageError(io, "validate", tally.status());

@@ -25,20 +25,6 @@ void PrintStats(std::ostream& out, const std::string& name, const MemoryErrorSta
   PrintErrorStats(out, name, s, 34);
 }
 
-void PrintGroup(std::ostream& out, const std::string& title,
-                const std::map<std::string, std::vector<double>>& groups) {
-  out << "\n" << title << ":\n  " << std::left << std::setw(34) << "" << std::right << std::setw(6)
-      << "rows" << std::setw(16) << "median |error|" << std::setw(16) << "median signed"
-      << std::setw(12) << "p90 |error|" << "\n";
-  for (const auto& [name, errs] : groups) PrintStats(out, name, MemoryStats(errs));
-}
-
-OrderedJson GroupJson(const std::map<std::string, std::vector<double>>& groups) {
-  OrderedJson j = OrderedJson::object();
-  for (const auto& [name, errs] : groups) j[name] = ErrorStatsJson(MemoryStats(errs));
-  return j;
-}
-
 // Axes the error is read along: the rank count's decade and the message size.
 std::string RankDecade(int ranks) {
   return ranks < 10 ? "2-9 ranks" : ranks < 100 ? "10-99 ranks" : "100+ ranks";
@@ -131,17 +117,17 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     }
   }
   const MemoryErrorStats overall = MemoryStats(all);
-  out["per_system"] = GroupJson(by_system);
-  out["per_collective"] = GroupJson(by_collective);
-  out["per_rank_decade"] = GroupJson(by_ranks);
-  out["per_size"] = GroupJson(by_size);
+  out["per_system"] = ErrorGroupsJson(by_system);
+  out["per_collective"] = ErrorGroupsJson(by_collective);
+  out["per_rank_decade"] = ErrorGroupsJson(by_ranks);
+  out["per_size"] = ErrorGroupsJson(by_size);
   out["overall"] = ErrorStatsJson(overall);
   out["median_of_table_medians"] = Median(table_medians);
   // Every constant comes from NCCL's source or from a cluster preset's cited
   // measurement outside this file: nothing is fitted to these rows, so a
   // system held out is predicted as in-sample.
   out["fitted_constants"] = OrderedJson::array();
-  out["leave_one_system_out"] = GroupJson(by_system);
+  out["leave_one_system_out"] = ErrorGroupsJson(by_system);
   OrderedJson skipped = OrderedJson::array();
   int skipped_rows = 0;
   for (const planner::SkippedCollectives& sk : tables->skipped) {
@@ -157,11 +143,11 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     io.out << out.dump(2) << "\n";
     return kExitOk;
   }
-  PrintGroup(io.out, "per system (GPU @ publisher; held out = in-sample: nothing is fitted to this file)",
-             by_system);
-  PrintGroup(io.out, "per collective", by_collective);
-  PrintGroup(io.out, "per rank count", by_ranks);
-  PrintGroup(io.out, "per message size", by_size);
+  PrintErrorGroups(io.out, "per system (GPU @ publisher; held out = in-sample: nothing is fitted to this file)",
+                   by_system, 34);
+  PrintErrorGroups(io.out, "per collective", by_collective, 34);
+  PrintErrorGroups(io.out, "per rank count", by_ranks, 34);
+  PrintErrorGroups(io.out, "per message size", by_size, 34);
   io.out << "\n";
   PrintStats(io.out, "all rows (predicted / measured - 1)", overall);
   io.out << "median of the tables' medians: " << Pct(Median(table_medians))

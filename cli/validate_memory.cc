@@ -41,6 +41,20 @@ void PrintErrorStats(std::ostream& out, const std::string& name, const planner::
       << Pct(s.median_signed) << std::setw(12) << Pct(s.p90_abs) << "\n";
 }
 
+void PrintErrorGroups(std::ostream& out, const std::string& title,
+                      const std::map<std::string, std::vector<double>>& groups, int name_width) {
+  out << "\n" << title << ":\n  " << std::left << std::setw(name_width) << "" << std::right << std::setw(6)
+      << "rows" << std::setw(16) << "median |error|" << std::setw(16) << "median signed" << std::setw(12)
+      << "p90 |error|" << "\n";
+  for (const auto& [name, errs] : groups) PrintErrorStats(out, name, planner::MemoryStats(errs), name_width);
+}
+
+OrderedJson ErrorGroupsJson(const std::map<std::string, std::vector<double>>& groups) {
+  OrderedJson j = OrderedJson::object();
+  for (const auto& [name, errs] : groups) j[name] = ErrorStatsJson(planner::MemoryStats(errs));
+  return j;
+}
+
 int RunValidateMemory(const Json& doc, const std::string& format, Io io) {
   auto runs = planner::MemoryRunsFromCalibration(doc);
   if (!runs.ok()) return UsageError(io, "validate", runs.status());

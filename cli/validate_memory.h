@@ -1,8 +1,10 @@
 // cli/validate_memory.h: the memory half of `paratune validate` (--memory).
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/json.h"
@@ -23,5 +25,11 @@ OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s);
 // One line of a validation table: "  name  rows  median |e|  signed  p90".
 void PrintErrorStats(std::ostream& out, const std::string& name, const planner::MemoryErrorStats& s,
                      int name_width);
+
+// A titled table of groups of rows' errors, one PrintErrorStats line each,
+// and the same as {group: ErrorStatsJson}.
+void PrintErrorGroups(std::ostream& out, const std::string& title,
+                      const std::map<std::string, std::vector<double>>& groups, int name_width);
+OrderedJson ErrorGroupsJson(const std::map<std::string, std::vector<double>>& groups);
 
 }  // namespace paratune::cli

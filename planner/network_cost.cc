@@ -288,8 +288,12 @@ void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const
   }
 }
 
-// Weights (fp32 under mixed precision), gradients, optimizer states, frozen
-// weights (half precision), saved activations and the runtime's reserve.
+// Weights, gradients, optimizer states, frozen weights (half precision),
+// saved activations and the runtime's reserve. Replicated (PyTorch AMP):
+// fp32 weights, gradients, states. ZeRO-1 (Rajbhandari et al. 2020, §5.1;
+// Megatron's distributed optimizer): half-precision weights, gradients, and
+// the fp32 master copy with the states sharded. FSDP: fp32 weights,
+// gradients and states all sharded, two units gathered in half precision.
 void PriceMemory(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
                  const NetworkTraining& t, double saved_bytes, NetworkPrediction* p) {
   double frozen = 0, largest = 0;
@@ -302,7 +306,7 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
   double state = 0;
   switch (l.sharding) {
     case WeightSharding::kReplicated: state = w + g + s; break;
-    case WeightSharding::kOptimizer: state = w + g + s / dp; break;
+    case WeightSharding::kOptimizer: state = params * 2.0 + g + (w + s) / dp; break;
     case WeightSharding::kFull: state = (w + g + s) / dp + 2.0 * 2.0 * largest; break;  // two units gathered
   }
   p->activations_GiB = saved_bytes / cost::kGiB;
