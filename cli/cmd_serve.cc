@@ -33,9 +33,11 @@ Runs paratune as a service: the REST API under /v1 and the web page at /, from
 this one binary (the page is compiled in; nothing is fetched from elsewhere).
 
   POST /v1/plans      the request of `paratune plan` as JSON -> paratune.plans/v1
-                      (identical requests are answered from memory)
-  POST /v1/predict    the request of `paratune predict --request` -> paratune.prediction/v1
-  GET  /v1/presets[/models|gpus|clusters[/NAME]]
+                      (identical requests are answered from memory); a body
+                      with "network" -> paratune.network_plans/v1 (docs/networks.md)
+  POST /v1/predict    the request of `paratune predict --request` -> paratune.prediction/v1;
+                      a body with "network" -> paratune.network_prediction/v1
+  GET  /v1/presets[/models|networks|gpus|clusters[/NAME]]
   GET  /v1/profiles[/FP]   cached profiles with their provenance
   POST /v1/profiles   a profile, an nccl-tests -J document, or {"nccl_tests_log": TEXT}
                       with ?cluster=NAME                               (token)

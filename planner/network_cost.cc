@@ -43,6 +43,21 @@ constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;
 // FSDP gathers and reduces per wrapped module; layers smaller than this are
 // taken as wrapped with their neighbours (one collective for all of them).
 constexpr double kFsdpUnitParams = 1e6;
+// The layout search keeps, per spatial split and sharding, the largest
+// micro-batches that fit, this many.
+constexpr size_t kMicroBatchesKept = 4;
+
+// The divisors of n, ascending (n up to 2^40: a million trial divisions).
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d * d != n) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
 
 class LayerPricer {
  public:
@@ -365,30 +380,34 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
     if (l.op != LayerOp::kConv || l.dims == 0) continue;
     max_spatial = max_spatial == 1 ? l.extent[0] : std::min(max_spatial, l.extent[0]);
   }
+  const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
-  for (int spatial = 1; spatial <= gpus; ++spatial) {
-    if (gpus % spatial != 0 || (spatial > 1 && spatial > max_spatial)) continue;
+  for (int spatial = 1; spatial <= gpus && spatial <= std::max<int64_t>(1, max_spatial); ++spatial) {
+    if (gpus % spatial != 0) continue;
     const int64_t dp = gpus / spatial;
     if (global_batch % dp != 0) continue;
-    const int64_t per_replica = global_batch / dp;
-    std::vector<int64_t> micro;
-    for (int64_t d = 1; d * d <= per_replica; ++d) {
-      if (per_replica % d != 0) continue;
-      micro.push_back(d);
-      if (d * d != per_replica) micro.push_back(per_replica / d);
-    }
-    for (int64_t mb : micro) {
-      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
-        if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
-        NetworkLayout l{gpus, spatial, mb, global_batch, s};
-        auto p = PredictNetwork(net, cluster, l, training);
-        if (!p.ok()) continue;
-        if (p->memory_GiB > cluster.gpu.memory_GiB * (1.0 - headroom)) {
-          ++not_fit;
-          continue;
+    const std::vector<int64_t> micro = Divisors(global_batch / dp);
+    for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+      if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
+      auto price = [&](int64_t mb) { return PredictNetwork(net, cluster, NetworkLayout{gpus, spatial, mb, global_batch, s}, training); };
+      // Memory grows with the micro-batch: the largest that fits by
+      // bisection, then the few below it (a smaller one is rarely faster:
+      // more kernels for the same samples).
+      size_t lo = 0, hi = micro.size();  // micro[0, lo) fit, micro[hi, end) do not
+      while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        auto p = price(micro[mid]);
+        if (p.ok() && p->memory_GiB <= capacity) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
         }
-        out.push_back({l, *std::move(p)});
+      }
+      not_fit += static_cast<int>(micro.size() - lo);
+      for (size_t i = lo; i > 0 && lo - i < kMicroBatchesKept; --i) {
+        auto p = price(micro[i - 1]);
+        if (p.ok()) out.push_back({NetworkLayout{gpus, spatial, micro[i - 1], global_batch, s}, *std::move(p)});
       }
     }
   }

@@ -109,15 +109,16 @@ struct NetworkCandidate {
   NetworkPrediction prediction;
 };
 
-// Every layout of `gpus` GPUs and `global_batch` samples the network model
-// expresses: spatial groups (divisors of gpus up to the smallest first
-// extent of the network's convolutions' inputs, 1 for networks without
-// spatial convolutions), micro-batches dividing each replica's share, and the
-// three weight shardings; the ones that fit the GPU (memory ≤ capacity ×
-// (1 − headroom)), fastest first, ties to the simpler layout (less sharding,
-// no spatial split, the larger micro-batch). REQUIRES: gpus ≥ 1,
-// global_batch ≥ 1. Also returns, in *refused (when given), how many layouts
-// were priced and did not fit.
+// The layouts of `gpus` GPUs and `global_batch` samples the network model
+// expresses: spatial groups (divisors of gpus up to the smallest first extent
+// of the network's convolution inputs, 1 for networks without spatial
+// convolutions) × the three weight shardings × the largest micro-batches
+// dividing each replica's share that fit the GPU (memory ≤ capacity × (1 −
+// headroom); memory grows with the micro-batch, so the boundary is found by
+// bisection and the four largest below it are priced); fastest first, ties
+// to the simpler layout (less sharding, no spatial split, the larger
+// micro-batch). REQUIRES: gpus ≥ 1, global_batch ≥ 1. *refused (when given):
+// how many (spatial, sharding, micro-batch) layouts do not fit.
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
                                                    double headroom, int* refused = nullptr);

@@ -397,6 +397,11 @@ Result<std::string> PlanService::ApplyProfileTo(const Json& profile,
 
 Result<std::string> PlanService::Predict(const Json& request) {
   if (!request.is_object()) return Status::InvalidArgument("the request must be a JSON object");
+  if (request.contains("network")) {
+    PT_ASSIGN_OR_RETURN(planner::NetworkJob job, NetworkJobFor(request));
+    PT_ASSIGN_OR_RETURN(OrderedJson doc, planner::PredictNetworkDocument(job));
+    return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
   Json body = request;
   Json profile;
   if (auto it = body.find("profile"); it != body.end()) {
@@ -416,6 +421,14 @@ Result<std::string> PlanService::Predict(const Json& request) {
   OrderedJson doc = planner::PredictionToJson(req.job, req.config, p, cm);
   doc["assumed"] = scenario::AssumedToJson(resolved.assumed);
   return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<planner::NetworkJob> PlanService::NetworkJobFor(const Json& request) const {
+  PT_ASSIGN_OR_RETURN(planner::NetworkJob job, planner::ParseNetworkJob(request));
+  if (job.gpus > options_.max_gpus) {
+    return Status::InvalidArgument("/gpus: at most " + std::to_string(options_.max_gpus) + " on this service");
+  }
+  return job;
 }
 
 Result<std::string> PlanService::Replan(const Json& request, const Peer& client,
@@ -524,6 +537,14 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
                             std::chrono::duration<double>(options_.search_time_limit_s));
   // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
+  if (request.is_object() && request.contains("network")) {
+    // A network's layout search is bounded (network_cost.h: bisection per
+    // spatial split and sharding, at most kMaxNetworkLayers layers): no slot.
+    PT_ASSIGN_OR_RETURN(planner::NetworkJob job, NetworkJobFor(request));
+    return Served{std::make_shared<const std::string>(
+                      planner::PlanNetworkDocument(job).dump(-1, ' ', false, Json::error_handler_t::replace)),
+                  false};
+  }
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));
   // The search's divisor enumeration grows with the batch: beyond 2^30
   // sequences one shard can run for minutes, past any time limit's check.

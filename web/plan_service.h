@@ -21,6 +21,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "planner/network_request.h"
 #include "planner/plans.h"
 #include "planner/search.h"
 #include "profiler/profile.h"
@@ -138,7 +139,10 @@ class PlanService {
   explicit PlanService(PlanServiceOptions options);
 
   // POST /v1/predict: a paratune.prediction/v1 document. `profile` as in
-  // PlanRequest ("profile" key of the body). Errors name the field.
+  // PlanRequest ("profile" key of the body). Errors name the field. A body
+  // with a "network" key is a network job (planner/network_request.h),
+  // answered with paratune.network_prediction/v1 (and by Plan with
+  // paratune.network_plans/v1).
   Result<std::string> Predict(const Json& request);
   // POST /v1/plans: a paratune.plans/v1 document (compact JSON). A search over
   // the time limit fails with kTimeout naming the limit. `raw_body` (the bytes
@@ -180,6 +184,8 @@ class PlanService {
   // Applies the profile selected by `profile` (see PlanRequest) to `cluster`.
   // Returns the applied profile's fingerprint ("" = none).
   Result<std::string> ApplyProfileTo(const Json& profile, topology::ClusterSpec* cluster);
+  // A network job request, with this service's GPU limit.
+  Result<planner::NetworkJob> NetworkJobFor(const Json& request) const;
   // Plan and Replan themselves, run by those on a lower-priority thread.
   Result<Served> PlanNow(const Json& request, const std::string& raw_body,
                          const Peer& client, SlotRefusal* refusal);

@@ -25,6 +25,7 @@
 #include "common/state_dir.h"
 #include "common/strings.h"
 #include "common/user_input.h"
+#include "planner/network.h"
 #include "planner/model.h"
 #include "profiler/cache.h"
 #include "profiler/runner.h"
@@ -282,6 +283,17 @@ OrderedJson PresetsDocument(const std::string& kind) {
                   {"layers", m.layers},
                   {"hidden", m.hidden},
                   {"max_seq_len", m.max_seq_len}};
+        });
+  }
+  if (kind == "all" || kind == "networks") {
+    doc["networks"] = PresetList<planner::Network>(
+        planner::NetworkPresetNames(), &planner::NetworkPreset,
+        [](const std::string& name, const planner::Network& n) -> OrderedJson {
+          return {{"name", name},
+                  {"family", n.family},
+                  {"params_M", n.Params() / 1e6},
+                  {"train_GFLOP_per_sample", n.TrainingFlops() / 1e9},
+                  {"sample", n.sample}};
         });
   }
   if (kind == "all" || kind == "gpus") {
@@ -812,18 +824,21 @@ void Server::OperatorRoutes() {
 
 void Server::PresetRoutes() {
   // ---- presets ----
-  for (const std::string kind : {"all", "models", "gpus", "clusters"}) {
+  for (const std::string kind : {"all", "models", "networks", "gpus", "clusters"}) {
     const std::string text = PresetsDocument(kind).dump();
     const std::string path = kind == "all" ? "/v1/presets" : "/v1/presets/" + kind;
     AddGet(path, Labelled(kind == "all" ? "/v1/presets" : "/v1/presets/{kind}",
                           [text](const Request&, Response& res) { SendJson(res, 200, text); }));
   }
-  AddGet(R"(/v1/presets/(models|gpus|clusters)/([A-Za-z0-9._-]+))",
+  AddGet(R"(/v1/presets/(models|networks|gpus|clusters)/([A-Za-z0-9._-]+))",
          Labelled("/v1/presets/{kind}/{name}", [](const Request& req, Response& res) {
            const std::string kind = req.matches[1], name = req.matches[2];
            if (kind == "models") {
              if (auto m = planner::ModelPreset(name); m.ok())
                return SendJson(res, 200, planner::ModelSpecToJson(*m).dump());
+           } else if (kind == "networks") {
+             if (auto n = planner::NetworkPreset(name); n.ok())
+               return SendJson(res, 200, planner::NetworkToJson(*n).dump());
            } else if (kind == "gpus") {
              if (auto g = topology::GpuPreset(name); g.ok())
                return SendJson(res, 200, topology::GpuSpecToJson(*g).dump());
@@ -831,9 +846,10 @@ void Server::PresetRoutes() {
              return SendJson(res, 200, topology::ClusterSpecToJson(*c).dump());
            }
            const std::string hint =
-               DidYouMean(name, kind == "models" ? planner::ModelPresetNames()
-                                : kind == "gpus" ? topology::GpuPresetNames()
-                                                 : topology::ClusterPresetNames());
+               DidYouMean(name, kind == "models"     ? planner::ModelPresetNames()
+                                : kind == "networks" ? planner::NetworkPresetNames()
+                                : kind == "gpus"     ? topology::GpuPresetNames()
+                                                     : topology::ClusterPresetNames());
            Problem p;
            p.status = 404;
            p.type = "urn:paratune:problem:not-found";

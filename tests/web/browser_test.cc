@@ -181,6 +181,34 @@ TEST(Browser, NothingFitsNamesWhereItWould) {
   RemoveScratch(page.dir);
 }
 
+// A network that is not a transformer stack (docs/networks.md): the page
+// plans Stable Diffusion's U-Net as it plans a GPT, through POST /v1/plans,
+// and shows the ranked layouts with where each step goes and, for the
+// selected one, its slowest layers; the transformer table stays hidden.
+TEST(Browser, PagePlansAUNet) {
+  Page page;
+  OpenPage("browser-network", &page);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::string url = "http://127.0.0.1:" + std::to_string(page.server->port()) +
+                          "/?autorun=1&network=sd2-unet&cluster=dgx-h100&gpus=64&global_batch=2048&top=8";
+  auto [dom, code] = DumpDom(page, url);
+  ASSERT_EQ(code, 0) << "chromium failed; see " << page.dir << "/chromium.log";
+  ASSERT_NE(dom.find("data-state=\"planned\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_NE(dom.find("Global batch (samples)"), std::string::npos);
+  const std::string summary = Section(dom, "network-summary", 400);
+  EXPECT_NE(summary.find("sd2-unet (865.9 M parameters"), std::string::npos) << summary;
+  const std::string plans = Section(dom, "network-plans");
+  const std::string body = plans.substr(0, plans.find("</table>"));
+  EXPECT_EQ(Count(body, "<tr tabindex=\"0\""), 8) << body.substr(0, 2000);
+  EXPECT_NE(body.find("data 64, micro-batch 32"), std::string::npos) << body.substr(0, 2000);
+  EXPECT_GE(Count(body, "<rect"), 8);  // a bar per row
+  const std::string layers = Section(dom, "network-layers");
+  EXPECT_NE(layers.find("attn"), std::string::npos) << layers.substr(0, 2000);
+  EXPECT_NE(dom.find("id=\"results\" hidden"), std::string::npos);
+  page.server->Shutdown();
+  RemoveScratch(page.dir);
+}
+
 // A token budget: each ranked row says what the run to it takes (days,
 // effective fraction, checkpoint interval, GPU-hours, cost), ranked by time to
 // train (docs/model.md, Time to train), and rank 1's failures are priced as a

@@ -184,6 +184,48 @@ TEST_F(ServerTest, PredictErrors) {
   ExpectProblem(client_->Get("/v1/nothing-here"), 404);
 }
 
+// Networks that are not transformer stacks (docs/networks.md): the same
+// documents as `paratune predict/plan --network`, the presets, and refusals
+// by pointer.
+constexpr const char* kNetworkPlan =
+    R"({"network": "unet3d-kits19", "cluster": "dgx-h100", "gpus": 16, "global_batch": 16, "top": 3})";
+
+TEST_F(ServerTest, NetworkJobsAreTheCliDocuments) {
+  auto r = PostJson("/v1/plans", kNetworkPlan);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json rest = BodyJson(r);
+  EXPECT_EQ(rest["schema"], "paratune.network_plans/v1");
+  auto [cli, code] = RunCli(
+      "plan --network unet3d-kits19 --cluster dgx-h100 --gpus 16 --global-batch 16 --top 3 --format json");
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(rest, Json::parse(cli));
+  const std::string predict =
+      R"({"network": "resnet-50", "cluster": "dgx-h100", "gpus": 8, "global_batch": 256,
+          "layout": {"micro_batch": 16, "sharding": "zero1"}})";
+  auto p = PostJson("/v1/predict", predict);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->status, 200) << p->body;
+  auto [cli2, code2] = RunCli(
+      "predict --network resnet-50 --cluster dgx-h100 --gpus 8 --global-batch 256 --micro-batch 16 "
+      "--sharding zero1");
+  ASSERT_EQ(code2, 0);
+  EXPECT_EQ(BodyJson(p), Json::parse(cli2));
+  ExpectFieldRefused("/v1/predict", predict.c_str(), "/layout/sharding", "zero9");
+  ExpectFieldRefused("/v1/plans", kNetworkPlan, "/global_batch", int64_t{1} << 31);
+  ExpectFieldRefused("/v1/plans", kNetworkPlan, "/surprise", 1);
+  ExpectFieldRefused("/v1/plans", kNetworkPlan, "/training/grad_bytes", 3);
+  auto list = client_->Get("/v1/presets/networks");
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->status, 200);
+  EXPECT_FALSE(BodyJson(list)["networks"].empty());
+  auto one = client_->Get("/v1/presets/networks/sd2-unet");
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200);
+  EXPECT_TRUE(BodyJson(one)["layers"].is_array());
+  ExpectProblem(client_->Get("/v1/presets/networks/sd2unet"), 404);
+}
+
 // Input as people type it: a misspelt preset or key is refused with the
 // closest names (the CLI's resolution functions), and a sequence length or
 // batch may carry a size suffix.
@@ -698,6 +740,9 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   Json plans = BodyJson(PostJson("/v1/plans", kPlan));
   check("Plans", plans);
   check("Presets", BodyJson(client_->Get("/v1/presets")));
+  check("NetworkRequest", Json::parse(kNetworkPlan));
+  check("NetworkPlans", BodyJson(PostJson("/v1/plans", kNetworkPlan)));
+  check("NetworkPrediction", BodyJson(PostJson("/v1/predict", kNetworkPlan)));
   check("Profiles", BodyJson(client_->Get("/v1/profiles")));
   check("Version", BodyJson(client_->Get("/v1/version")));
   check("Jobs", BodyJson(client_->Get("/v1/jobs")));

@@ -14,6 +14,10 @@ const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
                       "#9c755f", "#bab0ac"];
 
 const state = { doc: null, request: null, selected: 0, compare: [], emit: null, sweep: null };
+// A network's step (docs/networks.md) drawn as segments; they add up to step_s.
+const NET_TERMS = [["forward", "forward", "#4e79a7"], ["backward", "backward", "#a0cbe8"], ["halo", "halo exchange", "#8cd17d"],
+                   ["sync", "gradient sync (exposed)", "#b6992d"], ["optimizer", "optimizer", "#79706e"]];
+const NETWORK_PREFIX = "network:";
 
 // ---------- helpers ----------
 function el(tag, attrs = {}, ...children) {
@@ -79,7 +83,28 @@ function fillSelect(sel, items, preferred, label = (x) => x.name) {
   if (preferred && items.some((x) => x.name === preferred)) sel.value = preferred;
 }
 
+// The model select holds transformer models and, in their own group, the
+// networks that are not transformer stacks (value "network:NAME").
+function isNetwork() { return $("#model").value.startsWith(NETWORK_PREFIX); }
+
+// A network job (docs/networks.md): one GPU count, the global batch in samples.
+function buildNetworkRequest() {
+  const req = { network: $("#model").value.slice(NETWORK_PREFIX.length), cluster: $("#cluster").value };
+  const g = $("#gpus").value.trim(), gb = $("#global_batch").value.trim(), top = $("#top").value.trim();
+  req.gpus = /^\d+$/.test(g) ? parseInt(g, 10) : g;
+  req.global_batch = /^\d+$/.test(gb) ? parseInt(gb, 10) : gb;
+  if (top) req.top = /^\d+$/.test(top) ? parseInt(top, 10) : top;
+  return req;
+}
+
+function onModelChange() {
+  const net = isNetwork();
+  $("#batch-label").textContent = net ? "Global batch (samples)" : "Global batch (sequences)";
+  for (const id of ["seq_len", "space", "objective", "fix", "tokens", "gpu_hour_price"]) $("#" + id).disabled = net;
+}
+
 function buildRequest() {
+  if (isNetwork()) return buildNetworkRequest();
   const req = { model: $("#model").value, cluster: $("#cluster").value, training: {} };
   const g = $("#gpus").value.trim();
   req.gpus = /^\d+$/.test(g) ? parseInt(g, 10) : g;
@@ -141,6 +166,14 @@ async function onSubmit(ev) {
   try {
     const request = buildRequest();
     const doc = await api("POST", "/v1/plans", request);
+    if (doc.schema === "paratune.network_plans/v1") {
+      state.netdoc = doc;
+      renderNetwork(doc);
+      setStatus("done in " + ((performance.now() - t0) / 1000).toFixed(2) + " s");
+      document.body.dataset.state = "planned";
+      return;
+    }
+    $("#network-results").hidden = true;
     state.doc = doc;
     state.request = request;
     state.selected = 0;
@@ -156,6 +189,78 @@ async function onSubmit(ev) {
   } finally {
     button.disabled = false;
   }
+}
+
+// ---------- network results ----------
+function netTerms(p) {  // [key, label, colour, seconds] adding up to step_s
+  const n = p.layout.accumulation;
+  const v = { forward: n * p.forward_s, backward: n * p.backward_s, halo: n * p.halo_s, sync: p.grad_sync_exposed_s,
+              optimizer: p.optimizer_s };
+  return NET_TERMS.map(([k, label, c]) => [k, label, c, Math.max(0, v[k])]);
+}
+
+function netLayout(l) {
+  return `${l.sharding}, data ${l.data}` + (l.spatial > 1 ? `, spatial ${l.spatial}` : "") +
+    `, micro-batch ${l.micro_batch}` + (l.accumulation > 1 ? ` × ${l.accumulation}` : "");
+}
+
+function netBar(p, width = 160) {
+  const s = svg("svg", { width, height: 14, role: "img", "aria-label": "where the step goes" });
+  let x = 0;
+  for (const [, label, colour, v] of netTerms(p)) {
+    const w = width * v / p.step_s;
+    if (w <= 0) continue;
+    const r = svg("rect", { x, y: 0, width: w, height: 14, fill: colour });
+    r.appendChild(svg("title", {}, `${label}: ${fmt(v)} s`));
+    s.appendChild(r);
+    x += w;
+  }
+  return s;
+}
+
+function renderNetwork(doc) {
+  $("#results").hidden = true;
+  $("#network-results").hidden = false;
+  const j = doc.job;
+  $("#network-title").textContent = `Ranked layouts: ${j.network} (${j.family})`;
+  $("#network-summary").textContent = `${j.network} (${fmt(j.params / 1e6, 1)} M parameters, ` +
+    `${fmt(j.train_flops_per_sample / 1e9, 1)} GFLOP per trained sample) on ${j.gpus} × ${j.gpu} (${j.cluster}), ` +
+    `global batch ${fmtInt(j.global_batch)} samples: ${fmtInt(doc.layouts_fit)} layouts fit, ` +
+    `${fmtInt(doc.refused_over_memory)} over ${fmt(100 * (1 - doc.headroom), 0)} % of memory.`;
+  const rows = doc.plans.map((p, i) => {
+    const tr = el("tr", { tabindex: "0" },
+      el("td", { text: i + 1 }), el("td", { class: "cfg", text: netLayout(p.layout) }),
+      el("td", { text: fmt(p.step_s) }), el("td", { text: fmtInt(p.samples_per_s) }),
+      el("td", { text: fmt(100 * p.mfu, 1) + " %" }), el("td", { text: fmt(p.memory_GiB, 1) }),
+      el("td", {}, netBar(p)));
+    tr.addEventListener("click", () => selectNetwork(i));
+    tr.addEventListener("keydown", (e) => { if (e.key === "Enter") selectNetwork(i); });
+    return tr;
+  });
+  $("#network-plans tbody").replaceChildren(...rows);
+  $("#network-legend").replaceChildren(...NET_TERMS.map(([, label, c]) => {
+    const s = el("span", { text: label });
+    s.style.setProperty("--c", c);
+    return s;
+  }));
+  if (!doc.plans.length) {
+    $("#network-detail").textContent = "Nothing fits: more GPUs, a smaller global batch, or (3D networks) a spatial split.";
+    $("#network-layers tbody").replaceChildren();
+    return;
+  }
+  selectNetwork(0);
+}
+
+function selectNetwork(i) {
+  const p = state.netdoc.plans[i];
+  $("#network-plans tbody").querySelectorAll("tr").forEach((tr, k) => tr.setAttribute("aria-selected", k === i));
+  $("#network-detail").textContent = `#${i + 1} ${netLayout(p.layout)}: step ${fmt(p.step_s)} s = ` +
+    netTerms(p).filter(([, , , v]) => v > 0).map(([, label, , v]) => `${label} ${fmt(v)} s`).join(" + ") +
+    `; ${fmt(p.model_tflops_per_gpu, 1)} model TFLOP/s per GPU; memory ${fmt(p.memory_GiB, 1)} GiB ` +
+    `(activations ${fmt(p.activations_GiB, 1)}).`;
+  $("#network-layers tbody").replaceChildren(...p.slowest_layers.map((l) => el("tr", {},
+    el("td", { class: "cfg", text: l.layer }), el("td", { text: l.op }), el("td", { text: fmt(1e3 * l.seconds, 2) }),
+    el("td", { text: l.memory_bound ? "memory" : "math" }))));
 }
 
 // ---------- results ----------
@@ -688,6 +793,14 @@ async function init() {
     const presets = await api("GET", "/v1/presets");
     fillSelect($("#model"), presets.models, q.get("model") || "llama3-8b",
       (m) => `${m.name} (${m.params_B.toFixed(m.params_B < 10 ? 1 : 0)} B)`);
+    // Networks that are not transformer stacks, in their own group (?network=NAME selects one).
+    const group = el("optgroup", { label: "U-Nets, diffusion transformers, CNNs" },
+      ...(presets.networks || []).map((n) => el("option", { value: NETWORK_PREFIX + n.name,
+        text: `${n.name} (${n.family}, ${fmt(n.params_M, n.params_M < 100 ? 1 : 0)} M)` })));
+    $("#model").appendChild(group);
+    if (q.get("network")) $("#model").value = NETWORK_PREFIX + q.get("network");
+    $("#model").addEventListener("change", onModelChange);
+    onModelChange();
     fillSelect($("#cluster"), presets.clusters, q.get("cluster") || "dgx-h100", (c) => `${c.name} (${c.gpus_per_node}× ${c.gpu})`);
   } catch (e) {
     setStatus("cannot load presets: " + e.message, true);

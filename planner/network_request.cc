@@ -1,0 +1,160 @@
+#include "planner/network_request.h"
+
+#include <algorithm>
+
+namespace paratune::planner {
+
+namespace {
+
+Status ReadTraining(ObjectReader& r, NetworkJob* job) {
+  std::string precision = "bf16";
+  PT_RETURN_IF_ERROR(r.OptString("precision", &precision));
+  auto p = topology::ParsePrecision(precision);
+  if (!p.ok()) return r.Error("precision", p.status().message());
+  if (*p == topology::Precision::kFp8) {
+    return r.Error("precision", "fp8 recipes are priced for transformer layers only");
+  }
+  job->training.precision = *p;
+  PT_RETURN_IF_ERROR(r.OptNumber("grad_bytes", &job->training.grad_bytes));
+  if (job->training.grad_bytes != 2 && job->training.grad_bytes != 4) {
+    return r.Error("grad_bytes", "must be 2 (half-precision gradients) or 4 (fp32)");
+  }
+  PT_RETURN_IF_ERROR(r.OptNumber("optimizer_state_bytes", &job->training.optimizer_state_bytes));
+  if (!(job->training.optimizer_state_bytes >= 0 && job->training.optimizer_state_bytes <= 64)) {
+    return r.Error("optimizer_state_bytes", "must be in [0, 64] (Adam 8, SGD with momentum 4)");
+  }
+  PT_RETURN_IF_ERROR(r.OptBool("fused_norm", &job->training.fused_norm));
+  PT_RETURN_IF_ERROR(r.OptNumber("headroom", &job->headroom));
+  if (!(job->headroom >= 0 && job->headroom < 1)) return r.Error("headroom", "must be in [0, 1)");
+  return r.Finish();
+}
+
+Status ReadLayout(ObjectReader& r, NetworkJob* job) {
+  NetworkLayout& l = job->layout;
+  int64_t spatial = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("spatial", &spatial));
+  if (spatial < 1 || spatial > job->gpus || job->gpus % spatial != 0) {
+    return r.Error("spatial", "must divide gpus (" + std::to_string(job->gpus) + ")");
+  }
+  l.spatial = static_cast<int>(spatial);
+  l.micro_batch = job->global_batch / l.Data();
+  PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
+  if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");
+  std::string sharding = WeightShardingName(l.sharding);
+  PT_RETURN_IF_ERROR(r.OptString("sharding", &sharding));
+  auto s = ParseWeightSharding(sharding);
+  if (!s.ok()) return r.Error("sharding", s.status().message());
+  l.sharding = *s;
+  return r.Finish();
+}
+
+}  // namespace
+
+Result<NetworkJob> ParseNetworkJob(const Json& j) {
+  ObjectReader r(j, "");
+  NetworkJob job;
+  if (!r.Has("network")) return r.Error("network", "is required");
+  PT_ASSIGN_OR_RETURN(job.network, ResolveNetwork(r.Raw("network"), r.PointerOf("network")));
+  if (job.network.layers.size() > kMaxNetworkLayers) {
+    return r.Error("network", "lists " + std::to_string(job.network.layers.size()) + " layers; at most " +
+                                  std::to_string(kMaxNetworkLayers) + " (use repeat for identical ones)");
+  }
+  if (!r.Has("cluster")) return r.Error("cluster", "is required");
+  PT_ASSIGN_OR_RETURN(job.cluster, topology::ResolveCluster(r.Raw("cluster"), r.PointerOf("cluster")));
+  int64_t gpus = 0;
+  PT_RETURN_IF_ERROR(r.Integer("gpus", &gpus));
+  if (gpus < 1 || gpus > (int64_t{1} << 24)) return r.Error("gpus", "must be in [1, 2^24]");
+  job.gpus = static_cast<int>(gpus);
+  PT_RETURN_IF_ERROR(r.Integer("global_batch", &job.global_batch));
+  if (job.global_batch < 1 || job.global_batch > (int64_t{1} << 30)) {
+    return r.Error("global_batch", "must be in [1, 2^30] samples");
+  }
+  if (r.Has("training")) {
+    ObjectReader t(r.Raw("training"), r.PointerOf("training"));
+    PT_RETURN_IF_ERROR(ReadTraining(t, &job));
+  }
+  job.layout.gpus = job.gpus;
+  job.layout.global_batch = job.global_batch;
+  job.layout.micro_batch = std::max<int64_t>(1, job.global_batch / job.gpus);
+  if (r.Has("layout")) {
+    ObjectReader l(r.Raw("layout"), r.PointerOf("layout"));
+    PT_RETURN_IF_ERROR(ReadLayout(l, &job));
+  }
+  int64_t top = job.top;
+  PT_RETURN_IF_ERROR(r.OptInteger("top", &top));
+  if (top < 1 || top > 1000) return r.Error("top", "must be in [1, 1000]");
+  job.top = static_cast<int>(top);
+  PT_RETURN_IF_ERROR(r.Finish());
+  return job;
+}
+
+OrderedJson NetworkJobJson(const NetworkJob& job) {
+  OrderedJson j;
+  j["network"] = job.network.name;
+  j["family"] = job.network.family;
+  j["params"] = job.network.Params();
+  j["train_flops_per_sample"] = job.network.TrainingFlops();
+  j["cluster"] = job.cluster.name;
+  j["gpu"] = job.cluster.gpu.name;
+  j["gpus"] = job.gpus;
+  j["global_batch"] = job.global_batch;
+  j["precision"] = topology::PrecisionName(job.training.precision);
+  j["grad_bytes"] = job.training.grad_bytes;
+  j["optimizer_state_bytes"] = job.training.optimizer_state_bytes;
+  j["fused_norm"] = job.training.fused_norm;
+  return j;
+}
+
+OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPrediction& p) {
+  OrderedJson j;
+  j["layout"] = {{"sharding", WeightShardingName(l.sharding)}, {"data", l.Data()},
+                 {"spatial", l.spatial},  {"micro_batch", l.micro_batch},
+                 {"accumulation", l.Accumulation()}};
+  j["step_s"] = p.step_s;
+  j["samples_per_s"] = p.samples_per_s;
+  j["forward_s"] = p.forward_s;
+  j["backward_s"] = p.backward_s;
+  j["halo_s"] = p.halo_s;
+  j["grad_sync_s"] = p.grad_sync_s;
+  j["grad_sync_exposed_s"] = p.grad_sync_exposed_s;
+  j["optimizer_s"] = p.optimizer_s;
+  j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
+  j["mfu"] = p.mfu;
+  j["memory_GiB"] = p.memory_GiB;
+  j["activations_GiB"] = p.activations_GiB;
+  j["fits"] = p.fits;
+  OrderedJson slow = OrderedJson::array();
+  for (const auto& s : p.slowest) {
+    slow.push_back({{"layer", s.name}, {"op", s.op}, {"seconds", s.seconds}, {"memory_bound", s.memory_bound}});
+  }
+  j["slowest_layers"] = slow;
+  return j;
+}
+
+Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job) {
+  PT_ASSIGN_OR_RETURN(NetworkPrediction p, PredictNetwork(job.network, job.cluster, job.layout, job.training));
+  OrderedJson doc;
+  doc["schema"] = "paratune.network_prediction/v1";
+  doc["job"] = NetworkJobJson(job);
+  doc["prediction"] = NetworkPredictionJson(job.layout, p);
+  return doc;
+}
+
+OrderedJson PlanNetworkDocument(const NetworkJob& job) {
+  int refused = 0;
+  const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
+      job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom, &refused);
+  OrderedJson doc;
+  doc["schema"] = "paratune.network_plans/v1";
+  doc["job"] = NetworkJobJson(job);
+  doc["headroom"] = job.headroom;
+  doc["refused_over_memory"] = refused;
+  doc["layouts_fit"] = ranked.size();
+  doc["plans"] = OrderedJson::array();
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(job.top); ++i) {
+    doc["plans"].push_back(NetworkPredictionJson(ranked[i].layout, ranked[i].prediction));
+  }
+  return doc;
+}
+
+}  // namespace paratune::planner

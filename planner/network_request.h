@@ -1,0 +1,56 @@
+// planner/network_request.h: a network job as the CLI (`--network`) and the
+// service (POST /v1/predict and /v1/plans with a "network" key) state it, and
+// the documents they answer with (docs/networks.md, docs/cli.md).
+//
+// Request:
+//   {"network": preset name | network object (network.h),
+//    "cluster": preset name | cluster object,
+//    "gpus": N, "global_batch": B,
+//    "training": {"precision": "bf16", "grad_bytes": 4,
+//                 "optimizer_state_bytes": 8, "headroom": 0.05},   (optional)
+//    "layout": {"micro_batch": b, "spatial": s, "sharding": "ddp"}, (predict; optional)
+//    "top": 10}                                                     (plans; optional)
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "planner/network_cost.h"
+
+namespace paratune::planner {
+
+struct NetworkJob {
+  Network network;
+  topology::ClusterSpec cluster;
+  int gpus = 0;
+  int64_t global_batch = 0;
+  NetworkTraining training;
+  double headroom = 0.05;  // plans keep memory under capacity × (1 − headroom)
+  // Predict: the layout to price. Unstated keys: spatial 1, ddp, the global
+  // batch over the data-parallel replicas (one micro-step).
+  NetworkLayout layout;
+  int top = 10;  // plans: how many to return
+};
+
+// The most layers an explicit network may list on this path (a plans search
+// prices each layout layer by layer).
+inline constexpr size_t kMaxNetworkLayers = 20000;
+
+// Parses a request. Strict: unknown keys are errors naming their pointer;
+// gpus in [1, 2^24], global_batch in [1, 2^30], headroom in [0, 1),
+// grad_bytes 2 or 4, optimizer_state_bytes in [0, 64], top in [1, 1000].
+Result<NetworkJob> ParseNetworkJob(const Json& j);
+
+// paratune.network_prediction/v1: {schema, job, prediction}.
+Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job);
+// paratune.network_plans/v1: {schema, job, headroom, refused_over_memory,
+// layouts_fit, plans}: the `top` fastest layouts that fit.
+OrderedJson PlanNetworkDocument(const NetworkJob& job);
+
+// The pieces of those documents, for the table printers.
+OrderedJson NetworkJobJson(const NetworkJob& job);
+OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPrediction& p);
+
+}  // namespace paratune::planner
