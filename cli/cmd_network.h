@@ -9,8 +9,8 @@ namespace paratune::cli {
 
 // The flags these read (besides --network): --cluster --gpus --global-batch
 // --precision --grad-bytes --optimizer-state-bytes --format; predict also
-// --micro-batch --spatial --sharding, plan --headroom --top.
-inline constexpr const char* kNetworkFlags[] = {"--network", "--micro-batch", "--spatial", "--sharding",
+// --micro-batch --spatial --tensor --sharding, plan --headroom --top.
+inline constexpr const char* kNetworkFlags[] = {"--network", "--micro-batch", "--spatial", "--tensor", "--sharding",
                                                 "--grad-bytes", "--optimizer-state-bytes"};
 
 int PredictNetworkCommand(const Flags& flags, Io io);

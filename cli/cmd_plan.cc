@@ -132,7 +132,7 @@ Networks that are not transformer stacks: --network N (a preset of `paratune
 presets networks` or a network JSON file) with --cluster, --gpus N, and
 --global-batch B ranks every layout the network model expresses (ddp, zero1,
 fsdp; micro-batches dividing each replica's share; spatial splits of 3D
-networks) by step time among those that fit within --headroom, and prints
+networks; tensor groups within an NVLink domain) by step time among those that fit within --headroom, and prints
 the --top fastest (--grad-bytes, --optimizer-state-bytes and --precision as
 `paratune predict --network`; JSON: schema paratune.network_plans/v1).
 

@@ -27,7 +27,7 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--profile PROFILE.json] [--format json|table]
 
        paratune predict --network N --cluster C --gpus G --global-batch B
-                        [--micro-batch b] [--spatial s] [--sharding ddp|zero1|fsdp]
+                        [--micro-batch b] [--spatial s] [--tensor t] [--sharding ddp|zero1|fsdp]
                         [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
                         [--format json|table]
 
@@ -112,7 +112,9 @@ diffusion transformers, CNNs and 3D CNNs, priced layer by layer (convolutions
 as implicit GEMMs, fused attention, norms at HBM bandwidth) with data
 parallelism (ddp: gradients all-reduced behind the backward; zero1: optimizer
 states sharded; fsdp: every weight sharded) and, for 3D networks, a spatial
-split of each sample over --spatial GPUs with halo exchange. --micro-batch
+split of each sample over --spatial GPUs with halo exchange, and for the
+token layers of diffusion transformers and U-Net attention, Megatron-style
+tensor parallelism over --tensor GPUs. --micro-batch
 defaults to the global batch over the data-parallel replicas; --grad-bytes is
 the gradient width the data-parallel collective moves (4: PyTorch AMP, 2:
 half-precision reduction); --optimizer-state-bytes per parameter (Adam 8, SGD
@@ -282,7 +284,7 @@ int RunPredict(const Args& args, Io io) {
   Flags flags(
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
-       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--sharding", "--grad-bytes",
+       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--tensor", "--sharding", "--grad-bytes",
        "--optimizer-state-bytes"},
       {"--help", "--compile"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;

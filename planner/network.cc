@@ -27,6 +27,58 @@ const char* LayerOpName(LayerOp op) {
   return "?";
 }
 
+const char* TensorSplitName(TensorSplit s) {
+  switch (s) {
+    case TensorSplit::kNone: return "none";
+    case TensorSplit::kColumn: return "column";
+    case TensorSplit::kRow: return "row";
+    case TensorSplit::kSharded: return "sharded";
+  }
+  return "?";
+}
+
+NetLayer TensorShard(const NetLayer& l, int t) {
+  NetLayer s = l;
+  if (t <= 1) return s;
+  switch (l.tensor) {
+    case TensorSplit::kNone: break;
+    case TensorSplit::kColumn: s.out_channels /= t; break;
+    case TensorSplit::kRow: s.in_channels /= t; break;
+    case TensorSplit::kSharded:
+      if (l.op == LayerOp::kAttention) {
+        s.heads /= t;
+        s.in_channels = s.out_channels = s.heads * s.head_dim;
+      } else {
+        s.in_channels /= t;
+        s.out_channels /= t;
+      }
+      break;
+  }
+  return s;
+}
+
+Status CheckTensorSplit(const Network& net, int t) {
+  if (t <= 1) return Status::Ok();
+  bool column = false;
+  for (const NetLayer& l : net.layers) {
+    column = column || l.tensor == TensorSplit::kColumn;
+    const int64_t width = l.tensor == TensorSplit::kColumn ? l.out_channels
+                          : l.tensor == TensorSplit::kRow  ? l.in_channels
+                          : l.tensor == TensorSplit::kSharded ? (l.op == LayerOp::kAttention ? l.heads : l.in_channels)
+                                                              : t;
+    if (width % t != 0) {
+      return Status::InvalidArgument("tensor parallelism " + std::to_string(t) + " does not divide layer '" +
+                                     l.name + "' (" + TensorSplitName(l.tensor) + " width " +
+                                     std::to_string(width) + ")");
+    }
+  }
+  if (!column) {
+    return Status::InvalidArgument("network '" + net.name +
+                                   "' has no tensor-parallel layers (tensor: column/row); tensor must be 1");
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 double Volume(const Ext& e) {
@@ -186,6 +238,13 @@ NetLayer Elementwise(std::string name, int dims, Ext e, int64_t c, double tensor
   l.tensors = tensors;
   return l;
 }
+
+// `l` with its part under tensor parallelism.
+NetLayer Split(NetLayer l, TensorSplit s) {
+  l.tensor = s;
+  return l;
+}
+constexpr TensorSplit kCol = TensorSplit::kColumn, kRowSplit = TensorSplit::kRow, kShard = TensorSplit::kSharded;
 
 // Token rows as a one-dimensional extent, for norms and element-wise work on
 // a transformer's activations.
@@ -395,21 +454,22 @@ void SpatialTransformer(const std::string& p, Ext e, int64_t c, const UNet2dArch
   for (int64_t d = 0; d < a.transformer_depth; ++d) {
     const std::string b = p + ".block" + std::to_string(d + 1);
     out->push_back(TokenOp(LayerOp::kNorm, b + ".norm1", t, c));
-    NetLayer qkv = Linear(b + ".attn1.qkv", t, c, 3 * c, false);
-    out->push_back(qkv);
-    out->push_back(Attention(b + ".attn1", t, t, heads, a.head_channels));
-    out->push_back(Linear(b + ".attn1.out", t, c, c));
+    out->push_back(Split(Linear(b + ".attn1.qkv", t, c, 3 * c, false), kCol));
+    out->push_back(Split(Attention(b + ".attn1", t, t, heads, a.head_channels), kShard));
+    out->push_back(Split(Linear(b + ".attn1.out", t, c, c), kRowSplit));
     out->push_back(TokenOp(LayerOp::kElementwise, b + ".add1", t, c, 2));
     out->push_back(TokenOp(LayerOp::kNorm, b + ".norm2", t, c));
-    out->push_back(Linear(b + ".attn2.q", t, c, c, false));
-    out->push_back(Linear(b + ".attn2.kv", a.context_tokens, a.context_dim, 2 * c, false));
-    out->push_back(Attention(b + ".attn2", t, a.context_tokens, heads, a.head_channels));
-    out->push_back(Linear(b + ".attn2.out", t, c, c));
+    out->push_back(Split(Linear(b + ".attn2.q", t, c, c, false), kCol));
+    NetLayer kv = Split(Linear(b + ".attn2.kv", a.context_tokens, a.context_dim, 2 * c, false), kCol);
+    kv.input_grad = false;  // the text context is not trained
+    out->push_back(kv);
+    out->push_back(Split(Attention(b + ".attn2", t, a.context_tokens, heads, a.head_channels), kShard));
+    out->push_back(Split(Linear(b + ".attn2.out", t, c, c), kRowSplit));
     out->push_back(TokenOp(LayerOp::kElementwise, b + ".add2", t, c, 2));
     out->push_back(TokenOp(LayerOp::kNorm, b + ".norm3", t, c));
-    out->push_back(Linear(b + ".ff.geglu", t, c, 8 * c));
-    out->push_back(TokenOp(LayerOp::kElementwise, b + ".ff.gate", t, 4 * c, 2));
-    out->push_back(Linear(b + ".ff.out", t, 4 * c, c));
+    out->push_back(Split(Linear(b + ".ff.geglu", t, c, 8 * c), kCol));
+    out->push_back(Split(TokenOp(LayerOp::kElementwise, b + ".ff.gate", t, 4 * c, 2), kShard));
+    out->push_back(Split(Linear(b + ".ff.out", t, 4 * c, c), kRowSplit));
     out->push_back(TokenOp(LayerOp::kElementwise, b + ".add3", t, c, 2));
   }
   out->push_back(Linear(p + ".proj_out", t, c, c));
@@ -587,26 +647,26 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
       const std::string p = std::string("double.") + stream;
       push(Linear(p + ".mod", 1, hidden, 6 * hidden), dbl);
       push(TokenOp(LayerOp::kNorm, p + ".norm1", t, hidden), dbl);
-      push(Linear(p + ".qkv", t, hidden, 3 * hidden), dbl);
-      push(TokenOp(LayerOp::kNorm, p + ".qk_norm", t, 2 * hidden), dbl);
-      push(Linear(p + ".proj", t, hidden, hidden), dbl);
+      push(Split(Linear(p + ".qkv", t, hidden, 3 * hidden), kCol), dbl);
+      push(Split(TokenOp(LayerOp::kNorm, p + ".qk_norm", t, 2 * hidden), kShard), dbl);
+      push(Split(Linear(p + ".proj", t, hidden, hidden), kRowSplit), dbl);
       push(TokenOp(LayerOp::kElementwise, p + ".gate1", t, hidden, 3), dbl);
       push(TokenOp(LayerOp::kNorm, p + ".norm2", t, hidden), dbl);
-      push(Linear(p + ".mlp_in", t, hidden, mlp), dbl);
-      push(TokenOp(LayerOp::kElementwise, p + ".gelu", t, mlp), dbl);
-      push(Linear(p + ".mlp_out", t, mlp, hidden), dbl);
+      push(Split(Linear(p + ".mlp_in", t, hidden, mlp), kCol), dbl);
+      push(Split(TokenOp(LayerOp::kElementwise, p + ".gelu", t, mlp), kShard), dbl);
+      push(Split(Linear(p + ".mlp_out", t, mlp, hidden), kRowSplit), dbl);
       push(TokenOp(LayerOp::kElementwise, p + ".gate2", t, hidden, 3), dbl);
     }
-    push(Attention("double.attn", all, all, heads, hd), dbl);
+    push(Split(Attention("double.attn", all, all, heads, hd), kShard), dbl);
   }
   if (sgl > 0) {
     push(Linear("single.mod", 1, hidden, 3 * hidden), sgl);
     push(TokenOp(LayerOp::kNorm, "single.norm", all, hidden), sgl);
-    push(Linear("single.linear1", all, hidden, 3 * hidden + mlp), sgl);
-    push(TokenOp(LayerOp::kNorm, "single.qk_norm", all, 2 * hidden), sgl);
-    push(Attention("single.attn", all, all, heads, hd), sgl);
-    push(TokenOp(LayerOp::kElementwise, "single.gelu", all, mlp), sgl);
-    push(Linear("single.linear2", all, hidden + mlp, hidden), sgl);
+    push(Split(Linear("single.linear1", all, hidden, 3 * hidden + mlp), kCol), sgl);
+    push(Split(TokenOp(LayerOp::kNorm, "single.qk_norm", all, 2 * hidden), kShard), sgl);
+    push(Split(Attention("single.attn", all, all, heads, hd), kShard), sgl);
+    push(Split(TokenOp(LayerOp::kElementwise, "single.gelu", all, mlp), kShard), sgl);
+    push(Split(Linear("single.linear2", all, hidden + mlp, hidden), kRowSplit), sgl);
     push(TokenOp(LayerOp::kElementwise, "single.gate", all, hidden, 3), sgl);
   }
   out->push_back(Linear("final.mod", 1, hidden, 2 * hidden));
@@ -717,6 +777,13 @@ Result<LayerOp> ParseOp(const std::string& s) {
   return Status::InvalidArgument("'" + s + "' is not a layer op (conv, linear, attention, norm, elementwise, resample)");
 }
 
+Result<TensorSplit> ParseTensorSplit(const std::string& s) {
+  for (TensorSplit t : {TensorSplit::kNone, TensorSplit::kColumn, TensorSplit::kRow, TensorSplit::kSharded}) {
+    if (s == TensorSplitName(t)) return t;
+  }
+  return Status::InvalidArgument("'" + s + "' is not a tensor split (none, column, row, sharded)");
+}
+
 Result<NetLayer> ParseLayer(const Json& j, const std::string& pointer) {
   ObjectReader r(j, pointer);
   NetLayer l;
@@ -737,6 +804,7 @@ Result<NetLayer> ParseLayer(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptBool("frozen", &l.frozen));
   PT_RETURN_IF_ERROR(r.OptBool("weights_shared", &l.weights_shared));
   PT_RETURN_IF_ERROR(PositiveInt(r, "repeat", &l.repeat, 1 << 20));
+  PT_RETURN_IF_ERROR(r.OptParsed("tensor", ParseTensorSplit, &l.tensor));
   PT_RETURN_IF_ERROR(r.OptNumber("tensors", &l.tensors));
   if (!(l.tensors >= 1 && l.tensors <= 64)) return r.Error("tensors", "must be in [1, 64]");
   if (l.op == LayerOp::kLinear || l.op == LayerOp::kAttention) {
@@ -842,6 +910,7 @@ Json NetworkToJson(const Network& n) {
     put("frozen", l.frozen, d.frozen);
     put("weights_shared", l.weights_shared, d.weights_shared);
     put("repeat", l.repeat, d.repeat);
+    if (l.tensor != d.tensor) x["tensor"] = TensorSplitName(l.tensor);
     j["layers"].push_back(x);
   }
   return j;

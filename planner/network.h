@@ -34,6 +34,18 @@ enum class LayerOp : uint8_t {
 };
 const char* LayerOpName(LayerOp op);
 
+// How a layer splits under tensor parallelism (Megatron's pairs: a
+// column-parallel layer splits its outputs, the row-parallel layer after it
+// its inputs and all-reduces its output; what lies between works on the
+// split width).
+enum class TensorSplit : uint8_t {
+  kNone,     // replicated on every GPU of the tensor group
+  kColumn,   // output features split; the backward all-reduces its input's gradient
+  kRow,      // input features split; the forward all-reduces its output
+  kSharded,  // works on the split width: attention heads, element-wise work between the pair
+};
+const char* TensorSplitName(TensorSplit s);  // "none" | "column" | "row" | "sharded"
+
 // One layer, per sample. Spatial tensors are [channels, d1, (d2, (d3))].
 struct NetLayer {
   LayerOp op = LayerOp::kConv;
@@ -56,6 +68,7 @@ struct NetLayer {
   bool frozen = false;                    // runs forward only: no gradients, no saved activations
   bool weights_shared = false;            // its weights are counted at another layer (shared heads)
   int64_t repeat = 1;                     // the layer occurs this many times, identical
+  TensorSplit tensor = TensorSplit::kNone;  // its part under tensor parallelism
 
   // Elements of the input and output tensors per sample.
   double InElems() const;
@@ -83,6 +96,14 @@ struct Network {
   double ForwardFlops() const;
   double TrainingFlops() const;
 };
+
+// The layer one GPU of a tensor group of `t` runs: a column layer's outputs,
+// a row layer's inputs, a sharded layer's width (attention: heads) over t.
+// REQUIRES: t divides them (CheckTensorSplit).
+NetLayer TensorShard(const NetLayer& l, int t);
+// Whether `t`-way tensor parallelism splits `net` evenly: it has a column
+// layer, and t divides every split width. InvalidArgument names the layer.
+Status CheckTensorSplit(const Network& net, int t);
 
 // The explicit form (every layer spelled out), which ParseNetwork reads back
 // to the same network: what `presets show` prints for a user to edit.

@@ -73,22 +73,25 @@ class LayerPricer {
         fused_norm_(t.fused_norm) {}
 
   struct Times {
-    double fwd = 0, bwd = 0, halo = 0;
+    double fwd = 0, bwd = 0, halo = 0, tensor = 0;
     bool memory_bound = false;
   };
 
-  // One occurrence of `l` for one micro-batch on one GPU.
+  // One occurrence of `l` (already the tensor group's shard: TensorShard)
+  // for one micro-batch on one GPU.
   Times Price(const NetLayer& l) const {
     const double b = static_cast<double>(layout_.micro_batch) * Share(l);
+    Times t;
     switch (l.op) {
-      case LayerOp::kConv: return Conv(l, b);
-      case LayerOp::kLinear: return Linear(l, b);
-      case LayerOp::kAttention: return Attention(l, b);
-      case LayerOp::kNorm: return fused_norm_ ? Stream(l, b, 0, 3) : Stream(l, b, 3, 5);
-      case LayerOp::kElementwise: return Stream(l, b, l.tensors + 1, l.tensors + 1);
-      case LayerOp::kResample: return Stream(l, b, 1, 1);
+      case LayerOp::kConv: t = Conv(l, b); break;
+      case LayerOp::kLinear: t = Linear(l, b); break;
+      case LayerOp::kAttention: t = Attention(l, b); break;
+      case LayerOp::kNorm: t = fused_norm_ ? Stream(l, b, 0, 3) : Stream(l, b, 3, 5); break;
+      case LayerOp::kElementwise: t = Stream(l, b, l.tensors + 1, l.tensors + 1); break;
+      case LayerOp::kResample: t = Stream(l, b, 1, 1); break;
     }
-    return {};
+    t.tensor = TensorComm(l, b);
+    return t;
   }
 
   // Elements per sample a layer keeps for its backward.
@@ -203,9 +206,21 @@ class LayerPricer {
     // A spatially split norm all-reduces its statistics within the group.
     if (l.op == LayerOp::kNorm && Share(l) < 1.0) {
       const double stats = 2.0 * 4.0 * l.in_channels * layout_.micro_batch;
-      t.halo = 2.0 * topology::CollectiveSeconds(cluster_, Collective::kAllReduce, 1, layout_.spatial, stats);
+      t.halo = 2.0 * topology::CollectiveSeconds(cluster_, Collective::kAllReduce, layout_.tensor, layout_.spatial,
+                                                 stats);
     }
     return t;
+  }
+
+  // Megatron's tensor-parallel all-reduces: a row layer's output in the
+  // forward, a column layer's input gradient in the backward (full widths).
+  double TensorComm(const NetLayer& l, double b) const {
+    if (layout_.tensor <= 1 || l.frozen) return 0;
+    const double rows = b * static_cast<double>(l.tokens);
+    double bytes = 0;
+    if (l.tensor == TensorSplit::kRow) bytes = rows * l.out_channels * act_bytes_;
+    if (l.tensor == TensorSplit::kColumn && l.input_grad) bytes = rows * l.in_channels * act_bytes_;
+    return bytes > 0 ? topology::CollectiveSeconds(cluster_, Collective::kAllReduce, 1, layout_.tensor, bytes) : 0;
   }
 
   // A spatially split convolution exchanges (kernel − 1)/2 planes of its input
@@ -215,7 +230,8 @@ class LayerPricer {
     if (Share(l) >= 1.0 || l.kernel <= 1 || l.transposed) return 0;
     const double plane = static_cast<double>(l.in_channels) * l.extent[1] * l.extent[2];
     const double bytes = (l.kernel - 1) / 2 * plane * (b / Share(l)) * act_bytes_;
-    const double one = topology::CollectiveSeconds(cluster_, Collective::kSendRecv, 1, layout_.spatial, bytes);
+    const double one =
+        topology::CollectiveSeconds(cluster_, Collective::kSendRecv, layout_.tensor, layout_.spatial, bytes);
     return 2.0 * one * (l.input_grad && !l.frozen ? 2.0 : 1.0);
   }
 
@@ -230,10 +246,11 @@ class LayerPricer {
 Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
                    const NetworkTraining& t) {
   if (net.layers.empty()) return Status::InvalidArgument("network '" + net.name + "' has no layers");
-  if (l.gpus < 1 || l.spatial < 1 || l.gpus % l.spatial != 0) {
-    return Status::InvalidArgument("spatial (" + std::to_string(l.spatial) + ") must divide gpus (" +
-                                   std::to_string(l.gpus) + ")");
+  if (l.gpus < 1 || l.spatial < 1 || l.tensor < 1 || l.gpus % (l.spatial * l.tensor) != 0) {
+    return Status::InvalidArgument("spatial × tensor (" + std::to_string(l.spatial) + " × " +
+                                   std::to_string(l.tensor) + ") must divide gpus (" + std::to_string(l.gpus) + ")");
   }
+  PT_RETURN_IF_ERROR(CheckTensorSplit(net, l.tensor));
   if (l.micro_batch < 1 || l.global_batch < 1) {
     return Status::InvalidArgument("micro_batch and global_batch must be positive");
   }
@@ -261,7 +278,9 @@ void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const
   if (dp <= 1) return;
   const double params = net.Params();
   const double grads = params * t.grad_bytes, weights = params * 2.0;
-  auto coll = [&](Collective k, double bytes) { return topology::CollectiveSeconds(c, k, l.spatial, dp, bytes); };
+  auto coll = [&](Collective k, double bytes) {
+    return topology::CollectiveSeconds(c, k, l.spatial * l.tensor, dp, bytes);
+  };
   switch (l.sharding) {
     case WeightSharding::kReplicated: {
       p->grad_sync_s = coll(Collective::kAllReduce, grads);
@@ -331,9 +350,12 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
 
 }  // namespace
 
-Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::ClusterSpec& cluster,
+Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::ClusterSpec& cluster,
                                          const NetworkLayout& layout, const NetworkTraining& training) {
-  PT_RETURN_IF_ERROR(CheckLayout(net, cluster, layout, training));
+  PT_RETURN_IF_ERROR(CheckLayout(full, cluster, layout, training));
+  // What one GPU of a tensor group holds and runs.
+  Network net = full;
+  for (NetLayer& l : net.layers) l = TensorShard(l, layout.tensor);
   const LayerPricer pricer(cluster, layout, training);
   NetworkPrediction p;
   std::map<std::string, NetworkPrediction::LayerTime> by_name;
@@ -344,15 +366,16 @@ Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::Clu
     p.forward_s += n * t.fwd;
     p.backward_s += n * t.bwd;
     p.halo_s += n * t.halo;
+    p.tensor_comm_s += n * t.tensor;
     saved += n * LayerPricer::SavedElems(l) * pricer.Share(l);
     NetworkPrediction::LayerTime& lt = by_name[l.name.empty() ? LayerOpName(l.op) : l.name];
     lt.name = l.name;
     lt.op = LayerOpName(l.op);
-    lt.seconds += n * (t.fwd + t.bwd + t.halo);
+    lt.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor);
     lt.memory_bound = t.memory_bound;
   }
   const double accumulation = static_cast<double>(layout.Accumulation());
-  const double micro = p.forward_s + p.backward_s + p.halo_s;
+  const double micro = p.forward_s + p.backward_s + p.halo_s + p.tensor_comm_s;
   PriceGradientSync(net, cluster, layout, training, p.forward_s, p.backward_s, &p);
   // The optimizer reads and writes the fp32 weights and its states and reads
   // the gradients, on the shard a GPU owns.
@@ -362,7 +385,7 @@ Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::Clu
   p.step_s = accumulation * micro + p.grad_sync_exposed_s + p.optimizer_s;
   p.samples_per_s = static_cast<double>(layout.global_batch) / p.step_s;
   PriceMemory(net, cluster, layout, training, saved * layout.micro_batch * pricer.act_bytes(), &p);
-  p.model_tflops_per_gpu = net.TrainingFlops() * p.samples_per_s / layout.gpus / 1e12;
+  p.model_tflops_per_gpu = full.TrainingFlops() * p.samples_per_s / layout.gpus / 1e12;
   p.mfu = p.model_tflops_per_gpu / cluster.gpu.PeakTflops(training.precision);
   for (auto& [name, lt] : by_name) p.slowest.push_back(lt);
   std::sort(p.slowest.begin(), p.slowest.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
@@ -383,31 +406,39 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
+  // Tensor groups stay inside one NVLink domain (Megatron's rule of thumb;
+  // past it every all-reduce crosses the NICs).
+  std::vector<int> tensors;
+  for (int t = 1; t <= std::min(gpus, cluster.DomainGpus()); ++t) {
+    if (gpus % t == 0 && CheckTensorSplit(net, t).ok()) tensors.push_back(t);
+  }
   for (int spatial = 1; spatial <= gpus && spatial <= std::max<int64_t>(1, max_spatial); ++spatial) {
-    if (gpus % spatial != 0) continue;
-    const int64_t dp = gpus / spatial;
-    if (global_batch % dp != 0) continue;
-    const std::vector<int64_t> micro = Divisors(global_batch / dp);
-    for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
-      if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
-      auto price = [&](int64_t mb) { return PredictNetwork(net, cluster, NetworkLayout{gpus, spatial, mb, global_batch, s}, training); };
-      // Memory grows with the micro-batch: the largest that fits by
-      // bisection, then the few below it (a smaller one is rarely faster:
-      // more kernels for the same samples).
-      size_t lo = 0, hi = micro.size();  // micro[0, lo) fit, micro[hi, end) do not
-      while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        auto p = price(micro[mid]);
-        if (p.ok() && p->memory_GiB <= capacity) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
+    for (int tensor : tensors) {
+      if (gpus % (spatial * tensor) != 0) continue;
+      const int64_t dp = gpus / (spatial * tensor);
+      if (global_batch % dp != 0) continue;
+      const std::vector<int64_t> micro = Divisors(global_batch / dp);
+      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+        if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
+        auto layout = [&](int64_t mb) { return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor}; };
+        // Memory grows with the micro-batch: the largest that fits by
+        // bisection, then the few below it (a smaller one is rarely faster:
+        // more kernels for the same samples).
+        size_t lo = 0, hi = micro.size();  // micro[0, lo) fit, micro[hi, end) do not
+        while (lo < hi) {
+          const size_t mid = (lo + hi) / 2;
+          auto p = PredictNetwork(net, cluster, layout(micro[mid]), training);
+          if (p.ok() && p->memory_GiB <= capacity) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
         }
-      }
-      not_fit += static_cast<int>(micro.size() - lo);
-      for (size_t i = lo; i > 0 && lo - i < kMicroBatchesKept; --i) {
-        auto p = price(micro[i - 1]);
-        if (p.ok()) out.push_back({NetworkLayout{gpus, spatial, micro[i - 1], global_batch, s}, *std::move(p)});
+        not_fit += static_cast<int>(micro.size() - lo);
+        for (size_t i = lo; i > 0 && lo - i < kMicroBatchesKept; --i) {
+          auto p = PredictNetwork(net, cluster, layout(micro[i - 1]), training);
+          if (p.ok()) out.push_back({layout(micro[i - 1]), *std::move(p)});
+        }
       }
     }
   }
@@ -415,6 +446,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
     if (a.prediction.step_s != b.prediction.step_s) return a.prediction.step_s < b.prediction.step_s;
     if (a.layout.sharding != b.layout.sharding) return a.layout.sharding < b.layout.sharding;
     if (a.layout.spatial != b.layout.spatial) return a.layout.spatial < b.layout.spatial;
+    if (a.layout.tensor != b.layout.tensor) return a.layout.tensor < b.layout.tensor;
     return a.layout.micro_batch > b.layout.micro_batch;
   });
   if (refused) *refused = not_fit;

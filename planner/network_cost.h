@@ -12,7 +12,10 @@
 // the optimizer's states sharded (ZeRO-1, a distributed optimizer) or every
 // weight sharded (FSDP), and spatial parallelism splitting every spatial
 // tensor's first dimension with the convolutions' halo planes exchanged with
-// the two neighbours (MLPerf's 3D U-Net `-sgs`).
+// the two neighbours (MLPerf's 3D U-Net `-sgs`), and tensor parallelism
+// splitting the token layers' widths as Megatron does (a column-parallel
+// layer, the work between, a row-parallel layer whose output is all-reduced;
+// the column layer's input gradient all-reduced in the backward).
 #pragma once
 
 #include <string>
@@ -32,14 +35,17 @@ enum class WeightSharding : uint8_t {
 const char* WeightShardingName(WeightSharding s);  // "ddp" | "zero1" | "fsdp"
 Result<WeightSharding> ParseWeightSharding(const std::string& name);
 
+// Ranks are laid tensor group innermost, then the spatial group, then data
+// parallelism (so a tensor group stays inside an NVLink domain first).
 struct NetworkLayout {
-  int gpus = 1;              // all GPUs of the job: data × spatial
+  int gpus = 1;              // all GPUs of the job: data × spatial × tensor
   int spatial = 1;           // GPUs splitting one sample's spatial extent (1 = none)
-  int64_t micro_batch = 1;   // samples per spatial group per micro-step
+  int64_t micro_batch = 1;   // samples per spatial × tensor group per micro-step
   int64_t global_batch = 1;  // samples per optimizer step
   WeightSharding sharding = WeightSharding::kReplicated;
+  int tensor = 1;            // GPUs splitting the token layers' widths (Megatron's pairs; 1 = none)
 
-  int Data() const { return gpus / spatial; }
+  int Data() const { return gpus / (spatial * tensor); }
   // Micro-steps per optimizer step: global / (data × micro); 0 when it does not divide.
   int64_t Accumulation() const;
 };
@@ -69,6 +75,7 @@ struct NetworkPrediction {
   double forward_s = 0;         // one micro-batch, per GPU
   double backward_s = 0;        // one micro-batch, per GPU
   double halo_s = 0;            // spatial halo exchanges per micro-batch (not hidden)
+  double tensor_comm_s = 0;     // tensor-parallel all-reduces per micro-batch (not hidden)
   double grad_sync_s = 0;       // the data-parallel collectives per step, unhidden
   double grad_sync_exposed_s = 0;
   double optimizer_s = 0;
@@ -112,12 +119,14 @@ struct NetworkCandidate {
 // The layouts of `gpus` GPUs and `global_batch` samples the network model
 // expresses: spatial groups (divisors of gpus up to the smallest first extent
 // of the network's convolution inputs, 1 for networks without spatial
-// convolutions) × the three weight shardings × the largest micro-batches
+// convolutions) × tensor groups (divisors of gpus within one NVLink domain
+// that split the network evenly, 1 for networks without tensor-parallel
+// layers) × the three weight shardings × the largest micro-batches
 // dividing each replica's share that fit the GPU (memory ≤ capacity × (1 −
 // headroom); memory grows with the micro-batch, so the boundary is found by
 // bisection and the four largest below it are priced); fastest first, ties
-// to the simpler layout (less sharding, no spatial split, the larger
-// micro-batch). REQUIRES: gpus ≥ 1, global_batch ≥ 1. *refused (when given):
+// to the simpler layout (less sharding, no spatial split, a smaller tensor
+// group, the larger micro-batch). REQUIRES: gpus ≥ 1, global_batch ≥ 1. *refused (when given):
 // how many (spatial, sharding, micro-batch) layouts do not fit.
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,

@@ -37,6 +37,12 @@ Status ReadLayout(ObjectReader& r, NetworkJob* job) {
     return r.Error("spatial", "must divide gpus (" + std::to_string(job->gpus) + ")");
   }
   l.spatial = static_cast<int>(spatial);
+  int64_t tensor = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("tensor", &tensor));
+  if (tensor < 1 || tensor > job->gpus || job->gpus % (spatial * tensor) != 0) {
+    return r.Error("tensor", "spatial × tensor must divide gpus (" + std::to_string(job->gpus) + ")");
+  }
+  l.tensor = static_cast<int>(tensor);
   l.micro_batch = job->global_batch / l.Data();
   PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
   if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");
@@ -108,13 +114,14 @@ OrderedJson NetworkJobJson(const NetworkJob& job) {
 OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPrediction& p) {
   OrderedJson j;
   j["layout"] = {{"sharding", WeightShardingName(l.sharding)}, {"data", l.Data()},
-                 {"spatial", l.spatial},  {"micro_batch", l.micro_batch},
-                 {"accumulation", l.Accumulation()}};
+                 {"spatial", l.spatial},  {"tensor", l.tensor},
+                 {"micro_batch", l.micro_batch}, {"accumulation", l.Accumulation()}};
   j["step_s"] = p.step_s;
   j["samples_per_s"] = p.samples_per_s;
   j["forward_s"] = p.forward_s;
   j["backward_s"] = p.backward_s;
   j["halo_s"] = p.halo_s;
+  j["tensor_comm_s"] = p.tensor_comm_s;
   j["grad_sync_s"] = p.grad_sync_s;
   j["grad_sync_exposed_s"] = p.grad_sync_exposed_s;
   j["optimizer_s"] = p.optimizer_s;

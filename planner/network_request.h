@@ -8,7 +8,8 @@
 //    "gpus": N, "global_batch": B,
 //    "training": {"precision": "bf16", "grad_bytes": 4,
 //                 "optimizer_state_bytes": 8, "headroom": 0.05},   (optional)
-//    "layout": {"micro_batch": b, "spatial": s, "sharding": "ddp"}, (predict; optional)
+//    "layout": {"micro_batch": b, "spatial": s, "tensor": t,
+//               "sharding": "ddp"},                               (predict; optional)
 //    "top": 10}                                                     (plans; optional)
 #pragma once
 
@@ -28,8 +29,8 @@ struct NetworkJob {
   int64_t global_batch = 0;
   NetworkTraining training;
   double headroom = 0.05;  // plans keep memory under capacity × (1 − headroom)
-  // Predict: the layout to price. Unstated keys: spatial 1, ddp, the global
-  // batch over the data-parallel replicas (one micro-step).
+  // Predict: the layout to price. Unstated keys: spatial 1, tensor 1, ddp,
+  // the global batch over the data-parallel replicas (one micro-step).
   NetworkLayout layout;
   int top = 10;  // plans: how many to return
 };

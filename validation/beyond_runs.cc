@@ -59,16 +59,16 @@ std::string ReadLayout(const Json& row, NetworkLayout* l, std::vector<std::strin
   const Json empty = Json::object();
   const Json& par = row.contains("parallel") ? row["parallel"] : empty;
   const Json& hw = row.contains("hardware") ? row["hardware"] : empty;
-  if (rf::Int(par, "tensor_parallel", 1) > 1) return "tensor parallelism of a network is not modelled";
   if (rf::Int(par, "context_parallel", 1) > 1) return "context parallelism of a network is not modelled";
   l->gpus = rf::Int(par, "training_gpus", rf::Int(hw, "num_gpus", 0));
   l->spatial = std::max(1, rf::Int(par, "spatial_parallel", 1));
+  l->tensor = std::max(1, rf::Int(par, "tensor_parallel", 1));
   l->global_batch = static_cast<int64_t>(rf::Num(par, "global_batch", 0));
   if (l->gpus < 1 || l->global_batch < 1) return "the row states no GPU count or global batch";
-  if (l->gpus % l->spatial != 0) return "spatial parallelism does not divide the training GPUs";
+  if (l->gpus % (l->spatial * l->tensor) != 0) return "spatial × tensor parallelism does not divide the training GPUs";
   const int dp = rf::Int(par, "data_parallel", l->Data());
   if (dp != l->Data()) {
-    return "data_parallel " + std::to_string(dp) + " is not training GPUs / spatial (" +
+    return "data_parallel " + std::to_string(dp) + " is not training GPUs / (spatial × tensor) (" +
            std::to_string(l->Data()) + ")";
   }
   const int64_t accum = std::max<int64_t>(1, static_cast<int64_t>(rf::Num(par, "grad_accum", 1)));

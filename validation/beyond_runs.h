@@ -8,12 +8,12 @@
 // flux1-schnell, unet3d → unet3d-kits19, cosmoflow → cosmoflow); the GPU names
 // the cluster preset (H100-SXM → dgx-h100, H200-SXM → dgx-h200, B200 →
 // dgx-b200, GB200/GB300 → their NVL72 racks, A100-SXM 40/80 GB → their DGX);
-// the row's training GPUs, data and spatial parallelism, local and global
-// batch are its layout. What the rows do not state (precision, gradient
+// the row's training GPUs, data, spatial and tensor parallelism, local and
+// global batch are its layout. What the rows do not state (precision, gradient
 // width, optimizer, weight sharding) comes from the benchmark's reference
 // implementation and is listed in each run's `assumed`. Rows of other
 // benchmarks, GPUs without a preset, and layouts the network model does not
-// express (tensor parallelism) are left out with the reason.
+// express (context parallelism) are left out with the reason.
 #pragma once
 
 #include <string>

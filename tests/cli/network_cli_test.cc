@@ -17,7 +17,7 @@ TEST(NetworkCli, PredictPrintsTheStepAndItsParts) {
   const Outcome t = Call(RunPredict, {"--network", "sd2-unet", "--cluster", "dgx-h100", "--gpus", "8",
                                       "--global-batch", "512", "--format", "table"});
   ASSERT_EQ(t.code, kExitOk) << t.err;
-  for (const char* s : {"sd2-unet on 8 × h100-sxm", "ddp, data 8, spatial 1, micro-batch 64", "samples/s",
+  for (const char* s : {"sd2-unet on 8 × h100-sxm", "ddp, data 8, spatial 1, tensor 1, micro-batch 64", "samples/s",
                         "MFU", "gradient sync", "fits", "slowest layers"}) {
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   }
@@ -28,11 +28,20 @@ TEST(NetworkCli, PredictPrintsTheStepAndItsParts) {
   EXPECT_EQ(doc["schema"], "paratune.network_prediction/v1");
   EXPECT_EQ(doc["prediction"]["layout"]["spatial"], 2);
   EXPECT_EQ(doc["prediction"]["layout"]["data"], 8);
-  for (const char* k : {"step_s", "samples_per_s", "forward_s", "backward_s", "halo_s", "grad_sync_exposed_s",
+  for (const char* k : {"step_s", "samples_per_s", "forward_s", "backward_s", "halo_s", "tensor_comm_s",
+                        "grad_sync_exposed_s",
                         "optimizer_s", "mfu", "memory_GiB", "fits", "slowest_layers"}) {
     EXPECT_TRUE(doc["prediction"].contains(k)) << k;
   }
   EXPECT_GT(doc["prediction"]["halo_s"].get<double>(), 0);
+  // FLUX split four ways inside an NVL72 rack.
+  const Outcome tp = Call(RunPredict, {"--network", "flux1-schnell", "--cluster", "gb200-nvl72", "--gpus", "16",
+                                       "--global-batch", "64", "--tensor", "4", "--sharding", "zero1"});
+  ASSERT_EQ(tp.code, kExitOk) << tp.err;
+  const Json split = Json::parse(tp.out);
+  EXPECT_EQ(split["prediction"]["layout"]["tensor"], 4);
+  EXPECT_EQ(split["prediction"]["layout"]["data"], 4);
+  EXPECT_GT(split["prediction"]["tensor_comm_s"].get<double>(), 0);
 }
 
 TEST(NetworkCli, ReadsAUsersNetworkFile) {
@@ -96,7 +105,7 @@ TEST(NetworkCli, ValidateBeyondReportsEveryGroup) {
   const Outcome t = Call(RunValidate, {"--beyond", BeyondFile()});
   ASSERT_EQ(t.code, kExitOk) << t.err;
   for (const char* s : {"By benchmark", "By source", "By GPU generation", "By GPU-count decade", "all rows",
-                        "Left out", "tensor parallelism"}) {
+                        "Left out", "no network preset for benchmark 'deepcam'"}) {
     EXPECT_NE(t.out.find(s), std::string::npos) << s;
   }
   // The same file given as the only --runs.

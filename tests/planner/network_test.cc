@@ -198,6 +198,29 @@ TEST(NetworkCost, SpatialSplitExchangesHalosAndCutsActivations) {
   EXPECT_LT(split->forward_s, whole->forward_s);
 }
 
+TEST(NetworkCost, TensorParallelismSplitsTheTokenLayers) {
+  const Network net = Preset("flux1-schnell");
+  const topology::ClusterSpec c = Cluster("gb200-nvl72");
+  NetworkLayout one{8, 1, 8, 64, WeightSharding::kOptimizer, 1};
+  NetworkLayout four{8, 1, 32, 64, WeightSharding::kOptimizer, 4};  // 2 replicas of 4: the same samples per GPU
+  auto a = PredictNetwork(net, c, one, NetworkTraining{});
+  auto b = PredictNetwork(net, c, four, NetworkTraining{});
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->tensor_comm_s, 0);
+  EXPECT_GT(b->tensor_comm_s, 0);
+  // Each GPU holds about a quarter of the weights (modulations and
+  // embeddings stay whole) and does a quarter of the split layers' work.
+  EXPECT_LT(b->memory_GiB, a->memory_GiB);
+  EXPECT_NEAR(b->forward_s / a->forward_s, 1.0, 0.35);
+  // 24 heads do not split five ways; a CNN has nothing to split.
+  EXPECT_FALSE(PredictNetwork(net, c, NetworkLayout{10, 1, 2, 20, WeightSharding::kReplicated, 5},
+                              NetworkTraining{}).ok());
+  EXPECT_FALSE(PredictNetwork(Preset("resnet-50"), c, NetworkLayout{8, 1, 8, 32, WeightSharding::kReplicated, 2},
+                              NetworkTraining{}).ok());
+  // Every tensor-parallel pair: the split widths divide by the group.
+  for (int t : {2, 4, 8}) EXPECT_TRUE(CheckTensorSplit(net, t).ok()) << t;
+}
+
 TEST(NetworkCost, RefusesLayoutsItCannotRun) {
   const Network net = Preset("resnet-50");
   const topology::ClusterSpec c = Cluster("dgx-h100");
@@ -221,12 +244,14 @@ TEST(NetworkSearch, RanksFittingLayoutsFastestFirst) {
       EXPECT_LE(ranked[i - 1].prediction.step_s, ranked[i].prediction.step_s);
     }
   }
-  // FLUX on one B200 fits only with its weights sharded: the search offers no
-  // replicated layout on 16 GPUs.
+  // FLUX on one B200 fits only with its weights sharded or split: the search
+  // offers no layout holding every weight, gradient and state on each GPU.
   const auto flux = SearchNetworkLayouts(Preset("flux1-schnell"), Cluster("dgx-b200"), 16, 512, NetworkTraining{},
                                          0.05, nullptr);
   ASSERT_FALSE(flux.empty());
-  for (const auto& cand : flux) EXPECT_NE(cand.layout.sharding, WeightSharding::kReplicated);
+  for (const auto& cand : flux) {
+    EXPECT_TRUE(cand.layout.sharding != WeightSharding::kReplicated || cand.layout.tensor > 1);
+  }
 }
 
 }  // namespace

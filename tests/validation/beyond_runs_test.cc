@@ -31,13 +31,14 @@ TEST(BeyondRuns, EveryRowIsAskedOrLeftOutWithAReason) {
     const bool known = s.reason.rfind("no cluster preset for GPU", 0) == 0 ||
                        s.reason.rfind("no network preset for benchmark", 0) == 0 ||
                        s.reason.find("parallelism of a network is not modelled") != std::string::npos;
+    EXPECT_EQ(s.reason.find("tensor"), std::string::npos) << s.id << ": tensor parallelism is modelled";
     EXPECT_TRUE(known) << s.id << ": " << s.reason;
   }
   // Every benchmark with a preset on an SXM/NVL72 GPU of a preset is asked.
   std::set<std::string> benchmarks;
   for (const BeyondRun& r : runs->runs) {
     benchmarks.insert(r.benchmark);
-    EXPECT_EQ(r.layout.Data() * r.layout.spatial, r.layout.gpus) << r.id;
+    EXPECT_EQ(r.layout.Data() * r.layout.spatial * r.layout.tensor, r.layout.gpus) << r.id;
     EXPECT_FALSE(r.assumed.empty()) << r.id;
   }
   for (const char* b : {"resnet", "retinanet", "stable_diffusion", "flux1", "unet3d", "cosmoflow"}) {
