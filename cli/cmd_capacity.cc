@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "common/strings.h"
 #include "common/user_input.h"
+#include "cli/cmd_network.h"
 #include "planner/request.h"
 #include "planner/search.h"
 #include "scenario/scenario.h"
@@ -18,6 +19,9 @@ namespace {
 constexpr const char* kHelp = R"(usage: paratune capacity --model M --cluster C --gpus N
                          [--space all|megatron|deepspeed|axonn|fsdp] [--seq S]
                          [--max-seq 16M] [--precision bf16] [--attention flash|unfused]
+                         [--headroom 0.05] [--format table|json]
+       paratune capacity --network N --cluster C --gpus N [--max-size S]
+                         [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
                          [--headroom 0.05] [--format table|json]
 
 For each framework family (or the one --space names): the longest sequence
@@ -36,6 +40,15 @@ gpu_memory, host_memory (it would fit with unlimited host memory), or max_seq
   --max-seq L     upper end of the sequence search (default 16M; k/K, m/M, g/G
                   are powers of 1024 as for --seq: 16M = 16,777,216 tokens,
                   128K = 131,072; 2^24 works too)
+
+With --network (a preset of `paratune presets networks` or a family-built
+network file, docs/networks.md): the largest input of the network's family
+that fits with one sample per data-parallel replica and some layout (spatial
+split, tensor group, ddp/zero1/fsdp): the image side of a ResNet, RetinaNet
+or ViT, the latent side of a U-Net, the image tokens of a DiT, the patch side
+of a 3D U-Net, the volume side of a 3D CNN, in the steps the architecture
+keeps (every halving must divide), up to --max-size (default 1024 steps),
+with the fastest layout at that size. JSON: paratune.network_capacity/v1.
 exit codes: 0 ok, 2 invalid input, 3 nothing fits at all
 )";
 
@@ -67,9 +80,23 @@ bool AnyFits(const planner::ModelSpec& model, planner::TrainingSpec training,
 
 int RunCapacity(const Args& args, Io io) {
   Flags flags({"--model", "--cluster", "--gpus", "--space", "--seq", "--max-seq", "--precision",
-               "--attention", "--headroom", "--format", "--profile"},
+               "--attention", "--headroom", "--format", "--profile", "--network", "--max-size", "--grad-bytes",
+               "--optimizer-state-bytes"},
               {"--help"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "capacity", kHelp)) return *done;
+  if (flags.Has("--network")) {
+    for (const char* f : {"--model", "--space", "--seq", "--max-seq", "--attention", "--profile"}) {
+      if (flags.Has(f)) {
+        return UsageError(io, "capacity", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
+      }
+    }
+    return CapacityNetworkCommand(flags, io);
+  }
+  for (const char* f : {"--max-size", "--grad-bytes", "--optimizer-state-bytes"}) {
+    if (flags.Has(f)) {
+      return UsageError(io, "capacity", Status::InvalidArgument(std::string(f) + " applies with --network only"));
+    }
+  }
   // The request parser wants a batch; capacity sets its own per configuration.
   std::vector<std::string> a = args;
   a.push_back("--global-batch");

@@ -16,7 +16,8 @@ namespace {
 
 // The request document (planner/network_request.h) the flags state; the
 // service reads the same document.
-Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool predict) {
+Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool predict,
+                                     bool batch_required = true) {
   Json req;
   PT_ASSIGN_OR_RETURN(req["network"], PresetOrFile(*flags.Get("--network"), "--network", in));
   auto cluster = flags.Get("--cluster");
@@ -26,8 +27,14 @@ Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool 
   if (!gpus) return Status::InvalidArgument("--gpus is required");
   PT_ASSIGN_OR_RETURN(req["gpus"], ParseInt(*gpus, "--gpus"));
   auto batch = flags.Get("--global-batch");
-  if (!batch) return Status::InvalidArgument("--global-batch is required (samples per optimizer step)");
-  PT_ASSIGN_OR_RETURN(req["global_batch"], ParseCount(*batch, "--global-batch"));
+  if (!batch && batch_required) {
+    return Status::InvalidArgument("--global-batch is required (samples per optimizer step)");
+  }
+  if (batch) {
+    PT_ASSIGN_OR_RETURN(req["global_batch"], ParseCount(*batch, "--global-batch"));
+  } else {
+    req["global_batch"] = req["gpus"];
+  }
   Json training = Json::object();
   if (auto p = flags.Get("--precision")) training["precision"] = *p;
   for (auto [flag, key] : {std::pair{"--grad-bytes", "grad_bytes"},
@@ -133,6 +140,46 @@ int PlanNetworkCommand(const Flags& flags, Io io) {
     PrintPrediction(io.out, *job, doc["plans"][i]);
   }
   return kExitOk;
+}
+
+int CapacityNetworkCommand(const Flags& flags, Io io) {
+  // One sample per data-parallel replica: the batch the request form needs
+  // is not read by the capacity search.
+  auto req = RequestFromNetworkFlags(flags, io.in, /*predict=*/false, /*batch_required=*/false);
+  if (!req.ok()) return UsageError(io, "capacity", req.status());
+  auto job = planner::ParseNetworkJob(*req);
+  if (!job.ok()) return UsageError(io, "capacity", job.status());
+  int64_t max_size = planner::SizeOf(job->network).step * 1024;
+  if (auto m = flags.Get("--max-size")) {
+    auto v = ParseCount(*m, "--max-size");
+    if (!v.ok()) return UsageError(io, "capacity", v.status());
+    if (*v < 1 || *v > (int64_t{1} << 24)) {
+      return UsageError(io, "capacity", Status::InvalidArgument("--max-size: must be in [1, 2^24]"));
+    }
+    max_size = *v;
+  }
+  auto doc = planner::NetworkCapacityDocument(*job, max_size);
+  if (!doc.ok()) return UsageError(io, "capacity", doc.status());
+  const bool found = (*doc)["found"].get<bool>();
+  const std::string format = flags.GetOr("--format", "table");
+  if (format == "json") {
+    io.out << doc->dump(2) << "\n";
+  } else if (format == "table") {
+    const OrderedJson& size = (*doc)["size"];
+    io.out << job->network.name << " on " << job->gpus << " × " << job->cluster.gpu.name << " ("
+           << job->cluster.name << "), one sample per data-parallel replica:\n";
+    if (!found) {
+      io.out << "  nothing fits: not even " << size["key"].get<std::string>() << " " << size["step"]
+             << " (the smallest step); more GPUs, a spatial split or a smaller network would be needed\n";
+    } else {
+      io.out << "  the largest " << size["key"].get<std::string>() << " that fits: " << size["largest"] << " (steps of "
+             << size["step"] << "; binds " << (*doc)["binds"].get<std::string>() << ")\n";
+      PrintPrediction(io.out, *job, (*doc)["layout_prediction"]);
+    }
+  } else {
+    return UsageError(io, "capacity", Status::InvalidArgument("--format must be table or json"));
+  }
+  return found ? kExitOk : 3;
 }
 
 }  // namespace paratune::cli

@@ -15,5 +15,8 @@ inline constexpr const char* kNetworkFlags[] = {"--network", "--micro-batch", "-
 
 int PredictNetworkCommand(const Flags& flags, Io io);
 int PlanNetworkCommand(const Flags& flags, Io io);
+// capacity --network: the largest input that fits (--max-size; exit 3 when
+// nothing fits).
+int CapacityNetworkCommand(const Flags& flags, Io io);
 
 }  // namespace paratune::cli

@@ -676,6 +676,74 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
 }
 
 // ---------------------------------------------------------------------------
+// A vision transformer (Dosovitskiy et al. 2021): a patch-embedding
+// convolution (kernel = stride = patch), pre-norm blocks (QKV, attention,
+// projection; MLP with GELU), and a classifier on the class token; with
+// `adaln`, a diffusion transformer as Peebles & Xie build it (DiT: adaLN-Zero
+// modulation of every block from the timestep and class embeddings, the
+// final layer unpatchifying to out_channels per pixel, no class token).
+
+Status BuildViT(ObjectReader& r, std::vector<NetLayer>* out) {
+  int64_t image = 224, patch = 16, channels = 3, hidden = 1024, heads = 16, layers = 24, mlp_ratio = 4;
+  int64_t classes = 1000, out_channels = 0, time_dim = 256;
+  bool adaln = false;
+  PT_RETURN_IF_ERROR(PositiveInt(r, "image", &image, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "patch", &patch, 1024));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "channels", &channels, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "hidden", &hidden, 1 << 20));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "heads", &heads, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "layers", &layers, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "mlp_ratio", &mlp_ratio, 64));
+  PT_RETURN_IF_ERROR(r.OptInteger("classes", &classes));
+  PT_RETURN_IF_ERROR(r.OptBool("adaln", &adaln));
+  PT_RETURN_IF_ERROR(r.OptInteger("out_channels", &out_channels));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "time_dim", &time_dim, 1 << 20));
+  if (hidden % heads != 0) return r.Error("heads", "must divide hidden");
+  if (image % patch != 0) return r.Error("patch", "must divide image");
+  if (classes < 0 || classes > (1 << 20)) return r.Error("classes", "must be in [0, 2^20]");
+  if (out_channels < 0 || out_channels > 4096 || (adaln && out_channels == 0)) {
+    return r.Error("out_channels", "must be in [1, 4096] with adaln (the channels predicted per pixel)");
+  }
+  const int64_t side = image / patch, hd = hidden / heads, mlp = mlp_ratio * hidden;
+  const int64_t tokens = side * side + (adaln || classes == 0 ? 0 : 1);  // the class token
+  NetLayer embed = Conv("patch_embed", 2, Cube(2, image), channels, hidden, static_cast<int>(patch),
+                        static_cast<int>(patch));
+  embed.input_grad = false;
+  out->push_back(embed);
+  if (adaln) {
+    out->push_back(Linear("t_embed.1", 1, time_dim, hidden));
+    out->push_back(Linear("t_embed.2", 1, hidden, hidden));
+  }
+  std::vector<NetLayer> block;
+  if (adaln) block.push_back(Linear("block.adaln", 1, hidden, 6 * hidden));
+  for (NetLayer l : {TokenOp(LayerOp::kNorm, "block.norm1", tokens, hidden),
+                     Split(Linear("block.qkv", tokens, hidden, 3 * hidden), kCol),
+                     Split(Attention("block.attn", tokens, tokens, heads, hd), kShard),
+                     Split(Linear("block.proj", tokens, hidden, hidden), kRowSplit),
+                     TokenOp(LayerOp::kElementwise, "block.add1", tokens, hidden, adaln ? 3 : 2),
+                     TokenOp(LayerOp::kNorm, "block.norm2", tokens, hidden),
+                     Split(Linear("block.fc1", tokens, hidden, mlp), kCol),
+                     Split(TokenOp(LayerOp::kElementwise, "block.gelu", tokens, mlp), kShard),
+                     Split(Linear("block.fc2", tokens, mlp, hidden), kRowSplit),
+                     TokenOp(LayerOp::kElementwise, "block.add2", tokens, hidden, adaln ? 3 : 2)}) {
+    block.push_back(l);
+  }
+  for (NetLayer& l : block) {
+    l.repeat = layers;
+    out->push_back(l);
+  }
+  if (adaln) {
+    out->push_back(Linear("final.adaln", 1, hidden, 2 * hidden));
+    out->push_back(TokenOp(LayerOp::kNorm, "final.norm", tokens, hidden));
+    out->push_back(Linear("final.linear", tokens, hidden, patch * patch * out_channels));
+  } else {
+    out->push_back(TokenOp(LayerOp::kNorm, "final.norm", tokens, hidden));
+    if (classes > 0) out->push_back(Linear("head", 1, hidden, classes));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
 // MLPerf's 3D U-Net (KiTS19; mlcommons/training image_segmentation unet3d.py):
 // an input block of two 3×3×3 convolutions, down blocks (a stride-2
 // convolution then one more) to each filter count and a bottleneck at the
@@ -740,7 +808,7 @@ Status BuildCnn3d(ObjectReader& r, std::vector<NetLayer>* out) {
   std::vector<int64_t> filters, dense;
   PT_RETURN_IF_ERROR(PositiveInt(r, "volume", &volume, 4096));
   PT_RETURN_IF_ERROR(PositiveInt(r, "in_channels", &in_ch, 4096));
-  PT_RETURN_IF_ERROR(PositiveInt(r, "kernel", &kernel, 15));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "kernel", &kernel, 1024));
   PT_RETURN_IF_ERROR(PositiveInt(r, "outputs", &outputs, 1 << 20));
   PT_RETURN_IF_ERROR(PositiveList(r, "conv_filters", &filters, true));
   PT_RETURN_IF_ERROR(PositiveList(r, "dense", &dense, false));
@@ -790,7 +858,7 @@ Result<NetLayer> ParseLayer(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.Parsed("op", ParseOp, &l.op));
   PT_RETURN_IF_ERROR(r.OptString("name", &l.name));
   int64_t kernel = 1, stride = 1, upsample = 1, groups = 1;
-  PT_RETURN_IF_ERROR(PositiveInt(r, "kernel", &kernel, 15));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "kernel", &kernel, 1024));
   PT_RETURN_IF_ERROR(PositiveInt(r, "stride", &stride, 64));
   PT_RETURN_IF_ERROR(PositiveInt(r, "upsample", &upsample, 64));
   PT_RETURN_IF_ERROR(PositiveInt(r, "groups", &groups, 1 << 16));
@@ -864,7 +932,8 @@ Result<Network> ParseLayers(ObjectReader& r, const std::string& pointer, Network
 using Builder = Status (*)(ObjectReader&, std::vector<NetLayer>*);
 constexpr std::pair<const char*, Builder> kFamilies[] = {
     {"resnet", BuildResNet}, {"retinanet", BuildRetinaNet}, {"unet2d", BuildUNet2d},
-    {"dit", BuildDiT},       {"unet3d", BuildUNet3d},       {"cnn3d", BuildCnn3d}};
+    {"dit", BuildDiT},       {"vit", BuildViT},             {"unet3d", BuildUNet3d},
+    {"cnn3d", BuildCnn3d}};
 
 }  // namespace
 
@@ -952,7 +1021,42 @@ Result<Network> ParseNetwork(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(build(a, &n.layers));
   PT_RETURN_IF_ERROR(a.Finish());
   PT_RETURN_IF_ERROR(r.Finish());
+  n.spec = j;
   return n;
+}
+
+NetworkSize SizeOf(const Network& n) {
+  NetworkSize out;
+  if (n.spec.is_null() || !n.spec.contains("architecture")) return out;
+  const Json& a = n.spec["architecture"];
+  auto get = [&](const char* key, int64_t def) {
+    return a.contains(key) && a[key].is_number_integer() ? a[key].get<int64_t>() : def;
+  };
+  auto list_size = [&](const char* key, int64_t def) {
+    return a.contains(key) && a[key].is_array() ? static_cast<int64_t>(a[key].size()) : def;
+  };
+  if (n.family == "resnet") out = {"image", get("image", 224), 32};
+  if (n.family == "retinanet") out = {"image", get("image", 800), 128};
+  if (n.family == "unet2d") out = {"latent", get("latent", 64), int64_t{1} << (list_size("channel_mult", 4) - 1)};
+  if (n.family == "dit") out = {"image_tokens", get("image_tokens", 256), 1};
+  if (n.family == "vit") out = {"image", get("image", 224), get("patch", 16)};
+  if (n.family == "unet3d") out = {"patch", get("patch", 128), int64_t{1} << list_size("filters", 5)};
+  if (n.family == "cnn3d") out = {"volume", get("volume", 128), int64_t{1} << list_size("conv_filters", 5)};
+  return out;
+}
+
+Result<Network> ResizeNetwork(const Network& n, int64_t value) {
+  const NetworkSize size = SizeOf(n);
+  if (size.key.empty()) {
+    return Status::InvalidArgument("network '" + n.name + "' lists its layers: its input size cannot be varied");
+  }
+  if (value < size.step || value % size.step != 0) {
+    return Status::InvalidArgument(size.key + " " + std::to_string(value) + " is not a positive multiple of " +
+                                   std::to_string(size.step));
+  }
+  Json spec = n.spec;
+  spec["architecture"][size.key] = value;
+  return ParseNetwork(spec, "");
 }
 
 namespace {

@@ -89,6 +89,9 @@ struct Network {
   double published_params = 0;
   double published_train_flops = 0;
   std::vector<NetLayer> layers;
+  // The family form it was built from ({name, source, family, architecture,
+  // ...}); null for an explicit layer list. ResizeNetwork rebuilds from it.
+  Json spec;
 
   double Params() const;
   // Forward FLOPs per sample; training executes about 3× (dgrad and wgrad per
@@ -108,6 +111,20 @@ Status CheckTensorSplit(const Network& net, int t);
 // The explicit form (every layer spelled out), which ParseNetwork reads back
 // to the same network: what `presets show` prints for a user to edit.
 Json NetworkToJson(const Network& n);
+// The input size of a family-built network, as its builder reads it: the
+// architecture key ("image", "latent", "image_tokens", "patch", "volume"),
+// its value, and the step sizes must keep (so every halving divides: ResNet
+// 32, RetinaNet 128, the SD U-Net 2^(levels − 1), the 3D U-Net 2^levels,
+// CosmoFlow 2^convs, ViT its patch). Unresizable (explicit layers): key "".
+struct NetworkSize {
+  std::string key;
+  int64_t value = 0;
+  int64_t step = 1;
+};
+NetworkSize SizeOf(const Network& n);
+// The same network at input size `value` (a multiple of SizeOf(n).step).
+Result<Network> ResizeNetwork(const Network& n, int64_t value);
+
 // Parses either JSON form. Strict: unknown keys are errors naming their pointer.
 Result<Network> ParseNetwork(const Json& j, const std::string& pointer);
 // Presets: cosmoflow, flux1-schnell, resnet-50, retinanet-resnext50, sd2-unet,

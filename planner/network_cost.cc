@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -57,6 +58,17 @@ std::vector<int64_t> Divisors(int64_t n) {
   }
   low.insert(low.end(), high.rbegin(), high.rend());
   return low;
+}
+
+// The finest useful spatial split of `net`: no GPU of a group left without a
+// plane of the smallest convolution input (1 without spatial convolutions).
+int64_t MaxSpatial(const Network& net) {
+  int64_t m = 1;
+  for (const NetLayer& l : net.layers) {
+    if (l.op != LayerOp::kConv || l.dims == 0) continue;
+    m = m == 1 ? l.extent[0] : std::min(m, l.extent[0]);
+  }
+  return m;
 }
 
 class LayerPricer {
@@ -396,13 +408,7 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
                                                    double headroom, int* refused) {
-  // The finest useful spatial split: no GPU of a group left without a plane
-  // of the smallest convolution input.
-  int64_t max_spatial = 1;
-  for (const NetLayer& l : net.layers) {
-    if (l.op != LayerOp::kConv || l.dims == 0) continue;
-    max_spatial = max_spatial == 1 ? l.extent[0] : std::min(max_spatial, l.extent[0]);
-  }
+  const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
@@ -450,6 +456,74 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
     return a.layout.micro_batch > b.layout.micro_batch;
   });
   if (refused) *refused = not_fit;
+  return out;
+}
+
+namespace {
+
+// The fastest layout of `net` with one sample per replica that fits, if any.
+std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::ClusterSpec& cluster, int gpus,
+                                           const NetworkTraining& training, double capacity) {
+  std::optional<NetworkCandidate> best;
+  const std::vector<int64_t> divisors = Divisors(gpus);
+  for (int64_t spatial : divisors) {
+    if (spatial > MaxSpatial(net)) break;
+    for (int64_t tensor : divisors) {
+      if (tensor > cluster.DomainGpus() || gpus % (spatial * tensor) != 0) continue;
+      if (tensor > 1 && !CheckTensorSplit(net, static_cast<int>(tensor)).ok()) continue;
+      const int64_t dp = gpus / (spatial * tensor);
+      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+        if (dp == 1 && s != WeightSharding::kReplicated) continue;
+        const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor)};
+        auto p = PredictNetwork(net, cluster, l, training);
+        if (!p.ok() || p->memory_GiB > capacity) continue;
+        if (!best || p->step_s < best->prediction.step_s) best = NetworkCandidate{l, *std::move(p)};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSpec& cluster, int gpus,
+                                   const NetworkTraining& training, double headroom, int64_t max_size) {
+  NetworkCapacity out;
+  out.size = SizeOf(net);
+  if (out.size.key.empty()) {
+    return Status::InvalidArgument("network '" + net.name +
+                                   "' lists its layers: capacity varies a family's input size (docs/networks.md)");
+  }
+  const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
+  auto fits = [&](int64_t k) -> std::optional<NetworkCandidate> {
+    auto sized = ResizeNetwork(net, k * out.size.step);
+    if (!sized.ok()) return std::nullopt;
+    return FastestFit(*sized, cluster, gpus, training, capacity);
+  };
+  // Bisection on k (size = k × step): every k <= lo fits, every k >= hi does not.
+  const int64_t max_k = std::max<int64_t>(1, max_size / out.size.step);
+  int64_t lo = 0, hi = max_k + 1;
+  std::optional<NetworkCandidate> at_lo;
+  if (auto top = fits(max_k)) {
+    lo = max_k;
+    at_lo = top;
+  }
+  while (lo < max_k && hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (auto c = fits(mid)) {
+      lo = mid;
+      at_lo = c;
+    } else {
+      hi = mid;
+    }
+  }
+  out.size.value = lo * out.size.step;
+  out.found = at_lo.has_value();
+  out.binds = lo == max_k ? "max_size" : "gpu_memory";
+  if (out.found) {
+    out.layout = at_lo->layout;
+    out.prediction = at_lo->prediction;
+  }
   return out;
 }
 

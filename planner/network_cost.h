@@ -132,4 +132,20 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
                                                    double headroom, int* refused = nullptr);
 
+// The largest input of a family-built network (network.h: SizeOf) that fits
+// on `gpus` GPUs with one sample per data-parallel replica: the largest
+// multiple of the size step up to max_size with some spatial split, tensor
+// group and sharding under capacity × (1 − headroom), found by bisection
+// (memory grows with the input), and that layout's prediction (the fastest
+// that fits at that size).
+struct NetworkCapacity {
+  NetworkSize size;           // key, step, and the largest value that fits (0: none)
+  bool found = false;
+  std::string binds;          // "gpu_memory" (the next step does not fit) or "max_size"
+  NetworkLayout layout;
+  NetworkPrediction prediction;
+};
+Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSpec& cluster, int gpus,
+                                   const NetworkTraining& training, double headroom, int64_t max_size);
+
 }  // namespace paratune::planner

@@ -164,4 +164,21 @@ OrderedJson PlanNetworkDocument(const NetworkJob& job) {
   return doc;
 }
 
+Result<OrderedJson> NetworkCapacityDocument(const NetworkJob& job, int64_t max_size) {
+  PT_ASSIGN_OR_RETURN(NetworkCapacity c,
+                      CapacityOf(job.network, job.cluster, job.gpus, job.training, job.headroom, max_size));
+  OrderedJson doc;
+  doc["schema"] = "paratune.network_capacity/v1";
+  OrderedJson j = NetworkJobJson(job);
+  j.erase("global_batch");
+  doc["job"] = j;
+  doc["headroom"] = job.headroom;
+  doc["size"] = {{"key", c.size.key}, {"step", c.size.step}, {"largest", c.found ? c.size.value : 0},
+                 {"max", max_size}};
+  doc["found"] = c.found;
+  doc["binds"] = c.found ? OrderedJson(c.binds) : OrderedJson(nullptr);
+  doc["layout_prediction"] = c.found ? NetworkPredictionJson(c.layout, c.prediction) : OrderedJson(nullptr);
+  return doc;
+}
+
 }  // namespace paratune::planner

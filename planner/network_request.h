@@ -50,6 +50,12 @@ Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job);
 // layouts_fit, plans}: the `top` fastest layouts that fit.
 OrderedJson PlanNetworkDocument(const NetworkJob& job);
 
+// paratune.network_capacity/v1: {schema, job, size {key, step, largest,
+// max}, found, binds, layout_prediction (the fastest layout at that size, one
+// sample per replica; null when nothing fits)}. The job's global_batch is not
+// read.
+Result<OrderedJson> NetworkCapacityDocument(const NetworkJob& job, int64_t max_size);
+
 // The pieces of those documents, for the table printers.
 OrderedJson NetworkJobJson(const NetworkJob& job);
 OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPrediction& p);

@@ -87,6 +87,24 @@ TEST(NetworkCli, RefusesWhatDoesNotApply) {
   EXPECT_NE(missing.err.find("--global-batch"), std::string::npos) << missing.err;
 }
 
+TEST(NetworkCli, CapacityNamesTheLargestInput) {
+  const Outcome t = Call(RunCapacity, {"--network", "unet3d-kits19", "--cluster", "dgx-h100", "--gpus", "8"});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(t.out.find("the largest patch that fits"), std::string::npos) << t.out;
+  const Outcome j = Call(RunCapacity, {"--network", "cosmoflow", "--cluster", "dgx-a100-80gb", "--gpus", "4",
+                                       "--format", "json", "--max-size", "512"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const Json doc = Json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "paratune.network_capacity/v1");
+  EXPECT_EQ(doc["size"]["key"], "volume");
+  EXPECT_EQ(doc["size"]["step"], 32);
+  EXPECT_TRUE(doc["layout_prediction"]["fits"].get<bool>());
+  // Nothing fits: exit 3, as capacity of a model.
+  EXPECT_EQ(Call(RunCapacity, {"--network", "flux1-schnell", "--cluster", "dgx-h100", "--gpus", "1"}).code, 3);
+  EXPECT_EQ(Call(RunCapacity, {"--network", "resnet-50", "--cluster", "dgx-h100", "--gpus", "1", "--seq", "8"}).code,
+            2);
+}
+
 TEST(NetworkCli, PresetsListAndShowNetworks) {
   const Outcome t = Call(RunPresets, {"networks"});
   ASSERT_EQ(t.code, kExitOk) << t.err;

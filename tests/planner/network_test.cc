@@ -72,6 +72,10 @@ TEST(NetworkPresets, FlopCountsMatchThePublishedOnes) {
   // ResNet-50: 4.1 GMACs per 224x224 image forward (He et al. 2016, Table 1: 3.8e9
   // FLOPs as multiply-adds without v1.5's strided 3x3; torchvision lists 4.09).
   EXPECT_NEAR(Preset("resnet-50").ForwardFlops() / 2, 4.09e9, 0.05e9);
+  // DiT-XL/2: 118.6 Gflops (multiply-adds) per forward at 256x256 (Peebles &
+  // Xie 2023, Table 4); the class-embedding table and position embeddings
+  // execute no multiply-adds.
+  EXPECT_NEAR(Preset("dit-xl2").ForwardFlops() / 2 / 118.6e9, 1.0, 0.02);
   // FLUX.1 as MLPerf trains it: 20.3 TFLOP per sample (NVIDIA's
   // MODEL_TFLOP_PER_SAMPLE, training_results_v5.1).
   EXPECT_NEAR(Preset("flux1-schnell").TrainingFlops() / 20.3e12, 1.0, 0.01);
@@ -228,6 +232,41 @@ TEST(NetworkCost, RefusesLayoutsItCannotRun) {
   EXPECT_FALSE(PredictNetwork(net, c, Layout(8, 8, 64, 3), NetworkTraining{}).ok());   // 3 ∤ 8
   const Network flux = Preset("flux1-schnell");
   EXPECT_FALSE(PredictNetwork(flux, c, Layout(8, 1, 4, 2), NetworkTraining{}).ok());  // no convolutions
+}
+
+TEST(NetworkCapacity, LargestInputGrowsWithTheGpusAndKeepsItsStep) {
+  const Network net = Preset("unet3d-kits19");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  auto one = CapacityOf(net, c, 1, NetworkTraining{}, 0.05, 4096);
+  auto eight = CapacityOf(net, c, 8, NetworkTraining{}, 0.05, 4096);
+  ASSERT_TRUE(one.ok() && eight.ok());
+  ASSERT_TRUE(one->found && eight->found);
+  // MLPerf trains 128^3 patches, two per GPU (mlcommons/training unet3d
+  // runtime/arguments.py): one patch fits one H100.
+  EXPECT_GE(one->size.value, 128);
+  EXPECT_EQ(one->size.value % 32, 0);
+  EXPECT_GT(eight->size.value, one->size.value);
+  EXPECT_EQ(eight->binds, "gpu_memory");
+  // At the size found the layout fits, one step larger nothing does.
+  EXPECT_LE(eight->prediction.memory_GiB, c.gpu.memory_GiB * 0.95);
+  auto bigger = ResizeNetwork(net, eight->size.value + 32);
+  ASSERT_TRUE(bigger.ok());
+  auto next = CapacityOf(*bigger, c, 8, NetworkTraining{}, 0.05, eight->size.value + 32);
+  ASSERT_TRUE(next.ok());
+  EXPECT_LT(next->size.value, eight->size.value + 32);
+  // A small ceiling binds.
+  auto capped = CapacityOf(net, c, 8, NetworkTraining{}, 0.05, 256);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->size.value, 256);
+  EXPECT_EQ(capped->binds, "max_size");
+  // An explicit layer list has no size to vary; FLUX does not fit one H100.
+  auto tiny = ParseNetwork(Json::parse(R"({"name": "t", "source": "s", "layers": [
+      {"op": "linear", "tokens": 1, "in_features": 8, "out_features": 8}]})"), "");
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_FALSE(CapacityOf(*tiny, c, 1, NetworkTraining{}, 0.05, 64).ok());
+  auto flux = CapacityOf(Preset("flux1-schnell"), c, 1, NetworkTraining{}, 0.05, 1024);
+  ASSERT_TRUE(flux.ok());
+  EXPECT_FALSE(flux->found);
 }
 
 TEST(NetworkSearch, RanksFittingLayoutsFastestFirst) {
