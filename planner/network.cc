@@ -835,6 +835,98 @@ Status BuildCnn3d(ObjectReader& r, std::vector<NetLayer>* out) {
 }
 
 // ---------------------------------------------------------------------------
+// A dense network of the listed widths (an autoencoder's encoder and decoder,
+// LBANN's surrogate models): a linear layer and its activation per width.
+
+Status BuildMlp(ObjectReader& r, std::vector<NetLayer>* out) {
+  std::vector<int64_t> widths;
+  PT_RETURN_IF_ERROR(PositiveList(r, "widths", &widths, true));
+  if (widths.size() < 2) return r.Error("widths", "needs the input width and at least one layer");
+  for (size_t i = 1; i < widths.size(); ++i) {
+    out->push_back(Linear("dense" + std::to_string(i), 1, widths[i - 1], widths[i]));
+    if (i == 1) out->back().input_grad = false;
+    if (i + 1 < widths.size()) out->push_back(TokenOp(LayerOp::kElementwise, "act" + std::to_string(i), 1, widths[i]));
+  }
+  return Status::Ok();
+}
+
+// A convolutional GAN as DCGAN (Radford et al. 2016) and CosmoGAN (Mustafa
+// et al. 2019) build it, and one training step of it as their loops run it:
+// the generator from the latent vector (a dense projection or a transposed
+// convolution from 1×1) up through stride-2 transposed convolutions of
+// g_filters, batch norm + ReLU between, tanh at the image; the discriminator
+// down through stride-2 convolutions of d_filters (batch norm + leaky ReLU,
+// none on the first) to one logit. A step trains the discriminator on a real
+// and a generated batch, then the generator through the discriminator: the
+// generator runs forward and backward once, the discriminator three times
+// (its weights counted once).
+
+Status BuildGan(ObjectReader& r, std::vector<NetLayer>* out) {
+  int64_t image = 64, channels = 3, latent = 100, kernel = 4;
+  std::vector<int64_t> gf{512, 256, 128, 64}, df{64, 128, 256, 512};
+  bool dense_projection = false;
+  PT_RETURN_IF_ERROR(PositiveInt(r, "image", &image, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "channels", &channels, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "latent", &latent, 1 << 20));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "kernel", &kernel, 15));
+  PT_RETURN_IF_ERROR(PositiveList(r, "g_filters", &gf, true));
+  PT_RETURN_IF_ERROR(PositiveList(r, "d_filters", &df, true));
+  PT_RETURN_IF_ERROR(r.OptBool("dense_projection", &dense_projection));
+  const int64_t ups = static_cast<int64_t>(gf.size()), downs = static_cast<int64_t>(df.size());
+  if (image % (int64_t{1} << ups) != 0 || image % (int64_t{1} << downs) != 0) {
+    return r.Error("image", "must be divisible by 2^(number of filter levels) for both networks");
+  }
+  // Generator.
+  const int64_t start = image >> ups;
+  Ext e = Cube(2, start);
+  if (dense_projection) {
+    out->push_back(Linear("g.project", 1, latent, gf[0] * start * start));
+  } else {
+    NetLayer p = Conv("g.project", 2, Cube(2, 1), latent, gf[0], static_cast<int>(start), static_cast<int>(start));
+    p.transposed = true;
+    p.bias = false;
+    out->push_back(p);
+  }
+  out->front().input_grad = false;
+  out->push_back(Spatial(LayerOp::kNorm, "g.project.bn", 2, e, gf[0]));
+  for (int64_t i = 0; i < ups; ++i) {
+    const int64_t cout = i + 1 < ups ? gf[i + 1] : channels;
+    NetLayer t = Conv("g.up" + std::to_string(i + 1), 2, e, gf[i], cout, static_cast<int>(kernel), 2);
+    t.transposed = true;
+    t.bias = i + 1 == ups;
+    out->push_back(t);
+    e = t.OutExtent();
+    out->push_back(i + 1 < ups ? Spatial(LayerOp::kNorm, t.name + ".bn", 2, e, cout)
+                               : Elementwise(t.name + ".tanh", 2, e, cout, 1));
+  }
+  // Discriminator, three times per step: on the real batch, on the generated
+  // batch, and in the generator's update (weights counted once).
+  for (int pass = 0; pass < 3; ++pass) {
+    const std::string d = pass == 0 ? "d" : pass == 1 ? "d.fake" : "d.for_g";
+    Ext x = Cube(2, image);
+    int64_t cin = channels;
+    for (int64_t i = 0; i < downs; ++i) {
+      NetLayer c = Conv(d + ".down" + std::to_string(i + 1), 2, x, cin, df[i], static_cast<int>(kernel), 2);
+      c.bias = i == 0;
+      c.weights_shared = pass > 0;
+      // Only the generator's update needs the gradient of the image.
+      if (i == 0) c.input_grad = pass == 2;
+      out->push_back(c);
+      x = c.OutExtent();
+      NetLayer act = i == 0 ? Elementwise(c.name + ".lrelu", 2, x, df[i], 1)
+                            : Spatial(LayerOp::kNorm, c.name + ".bn", 2, x, df[i]);
+      act.weights_shared = pass > 0;
+      out->push_back(act);
+      cin = df[i];
+    }
+    NetLayer logit = Linear(d + ".logit", 1, cin * x[0] * x[1], 1);
+    logit.weights_shared = pass > 0;
+    out->push_back(logit);
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
 // The explicit form: every layer spelled out.
 
 Result<LayerOp> ParseOp(const std::string& s) {
@@ -933,7 +1025,7 @@ using Builder = Status (*)(ObjectReader&, std::vector<NetLayer>*);
 constexpr std::pair<const char*, Builder> kFamilies[] = {
     {"resnet", BuildResNet}, {"retinanet", BuildRetinaNet}, {"unet2d", BuildUNet2d},
     {"dit", BuildDiT},       {"vit", BuildViT},             {"unet3d", BuildUNet3d},
-    {"cnn3d", BuildCnn3d}};
+    {"cnn3d", BuildCnn3d},   {"mlp", BuildMlp},             {"gan", BuildGan}};
 
 }  // namespace
 
@@ -1042,6 +1134,10 @@ NetworkSize SizeOf(const Network& n) {
   if (n.family == "vit") out = {"image", get("image", 224), get("patch", 16)};
   if (n.family == "unet3d") out = {"patch", get("patch", 128), int64_t{1} << list_size("filters", 5)};
   if (n.family == "cnn3d") out = {"volume", get("volume", 128), int64_t{1} << list_size("conv_filters", 5)};
+  if (n.family == "gan") {
+    out = {"image", get("image", 64),
+           int64_t{1} << std::max(list_size("g_filters", 4), list_size("d_filters", 4))};
+  }
   return out;
 }
 

@@ -527,4 +527,23 @@ Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSp
   return out;
 }
 
+Result<TournamentPrediction> PredictTournament(const Network& net, const topology::ClusterSpec& cluster,
+                                               const NetworkLayout& trainer, int trainers, int64_t interval,
+                                               const NetworkTraining& training) {
+  if (trainers < 1 || interval < 1) return Status::InvalidArgument("trainers and interval must be positive");
+  TournamentPrediction t;
+  PT_ASSIGN_OR_RETURN(t.trainer, PredictNetwork(net, cluster, trainer, training));
+  if (trainers == 1) {
+    t.speedup = 1;
+    return t;
+  }
+  // The partner rank sits one trainer's GPUs away: across nodes.
+  const double model_bytes = net.Params() * 4.0;
+  t.exchange_s = topology::CollectiveSeconds(cluster, Collective::kSendRecv, trainer.gpus, 2, model_bytes);
+  t.evaluation_s = 2.0 * t.trainer.forward_s;
+  t.overhead_per_step_s = (t.exchange_s + t.evaluation_s) / static_cast<double>(interval);
+  t.speedup = trainers * t.trainer.step_s / (t.trainer.step_s + t.overhead_per_step_s);
+  return t;
+}
+
 }  // namespace paratune::planner

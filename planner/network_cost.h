@@ -132,6 +132,24 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
                                                    double headroom, int* refused = nullptr);
 
+// LBANN's tournament (LTFB; Jacobs et al., CLUSTER 2019): `trainers`
+// independent trainers of `trainer` layout each train their own model on
+// their own data; every `interval` steps they pair up, every rank swaps its
+// model replica with the rank at the same place in the partner trainer
+// (sendrecv across trainers: fp32 weights), and each trainer scores both
+// models on one validation micro-batch and keeps the better. What that costs
+// per step, and the throughput of all trainers over one's.
+struct TournamentPrediction {
+  NetworkPrediction trainer;  // one trainer's step
+  double exchange_s = 0;      // one model swap
+  double evaluation_s = 0;    // scoring both models: two forward passes
+  double overhead_per_step_s = 0;
+  double speedup = 0;         // all trainers' samples/s over one trainer's, alone
+};
+Result<TournamentPrediction> PredictTournament(const Network& net, const topology::ClusterSpec& cluster,
+                                               const NetworkLayout& trainer, int trainers, int64_t interval,
+                                               const NetworkTraining& training);
+
 // The largest input of a family-built network (network.h: SizeOf) that fits
 // on `gpus` GPUs with one sample per data-parallel replica: the largest
 // multiple of the size step up to max_size with some spatial split, tensor

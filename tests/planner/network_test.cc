@@ -81,6 +81,29 @@ TEST(NetworkPresets, FlopCountsMatchThePublishedOnes) {
   EXPECT_NEAR(Preset("flux1-schnell").TrainingFlops() / 20.3e12, 1.0, 0.01);
 }
 
+TEST(NetworkPresets, AGanStepRunsTheDiscriminatorThreeTimes) {
+  // DCGAN as PyTorch's reference builds it: 3.57M generator and 2.76M
+  // discriminator parameters (pytorch/examples dcgan/main.py), the
+  // discriminator's counted once though it runs on the real batch, the
+  // generated batch and in the generator's update.
+  const Network gan = Preset("dcgan-64");
+  EXPECT_NEAR(gan.Params(), 3.57e6 + 2.76e6, 0.02e6);
+  double g = 0, d = 0, d_real = 0;
+  for (const NetLayer& l : gan.layers) {
+    const double f = l.ForwardFlops() * l.repeat;
+    if (l.name.rfind("g.", 0) == 0) g += f;
+    if (l.name.rfind("d.", 0) == 0) d += f;
+    if (l.name.rfind("d.down", 0) == 0 || l.name.rfind("d.logit", 0) == 0) d_real += f;
+  }
+  EXPECT_GT(g, 0);
+  EXPECT_DOUBLE_EQ(d, 3 * d_real);
+  // An MLP: widths in, one linear per step.
+  auto mlp = ParseNetwork(Json::parse(R"({"name": "ae", "source": "s", "family": "mlp", "architecture":
+      {"widths": [1000, 100, 1000]}})"), "");
+  ASSERT_TRUE(mlp.ok()) << mlp.status().ToString();
+  EXPECT_DOUBLE_EQ(mlp->Params(), 1000.0 * 100 + 100 + 100.0 * 1000 + 1000);
+}
+
 TEST(NetworkPresets, BuildersKeepTheirShapes) {
   // The 3D U-Net halves 128^3 five times to a 4^3 bottleneck and comes back to
   // 128^3 at its output convolution.
