@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "planner/network_cost.h"
 #include "planner/search.h"
 
 namespace paratune::planner {
@@ -153,6 +154,30 @@ BENCHMARK(BM_SearchDeepSeekV3_H800_15360_Fp8)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A network's step (network_cost.h) and its layout search: Stable
+// Diffusion's U-Net (492 layers) on 64 H100, and FLUX on 1,152 GB200 with
+// tensor groups inside the rack.
+void BM_PredictNetworkSd2Unet(benchmark::State& state) {
+  const Network net = *NetworkPreset("sd2-unet");
+  const topology::ClusterSpec cluster = *topology::ClusterPreset("dgx-h100");
+  const NetworkLayout layout{64, 1, 32, 2048, WeightSharding::kOptimizer, 1};
+  for (auto _ : state) benchmark::DoNotOptimize(PredictNetwork(net, cluster, layout, NetworkTraining{}));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictNetworkSd2Unet);
+
+void BM_SearchNetwork(benchmark::State& state) {
+  const bool flux = state.range(0) == 1;
+  const Network net = *NetworkPreset(flux ? "flux1-schnell" : "sd2-unet");
+  const topology::ClusterSpec cluster = *topology::ClusterPreset(flux ? "gb200-nvl72" : "dgx-h100");
+  const int gpus = flux ? 1152 : 64;
+  const int64_t batch = flux ? 2304 : 2048;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(SearchNetworkLayouts(net, cluster, gpus, batch, NetworkTraining{}, 0.05));
+  }
+}
+BENCHMARK(BM_SearchNetwork)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace paratune::planner

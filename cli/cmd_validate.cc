@@ -136,10 +136,11 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       each row's network preset on its GPU's cluster preset with
                       the row's GPUs, data and spatial parallelism and batch,
                       predicted vs measured samples per second, then per
-                      benchmark, source (round), GPU generation and GPU-count
-                      decade the median |error|, median signed error and p90;
+                      benchmark, source (round), GPU generation, GPU-count
+                      decade and framework the median |error|, median signed
+                      error and p90;
                       rows left out are counted by reason (no preset for the
-                      benchmark or the GPU, tensor parallelism)
+                      benchmark or the GPU)
                       (json: schema paratune.beyond_validation/v1, every row)
   --format F          table (default) | json (schema paratune.validation/v1)
 

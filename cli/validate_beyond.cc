@@ -23,13 +23,14 @@ std::string GpuDecade(int gpus) {
 }
 
 struct Groups {
-  std::map<std::string, std::vector<double>> benchmark, source, generation, decade;
+  std::map<std::string, std::vector<double>> benchmark, source, generation, decade, framework;
   std::vector<double> all;
   void Add(const planner::BeyondRun& r, double e) {
     benchmark[r.benchmark].push_back(e);
     source[r.source_key].push_back(e);
     generation[r.generation].push_back(e);
     decade[GpuDecade(r.layout.gpus)].push_back(e);
+    framework[r.framework].push_back(e);
     all.push_back(e);
   }
 };
@@ -55,6 +56,7 @@ OrderedJson RowJson(const planner::BeyondRun& r, const planner::NetworkPredictio
   j["id"] = r.id;
   j["source"] = r.source_key;
   j["benchmark"] = r.benchmark;
+  j["framework"] = r.framework;
   j["network"] = r.network.name;
   j["cluster"] = r.cluster.name;
   j["gpus"] = r.layout.gpus;
@@ -111,6 +113,7 @@ int RunValidateBeyond(const Json& doc, const std::string& format, Io io) {
                      g.source, 34);
     PrintErrorGroups(io.out, "By GPU generation (leave-one-axis-out = in-sample: nothing fitted)", g.generation, 34);
     PrintErrorGroups(io.out, "By GPU-count decade", g.decade, 34);
+    PrintErrorGroups(io.out, "By framework (as the row names it)", g.framework, 34);
     io.out << "\n";
     PrintErrorStats(io.out, "all rows", total, 34);
     io.out << "\nLeft out:\n";
@@ -121,6 +124,7 @@ int RunValidateBeyond(const Json& doc, const std::string& format, Io io) {
   out["by_source"] = ErrorGroupsJson(g.source);
   out["by_generation"] = ErrorGroupsJson(g.generation);
   out["by_gpu_decade"] = ErrorGroupsJson(g.decade);
+  out["by_framework"] = ErrorGroupsJson(g.framework);
   out["all"] = ErrorStatsJson(total);
   out["fitted_constants"] = OrderedJson::array();
   out["over_capacity"] = over_capacity;

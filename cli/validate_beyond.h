@@ -11,7 +11,8 @@ namespace paratune::cli {
 
 // Prints every row of a beyond_runs.json document predicted vs measured
 // (samples per second), the rows left out and why, and the error by
-// benchmark, by source, by GPU generation and by GPU-count decade (format
+// benchmark, by source, by GPU generation, by GPU-count decade and by
+// framework (format
 // "table" or "json": paratune.beyond_validation/v1).
 int RunValidateBeyond(const Json& doc, const std::string& format, Io io);
 

@@ -174,9 +174,12 @@ double Network::TrainingFlops() const {
       continue;
     }
     // The weight gradient costs a forward; the input gradient another unless
-    // nothing before the layer needs it (attention's backward: dQ, dK, dV).
+    // nothing before the layer needs it. Attention has no weights; its
+    // backward (dQ, dK, dV from the scores) counts twice its forward, as
+    // Megatron's model FLOPs count it.
     const bool has_weights = l.op == LayerOp::kConv || l.op == LayerOp::kLinear;
-    f += fwd + (has_weights ? fwd : 0) + (l.input_grad ? fwd : 0);
+    const double grads = l.op == LayerOp::kAttention ? 2.0 : 1.0;
+    f += fwd + (has_weights ? fwd : 0) + (l.input_grad ? grads * fwd : 0);
   }
   return f;
 }

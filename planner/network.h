@@ -94,8 +94,9 @@ struct Network {
   Json spec;
 
   double Params() const;
-  // Forward FLOPs per sample; training executes about 3× (dgrad and wgrad per
-  // GEMM; no dgrad for a layer whose input needs no gradient).
+  // Forward FLOPs per sample; training counts about 3× (dgrad and wgrad per
+  // GEMM, attention's backward twice its forward; no dgrad for a layer whose
+  // input needs no gradient).
   double ForwardFlops() const;
   double TrainingFlops() const;
 };

@@ -75,14 +75,21 @@ class LayerPricer {
  public:
   LayerPricer(const topology::ClusterSpec& c, const NetworkLayout& layout, const NetworkTraining& t)
       : gpu_(c.gpu),
-        cluster_(c),
         layout_(layout),
         precision_(t.precision),
         act_bytes_(topology::TrainsInFp32(t.precision) ? 4.0 : 2.0),
         peak_(c.gpu.PeakTflops(t.precision) * 1e12),
         stream_Bps_(c.gpu.hbm_GBps * 1e9 * c.gpu.hbm_efficiency),
         overhead_s_(c.gpu.kernel_overhead_us * 1e-6),
-        fused_norm_(t.fused_norm) {}
+        fused_norm_(t.fused_norm) {
+    // The groups every layer's collectives run on, placed once (GroupCost
+    // weighs NCCL's algorithms; a layer only reads the fastest for its bytes).
+    if (layout.tensor > 1) tensor_ar_ = topology::GroupCost(c, Collective::kAllReduce, 1, layout.tensor);
+    if (layout.spatial > 1) {
+      spatial_ar_ = topology::GroupCost(c, Collective::kAllReduce, layout.tensor, layout.spatial);
+      halo_ = topology::GroupCost(c, Collective::kSendRecv, layout.tensor, layout.spatial);
+    }
+  }
 
   struct Times {
     double fwd = 0, bwd = 0, halo = 0, tensor = 0;
@@ -218,8 +225,7 @@ class LayerPricer {
     // A spatially split norm all-reduces its statistics within the group.
     if (l.op == LayerOp::kNorm && Share(l) < 1.0) {
       const double stats = 2.0 * 4.0 * l.in_channels * layout_.micro_batch;
-      t.halo = 2.0 * topology::CollectiveSeconds(cluster_, Collective::kAllReduce, layout_.tensor, layout_.spatial,
-                                                 stats);
+      t.halo = 2.0 * topology::LinkSeconds(spatial_ar_, layout_.spatial, stats);
     }
     return t;
   }
@@ -232,7 +238,7 @@ class LayerPricer {
     double bytes = 0;
     if (l.tensor == TensorSplit::kRow) bytes = rows * l.out_channels * act_bytes_;
     if (l.tensor == TensorSplit::kColumn && l.input_grad) bytes = rows * l.in_channels * act_bytes_;
-    return bytes > 0 ? topology::CollectiveSeconds(cluster_, Collective::kAllReduce, 1, layout_.tensor, bytes) : 0;
+    return bytes > 0 ? topology::LinkSeconds(tensor_ar_, layout_.tensor, bytes) : 0;
   }
 
   // A spatially split convolution exchanges (kernel − 1)/2 planes of its input
@@ -242,17 +248,16 @@ class LayerPricer {
     if (Share(l) >= 1.0 || l.kernel <= 1 || l.transposed) return 0;
     const double plane = static_cast<double>(l.in_channels) * l.extent[1] * l.extent[2];
     const double bytes = (l.kernel - 1) / 2 * plane * (b / Share(l)) * act_bytes_;
-    const double one =
-        topology::CollectiveSeconds(cluster_, Collective::kSendRecv, layout_.tensor, layout_.spatial, bytes);
+    const double one = topology::LinkSeconds(halo_, layout_.spatial, bytes);
     return 2.0 * one * (l.input_grad && !l.frozen ? 2.0 : 1.0);
   }
 
   const topology::GpuSpec& gpu_;
-  const topology::ClusterSpec& cluster_;
   const NetworkLayout& layout_;
   topology::Precision precision_;
   double act_bytes_, peak_, stream_Bps_, overhead_s_;
   bool fused_norm_;
+  topology::LinkCost tensor_ar_, spatial_ar_, halo_;
 };
 
 Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
@@ -290,8 +295,12 @@ void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const
   if (dp <= 1) return;
   const double params = net.Params();
   const double grads = params * t.grad_bytes, weights = params * 2.0;
+  // Each collective's group placed once; a layer reads the fastest option.
+  std::map<Collective, topology::LinkCost> placed;
   auto coll = [&](Collective k, double bytes) {
-    return topology::CollectiveSeconds(c, k, l.spatial * l.tensor, dp, bytes);
+    auto it = placed.find(k);
+    if (it == placed.end()) it = placed.emplace(k, topology::GroupCost(c, k, l.spatial * l.tensor, dp)).first;
+    return topology::LinkSeconds(it->second, dp, bytes);
   };
   switch (l.sharding) {
     case WeightSharding::kReplicated: {

@@ -35,9 +35,11 @@ struct NetworkJob {
   int top = 10;  // plans: how many to return
 };
 
-// The most layers an explicit network may list on this path (a plans search
-// prices each layout layer by layer).
-inline constexpr size_t kMaxNetworkLayers = 20000;
+// The most layers an explicit network may list on this path: a plans search
+// prices a few thousand layouts layer by layer (up to ~4,000 on 110,880 GPUs
+// of an NVL72 rack), so this bounds one request to about 3 s (`repeat`
+// describes identical layers at no cost; the largest preset has 492).
+inline constexpr size_t kMaxNetworkLayers = 1024;
 
 // Parses a request. Strict: unknown keys are errors naming their pointer;
 // gpus in [1, 2^24], global_batch in [1, 2^30], headroom in [0, 1),

@@ -108,6 +108,8 @@ Result<BeyondRun> MapRow(const Json& row, std::string* why) {
     return Status::NotFound(*why);
   }
   run.generation = gpu->generation;
+  const Json fw = row.contains("framework") ? row["framework"] : Json::object();
+  run.framework = rf::Str(fw, "name", "unstated");
   *why = ReadLayout(row, &run.layout, &run.assumed);
   if (!why->empty()) return Status::InvalidArgument(*why);
   const Json& measured = row.contains("measured") ? row["measured"] : Json::object();

@@ -31,6 +31,7 @@ struct BeyondRun {
   std::string benchmark;   // "resnet"
   std::string gpu;         // as the row names it: "NVIDIA H100-SXM"
   std::string generation;  // "Ampere" | "Hopper" | "Blackwell"
+  std::string framework;   // the row's framework.name ("MXNet", "PyTorch", ...; "unstated")
   Network network;
   topology::ClusterSpec cluster;
   NetworkLayout layout;

@@ -539,8 +539,11 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   if (request.is_object() && request.contains("network")) {
     // A network's layout search is bounded (network_cost.h: bisection per
-    // spatial split and sharding, at most kMaxNetworkLayers layers): no slot.
+    // split and sharding, at most kMaxNetworkLayers layers: about 3 s at
+    // worst) and takes a search slot like any search, so no client runs more
+    // of them at once than its share.
     PT_ASSIGN_OR_RETURN(planner::NetworkJob job, NetworkJobFor(request));
+    PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client.key(), 1.0, refusal));
     return Served{std::make_shared<const std::string>(
                       planner::PlanNetworkDocument(job).dump(-1, ' ', false, Json::error_handler_t::replace)),
                   false};

@@ -131,7 +131,7 @@ TEST(NetworkCli, ValidateBeyondReportsEveryGroup) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const Json doc = Json::parse(r.out);
   EXPECT_EQ(doc["schema"], "paratune.beyond_validation/v1");
-  for (const char* k : {"runs", "by_benchmark", "by_source", "by_generation", "by_gpu_decade", "all",
+  for (const char* k : {"runs", "by_benchmark", "by_source", "by_generation", "by_gpu_decade", "by_framework", "all",
                         "fitted_constants", "left_out"}) {
     EXPECT_TRUE(doc.contains(k)) << k;
   }

@@ -215,6 +215,10 @@ TEST_F(ServerTest, NetworkJobsAreTheCliDocuments) {
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/global_batch", int64_t{1} << 31);
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/surprise", 1);
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/training/grad_bytes", 3);
+  // An explicit network past the layer cap is refused before any search.
+  Json layers = Json::array();
+  for (int i = 0; i < 1025; ++i) layers.push_back({{"op", "linear"}, {"tokens", 1}, {"in_features", 8}, {"out_features", 8}});
+  ExpectFieldRefused("/v1/plans", kNetworkPlan, "/network", Json{{"name", "n"}, {"source", "s"}, {"layers", layers}});
   auto list = client_->Get("/v1/presets/networks");
   ASSERT_TRUE(list);
   ASSERT_EQ(list->status, 200);
