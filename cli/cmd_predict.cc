@@ -25,7 +25,6 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--framework megatron] [--compile]
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.05]
                         [--profile PROFILE.json] [--format json|table]
-
        paratune predict --network N --cluster C --gpus G --global-batch B
                         [--micro-batch b] [--spatial s] [--tensor t] [--sharding ddp|zero1|fsdp]
                         [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
