@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "elastic/failure_policy.h"
+#include "planner/network_request.h"
 
 namespace paratune::planner {
 namespace {
@@ -523,6 +524,9 @@ Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::strin
   if (from.contains("schema") && !from["schema"].is_string()) {
     return Status::InvalidArgument(pointer + "/schema: must be \"" + std::string(kPlansSchema) +
                                    "\" or a predict request's schema");
+  }
+  if (from.contains("schema") && from["schema"] == planner::kNetworkPlansSchema) {
+    return Status::InvalidArgument(pointer + "/schema: " + planner::kNetworkPlansNotEmitted);
   }
   if (from.contains("schema") && from["schema"] == kPlansSchema) {
     auto job = JobFromPlans(from);

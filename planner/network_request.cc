@@ -152,7 +152,7 @@ OrderedJson PlanNetworkDocument(const NetworkJob& job) {
   const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
       job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom, &refused);
   OrderedJson doc;
-  doc["schema"] = "paratune.network_plans/v1";
+  doc["schema"] = kNetworkPlansSchema;
   doc["job"] = NetworkJobJson(job);
   doc["headroom"] = job.headroom;
   doc["refused_over_memory"] = refused;

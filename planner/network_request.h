@@ -22,6 +22,14 @@
 
 namespace paratune::planner {
 
+inline constexpr const char* kNetworkPlansSchema = "paratune.network_plans/v1";
+// What emit, replan and confirm answer when handed a network's plans: the
+// refusal, naming what to do instead.
+inline constexpr const char* kNetworkPlansNotEmitted =
+    "a network's plans (paratune.network_plans/v1) are not emitted, replanned or confirmed yet: set the "
+    "layout they rank first (sharding, data, spatial and tensor degrees, micro-batch) in the training script by "
+    "hand (docs/networks.md)";
+
 struct NetworkJob {
   Network network;
   topology::ClusterSpec cluster;

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 
+#include "planner/network_request.h"
+
 namespace paratune::planner {
 namespace {
 
@@ -779,6 +781,9 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
 }
 
 Result<Job> JobFromPlans(const Json& plans) {
+  if (plans.is_object() && plans.contains("schema") && plans["schema"] == kNetworkPlansSchema) {
+    return Status::InvalidArgument(std::string("/schema: ") + kNetworkPlansNotEmitted);
+  }
   if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string() ||
       plans["schema"].get<std::string>() != kPlansSchema) {
     return Status::InvalidArgument("/schema: must be \"" + std::string(kPlansSchema) + "\"");

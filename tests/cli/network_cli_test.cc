@@ -105,6 +105,22 @@ TEST(NetworkCli, CapacityNamesTheLargestInput) {
             2);
 }
 
+// A network's plans are refused by emit and replan with what to do instead,
+// never read as a transformer's.
+TEST(NetworkCli, EmitAndReplanRefuseNetworkPlans) {
+  const Outcome plan = Call(RunPlan, {"--network", "resnet-50", "--cluster", "dgx-h100", "--gpus", "8",
+                                      "--global-batch", "256", "--format", "json", "--top", "1"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  const std::string path = ::testing::TempDir() + "/paratune_network_plans.json";
+  std::ofstream(path) << plan.out;
+  const Outcome emit = Call(RunEmit, {"--plans", path});
+  EXPECT_EQ(emit.code, 2);
+  EXPECT_NE(emit.err.find("not emitted"), std::string::npos) << emit.err;
+  const Outcome replan = Call(RunReplan, {"--from", path, "--lost-nodes", "1"});
+  EXPECT_EQ(replan.code, 2);
+  EXPECT_NE(replan.err.find("not emitted"), std::string::npos) << replan.err;
+}
+
 TEST(NetworkCli, PresetsListAndShowNetworks) {
   const Outcome t = Call(RunPresets, {"networks"});
   ASSERT_EQ(t.code, kExitOk) << t.err;
