@@ -7,6 +7,7 @@
 #include "common/embedded.h"
 #include "common/user_input.h"
 #include "planner/network_families.h"
+#include "topology/preset_util.h"
 
 namespace paratune {
 const std::vector<EmbeddedPreset>& EmbeddedPresets_networks();
@@ -354,15 +355,11 @@ Result<Network> ParseNetwork(const Json& j, const std::string& pointer) {
     return out;
   }
   PT_RETURN_IF_ERROR(r.String("family", &n.family));
-  const std::vector<std::string> families = network_detail::FamilyNames();
-  if (std::find(families.begin(), families.end(), n.family) == families.end()) {
-    std::string valid;
-    for (const std::string& f : families) valid += (valid.empty() ? "" : ", ") + f;
-    return r.Error("family", "'" + n.family + "' is not a network family (" + valid + ")");
-  }
   if (!r.Has("architecture")) return r.Error("architecture", "is required with family");
   ObjectReader a(r.Raw("architecture"), r.PointerOf("architecture"));
-  PT_RETURN_IF_ERROR(network_detail::BuildFamily(n.family, a, &n.layers));
+  if (Status built = network_detail::BuildFamily(n.family, a, &n.layers); !built.ok()) {
+    return built.code() == StatusCode::kNotFound ? r.Error("family", built.message()) : built;
+  }
   PT_RETURN_IF_ERROR(a.Finish());
   PT_RETURN_IF_ERROR(r.Finish());
   n.spec = j;
@@ -409,44 +406,16 @@ Result<Network> ResizeNetwork(const Network& n, int64_t value) {
 
 namespace {
 
-struct NetworkTable {
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, Result<Network>>> entries;  // sorted by name
-};
-
-const NetworkTable& Networks() {
-  static const NetworkTable* table = [] {
-    auto* t = new NetworkTable;
-    for (const EmbeddedPreset& p : EmbeddedPresets_networks()) {
-      const std::string what = "network preset '" + std::string(p.name) + "'";
-      Result<Json> doc = ParseJson(p.text, what);
-      Result<Network> n = doc.ok() ? ParseNetwork(*doc, "") : Result<Network>(doc.status());
-      if (!n.ok()) n = n.status().WithContext(what);
-      t->entries.emplace_back(std::string(p.name), std::move(n));
-    }
-    std::sort(t->entries.begin(), t->entries.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& e : t->entries) t->names.push_back(e.first);
-    return t;
-  }();
+const topology::PresetTable<Network>& Networks() {
+  static const auto* table = new topology::PresetTable<Network>(EmbeddedPresets_networks(), "network", &ParseNetwork);
   return *table;
 }
 
 }  // namespace
 
-std::vector<std::string> NetworkPresetNames() { return Networks().names; }
+std::vector<std::string> NetworkPresetNames() { return topology::PresetNames(EmbeddedPresets_networks()); }
 
-Result<Network> NetworkPreset(const std::string& name) {
-  const NetworkTable& t = Networks();
-  for (const auto& [key, n] : t.entries) {
-    if (key == name) return n;
-  }
-  std::string valid;
-  for (const std::string& s : t.names) valid += (valid.empty() ? "" : ", ") + s;
-  const std::string hint = DidYouMean(name, t.names);
-  return Status::NotFound("unknown network preset '" + name + "'" + (hint.empty() ? "" : "; " + hint) +
-                          " (valid: " + valid + ")");
-}
+Result<Network> NetworkPreset(const std::string& name) { return Networks().Find(name, "network"); }
 
 Result<Network> ResolveNetwork(const Json& j, const std::string& pointer) {
   if (j.is_string()) return NetworkPreset(j.get<std::string>());

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -47,18 +49,6 @@ constexpr double kFsdpUnitParams = 1e6;
 // The layout search keeps, per spatial split and sharding, the largest
 // micro-batches that fit, this many.
 constexpr size_t kMicroBatchesKept = 4;
-
-// The divisors of n, ascending (n up to 2^40: a million trial divisions).
-std::vector<int64_t> Divisors(int64_t n) {
-  std::vector<int64_t> low, high;
-  for (int64_t d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    low.push_back(d);
-    if (d * d != n) high.push_back(n / d);
-  }
-  low.insert(low.end(), high.rbegin(), high.rend());
-  return low;
-}
 
 // The finest useful spatial split of `net`: no GPU of a group left without a
 // plane of the smallest convolution input (1 without spatial convolutions).
@@ -374,12 +364,24 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
 Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::ClusterSpec& cluster,
                                          const NetworkLayout& layout, const NetworkTraining& training) {
   PT_RETURN_IF_ERROR(CheckLayout(full, cluster, layout, training));
-  // What one GPU of a tensor group holds and runs.
-  Network net = full;
-  for (NetLayer& l : net.layers) l = TensorShard(l, layout.tensor);
+  // What one GPU of a tensor group holds and runs (the network itself without
+  // tensor parallelism: the search asks for thousands of layouts).
+  Network sharded;
+  if (layout.tensor > 1) {
+    sharded.layers.reserve(full.layers.size());
+    for (const NetLayer& l : full.layers) sharded.layers.push_back(TensorShard(l, layout.tensor));
+  }
+  const Network& net = layout.tensor > 1 ? sharded : full;
   const LayerPricer pricer(cluster, layout, training);
   NetworkPrediction p;
-  std::map<std::string, NetworkPrediction::LayerTime> by_name;
+  // Time per layer name (unnamed layers by their op), the strings made only
+  // for the slowest.
+  struct LayerAcc {
+    double seconds = 0;
+    bool memory_bound = false;
+    const NetLayer* layer = nullptr;
+  };
+  std::map<std::string_view, LayerAcc> by_name;
   double saved = 0;
   for (const NetLayer& l : net.layers) {
     const LayerPricer::Times t = pricer.Price(l);
@@ -389,11 +391,10 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
     p.halo_s += n * t.halo;
     p.tensor_comm_s += n * t.tensor;
     saved += n * LayerPricer::SavedElems(l) * pricer.Share(l);
-    NetworkPrediction::LayerTime& lt = by_name[l.name.empty() ? LayerOpName(l.op) : l.name];
-    lt.name = l.name;
-    lt.op = LayerOpName(l.op);
-    lt.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor);
-    lt.memory_bound = t.memory_bound;
+    LayerAcc& acc = by_name[l.name.empty() ? std::string_view(LayerOpName(l.op)) : std::string_view(l.name)];
+    acc.layer = &l;
+    acc.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor);
+    acc.memory_bound = t.memory_bound;
   }
   const double accumulation = static_cast<double>(layout.Accumulation());
   const double micro = p.forward_s + p.backward_s + p.halo_s + p.tensor_comm_s;
@@ -408,9 +409,14 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
   PriceMemory(net, cluster, layout, training, saved * layout.micro_batch * pricer.act_bytes(), &p);
   p.model_tflops_per_gpu = full.TrainingFlops() * p.samples_per_s / layout.gpus / 1e12;
   p.mfu = p.model_tflops_per_gpu / cluster.gpu.PeakTflops(training.precision);
-  for (auto& [name, lt] : by_name) p.slowest.push_back(lt);
-  std::sort(p.slowest.begin(), p.slowest.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-  if (p.slowest.size() > 8) p.slowest.resize(8);
+  std::vector<LayerAcc> slowest;
+  slowest.reserve(by_name.size());
+  for (const auto& [name, acc] : by_name) slowest.push_back(acc);
+  std::sort(slowest.begin(), slowest.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  if (slowest.size() > 8) slowest.resize(8);
+  for (const LayerAcc& a : slowest) {
+    p.slowest.push_back({a.layer->name, LayerOpName(a.layer->op), a.seconds, a.memory_bound});
+  }
   return p;
 }
 
@@ -432,7 +438,9 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       if (gpus % (spatial * tensor) != 0) continue;
       const int64_t dp = gpus / (spatial * tensor);
       if (global_batch % dp != 0) continue;
-      const std::vector<int64_t> micro = Divisors(global_batch / dp);
+      // A replica's share past 2^31 samples is no batch anyone trains.
+      if (global_batch / dp > std::numeric_limits<int>::max()) continue;
+      const std::vector<int> micro = cost::Divisors(global_batch / dp);
       for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
         if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
         auto layout = [&](int64_t mb) { return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor}; };
@@ -474,7 +482,7 @@ namespace {
 std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::ClusterSpec& cluster, int gpus,
                                            const NetworkTraining& training, double capacity) {
   std::optional<NetworkCandidate> best;
-  const std::vector<int64_t> divisors = Divisors(gpus);
+  const std::vector<int> divisors = cost::Divisors(gpus);
   for (int64_t spatial : divisors) {
     if (spatial > MaxSpatial(net)) break;
     for (int64_t tensor : divisors) {

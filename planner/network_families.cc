@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "topology/preset_util.h"
+
 namespace paratune::planner::network_detail {
 
 using Ext = std::array<int64_t, 3>;
@@ -774,9 +776,7 @@ Status BuildFamily(const std::string& family, ObjectReader& architecture, std::v
   for (const auto& [name, build] : kFamilies) {
     if (family == name) return build(architecture, out);
   }
-  std::string valid;
-  for (const std::string& s : FamilyNames()) valid += (valid.empty() ? "" : ", ") + s;
-  return Status::NotFound("'" + family + "' is not a network family (" + valid + ")");
+  return Status::NotFound("'" + family + "' is not a network family (" + topology::JoinNames(FamilyNames()) + ")");
 }
 
 }  // namespace paratune::planner::network_detail

@@ -45,7 +45,7 @@ struct NetworkJob {
 
 // The most layers an explicit network may list on this path: a plans search
 // prices a few thousand layouts layer by layer (up to ~4,000 on 110,880 GPUs
-// of an NVL72 rack), so this bounds one request to about 3 s (`repeat`
+// of an NVL72 rack), so this bounds one request to about 2 s (`repeat`
 // describes identical layers at no cost; the largest preset has 492).
 inline constexpr size_t kMaxNetworkLayers = 1024;
 

@@ -18,22 +18,13 @@
 #include "common/enum_names.h"
 #include "common/strings.h"
 #include "common/user_input.h"
+#include "planner/cost/internal.h"
 #include "planner/pipeline.h"
 
 namespace paratune::planner {
 namespace {
 
-std::vector<int> Divisors(int64_t n) {
-  std::vector<int> d;
-  for (int64_t i = 1; i * i <= n; ++i) {
-    if (n % i == 0) {
-      d.push_back(static_cast<int>(i));
-      if (i * i != n) d.push_back(static_cast<int>(n / i));
-    }
-  }
-  std::sort(d.begin(), d.end());
-  return d;
-}
+using cost::Divisors;
 
 // By value, in the order of each enum's declaration (search.h).
 constexpr const char* kFamilyNames[] = {"all", "megatron", "deepspeed", "axonn", "fsdp"};

@@ -539,7 +539,7 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   if (request.is_object() && request.contains("network")) {
     // A network's layout search is bounded (network_cost.h: bisection per
-    // split and sharding, at most kMaxNetworkLayers layers: about 3 s at
+    // split and sharding, at most kMaxNetworkLayers layers: about 2 s at
     // worst) and takes a search slot like any search, so no client runs more
     // of them at once than its share.
     PT_ASSIGN_OR_RETURN(planner::NetworkJob job, NetworkJobFor(request));

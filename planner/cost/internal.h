@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <vector>
 
 #include "planner/config.h"
 #include "planner/cost_model.h"
@@ -15,6 +16,19 @@ namespace paratune::planner {
 namespace cost {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The divisors of n, ascending (trial division to sqrt(n)). REQUIRES:
+// 1 <= n < 2^31.
+inline std::vector<int> Divisors(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i == 0) {
+      d.push_back(static_cast<int>(i));
+      if (i * i != n) d.push_back(static_cast<int>(n / i));
+    }
+  }
+  std::sort(d.begin(), d.end());
+  return d;
+}
 // The terms of one recompute module in ComputeTerms::rc_module (indexed by
 // the module's bit).
 inline CostModel::ComputeTerms::ModuleRecompute& ModuleTerms(CostModel::ComputeTerms* t,
