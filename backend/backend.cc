@@ -28,8 +28,21 @@ static_assert(std::size(kGemmOutputBytes) == kNumGemmPrecisions);
 constexpr const char* kOpKindNames[] = {
     "all_reduce", "all_gather",  "reduce_scatter", "alltoall",       "sendrecv",     "gemm",
     "copy",       "allocate",    "free",           "split_comm",     "destroy_comm", "record_event",
-    "wait_event", "synchronize", "hold_streams",   "release_streams"};
-static_assert(std::size(kOpKindNames) == EnumIndex(OpKind::kReleaseStreams) + 1);
+    "wait_event", "synchronize", "hold_streams",   "release_streams", "conv"};
+static_assert(std::size(kOpKindNames) == EnumIndex(OpKind::kConv) + 1);
+
+constexpr const char* kConvPassNames[] = {"fwd", "dgrad", "wgrad"};
+static_assert(std::size(kConvPassNames) == EnumIndex(ConvPass::kWeightGrad) + 1);
+
+// Whether `b` holds `bytes` (a backend without memory checks the view's length only).
+Status CheckConvBuffer(const Buffer& b, int64_t bytes, bool allocated, const char* what) {
+  if (!b.valid() || b.bytes < bytes || (allocated && b.data == nullptr)) {
+    return Status::InvalidArgument(std::string("convolution ") + what + " buffer holds " +
+                                   std::to_string(b.bytes) + " bytes; the pass needs " +
+                                   std::to_string(bytes));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -65,6 +78,62 @@ int GemmInputBytes(GemmPrecision p) { return EnumLookup(p, kGemmInputBytes, 0); 
 int GemmOutputBytes(GemmPrecision p) { return EnumLookup(p, kGemmOutputBytes, 0); }
 
 const char* OpKindName(OpKind k) { return EnumName(k, kOpKindNames); }
+
+const char* ConvPassName(ConvPass p) { return EnumName(p, kConvPassNames); }
+
+int64_t ConvOutExtent(const ConvArgs& a, int i) {
+  if (i >= a.dims) return 1;
+  return (a.extent[static_cast<size_t>(i)] - 1) / a.stride + 1;
+}
+
+namespace {
+int64_t Positions(const ConvArgs& a, bool out) {
+  int64_t p = 1;
+  for (int i = 0; i < a.dims; ++i) p *= out ? ConvOutExtent(a, i) : a.extent[static_cast<size_t>(i)];
+  return p;
+}
+int64_t KernelVolume(const ConvArgs& a) {
+  int64_t v = 1;
+  for (int i = 0; i < a.dims; ++i) v *= a.kernel;
+  return v;
+}
+}  // namespace
+
+int64_t ConvInputElems(const ConvArgs& a) { return a.n * Positions(a, false) * a.c; }
+
+int64_t ConvFilterElems(const ConvArgs& a) { return a.k * KernelVolume(a) * (a.c / a.groups); }
+
+int64_t ConvOutputElems(const ConvArgs& a) { return a.n * Positions(a, true) * a.k; }
+
+int64_t ConvPatchBytesPerSample(const ConvArgs& a) {
+  return Positions(a, true) * KernelVolume(a) * a.c * GemmInputBytes(a.precision);
+}
+
+double ConvFlops(const ConvArgs& a) {
+  return 2.0 * static_cast<double>(ConvOutputElems(a)) * static_cast<double>(KernelVolume(a)) *
+         static_cast<double>(a.c / a.groups);
+}
+
+Status CheckConvArgs(const ConvArgs& a, bool allocated) {
+  if (a.dims < 1 || a.dims > 3) return Status::InvalidArgument("convolution dims must be 1, 2 or 3");
+  if (a.n < 1 || a.c < 1 || a.k < 1 || a.kernel < 1 || a.stride < 1 || a.groups < 1) {
+    return Status::InvalidArgument("convolution sizes must be >= 1");
+  }
+  for (int i = 0; i < a.dims; ++i) {
+    if (a.extent[static_cast<size_t>(i)] < 1) return Status::InvalidArgument("convolution extent must be >= 1");
+  }
+  if (a.c % a.groups != 0 || a.k % a.groups != 0) {
+    return Status::InvalidArgument("convolution groups must divide the input and output channels");
+  }
+  if (a.precision == GemmPrecision::kFp8) {
+    return Status::Unavailable("convolutions run in fp32, tf32, bf16 or fp16, not fp8");
+  }
+  const int64_t e = GemmInputBytes(a.precision);
+  PT_RETURN_IF_ERROR(CheckConvBuffer(a.x, ConvInputElems(a) * e, allocated, "x"));
+  PT_RETURN_IF_ERROR(CheckConvBuffer(a.w, ConvFilterElems(a) * e, allocated, "w"));
+  PT_RETURN_IF_ERROR(CheckConvBuffer(a.y, ConvOutputElems(a) * e, allocated, "y"));
+  return CheckConvBuffer(a.workspace, ConvPatchBytesPerSample(a), allocated, "workspace");
+}
 
 Status CheckIsCollective(OpKind kind) {
   if (EnumIndex(kind) <= EnumIndex(OpKind::kSendRecv)) return Status::Ok();

@@ -21,6 +21,7 @@
 // CUDA implementation builds without nlohmann/Eigen/Boost.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -75,6 +76,7 @@ enum class OpKind : uint8_t {
   kSynchronize,
   kHoldStreams,
   kReleaseStreams,
+  kConv,  // one pass of a convolution (Backend::Conv)
 };
 const char* OpKindName(OpKind k);  // "all_reduce", "gemm", ...
 // Ok for the collectives (kAllReduce .. kSendRecv); kInvalidArgument
@@ -116,6 +118,47 @@ struct GemmArgs {
   Buffer a, b, c;  // sizes ≥ k·m·in, k·n·in, m·n·out bytes (GemmInputBytes/GemmOutputBytes)
   StreamId stream = kDefaultStream;
 };
+
+// A convolution's passes, as cuDNN names them: the forward y = conv(x, w),
+// the data gradient dx from dy and w, the weight gradient dw from x and dy.
+enum class ConvPass : uint8_t { kForward = 0, kDataGrad, kWeightGrad };
+const char* ConvPassName(ConvPass p);  // "fwd" | "dgrad" | "wgrad"
+
+// One pass of a 1D, 2D or 3D convolution over channels-last tensors (NHWC,
+// NDHWC: the layout cuDNN's tensor-core kernels and NVIDIA's MLPerf networks
+// run), padded (kernel − 1) / 2 planes on each side, in the forward's geometry:
+//   x  [n, extent[0], .., extent[dims − 1], c]      dx for kDataGrad (written)
+//   w  [k, kernel^dims, c / groups]                 dw for kWeightGrad (written)
+//   y  [n, out[0], .., out[dims − 1], k]             dy for the gradients (read)
+// with out[i] = (extent[i] − 1) / stride + 1 (ConvOutExtent). Every tensor is
+// at the precision's input width (GemmInputBytes); fp8 has no convolution.
+// The backends lower it as cuDNN's IMPLICIT_GEMM algorithms do, but with the
+// patch matrix written out: `workspace` holds the patches of at least one
+// sample (ConvPatchBytesPerSample) and the samples run in chunks that fit it.
+struct ConvArgs {
+  ConvPass pass = ConvPass::kForward;
+  int dims = 2;                            // 1..3
+  int64_t n = 1, c = 1, k = 1;             // samples, input and output channels
+  std::array<int64_t, 3> extent{1, 1, 1};  // input extent; unused dimensions 1
+  int kernel = 1, stride = 1, groups = 1;  // cubic kernel side; groups divide c and k
+  GemmPrecision precision = GemmPrecision::kBf16;
+  Buffer x, w, y, workspace;
+  StreamId stream = kDefaultStream;
+};
+// Output extent of dimension i (1 for i ≥ dims).
+int64_t ConvOutExtent(const ConvArgs& a, int i);
+int64_t ConvInputElems(const ConvArgs& a);   // n · extent · c
+int64_t ConvFilterElems(const ConvArgs& a);  // k · kernel^dims · c / groups
+int64_t ConvOutputElems(const ConvArgs& a);  // n · out · k
+// Bytes of one sample's patch matrix: out positions × kernel^dims × c.
+int64_t ConvPatchBytesPerSample(const ConvArgs& a);
+// Multiply-add FLOPs of the pass (each pass executes the forward's count).
+double ConvFlops(const ConvArgs& a);
+// The checks every backend makes: dims in 1..3, sizes ≥ 1, groups dividing
+// c and k, no fp8, and x, w, y and workspace large enough (`allocated`:
+// backends holding no memory check the sizes only). InvalidArgument names
+// what is wrong.
+Status CheckConvArgs(const ConvArgs& a, bool allocated);
 
 // What the device is. Fields a backend cannot know are left empty/zero. All
 // fields are fixed properties of the hardware (no free-memory figures), so
@@ -254,6 +297,8 @@ class Backend {
 
   // ---- Compute ---------------------------------------------------------------------------
   virtual Status Gemm(const GemmArgs& args) = 0;
+  // One convolution pass (ConvArgs), on args.stream.
+  virtual Status Conv(const ConvArgs& args) = 0;
 
   // ---- Host control plane (out of band, world, blocking) ---------------------------------------
   // Every world rank must call these in the same order.

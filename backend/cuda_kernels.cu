@@ -66,6 +66,48 @@ __global__ void FillRandomKernel(T* data, int64_t n, uint64_t seed) {
   }
 }
 
+template <typename T>
+__device__ float ToFloat(T v) {
+  return static_cast<float>(v);
+}
+template <>
+__device__ float ToFloat<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+// One thread per patch element: (sample, output position, kernel offset, channel).
+template <typename T>
+__global__ void Im2ColKernel(ConvLowering g, const T* x, int64_t n0, int64_t nn, T* col) {
+  const int64_t total = nn * g.out_positions * g.window * g.c;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % g.c, r = (i / g.c) % g.window, o = (i / (g.c * g.window)) % g.out_positions;
+    const int64_t s = i / (g.c * g.window * g.out_positions);
+    const int64_t src = PatchSource(g, o, r);
+    col[PatchIndex(g, nn, s, o, r, c)] = src < 0 ? FromFloat<T>(0.0f) : x[((n0 + s) * g.in_positions + src) * g.c + c];
+  }
+}
+
+// One thread per input element: the sum of its entries in the patches.
+template <typename T>
+__global__ void Col2ImKernel(ConvLowering g, const T* col, int64_t n0, int64_t nn, T* dx) {
+  const int64_t total = nn * g.in_positions * g.c;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % g.c, p = (i / g.c) % g.in_positions, s = i / (g.c * g.in_positions);
+    float sum = 0.0f;
+    for (int64_t r = 0; r < g.window; ++r) {
+      const int64_t o = PatchTarget(g, p, r);
+      if (o >= 0) sum += ToFloat<T>(col[PatchIndex(g, nn, s, o, r, c)]);
+    }
+    dx[((n0 + s) * g.in_positions + p) * g.c + c] = FromFloat<T>(sum);
+  }
+}
+
 dim3 GridFor(int64_t n) {
   const int64_t blocks = (n + 255) / 256;
   return dim3(static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535));
@@ -106,7 +148,42 @@ struct FillRandomLauncher {
   }
 };
 
+template <typename T>
+struct Im2ColLauncher {
+  static cudaError_t Run(cudaStream_t stream, ConvLowering g, const void* x, int64_t n0, int64_t nn, void* col) {
+    Im2ColKernel<T><<<GridFor(nn * g.out_positions * g.window * g.c), 256, 0, stream>>>(
+        g, static_cast<const T*>(x), n0, nn, static_cast<T*>(col));
+    return cudaGetLastError();
+  }
+};
+
+template <typename T>
+struct Col2ImLauncher {
+  static cudaError_t Run(cudaStream_t stream, ConvLowering g, const void* col, int64_t n0, int64_t nn, void* dx) {
+    Col2ImKernel<T><<<GridFor(nn * g.in_positions * g.c), 256, 0, stream>>>(g, static_cast<const T*>(col), n0,
+                                                                            nn, static_cast<T*>(dx));
+    return cudaGetLastError();
+  }
+};
+
+// The element types a convolution runs in.
+bool ConvType(FillType type) {
+  return type == FillType::kFloat16 || type == FillType::kBFloat16 || type == FillType::kFloat32;
+}
+
 }  // namespace
+
+cudaError_t LaunchIm2Col(cudaStream_t stream, const ConvLowering& g, const void* x, int64_t n0, int64_t nn,
+                         void* col, FillType type) {
+  if (!ConvType(type)) return cudaErrorInvalidValue;
+  return Dispatch<Im2ColLauncher>(type, stream, g, x, n0, nn, col);
+}
+
+cudaError_t LaunchCol2Im(cudaStream_t stream, const ConvLowering& g, const void* col, int64_t n0, int64_t nn,
+                         void* dx, FillType type) {
+  if (!ConvType(type)) return cudaErrorInvalidValue;
+  return Dispatch<Col2ImLauncher>(type, stream, g, col, n0, nn, dx);
+}
 
 cudaError_t LaunchSpinWait(cudaStream_t stream, const volatile int* flag, int generation,
                            uint64_t timeout_ns) {

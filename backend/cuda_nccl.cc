@@ -17,6 +17,7 @@
 
 #include "backend/bootstrapped.h"
 #include "backend/collectives.h"
+#include "backend/conv.h"
 #include "backend/cuda_kernels.h"
 #include "backend/nvml_topology.h"
 #include "common/enum_names.h"
@@ -552,6 +553,67 @@ class CudaNcclBackend final : public BootstrappedBackend {
         cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a.a.data, ab, k, a.b.data,
                      ab, k, &beta, a.c.data, c, m, compute, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx(" + std::string(GemmPrecisionName(a.precision)) + ")");
+  }
+
+  // The pass lowered as conv_lowering.h lays it out: the patches gathered by
+  // our kernel, one strided-batched cuBLAS GEMM over the groups per chunk of
+  // samples, the data gradient gathered back by our kernel.
+  Status Conv(const ConvArgs& a) override {
+    PT_RETURN_IF_ERROR(Usable());
+    PT_RETURN_IF_ERROR(CheckGemm(a.precision));
+    PT_ASSIGN_OR_RETURN(cudaStream_t s, FindStream(a.stream));
+    PT_RETURN_IF_ERROR(CheckConvArgs(a, true));
+    for (const Buffer* b : {&a.x, &a.w, &a.y, &a.workspace}) {
+      PT_RETURN_IF_ERROR(CheckBuffer(*b, 0, "convolution"));
+    }
+    const ConvLowering g = LoweringOf(a);
+    const int64_t chunk = ConvChunkSamples(a), e = GemmInputBytes(a.precision);
+    if (chunk * g.out_positions > INT_MAX || g.patch > INT_MAX || g.k > INT_MAX) {
+      return Status::InvalidArgument("convolution too large for cuBLAS's 32-bit dimensions");
+    }
+    cudaDataType_t type = CUDA_R_32F;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    cuda::FillType fill = cuda::FillType::kFloat32;
+    if (a.precision == GemmPrecision::kTf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (a.precision == GemmPrecision::kBf16) type = CUDA_R_16BF, fill = cuda::FillType::kBFloat16;
+    if (a.precision == GemmPrecision::kFp16) type = CUDA_R_16F, fill = cuda::FillType::kFloat16;
+    PT_RETURN_IF_ERROR(CublasError(cublasSetStream(cublas_, s), "cublasSetStream"));
+    const float one = 1.0f, zero = 0.0f;
+    const int L = static_cast<int>(g.patch), K = static_cast<int>(g.kg), ldy = static_cast<int>(g.k);
+    const auto groups = static_cast<int>(g.groups);
+    for (int64_t n0 = 0; n0 < a.n; n0 += chunk) {
+      const int64_t nn = std::min(chunk, a.n - n0);
+      const int cols = static_cast<int>(nn * g.out_positions);
+      void* y = static_cast<char*>(a.y.data) + n0 * g.out_positions * g.k * e;
+      void* col = a.workspace.data;
+      const long long col_stride = static_cast<long long>(g.patch) * cols, w_stride = static_cast<long long>(L) * K;
+      if (a.pass != ConvPass::kDataGrad) {
+        PT_RETURN_IF_ERROR(CudaError(cuda::LaunchIm2Col(s, g, a.x.data, n0, nn, col, fill), "im2col"));
+      }
+      cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+      switch (a.pass) {
+        case ConvPass::kForward:
+          st = cublasGemmStridedBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, K, cols, L, &one, a.w.data, type, L,
+                                          w_stride, col, type, L, col_stride, &zero, y, type, ldy, K, groups,
+                                          compute, CUBLAS_GEMM_DEFAULT);
+          break;
+        case ConvPass::kDataGrad:
+          st = cublasGemmStridedBatchedEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, L, cols, K, &one, a.w.data, type, L,
+                                          w_stride, y, type, ldy, K, &zero, col, type, L, col_stride, groups,
+                                          compute, CUBLAS_GEMM_DEFAULT);
+          break;
+        case ConvPass::kWeightGrad:
+          st = cublasGemmStridedBatchedEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, L, K, cols, &one, col, type, L,
+                                          col_stride, y, type, ldy, K, n0 == 0 ? &zero : &one, a.w.data, type, L,
+                                          w_stride, groups, compute, CUBLAS_GEMM_DEFAULT);
+          break;
+      }
+      PT_RETURN_IF_ERROR(CublasError(st, std::string("convolution ") + ConvPassName(a.pass) + " GEMM"));
+      if (a.pass == ConvPass::kDataGrad) {
+        PT_RETURN_IF_ERROR(CudaError(cuda::LaunchCol2Im(s, g, col, n0, nn, a.x.data, fill), "col2im"));
+      }
+    }
+    return Status::Ok();
   }
 
   void AbortWorld(int exit_code) override {

@@ -528,6 +528,25 @@ Status FakeBackend::Gemm(const GemmArgs& a) {
   return Status::Ok();
 }
 
+Status FakeBackend::Conv(const ConvArgs& a) {
+  PT_RETURN_IF_ERROR(CheckStream(a.stream));
+  PT_RETURN_IF_ERROR(CheckGemm(a.precision));
+  PT_RETURN_IF_ERROR(CheckConvArgs(a, false));
+  const FakeConfig& c = world_->config();
+  const double seconds =
+      c.gemm_latency_us * 1e-6 + ConvFlops(a) / (c.gemm_tflops[static_cast<size_t>(a.precision)] * 1e12);
+  OpRecord rec;
+  rec.kind = OpKind::kConv;
+  rec.stream = a.stream;
+  // The forward's implicit GEMM: output positions × output channels × patch.
+  rec.m = ConvOutputElems(a) / a.k;
+  rec.n = a.k;
+  rec.k = ConvFilterElems(a) / a.k;
+  rec.precision = a.precision;
+  Log(rec, seconds);
+  return Status::Ok();
+}
+
 Status FakeBackend::HostBarrier() { return world_->Exchange(rank_, "").status(); }
 
 Status FakeBackend::HostAllReduceMax(std::vector<double>* values) {

@@ -149,6 +149,8 @@ class FakeBackend final : public CollectiveBackend {
   Status DestroyComm(CommId comm) override;
 
   Status Gemm(const GemmArgs& args) override;
+  // The implicit GEMM of the pass at the configured GEMM rate (no data moves).
+  Status Conv(const ConvArgs& args) override;
 
   Status HostBarrier() override;
   Status HostAllReduceMax(std::vector<double>* values) override;

@@ -106,6 +106,7 @@ class FaultBackend final : public CollectiveBackend {
   Status DestroyComm(CommId comm) override { return Forward(&Backend::DestroyComm, comm); }
 
   Status Gemm(const GemmArgs& args) override { return Forward(&Backend::Gemm, args); }
+  Status Conv(const ConvArgs& args) override { return Forward(&Backend::Conv, args); }
 
   Status HostBarrier() override { return Forward(&Backend::HostBarrier); }
   Status HostAllReduceMax(std::vector<double>* values) override {

@@ -20,6 +20,7 @@
 #include "backend/bootstrap.h"
 #include "backend/bootstrapped.h"
 #include "backend/collectives.h"
+#include "backend/conv.h"
 #include "backend/mpi_bootstrap.h"
 
 namespace paratune::backend {
@@ -519,6 +520,16 @@ class MpiCpuBackend final : public BootstrappedBackend {
       return OutOfMemory(0, 0, "mpi-cpu rank " + std::to_string(rank()) + " (GEMM workspace)");
     }
     return Status::Ok();
+  }
+
+  Status Conv(const ConvArgs& a) override {
+    PT_RETURN_IF_ERROR(CheckStream(a.stream));
+    PT_RETURN_IF_ERROR(CheckGemm(a.precision));
+    PT_RETURN_IF_ERROR(CheckBuffer(a.x, 0, "convolution x"));
+    PT_RETURN_IF_ERROR(CheckBuffer(a.w, 0, "convolution w"));
+    PT_RETURN_IF_ERROR(CheckBuffer(a.y, 0, "convolution y"));
+    PT_RETURN_IF_ERROR(CheckBuffer(a.workspace, 0, "convolution workspace"));
+    return HostConvFp32(a);
   }
 
   void AbortWorld(int exit_code) override { boot_->Abort(exit_code); }

@@ -1,13 +1,16 @@
 // The cuda backend (GPU tier): compiled wherever CUDA and NCCL are found,
 // skipped when this machine has no usable device (no driver, no GPU). On a GPU
-// it checks real results and that a large bf16 GEMM runs at a plausible rate.
+// it checks real results, the lowered convolution against the host one, and
+// that a large bf16 GEMM runs at a plausible rate.
 #include "backend/cuda_nccl.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
+#include "backend/conv.h"
 #include "backend/nvml_topology.h"
 
 namespace paratune::backend {
@@ -60,6 +63,59 @@ TEST_F(CudaBackendTest, FillCopyAndSingleRankAllReduceKeepValues) {
   std::vector<float> host(static_cast<size_t>(n));
   ASSERT_TRUE(b_->CopyToHost(host.data(), *c, n * 4).ok());
   for (float v : host) ASSERT_EQ(v, 3.0f);
+}
+
+// The device's lowered convolution (our im2col and col2im kernels, cuBLAS per
+// group) against the host one, which conv_test checks against the definition:
+// every pass of a strided, grouped 2D and a 3D convolution in fp32, with a
+// workspace of one sample so the chunks and the weight gradient's sum run.
+TEST_F(CudaBackendTest, ConvolutionPassesMatchTheHostConvolution) {
+  struct Shape {
+    int dims;
+    int64_t n, c, k;
+    std::array<int64_t, 3> extent;
+    int kernel, stride, groups;
+  };
+  for (const Shape& t : {Shape{2, 3, 8, 12, {9, 7, 1}, 3, 2, 4}, Shape{3, 2, 4, 8, {5, 6, 4}, 3, 1, 1}}) {
+    ConvArgs a;
+    a.dims = t.dims, a.n = t.n, a.c = t.c, a.k = t.k, a.extent = t.extent;
+    a.kernel = t.kernel, a.stride = t.stride, a.groups = t.groups, a.precision = GemmPrecision::kFp32;
+    const int64_t sizes[] = {ConvInputElems(a), ConvFilterElems(a), ConvOutputElems(a),
+                             ConvPatchBytesPerSample(a) / 4};
+    std::vector<std::vector<float>> host(4);
+    std::vector<Buffer> dev(4);
+    for (size_t i = 0; i < 4; ++i) {
+      host[i].resize(static_cast<size_t>(sizes[i]));
+      for (size_t j = 0; j < host[i].size(); ++j) host[i][j] = std::sin(0.37f * static_cast<float>(j + 11 * i));
+      auto d = b_->Allocate(sizes[i] * 4);
+      ASSERT_TRUE(d.ok());
+      dev[i] = *d;
+      ASSERT_TRUE(b_->CopyToDevice(dev[i], host[i].data(), sizes[i] * 4).ok());
+    }
+    for (ConvPass pass : {ConvPass::kForward, ConvPass::kDataGrad, ConvPass::kWeightGrad}) {
+      SCOPED_TRACE(ConvPassName(pass));
+      a.pass = pass;
+      // The written tensor: y (forward), x (data gradient), w (weight gradient).
+      const size_t out = pass == ConvPass::kForward ? 2 : pass == ConvPass::kDataGrad ? 0 : 1;
+      std::vector<std::vector<float>> mine = host;
+      a.x = dev[0], a.w = dev[1], a.y = dev[2], a.workspace = dev[3];
+      ASSERT_TRUE(b_->Conv(a).ok());
+      ASSERT_TRUE(b_->Synchronize(0).ok());
+      std::vector<float> got(mine[out].size());
+      ASSERT_TRUE(b_->CopyToHost(got.data(), dev[out], sizes[out] * 4).ok());
+      ASSERT_TRUE(b_->CopyToDevice(dev[out], host[out].data(), sizes[out] * 4).ok());  // inputs as before
+      ConvArgs h = a;
+      auto view = [](std::vector<float>& v, uint64_t id) {
+        Buffer x;
+        x.id = id, x.bytes = static_cast<int64_t>(v.size() * 4), x.data = v.data();
+        return x;
+      };
+      h.x = view(mine[0], 1), h.w = view(mine[1], 2), h.y = view(mine[2], 3), h.workspace = view(mine[3], 4);
+      ASSERT_TRUE(HostConvFp32(h).ok());
+      for (size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], mine[out][j], 1e-3) << "element " << j;
+    }
+    for (const Buffer& d : dev) ASSERT_TRUE(b_->Free(d).ok());
+  }
 }
 
 TEST_F(CudaBackendTest, GatedBf16GemmRunsAtAPlausibleRate) {
