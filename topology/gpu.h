@@ -162,7 +162,9 @@ inline constexpr std::pair<const char*, double GpuSpec::*> kKernelConstants[] = 
 // enough that a typo or a hostile 1e308 / 1e-300 is refused by name before
 // the cost model turns it into an iteration of 1e302 s.
 inline constexpr double kMaxGpuMemoryGiB = 4096;  // 14x the most any GPU holds (B300, 288 GB)
-inline constexpr double kMinPeakTflops = 0.1;     // a positive peak: 1/35 of a 2012 K20 (fp32)
+// A positive peak: 1 GFLOP/s, under one CPU core's (an mpi-cpu rank sharing
+// a 2.4 GHz AVX2 core is 0.077 TFLOP/s).
+inline constexpr double kMinPeakTflops = 0.001;
 inline constexpr double kMaxPeakTflops = 1e6;     // 10x an announced 100 PFLOP/s fp4 package
 inline constexpr double kMinGBps = 0.01;          // every bandwidth: 10 MB/s
 inline constexpr double kMaxGBps = 1e5;           // every bandwidth: 100 TB/s (HBM is 8)
