@@ -22,7 +22,7 @@ constexpr const char* kHelp = R"(usage: paratune capacity --model M --cluster C 
                          [--headroom 0.05] [--format table|json]
        paratune capacity --network N --cluster C --gpus N [--max-size S]
                          [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
-                         [--headroom 0.05] [--format table|json]
+                         [--framework pytorch|torchtitan] [--headroom 0.05] [--format table|json]
 
 For each framework family (or the one --space names): the longest sequence
 that fits in memory on N GPUs with some configuration of that family (one
@@ -48,7 +48,8 @@ split, tensor group, ddp/zero1/fsdp): the image side of a ResNet, RetinaNet
 or ViT, the latent side of a U-Net, the image tokens of a DiT, the patch side
 of a 3D U-Net, the volume side of a 3D CNN, in the steps the architecture
 keeps (every halving must divide), up to --max-size (default 1024 steps),
-with the fastest layout at that size. JSON: paratune.network_capacity/v1.
+with the fastest layout at that size (--framework pytorch|torchtitan: among
+the layouts that framework runs). JSON: paratune.network_capacity/v1.
 exit codes: 0 ok, 2 invalid input, 3 nothing fits at all
 )";
 
@@ -81,7 +82,7 @@ bool AnyFits(const planner::ModelSpec& model, planner::TrainingSpec training,
 int RunCapacity(const Args& args, Io io) {
   Flags flags({"--model", "--cluster", "--gpus", "--space", "--seq", "--max-seq", "--precision",
                "--attention", "--headroom", "--format", "--profile", "--network", "--max-size", "--grad-bytes",
-               "--optimizer-state-bytes"},
+               "--optimizer-state-bytes", "--framework"},
               {"--help"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "capacity", kHelp)) return *done;
   if (flags.Has("--network")) {
@@ -92,7 +93,7 @@ int RunCapacity(const Args& args, Io io) {
     }
     return CapacityNetworkCommand(flags, io);
   }
-  for (const char* f : {"--max-size", "--grad-bytes", "--optimizer-state-bytes"}) {
+  for (const char* f : {"--max-size", "--grad-bytes", "--optimizer-state-bytes", "--framework"}) {
     if (flags.Has(f)) {
       return UsageError(io, "capacity", Status::InvalidArgument(std::string(f) + " applies with --network only"));
     }

@@ -14,6 +14,7 @@
 #include "cli/version.h"
 #include "common/json.h"
 #include "common/strings.h"
+#include "executor/run/network_confirm.h"
 #include "executor/run/runner.h"
 #include "topology/gpu.h"
 
@@ -62,6 +63,14 @@ What runs, per candidate and rank (docs/executor.md):
     model's all-to-all and expert-GEMM figures;
   - first, the memory proof: the model's per-GPU memory is allocated (and
     written); a candidate that does not fit is reported "oom", not "fits".
+A network's plans (`paratune plan --network ...`: U-Nets, DiTs, CNNs) run
+layer by layer instead: the layer shapes the model prices slowest (--layers,
+default 24 distinct shapes), each at the micro-batch and shard one GPU holds, convolutions as
+the backend's lowered convolution (im2col and a GEMM per group: cuBLAS on
+cuda, Eigen on mpi-cpu), linears and attention as GEMMs, norms and
+element-wise work as copies of their bytes; the gradient all-reduce on the
+processes there are; the report is "paratune.network_run_report/v1".
+
 A step is extrapolated from the slice with the cost model's own composition
 (micro-batches x slowest stage + 1F1B bubble + hand-offs + data-parallel sync
 + optimizer); the report says how, in words.
@@ -79,7 +88,8 @@ modelled_parts plainly.
                        processes on CPUs, Eigen fp32 GEMMs: plan with
                        --precision fp32), fake (the fake backend's model; a dry run)
   --out FILE           the run report (required)
-  --layers N           layers per stage in the measured slice (default 2)
+  --layers N           layers per stage in the measured slice (default 2; a
+                       network's plans: distinct layer shapes, default 24)
   --samples N          timed runs per measurement; medians are kept (default 5)
   --warmup N           unmeasured runs before each measurement (default 1)
   --comm-iters N       calls per timed collective sample (default 5)
@@ -136,6 +146,32 @@ std::string Cell(const std::optional<double>& v, int digits) {
   return v ? FormatFixed(*v, digits) : std::string("-");
 }
 
+void PrintNetworkTable(const OrderedJson& r, std::ostream& out) {
+  const OrderedJson& job = r["job"];
+  out << job["network"].get<std::string>() << " on " << job["gpus"].get<int>() << " GPU(s) of "
+      << job["cluster"].get<std::string>() << ", confirmed on " << r["environment"]["world_size"].get<int>() << " "
+      << r["environment"]["backend"].get<std::string>() << " process(es)\n";
+  out << std::setw(5) << "rank" << std::setw(8) << "status" << std::setw(14) << "predicted_s" << std::setw(14)
+      << "measured_s" << std::setw(9) << "error" << std::setw(10) << "coverage" << "  layout\n";
+  for (const OrderedJson& c : r["candidates"]) {
+    const bool ok = c["status"] == "ok";
+    const OrderedJson& l = c.contains("layout") ? c["layout"] : OrderedJson();
+    out << std::setw(5) << c["rank"].get<int>() << std::setw(8) << c["status"].get<std::string>() << std::setw(14)
+        << (c.contains("predicted") ? FormatFixed(c["predicted"]["step_s"].get<double>(), 5) : std::string("-"))
+        << std::setw(14) << (ok ? FormatFixed(c["measured_step_s"].get<double>(), 5) : std::string("-"))
+        << std::setw(9) << (ok ? FormatFixed(100.0 * c["error"].get<double>(), 1) + " %" : std::string("-"))
+        << std::setw(10)
+        << (ok ? FormatFixed(100.0 * c["compute"]["coverage"].get<double>(), 0) + " %" : std::string("-"));
+    if (l.is_object()) {
+      out << "  " << l["sharding"].get<std::string>() << " data " << l["data"].get<int>() << " spatial "
+          << l["spatial"].get<int>() << " tensor " << l["tensor"].get<int>() << " micro "
+          << l["micro_batch"].get<int64_t>();
+    }
+    out << "\n";
+    if (!ok) out << "      " << c["reason"].get<std::string>() << "\n";
+  }
+}
+
 void PrintTable(const executor::RunReport& r, std::ostream& out) {
   out << r.model << " on " << r.gpus << " GPU(s) of " << r.cluster << ", confirmed on "
       << r.environment.world_size << " " << r.environment.backend << " process(es)\n";
@@ -170,6 +206,45 @@ void PrintTable(const executor::RunReport& r, std::ostream& out) {
           << FormatFixed(m.experts.predicted_s * 1e3, 3) << " ms\n";
     }
   }
+}
+
+// The network path of confirm (network_confirm.h): like with like on the
+// device's GPU preset, every candidate run, the report written by rank 0.
+int ConfirmNetwork(Io io, const Json& plans, int top, const backend::BackendOptions& bo,
+                   const executor::NetworkConfirmOptions& o, const std::string& out_path, bool strict_gpu) {
+  auto input = executor::NetworkConfirmInputFromPlans(plans, top);
+  if (!input.ok()) return Fail(io, input.status().WithContext("--plans"));
+  auto b = backend::CreateBackend(bo);
+  if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + bo.name));
+  backend::Backend& be = **b;
+  const bool root = be.rank() == 0;
+  auto dev = be.DescribeDevice();
+  std::optional<std::string> measured;
+  if (dev.ok() && dev->kind != "cpu") measured = executor::GpuPresetFor(*dev);
+  const std::string plan_gpu = input->job.cluster.gpu.name;
+  if (strict_gpu && measured.value_or("") != plan_gpu) {
+    return Fail(io, Status::InvalidArgument("--strict-gpu: the plan is for " + plan_gpu + " but this device is " +
+                                            (dev.ok() ? dev->name : std::string("unknown"))));
+  }
+  if (measured) {
+    if (Status s = executor::MeasureNetworkOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
+    if (root && *measured != plan_gpu) {
+      io.err << "[confirm] the plan is for " << plan_gpu << "; this device is " << *measured
+             << ": comparing with the predictions for " << *measured << std::endl;
+    }
+  }
+  std::function<void(const std::string&)> progress;
+  if (io.progress) progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
+  auto report = executor::ConfirmNetworkCandidates(be, *input, o, progress);
+  if (!report.ok()) return Fail(io, report.status());
+  bool failed = false;
+  for (const OrderedJson& c : (*report)["candidates"]) failed = failed || c["status"] == "failed";
+  if (root) {
+    if (Status s = WriteFileAtomic(out_path, report->dump(2) + "\n"); !s.ok()) return Fail(io, s);
+    PrintNetworkTable(*report, io.out);
+    io.err << "[confirm] wrote " << out_path << std::endl;
+  }
+  return failed ? kExitMeasureFailed : kExitOk;
 }
 
 }  // namespace
@@ -245,6 +320,16 @@ int RunConfirm(const Args& args, Io io) {
   // Every process reads the plan (a shared filesystem, like the launchers assume).
   auto plans = LoadJsonArg(plans_path, "--plans", io.in);
   if (!plans.ok()) return Fail(io, plans.status());
+  if (planner::IsNetworkPlans(*plans)) {
+    executor::NetworkConfirmOptions no;
+    no.layers = f.Has("--layers") ? *layers : no.layers;
+    no.samples = o.samples;
+    no.warmup = o.warmup;
+    no.comm_iters = o.comm_iters;
+    no.tool = o.tool;
+    no.argv = o.argv;
+    return ConfirmNetwork(io, *plans, *top, bo, no, o.out_path, f.Has("--strict-gpu"));
+  }
   auto input = executor::ConfirmInputFromPlans(*plans, *top);
   if (!input.ok()) return Fail(io, input.status().WithContext("--plans " + plans_path));
 

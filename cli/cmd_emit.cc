@@ -7,6 +7,8 @@
 #include "cli/flags.h"
 #include "common/strings.h"
 #include "frameworks/emit.h"
+#include "frameworks/network_emit.h"
+#include "planner/network_request.h"
 
 namespace paratune::cli {
 namespace {
@@ -108,6 +110,26 @@ examples:
   paratune emit --plans plans.json --format torchtitan > paratune_plan.py
   paratune emit --plans plans.json --format megatron-bridge > paratune_bridge.py
   eval "$(paratune emit --plans plans.json --format env)"; echo "TP=$TP PP=$PP"
+
+A network's plans (`paratune plan --network ... --format json`, schema
+paratune.network_plans/v1) are written as:
+  pytorch             (default) a torchrun script on PyTorch's own data
+                      parallelism: DistributedDataParallel with 25 MiB buckets
+                      (ddp), with ZeroRedundancyOptimizer (zero1), or
+                      fully_shard per unit of 1M+ parameters with a bf16
+                      MixedPrecisionPolicy (fsdp); micro-batches and gradient
+                      accumulation as planned. Your module (PARATUNE_MODEL)
+                      builds the network and its loss; the script checks the
+                      planned parameter count first
+  torchtitan          FLUX.1-schnell only: torchtitan's flux_schnell with the
+                      plan's FSDP degree and batch (fsdp plans: torchtitan's
+                      FLUX always shards)
+Spatial and tensor splits, other networks in torchtitan, AxoNN and the
+transformer formats are refused with the reason (exit 2).
+  paratune plan --network sd2-unet --cluster dgx-h100 --gpus 64 --global-batch 512 \
+      --format json > unet.json
+  paratune emit --plans unet.json > paratune_train.py
+  PARATUNE_MODEL=my_unet torchrun --nnodes 8 --nproc-per-node 8 paratune_train.py
 )HELP";
 
 }  // namespace
@@ -135,6 +157,16 @@ int RunEmit(const Args& args, Io io) {
   }
   auto plans = LoadJsonArg(path, "--plans", io.in);
   if (!plans.ok()) return UsageError(io, "emit", plans.status());
+  if (planner::IsNetworkPlans(*plans)) {
+    if (f.Has("--sidecar")) {
+      return UsageError(io, "emit", Status::InvalidArgument("--sidecar: a network's plan states what it assumes "
+                                                            "in its own header"));
+    }
+    auto text = planner::EmitNetworkPlan(*plans, rank, f.GetOr("--format", planner::DefaultNetworkEmitFormat(*plans)));
+    if (!text.ok()) return UsageError(io, "emit", text.status().WithContext("--plans " + path));
+    io.out << *text;
+    return kExitOk;
+  }
   planner::EmitFormat format = planner::DefaultEmitFormat(*plans);
   if (auto name = f.Get("--format")) {
     auto parsed = planner::ParseEmitFormat(*name);

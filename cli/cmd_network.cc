@@ -36,6 +36,7 @@ Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool 
     req["global_batch"] = req["gpus"];
   }
   Json training = Json::object();
+  if (auto f = flags.Get("--framework")) req["framework"] = *f;
   if (auto p = flags.Get("--precision")) training["precision"] = *p;
   for (auto [flag, key] : {std::pair{"--grad-bytes", "grad_bytes"},
                            std::pair{"--optimizer-state-bytes", "optimizer_state_bytes"},
@@ -68,7 +69,8 @@ Result<planner::NetworkJob> JobFromFlags(const Flags& flags, std::istream& in, b
 
 std::string Headline(const planner::NetworkJob& job) {
   return job.network.name + " on " + std::to_string(job.gpus) + " × " + job.cluster.gpu.name + " (" +
-         job.cluster.name + "), global batch " + std::to_string(job.global_batch);
+         job.cluster.name + "), global batch " + std::to_string(job.global_batch) +
+         (job.framework.empty() ? "" : ", layouts " + job.framework + " runs");
 }
 
 double Num(const OrderedJson& j, const char* key) { return j[key].get<double>(); }
@@ -83,6 +85,11 @@ void PrintPrediction(std::ostream& out, const planner::NetworkJob& job, const Or
   out << "  step " << FormatFixed(Num(p, "step_s"), 4) << " s, " << FormatFixed(Num(p, "samples_per_s"), 1)
       << " samples/s, " << FormatFixed(Num(p, "model_tflops_per_gpu"), 1) << " model TFLOP/s per GPU (MFU "
       << FormatFixed(100 * Num(p, "mfu"), 1) << " %)\n";
+  if (p["above_published_mfu"].get<bool>()) {
+    out << "  WARNING: MFU above the best published for this GPU and precision ("
+        << FormatFixed(100 * Num(p, "published_mfu_ceiling"), 1)
+        << " %): no run has shown it; treat this step time as optimistic\n";
+  }
   out << "  per micro-step: forward " << FormatFixed(Num(p, "forward_s"), 4) << " s, backward "
       << FormatFixed(Num(p, "backward_s"), 4) << " s, halo " << FormatFixed(Num(p, "halo_s"), 4)
       << " s, tensor-parallel " << FormatFixed(Num(p, "tensor_comm_s"), 4) << " s; per step: gradient sync " << FormatFixed(Num(p, "grad_sync_s"), 4) << " s ("

@@ -132,9 +132,13 @@ Networks that are not transformer stacks: --network N (a preset of `paratune
 presets networks` or a network JSON file) with --cluster, --gpus N, and
 --global-batch B ranks every layout the network model expresses (ddp, zero1,
 fsdp; micro-batches dividing each replica's share; spatial splits of 3D
-networks; tensor groups within an NVLink domain) by step time among those that fit within --headroom, and prints
-the --top fastest (--grad-bytes, --optimizer-state-bytes and --precision as
-`paratune predict --network`; JSON: schema paratune.network_plans/v1).
+networks; tensor groups within an NVLink domain) by step time among those
+that fit within --headroom, and prints the --top fastest (--grad-bytes,
+--optimizer-state-bytes and --precision as `paratune predict --network`;
+JSON: schema paratune.network_plans/v1, which confirm, emit and replan
+read). --framework pytorch ranks only what PyTorch's own DDP, ZeRO-1 and
+FSDP2 run (no spatial or tensor split); --framework torchtitan only what
+torchtitan's FLUX runs (flux1-schnell, fsdp): every ranked plan then emits.
 
 examples:
   paratune plan --network unet3d-kits19 --cluster dgx-h100 --gpus 64 --global-batch 64
@@ -698,7 +702,7 @@ int RunPlan(const Args& args, Io io) {
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
   if (flags.Has("--network")) {
-    for (const char* f : {"--request", "--model", "--seq", "--attention", "--framework", "--profile", "--space",
+    for (const char* f : {"--request", "--model", "--seq", "--attention", "--profile", "--space",
                           "--fix", "--objective", "--explain", "--tokens", "--compile", "--pareto"}) {
       if (flags.Has(f)) {
         return UsageError(io, "plan", Status::InvalidArgument(std::string(f) + " does not apply with --network"));

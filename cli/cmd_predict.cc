@@ -28,7 +28,7 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
        paratune predict --network N --cluster C --gpus G --global-batch B
                         [--micro-batch b] [--spatial s] [--tensor t] [--sharding ddp|zero1|fsdp]
                         [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
-                        [--format json|table]
+                        [--framework pytorch|torchtitan] [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
 ONE parallel configuration, with a breakdown (compute, each dimension's exposed
@@ -117,7 +117,10 @@ tensor parallelism over --tensor GPUs. --micro-batch
 defaults to the global batch over the data-parallel replicas; --grad-bytes is
 the gradient width the data-parallel collective moves (4: PyTorch AMP, 2:
 half-precision reduction); --optimizer-state-bytes per parameter (Adam 8, SGD
-with momentum 4). JSON: schema paratune.network_prediction/v1.
+with momentum 4); --framework refuses a layout that framework does not run
+(pytorch: no spatial or tensor split; torchtitan: flux1-schnell with fsdp).
+A prediction above the GPU's best published MFU is flagged
+(above_published_mfu). JSON: schema paratune.network_prediction/v1.
 
 exit codes: 0 ok (also when the config does not fit: "fits": false),
             2 invalid request (the message names the field and the rule)
@@ -289,7 +292,7 @@ int RunPredict(const Args& args, Io io) {
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   if (flags.Has("--network")) {
-    for (const char* f : {"--request", "--model", "--seq", "--attention", "--config", "--framework", "--profile",
+    for (const char* f : {"--request", "--model", "--seq", "--attention", "--config", "--profile",
                           "--explain", "--compile"}) {
       if (flags.Has(f)) {
         return UsageError(io, "predict", Status::InvalidArgument(std::string(f) + " does not apply with --network"));

@@ -8,7 +8,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/strings.h"
+#include "elastic/network_replan.h"
 #include "elastic/replan.h"
+#include "planner/network_request.h"
 
 namespace paratune::cli {
 namespace {
@@ -223,6 +225,58 @@ void PrintTable(const OrderedJson& d, std::ostream& out) {
   }
 }
 
+// A network's run (elastic/network_replan.h): the flags that apply become its
+// request; the transformer search's own flags are refused by name.
+int ReplanNetwork(const Flags& flags, const Json& from, const std::string& format, Io io) {
+  for (const char* f : {"--lost-node-ids", "--space", "--fix", "--min-gpus", "--gpu-step", "--max-counts", "--fs-GBps",
+                        "--reshard-rank", "--fragments-of", "--profile", "--threads", "--repair-h", "--restart-min",
+                        "--allow-global-batch-change", "--include-gradients"}) {
+    if (flags.Has(f)) {
+      return UsageError(io, "replan", Status::InvalidArgument(std::string(f) + " does not apply to a network's plans "
+                                                                               "(its global batch is kept)"));
+    }
+  }
+  Json req;
+  req["from"] = from;
+  for (auto [flag, key] : {std::pair{"--rank", "rank"}, {"--gpus", "gpus"}, {"--lost-nodes", "lost_nodes"},
+                           {"--add-nodes", "add_nodes"}, {"--top", "top"}}) {
+    if (auto v = flags.Get(flag)) {
+      auto n = ParseInt(*v, flag);
+      if (!n.ok()) return UsageError(io, "replan", n.status());
+      req[key] = *n;
+    }
+  }
+  auto doc = planner::NetworkReplanDocument(req);
+  if (!doc.ok()) return UsageError(io, "replan", doc.status());
+  if (format == "json") {
+    io.out << doc->dump(2) << "\n";
+  } else {
+    const OrderedJson& run = (*doc)["running"];
+    io.out << (*doc)["network"].get<std::string>() << ", global batch " << (*doc)["global_batch"].get<int64_t>()
+           << ": running on " << run["gpus"].get<int>() << " GPUs at " << FormatFixed(run["step_s"].get<double>(), 4)
+           << " s a step; " << (*doc)["available_gpus"].get<int>() << " GPUs available\n";
+    io.out << std::setw(7) << "gpus" << std::setw(10) << "step_s" << std::setw(11) << "relative" << "  layout\n";
+    for (const OrderedJson& c : (*doc)["counts"]) {
+      io.out << std::setw(7) << c["gpus"].get<int>();
+      if (c["plan"].is_null()) {
+        io.out << "  no layout fits (" << c["refused_over_memory"].get<int>() << " over memory)\n";
+        continue;
+      }
+      const OrderedJson& l = c["plan"]["layout"];
+      io.out << std::setw(10) << FormatFixed(c["plan"]["step_s"].get<double>(), 4) << std::setw(10)
+             << FormatFixed(c["relative_step_time"].get<double>(), 2) << "x  " << l["sharding"].get<std::string>()
+             << " data " << l["data"].get<int>() << " spatial " << l["spatial"].get<int>() << " tensor "
+             << l["tensor"].get<int>() << " micro " << l["micro_batch"].get<int64_t>() << " accumulation "
+             << l["accumulation"].get<int64_t>() << "\n";
+    }
+    if (!(*doc)["plans"].is_null()) {
+      io.out << "fastest: " << (*doc)["plans"]["job"]["gpus"].get<int>()
+             << " GPUs; --format json holds its plans (paratune.network_plans/v1) for emit and confirm\n";
+    }
+  }
+  return (*doc)["plans"].is_null() ? kExitNoFeasible : kExitOk;
+}
+
 }  // namespace
 
 int RunReplan(const Args& args, Io io) {
@@ -244,6 +298,9 @@ int RunReplan(const Args& args, Io io) {
   if (!path) return UsageError(io, "replan", Status::InvalidArgument("--from is required (a plans document or a predict request)"));
   auto from = LoadJsonArg(*path, "--from", io.in);
   if (!from.ok()) return UsageError(io, "replan", from.status());
+  if (planner::IsNetworkPlans(*from)) {
+    return ReplanNetwork(flags, *from, format, io);
+  }
 
   // The flags become a replan request (the REST body), parsed by the library.
   Json req;

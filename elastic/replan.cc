@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "elastic/failure_policy.h"
+#include "elastic/network_replan.h"
 #include "planner/network_request.h"
 
 namespace paratune::planner {
@@ -670,6 +671,7 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
 }
 
 Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run) {
+  if (IsNetworkReplan(request)) return NetworkReplanDocument(request);
   PT_ASSIGN_OR_RETURN(ReplanInput in, ParseReplanRequest(request));
   PT_ASSIGN_OR_RETURN(ReplanResult r, Replan(in.job, in.config, in.options, run));
   OrderedJson doc = ReplanToJson(r, in.options);

@@ -31,6 +31,14 @@ Result<WeightSharding> ParseWeightSharding(const std::string& name) {
   return Status::InvalidArgument("'" + name + "' is not a weight sharding (ddp, zero1, fsdp)");
 }
 
+bool NetworkSpace::Allows(const NetworkLayout& l) const {
+  if (l.spatial > 1 && !spatial) return false;
+  if (l.tensor > 1 && !tensor) return false;
+  if (l.sharding == WeightSharding::kReplicated) return replicated;
+  if (l.sharding == WeightSharding::kOptimizer) return optimizer;
+  return true;
+}
+
 int64_t NetworkLayout::Accumulation() const {
   const int64_t per_step = static_cast<int64_t>(Data()) * micro_batch;
   if (per_step <= 0 || global_batch % per_step != 0) return 0;
@@ -351,7 +359,9 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
   double state = 0;
   switch (l.sharding) {
     case WeightSharding::kReplicated: state = w + g + s; break;
-    case WeightSharding::kOptimizer: state = params * 2.0 + g + (w + s) / dp; break;
+    case WeightSharding::kOptimizer:
+      state = t.zero1_whole_weights ? w + g + s / dp : params * 2.0 + g + (w + s) / dp;
+      break;
     case WeightSharding::kFull: state = (w + g + s) / dp + 2.0 * 2.0 * largest; break;  // two units gathered
   }
   p->activations_GiB = saved_bytes / cost::kGiB;
@@ -409,6 +419,8 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
   PriceMemory(net, cluster, layout, training, saved * layout.micro_batch * pricer.act_bytes(), &p);
   p.model_tflops_per_gpu = full.TrainingFlops() * p.samples_per_s / layout.gpus / 1e12;
   p.mfu = p.model_tflops_per_gpu / cluster.gpu.PeakTflops(training.precision);
+  p.published_mfu_ceiling = cluster.gpu.PublishedMfuCeiling(training.precision);
+  p.above_published_mfu = p.published_mfu_ceiling > 0 && p.mfu > p.published_mfu_ceiling;
   std::vector<LayerAcc> slowest;
   slowest.reserve(by_name.size());
   for (const auto& [name, acc] : by_name) slowest.push_back(acc);
@@ -420,9 +432,30 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
   return p;
 }
 
+Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const topology::ClusterSpec& cluster,
+                                                   const NetworkLayout& layout, const NetworkTraining& training) {
+  PT_RETURN_IF_ERROR(CheckLayout(net, cluster, layout, training));
+  const LayerPricer pricer(cluster, layout, training);
+  std::vector<PricedLayer> out;
+  out.reserve(net.layers.size());
+  for (const NetLayer& full : net.layers) {
+    PricedLayer p;
+    p.layer = layout.tensor > 1 ? TensorShard(full, layout.tensor) : full;
+    p.share = pricer.Share(p.layer);
+    const LayerPricer::Times t = pricer.Price(p.layer);
+    p.forward_s = t.fwd;
+    p.backward_s = t.bwd;
+    p.halo_s = t.halo;
+    p.tensor_comm_s = t.tensor;
+    p.memory_bound = t.memory_bound;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
-                                                   double headroom, int* refused) {
+                                                   double headroom, int* refused, const NetworkSpace& space) {
   const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
   std::vector<NetworkCandidate> out;
@@ -442,8 +475,10 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       if (global_batch / dp > std::numeric_limits<int>::max()) continue;
       const std::vector<int> micro = cost::Divisors(global_batch / dp);
       for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
-        if (dp == 1 && s != WeightSharding::kReplicated) continue;  // nothing to shard over
+        // Nothing to shard over, unless the space has no unsharded layout.
+        if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         auto layout = [&](int64_t mb) { return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor}; };
+        if (!space.Allows(layout(1))) continue;
         // Memory grows with the micro-batch: the largest that fits by
         // bisection, then the few below it (a smaller one is rarely faster:
         // more kernels for the same samples).
@@ -480,7 +515,8 @@ namespace {
 
 // The fastest layout of `net` with one sample per replica that fits, if any.
 std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::ClusterSpec& cluster, int gpus,
-                                           const NetworkTraining& training, double capacity) {
+                                           const NetworkTraining& training, double capacity,
+                                           const NetworkSpace& space) {
   std::optional<NetworkCandidate> best;
   const std::vector<int> divisors = cost::Divisors(gpus);
   for (int64_t spatial : divisors) {
@@ -490,8 +526,9 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
       if (tensor > 1 && !CheckTensorSplit(net, static_cast<int>(tensor)).ok()) continue;
       const int64_t dp = gpus / (spatial * tensor);
       for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
-        if (dp == 1 && s != WeightSharding::kReplicated) continue;
+        if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor)};
+        if (!space.Allows(l)) continue;
         auto p = PredictNetwork(net, cluster, l, training);
         if (!p.ok() || p->memory_GiB > capacity) continue;
         if (!best || p->step_s < best->prediction.step_s) best = NetworkCandidate{l, *std::move(p)};
@@ -504,7 +541,8 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
 }  // namespace
 
 Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSpec& cluster, int gpus,
-                                   const NetworkTraining& training, double headroom, int64_t max_size) {
+                                   const NetworkTraining& training, double headroom, int64_t max_size,
+                                   const NetworkSpace& space) {
   NetworkCapacity out;
   out.size = SizeOf(net);
   if (out.size.key.empty()) {
@@ -515,7 +553,7 @@ Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSp
   auto fits = [&](int64_t k) -> std::optional<NetworkCandidate> {
     auto sized = ResizeNetwork(net, k * out.size.step);
     if (!sized.ok()) return std::nullopt;
-    return FastestFit(*sized, cluster, gpus, training, capacity);
+    return FastestFit(*sized, cluster, gpus, training, capacity, space);
   };
   // Bisection on k (size = k × step): every k <= lo fits, every k >= hi does not.
   const int64_t max_k = std::max<int64_t>(1, max_size / out.size.step);

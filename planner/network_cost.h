@@ -67,6 +67,11 @@ struct NetworkTraining {
   // x twice (statistics, normalise) and writes y; the backward reads x and dy
   // twice (reductions, then dx) and writes dx.
   bool fused_norm = false;
+  // zero1 as PyTorch's ZeroRedundancyOptimizer runs it under autocast: the
+  // fp32 weights stay whole on every GPU, only the optimizer states are
+  // sharded (false: a distributed optimizer's half-precision weights beside
+  // the sharded fp32 master copy, ZeRO's stage 1).
+  bool zero1_whole_weights = false;
 };
 
 struct NetworkPrediction {
@@ -84,6 +89,11 @@ struct NetworkPrediction {
   bool fits = false;
   double model_tflops_per_gpu = 0;  // Network::TrainingFlops over the step
   double mfu = 0;                   // over the dense peak at the training precision
+  // The GPU preset's best published MFU at the precision (GpuSpec::
+  // PublishedMfuCeiling; 0: it states none), and whether `mfu` is above it:
+  // a pick no published run has reached is a bug until shown otherwise.
+  double published_mfu_ceiling = 0;
+  bool above_published_mfu = false;
   // The layers taking the most time per micro-batch (forward + backward), slowest first.
   struct LayerTime {
     std::string name;
@@ -110,6 +120,30 @@ inline constexpr double kConvGemmFactor = 0.647;
 Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::ClusterSpec& cluster,
                                          const NetworkLayout& layout, const NetworkTraining& training);
 
+// One layer as one GPU runs it under a layout, and its predicted times per
+// occurrence and micro-batch: what `paratune confirm` measures layer by layer.
+struct PricedLayer {
+  NetLayer layer;     // the tensor group's shard (TensorShard); spatial extents whole
+  double share = 1;   // the part of each spatial tensor one GPU of the spatial group holds
+  double forward_s = 0, backward_s = 0, halo_s = 0, tensor_comm_s = 0;
+  bool memory_bound = false;
+};
+// Every layer of `net` priced as PredictNetwork prices it (the same checks);
+// their forward and backward times, times `repeat`, sum to its forward_s and
+// backward_s.
+Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const topology::ClusterSpec& cluster,
+                                                   const NetworkLayout& layout, const NetworkTraining& training);
+
+// The layouts a framework runs of those the model expresses (what
+// frameworks/network_emit.h can write): all of them by default.
+struct NetworkSpace {
+  bool spatial = true;     // spatial splits
+  bool tensor = true;      // tensor groups
+  bool replicated = true;  // ddp
+  bool optimizer = true;   // zero1 (fsdp is always allowed)
+  bool Allows(const NetworkLayout& l) const;
+};
+
 // One candidate layout of a network job and its price.
 struct NetworkCandidate {
   NetworkLayout layout;
@@ -128,9 +162,12 @@ struct NetworkCandidate {
 // to the simpler layout (less sharding, no spatial split, a smaller tensor
 // group, the larger micro-batch). REQUIRES: gpus ≥ 1, global_batch ≥ 1. *refused (when given):
 // how many (spatial, sharding, micro-batch) layouts do not fit.
+// Only layouts `space` allows are priced (a space without ddp shards even
+// one replica).
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
-                                                   double headroom, int* refused = nullptr);
+                                                   double headroom, int* refused = nullptr,
+                                                   const NetworkSpace& space = {});
 
 // LBANN's tournament (LTFB; Jacobs et al., CLUSTER 2019): `trainers`
 // independent trainers of `trainer` layout each train their own model on
@@ -164,6 +201,7 @@ struct NetworkCapacity {
   NetworkPrediction prediction;
 };
 Result<NetworkCapacity> CapacityOf(const Network& net, const topology::ClusterSpec& cluster, int gpus,
-                                   const NetworkTraining& training, double headroom, int64_t max_size);
+                                   const NetworkTraining& training, double headroom, int64_t max_size,
+                                   const NetworkSpace& space = {});
 
 }  // namespace paratune::planner

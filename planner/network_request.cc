@@ -54,6 +54,37 @@ Status ReadLayout(ObjectReader& r, NetworkJob* job) {
   return r.Finish();
 }
 
+// The framework's space (frameworks/network_emit.h writes what it allows),
+// and a predicted layout it cannot run refused.
+Status ReadFramework(ObjectReader& r, NetworkJob* job) {
+  PT_RETURN_IF_ERROR(r.OptString("framework", &job->framework));
+  if (job->framework.empty()) return Status::Ok();
+  if (job->framework == "pytorch") {
+    job->space.spatial = job->space.tensor = false;
+    job->training.zero1_whole_weights = true;  // ZeroRedundancyOptimizer (frameworks/network_emit.h)
+  } else if (job->framework == "torchtitan") {
+    const bool flux = r.Raw("network").is_string() && r.Raw("network").get<std::string>() == "flux1-schnell";
+    if (!flux) {
+      return r.Error("framework", "torchtitan trains FLUX.1-schnell among these networks (its own flux_schnell); "
+                                  "use pytorch");
+    }
+    job->space.spatial = job->space.tensor = false;
+    job->space.replicated = job->space.optimizer = false;
+  } else {
+    return r.Error("framework", "must be pytorch or torchtitan (omit it for every layout the model expresses)");
+  }
+  // A layout stated without its sharding takes the framework's.
+  const bool sharding_stated = r.Has("layout") && r.Raw("layout").is_object() && r.Raw("layout").contains("sharding");
+  if (!job->space.replicated && !sharding_stated) job->layout.sharding = WeightSharding::kFull;
+  if (r.Has("layout") && !job->space.Allows(job->layout)) {
+    return Status::InvalidArgument("/layout: " + job->framework + " does not run " +
+                                   WeightShardingName(job->layout.sharding) + " with spatial " +
+                                   std::to_string(job->layout.spatial) + " and tensor " +
+                                   std::to_string(job->layout.tensor) + " (docs/networks.md)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<NetworkJob> ParseNetworkJob(const Json& j) {
@@ -86,11 +117,47 @@ Result<NetworkJob> ParseNetworkJob(const Json& j) {
     ObjectReader l(r.Raw("layout"), r.PointerOf("layout"));
     PT_RETURN_IF_ERROR(ReadLayout(l, &job));
   }
+  PT_RETURN_IF_ERROR(ReadFramework(r, &job));
   int64_t top = job.top;
   PT_RETURN_IF_ERROR(r.OptInteger("top", &top));
   if (top < 1 || top > 1000) return r.Error("top", "must be in [1, 1000]");
   job.top = static_cast<int>(top);
   PT_RETURN_IF_ERROR(r.Finish());
+  job.request = j;
+  job.request.erase("layout");
+  job.request.erase("top");
+  return job;
+}
+
+bool IsNetworkPlans(const Json& j) {
+  return j.is_object() && j.contains("schema") && j["schema"].is_string() && j["schema"] == kNetworkPlansSchema;
+}
+
+Result<NetworkJob> NetworkJobOfPlan(const Json& plans, int rank) {
+  if (!IsNetworkPlans(plans)) {
+    return Status::InvalidArgument(std::string("/schema: not a ") + kNetworkPlansSchema + " document");
+  }
+  if (!plans.contains("request") || !plans["request"].is_object()) {
+    return Status::InvalidArgument(
+        "/request: missing (a plans document written before plans carried their request): plan again");
+  }
+  const Json& list = plans.contains("plans") ? plans["plans"] : Json();
+  if (!list.is_array() || list.empty()) return Status::InvalidArgument("/plans: no plans");
+  if (rank < 1 || static_cast<size_t>(rank) > list.size()) {
+    return Status::InvalidArgument("/plans: no plan " + std::to_string(rank) + " (the document has " +
+                                   std::to_string(list.size()) + ")");
+  }
+  const std::string at = "/plans/" + std::to_string(rank - 1) + "/layout";
+  const Json& l = list[static_cast<size_t>(rank - 1)].contains("layout") ? list[static_cast<size_t>(rank - 1)]["layout"]
+                                                                          : Json();
+  if (!l.is_object()) return Status::InvalidArgument(at + ": missing");
+  Json req = plans["request"];
+  req["layout"] = Json::object();
+  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding"}) {
+    if (l.contains(k)) req["layout"][k] = l[k];
+  }
+  auto job = ParseNetworkJob(req);
+  if (!job.ok()) return job.status().WithContext(at);
   return job;
 }
 
@@ -108,6 +175,7 @@ OrderedJson NetworkJobJson(const NetworkJob& job) {
   j["grad_bytes"] = job.training.grad_bytes;
   j["optimizer_state_bytes"] = job.training.optimizer_state_bytes;
   j["fused_norm"] = job.training.fused_norm;
+  j["framework"] = job.framework.empty() ? OrderedJson(nullptr) : OrderedJson(job.framework);
   return j;
 }
 
@@ -127,6 +195,8 @@ OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPredictio
   j["optimizer_s"] = p.optimizer_s;
   j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
   j["mfu"] = p.mfu;
+  j["published_mfu_ceiling"] = p.published_mfu_ceiling;
+  j["above_published_mfu"] = p.above_published_mfu;
   j["memory_GiB"] = p.memory_GiB;
   j["activations_GiB"] = p.activations_GiB;
   j["fits"] = p.fits;
@@ -150,10 +220,11 @@ Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job) {
 OrderedJson PlanNetworkDocument(const NetworkJob& job) {
   int refused = 0;
   const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
-      job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom, &refused);
+      job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom, &refused, job.space);
   OrderedJson doc;
   doc["schema"] = kNetworkPlansSchema;
   doc["job"] = NetworkJobJson(job);
+  doc["request"] = job.request;
   doc["headroom"] = job.headroom;
   doc["refused_over_memory"] = refused;
   doc["layouts_fit"] = ranked.size();
@@ -166,7 +237,7 @@ OrderedJson PlanNetworkDocument(const NetworkJob& job) {
 
 Result<OrderedJson> NetworkCapacityDocument(const NetworkJob& job, int64_t max_size) {
   PT_ASSIGN_OR_RETURN(NetworkCapacity c,
-                      CapacityOf(job.network, job.cluster, job.gpus, job.training, job.headroom, max_size));
+                      CapacityOf(job.network, job.cluster, job.gpus, job.training, job.headroom, max_size, job.space));
   OrderedJson doc;
   doc["schema"] = "paratune.network_capacity/v1";
   OrderedJson j = NetworkJobJson(job);

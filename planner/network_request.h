@@ -10,7 +10,8 @@
 //                 "optimizer_state_bytes": 8, "headroom": 0.05},   (optional)
 //    "layout": {"micro_batch": b, "spatial": s, "tensor": t,
 //               "sharding": "ddp"},                               (predict; optional)
-//    "top": 10}                                                     (plans; optional)
+//    "top": 10,                                                     (plans; optional)
+//    "framework": "pytorch" | "torchtitan"}   (optional: only the layouts it runs)
 #pragma once
 
 #include <optional>
@@ -23,12 +24,12 @@
 namespace paratune::planner {
 
 inline constexpr const char* kNetworkPlansSchema = "paratune.network_plans/v1";
-// What emit, replan and confirm answer when handed a network's plans: the
-// refusal, naming what to do instead.
+// What the transformer emitters and replan answer when handed a network's
+// plans (the CLI and the service route them to frameworks/network_emit.h and
+// elastic/network_replan.h first).
 inline constexpr const char* kNetworkPlansNotEmitted =
-    "a network's plans (paratune.network_plans/v1) are not emitted, replanned or confirmed yet: set the "
-    "layout they rank first (sharding, data, spatial and tensor degrees, micro-batch) in the training script by "
-    "hand (docs/networks.md)";
+    "a network's plans (paratune.network_plans/v1) are not a transformer's: emit them with the network formats "
+    "(pytorch, torchtitan for FLUX) and replan them as a network (docs/networks.md)";
 
 struct NetworkJob {
   Network network;
@@ -41,6 +42,14 @@ struct NetworkJob {
   // the global batch over the data-parallel replicas (one micro-step).
   NetworkLayout layout;
   int top = 10;  // plans: how many to return
+  // The framework that will train it ("" = any layout the model expresses):
+  // "pytorch" (no spatial or tensor splits) or "torchtitan" (FLUX.1-schnell
+  // only, FSDP only), as frameworks/network_emit.h writes them.
+  std::string framework;
+  NetworkSpace space;
+  // The request as it was read, less "layout" and "top": the plans document
+  // carries it so confirm, emit and replan read the same job back.
+  Json request;
 };
 
 // The most layers an explicit network may list on this path: a plans search
@@ -54,10 +63,21 @@ inline constexpr size_t kMaxNetworkLayers = 1024;
 // grad_bytes 2 or 4, optimizer_state_bytes in [0, 64], top in [1, 1000].
 Result<NetworkJob> ParseNetworkJob(const Json& j);
 
+// Whether `j` is a paratune.network_plans/v1 document (an object whose
+// "schema" is that string; any other value, of any type, is not).
+bool IsNetworkPlans(const Json& j);
+
+// Plan `rank` (1-based) of a paratune.network_plans/v1 document as a job:
+// its "request" read back by ParseNetworkJob with that plan's layout.
+// InvalidArgument naming the pointer: another schema, no request (a document
+// written before plans carried it), no such plan.
+Result<NetworkJob> NetworkJobOfPlan(const Json& plans, int rank);
+
 // paratune.network_prediction/v1: {schema, job, prediction}.
 Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job);
-// paratune.network_plans/v1: {schema, job, headroom, refused_over_memory,
-// layouts_fit, plans}: the `top` fastest layouts that fit.
+// paratune.network_plans/v1: {schema, job, request, headroom,
+// refused_over_memory, layouts_fit, plans}: the `top` fastest layouts that
+// fit; `request` is NetworkJob::request.
 OrderedJson PlanNetworkDocument(const NetworkJob& job);
 
 // paratune.network_capacity/v1: {schema, job, size {key, step, largest,

@@ -17,6 +17,7 @@
 #include "elastic/failure_policy.h"
 #include "planner/goodput_request.h"
 #include "frameworks/emit.h"
+#include "frameworks/network_emit.h"
 #include "elastic/replan.h"
 #include "planner/request.h"
 #include "scenario/scenario.h"
@@ -682,6 +683,12 @@ Result<std::pair<std::string, std::string>> PlanService::Emit(const Json& body,
     plans = std::move(doc).value();
   }
   PT_RETURN_IF_ERROR(r.Finish());
+  if (planner::IsNetworkPlans(plans)) {
+    const std::string name = format_name.empty() ? planner::DefaultNetworkEmitFormat(plans) : format_name;
+    auto text = planner::EmitNetworkPlan(plans, static_cast<int>(rank), name);
+    if (!text.ok()) return r.Has("plans") ? UnderPointer(text.status(), "/plans") : text.status();
+    return std::make_pair(name, std::move(text).value());
+  }
   planner::EmitFormat format = planner::DefaultEmitFormat(plans);
   if (!format_name.empty()) {
     auto f = planner::ParseEmitFormat(format_name);

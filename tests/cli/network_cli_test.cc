@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -105,20 +107,154 @@ TEST(NetworkCli, CapacityNamesTheLargestInput) {
             2);
 }
 
-// A network's plans are refused by emit and replan with what to do instead,
-// never read as a transformer's.
-TEST(NetworkCli, EmitAndReplanRefuseNetworkPlans) {
-  const Outcome plan = Call(RunPlan, {"--network", "resnet-50", "--cluster", "dgx-h100", "--gpus", "8",
-                                      "--global-batch", "256", "--format", "json", "--top", "1"});
-  ASSERT_EQ(plan.code, kExitOk) << plan.err;
-  const std::string path = ::testing::TempDir() + "/paratune_network_plans.json";
+std::string WritePlans(const std::vector<std::string>& plan_args, const std::string& name) {
+  std::vector<std::string> args = plan_args;
+  for (const char* a : {"--format", "json"}) args.push_back(a);
+  const Outcome plan = Call(RunPlan, args);
+  EXPECT_EQ(plan.code, kExitOk) << plan.err;
+  const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << plan.out;
-  const Outcome emit = Call(RunEmit, {"--plans", path});
-  EXPECT_EQ(emit.code, 2);
-  EXPECT_NE(emit.err.find("not emitted"), std::string::npos) << emit.err;
-  const Outcome replan = Call(RunReplan, {"--from", path, "--lost-nodes", "1"});
-  EXPECT_EQ(replan.code, 2);
-  EXPECT_NE(replan.err.find("not emitted"), std::string::npos) << replan.err;
+  return path;
+}
+
+// The value of `NAME = value` in an emitted script.
+std::string Assigned(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " = ");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 4;
+  return text.substr(from, text.find_first_of(" \n", from) - from);
+}
+
+// emit writes a network's plan as PyTorch runs it (the layout, batch and the
+// planned parameter count the script checks), FLUX's fsdp plans for
+// torchtitan's own FLUX, and refuses what neither can run, with the reason.
+TEST(NetworkCli, EmitWritesWhatPyTorchAndTorchtitanRunAndRefusesTheRest) {
+  const std::string sd = WritePlans({"--network", "sd2-unet", "--cluster", "dgx-h100", "--gpus", "64",
+                                     "--global-batch", "512"}, "paratune_sd_plans.json");
+  const Json plans = Json::parse(std::ifstream(sd));
+  const Json& best = plans["plans"][0]["layout"];
+  const Outcome py = Call(RunEmit, {"--plans", sd});
+  ASSERT_EQ(py.code, kExitOk) << py.err;
+  EXPECT_EQ(Assigned(py.out, "SHARDING"), "\"" + best["sharding"].get<std::string>() + "\"");
+  EXPECT_EQ(Assigned(py.out, "MICRO_BATCH"), std::to_string(best["micro_batch"].get<int64_t>()));
+  EXPECT_EQ(Assigned(py.out, "ACCUMULATION"), std::to_string(best["accumulation"].get<int64_t>()));
+  EXPECT_EQ(Assigned(py.out, "GLOBAL_BATCH"), "512");
+  EXPECT_EQ(Assigned(py.out, "GPUS"), "64");
+  // The script refuses a model other than the one planned: 865.9M parameters
+  // (the SD 2 U-Net's published 865M).
+  const std::string params = Assigned(py.out, "PLANNED_PARAMETERS");
+  ASSERT_FALSE(params.empty());
+  EXPECT_NEAR(std::stod(params), 865e6, 2e6);
+  EXPECT_NE(py.out.find("fully_shard"), std::string::npos);
+  EXPECT_NE(py.out.find("bucket_cap_mb=25"), std::string::npos);
+  for (const char* f : {"torchtitan", "megatron", "deepspeed", "axonn"}) {
+    const Outcome r = Call(RunEmit, {"--plans", sd, "--format", f});
+    EXPECT_EQ(r.code, 2) << f;
+    EXPECT_TRUE(r.out.empty()) << f;
+    EXPECT_NE(r.err.find("--format " + std::string(f)), std::string::npos) << r.err;
+  }
+
+  const std::string flux = WritePlans({"--network", "flux1-schnell", "--cluster", "dgx-h100", "--gpus", "64",
+                                       "--global-batch", "256", "--top", "20"}, "paratune_flux_plans.json");
+  const Json fp = Json::parse(std::ifstream(flux));
+  int fsdp = 0, tensor = 0;
+  for (size_t i = 0; i < fp["plans"].size(); ++i) {
+    const Json& l = fp["plans"][i]["layout"];
+    const std::string rank = std::to_string(i + 1);
+    const Outcome t = Call(RunEmit, {"--plans", flux, "--rank", rank, "--format", "torchtitan"});
+    if (l["sharding"] == "fsdp" && l["tensor"] == 1) {
+      ++fsdp;
+      ASSERT_EQ(t.code, kExitOk) << t.err;
+      EXPECT_EQ(Assigned(t.out, "DATA_PARALLEL_SHARD"), std::to_string(l["data"].get<int>()));
+      EXPECT_EQ(Assigned(t.out, "MICRO_BATCH"), std::to_string(l["micro_batch"].get<int64_t>()));
+      EXPECT_NE(t.out.find("config.activation_checkpoint = None"), std::string::npos);
+    } else {
+      EXPECT_EQ(t.code, 2) << l.dump();
+    }
+    if (l["tensor"].get<int>() > 1) {
+      ++tensor;
+      const Outcome p = Call(RunEmit, {"--plans", flux, "--rank", rank, "--format", "pytorch"});
+      EXPECT_EQ(p.code, 2);
+      EXPECT_NE(p.err.find("tensor parallelism"), std::string::npos) << p.err;
+    }
+  }
+  EXPECT_GT(fsdp, 0);
+  EXPECT_GT(tensor, 0);
+}
+
+// With --framework, every ranked plan is one that framework runs: each of
+// them emits (the default format is the framework's).
+TEST(NetworkCli, EveryPlanRankedForAFrameworkEmits) {
+  for (const auto& [network, framework, gpus, batch] :
+       {std::tuple<const char*, const char*, const char*, const char*>{"unet3d-kits19", "pytorch", "64", "64"},
+        {"flux1-schnell", "torchtitan", "64", "256"},
+        {"flux1-schnell", "pytorch", "64", "256"}}) {
+    SCOPED_TRACE(std::string(network) + " " + framework);
+    const std::string path = WritePlans({"--network", network, "--cluster", "dgx-h100", "--gpus", gpus,
+                                         "--global-batch", batch, "--framework", framework, "--top", "10"},
+                                        std::string("paratune_fw_") + framework + ".json");
+    const Json plans = Json::parse(std::ifstream(path));
+    EXPECT_EQ(plans["job"]["framework"], framework);
+    ASSERT_FALSE(plans["plans"].empty());
+    for (size_t i = 0; i < plans["plans"].size(); ++i) {
+      const Outcome e = Call(RunEmit, {"--plans", path, "--rank", std::to_string(i + 1)});
+      EXPECT_EQ(e.code, kExitOk) << plans["plans"][i]["layout"].dump() << "\n" << e.err;
+      const bool titan = std::string(framework) == "torchtitan";
+      EXPECT_NE(e.out.find(titan ? "flux_schnell()" : "torchrun"), std::string::npos);
+    }
+  }
+  // torchtitan trains none of the other networks: refused by name.
+  const Outcome bad = Call(RunPlan, {"--network", "sd2-unet", "--cluster", "dgx-h100", "--gpus", "8",
+                                     "--global-batch", "64", "--framework", "torchtitan"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("/framework"), std::string::npos) << bad.err;
+}
+
+// replan keeps the global batch and searches every whole-node count down to
+// half: SD's 512 samples on the 56 GPUs left of 64 run fastest on 32 GPUs of
+// pure data parallelism, not spread over all 56 with spatial splits.
+TEST(NetworkCli, ReplanFindsTheFastestCountAndWritesItsPlans) {
+  const std::string sd = WritePlans({"--network", "sd2-unet", "--cluster", "dgx-h100", "--gpus", "64",
+                                     "--global-batch", "512"}, "paratune_sd_replan.json");
+  const Outcome j = Call(RunReplan, {"--from", sd, "--lost-nodes", "1", "--format", "json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const Json doc = Json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "paratune.network_replan/v1");
+  EXPECT_EQ(doc["available_gpus"], 56);
+  EXPECT_EQ(doc["counts"].size(), 4u);  // 56, 48, 40, 32
+  const Json& next = doc["plans"];
+  EXPECT_EQ(next["schema"], "paratune.network_plans/v1");
+  EXPECT_EQ(next["job"]["global_batch"], 512);
+  EXPECT_LE(next["job"]["gpus"].get<int>(), 56);
+  for (const Json& c : doc["counts"]) {
+    if (!c["plan"].is_null()) {
+      EXPECT_LE(next["plans"][0]["step_s"].get<double>(), c["plan"]["step_s"].get<double>() + 1e-12);
+    }
+  }
+  // Its plans chain into emit as any plans do.
+  const std::string path = ::testing::TempDir() + "/paratune_sd_replanned.json";
+  std::ofstream(path) << next.dump();
+  EXPECT_EQ(Call(RunEmit, {"--plans", path}).code, kExitOk);
+  // The transformer search's flags have no meaning here: refused by name.
+  const Outcome bad = Call(RunReplan, {"--from", sd, "--lost-nodes", "1", "--space", "megatron"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--space"), std::string::npos) << bad.err;
+  EXPECT_EQ(Call(RunReplan, {"--from", sd, "--lost-nodes", "8"}).code, 2);  // no GPU left
+}
+
+// confirm runs a network's plans on a backend and writes the report.
+TEST(NetworkCli, ConfirmWritesANetworkRunReport) {
+  const std::string rn = WritePlans({"--network", "resnet-50", "--cluster", "dgx-h100", "--gpus", "8",
+                                     "--global-batch", "256", "--top", "2"}, "paratune_rn_plans.json");
+  const std::string out = ::testing::TempDir() + "/paratune_rn_run.json";
+  const Outcome c = Call(RunConfirm, {"--plans", rn, "--backend", "fake", "--fake-gpu", "h100-sxm", "--top", "2",
+                                      "--out", out, "--layers", "8"});
+  ASSERT_EQ(c.code, kExitOk) << c.err;
+  const Json report = Json::parse(std::ifstream(out));
+  EXPECT_EQ(report["schema"], "paratune.network_run_report/v1");
+  ASSERT_EQ(report["candidates"].size(), 2u);
+  EXPECT_EQ(report["candidates"][0]["compute"]["shapes_measured"], 8);
+  EXPECT_NE(c.out.find("coverage"), std::string::npos) << c.out;
 }
 
 TEST(NetworkCli, PresetsListAndShowNetworks) {

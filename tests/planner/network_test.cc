@@ -8,6 +8,7 @@
 
 #include "planner/network.h"
 #include "planner/network_cost.h"
+#include "planner/network_request.h"
 #include "topology/cluster.h"
 
 namespace paratune::planner {
@@ -313,6 +314,74 @@ TEST(NetworkSearch, RanksFittingLayoutsFastestFirst) {
   ASSERT_FALSE(flux.empty());
   for (const auto& cand : flux) {
     EXPECT_TRUE(cand.layout.sharding != WeightSharding::kReplicated || cand.layout.tensor > 1);
+  }
+}
+
+// A framework's space: PyTorch's own parallelism has no spatial or tensor
+// split; torchtitan's FLUX only shards. The search ranks only those, and a
+// layout or network the framework cannot run is refused by pointer.
+TEST(NetworkSearch, AFrameworkRanksOnlyTheLayoutsItRuns) {
+  const Network net = Preset("unet3d-kits19");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  NetworkSpace pytorch;
+  pytorch.spatial = pytorch.tensor = false;
+  const auto any = SearchNetworkLayouts(net, c, 64, 64, NetworkTraining{}, 0.05, nullptr);
+  const auto ranked = SearchNetworkLayouts(net, c, 64, 64, NetworkTraining{}, 0.05, nullptr, pytorch);
+  ASSERT_FALSE(ranked.empty());
+  bool split = false;
+  for (const auto& cand : any) split = split || cand.layout.spatial > 1;
+  EXPECT_TRUE(split);  // the model alone would split the 3D U-Net's samples
+  for (const auto& cand : ranked) EXPECT_EQ(cand.layout.spatial * cand.layout.tensor, 1);
+
+  auto job = ParseNetworkJob(Json{{"network", "flux1-schnell"}, {"cluster", "dgx-b200"}, {"gpus", 16},
+                                  {"global_batch", 512}, {"framework", "torchtitan"}});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const auto flux = SearchNetworkLayouts(job->network, job->cluster, job->gpus, job->global_batch, job->training,
+                                         job->headroom, nullptr, job->space);
+  ASSERT_FALSE(flux.empty());
+  for (const auto& cand : flux) {
+    EXPECT_EQ(cand.layout.sharding, WeightSharding::kFull);
+    EXPECT_EQ(cand.layout.spatial * cand.layout.tensor, 1);
+  }
+  // A predicted layout without its sharding takes torchtitan's.
+  auto predict = ParseNetworkJob(Json{{"network", "flux1-schnell"}, {"cluster", "dgx-b200"}, {"gpus", 16},
+                                      {"global_batch", 512}, {"framework", "torchtitan"},
+                                      {"layout", {{"micro_batch", 8}}}});
+  ASSERT_TRUE(predict.ok()) << predict.status().ToString();
+  EXPECT_EQ(predict->layout.sharding, WeightSharding::kFull);
+  auto refused = ParseNetworkJob(Json{{"network", "sd2-unet"}, {"cluster", "dgx-h100"}, {"gpus", 8},
+                                      {"global_batch", 64}, {"framework", "torchtitan"}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/framework"), std::string::npos);
+  refused = ParseNetworkJob(Json{{"network", "flux1-schnell"}, {"cluster", "dgx-h100"}, {"gpus", 8},
+                                 {"global_batch", 64}, {"framework", "pytorch"}, {"layout", {{"tensor", 2}}}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/layout"), std::string::npos);
+  EXPECT_FALSE(ParseNetworkJob(Json{{"network", "sd2-unet"}, {"cluster", "dgx-h100"}, {"gpus", 8},
+                                    {"global_batch", 64}, {"framework", "keras"}})
+                   .ok());
+}
+
+// Every prediction carries the GPU's best published MFU. The SD U-Net on 8
+// GPUs is no such pick: MLPerf's runs of it measure 25-31 % MFU on H100,
+// H200 and B200 (beyond_runs.json), under A100's and H100's bf16 ceilings
+// (64.2 %, 49 %); against a ceiling
+// of 10 % (a GPU no published run had used well) it is flagged.
+TEST(NetworkCost, PredictionsAreCheckedAgainstThePublishedMfuCeiling) {
+  for (const char* cluster : {"dgx-a100-80gb", "dgx-h100"}) {  // the GPUs with a bf16 ceiling
+    SCOPED_TRACE(cluster);
+    topology::ClusterSpec c = Cluster(cluster);
+    NetworkLayout l;
+    l.gpus = 8, l.micro_batch = 32, l.global_batch = 256;
+    auto p = PredictNetwork(Preset("sd2-unet"), c, l, NetworkTraining{});
+    ASSERT_TRUE(p.ok());
+    EXPECT_GT(p->published_mfu_ceiling, 0);
+    EXPECT_EQ(p->published_mfu_ceiling, c.gpu.PublishedMfuCeiling(topology::Precision::kBf16));
+    EXPECT_FALSE(p->above_published_mfu) << p->mfu;
+    c.gpu.published_mfu_ceilings = {{topology::Precision::kBf16, 0.10, "a test"}};
+    auto low = PredictNetwork(Preset("sd2-unet"), c, l, NetworkTraining{});
+    ASSERT_TRUE(low.ok());
+    EXPECT_TRUE(low->above_published_mfu) << low->mfu;
   }
 }
 

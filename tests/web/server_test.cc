@@ -212,6 +212,24 @@ TEST_F(ServerTest, NetworkJobsAreTheCliDocuments) {
   ASSERT_EQ(code2, 0);
   EXPECT_EQ(BodyJson(p), Json::parse(cli2));
   ExpectFieldRefused("/v1/predict", predict.c_str(), "/layout/sharding", "zero9");
+  // Emit and replan take the network's plans as the CLI does.
+  const std::string path = dir_ + "/network_plans.json";
+  std::ofstream(path) << r->body;
+  auto e = PostJson("/v1/emit", Json{{"plans", rest}, {"format", "pytorch"}}.dump());
+  ASSERT_TRUE(e);
+  ASSERT_EQ(e->status, 200) << e->body;
+  EXPECT_EQ(e->get_header_value("X-Paratune-Format"), "pytorch");
+  auto [emitted, emit_code] = RunCli("emit --plans " + path);
+  ASSERT_EQ(emit_code, 0);
+  EXPECT_EQ(e->body, emitted);
+  ExpectProblem(PostJson("/v1/emit", Json{{"plans", rest}, {"format", "megatron"}}.dump()), 422);
+  auto re = PostJson("/v1/replans", Json{{"from", rest}, {"lost_nodes", 1}}.dump());
+  ASSERT_TRUE(re);
+  ASSERT_EQ(re->status, 200) << re->body;
+  auto [replanned, replan_code] = RunCli("replan --from " + path + " --lost-nodes 1 --format json");
+  ASSERT_EQ(replan_code, 0);
+  EXPECT_EQ(BodyJson(re), Json::parse(replanned));
+  ExpectProblem(PostJson("/v1/replans", Json{{"from", rest}, {"lost_nodes", 1}, {"space", "megatron"}}.dump()), 422);
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/global_batch", int64_t{1} << 31);
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/surprise", 1);
   ExpectFieldRefused("/v1/plans", kNetworkPlan, "/training/grad_bytes", 3);
@@ -747,6 +765,9 @@ TEST_F(ServerTest, OpenApiSchemasDescribeTheServedDocuments) {
   check("NetworkRequest", Json::parse(kNetworkPlan));
   check("NetworkPlans", BodyJson(PostJson("/v1/plans", kNetworkPlan)));
   check("NetworkPrediction", BodyJson(PostJson("/v1/predict", kNetworkPlan)));
+  const Json network_plans = BodyJson(PostJson("/v1/plans", kNetworkPlan));
+  check("NetworkReplan", BodyJson(PostJson("/v1/replans", Json{{"from", network_plans}, {"lost_nodes", 1}}.dump())));
+  check("EmitRequest", Json{{"plans", network_plans}, {"format", "pytorch"}});
   check("Profiles", BodyJson(client_->Get("/v1/profiles")));
   check("Version", BodyJson(client_->Get("/v1/version")));
   check("Jobs", BodyJson(client_->Get("/v1/jobs")));
