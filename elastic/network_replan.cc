@@ -71,7 +71,7 @@ bool IsNetworkReplan(const Json& request) {
   return request.is_object() && request.contains("from") && IsNetworkPlans(request["from"]);
 }
 
-Result<OrderedJson> NetworkReplanDocument(const Json& request) {
+Result<OrderedJson> NetworkReplanDocument(const Json& request, const std::function<bool()>& expired) {
   PT_ASSIGN_OR_RETURN(NetworkReplanRequest in, ParseRequest(request));
   const NetworkJob& job = in.job;
   PT_ASSIGN_OR_RETURN(NetworkPrediction running,
@@ -88,7 +88,13 @@ Result<OrderedJson> NetworkReplanDocument(const Json& request) {
   doc["counts"] = OrderedJson::array();
   int best_gpus = 0;
   double best_step = 0;
-  for (int g : Counts(in.available, job.cluster.gpus_per_node)) {
+  const std::vector<int> counts = Counts(in.available, job.cluster.gpus_per_node);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expired && expired()) {
+      return Status::Timeout("the network replan ran out of time after " + std::to_string(i) + " of " +
+                             std::to_string(counts.size()) + " GPU counts");
+    }
+    const int g = counts[i];
     int refused = 0;
     const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
         job.network, job.cluster, g, job.global_batch, job.training, job.headroom, &refused, job.space);

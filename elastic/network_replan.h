@@ -17,6 +17,8 @@
 //    emit and confirm read), or null when no count has a layout that fits}
 #pragma once
 
+#include <functional>
+
 #include "common/json.h"
 #include "common/status.h"
 
@@ -29,7 +31,8 @@ bool IsNetworkReplan(const Json& request);
 
 // The answer above. InvalidArgument naming the pointer for a request it
 // cannot read (unknown keys, not exactly one of gpus/lost_nodes/add_nodes,
-// no GPUs left).
-Result<OrderedJson> NetworkReplanDocument(const Json& request);
+// no GPUs left); Timeout when `expired` (asked before each GPU count's
+// search) says the caller's time is up.
+Result<OrderedJson> NetworkReplanDocument(const Json& request, const std::function<bool()>& expired = nullptr);
 
 }  // namespace paratune::planner

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "planner/network_request.h"
 #include "tests/web/test_util.h"
 #include "web/problem.h"
 
@@ -512,6 +513,12 @@ TEST(ServerLimits, ASearchOverTheTimeLimitIsRefused) {
   auto r = s.Client()->Post("/v1/plans", kPlan, "application/json");
   Json p = ExpectProblem(r, 422);
   EXPECT_EQ(p["type"], "urn:paratune:problem:search-time-limit");
+  // A network's replan (a search per GPU count) stops at the limit too.
+  auto job = planner::ParseNetworkJob(Json::parse(kNetworkPlan));
+  ASSERT_TRUE(job.ok());
+  const Json plans = Json::parse(planner::PlanNetworkDocument(*job).dump());
+  auto re = s.Client()->Post("/v1/replans", Json{{"from", plans}, {"lost_nodes", 1}}.dump(), "application/json");
+  EXPECT_EQ(ExpectProblem(re, 422)["type"], "urn:paratune:problem:search-time-limit");
   std::filesystem::remove_all(dir);
 }
 
