@@ -208,6 +208,24 @@ void PrintTable(const executor::RunReport& r, std::ostream& out) {
   }
 }
 
+// The device this process measures, and the GPU preset it is (none for a
+// CPU or a GPU no preset matches).
+struct MeasuredDevice {
+  std::string name = "unknown";
+  std::string kind;
+  std::optional<std::string> preset;
+};
+
+MeasuredDevice Measured(backend::Backend& be) {
+  MeasuredDevice m;
+  auto dev = be.DescribeDevice();
+  if (!dev.ok()) return m;
+  m.name = dev->name;
+  m.kind = dev->kind;
+  if (dev->kind != "cpu") m.preset = executor::GpuPresetFor(*dev);
+  return m;
+}
+
 // The network path of confirm (network_confirm.h): like with like on the
 // device's GPU preset, every candidate run, the report written by rank 0.
 int ConfirmNetwork(Io io, const Json& plans, int top, const backend::BackendOptions& bo,
@@ -218,13 +236,12 @@ int ConfirmNetwork(Io io, const Json& plans, int top, const backend::BackendOpti
   if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + bo.name));
   backend::Backend& be = **b;
   const bool root = be.rank() == 0;
-  auto dev = be.DescribeDevice();
-  std::optional<std::string> measured;
-  if (dev.ok() && dev->kind != "cpu") measured = executor::GpuPresetFor(*dev);
+  const MeasuredDevice dev = Measured(be);
+  const std::optional<std::string>& measured = dev.preset;
   const std::string plan_gpu = input->job.cluster.gpu.name;
   if (strict_gpu && measured.value_or("") != plan_gpu) {
     return Fail(io, Status::InvalidArgument("--strict-gpu: the plan is for " + plan_gpu + " but this device is " +
-                                            (dev.ok() ? dev->name : std::string("unknown"))));
+                                            dev.name));
   }
   if (measured) {
     if (Status s = executor::MeasureNetworkOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
@@ -339,11 +356,10 @@ int RunConfirm(const Args& args, Io io) {
   const bool root = be.rank() == 0;
   // Like with like: the device this process measures, as a GPU preset.
   {
-    auto dev = be.DescribeDevice();
-    std::optional<std::string> measured;
-    if (dev.ok() && dev->kind != "cpu") measured = executor::GpuPresetFor(*dev);
+    const MeasuredDevice dev = Measured(be);
+    const std::optional<std::string>& measured = dev.preset;
     const std::string plan_gpu = input->job.cluster.gpu.name;
-    const std::string device = dev.ok() ? dev->name : std::string("unknown");
+    const std::string& device = dev.name;
     if (f.Has("--strict-gpu") && measured.value_or("") != plan_gpu) {
       return Fail(
           io, Status::InvalidArgument(
@@ -361,7 +377,7 @@ int RunConfirm(const Args& args, Io io) {
                << *measured << "): comparing with the predictions for " << *measured
                << " (the plan's own are kept as plan_predicted_s)" << std::endl;
       }
-    } else if (!measured && root && dev.ok() && dev->kind == "cuda") {
+    } else if (!measured && root && dev.kind == "cuda") {
       io.err << "[confirm] warning: " << device << " matches no GPU preset; comparing with the "
              << "plan's " << plan_gpu << " predictions" << std::endl;
     }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/median.h"
+#include "executor/run/owned_buffers.h"
 
 namespace paratune::executor {
 
@@ -72,28 +73,6 @@ Result<MoeLayerComms> SplitMoeComms(Backend& b, int ep, int etp) {
   return c;
 }
 
-namespace {
-
-// Buffers of one run, freed on every path.
-class Buffers {
- public:
-  explicit Buffers(Backend& b) : b_(b) {}
-  ~Buffers() {
-    for (const Buffer& x : owned_) (void)b_.Free(x);
-  }
-  Result<Buffer> Get(int64_t bytes) {
-    PT_ASSIGN_OR_RETURN(Buffer x, b_.Allocate(std::max<int64_t>(bytes, 1)));
-    owned_.push_back(x);
-    return x;
-  }
-
- private:
-  Backend& b_;
-  std::vector<Buffer> owned_;
-};
-
-}  // namespace
-
 Result<MoeLayerTiming> RunMoeLayer(Backend& b, const MoeLayerComms& comms, const MoeLayerShape& s,
                                    GemmPrecision precision, int warmup, int samples) {
   if (samples < 1) return Status::InvalidArgument("samples: must be at least 1");
@@ -105,7 +84,7 @@ Result<MoeLayerTiming> RunMoeLayer(Backend& b, const MoeLayerComms& comms, const
   const int64_t n = s.a2a_elements;
   const int64_t gathered_n = n * s.etp;
 
-  Buffers mem(b);
+  OwnedBuffers mem(b);
   PT_ASSIGN_OR_RETURN(Buffer send, mem.Get(n * tb));
   PT_ASSIGN_OR_RETURN(Buffer recv, mem.Get(n * tb));
   Buffer gathered = recv, expert_out, scattered;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/median.h"
+#include "executor/run/owned_buffers.h"
 #include "planner/network_cost.h"
 #include "topology/gpu.h"
 
@@ -37,33 +39,6 @@ GemmPrecision GemmOf(topology::Precision p) {
   }
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Allocations freed when it goes out of scope.
-class Scratch {
- public:
-  explicit Scratch(Backend& b) : b_(b) {}
-  ~Scratch() {
-    for (const Buffer& x : held_) (void)b_.Free(x);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  Result<Buffer> Get(int64_t bytes) {
-    PT_ASSIGN_OR_RETURN(Buffer x, b_.Allocate(std::max<int64_t>(bytes, 256)));
-    held_.push_back(x);
-    return x;
-  }
-
- private:
-  Backend& b_;
-  std::vector<Buffer> held_;
-};
-
 using Kernel = std::function<Status()>;
 
 // One layer's kernels, forward and backward, with their buffers.
@@ -73,7 +48,7 @@ struct LayerKernels {
 
 class KernelBuilder {
  public:
-  KernelBuilder(Backend& b, Scratch& s, GemmPrecision p, const planner::NetworkTraining& t, int64_t micro,
+  KernelBuilder(Backend& b, OwnedBuffers& s, GemmPrecision p, const planner::NetworkTraining& t, int64_t micro,
                 StreamId stream)
       : b_(b), s_(s), precision_(p), training_(t), micro_(micro), stream_(stream) {}
 
@@ -211,7 +186,7 @@ class KernelBuilder {
   }
 
   Backend& b_;
-  Scratch& s_;
+  OwnedBuffers& s_;
   GemmPrecision precision_;
   const planner::NetworkTraining& training_;
   int64_t micro_;
@@ -317,7 +292,7 @@ Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& j
   std::vector<double> per_sample;
   Status st = Status::Ok();
   if (member) {
-    Scratch s(b);
+    OwnedBuffers s(b);
     auto send = s.Get(grad_bytes);
     auto recv = send.ok() ? s.Get(grad_bytes) : send;
     st = recv.status();
@@ -434,7 +409,7 @@ class NetworkCandidateRun {
     std::vector<double> times(2 * chosen_.size(), 0.0);
     std::string failure;
     for (size_t j = 0; j < chosen_.size() && failure.empty(); ++j) {
-      Scratch s(b_);
+      OwnedBuffers s(b_);
       KernelBuilder kb(b_, s, p, in_.job.training, layout_.micro_batch, stream_);
       const PricedLayer& first = layers[chosen_[j].members.front()];
       auto kernels = kb.Build(first);
