@@ -303,8 +303,8 @@ Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& j
       if (!zero1) return b.AllReduce(comm, *send, *recv, count, grad_t, backend::ReduceOp::kSum, stream);
       PT_RETURN_IF_ERROR(b.ReduceScatter(comm, *send, *recv, count / m.ranks, grad_t, backend::ReduceOp::kSum,
                                          stream));
-      return b.AllGather(comm, *recv, *send, count / m.ranks * backend::DataTypeBytes(grad_t) / 2 / m.ranks,
-                         backend::DataType::kBFloat16, stream);
+      // The updated weights in bf16: each rank's shard from the reduce-scatter's buffer.
+      return b.AllGather(comm, *recv, *send, count / m.ranks, backend::DataType::kBFloat16, stream);
     };
     for (int i = 0; st.ok() && i < o.warmup + o.samples; ++i) {
       st = b.RecordEvent(e0, stream);

@@ -22,8 +22,10 @@ Json PlansFor(const std::string& network, int gpus, int64_t batch) {
   return Json::parse(planner::PlanNetworkDocument(*job).dump());
 }
 
-// Rank 0's report of confirming `plans` on a fake world.
-OrderedJson ConfirmOnFake(const backend::FakeConfig& fc, const Json& plans, int top, int layers) {
+// Rank 0's report of confirming `plans` on a fake world (and every rank's
+// fake, for its log, through `fakes`).
+OrderedJson ConfirmOnFake(const backend::FakeConfig& fc, const Json& plans, int top, int layers,
+                          std::vector<backend::FakeBackend*>* fakes = nullptr) {
   auto in = NetworkConfirmInputFromPlans(plans, top);
   EXPECT_TRUE(in.ok()) << in.status().ToString();
   NetworkConfirmOptions o;
@@ -36,7 +38,7 @@ OrderedJson ConfirmOnFake(const backend::FakeConfig& fc, const Json& plans, int 
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (r.ok() && b.rank() == 0) root = *r;
-  });
+  }, nullptr, fakes);
   return root;
 }
 
@@ -101,6 +103,37 @@ TEST(NetworkConfirm, EveryCandidateRunsWithItsLayersAtTheNetworksShapes) {
   auto rn = planner::NetworkPreset("resnet-50");
   ASSERT_TRUE(rn.ok());
   EXPECT_NEAR(rn->layers[0].ForwardFlops(), 2 * 118.0e6, 2e6);
+}
+
+// ZeRO-1's step sync as the distributed optimizer issues it: the gradients
+// reduce-scattered in fp32 and the updated weights all-gathered in bf16, each
+// the whole model's bytes (nccl-tests' size) on the 4 data-parallel ranks.
+TEST(NetworkConfirm, TheZero1SyncMovesTheModelsGradientsAndWeights) {
+  // The best plan, its layout set to ZeRO-1 at 32 samples per GPU.
+  Json one = PlansFor("resnet-50", 4, 128);
+  one["plans"] = Json::array({one["plans"][0]});
+  one["plans"][0]["layout"]["sharding"] = "zero1";
+  one["plans"][0]["layout"]["micro_batch"] = 32;
+  std::vector<backend::FakeBackend*> fakes;
+  const OrderedJson r = ConfirmOnFake(FourRanks(), one, 1, 2, &fakes);
+  ASSERT_EQ(r["candidates"][0]["status"], "ok") << r.dump();
+  EXPECT_EQ(r["candidates"][0]["grad_sync"]["used"], "measured");
+  auto net = planner::NetworkPreset("resnet-50");
+  ASSERT_TRUE(net.ok());
+  const double params = net->Params();
+  int reduce_scatters = 0, all_gathers = 0;
+  for (const backend::OpRecord& op : fakes[0]->ops()) {
+    if (op.kind == backend::OpKind::kReduceScatter) {
+      ++reduce_scatters;
+      EXPECT_NEAR(static_cast<double>(op.bytes), 4 * params, 16.0);
+    }
+    if (op.kind == backend::OpKind::kAllGather) {
+      ++all_gathers;
+      EXPECT_NEAR(static_cast<double>(op.bytes), 2 * params, 16.0);
+    }
+  }
+  EXPECT_GT(reduce_scatters, 0);
+  EXPECT_EQ(reduce_scatters, all_gathers);
 }
 
 TEST(NetworkConfirm, LayersNotMeasuredAreScaledByTheMeasuredOnes) {
