@@ -7,7 +7,8 @@
 #
 # `package` strips paratune, its backend modules and the GPU test programs into
 # .gpu-deps/ with the Open MPI, libevent and hwloc libraries they link (the CUDA,
-# cuBLAS and NCCL libraries are the machine's), four plans made here, the GPU
+# cuBLAS and NCCL libraries are the machine's), six plans made here (four
+# transformers, the SD 2 U-Net and the 3D U-Net), the GPU
 # benchmarks of bench/gpu/ and run.sh. run.sh runs the GPU test tier, a full
 # `paratune profile --backend cuda`, `paratune confirm` of those plans on the
 # one GPU, the FP8 benchmark and a sustained GEMM load, and leaves everything in
@@ -37,6 +38,11 @@ export PARATUNE_BACKEND_DIR="$D"
 "$P" plan --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --global-batch 128 --seq 4096 \
   --format json > "$D/plans_qwen30b.json"
 "$P" plan --model deepseek-v3 --cluster dgx-h100 --gpus 1024 --format json > "$D/plans_dsv3.json"
+# Networks: their layers through the lowered convolution and cuBLAS.
+"$P" plan --network sd2-unet --cluster dgx-h100 --gpus 8 --global-batch 256 --format json \
+  > "$D/plans_sd2unet.json"
+"$P" plan --network unet3d-kits19 --cluster dgx-h100 --gpus 8 --global-batch 56 --format json \
+  > "$D/plans_unet3d.json"
 cp bench/gpu/*.py "$D/"
 cat > "$D/run.sh" <<'RUN'
 #!/bin/bash
@@ -52,7 +58,7 @@ for t in backend_gpu_test profiler_gpu_test executor_gpu_test; do
 echo "=== profile" >> "$L"
 timeout 200 ./paratune profile --backend cuda --no-cache --out "$O/profile.json" \
   --report "$O/profile_report.txt" --cluster dgx-h100 >> "$L" 2>&1; echo "rc=$?" >> "$L"
-for p in llama8b llama70b_fp8 qwen30b dsv3; do
+for p in llama8b llama70b_fp8 qwen30b dsv3 sd2unet unet3d; do
   echo "=== confirm $p" >> "$L"
   timeout 120 ./paratune confirm --plans "plans_$p.json" --top 2 --backend cuda \
     --out "$O/confirm_$p.json" >> "$L" 2>&1; echo "rc=$?" >> "$L"; done
