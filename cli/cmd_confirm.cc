@@ -65,11 +65,12 @@ What runs, per candidate and rank (docs/executor.md):
     written); a candidate that does not fit is reported "oom", not "fits".
 A network's plans (`paratune plan --network ...`: U-Nets, DiTs, CNNs) run
 layer by layer instead: the layer shapes the model prices slowest (--layers,
-default 24 distinct shapes), each at the micro-batch and shard one GPU holds, convolutions as
-the backend's lowered convolution (im2col and a GEMM per group: cuBLAS on
-cuda, Eigen on mpi-cpu), linears and attention as GEMMs, norms and
-element-wise work as copies of their bytes; the gradient all-reduce on the
-processes there are; the report is "paratune.network_run_report/v1".
+default 24 distinct shapes), each at the micro-batch and shard one GPU
+holds; convolutions as the backend's lowered convolution (im2col and a GEMM
+per group: cuBLAS on cuda, Eigen on mpi-cpu), linears and attention as
+GEMMs, norms and element-wise work as copies of their bytes; the gradient
+all-reduce on the processes there are; the report is
+"paratune.network_run_report/v1" (docs/executor.md, section 8).
 
 A step is extrapolated from the slice with the cost model's own composition
 (micro-batches x slowest stage + 1F1B bubble + hand-offs + data-parallel sync
@@ -82,7 +83,8 @@ that fit and are scaled to the plan's groups with the cluster's alpha-beta,
 or priced by it on a single process. Each candidate lists measured_parts and
 modelled_parts plainly.
 
-  --plans FILE         a paratune.plans/v1 document ("-" reads stdin)
+  --plans FILE         a paratune.plans/v1 or paratune.network_plans/v1 document
+                       ("-" reads stdin)
   --top K              candidates to run, best first (default 5)
   --backend B          cuda (cuBLAS + NCCL, one GPU per process), mpi-cpu (MPI
                        processes on CPUs, Eigen fp32 GEMMs: plan with
