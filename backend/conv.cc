@@ -40,31 +40,34 @@ using ConstMatrix = Eigen::Map<const Eigen::MatrixXf>;
 using Strided = Eigen::Map<Eigen::MatrixXf, 0, Eigen::OuterStride<>>;
 using ConstStrided = Eigen::Map<const Eigen::MatrixXf, 0, Eigen::OuterStride<>>;
 
-// Patches of samples [n0, n0 + nn) of x into col (conv_lowering.h's layout).
+// Patches of samples [n0, n0 + nn) of x into col (conv_lowering.h's layout);
+// each (position, kernel offset) pair's source found once for all samples.
 void Im2Col(const ConvLowering& g, const float* x, int64_t n0, int64_t nn, float* col) {
-  for (int64_t s = 0; s < nn; ++s) {
-    const float* xs = x + (n0 + s) * g.in_positions * g.c;
-    for (int64_t o = 0; o < g.out_positions; ++o) {
-      for (int64_t r = 0; r < g.window; ++r) {
-        const int64_t src = PatchSource(g, o, r);
-        for (int64_t c = 0; c < g.c; ++c) {
-          col[PatchIndex(g, nn, s, o, r, c)] = src < 0 ? 0.0f : xs[src * g.c + c];
+  for (int64_t o = 0; o < g.out_positions; ++o) {
+    for (int64_t r = 0; r < g.window; ++r) {
+      const int64_t src = PatchSource(g, o, r);
+      for (int64_t s = 0; s < nn; ++s) {
+        if (src < 0) {
+          for (int64_t c = 0; c < g.c; ++c) col[PatchIndex(g, nn, s, o, r, c)] = 0.0f;
+          continue;
         }
+        const float* xs = x + ((n0 + s) * g.in_positions + src) * g.c;
+        for (int64_t c = 0; c < g.c; ++c) col[PatchIndex(g, nn, s, o, r, c)] = xs[c];
       }
     }
   }
 }
 
-// dx of samples [n0, n0 + nn) from the patch gradients in col.
+// dx of samples [n0, n0 + nn) from the patch gradients in col: each input
+// element the sum of its entries (a gather: no two writes to one element).
 void Col2Im(const ConvLowering& g, const float* col, int64_t n0, int64_t nn, float* dx) {
-  for (int64_t s = 0; s < nn; ++s) {
-    float* xs = dx + (n0 + s) * g.in_positions * g.c;
-    for (int64_t i = 0; i < g.in_positions; ++i) {
-      float* out = xs + i * g.c;
-      std::fill(out, out + g.c, 0.0f);
-      for (int64_t r = 0; r < g.window; ++r) {
-        const int64_t o = PatchTarget(g, i, r);
-        if (o < 0) continue;
+  std::fill(dx + n0 * g.in_positions * g.c, dx + (n0 + nn) * g.in_positions * g.c, 0.0f);
+  for (int64_t i = 0; i < g.in_positions; ++i) {
+    for (int64_t r = 0; r < g.window; ++r) {
+      const int64_t o = PatchTarget(g, i, r);
+      if (o < 0) continue;
+      for (int64_t s = 0; s < nn; ++s) {
+        float* out = dx + ((n0 + s) * g.in_positions + i) * g.c;
         for (int64_t c = 0; c < g.c; ++c) out[c] += col[PatchIndex(g, nn, s, o, r, c)];
       }
     }

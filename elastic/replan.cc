@@ -526,7 +526,7 @@ Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::strin
     return Status::InvalidArgument(pointer + "/schema: must be \"" + std::string(kPlansSchema) +
                                    "\" or a predict request's schema");
   }
-  if (from.contains("schema") && from["schema"] == planner::kNetworkPlansSchema) {
+  if (IsNetworkPlans(from)) {
     return Status::InvalidArgument(pointer + "/schema: " + planner::kNetworkPlansNotEmitted);
   }
   if (from.contains("schema") && from["schema"] == kPlansSchema) {
@@ -670,8 +670,9 @@ Result<ReplanInput> ParseReplanRequest(const Json& j) {
   return in;
 }
 
-Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run) {
-  if (IsNetworkReplan(request)) return NetworkReplanDocument(request);
+Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run,
+                                   const std::function<bool()>& expired) {
+  if (IsNetworkReplan(request)) return NetworkReplanDocument(request, expired);
   PT_ASSIGN_OR_RETURN(ReplanInput in, ParseReplanRequest(request));
   PT_ASSIGN_OR_RETURN(ReplanResult r, Replan(in.job, in.config, in.options, run));
   OrderedJson doc = ReplanToJson(r, in.options);

@@ -166,8 +166,11 @@ Result<ReplanInput> ParseReplanFrom(const Json& from, int rank, const std::strin
 Result<ReplanInput> ParseReplanRequest(const Json& j);
 
 // Request in, document out: ParseReplanRequest + Replan + ReplanToJson, for
-// the REST route. Measured profiles are not applied here (the cluster object
-// in `from` is used as given).
-Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run = nullptr);
+// the REST route; a network's plans as `from` are replanned as a network
+// (elastic/network_replan.h), asking `expired` before each GPU count's search
+// (Timeout when it says the time is up). Measured profiles are not applied
+// here (the cluster object in `from` is used as given).
+Result<OrderedJson> ReplanDocument(const Json& request, const SearchRunner& run = nullptr,
+                                   const std::function<bool()>& expired = nullptr);
 
 }  // namespace paratune::planner

@@ -29,33 +29,7 @@ Status ReadTraining(ObjectReader& r, NetworkJob* job) {
   return r.Finish();
 }
 
-Status ReadLayout(ObjectReader& r, NetworkJob* job) {
-  NetworkLayout& l = job->layout;
-  int64_t spatial = 1;
-  PT_RETURN_IF_ERROR(r.OptInteger("spatial", &spatial));
-  if (spatial < 1 || spatial > job->gpus || job->gpus % spatial != 0) {
-    return r.Error("spatial", "must divide gpus (" + std::to_string(job->gpus) + ")");
-  }
-  l.spatial = static_cast<int>(spatial);
-  int64_t tensor = 1;
-  PT_RETURN_IF_ERROR(r.OptInteger("tensor", &tensor));
-  if (tensor < 1 || tensor > job->gpus || job->gpus % (spatial * tensor) != 0) {
-    return r.Error("tensor", "spatial × tensor must divide gpus (" + std::to_string(job->gpus) + ")");
-  }
-  l.tensor = static_cast<int>(tensor);
-  l.micro_batch = job->global_batch / l.Data();
-  PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
-  if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");
-  std::string sharding = WeightShardingName(l.sharding);
-  PT_RETURN_IF_ERROR(r.OptString("sharding", &sharding));
-  auto s = ParseWeightSharding(sharding);
-  if (!s.ok()) return r.Error("sharding", s.status().message());
-  l.sharding = *s;
-  return r.Finish();
-}
-
-// The framework's space (frameworks/network_emit.h writes what it allows),
-// and a predicted layout it cannot run refused.
+// The framework's space (what frameworks/network_emit.h writes for it).
 Status ReadFramework(ObjectReader& r, NetworkJob* job) {
   PT_RETURN_IF_ERROR(r.OptString("framework", &job->framework));
   if (job->framework.empty()) return Status::Ok();
@@ -73,19 +47,54 @@ Status ReadFramework(ObjectReader& r, NetworkJob* job) {
   } else {
     return r.Error("framework", "must be pytorch or torchtitan (omit it for every layout the model expresses)");
   }
-  // A layout stated without its sharding takes the framework's.
-  const bool sharding_stated = r.Has("layout") && r.Raw("layout").is_object() && r.Raw("layout").contains("sharding");
-  if (!job->space.replicated && !sharding_stated) job->layout.sharding = WeightSharding::kFull;
-  if (r.Has("layout") && !job->space.Allows(job->layout)) {
-    return Status::InvalidArgument("/layout: " + job->framework + " does not run " +
-                                   WeightShardingName(job->layout.sharding) + " with spatial " +
-                                   std::to_string(job->layout.spatial) + " and tensor " +
-                                   std::to_string(job->layout.tensor) + " (docs/networks.md)");
-  }
   return Status::Ok();
 }
 
+// The layout a job runs when none is stated: no split, the framework's
+// sharding (ddp, or fsdp where the framework only shards), one micro-step
+// of the global batch over the GPUs.
+NetworkLayout DefaultLayout(const NetworkJob& job) {
+  NetworkLayout l;
+  l.gpus = job.gpus;
+  l.global_batch = job.global_batch;
+  l.micro_batch = std::max<int64_t>(1, job.global_batch / job.gpus);
+  l.sharding = job.space.replicated ? WeightSharding::kReplicated : WeightSharding::kFull;
+  return l;
+}
+
 }  // namespace
+
+Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layout, const std::string& pointer) {
+  ObjectReader r(layout, pointer);
+  NetworkLayout l = DefaultLayout(job);
+  int64_t spatial = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("spatial", &spatial));
+  if (spatial < 1 || spatial > job.gpus || job.gpus % spatial != 0) {
+    return r.Error("spatial", "must divide gpus (" + std::to_string(job.gpus) + ")");
+  }
+  l.spatial = static_cast<int>(spatial);
+  int64_t tensor = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("tensor", &tensor));
+  if (tensor < 1 || tensor > job.gpus || job.gpus % (spatial * tensor) != 0) {
+    return r.Error("tensor", "spatial × tensor must divide gpus (" + std::to_string(job.gpus) + ")");
+  }
+  l.tensor = static_cast<int>(tensor);
+  l.micro_batch = job.global_batch / l.Data();
+  PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
+  if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");
+  std::string sharding = WeightShardingName(l.sharding);
+  PT_RETURN_IF_ERROR(r.OptString("sharding", &sharding));
+  auto s = ParseWeightSharding(sharding);
+  if (!s.ok()) return r.Error("sharding", s.status().message());
+  l.sharding = *s;
+  PT_RETURN_IF_ERROR(r.Finish());
+  if (!job.space.Allows(l)) {
+    return Status::InvalidArgument(pointer + ": " + job.framework + " does not run " +
+                                   WeightShardingName(l.sharding) + " with spatial " + std::to_string(l.spatial) +
+                                   " and tensor " + std::to_string(l.tensor) + " (docs/networks.md)");
+  }
+  return l;
+}
 
 Result<NetworkJob> ParseNetworkJob(const Json& j) {
   ObjectReader r(j, "");
@@ -110,14 +119,11 @@ Result<NetworkJob> ParseNetworkJob(const Json& j) {
     ObjectReader t(r.Raw("training"), r.PointerOf("training"));
     PT_RETURN_IF_ERROR(ReadTraining(t, &job));
   }
-  job.layout.gpus = job.gpus;
-  job.layout.global_batch = job.global_batch;
-  job.layout.micro_batch = std::max<int64_t>(1, job.global_batch / job.gpus);
-  if (r.Has("layout")) {
-    ObjectReader l(r.Raw("layout"), r.PointerOf("layout"));
-    PT_RETURN_IF_ERROR(ReadLayout(l, &job));
-  }
   PT_RETURN_IF_ERROR(ReadFramework(r, &job));
+  job.layout = DefaultLayout(job);
+  if (r.Has("layout")) {
+    PT_ASSIGN_OR_RETURN(job.layout, ReadNetworkLayout(job, r.Raw("layout"), r.PointerOf("layout")));
+  }
   int64_t top = job.top;
   PT_RETURN_IF_ERROR(r.OptInteger("top", &top));
   if (top < 1 || top > 1000) return r.Error("top", "must be in [1, 1000]");
@@ -141,24 +147,30 @@ Result<NetworkJob> NetworkJobOfPlan(const Json& plans, int rank) {
     return Status::InvalidArgument(
         "/request: missing (a plans document written before plans carried their request): plan again");
   }
-  const Json& list = plans.contains("plans") ? plans["plans"] : Json();
+  auto job = ParseNetworkJob(plans["request"]);
+  if (!job.ok()) return job.status().WithContext("/request");
+  PT_ASSIGN_OR_RETURN(job->layout, NetworkLayoutOfPlan(*job, plans, rank));
+  return job;
+}
+
+Result<NetworkLayout> NetworkLayoutOfPlan(const NetworkJob& job, const Json& plans, int rank) {
+  const Json& list = plans.is_object() && plans.contains("plans") ? plans["plans"] : Json();
   if (!list.is_array() || list.empty()) return Status::InvalidArgument("/plans: no plans");
   if (rank < 1 || static_cast<size_t>(rank) > list.size()) {
     return Status::InvalidArgument("/plans: no plan " + std::to_string(rank) + " (the document has " +
                                    std::to_string(list.size()) + ")");
   }
+  const Json& plan = list[static_cast<size_t>(rank - 1)];
   const std::string at = "/plans/" + std::to_string(rank - 1) + "/layout";
-  const Json& l = list[static_cast<size_t>(rank - 1)].contains("layout") ? list[static_cast<size_t>(rank - 1)]["layout"]
-                                                                          : Json();
-  if (!l.is_object()) return Status::InvalidArgument(at + ": missing");
-  Json req = plans["request"];
-  req["layout"] = Json::object();
-  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding"}) {
-    if (l.contains(k)) req["layout"][k] = l[k];
+  if (!plan.is_object() || !plan.contains("layout") || !plan["layout"].is_object()) {
+    return Status::InvalidArgument(at + ": missing");
   }
-  auto job = ParseNetworkJob(req);
-  if (!job.ok()) return job.status().WithContext(at);
-  return job;
+  // The keys a layout is stated by; the rest (data, accumulation) follow from them.
+  Json stated = Json::object();
+  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding"}) {
+    if (plan["layout"].contains(k)) stated[k] = plan["layout"][k];
+  }
+  return ReadNetworkLayout(job, stated, at);
 }
 
 OrderedJson NetworkJobJson(const NetworkJob& job) {

@@ -67,11 +67,18 @@ Result<NetworkJob> ParseNetworkJob(const Json& j);
 // "schema" is that string; any other value, of any type, is not).
 bool IsNetworkPlans(const Json& j);
 
+// A layout of `job` from its JSON form at `pointer` ({spatial, tensor,
+// micro_batch, sharding}; unstated: no split, one micro-step, ddp or the
+// framework's sharding), refused when the job's framework does not run it.
+Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layout, const std::string& pointer);
+
 // Plan `rank` (1-based) of a paratune.network_plans/v1 document as a job:
 // its "request" read back by ParseNetworkJob with that plan's layout.
 // InvalidArgument naming the pointer: another schema, no request (a document
 // written before plans carried it), no such plan.
 Result<NetworkJob> NetworkJobOfPlan(const Json& plans, int rank);
+// The layout of plan `rank` for `job` (the document's job, already read).
+Result<NetworkLayout> NetworkLayoutOfPlan(const NetworkJob& job, const Json& plans, int rank);
 
 // paratune.network_prediction/v1: {schema, job, prediction}.
 Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job);

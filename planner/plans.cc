@@ -781,7 +781,7 @@ OrderedJson PlansToJson(const std::vector<PlanSection>& sections, const SearchOp
 }
 
 Result<Job> JobFromPlans(const Json& plans) {
-  if (plans.is_object() && plans.contains("schema") && plans["schema"] == kNetworkPlansSchema) {
+  if (IsNetworkPlans(plans)) {
     return Status::InvalidArgument(std::string("/schema: ") + kNetworkPlansNotEmitted);
   }
   if (!plans.is_object() || !plans.contains("schema") || !plans["schema"].is_string() ||

@@ -18,7 +18,6 @@
 #include "planner/goodput_request.h"
 #include "frameworks/emit.h"
 #include "frameworks/network_emit.h"
-#include "elastic/network_replan.h"
 #include "elastic/replan.h"
 #include "planner/request.h"
 #include "scenario/scenario.h"
@@ -471,15 +470,11 @@ Result<std::string> PlanService::ReplanNow(const Json& request, const Peer& clie
     }
     return *std::move(r);
   };
-  if (planner::IsNetworkReplan(request)) {
-    // A network's replan searches up to 64 GPU counts: it stops at the
-    // service's time limit like any search.
-    auto doc = planner::NetworkReplanDocument(request, [&] { return std::chrono::steady_clock::now() > deadline; });
-    if (!doc.ok()) return doc.status().code() == StatusCode::kTimeout ? TooLate() : doc.status();
-    return doc->dump(-1, ' ', false, Json::error_handler_t::replace);
-  }
-  auto doc = planner::ReplanDocument(request, run);
+  // A network's replan searches up to 64 GPU counts: it stops at the
+  // service's time limit like any search.
+  auto doc = planner::ReplanDocument(request, run, [&] { return std::chrono::steady_clock::now() > deadline; });
   if (!late.ok()) return late;
+  if (!doc.ok() && doc.status().code() == StatusCode::kTimeout) return TooLate();
   if (!doc.ok()) return doc.status();
   return doc->dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -274,9 +274,41 @@ struct SyncMeasure {
   double modelled_s = 0;  // the model's figure for the same collectives on `ranks` GPUs
 };
 
-// The data-parallel collectives of one step on min(world, data) processes,
-// as one call each (DDP: all-reduce of the gradients; ZeRO-1: their
-// reduce-scatter and the weights' all-gather), nccl-tests style.
+// The step's data-parallel collectives on `comm` as one call each (DDP: the
+// gradients' all-reduce, `count` elements of `grad_t`; ZeRO-1: their
+// reduce-scatter and the updated weights' bf16 all-gather), `comm_iters`
+// calls between two events per sample; seconds per call, one per sample.
+Result<std::vector<double>> TimeSync(Backend& b, backend::CommId comm, int ranks, int64_t count,
+                                     backend::DataType grad_t, bool zero1, const NetworkConfirmOptions& o,
+                                     StreamId stream) {
+  OwnedBuffers s(b);
+  const int64_t bytes = count * backend::DataTypeBytes(grad_t);
+  PT_ASSIGN_OR_RETURN(Buffer send, s.Get(bytes));
+  PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(bytes));
+  PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
+  PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
+  auto once = [&]() -> Status {
+    if (!zero1) return b.AllReduce(comm, send, recv, count, grad_t, backend::ReduceOp::kSum, stream);
+    PT_RETURN_IF_ERROR(b.ReduceScatter(comm, send, recv, count / ranks, grad_t, backend::ReduceOp::kSum, stream));
+    // The updated weights in bf16: each rank's shard from the reduce-scatter's buffer.
+    return b.AllGather(comm, recv, send, count / ranks, backend::DataType::kBFloat16, stream);
+  };
+  std::vector<double> per_call;
+  for (int i = 0; i < o.warmup + o.samples; ++i) {
+    PT_RETURN_IF_ERROR(b.RecordEvent(e0, stream));
+    for (int c = 0; c < o.comm_iters; ++c) PT_RETURN_IF_ERROR(once());
+    PT_RETURN_IF_ERROR(b.RecordEvent(e1, stream));
+    PT_RETURN_IF_ERROR(b.Synchronize(stream));
+    if (i < o.warmup) continue;
+    PT_ASSIGN_OR_RETURN(double dt, b.ElapsedSeconds(e0, e1));
+    per_call.push_back(dt / o.comm_iters);
+  }
+  return per_call;
+}
+
+// The data-parallel collectives of one step on min(world, data) processes
+// (TimeSync), every rank agreeing on the outcome, and the model's figure for
+// the same collectives on as many GPUs.
 Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& job, const planner::NetworkLayout& l,
                                         double local_params, const NetworkConfirmOptions& o, StreamId stream) {
   SyncMeasure m;
@@ -288,47 +320,20 @@ Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& j
   const backend::DataType grad_t = job.training.grad_bytes == 4 ? backend::DataType::kFloat32
                                                                  : backend::DataType::kBFloat16;
   const int64_t count = static_cast<int64_t>(local_params) / m.ranks * m.ranks;
-  const int64_t grad_bytes = count * backend::DataTypeBytes(grad_t);
-  std::vector<double> per_sample;
-  Status st = Status::Ok();
-  if (member) {
-    OwnedBuffers s(b);
-    auto send = s.Get(grad_bytes);
-    auto recv = send.ok() ? s.Get(grad_bytes) : send;
-    st = recv.status();
-    PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
-    PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
-    const bool zero1 = l.sharding == planner::WeightSharding::kOptimizer;
-    auto once = [&]() -> Status {
-      if (!zero1) return b.AllReduce(comm, *send, *recv, count, grad_t, backend::ReduceOp::kSum, stream);
-      PT_RETURN_IF_ERROR(b.ReduceScatter(comm, *send, *recv, count / m.ranks, grad_t, backend::ReduceOp::kSum,
-                                         stream));
-      // The updated weights in bf16: each rank's shard from the reduce-scatter's buffer.
-      return b.AllGather(comm, *recv, *send, count / m.ranks, backend::DataType::kBFloat16, stream);
-    };
-    for (int i = 0; st.ok() && i < o.warmup + o.samples; ++i) {
-      st = b.RecordEvent(e0, stream);
-      for (int c = 0; st.ok() && c < o.comm_iters; ++c) st = once();
-      if (st.ok()) st = b.RecordEvent(e1, stream);
-      if (st.ok()) st = b.Synchronize(stream);
-      if (!st.ok() || i < o.warmup) continue;
-      auto dt = b.ElapsedSeconds(e0, e1);
-      if (!dt.ok()) st = dt.status();
-      else per_sample.push_back(*dt / o.comm_iters);
-    }
-  }
-  PT_ASSIGN_OR_RETURN(std::string failed, AgreeOnFailure(b, st.ok() ? "" : st.message()));
+  const bool zero1 = l.sharding == planner::WeightSharding::kOptimizer;
+  Result<std::vector<double>> per_call = std::vector<double>();
+  if (member) per_call = TimeSync(b, comm, m.ranks, count, grad_t, zero1, o, stream);
+  PT_ASSIGN_OR_RETURN(std::string failed, AgreeOnFailure(b, per_call.ok() ? "" : per_call.status().message()));
   if (comm != backend::kNoComm) PT_RETURN_IF_ERROR(b.DestroyComm(comm));
   if (!failed.empty()) return Status::Unavailable(failed);
-  std::vector<double> v{Median(per_sample)};
+  std::vector<double> v{Median(*per_call)};
   PT_RETURN_IF_ERROR(b.HostAllReduceMax(&v));
   m.measured_s = v[0];
-  const double g = static_cast<double>(grad_bytes);
-  m.modelled_s = l.sharding == planner::WeightSharding::kOptimizer
-                     ? topology::CollectiveSeconds(job.cluster, topology::Collective::kReduceScatter, 1, m.ranks, g) +
-                           topology::CollectiveSeconds(job.cluster, topology::Collective::kAllGather, 1, m.ranks,
-                                                       local_params * 2.0)
-                     : topology::CollectiveSeconds(job.cluster, topology::Collective::kAllReduce, 1, m.ranks, g);
+  const double g = static_cast<double>(count * backend::DataTypeBytes(grad_t));
+  m.modelled_s = zero1 ? topology::CollectiveSeconds(job.cluster, topology::Collective::kReduceScatter, 1, m.ranks, g) +
+                             topology::CollectiveSeconds(job.cluster, topology::Collective::kAllGather, 1, m.ranks,
+                                                         local_params * 2.0)
+                       : topology::CollectiveSeconds(job.cluster, topology::Collective::kAllReduce, 1, m.ranks, g);
   return m;
 }
 
@@ -507,15 +512,12 @@ OrderedJson Environment(Backend& b) {
 Result<NetworkConfirmInput> NetworkConfirmInputFromPlans(const Json& plans, int top_k) {
   if (top_k < 1) return Status::InvalidArgument("--top must be at least 1");
   NetworkConfirmInput in;
-  for (int rank = 1; rank <= top_k; ++rank) {
-    auto job = planner::NetworkJobOfPlan(plans, rank);
-    if (!job.ok()) {
-      // Fewer plans than top_k is not an error; anything else is.
-      if (rank > 1 && plans["plans"].size() < static_cast<size_t>(rank)) break;
-      return job.status();
-    }
-    if (rank == 1) in.job = *job;
-    in.candidates.push_back(job->layout);
+  PT_ASSIGN_OR_RETURN(in.job, planner::NetworkJobOfPlan(plans, 1));
+  // Fewer plans than top_k is not an error.
+  const int listed = static_cast<int>(plans["plans"].size());
+  for (int rank = 1; rank <= std::min(top_k, listed); ++rank) {
+    PT_ASSIGN_OR_RETURN(planner::NetworkLayout l, planner::NetworkLayoutOfPlan(in.job, plans, rank));
+    in.candidates.push_back(l);
     in.plan_ranks.push_back(rank);
   }
   return in;

@@ -226,6 +226,12 @@ TEST(NetworkCli, ReplanFindsTheFastestCountAndWritesItsPlans) {
   EXPECT_EQ(next["schema"], "paratune.network_plans/v1");
   EXPECT_EQ(next["job"]["global_batch"], 512);
   EXPECT_LE(next["job"]["gpus"].get<int>(), 56);
+  // Of 56, 48, 40 and 32 GPUs only 32 divide 512 samples into whole
+  // replicas; the others need spatial splits of a 64x64 latent. An expert
+  // runs the 2D U-Net data parallel: the pick is 32 GPUs, unsplit.
+  EXPECT_EQ(next["job"]["gpus"], 32);
+  EXPECT_EQ(next["plans"][0]["layout"]["spatial"], 1);
+  EXPECT_EQ(next["plans"][0]["layout"]["tensor"], 1);
   for (const Json& c : doc["counts"]) {
     if (!c["plan"].is_null()) {
       EXPECT_LE(next["plans"][0]["step_s"].get<double>(), c["plan"]["step_s"].get<double>() + 1e-12);

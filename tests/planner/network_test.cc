@@ -324,6 +324,35 @@ TEST(NetworkSearch, RanksFittingLayoutsFastestFirst) {
   }
 }
 
+// What confirm measures layer by layer is what the step is made of: each
+// layer's times, times its repeat, sum to the prediction's forward and
+// backward, with tensor and spatial splits too.
+TEST(NetworkCost, LayerPricesSumToTheStepsParts) {
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  NetworkLayout split;
+  split.gpus = 16, split.spatial = 2, split.micro_batch = 1, split.global_batch = 8;
+  NetworkLayout tp;
+  tp.gpus = 16, tp.tensor = 4, tp.micro_batch = 4, tp.global_batch = 16;
+  for (const auto& [name, l] : {std::pair{"unet3d-kits19", split}, std::pair{"flux1-schnell", tp}}) {
+    SCOPED_TRACE(name);
+    const Network net = Preset(name);
+    auto p = PredictNetwork(net, c, l, NetworkTraining{});
+    auto layers = PriceNetworkLayers(net, c, l, NetworkTraining{});
+    ASSERT_TRUE(p.ok() && layers.ok());
+    double fwd = 0, bwd = 0, halo = 0, tensor = 0;
+    for (const PricedLayer& x : *layers) {
+      fwd += x.layer.repeat * x.forward_s;
+      bwd += x.layer.repeat * x.backward_s;
+      halo += x.layer.repeat * x.halo_s;
+      tensor += x.layer.repeat * x.tensor_comm_s;
+    }
+    EXPECT_NEAR(fwd, p->forward_s, 1e-12 * p->forward_s);
+    EXPECT_NEAR(bwd, p->backward_s, 1e-12 * p->backward_s);
+    EXPECT_NEAR(halo, p->halo_s, 1e-12 + 1e-12 * p->halo_s);
+    EXPECT_NEAR(tensor, p->tensor_comm_s, 1e-12 + 1e-12 * p->tensor_comm_s);
+  }
+}
+
 // A framework's space: PyTorch's own parallelism has no spatial or tensor
 // split; torchtitan's FLUX only shards. The search ranks only those, and a
 // layout or network the framework cannot run is refused by pointer.
