@@ -138,8 +138,9 @@ int PlanNetworkCommand(const Flags& flags, Io io) {
   io.out << Headline(*job) << ": " << doc["layouts_fit"] << " layouts fit, " << doc["refused_over_memory"]
          << " over memory\n";
   if (doc["plans"].empty()) {
-    io.out << "  nothing fits: fewer samples per GPU (a larger --gpus), sharding, or a spatial split "
-              "(3D networks) would be needed\n";
+    io.out << "  nothing fits: fewer samples per GPU (a larger --gpus), sharding, a tensor split (token "
+              "layers) or a spatial split (3D networks) would be needed; the network model has no activation "
+              "recomputation or sequence parallelism, which long-sequence video transformers train with\n";
     return kExitOk;
   }
   for (size_t i = 0; i < doc["plans"].size(); ++i) {
@@ -179,7 +180,7 @@ int CapacityNetworkCommand(const Flags& flags, Io io) {
       io.out << "  nothing fits: not even " << size["key"].get<std::string>() << " " << size["step"]
              << " (the smallest step); more GPUs, a spatial split or a smaller network would be needed\n";
     } else {
-      io.out << "  the largest " << size["key"].get<std::string>() << " that fits: " << size["largest"] << " (steps of "
+      io.out << "  the largest " << size["key"].get<std::string>() << " value that fits: " << size["largest"] << " (steps of "
              << size["step"] << "; binds " << (*doc)["binds"].get<std::string>() << ")\n";
       PrintPrediction(io.out, *job, (*doc)["layout_prediction"]);
     }

@@ -7,7 +7,8 @@
 //   {"name", "source", "layers": [...]}  every layer spelled out (a user's own
 //                                         network);
 //   {"name", "source", "family", "architecture": {...}}  a family builder
-//                                         (resnet, unet2d, dit, unet3d, cnn3d)
+//                                         (resnet, retinanet, unet2d, dit, vit,
+//                                         video_dit, unet3d, cnn3d, mlp, gan)
 //                                         expands the handful of numbers its
 //                                         paper or reference code states.
 // Presets (planner/presets/networks/*.json) use the second form, every number
@@ -59,7 +60,7 @@ struct NetLayer {
   int upsample = 1;                       // resample/transposed conv: output = extent × upsample
   int groups = 1;                         // grouped conv (ResNeXt)
   bool transposed = false;                // conv: a transposed (up-)convolution
-  bool bias = true;                       // conv/linear: a bias vector
+  bool bias = true;                       // conv/linear: a bias vector; norm: its scale and shift
   int64_t tokens = 0;                     // linear: rows per sample; attention: query tokens
   int64_t kv_tokens = 0;                  // attention: key/value tokens
   int64_t heads = 0, head_dim = 0;        // attention
@@ -81,7 +82,7 @@ struct NetLayer {
 
 struct Network {
   std::string name;
-  std::string family;  // "resnet", "unet2d", "dit", "unet3d", "cnn3d", "layers"
+  std::string family;  // a builder of network_families.h, or "layers" (explicit)
   std::string sample;  // what one sample is: "224x224x3 image"
   std::string source;
   // Published parameter count and per-sample training FLOPs, when the source
@@ -113,10 +114,11 @@ Status CheckTensorSplit(const Network& net, int t);
 // to the same network: what `presets show` prints for a user to edit.
 Json NetworkToJson(const Network& n);
 // The input size of a family-built network, as its builder reads it: the
-// architecture key ("image", "latent", "image_tokens", "patch", "volume"),
-// its value, and the step sizes must keep (so every halving divides: ResNet
-// 32, RetinaNet 128, the SD U-Net 2^(levels − 1), the 3D U-Net 2^levels,
-// CosmoFlow 2^convs, ViT its patch). Unresizable (explicit layers): key "".
+// architecture key ("image", "latent", "image_tokens", "frames", "patch",
+// "volume"), its value, and the step sizes must keep (so every halving
+// divides: ResNet 32, RetinaNet 128, the SD U-Net 2^(levels − 1), the 3D
+// U-Net 2^levels, CosmoFlow 2^convs, ViT its patch, a video DiT its patch_t).
+// Unresizable (explicit layers): key "".
 struct NetworkSize {
   std::string key;
   int64_t value = 0;
@@ -128,8 +130,7 @@ Result<Network> ResizeNetwork(const Network& n, int64_t value);
 
 // Parses either JSON form. Strict: unknown keys are errors naming their pointer.
 Result<Network> ParseNetwork(const Json& j, const std::string& pointer);
-// Presets: cosmoflow, flux1-schnell, resnet-50, retinanet-resnext50, sd2-unet,
-// unet3d-kits19.
+// Presets: planner/presets/networks/*.json (`paratune presets networks`).
 std::vector<std::string> NetworkPresetNames();
 Result<Network> NetworkPreset(const std::string& name);
 // A preset name or an object.

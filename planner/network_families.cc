@@ -110,6 +110,13 @@ NetLayer TokenOp(LayerOp op, std::string name, int64_t tokens, int64_t width, do
   return l;
 }
 
+// A norm without its own scale and shift: adaLN's modulated LayerNorm
+// (elementwise_affine=False), whose scale and shift come from a linear.
+NetLayer Modulated(NetLayer norm) {
+  norm.bias = false;
+  return norm;
+}
+
 Ext Cube(int dims, int64_t side) {
   Ext e{1, 1, 1};
   for (int d = 0; d < dims; ++d) e[d] = side;
@@ -262,7 +269,15 @@ struct UNet2dArch {
   std::vector<int64_t> channel_mult{1, 2, 4, 4};
   int64_t num_res_blocks = 2;
   std::vector<int64_t> attention_levels{0, 1, 2};
-  int64_t head_channels = 64, context_dim = 1024, context_tokens = 77, transformer_depth = 1;
+  int64_t head_channels = 64, context_dim = 1024, context_tokens = 77;
+  // Transformer blocks per SpatialTransformer at each level (down and up
+  // alike) and in the middle block (sgm's openaimodel.py: an integer applies
+  // to every level; the middle defaults to the last level's depth).
+  std::vector<int64_t> transformer_depth{1, 1, 1, 1};
+  int64_t transformer_depth_middle = 0;  // 0: transformer_depth's last
+  // The added conditioning vector (SDXL's size and crop embeddings beside the
+  // pooled text embedding): label_emb, two linears into the time embedding.
+  int64_t adm_in_channels = 0;
   int64_t text_encoder_layers = 0, text_encoder_width = 0;  // 0: conditioning precomputed
 };
 
@@ -277,33 +292,34 @@ void ResBlock2d(const std::string& p, Ext e, int64_t cin, int64_t cout, int64_t 
   out->push_back(Elementwise(p + ".add", 2, e, cout, 2));
 }
 
-void SpatialTransformer(const std::string& p, Ext e, int64_t c, const UNet2dArch& a,
+void SpatialTransformer(const std::string& p, Ext e, int64_t c, int64_t depth, const UNet2dArch& a,
                         std::vector<NetLayer>* out) {
   const int64_t t = e[0] * e[1];
   const int64_t heads = c / a.head_channels;
   out->push_back(Spatial(LayerOp::kNorm, p + ".norm", 2, e, c));
   out->push_back(Linear(p + ".proj_in", t, c, c));
-  for (int64_t d = 0; d < a.transformer_depth; ++d) {
-    const std::string b = p + ".block" + std::to_string(d + 1);
-    out->push_back(TokenOp(LayerOp::kNorm, b + ".norm1", t, c));
-    out->push_back(Split(Linear(b + ".attn1.qkv", t, c, 3 * c, false), kCol));
-    out->push_back(Split(Attention(b + ".attn1", t, t, heads, a.head_channels), kShard));
-    out->push_back(Split(Linear(b + ".attn1.out", t, c, c), kRowSplit));
-    out->push_back(TokenOp(LayerOp::kElementwise, b + ".add1", t, c, 2));
-    out->push_back(TokenOp(LayerOp::kNorm, b + ".norm2", t, c));
-    out->push_back(Split(Linear(b + ".attn2.q", t, c, c, false), kCol));
-    NetLayer kv = Split(Linear(b + ".attn2.kv", a.context_tokens, a.context_dim, 2 * c, false), kCol);
-    kv.input_grad = false;  // the text context is not trained
-    out->push_back(kv);
-    out->push_back(Split(Attention(b + ".attn2", t, a.context_tokens, heads, a.head_channels), kShard));
-    out->push_back(Split(Linear(b + ".attn2.out", t, c, c), kRowSplit));
-    out->push_back(TokenOp(LayerOp::kElementwise, b + ".add2", t, c, 2));
-    out->push_back(TokenOp(LayerOp::kNorm, b + ".norm3", t, c));
-    out->push_back(Split(Linear(b + ".ff.geglu", t, c, 8 * c), kCol));
-    out->push_back(Split(TokenOp(LayerOp::kElementwise, b + ".ff.gate", t, 4 * c, 2), kShard));
-    out->push_back(Split(Linear(b + ".ff.out", t, 4 * c, c), kRowSplit));
-    out->push_back(TokenOp(LayerOp::kElementwise, b + ".add3", t, c, 2));
-  }
+  // The `depth` blocks are identical: each layer once, repeated.
+  const std::string b = p + (depth == 1 ? ".block1" : ".blocks");
+  const size_t first = out->size();
+  out->push_back(TokenOp(LayerOp::kNorm, b + ".norm1", t, c));
+  out->push_back(Split(Linear(b + ".attn1.qkv", t, c, 3 * c, false), kCol));
+  out->push_back(Split(Attention(b + ".attn1", t, t, heads, a.head_channels), kShard));
+  out->push_back(Split(Linear(b + ".attn1.out", t, c, c), kRowSplit));
+  out->push_back(TokenOp(LayerOp::kElementwise, b + ".add1", t, c, 2));
+  out->push_back(TokenOp(LayerOp::kNorm, b + ".norm2", t, c));
+  out->push_back(Split(Linear(b + ".attn2.q", t, c, c, false), kCol));
+  NetLayer kv = Split(Linear(b + ".attn2.kv", a.context_tokens, a.context_dim, 2 * c, false), kCol);
+  kv.input_grad = false;  // the text context is not trained
+  out->push_back(kv);
+  out->push_back(Split(Attention(b + ".attn2", t, a.context_tokens, heads, a.head_channels), kShard));
+  out->push_back(Split(Linear(b + ".attn2.out", t, c, c), kRowSplit));
+  out->push_back(TokenOp(LayerOp::kElementwise, b + ".add2", t, c, 2));
+  out->push_back(TokenOp(LayerOp::kNorm, b + ".norm3", t, c));
+  out->push_back(Split(Linear(b + ".ff.geglu", t, c, 8 * c), kCol));
+  out->push_back(Split(TokenOp(LayerOp::kElementwise, b + ".ff.gate", t, 4 * c, 2), kShard));
+  out->push_back(Split(Linear(b + ".ff.out", t, 4 * c, c), kRowSplit));
+  out->push_back(TokenOp(LayerOp::kElementwise, b + ".add3", t, c, 2));
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].repeat = depth;
   out->push_back(Linear(p + ".proj_out", t, c, c));
   out->push_back(Elementwise(p + ".add", 2, e, c, 2));
 }
@@ -327,6 +343,29 @@ void FrozenTextEncoder(int64_t layers, int64_t width, int64_t tokens, int64_t he
     l.repeat = layers;
     out->push_back(l);
   }
+}
+
+// `transformer_depth`: one depth for every level, or a list of one per level
+// of channel_mult; `transformer_depth_middle` defaults to the last level's.
+Status ReadTransformerDepth(ObjectReader& r, UNet2dArch* a) {
+  const size_t levels = a->channel_mult.size();
+  if (r.Has("transformer_depth") && r.Raw("transformer_depth").is_array()) {
+    std::vector<int64_t> depths;
+    PT_RETURN_IF_ERROR(PositiveList(r, "transformer_depth", &depths, true));
+    if (depths.size() != levels) {
+      return r.Error("transformer_depth", "a list needs one depth per level of channel_mult");
+    }
+    a->transformer_depth = depths;
+  } else {
+    int64_t depth = 1;
+    PT_RETURN_IF_ERROR(PositiveInt(r, "transformer_depth", &depth, 64));
+    a->transformer_depth.assign(levels, depth);
+  }
+  for (int64_t d : a->transformer_depth) {
+    if (d > 64) return r.Error("transformer_depth", "at most 64 blocks per level");
+  }
+  a->transformer_depth_middle = a->transformer_depth.back();
+  return PositiveInt(r, "transformer_depth_middle", &a->transformer_depth_middle, 64);
 }
 
 Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
@@ -357,7 +396,11 @@ Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
   PT_RETURN_IF_ERROR(PositiveInt(r, "head_channels", &a.head_channels, 4096));
   PT_RETURN_IF_ERROR(PositiveInt(r, "context_dim", &a.context_dim, 65536));
   PT_RETURN_IF_ERROR(PositiveInt(r, "context_tokens", &a.context_tokens, 1 << 20));
-  PT_RETURN_IF_ERROR(PositiveInt(r, "transformer_depth", &a.transformer_depth, 64));
+  PT_RETURN_IF_ERROR(ReadTransformerDepth(r, &a));
+  PT_RETURN_IF_ERROR(r.OptInteger("adm_in_channels", &a.adm_in_channels));
+  if (a.adm_in_channels < 0 || a.adm_in_channels > 65536) {
+    return r.Error("adm_in_channels", "must be in [0, 65536] (0: no added conditioning)");
+  }
   PT_RETURN_IF_ERROR(r.OptInteger("text_encoder_layers", &a.text_encoder_layers));
   PT_RETURN_IF_ERROR(r.OptInteger("text_encoder_width", &a.text_encoder_width));
   if ((a.text_encoder_layers > 0) != (a.text_encoder_width > 0) || a.text_encoder_layers < 0 ||
@@ -378,6 +421,10 @@ Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
   const int64_t emb = 4 * a.model_channels;
   out->push_back(Linear("time_embed.1", 1, a.model_channels, emb));
   out->push_back(Linear("time_embed.2", 1, emb, emb));
+  if (a.adm_in_channels > 0) {
+    out->push_back(Linear("label_emb.1", 1, a.adm_in_channels, emb));
+    out->push_back(Linear("label_emb.2", 1, emb, emb));
+  }
   Ext e = Cube(2, a.latent);
   out->push_back(Conv("input.conv", 2, e, a.in_channels, a.model_channels, 3, 1));
   out->back().input_grad = false;
@@ -394,7 +441,7 @@ Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
       const int64_t cout = a.model_channels * a.channel_mult[lv];
       ResBlock2d(p, e, ch, cout, emb, out);
       ch = cout;
-      if (attends(lv)) SpatialTransformer(p + ".attn", e, ch, a, out);
+      if (attends(lv)) SpatialTransformer(p + ".attn", e, ch, a.transformer_depth[lv], a, out);
       skips.push_back(ch);
     }
     if (lv + 1 < nlev) {
@@ -404,7 +451,7 @@ Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
     }
   }
   ResBlock2d("mid.res1", e, ch, ch, emb, out);
-  SpatialTransformer("mid.attn", e, ch, a, out);
+  SpatialTransformer("mid.attn", e, ch, a.transformer_depth_middle, a, out);
   ResBlock2d("mid.res2", e, ch, ch, emb, out);
   for (size_t i = 0; i < nlev; ++i) {
     const size_t lv = nlev - 1 - i;
@@ -416,7 +463,7 @@ Status BuildUNet2d(ObjectReader& r, std::vector<NetLayer>* out) {
       const int64_t cout = a.model_channels * a.channel_mult[lv];
       ResBlock2d(p, e, ch + skip, cout, emb, out);
       ch = cout;
-      if (attends(lv)) SpatialTransformer(p + ".attn", e, ch, a, out);
+      if (attends(lv)) SpatialTransformer(p + ".attn", e, ch, a.transformer_depth[lv], a, out);
     }
     if (lv > 0) {
       NetLayer up = Spatial(LayerOp::kResample, "up" + std::to_string(lv + 1) + ".upsample", 2, e, ch);
@@ -452,7 +499,13 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
   PT_RETURN_IF_ERROR(PositiveInt(r, "text_dim", &txt_dim, 1 << 20));
   PT_RETURN_IF_ERROR(PositiveInt(r, "vec_dim", &vec_dim, 1 << 20));
   PT_RETURN_IF_ERROR(PositiveInt(r, "time_dim", &time_dim, 1 << 20));
+  // FLUX normalises queries and keys (RMSNorm); SD3's MMDiT does not, and its
+  // last block keeps only the text stream's attention inputs (context_pre_only).
+  bool qk_norm = true, text_pre_only_last = false;
+  PT_RETURN_IF_ERROR(r.OptBool("qk_norm", &qk_norm));
+  PT_RETURN_IF_ERROR(r.OptBool("text_pre_only_last", &text_pre_only_last));
   if (hidden % heads != 0) return r.Error("heads", "must divide hidden");
+  if (text_pre_only_last && dbl == 0) return r.Error("text_pre_only_last", "needs double-stream blocks");
   if (dbl < 0 || sgl < 0 || dbl + sgl < 1 || dbl + sgl > 4096) {
     return r.Error("double_blocks", "double_blocks + single_blocks must be in [1, 4096]");
   }
@@ -477,33 +530,106 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
   if (dbl > 0) {
     for (auto [stream, t] : {std::pair{"img", img}, std::pair{"txt", txt}}) {
       const std::string p = std::string("double.") + stream;
-      push(Linear(p + ".mod", 1, hidden, 6 * hidden), dbl);
-      push(TokenOp(LayerOp::kNorm, p + ".norm1", t, hidden), dbl);
+      // Blocks running the stream's output half (projection and MLP).
+      const int64_t full = text_pre_only_last && std::string_view(stream) == "txt" ? dbl - 1 : dbl;
+      if (full > 0) push(Linear(p + ".mod", 1, hidden, 6 * hidden), full);
+      if (full < dbl) push(Linear(p + ".mod_pre_only", 1, hidden, 2 * hidden), dbl - full);
+      push(Modulated(TokenOp(LayerOp::kNorm, p + ".norm1", t, hidden)), dbl);
       push(Split(Linear(p + ".qkv", t, hidden, 3 * hidden), kCol), dbl);
-      push(Split(TokenOp(LayerOp::kNorm, p + ".qk_norm", t, 2 * hidden), kShard), dbl);
-      push(Split(Linear(p + ".proj", t, hidden, hidden), kRowSplit), dbl);
-      push(TokenOp(LayerOp::kElementwise, p + ".gate1", t, hidden, 3), dbl);
-      push(TokenOp(LayerOp::kNorm, p + ".norm2", t, hidden), dbl);
-      push(Split(Linear(p + ".mlp_in", t, hidden, mlp), kCol), dbl);
-      push(Split(TokenOp(LayerOp::kElementwise, p + ".gelu", t, mlp), kShard), dbl);
-      push(Split(Linear(p + ".mlp_out", t, mlp, hidden), kRowSplit), dbl);
-      push(TokenOp(LayerOp::kElementwise, p + ".gate2", t, hidden, 3), dbl);
+      if (qk_norm) push(Split(TokenOp(LayerOp::kNorm, p + ".qk_norm", t, 2 * hidden), kShard), dbl);
+      if (full == 0) continue;
+      push(Split(Linear(p + ".proj", t, hidden, hidden), kRowSplit), full);
+      push(TokenOp(LayerOp::kElementwise, p + ".gate1", t, hidden, 3), full);
+      push(Modulated(TokenOp(LayerOp::kNorm, p + ".norm2", t, hidden)), full);
+      push(Split(Linear(p + ".mlp_in", t, hidden, mlp), kCol), full);
+      push(Split(TokenOp(LayerOp::kElementwise, p + ".gelu", t, mlp), kShard), full);
+      push(Split(Linear(p + ".mlp_out", t, mlp, hidden), kRowSplit), full);
+      push(TokenOp(LayerOp::kElementwise, p + ".gate2", t, hidden, 3), full);
     }
     push(Split(Attention("double.attn", all, all, heads, hd), kShard), dbl);
   }
   if (sgl > 0) {
     push(Linear("single.mod", 1, hidden, 3 * hidden), sgl);
-    push(TokenOp(LayerOp::kNorm, "single.norm", all, hidden), sgl);
+    push(Modulated(TokenOp(LayerOp::kNorm, "single.norm", all, hidden)), sgl);
     push(Split(Linear("single.linear1", all, hidden, 3 * hidden + mlp), kCol), sgl);
-    push(Split(TokenOp(LayerOp::kNorm, "single.qk_norm", all, 2 * hidden), kShard), sgl);
+    if (qk_norm) push(Split(TokenOp(LayerOp::kNorm, "single.qk_norm", all, 2 * hidden), kShard), sgl);
     push(Split(Attention("single.attn", all, all, heads, hd), kShard), sgl);
     push(Split(TokenOp(LayerOp::kElementwise, "single.gelu", all, mlp), kShard), sgl);
     push(Split(Linear("single.linear2", all, hidden + mlp, hidden), kRowSplit), sgl);
     push(TokenOp(LayerOp::kElementwise, "single.gate", all, hidden, 3), sgl);
   }
   out->push_back(Linear("final.mod", 1, hidden, 2 * hidden));
-  out->push_back(TokenOp(LayerOp::kNorm, "final.norm", img, hidden));
+  out->push_back(Modulated(TokenOp(LayerOp::kNorm, "final.norm", img, hidden)));
   out->push_back(Linear("final.linear", img, hidden, in_ch));
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// A video diffusion transformer as Wan2.1 builds it (Wan-Video/Wan2.1 9737cba,
+// wan/modules/model.py WanModel): the VAE latent cut into tubelets (a
+// patch-embedding convolution), text tokens embedded by a two-layer MLP, and
+// per block self-attention over every tubelet (modulated norm, Q/K RMSNorm),
+// cross-attention to the text tokens (affine norm, ungated) and a GELU
+// feed-forward; the time embedding's modulation is one shared projection.
+// Not counted: each block's learned modulation offset and the Q/K RMSNorm
+// scales (parameters without compute; 0.015 % of Wan2.1-14B).
+
+Status BuildVideoDiT(ObjectReader& r, std::vector<NetLayer>* out) {
+  int64_t frames = 21, height = 60, width = 104, patch_t = 1, patch = 2, in_ch = 16, out_ch = 16;
+  int64_t hidden = 5120, heads = 40, layers = 40, ffn = 13824, txt = 512, txt_dim = 4096, time_dim = 256;
+  PT_RETURN_IF_ERROR(PositiveInt(r, "frames", &frames, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "height", &height, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "width", &width, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "patch_t", &patch_t, 64));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "patch", &patch, 64));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "in_channels", &in_ch, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "out_channels", &out_ch, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "hidden", &hidden, 1 << 20));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "heads", &heads, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "layers", &layers, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "ffn", &ffn, 1 << 22));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "text_tokens", &txt, 1 << 20));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "text_dim", &txt_dim, 1 << 20));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "time_dim", &time_dim, 1 << 20));
+  if (hidden % heads != 0) return r.Error("heads", "must divide hidden");
+  if (frames % patch_t != 0) return r.Error("patch_t", "must divide frames");
+  if (height % patch != 0 || width % patch != 0) return r.Error("patch", "must divide height and width");
+  const int64_t t = frames / patch_t * (height / patch) * (width / patch), hd = hidden / heads;
+  if (t > (int64_t{1} << 24)) return r.Error("frames", "gives more than 2^24 tokens");
+  const int64_t tubelet = in_ch * patch_t * patch * patch;
+  out->push_back(Linear("patch_embed", t, tubelet, hidden));
+  out->back().input_grad = false;
+  out->push_back(Linear("text_embed.1", txt, txt_dim, hidden));
+  out->back().input_grad = false;
+  out->push_back(TokenOp(LayerOp::kElementwise, "text_embed.gelu", txt, hidden));
+  out->push_back(Linear("text_embed.2", txt, hidden, hidden));
+  out->push_back(Linear("time_embed.1", 1, time_dim, hidden));
+  out->push_back(Linear("time_embed.2", 1, hidden, hidden));
+  out->push_back(Linear("time_projection", 1, hidden, 6 * hidden));
+  const size_t first = out->size();
+  for (NetLayer l : {Modulated(TokenOp(LayerOp::kNorm, "block.norm1", t, hidden)),
+                     Split(Linear("block.self.qkv", t, hidden, 3 * hidden), kCol),
+                     Split(Modulated(TokenOp(LayerOp::kNorm, "block.self.qk_norm", t, 2 * hidden)), kShard),
+                     Split(Attention("block.self.attn", t, t, heads, hd), kShard),
+                     Split(Linear("block.self.out", t, hidden, hidden), kRowSplit),
+                     TokenOp(LayerOp::kElementwise, "block.gate1", t, hidden, 3),
+                     TokenOp(LayerOp::kNorm, "block.norm3", t, hidden),
+                     Split(Linear("block.cross.q", t, hidden, hidden), kCol),
+                     Split(Linear("block.cross.kv", txt, hidden, 2 * hidden), kCol),
+                     Split(Modulated(TokenOp(LayerOp::kNorm, "block.cross.q_norm", t, hidden)), kShard),
+                     Split(Attention("block.cross.attn", t, txt, heads, hd), kShard),
+                     Split(Linear("block.cross.out", t, hidden, hidden), kRowSplit),
+                     TokenOp(LayerOp::kElementwise, "block.add2", t, hidden, 2),
+                     Modulated(TokenOp(LayerOp::kNorm, "block.norm2", t, hidden)),
+                     Split(Linear("block.ffn.1", t, hidden, ffn), kCol),
+                     Split(TokenOp(LayerOp::kElementwise, "block.ffn.gelu", t, ffn), kShard),
+                     Split(Linear("block.ffn.2", t, ffn, hidden), kRowSplit),
+                     TokenOp(LayerOp::kElementwise, "block.gate3", t, hidden, 3)}) {
+    out->push_back(l);
+  }
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].repeat = layers;
+  out->push_back(Modulated(TokenOp(LayerOp::kNorm, "head.norm", t, hidden)));
+  out->push_back(Linear("head.linear", t, hidden, out_ch * patch_t * patch * patch));
   return Status::Ok();
 }
 
@@ -548,12 +674,16 @@ Status BuildViT(ObjectReader& r, std::vector<NetLayer>* out) {
   }
   std::vector<NetLayer> block;
   if (adaln) block.push_back(Linear("block.adaln", 1, hidden, 6 * hidden));
-  for (NetLayer l : {TokenOp(LayerOp::kNorm, "block.norm1", tokens, hidden),
+  auto norm = [&](const char* name) {
+    NetLayer l = TokenOp(LayerOp::kNorm, name, tokens, hidden);
+    return adaln ? Modulated(l) : l;
+  };
+  for (NetLayer l : {norm("block.norm1"),
                      Split(Linear("block.qkv", tokens, hidden, 3 * hidden), kCol),
                      Split(Attention("block.attn", tokens, tokens, heads, hd), kShard),
                      Split(Linear("block.proj", tokens, hidden, hidden), kRowSplit),
                      TokenOp(LayerOp::kElementwise, "block.add1", tokens, hidden, adaln ? 3 : 2),
-                     TokenOp(LayerOp::kNorm, "block.norm2", tokens, hidden),
+                     norm("block.norm2"),
                      Split(Linear("block.fc1", tokens, hidden, mlp), kCol),
                      Split(TokenOp(LayerOp::kElementwise, "block.gelu", tokens, mlp), kShard),
                      Split(Linear("block.fc2", tokens, mlp, hidden), kRowSplit),
@@ -566,7 +696,7 @@ Status BuildViT(ObjectReader& r, std::vector<NetLayer>* out) {
   }
   if (adaln) {
     out->push_back(Linear("final.adaln", 1, hidden, 2 * hidden));
-    out->push_back(TokenOp(LayerOp::kNorm, "final.norm", tokens, hidden));
+    out->push_back(Modulated(TokenOp(LayerOp::kNorm, "final.norm", tokens, hidden)));
     out->push_back(Linear("final.linear", tokens, hidden, patch * patch * out_channels));
   } else {
     out->push_back(TokenOp(LayerOp::kNorm, "final.norm", tokens, hidden));
@@ -762,7 +892,8 @@ using Builder = Status (*)(ObjectReader&, std::vector<NetLayer>*);
 constexpr std::pair<const char*, Builder> kFamilies[] = {
     {"resnet", BuildResNet}, {"retinanet", BuildRetinaNet}, {"unet2d", BuildUNet2d},
     {"dit", BuildDiT},       {"vit", BuildViT},             {"unet3d", BuildUNet3d},
-    {"cnn3d", BuildCnn3d},   {"mlp", BuildMlp},             {"gan", BuildGan}};
+    {"cnn3d", BuildCnn3d},   {"mlp", BuildMlp},             {"gan", BuildGan},
+    {"video_dit", BuildVideoDiT}};
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // planner/network_families.h: the family builders of network.h (ResNet and
-// ResNeXt, RetinaNet, the latent-diffusion U-Net, FLUX's DiT, ViT and DiT,
-// MLPerf's 3D U-Net, 3D CNNs, dense networks, GANs) and the strict readers
+// ResNeXt, RetinaNet, the latent-diffusion U-Net, FLUX's and SD3's DiT, ViT
+// and DiT, Wan2.1's video DiT, MLPerf's 3D U-Net, 3D CNNs, dense networks,
+// GANs) and the strict readers
 // they share with the explicit layer form. Internal to planner/.
 #pragma once
 

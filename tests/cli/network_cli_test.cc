@@ -92,7 +92,7 @@ TEST(NetworkCli, RefusesWhatDoesNotApply) {
 TEST(NetworkCli, CapacityNamesTheLargestInput) {
   const Outcome t = Call(RunCapacity, {"--network", "unet3d-kits19", "--cluster", "dgx-h100", "--gpus", "8"});
   ASSERT_EQ(t.code, kExitOk) << t.err;
-  EXPECT_NE(t.out.find("the largest patch that fits"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("the largest patch value that fits"), std::string::npos) << t.out;
   const Outcome j = Call(RunCapacity, {"--network", "cosmoflow", "--cluster", "dgx-a100-80gb", "--gpus", "4",
                                        "--format", "json", "--max-size", "512"});
   ASSERT_EQ(j.code, kExitOk) << j.err;

@@ -68,12 +68,66 @@ TEST(NetworkPresets, ParameterCountsMatchThePublishedOnes) {
   // weights (ae_nodeselect_gdc.prototext: weights w1, transpose: true):
   // 60483 x 1000 once, not the 121M two dense layers would hold.
   EXPECT_NEAR(Preset("lbann-gene-autoencoder").Params(), 60.54e6, 0.1e6);
+  // Counted from the reference code at the presets' commits: SDXL's U-Net
+  // 2,567,463,684 (diffusers reports the same), SD3 Medium 2.03B ("2B"),
+  // Wan2.1 14.29B ("14B"; its per-block modulation offsets and Q/K norm
+  // scales, parameters without compute, are not modelled).
+  EXPECT_NEAR(Preset("sdxl-unet").Params(), 2.5675e9, 0.001e9);
+  EXPECT_NEAR(Preset("sd3-medium").Params(), 2.028e9, 0.001e9);
+  EXPECT_NEAR(Preset("wan2.1-t2v-14b").Params(), 14.29e9, 0.01e9);
   for (const std::string& n : NetworkPresetNames()) {
     const Network net = Preset(n);
     if (net.published_params > 0) {
       EXPECT_NEAR(net.Params() / net.published_params, 1.0, 0.01) << n;
     }
   }
+}
+
+TEST(NetworkPresets, DiffusionBuildersFollowTheirReferenceCode) {
+  auto repeats = [](const Network& n, const std::string& suffix) {
+    int64_t count = 0;
+    for (const NetLayer& l : n.layers) {
+      if (l.name.size() >= suffix.size() && l.name.compare(l.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        count += l.repeat;
+      }
+    }
+    return count;
+  };
+  // SDXL (sd_xl_base.yaml): transformer_depth [1, 2, 10] at attention levels
+  // 2 and 3, two blocks down and three up per level, the middle block 10
+  // deep: 2·2 + 2·10 + 10 + 3·10 + 3·2 = 70 transformer blocks.
+  const Network sdxl = Preset("sdxl-unet");
+  EXPECT_EQ(repeats(sdxl, ".attn1"), 70);
+  // SD3's MMDiT: 24 joint blocks, the last one's text stream without its
+  // projection and MLP (context_pre_only); adaLN's norms hold no weights.
+  const Network sd3 = Preset("sd3-medium");
+  EXPECT_EQ(repeats(sd3, "double.attn"), 24);
+  EXPECT_EQ(repeats(sd3, "double.img.mlp_in"), 24);
+  EXPECT_EQ(repeats(sd3, "double.txt.mlp_in"), 23);
+  EXPECT_EQ(repeats(sd3, "qk_norm"), 0);
+  for (const NetLayer& l : sd3.layers) {
+    if (l.op == LayerOp::kNorm) {
+      EXPECT_EQ(l.Params(), 0) << l.name;
+    }
+  }
+  // Wan2.1 on an 81-frame 832x480 clip: 21 x 30 x 52 = 32,760 tokens attend
+  // to each other and to the 512 text tokens (text2video.py, shared_config.py).
+  const Network wan = Preset("wan2.1-t2v-14b");
+  for (const NetLayer& l : wan.layers) {
+    if (l.name == "block.self.attn") {
+      EXPECT_EQ(l.kv_tokens, 32760);
+    }
+    if (l.name == "block.cross.attn") {
+      EXPECT_EQ(l.tokens, 32760);
+      EXPECT_EQ(l.kv_tokens, 512);
+    }
+  }
+  EXPECT_EQ(repeats(wan, "block.self.attn"), 40);
+  // Its input size is the latent's frame count: 41 latent frames (161 video
+  // frames) double the tokens.
+  auto longer = ResizeNetwork(wan, 42);
+  ASSERT_TRUE(longer.ok()) << longer.status().ToString();
+  EXPECT_DOUBLE_EQ(longer->layers.front().tokens, 2.0 * wan.layers.front().tokens);
 }
 
 TEST(NetworkPresets, FlopCountsMatchThePublishedOnes) {
