@@ -381,6 +381,7 @@ NetworkSize SizeOf(const Network& n) {
   if (n.family == "unet2d") out = {"latent", get("latent", 64), int64_t{1} << (list_size("channel_mult", 4) - 1)};
   if (n.family == "dit") out = {"image_tokens", get("image_tokens", 256), 1};
   if (n.family == "vit") out = {"image", get("image", 224), get("patch", 16)};
+  if (n.family == "deeplab") out = {"height", get("height", 768), 16};
   if (n.family == "video_dit") out = {"frames", get("frames", 21), get("patch_t", 1)};
   if (n.family == "unet3d") out = {"patch", get("patch", 128), int64_t{1} << list_size("filters", 5)};
   if (n.family == "cnn3d") out = {"volume", get("volume", 128), int64_t{1} << list_size("conv_filters", 5)};

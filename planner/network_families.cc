@@ -706,6 +706,138 @@ Status BuildViT(ObjectReader& r, std::vector<NetLayer>* out) {
 }
 
 // ---------------------------------------------------------------------------
+// DeepLabv3+ on the aligned Xception encoder at output stride 16, as MLPerf
+// HPC's DeepCAM builds it (mlcommons/hpc 2c627d45,
+// deepcam/src/deepCam/architecture/deeplab_xception.py): separable
+// convolutions (depthwise 3×3, then pointwise 1×1) with batch norm; the entry
+// blocks downsample in their last depthwise convolution and a strided 1×1
+// skip; `middle_blocks` identical 728-channel blocks; ASPP (a 1×1 branch,
+// three dilated 3×3 branches and global pooling); a decoder of stride-2
+// transposed convolutions joined by the low-level features at 1/4 size.
+// Dilation changes neither FLOPs nor the implicit GEMM's shape.
+
+struct SeparableOut {
+  Ext e;
+  int64_t c;
+};
+
+// A depthwise 3×3 (stride `stride`) and a pointwise 1×1 convolution, without
+// biases; with `norm`, the batch norm (and ReLU) after it.
+SeparableOut Separable(const std::string& p, Ext e, int64_t cin, int64_t cout, int stride, bool norm,
+                       std::vector<NetLayer>* out) {
+  NetLayer dw = Conv(p + ".depthwise", 2, e, cin, cin, 3, stride);
+  dw.groups = static_cast<int>(cin);
+  dw.bias = false;
+  out->push_back(dw);
+  e = dw.OutExtent();
+  NetLayer pw = Conv(p + ".pointwise", 2, e, cin, cout, 1, 1);
+  pw.bias = false;
+  out->push_back(pw);
+  if (norm) out->push_back(Spatial(LayerOp::kNorm, p + ".bn", 2, e, cout));
+  return {e, cout};
+}
+
+// A 1×1 strided skip convolution with its batch norm, and the residual add.
+void ProjectedSkip(const std::string& p, Ext in_e, int64_t cin, Ext out_e, int64_t cout, int stride,
+                   std::vector<NetLayer>* out) {
+  NetLayer skip = Conv(p + ".skip", 2, in_e, cin, cout, 1, stride);
+  skip.bias = false;
+  out->push_back(skip);
+  out->push_back(Spatial(LayerOp::kNorm, p + ".skip_bn", 2, out_e, cout));
+  out->push_back(Elementwise(p + ".add", 2, out_e, cout, 2));
+}
+
+Status BuildDeepLab(ObjectReader& r, std::vector<NetLayer>* out) {
+  int64_t height = 768, width = 1152, channels = 16, classes = 3, middle = 16;
+  PT_RETURN_IF_ERROR(PositiveInt(r, "height", &height, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "width", &width, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "channels", &channels, 4096));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "classes", &classes, 65536));
+  PT_RETURN_IF_ERROR(PositiveInt(r, "middle_blocks", &middle, 256));
+  if (height % 16 != 0 || width % 16 != 0) {
+    return r.Error("height", "height and width must be multiples of 16 (the output stride)");
+  }
+  auto conv = [&](const std::string& name, Ext e, int64_t cin, int64_t cout, int k, int stride) {
+    NetLayer l = Conv(name, 2, e, cin, cout, k, stride);
+    l.bias = false;
+    out->push_back(l);
+    return l.OutExtent();
+  };
+  auto bn = [&](const std::string& name, Ext e, int64_t c) {
+    out->push_back(Spatial(LayerOp::kNorm, name, 2, e, c));
+  };
+  // Entry flow.
+  Ext e = conv("entry.conv1", Ext{height, width, 1}, channels, 32, 3, 2);
+  out->front().input_grad = false;
+  bn("entry.bn1", e, 32);
+  conv("entry.conv2", e, 32, 64, 3, 1);
+  bn("entry.bn2", e, 64);
+  int64_t ch = 64;
+  Ext low_e{};
+  for (auto [name, planes] : {std::pair{"block1", int64_t{128}}, {"block2", int64_t{256}}, {"block3", int64_t{728}}}) {
+    const std::string p = std::string("entry.") + name;
+    const Ext in_e = e;
+    Separable(p + ".sep1", e, ch, planes, 1, true, out);
+    Separable(p + ".sep2", e, planes, planes, 1, true, out);
+    e = Separable(p + ".sep_stride2", e, planes, planes, 2, false, out).e;
+    ProjectedSkip(p, in_e, ch, e, planes, 2, out);
+    ch = planes;
+    if (std::string_view(name) == "block1") low_e = e;
+  }
+  // Middle flow: identical blocks, one layer list repeated.
+  const size_t first = out->size();
+  for (int i = 1; i <= 3; ++i) Separable("middle.sep" + std::to_string(i), e, 728, 728, 1, true, out);
+  out->push_back(Elementwise("middle.add", 2, e, 728, 2));
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].repeat = middle;
+  // Exit flow: block20, then three separable convolutions (dilation 2).
+  Separable("exit.block20.sep1", e, 728, 728, 1, true, out);
+  Separable("exit.block20.sep2", e, 728, 1024, 1, true, out);
+  Separable("exit.block20.sep_last", e, 1024, 1024, 1, false, out);
+  ProjectedSkip("exit.block20", e, 728, e, 1024, 1, out);
+  Separable("exit.conv3", e, 1024, 1536, 1, true, out);
+  Separable("exit.conv4", e, 1536, 1536, 1, true, out);
+  Separable("exit.conv5", e, 1536, 2048, 1, true, out);
+  // ASPP: 1×1, three dilated 3×3 (rates 6, 12, 18), global pooling tiled back.
+  conv("aspp.branch1", e, 2048, 256, 1, 1);
+  bn("aspp.branch1_bn", e, 256);
+  for (int i = 2; i <= 4; ++i) {
+    conv("aspp.branch" + std::to_string(i), e, 2048, 256, 3, 1);
+    bn("aspp.branch" + std::to_string(i) + "_bn", e, 256);
+  }
+  out->push_back(Spatial(LayerOp::kResample, "aspp.pool", 2, e, 2048));
+  conv("aspp.pool_conv", Ext{1, 1, 1}, 2048, 256, 1, 1);
+  bn("aspp.pool_affine", Ext{1, 1, 1}, 256);  // a per-channel scale and shift, no statistics
+  out->push_back(Spatial(LayerOp::kResample, "aspp.pool_tile", 2, e, 256));
+  out->push_back(Spatial(LayerOp::kResample, "aspp.concat", 2, e, 1280));
+  conv("aspp.project", e, 1280, 256, 1, 1);
+  bn("aspp.project_bn", e, 256);
+  // Decoder: two stride-2 transposed convolutions to 1/4 size, the low-level
+  // features' 48 channels joined, two 3×3 and a 1×1 convolution, two more
+  // transposed convolutions to full size.
+  conv("decoder.low_level", low_e, 128, 48, 1, 1);
+  bn("decoder.low_level_bn", low_e, 48);
+  auto deconv = [&](const std::string& name, Ext in, int64_t cin, int64_t cout, bool norm) {
+    NetLayer t = Conv(name, 2, in, cin, cout, 3, 2);
+    t.transposed = true;
+    t.bias = false;
+    out->push_back(t);
+    if (norm) bn(name + "_bn", t.OutExtent(), cout);
+    return t.OutExtent();
+  };
+  e = deconv("decoder.deconv1", e, 256, 256, true);
+  e = deconv("decoder.deconv2", e, 256, 256, true);
+  out->push_back(Spatial(LayerOp::kResample, "decoder.concat", 2, e, 304));
+  conv("decoder.conv1", e, 304, 256, 3, 1);
+  bn("decoder.conv1_bn", e, 256);
+  conv("decoder.conv2", e, 256, 256, 3, 1);
+  bn("decoder.conv2_bn", e, 256);
+  out->push_back(Conv("decoder.conv3", 2, e, 256, 256, 1, 1));
+  e = deconv("decoder.deconv3", e, 256, 256, true);
+  deconv("decoder.deconv_last", e, 256, classes, false);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
 // MLPerf's 3D U-Net (KiTS19; mlcommons/training image_segmentation unet3d.py):
 // an input block of two 3×3×3 convolutions, down blocks (a stride-2
 // convolution then one more) to each filter count and a bottleneck at the
@@ -893,7 +1025,7 @@ constexpr std::pair<const char*, Builder> kFamilies[] = {
     {"resnet", BuildResNet}, {"retinanet", BuildRetinaNet}, {"unet2d", BuildUNet2d},
     {"dit", BuildDiT},       {"vit", BuildViT},             {"unet3d", BuildUNet3d},
     {"cnn3d", BuildCnn3d},   {"mlp", BuildMlp},             {"gan", BuildGan},
-    {"video_dit", BuildVideoDiT}};
+    {"video_dit", BuildVideoDiT}, {"deeplab", BuildDeepLab}};
 
 }  // namespace
 

@@ -36,6 +36,9 @@ constexpr BenchmarkDefaults kBenchmarks[] = {
      "gradients, AdamW"},
     {"unet3d", "unet3d-kits19", 2, 4, WeightSharding::kReplicated,
      "NVIDIA's MXNet implementation: fp16 (--static_cast) with fp16 gradients, SGD with momentum"},
+    {"deepcam", "deepcam", 4, 8, WeightSharding::kReplicated,
+     "NVIDIA's PyTorch implementation: AMP (fp16) with fp32 gradients all-reduced by DDP, LAMB (two "
+     "fp32 moments per parameter)"},
     {"cosmoflow", "cosmoflow", 4, 4, WeightSharding::kReplicated,
      "mixed precision with fp32 gradients all-reduced, SGD with momentum (MLPerf HPC reference)"},
 };

@@ -281,7 +281,7 @@ TEST(NetworkCli, ValidateBeyondReportsEveryGroup) {
   const Outcome t = Call(RunValidate, {"--beyond", BeyondFile()});
   ASSERT_EQ(t.code, kExitOk) << t.err;
   for (const char* s : {"By benchmark", "By source", "By GPU generation", "By GPU-count decade", "all rows",
-                        "Left out", "no network preset for benchmark 'deepcam'"}) {
+                        "Left out", "no network preset for benchmark 'oc20'"}) {
     EXPECT_NE(t.out.find(s), std::string::npos) << s;
   }
   // The same file given as the only --runs.

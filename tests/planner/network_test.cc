@@ -190,6 +190,56 @@ TEST(NetworkPresets, BuildersKeepTheirShapes) {
   EXPECT_GT(shared_flops, 0);
 }
 
+TEST(NetworkPresets, DeepCamFollowsTheReferenceCode) {
+  // DeepLabv3+ as MLPerf HPC's deeplab_xception.py builds it at output stride
+  // 16: 63 depthwise convolutions (3 per separable convolution: entry 9,
+  // middle 16 x 3, exit 6), the encoder at 48x72 from a 768x1152 grid, the
+  // decoder's last transposed convolution back at full size with 3 classes.
+  const Network d = Preset("deepcam");
+  int64_t depthwise = 0;
+  for (const NetLayer& l : d.layers) {
+    if (l.op == LayerOp::kConv && l.groups > 1 && l.groups == l.in_channels) depthwise += l.repeat;
+    if (l.name == "aspp.branch2") {
+      EXPECT_EQ(l.extent[0], 48);
+      EXPECT_EQ(l.extent[1], 72);
+    }
+  }
+  EXPECT_EQ(depthwise, 63);
+  EXPECT_TRUE(d.layers.back().transposed);
+  EXPECT_EQ(d.layers.back().OutExtent()[0], 768);
+  EXPECT_EQ(d.layers.back().OutExtent()[1], 1152);
+  EXPECT_EQ(d.layers.back().out_channels, 3);
+  // 327.67 G multiply-adds per sample forward, counted layer by layer from
+  // the same code (transposed convolutions by their useful multiply-adds).
+  EXPECT_NEAR(d.ForwardFlops() / 2 / 327.67e9, 1.0, 0.002);
+}
+
+TEST(NetworkCost, DepthwiseConvolutionsStreamTheirTensors) {
+  // A depthwise convolution executes k^2 multiply-adds per output element on
+  // CUDA cores, far below any GPU's FLOP-to-byte ratio: its time is its
+  // tensors' traffic, the same for a 3x3 and a 7x7 window, while a dense
+  // convolution's grows with the window.
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  auto time = [&](int kernel, int groups) {
+    const Json j = Json::parse(R"({"name": "dw", "source": "test", "layers": [{"op": "conv", "in": [256, 96, 144],
+        "out_channels": 256, "input_grad": false}]})");
+    Json spec = j;
+    spec["layers"][0]["kernel"] = kernel;
+    spec["layers"][0]["groups"] = groups;
+    auto n = ParseNetwork(spec, "");
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    auto p = PredictNetwork(*n, c, NetworkLayout{1, 1, 8, 8}, NetworkTraining{});
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p->forward_s;
+  };
+  EXPECT_DOUBLE_EQ(time(3, 256), time(7, 256));
+  EXPECT_GT(time(7, 1), 2 * time(3, 1));
+  // 8 samples of 2 x 256 x 96 x 144 bf16 elements at the HBM's sustained rate.
+  const double bytes = 8 * 2.0 * 256 * 96 * 144 * 2;
+  EXPECT_NEAR(time(3, 256), bytes / (c.gpu.hbm_GBps * 1e9 * c.gpu.hbm_efficiency) + c.gpu.kernel_overhead_us * 1e-6,
+              1e-9);
+}
+
 TEST(NetworkJson, ExplicitLayersAndRefusals) {
   const Json ok = Json::parse(R"({"name": "tiny", "source": "test", "layers": [
       {"op": "conv", "in": [3, 32, 32], "out_channels": 16, "kernel": 3, "input_grad": false},

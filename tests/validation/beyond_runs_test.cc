@@ -41,7 +41,7 @@ TEST(BeyondRuns, EveryRowIsAskedOrLeftOutWithAReason) {
     EXPECT_EQ(r.layout.Data() * r.layout.spatial * r.layout.tensor, r.layout.gpus) << r.id;
     EXPECT_FALSE(r.assumed.empty()) << r.id;
   }
-  for (const char* b : {"resnet", "retinanet", "stable_diffusion", "flux1", "unet3d", "cosmoflow"}) {
+  for (const char* b : {"resnet", "retinanet", "stable_diffusion", "flux1", "unet3d", "cosmoflow", "deepcam"}) {
     EXPECT_TRUE(benchmarks.count(b)) << b;
   }
   EXPECT_FALSE(IsBeyondRunsDocument(Json::array({Json::object({{"benchmark", "x"}})})));
