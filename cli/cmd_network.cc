@@ -55,6 +55,7 @@ Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool 
       }
     }
     if (auto v = flags.Get("--sharding")) layout["sharding"] = *v;
+    if (flags.Has("--recompute")) layout["recompute"] = true;
     if (!layout.empty()) req["layout"] = layout;
   } else if (auto t = flags.Get("--top")) {
     PT_ASSIGN_OR_RETURN(req["top"], ParseInt(*t, "--top"));
@@ -81,7 +82,7 @@ void PrintPrediction(std::ostream& out, const planner::NetworkJob& job, const Or
   const int64_t accum = l["accumulation"].get<int64_t>();
   out << "  " << l["sharding"].get<std::string>() << ", data " << l["data"] << ", spatial " << l["spatial"]
       << ", tensor " << l["tensor"] << ", micro-batch " << l["micro_batch"] << ", " << accum << " micro-step"
-      << (accum == 1 ? "" : "s") << "\n";
+      << (accum == 1 ? "" : "s") << (l["recompute"].get<bool>() ? ", blocks recomputed" : "") << "\n";
   out << "  step " << FormatFixed(Num(p, "step_s"), 4) << " s, " << FormatFixed(Num(p, "samples_per_s"), 1)
       << " samples/s, " << FormatFixed(Num(p, "model_tflops_per_gpu"), 1) << " model TFLOP/s per GPU (MFU "
       << FormatFixed(100 * Num(p, "mfu"), 1) << " %)\n";
@@ -139,8 +140,8 @@ int PlanNetworkCommand(const Flags& flags, Io io) {
          << " over memory\n";
   if (doc["plans"].empty()) {
     io.out << "  nothing fits: fewer samples per GPU (a larger --gpus), sharding, a tensor split (token "
-              "layers) or a spatial split (3D networks) would be needed; the network model has no activation "
-              "recomputation or sequence parallelism, which long-sequence video transformers train with\n";
+              "layers), a spatial split (3D networks) or recomputation (stacks of repeated blocks) would be "
+              "needed; the network model has no sequence parallelism\n";
     return kExitOk;
   }
   for (size_t i = 0; i < doc["plans"].size(); ++i) {

@@ -10,8 +10,9 @@ namespace paratune::cli {
 // The flags these read (besides --network): --cluster --gpus --global-batch
 // --precision --grad-bytes --optimizer-state-bytes --format; predict also
 // --micro-batch --spatial --tensor --sharding, plan --headroom --top.
-inline constexpr const char* kNetworkFlags[] = {"--network", "--micro-batch", "--spatial", "--tensor", "--sharding",
-                                                "--grad-bytes", "--optimizer-state-bytes"};
+inline constexpr const char* kNetworkFlags[] = {"--network",    "--micro-batch", "--spatial",
+                                                "--tensor",     "--sharding",    "--grad-bytes",
+                                                "--optimizer-state-bytes", "--recompute"};
 
 int PredictNetworkCommand(const Flags& flags, Io io);
 int PlanNetworkCommand(const Flags& flags, Io io);

@@ -27,7 +27,7 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --network N --cluster C --gpus G --global-batch B
                         [--micro-batch b] [--spatial s] [--tensor t] [--sharding ddp|zero1|fsdp]
-                        [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
+                        [--recompute] [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
                         [--framework pytorch|torchtitan] [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
@@ -113,7 +113,9 @@ parallelism (ddp: gradients all-reduced behind the backward; zero1: optimizer
 states sharded; fsdp: every weight sharded) and, for 3D networks, a spatial
 split of each sample over --spatial GPUs with halo exchange, and for the
 token layers of diffusion transformers and U-Net attention, Megatron-style
-tensor parallelism over --tensor GPUs. --micro-batch
+tensor parallelism over --tensor GPUs; --recompute checkpoints the stacks of
+repeated blocks (transformer blocks, DeepCAM's middle flow): each keeps its
+input and runs its forward again in the backward. --micro-batch
 defaults to the global batch over the data-parallel replicas; --grad-bytes is
 the gradient width the data-parallel collective moves (4: PyTorch AMP, 2:
 half-precision reduction); --optimizer-state-bytes per parameter (Adam 8, SGD
@@ -288,7 +290,7 @@ int RunPredict(const Args& args, Io io) {
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
        "--run", "--explain", "--network", "--micro-batch", "--spatial", "--tensor", "--sharding", "--grad-bytes",
        "--optimizer-state-bytes"},
-      {"--help", "--compile"}, {{"-h", "--help"}});
+      {"--help", "--compile", "--recompute"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   if (flags.Has("--network")) {

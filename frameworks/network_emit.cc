@@ -36,7 +36,8 @@ std::string Header(const NetworkJob& job, const NetworkPrediction& p, int rank, 
      << topology::PrecisionName(job.training.precision) << "\n";
   os << "#   predicted: step " << FormatFixed(p.step_s, 4) << " s, " << FormatFixed(p.samples_per_s, 1)
      << " samples/s, MFU " << FormatFixed(100 * p.mfu, 1) << " %, " << FormatFixed(p.memory_GiB, 1)
-     << " GiB per GPU (activations " << FormatFixed(p.activations_GiB, 1) << " GiB, no recomputation)\n";
+     << " GiB per GPU (activations " << FormatFixed(p.activations_GiB, 1) << " GiB, "
+     << (l.recompute ? "repeated blocks recomputed" : "no recomputation") << ")\n";
   return os.str();
 }
 
@@ -69,7 +70,7 @@ constexpr const char* kPyTorchScript = R"PY(#   follows: PyTorch 2.5+ (torch.nn.
 # The network is yours: PARATUNE_MODEL names a module that defines
 #   build_model() -> torch.nn.Module                 the planned network ({{SAMPLE}})
 #   micro_batch_loss(model, batch_size) -> Tensor    one micro-batch's loss, its data read there
-# and the script checks the model has the planned {{PARAMS}} parameters before it trains.
+{{BLOCKS}}# and the script checks the model has the planned {{PARAMS}} parameters before it trains.
 # launch (one process per GPU):
 #   PARATUNE_MODEL=my_network torchrun --nnodes {{NODES}} --nproc-per-node {{PER_NODE}} paratune_train.py
 import importlib
@@ -87,6 +88,7 @@ PLANNED_PARAMETERS = {{PARAMS}}
 COMPUTE_DTYPE = {{DTYPE}}
 REDUCE_DTYPE = {{REDUCE_DTYPE}}  # the gradients as the data-parallel collective moves them
 FSDP_UNIT_PARAMETERS = 1_000_000  # modules below this are gathered with their neighbours
+RECOMPUTE = {{RECOMPUTE}}  # activation checkpointing of the repeated blocks, as the plan priced it
 STEPS = int(os.environ.get("PARATUNE_STEPS", "100"))
 
 
@@ -114,6 +116,15 @@ def fsdp_units(model):
 
     visit(model)
     return units
+
+
+def checkpoint_blocks(model, user):
+    """Wraps every module user.is_block(module) names in torch's checkpoint wrapper."""
+    if not hasattr(user, "is_block"):
+        raise SystemExit("the plan recomputes the repeated blocks: define is_block(module) -> bool in PARATUNE_MODEL")
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+    apply_activation_checkpointing(model, check_fn=user.is_block)
 
 
 def wrap(model, device):
@@ -153,6 +164,8 @@ def main():
     found = parameters(model)
     if abs(found - PLANNED_PARAMETERS) > 0.005 * PLANNED_PARAMETERS:
         raise SystemExit(f"build_model() has {found:,} parameters; the plan was made for {PLANNED_PARAMETERS:,}")
+    if RECOMPUTE:
+        checkpoint_blocks(model, user)
     model = wrap(model, device)
     opt = optimizer(model)
     for step in range(STEPS):
@@ -222,6 +235,10 @@ Result<std::string> PyTorchScript(const NetworkJob& job, const NetworkPrediction
       {"GLOBAL", std::to_string(l.global_batch)},
       {"DTYPE", TorchDtype(job.training.precision)},
       {"REDUCE_DTYPE", job.training.grad_bytes == 4 ? "torch.float32" : TorchDtype(job.training.precision)},
+      {"RECOMPUTE", l.recompute ? "True" : "False"},
+      {"BLOCKS", l.recompute ? "#   is_block(module) -> bool                         the repeated blocks to recompute (each\n"
+                               "#                                                    transformer block; torch's checkpoint wraps them)\n"
+                             : ""},
   });
   return Header(job, p, rank, "PyTorch training script") + text;
 }
@@ -230,8 +247,8 @@ Result<std::string> PyTorchScript(const NetworkJob& job, const NetworkPrediction
 constexpr const char* kTorchtitanFlux = R"PY(#   follows: pytorch/torchtitan b5bcd76 (models/flux/config_registry.py flux_schnell: 256x256 images,
 #   256 T5 tokens, so max_context_length 512 = the plan's 256 latent + 256 text tokens per sample).
 #   torchtitan's FLUX shards with FSDP2 over the data-parallel ranks (models/flux/parallelize.py:63-75)
-#   and checkpoints every block unless activation_checkpoint is None (:52); the plan saves every
-#   activation, so it is None here.
+#   and checkpoints every double and single block unless activation_checkpoint is None
+#   (parallelize.py:52, apply_ac :170-185); {{AC_WHY}}
 # Save as paratune_plan.py on PYTHONPATH; run:
 #   torchrun --nnodes {{NODES}} --nproc-per-node {{PER_NODE}} -m torchtitan.train --module paratune_plan --config paratune_plan
 from torchtitan.models.flux.config_registry import flux_schnell
@@ -253,8 +270,7 @@ def paratune_plan():
     config.parallelism.tensor_parallel_degree = 1
     config.parallelism.context_parallel_degree = 1
     config.parallelism.pipeline_parallel_degree = 1
-    config.activation_checkpoint = None
-    return config
+{{AC_LINE}}    return config
 )PY";
 
 Result<std::string> TorchtitanFlux(const NetworkJob& job, const NetworkPrediction& p, int rank) {
@@ -285,7 +301,11 @@ Result<std::string> TorchtitanFlux(const NetworkJob& job, const NetworkPredictio
                                 {"DATA", std::to_string(l.Data())},
                                 {"MICRO", std::to_string(l.micro_batch)},
                                 {"GLOBAL", std::to_string(l.global_batch)},
-                                {"ACCUMULATION", std::to_string(l.Accumulation())}});
+                                {"ACCUMULATION", std::to_string(l.Accumulation())},
+                                {"AC_WHY", l.recompute ? "the plan recomputes them, so flux_schnell's FullAC stays "
+                                                         "(config_registry.py:90)."
+                                                       : "the plan saves every activation, so it is None here."},
+                                {"AC_LINE", l.recompute ? "" : "    config.activation_checkpoint = None\n"}});
 }
 
 }  // namespace

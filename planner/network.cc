@@ -120,6 +120,20 @@ double NetLayer::OutElems() const {
   }
 }
 
+std::vector<bool> RecomputedLayers(const Network& net) {
+  std::vector<bool> out(net.layers.size(), false);
+  bool any = false;
+  for (size_t begin = 0; begin < net.layers.size();) {
+    size_t end = begin;
+    bool holds = false;
+    while (end < net.layers.size() && net.layers[end].repeat > 1) holds |= net.layers[end++].checkpoint;
+    for (size_t i = begin; holds && i < end; ++i) out[i] = true;
+    any |= holds;
+    begin = std::max(end, begin + 1);
+  }
+  return any ? out : std::vector<bool>{};
+}
+
 double NetLayer::Params() const {
   if (weights_shared) return 0;
   switch (op) {
@@ -227,6 +241,7 @@ Result<NetLayer> ParseLayer(const Json& j, const std::string& pointer) {
   PT_RETURN_IF_ERROR(r.OptBool("input_grad", &l.input_grad));
   PT_RETURN_IF_ERROR(r.OptBool("frozen", &l.frozen));
   PT_RETURN_IF_ERROR(r.OptBool("weights_shared", &l.weights_shared));
+  PT_RETURN_IF_ERROR(r.OptBool("checkpoint", &l.checkpoint));
   PT_RETURN_IF_ERROR(PositiveInt(r, "repeat", &l.repeat, 1 << 20));
   PT_RETURN_IF_ERROR(r.OptParsed("tensor", ParseTensorSplit, &l.tensor));
   PT_RETURN_IF_ERROR(r.OptNumber("tensors", &l.tensors));
@@ -328,6 +343,7 @@ Json NetworkToJson(const Network& n) {
     put("input_grad", l.input_grad, d.input_grad);
     put("frozen", l.frozen, d.frozen);
     put("weights_shared", l.weights_shared, d.weights_shared);
+    put("checkpoint", l.checkpoint, d.checkpoint);
     put("repeat", l.repeat, d.repeat);
     if (l.tensor != d.tensor) x["tensor"] = TensorSplitName(l.tensor);
     j["layers"].push_back(x);

@@ -68,6 +68,10 @@ struct NetLayer {
   bool input_grad = true;                 // false: nothing before it needs its input's gradient
   bool frozen = false;                    // runs forward only: no gradients, no saved activations
   bool weights_shared = false;            // its weights are counted at another layer (shared heads)
+  // A repeated block's input (a transformer block's first norm): with
+  // activation recomputation only this layer's input is kept per repeat,
+  // and the block is recomputed in the backward (RecomputedLayers).
+  bool checkpoint = false;
   int64_t repeat = 1;                     // the layer occurs this many times, identical
   TensorSplit tensor = TensorSplit::kNone;  // its part under tensor parallelism
 
@@ -101,6 +105,13 @@ struct Network {
   double ForwardFlops() const;
   double TrainingFlops() const;
 };
+
+// Which layers activation recomputation wraps: every maximal run of
+// consecutive layers with repeat > 1 (a stack of identical blocks, as
+// torchtitan's apply_ac and torch.utils.checkpoint wrap them) that holds a
+// `checkpoint` layer. Empty when none does: the network has nothing to
+// recompute.
+std::vector<bool> RecomputedLayers(const Network& net);
 
 // The layer one GPU of a tensor group of `t` runs: a column layer's outputs,
 // a row layer's inputs, a sharded layer's width (attention: heads) over t.

@@ -33,6 +33,7 @@ Result<WeightSharding> ParseWeightSharding(const std::string& name) {
 
 bool NetworkSpace::Allows(const NetworkLayout& l) const {
   if (l.spatial > 1 && !spatial) return false;
+  if (l.recompute && !recompute) return false;
   if (l.tensor > 1 && !tensor) return false;
   if (l.sharding == WeightSharding::kReplicated) return replicated;
   if (l.sharding == WeightSharding::kOptimizer) return optimizer;
@@ -57,6 +58,22 @@ constexpr double kFsdpUnitParams = 1e6;
 // The layout search keeps, per spatial split and sharding, the largest
 // micro-batches that fit, this many.
 constexpr size_t kMicroBatchesKept = 4;
+
+// Recomputation off, and on where the space allows it and the network has
+// repeated blocks to recompute.
+std::vector<bool> RecomputeChoices(const Network& net, const NetworkSpace& space) {
+  if (space.recompute && !RecomputedLayers(net).empty()) return {false, true};
+  return {false};
+}
+
+// Every weight sharding with every recomputation choice.
+std::vector<std::pair<WeightSharding, bool>> ShardingsAndRecompute(const std::vector<bool>& recomputes) {
+  std::vector<std::pair<WeightSharding, bool>> out;
+  for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+    for (bool r : recomputes) out.emplace_back(s, r);
+  }
+  return out;
+}
 
 // The finest useful spatial split of `net`: no GPU of a group left without a
 // plane of the smallest convolution input (1 without spatial convolutions).
@@ -109,6 +126,14 @@ class LayerPricer {
     }
     t.tensor = TensorComm(l, b);
     return t;
+  }
+
+  // A recomputed layer's forward runs again before its backward, with the
+  // forward's halo exchange and (a row layer's) tensor-parallel all-reduce.
+  static void Recompute(const NetLayer& l, Times* t) {
+    t->bwd += t->fwd;
+    t->halo += t->halo / (l.input_grad && !l.frozen ? 2.0 : 1.0);
+    if (l.tensor == TensorSplit::kRow) t->tensor *= 2;
   }
 
   // Elements per sample a layer keeps for its backward.
@@ -294,6 +319,10 @@ Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const Net
   if (c.gpu.PeakTflops(t.precision) <= 0) {
     return Status::InvalidArgument(c.gpu.name + " has no " + topology::PrecisionName(t.precision) + " peak");
   }
+  if (l.recompute && RecomputedLayers(net).empty()) {
+    return Status::InvalidArgument("network '" + net.name +
+                                   "' has no stack of repeated blocks with a checkpoint layer to recompute");
+  }
   if (l.spatial > 1) {
     const bool any_spatial = std::any_of(net.layers.begin(), net.layers.end(),
                                          [](const NetLayer& x) { return x.op == LayerOp::kConv && x.dims > 0; });
@@ -409,20 +438,32 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
     const NetLayer* layer = nullptr;
   };
   std::map<std::string_view, LayerAcc> by_name;
-  double saved = 0;
-  for (const NetLayer& l : net.layers) {
-    const LayerPricer::Times t = pricer.Price(l);
+  const std::vector<bool> recomputed = layout.recompute ? RecomputedLayers(net) : std::vector<bool>{};
+  double saved = 0, block_peak = 0, block = 0;  // the largest stack's one repeat, the current stack's
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    const NetLayer& l = net.layers[i];
+    LayerPricer::Times t = pricer.Price(l);
     const double n = static_cast<double>(l.repeat);
+    const double keeps = LayerPricer::SavedElems(l) * pricer.Share(l);
+    if (!recomputed.empty() && recomputed[i]) {
+      // The block keeps its input, one repeat's activations alive at a time.
+      if (l.checkpoint) saved += n * l.InElems() * pricer.Share(l);
+      block = (i > 0 && recomputed[i - 1] ? block : 0) + keeps;
+      block_peak = std::max(block_peak, block);
+      LayerPricer::Recompute(l, &t);
+    } else {
+      saved += n * keeps;
+    }
     p.forward_s += n * t.fwd;
     p.backward_s += n * t.bwd;
     p.halo_s += n * t.halo;
     p.tensor_comm_s += n * t.tensor;
-    saved += n * LayerPricer::SavedElems(l) * pricer.Share(l);
     LayerAcc& acc = by_name[l.name.empty() ? std::string_view(LayerOpName(l.op)) : std::string_view(l.name)];
     acc.layer = &l;
     acc.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor);
     acc.memory_bound = t.memory_bound;
   }
+  saved += block_peak;
   const double accumulation = static_cast<double>(layout.Accumulation());
   const double micro = p.forward_s + p.backward_s + p.halo_s + p.tensor_comm_s;
   PriceGradientSync(net, cluster, layout, training, p.forward_s, p.backward_s, &p);
@@ -453,13 +494,16 @@ Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const to
                                                    const NetworkLayout& layout, const NetworkTraining& training) {
   PT_RETURN_IF_ERROR(CheckLayout(net, cluster, layout, training));
   const LayerPricer pricer(cluster, layout, training);
+  const std::vector<bool> recomputed = layout.recompute ? RecomputedLayers(net) : std::vector<bool>{};
   std::vector<PricedLayer> out;
   out.reserve(net.layers.size());
-  for (const NetLayer& full : net.layers) {
+  for (size_t i = 0; i < net.layers.size(); ++i) {
     PricedLayer p;
-    p.layer = layout.tensor > 1 ? TensorShard(full, layout.tensor) : full;
+    p.layer = layout.tensor > 1 ? TensorShard(net.layers[i], layout.tensor) : net.layers[i];
     p.share = pricer.Share(p.layer);
-    const LayerPricer::Times t = pricer.Price(p.layer);
+    p.recomputed = !recomputed.empty() && recomputed[i];
+    LayerPricer::Times t = pricer.Price(p.layer);
+    if (p.recomputed) LayerPricer::Recompute(p.layer, &t);
     p.forward_s = t.fwd;
     p.backward_s = t.bwd;
     p.halo_s = t.halo;
@@ -475,6 +519,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
                                                    double headroom, int* refused, const NetworkSpace& space) {
   const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
+  const std::vector<bool> recomputes = RecomputeChoices(net, space);
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
   // Tensor groups stay inside one NVLink domain (Megatron's rule of thumb;
@@ -491,10 +536,17 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       // A replica's share past 2^31 samples is no batch anyone trains.
       if (global_batch / dp > std::numeric_limits<int>::max()) continue;
       const std::vector<int> micro = cost::Divisors(global_batch / dp);
-      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+      bool every_micro_fits = false;  // without recomputation, for the sharding just searched
+      for (const auto& [s, recompute] : ShardingsAndRecompute(recomputes)) {
+        if (!recompute) every_micro_fits = false;  // each sharding comes first without
         // Nothing to shard over, unless the space has no unsharded layout.
         if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
-        auto layout = [&](int64_t mb) { return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor}; };
+        // Recomputation only buys memory: where every micro-batch fits
+        // without it, it is the same layouts, slower.
+        if (recompute && every_micro_fits) continue;
+        auto layout = [&](int64_t mb) {
+          return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor, recompute};
+        };
         if (!space.Allows(layout(1))) continue;
         // Memory grows with the micro-batch: the largest that fits by
         // bisection, then the few below it (a smaller one is rarely faster:
@@ -510,6 +562,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
           }
         }
         not_fit += static_cast<int>(micro.size() - lo);
+        if (!recompute) every_micro_fits = lo == micro.size();
         for (size_t i = lo; i > 0 && lo - i < kMicroBatchesKept; --i) {
           auto p = PredictNetwork(net, cluster, layout(micro[i - 1]), training);
           if (p.ok()) out.push_back({layout(micro[i - 1]), *std::move(p)});
@@ -522,6 +575,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
     if (a.layout.sharding != b.layout.sharding) return a.layout.sharding < b.layout.sharding;
     if (a.layout.spatial != b.layout.spatial) return a.layout.spatial < b.layout.spatial;
     if (a.layout.tensor != b.layout.tensor) return a.layout.tensor < b.layout.tensor;
+    if (a.layout.recompute != b.layout.recompute) return !a.layout.recompute;
     return a.layout.micro_batch > b.layout.micro_batch;
   });
   if (refused) *refused = not_fit;
@@ -542,9 +596,9 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
       if (tensor > cluster.DomainGpus() || gpus % (spatial * tensor) != 0) continue;
       if (tensor > 1 && !CheckTensorSplit(net, static_cast<int>(tensor)).ok()) continue;
       const int64_t dp = gpus / (spatial * tensor);
-      for (WeightSharding s : {WeightSharding::kReplicated, WeightSharding::kOptimizer, WeightSharding::kFull}) {
+      for (const auto& [s, recompute] : ShardingsAndRecompute(RecomputeChoices(net, space))) {
         if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
-        const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor)};
+        const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor), recompute};
         if (!space.Allows(l)) continue;
         auto p = PredictNetwork(net, cluster, l, training);
         if (!p.ok() || p->memory_GiB > capacity) continue;

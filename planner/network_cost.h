@@ -44,6 +44,9 @@ struct NetworkLayout {
   int64_t global_batch = 1;  // samples per optimizer step
   WeightSharding sharding = WeightSharding::kReplicated;
   int tensor = 1;            // GPUs splitting the token layers' widths (Megatron's pairs; 1 = none)
+  // Activation recomputation of the repeated blocks (RecomputedLayers): each
+  // keeps its input, and its forward runs again in the backward.
+  bool recompute = false;
 
   int Data() const { return gpus / (spatial * tensor); }
   // Micro-steps per optimizer step: global / (data × micro); 0 when it does not divide.
@@ -127,6 +130,7 @@ struct PricedLayer {
   double share = 1;   // the part of each spatial tensor one GPU of the spatial group holds
   double forward_s = 0, backward_s = 0, halo_s = 0, tensor_comm_s = 0;
   bool memory_bound = false;
+  bool recomputed = false;  // its forward runs again before its backward (counted in backward_s)
 };
 // Every layer of `net` priced as PredictNetwork prices it (the same checks);
 // their forward and backward times, times `repeat`, sum to its forward_s and
@@ -141,6 +145,7 @@ struct NetworkSpace {
   bool tensor = true;      // tensor groups
   bool replicated = true;  // ddp
   bool optimizer = true;   // zero1 (fsdp is always allowed)
+  bool recompute = true;   // activation recomputation of repeated blocks
   bool Allows(const NetworkLayout& l) const;
 };
 
@@ -155,13 +160,16 @@ struct NetworkCandidate {
 // of the network's convolution inputs, 1 for networks without spatial
 // convolutions) × tensor groups (divisors of gpus within one NVLink domain
 // that split the network evenly, 1 for networks without tensor-parallel
-// layers) × the three weight shardings × the largest micro-batches
+// layers) × the three weight shardings × recomputation (for a network with a
+// stack of repeated blocks, where some micro-batch does not fit without
+// it) × the largest micro-batches
 // dividing each replica's share that fit the GPU (memory ≤ capacity × (1 −
 // headroom); memory grows with the micro-batch, so the boundary is found by
 // bisection and the four largest below it are priced); fastest first, ties
 // to the simpler layout (less sharding, no spatial split, a smaller tensor
-// group, the larger micro-batch). REQUIRES: gpus ≥ 1, global_batch ≥ 1. *refused (when given):
-// how many (spatial, sharding, micro-batch) layouts do not fit.
+// group, no recomputation, the larger micro-batch). REQUIRES: gpus ≥ 1,
+// global_batch ≥ 1. *refused (when given):
+// how many (spatial, sharding, recomputation, micro-batch) layouts do not fit.
 // Only layouts `space` allows are priced (a space without ddp shards even
 // one replica).
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,

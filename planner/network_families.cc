@@ -110,6 +110,13 @@ NetLayer TokenOp(LayerOp op, std::string name, int64_t tokens, int64_t width, do
   return l;
 }
 
+// A repeated block's first layer: its input is what activation
+// recomputation keeps (RecomputedLayers).
+NetLayer Checkpoint(NetLayer l) {
+  l.checkpoint = true;
+  return l;
+}
+
 // A norm without its own scale and shift: adaLN's modulated LayerNorm
 // (elementwise_affine=False), whose scale and shift come from a linear.
 NetLayer Modulated(NetLayer norm) {
@@ -301,7 +308,7 @@ void SpatialTransformer(const std::string& p, Ext e, int64_t c, int64_t depth, c
   // The `depth` blocks are identical: each layer once, repeated.
   const std::string b = p + (depth == 1 ? ".block1" : ".blocks");
   const size_t first = out->size();
-  out->push_back(TokenOp(LayerOp::kNorm, b + ".norm1", t, c));
+  out->push_back(Checkpoint(TokenOp(LayerOp::kNorm, b + ".norm1", t, c)));
   out->push_back(Split(Linear(b + ".attn1.qkv", t, c, 3 * c, false), kCol));
   out->push_back(Split(Attention(b + ".attn1", t, t, heads, a.head_channels), kShard));
   out->push_back(Split(Linear(b + ".attn1.out", t, c, c), kRowSplit));
@@ -533,8 +540,7 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
       // Blocks running the stream's output half (projection and MLP).
       const int64_t full = text_pre_only_last && std::string_view(stream) == "txt" ? dbl - 1 : dbl;
       if (full > 0) push(Linear(p + ".mod", 1, hidden, 6 * hidden), full);
-      if (full < dbl) push(Linear(p + ".mod_pre_only", 1, hidden, 2 * hidden), dbl - full);
-      push(Modulated(TokenOp(LayerOp::kNorm, p + ".norm1", t, hidden)), dbl);
+      push(Checkpoint(Modulated(TokenOp(LayerOp::kNorm, p + ".norm1", t, hidden))), dbl);
       push(Split(Linear(p + ".qkv", t, hidden, 3 * hidden), kCol), dbl);
       if (qk_norm) push(Split(TokenOp(LayerOp::kNorm, p + ".qk_norm", t, 2 * hidden), kShard), dbl);
       if (full == 0) continue;
@@ -547,10 +553,12 @@ Status BuildDiT(ObjectReader& r, std::vector<NetLayer>* out) {
       push(TokenOp(LayerOp::kElementwise, p + ".gate2", t, hidden, 3), full);
     }
     push(Split(Attention("double.attn", all, all, heads, hd), kShard), dbl);
+    // After the stack, so that the stack's layers stay one run of repeats.
+    if (text_pre_only_last) push(Linear("double.txt.mod_pre_only", 1, hidden, 2 * hidden), 1);
   }
   if (sgl > 0) {
     push(Linear("single.mod", 1, hidden, 3 * hidden), sgl);
-    push(Modulated(TokenOp(LayerOp::kNorm, "single.norm", all, hidden)), sgl);
+    push(Checkpoint(Modulated(TokenOp(LayerOp::kNorm, "single.norm", all, hidden))), sgl);
     push(Split(Linear("single.linear1", all, hidden, 3 * hidden + mlp), kCol), sgl);
     if (qk_norm) push(Split(TokenOp(LayerOp::kNorm, "single.qk_norm", all, 2 * hidden), kShard), sgl);
     push(Split(Attention("single.attn", all, all, heads, hd), kShard), sgl);
@@ -607,7 +615,7 @@ Status BuildVideoDiT(ObjectReader& r, std::vector<NetLayer>* out) {
   out->push_back(Linear("time_embed.2", 1, hidden, hidden));
   out->push_back(Linear("time_projection", 1, hidden, 6 * hidden));
   const size_t first = out->size();
-  for (NetLayer l : {Modulated(TokenOp(LayerOp::kNorm, "block.norm1", t, hidden)),
+  for (NetLayer l : {Checkpoint(Modulated(TokenOp(LayerOp::kNorm, "block.norm1", t, hidden))),
                      Split(Linear("block.self.qkv", t, hidden, 3 * hidden), kCol),
                      Split(Modulated(TokenOp(LayerOp::kNorm, "block.self.qk_norm", t, 2 * hidden)), kShard),
                      Split(Attention("block.self.attn", t, t, heads, hd), kShard),
@@ -678,7 +686,7 @@ Status BuildViT(ObjectReader& r, std::vector<NetLayer>* out) {
     NetLayer l = TokenOp(LayerOp::kNorm, name, tokens, hidden);
     return adaln ? Modulated(l) : l;
   };
-  for (NetLayer l : {norm("block.norm1"),
+  for (NetLayer l : {Checkpoint(norm("block.norm1")),
                      Split(Linear("block.qkv", tokens, hidden, 3 * hidden), kCol),
                      Split(Attention("block.attn", tokens, tokens, heads, hd), kShard),
                      Split(Linear("block.proj", tokens, hidden, hidden), kRowSplit),
@@ -787,6 +795,7 @@ Status BuildDeepLab(ObjectReader& r, std::vector<NetLayer>* out) {
   // Middle flow: identical blocks, one layer list repeated.
   const size_t first = out->size();
   for (int i = 1; i <= 3; ++i) Separable("middle.sep" + std::to_string(i), e, 728, 728, 1, true, out);
+  (*out)[first].checkpoint = true;
   out->push_back(Elementwise("middle.add", 2, e, 728, 2));
   for (size_t i = first; i < out->size(); ++i) (*out)[i].repeat = middle;
   // Exit flow: block20, then three separable convolutions (dilation 2).

@@ -87,11 +87,13 @@ Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layou
   auto s = ParseWeightSharding(sharding);
   if (!s.ok()) return r.Error("sharding", s.status().message());
   l.sharding = *s;
+  PT_RETURN_IF_ERROR(r.OptBool("recompute", &l.recompute));
   PT_RETURN_IF_ERROR(r.Finish());
   if (!job.space.Allows(l)) {
     return Status::InvalidArgument(pointer + ": " + job.framework + " does not run " +
                                    WeightShardingName(l.sharding) + " with spatial " + std::to_string(l.spatial) +
-                                   " and tensor " + std::to_string(l.tensor) + " (docs/networks.md)");
+                                   " and tensor " + std::to_string(l.tensor) +
+                                   (l.recompute ? " and recomputation" : "") + " (docs/networks.md)");
   }
   return l;
 }
@@ -167,7 +169,7 @@ Result<NetworkLayout> NetworkLayoutOfPlan(const NetworkJob& job, const Json& pla
   }
   // The keys a layout is stated by; the rest (data, accumulation) follow from them.
   Json stated = Json::object();
-  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding"}) {
+  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding", "recompute"}) {
     if (plan["layout"].contains(k)) stated[k] = plan["layout"][k];
   }
   return ReadNetworkLayout(job, stated, at);
@@ -195,7 +197,8 @@ OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPredictio
   OrderedJson j;
   j["layout"] = {{"sharding", WeightShardingName(l.sharding)}, {"data", l.Data()},
                  {"spatial", l.spatial},  {"tensor", l.tensor},
-                 {"micro_batch", l.micro_batch}, {"accumulation", l.Accumulation()}};
+                 {"micro_batch", l.micro_batch}, {"accumulation", l.Accumulation()},
+                 {"recompute", l.recompute}};
   j["step_s"] = p.step_s;
   j["samples_per_s"] = p.samples_per_s;
   j["forward_s"] = p.forward_s;

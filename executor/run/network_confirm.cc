@@ -52,7 +52,16 @@ class KernelBuilder {
                 StreamId stream)
       : b_(b), s_(s), precision_(p), training_(t), micro_(micro), stream_(stream) {}
 
+  // The layer's kernels; a recomputed layer runs its forward's again ahead
+  // of its backward's.
   Result<LayerKernels> Build(const PricedLayer& pl) {
+    PT_ASSIGN_OR_RETURN(LayerKernels k, Passes(pl));
+    if (pl.recomputed) k.backward.insert(k.backward.begin(), k.forward.begin(), k.forward.end());
+    return k;
+  }
+
+ private:
+  Result<LayerKernels> Passes(const PricedLayer& pl) {
     const NetLayer& l = pl.layer;
     switch (l.op) {
       case LayerOp::kConv: return Conv(pl);
@@ -65,7 +74,6 @@ class KernelBuilder {
     return Status::Internal("unknown layer op");
   }
 
- private:
   int64_t ElemBytes() const { return backend::GemmInputBytes(precision_); }
   bool Backward(const NetLayer& l) const { return !l.frozen; }
 
@@ -234,7 +242,7 @@ std::string ShapeKey(const PricedLayer& p) {
                    double(l.in_channels), double(l.out_channels), double(l.kernel), double(l.stride),
                    double(l.upsample), double(l.groups), double(l.transposed), double(l.tokens),
                    double(l.kv_tokens), double(l.heads), double(l.head_dim), l.tensors, double(l.input_grad),
-                   double(l.frozen), p.share}) {
+                   double(l.frozen), p.share, double(p.recomputed)}) {
     k += "|" + std::to_string(v);
   }
   return k;

@@ -105,6 +105,35 @@ TEST(NetworkConfirm, EveryCandidateRunsWithItsLayersAtTheNetworksShapes) {
   EXPECT_NEAR(rn->layers[0].ForwardFlops(), 2 * 118.0e6, 2e6);
 }
 
+// A plan that recomputes runs each recomputed layer's forward kernels again
+// ahead of its backward: DeepCAM's middle flow (the repeated blocks) measures
+// three passes behind its forward, a convolution outside it two.
+TEST(NetworkConfirm, RecomputedLayersRunTheirForwardAgainInTheBackward) {
+  Json plans = PlansFor("deepcam", 4, 8);
+  ASSERT_FALSE(plans["plans"].empty());
+  plans["plans"][0]["layout"]["recompute"] = true;
+  const OrderedJson r = ConfirmOnFake(FourRanks(), plans, 1, 1000);
+  ASSERT_EQ(r["candidates"].size(), 1u);
+  const OrderedJson& c = r["candidates"][0];
+  ASSERT_EQ(c["status"], "ok") << c.dump();
+  EXPECT_TRUE(c["layout"]["recompute"].get<bool>());
+  int middle = 0, outside = 0;
+  for (const OrderedJson& row : c["compute"]["by_layer"]) {
+    const std::string name = row["layer"];
+    if (row["op"] != "conv" || name.find("pointwise") == std::string::npos) continue;
+    const double ratio = row["measured_backward_s"].get<double>() / row["measured_forward_s"].get<double>();
+    if (name.rfind("middle.", 0) == 0) {
+      EXPECT_NEAR(ratio, 3.0, 1e-9) << name;
+      ++middle;
+    } else {
+      EXPECT_NEAR(ratio, 2.0, 1e-9) << name;
+      ++outside;
+    }
+  }
+  EXPECT_GT(middle, 0);
+  EXPECT_GT(outside, 0);
+}
+
 // ZeRO-1's step sync as the distributed optimizer issues it: the gradients
 // reduce-scattered in fp32 and the updated weights all-gathered in bf16, each
 // the whole model's bytes (nccl-tests' size) on the 4 data-parallel ranks.

@@ -437,7 +437,10 @@ TEST(NetworkCost, LayerPricesSumToTheStepsParts) {
   split.gpus = 16, split.spatial = 2, split.micro_batch = 1, split.global_batch = 8;
   NetworkLayout tp;
   tp.gpus = 16, tp.tensor = 4, tp.micro_batch = 4, tp.global_batch = 16;
-  for (const auto& [name, l] : {std::pair{"unet3d-kits19", split}, std::pair{"flux1-schnell", tp}}) {
+  NetworkLayout recomputed = tp;
+  recomputed.recompute = true;
+  for (const auto& [name, l] : {std::pair{"unet3d-kits19", split}, std::pair{"flux1-schnell", tp},
+                                std::pair{"flux1-schnell", recomputed}}) {
     SCOPED_TRACE(name);
     const Network net = Preset(name);
     auto p = PredictNetwork(net, c, l, NetworkTraining{});
@@ -455,6 +458,59 @@ TEST(NetworkCost, LayerPricesSumToTheStepsParts) {
     EXPECT_NEAR(halo, p->halo_s, 1e-12 + 1e-12 * p->halo_s);
     EXPECT_NEAR(tensor, p->tensor_comm_s, 1e-12 + 1e-12 * p->tensor_comm_s);
   }
+}
+
+TEST(NetworkCost, RecomputationKeepsBlockInputsAndRunsTheForwardAgain) {
+  // Four repeats of a norm and two linears over 16 tokens of width 32: saved
+  // per sample without recomputation every layer's input, 4 x (512 + 512 +
+  // 2048) elements; with it the checkpoint layer's input per repeat, 4 x 512,
+  // and one repeat's activations during its backward, 3072.
+  const Json j = Json::parse(R"({"name": "stack", "source": "test", "layers": [
+      {"op": "linear", "tokens": 16, "in_features": 8, "out_features": 32, "input_grad": false},
+      {"op": "norm", "in": [32, 16], "repeat": 4, "checkpoint": true},
+      {"op": "linear", "tokens": 16, "in_features": 32, "out_features": 128, "repeat": 4},
+      {"op": "linear", "tokens": 16, "in_features": 128, "out_features": 32, "repeat": 4}]})");
+  auto net = ParseNetwork(j, "");
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  NetworkLayout plain{1, 1, 2, 2};
+  NetworkLayout again = plain;
+  again.recompute = true;
+  auto a = PredictNetwork(*net, c, plain, NetworkTraining{});
+  auto b = PredictNetwork(*net, c, again, NetworkTraining{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  const double bytes = 2 /* micro-batch */ * 2.0 /* bf16 */ / (1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(a->activations_GiB, (8 * 16 + 4 * (512 + 512 + 2048)) * bytes);
+  EXPECT_DOUBLE_EQ(b->activations_GiB, (8 * 16 + 4 * 512 + 3072) * bytes);
+  // The forward runs once more, inside the backward: the first layer (no
+  // checkpoint, repeat 1) is not in the stack and runs once.
+  auto layers = PriceNetworkLayers(*net, c, plain, NetworkTraining{});
+  ASSERT_TRUE(layers.ok());
+  const double stack_fwd = a->forward_s - (*layers)[0].forward_s;
+  EXPECT_DOUBLE_EQ(b->forward_s, a->forward_s);
+  EXPECT_NEAR(b->backward_s, a->backward_s + stack_fwd, 1e-15);
+  // A network without a checkpointed stack has nothing to recompute.
+  NetworkLayout l{8, 1, 8, 64};
+  l.recompute = true;
+  EXPECT_FALSE(PredictNetwork(Preset("sd2-unet"), c, l, NetworkTraining{}).ok());
+}
+
+TEST(NetworkSearch, RecomputationIsWhatLetsAVideoTransformerFit) {
+  // Wan2.1-14B on an 81-frame 480p clip: 32,760 tokens per sample keep ~150
+  // GiB of activations per GPU even at tensor 8, more than an H100 holds;
+  // with its 40 blocks recomputed each keeps its 32,760 x 5120 input.
+  const Network wan = Preset("wan2.1-t2v-14b");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  NetworkSpace saving;
+  saving.recompute = false;
+  EXPECT_TRUE(SearchNetworkLayouts(wan, c, 256, 256, NetworkTraining{}, 0.05, nullptr, saving).empty());
+  const auto plans = SearchNetworkLayouts(wan, c, 256, 256, NetworkTraining{}, 0.05);
+  ASSERT_FALSE(plans.empty());
+  for (const NetworkCandidate& p : plans) EXPECT_TRUE(p.layout.recompute);
+  // The blocks' inputs alone (whole on every GPU of a tensor group): 40 x
+  // 32,760 x 5120 bf16 values per sample.
+  EXPECT_GE(plans.front().prediction.activations_GiB,
+            40.0 * 32760 * 5120 * 2 / (1024.0 * 1024 * 1024) * plans.front().layout.micro_batch);
 }
 
 // A framework's space: PyTorch's own parallelism has no spatial or tensor

@@ -203,7 +203,8 @@ function netTerms(p) {  // [key, label, colour, seconds] adding up to step_s
 function netLayout(l) {
   return `${l.sharding}, data ${l.data}` + (l.tensor > 1 ? `, tensor ${l.tensor}` : "") +
     (l.spatial > 1 ? `, spatial ${l.spatial}` : "") +
-    `, micro-batch ${l.micro_batch}` + (l.accumulation > 1 ? ` × ${l.accumulation}` : "");
+    `, micro-batch ${l.micro_batch}` + (l.accumulation > 1 ? ` × ${l.accumulation}` : "") +
+    (l.recompute ? ", blocks recomputed" : "");
 }
 
 function netBar(p, width = 160) {
