@@ -331,11 +331,12 @@ Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const Net
   return Status::Ok();
 }
 
-// The data-parallel collectives of one step and what of them the compute
+// The weight replicas' collectives of one step (data × spatial GPUs with the
+// same tensor rank: NetworkLayout::Replicas) and what of them the compute
 // does not hide.
 void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
                        const NetworkTraining& t, double fwd, double bwd, NetworkPrediction* p) {
-  const int dp = l.Data();
+  const int dp = l.Replicas();
   if (dp <= 1) return;
   const double params = net.Params();
   const double grads = params * t.grad_bytes, weights = params * 2.0;
@@ -343,7 +344,7 @@ void PriceGradientSync(const Network& net, const topology::ClusterSpec& c, const
   std::map<Collective, topology::LinkCost> placed;
   auto coll = [&](Collective k, double bytes) {
     auto it = placed.find(k);
-    if (it == placed.end()) it = placed.emplace(k, topology::GroupCost(c, k, l.spatial * l.tensor, dp)).first;
+    if (it == placed.end()) it = placed.emplace(k, topology::GroupCost(c, k, l.tensor, dp)).first;
     return topology::LinkSeconds(it->second, dp, bytes);
   };
   switch (l.sharding) {
@@ -400,7 +401,7 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
     if (x.frozen) frozen += x.Params() * x.repeat;
     else largest = std::max(largest, x.Params());
   }
-  const double params = net.Params(), dp = l.Data();
+  const double params = net.Params(), dp = l.Replicas();
   const double w = params * 4.0, g = params * t.grad_bytes, s = params * t.optimizer_state_bytes;
   double state = 0;
   switch (l.sharding) {
@@ -469,7 +470,7 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
   PriceGradientSync(net, cluster, layout, training, p.forward_s, p.backward_s, &p);
   // The optimizer reads and writes the fp32 weights and its states and reads
   // the gradients, on the shard a GPU owns.
-  const double shard = layout.sharding == WeightSharding::kReplicated ? 1.0 : 1.0 / layout.Data();
+  const double shard = layout.sharding == WeightSharding::kReplicated ? 1.0 : 1.0 / layout.Replicas();
   const double opt_bytes = net.Params() * shard * (2.0 * 4.0 + training.grad_bytes + 2.0 * training.optimizer_state_bytes);
   p.optimizer_s = opt_bytes / (cluster.gpu.hbm_GBps * 1e9 * cluster.gpu.hbm_efficiency);
   p.step_s = accumulation * micro + p.grad_sync_exposed_s + p.optimizer_s;
@@ -540,7 +541,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       for (const auto& [s, recompute] : ShardingsAndRecompute(recomputes)) {
         if (!recompute) every_micro_fits = false;  // each sharding comes first without
         // Nothing to shard over, unless the space has no unsharded layout.
-        if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
+        if (dp * spatial == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         // Recomputation only buys memory: where every micro-batch fits
         // without it, it is the same layouts, slower.
         if (recompute && every_micro_fits) continue;
@@ -597,7 +598,7 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
       if (tensor > 1 && !CheckTensorSplit(net, static_cast<int>(tensor)).ok()) continue;
       const int64_t dp = gpus / (spatial * tensor);
       for (const auto& [s, recompute] : ShardingsAndRecompute(RecomputeChoices(net, space))) {
-        if (dp == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
+        if (dp * spatial == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor), recompute};
         if (!space.Allows(l)) continue;
         auto p = PredictNetwork(net, cluster, l, training);

@@ -49,6 +49,10 @@ struct NetworkLayout {
   bool recompute = false;
 
   int Data() const { return gpus / (spatial * tensor); }
+  // GPUs holding the same weights: every replica and every GPU of its spatial
+  // group (each computes a partial weight gradient over its part of the
+  // sample). Their gradients are summed, and zero1/fsdp shard over them.
+  int Replicas() const { return Data() * spatial; }
   // Micro-steps per optimizer step: global / (data × micro); 0 when it does not divide.
   int64_t Accumulation() const;
 };

@@ -314,13 +314,14 @@ Result<std::vector<double>> TimeSync(Backend& b, backend::CommId comm, int ranks
   return per_call;
 }
 
-// The data-parallel collectives of one step on min(world, data) processes
+// The weight replicas' collectives of one step on min(world, data × spatial)
+// processes
 // (TimeSync), every rank agreeing on the outcome, and the model's figure for
 // the same collectives on as many GPUs.
 Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& job, const planner::NetworkLayout& l,
                                         double local_params, const NetworkConfirmOptions& o, StreamId stream) {
   SyncMeasure m;
-  m.ranks = std::min(b.world_size(), l.Data());
+  m.ranks = std::min(b.world_size(), l.Replicas());
   m.bytes = local_params * job.training.grad_bytes;
   if (m.ranks < 2 || l.sharding == planner::WeightSharding::kFull) return m;
   const bool member = b.rank() < m.ranks;
@@ -467,7 +468,7 @@ class NetworkCandidateRun {
     const double rf = pf > 0 ? mf / pf : 1.0, rb = pb > 0 ? mb / pb : 1.0;
     const double fwd = mf + rf * (all_f - pf), bwd = mb + rb * (all_b - pb);
     const planner::NetworkPrediction& p = prediction_;
-    const bool whole_group = sync.ranks == layout_.Data() && sync.ranks > 1 && sync.measured_s > 0;
+    const bool whole_group = sync.ranks == layout_.Replicas() && sync.ranks > 1 && sync.measured_s > 0;
     const double exposed = whole_group && p.grad_sync_s > 0
                                ? sync.measured_s * p.grad_sync_exposed_s / p.grad_sync_s
                                : p.grad_sync_exposed_s;
@@ -481,7 +482,7 @@ class NetworkCandidateRun {
                           {"measured_over_predicted", (pf + pb) > 0 ? (mf + mb) / (pf + pb) : 0.0},
                           {"by_layer", rows}};
     report_["grad_sync"] = {{"ranks", sync.ranks},
-                            {"plan_ranks", layout_.Data()},
+                            {"plan_ranks", layout_.Replicas()},
                             {"bytes", sync.bytes},
                             {"measured_s", sync.measured_s > 0 ? OrderedJson(sync.measured_s) : OrderedJson(nullptr)},
                             {"modelled_same_ranks_s",

@@ -335,6 +335,14 @@ TEST(NetworkCost, SpatialSplitExchangesHalosAndCutsActivations) {
   EXPECT_GT(split->halo_s, 0);
   EXPECT_LT(split->activations_GiB, whole->activations_GiB / 3);
   EXPECT_LT(split->forward_s, whole->forward_s);
+  // Every GPU of a spatial group holds the weights and a partial weight
+  // gradient over its part of the sample: one replica split over 8 GPUs
+  // still all-reduces its gradients over them, and shards over them.
+  auto one = PredictNetwork(net, c, Layout(8, 1, 1, 8), NetworkTraining{});
+  auto sharded = PredictNetwork(net, c, Layout(8, 1, 1, 8, WeightSharding::kFull), NetworkTraining{});
+  ASSERT_TRUE(one.ok() && sharded.ok());
+  EXPECT_GT(one->grad_sync_s, 0);
+  EXPECT_LT(sharded->memory_GiB - sharded->activations_GiB, one->memory_GiB - one->activations_GiB);
 }
 
 TEST(NetworkCost, TensorParallelismSplitsTheTokenLayers) {
