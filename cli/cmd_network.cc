@@ -49,7 +49,7 @@ Result<Json> RequestFromNetworkFlags(const Flags& flags, std::istream& in, bool 
   if (predict) {
     Json layout = Json::object();
     for (auto [flag, key] : {std::pair{"--micro-batch", "micro_batch"}, std::pair{"--spatial", "spatial"},
-                             std::pair{"--tensor", "tensor"}}) {
+                             std::pair{"--tensor", "tensor"}, std::pair{"--sequence", "sequence"}}) {
       if (auto v = flags.Get(flag)) {
         PT_ASSIGN_OR_RETURN(layout[key], ParseInt(*v, flag));
       }
@@ -81,7 +81,8 @@ void PrintPrediction(std::ostream& out, const planner::NetworkJob& job, const Or
   const OrderedJson& l = p["layout"];
   const int64_t accum = l["accumulation"].get<int64_t>();
   out << "  " << l["sharding"].get<std::string>() << ", data " << l["data"] << ", spatial " << l["spatial"]
-      << ", tensor " << l["tensor"] << ", micro-batch " << l["micro_batch"] << ", " << accum << " micro-step"
+      << ", tensor " << l["tensor"] << (l["sequence"].get<int>() > 1 ? ", sequence " + l["sequence"].dump() : "")
+      << ", micro-batch " << l["micro_batch"] << ", " << accum << " micro-step"
       << (accum == 1 ? "" : "s") << (l["recompute"].get<bool>() ? ", blocks recomputed" : "") << "\n";
   out << "  step " << FormatFixed(Num(p, "step_s"), 4) << " s, " << FormatFixed(Num(p, "samples_per_s"), 1)
       << " samples/s, " << FormatFixed(Num(p, "model_tflops_per_gpu"), 1) << " model TFLOP/s per GPU (MFU "
@@ -93,7 +94,10 @@ void PrintPrediction(std::ostream& out, const planner::NetworkJob& job, const Or
   }
   out << "  per micro-step: forward " << FormatFixed(Num(p, "forward_s"), 4) << " s, backward "
       << FormatFixed(Num(p, "backward_s"), 4) << " s, halo " << FormatFixed(Num(p, "halo_s"), 4)
-      << " s, tensor-parallel " << FormatFixed(Num(p, "tensor_comm_s"), 4) << " s; per step: gradient sync " << FormatFixed(Num(p, "grad_sync_s"), 4) << " s ("
+      << " s, tensor-parallel " << FormatFixed(Num(p, "tensor_comm_s"), 4) << " s"
+      << (Num(p, "sequence_comm_s") > 0 ? ", sequence all-to-all " + FormatFixed(Num(p, "sequence_comm_s"), 4) + " s"
+                                        : "")
+      << "; per step: gradient sync " << FormatFixed(Num(p, "grad_sync_s"), 4) << " s ("
       << FormatFixed(Num(p, "grad_sync_exposed_s"), 4) << " s exposed), optimizer "
       << FormatFixed(Num(p, "optimizer_s"), 4) << " s\n";
   out << "  memory " << FormatFixed(Num(p, "memory_GiB"), 1) << " GiB of "

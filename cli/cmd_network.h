@@ -12,7 +12,7 @@ namespace paratune::cli {
 // --micro-batch --spatial --tensor --sharding, plan --headroom --top.
 inline constexpr const char* kNetworkFlags[] = {"--network",    "--micro-batch", "--spatial",
                                                 "--tensor",     "--sharding",    "--grad-bytes",
-                                                "--optimizer-state-bytes", "--recompute"};
+                                                "--optimizer-state-bytes", "--recompute", "--sequence"};
 
 int PredictNetworkCommand(const Flags& flags, Io io);
 int PlanNetworkCommand(const Flags& flags, Io io);

@@ -26,8 +26,8 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.05]
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --network N --cluster C --gpus G --global-batch B
-                        [--micro-batch b] [--spatial s] [--tensor t] [--sharding ddp|zero1|fsdp]
-                        [--recompute] [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
+                        [--micro-batch b] [--spatial s] [--tensor t] [--sequence q]
+                        [--sharding ddp|zero1|fsdp] [--recompute] [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
                         [--framework pytorch|torchtitan] [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
@@ -113,7 +113,9 @@ parallelism (ddp: gradients all-reduced behind the backward; zero1: optimizer
 states sharded; fsdp: every weight sharded) and, for 3D networks, a spatial
 split of each sample over --spatial GPUs with halo exchange, and for the
 token layers of diffusion transformers and U-Net attention, Megatron-style
-tensor parallelism over --tensor GPUs; --recompute checkpoints the stacks of
+tensor parallelism over --tensor GPUs, and for transformers (DiT, ViT, video
+DiT) DeepSpeed-Ulysses sequence parallelism over --sequence GPUs (tokens
+split, attention head-split between all-to-alls); --recompute checkpoints the stacks of
 repeated blocks (transformer blocks, DeepCAM's middle flow): each keeps its
 input and runs its forward again in the backward. --micro-batch
 defaults to the global batch over the data-parallel replicas; --grad-bytes is
@@ -288,7 +290,8 @@ int RunPredict(const Args& args, Io io) {
   Flags flags(
       {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
        "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
-       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--tensor", "--sharding", "--grad-bytes",
+       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--tensor", "--sequence", "--sharding",
+       "--grad-bytes",
        "--optimizer-state-bytes"},
       {"--help", "--compile", "--recompute"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;

@@ -96,8 +96,13 @@ Result<OrderedJson> NetworkReplanDocument(const Json& request, const std::functi
     }
     const int g = counts[i];
     int refused = 0;
+    bool stopped = false;
     const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
-        job.network, job.cluster, g, job.global_batch, job.training, job.headroom, &refused, job.space);
+        job.network, job.cluster, g, job.global_batch, job.training, job.headroom, &refused, job.space, expired,
+        &stopped);
+    if (stopped) {
+      return Status::Timeout("the network replan ran out of time in the search of " + std::to_string(g) + " GPUs");
+    }
     OrderedJson c;
     c["gpus"] = g;
     c["refused_over_memory"] = refused;
@@ -121,7 +126,7 @@ Result<OrderedJson> NetworkReplanDocument(const Json& request, const std::functi
   next.gpus = best_gpus;
   next.top = in.top;
   next.request["gpus"] = best_gpus;
-  doc["plans"] = PlanNetworkDocument(next);
+  PT_ASSIGN_OR_RETURN(doc["plans"], PlanNetworkDocumentUntil(next, expired));
   return doc;
 }
 

@@ -54,6 +54,12 @@ Status CheckPyTorchExpresses(const NetworkLayout& l, const std::string& format) 
                       "ShardTensor split a convolution's planes with halo exchange; set that layout by hand "
                       "(docs/networks.md), or plan without --spatial");
   }
+  if (l.sequence > 1) {
+    return Refuse(format, "sequence parallelism (" + std::to_string(l.sequence) +
+                              " GPUs per sample, DeepSpeed-Ulysses' all-to-alls around attention) has no module "
+                              "in PyTorch itself (DeepSpeed's DistributedAttention, xDiT or the model's own "
+                              "attention carry it); set it by hand, or plan without --sequence");
+  }
   if (l.tensor > 1) {
     return Refuse(format, "tensor parallelism (" + std::to_string(l.tensor) +
                               " GPUs) needs the network's linear pairs named in "
@@ -283,10 +289,11 @@ Result<std::string> TorchtitanFlux(const NetworkJob& job, const NetworkPredictio
                                 "models/flux/config_registry.py @ b5bcd76); '" + job.network.name +
                                     "' is not the flux1-schnell preset: use --format pytorch");
   }
-  if (l.spatial > 1 || l.tensor > 1) {
-    return Refuse("torchtitan", "torchtitan's FLUX has no tensor or spatial parallelism (its parallelize_flux "
-                                "applies activation checkpointing, compile and FSDP only: "
-                                "models/flux/parallelize.py:42-80 @ b5bcd76)");
+  if (l.spatial > 1 || l.tensor > 1 || l.sequence > 1) {
+    return Refuse("torchtitan", "torchtitan's FLUX has no tensor, spatial or Ulysses sequence parallelism (its "
+                                "parallelize_flux applies activation checkpointing, compile and FSDP only: "
+                                "models/flux/parallelize.py:42-80 @ b5bcd76; its context parallelism is ring "
+                                "attention, which the plan did not price)");
   }
   if (l.sharding != WeightSharding::kFull) {
     return Refuse("torchtitan", std::string("torchtitan's FLUX always shards with FSDP2 "

@@ -59,6 +59,54 @@ NetLayer TensorShard(const NetLayer& l, int t) {
   return s;
 }
 
+bool IsSelfAttention(const NetLayer& l) { return l.op == LayerOp::kAttention && l.kv_tokens == l.tokens; }
+
+NetLayer SequenceShard(const NetLayer& l, int s) {
+  NetLayer x = l;
+  if (s <= 1) return x;
+  auto split = [s](int64_t n) { return (n + s - 1) / s; };
+  switch (l.op) {
+    case LayerOp::kLinear:
+      if (l.tokens > 1) x.tokens = split(l.tokens);
+      break;
+    case LayerOp::kAttention:
+      if (IsSelfAttention(l)) {
+        x.heads /= s;
+        x.in_channels = x.out_channels = x.heads * x.head_dim;
+      } else {
+        x.tokens = split(l.tokens);
+      }
+      break;
+    case LayerOp::kConv: break;
+    default:
+      if (l.dims == 1) x.extent[0] = split(l.extent[0]);
+      break;
+  }
+  return x;
+}
+
+Status CheckSequenceSplit(const Network& net, int s, int t) {
+  if (s <= 1) return Status::Ok();
+  bool self = false;
+  for (const NetLayer& l : net.layers) {
+    if (l.op == LayerOp::kConv && l.input_grad) {
+      return Status::InvalidArgument("sequence parallelism splits the tokens of a transformer; '" + l.name +
+                                     "' is a convolution inside the network (split it spatially instead)");
+    }
+    if (!IsSelfAttention(l)) continue;
+    self = true;
+    const int64_t heads = TensorShard(l, t).heads;
+    if (heads % s != 0) {
+      return Status::InvalidArgument("sequence parallelism " + std::to_string(s) + " does not divide layer '" +
+                                     l.name + "' (" + std::to_string(heads) + " heads per tensor rank)");
+    }
+  }
+  if (!self) {
+    return Status::InvalidArgument("network '" + net.name + "' has no self-attention; sequence must be 1");
+  }
+  return Status::Ok();
+}
+
 Status CheckTensorSplit(const Network& net, int t) {
   if (t <= 1) return Status::Ok();
   bool column = false;

@@ -121,6 +121,24 @@ NetLayer TensorShard(const NetLayer& l, int t);
 // layer, and t divides every split width. InvalidArgument names the layer.
 Status CheckTensorSplit(const Network& net, int t);
 
+// Whether a layer is self-attention (its keys are its own tokens), which
+// sequence parallelism runs head-split between two all-to-alls.
+bool IsSelfAttention(const NetLayer& l);
+// The part of a layer (already its tensor shard) one GPU of a sequence group
+// of `s` runs, as DeepSpeed-Ulysses splits a transformer: token rows over s
+// (linears over more than one token, token norms and element-wise work);
+// self-attention over every token for heads / s, after an all-to-all of Q,
+// K, V and before one of its output; cross-attention its query tokens over s
+// against every key. Spatial layers (convolutions: a ViT's patch embedding)
+// run whole on every GPU. REQUIRES: CheckSequenceSplit(net, s, t).
+NetLayer SequenceShard(const NetLayer& l, int s);
+// Whether `s`-way sequence parallelism applies to `net` under tensor
+// parallelism `t`: the network is a transformer (self-attention, and no
+// convolution but an input embedding: U-Nets and CNNs split spatially), and
+// s divides every self-attention layer's heads per tensor rank.
+// InvalidArgument names the layer or the rule.
+Status CheckSequenceSplit(const Network& net, int s, int t);
+
 // The explicit form (every layer spelled out), which ParseNetwork reads back
 // to the same network: what `presets show` prints for a user to edit.
 Json NetworkToJson(const Network& n);

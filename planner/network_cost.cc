@@ -34,6 +34,7 @@ Result<WeightSharding> ParseWeightSharding(const std::string& name) {
 bool NetworkSpace::Allows(const NetworkLayout& l) const {
   if (l.spatial > 1 && !spatial) return false;
   if (l.recompute && !recompute) return false;
+  if (l.sequence > 1 && !sequence) return false;
   if (l.tensor > 1 && !tensor) return false;
   if (l.sharding == WeightSharding::kReplicated) return replicated;
   if (l.sharding == WeightSharding::kOptimizer) return optimizer;
@@ -59,11 +60,35 @@ constexpr double kFsdpUnitParams = 1e6;
 // micro-batches that fit, this many.
 constexpr size_t kMicroBatchesKept = 4;
 
+// The layer one GPU runs: its tensor rank's part, then its sequence rank's.
+NetLayer GpuShard(const NetLayer& l, const NetworkLayout& layout) {
+  return SequenceShard(TensorShard(l, layout.tensor), layout.sequence);
+}
+
 // Recomputation off, and on where the space allows it and the network has
 // repeated blocks to recompute.
 std::vector<bool> RecomputeChoices(const Network& net, const NetworkSpace& space) {
   if (space.recompute && !RecomputedLayers(net).empty()) return {false, true};
   return {false};
+}
+
+// The (tensor, sequence) groups `net` splits evenly whose product divides
+// `gpus` and stays inside one NVLink domain (Megatron's rule of thumb for
+// tensor groups, and DeepSpeed-Ulysses' for its all-to-alls: past it every
+// one crosses the NICs); (1, 1) first.
+std::vector<std::pair<int, int>> TokenGroups(const Network& net, const topology::ClusterSpec& cluster, int gpus,
+                                             const NetworkSpace& space) {
+  std::vector<std::pair<int, int>> out;
+  const int domain = std::min(gpus, cluster.DomainGpus());
+  for (int t = 1; t <= domain; ++t) {
+    if (gpus % t != 0 || !CheckTensorSplit(net, t).ok()) continue;
+    for (int s = 1; t * s <= domain; ++s) {
+      if (gpus % (t * s) != 0) continue;
+      if (s > 1 && (!space.sequence || !CheckSequenceSplit(net, s, t).ok())) continue;
+      out.emplace_back(t, s);
+    }
+  }
+  return out;
 }
 
 // Every weight sharding with every recomputation choice.
@@ -100,14 +125,19 @@ class LayerPricer {
     // The groups every layer's collectives run on, placed once (GroupCost
     // weighs NCCL's algorithms; a layer only reads the fastest for its bytes).
     if (layout.tensor > 1) tensor_ar_ = topology::GroupCost(c, Collective::kAllReduce, 1, layout.tensor);
+    if (layout.sequence > 1) {
+      sequence_a2a_ = topology::GroupCost(c, Collective::kAllToAll, layout.tensor, layout.sequence);
+    }
     if (layout.spatial > 1) {
-      spatial_ar_ = topology::GroupCost(c, Collective::kAllReduce, layout.tensor, layout.spatial);
-      halo_ = topology::GroupCost(c, Collective::kSendRecv, layout.tensor, layout.spatial);
+      const int stride = layout.tensor * layout.sequence;
+      spatial_ar_ = topology::GroupCost(c, Collective::kAllReduce, stride, layout.spatial);
+      halo_ = topology::GroupCost(c, Collective::kSendRecv, stride, layout.spatial);
     }
   }
 
   struct Times {
     double fwd = 0, bwd = 0, halo = 0, tensor = 0;
+    double sequence = 0, sequence_fwd = 0;  // all-to-alls: all, the forward's
     bool memory_bound = false;
   };
 
@@ -125,6 +155,7 @@ class LayerPricer {
       case LayerOp::kResample: t = Stream(l, b, 1, 1); break;
     }
     t.tensor = TensorComm(l, b);
+    SequenceComm(l, b, &t);
     return t;
   }
 
@@ -132,6 +163,7 @@ class LayerPricer {
   // forward's halo exchange and (a row layer's) tensor-parallel all-reduce.
   static void Recompute(const NetLayer& l, Times* t) {
     t->bwd += t->fwd;
+    t->sequence += t->sequence_fwd;
     t->halo += t->halo / (l.input_grad && !l.frozen ? 2.0 : 1.0);
     if (l.tensor == TensorSplit::kRow) t->tensor *= 2;
   }
@@ -281,6 +313,19 @@ class LayerPricer {
     return bytes > 0 ? topology::LinkSeconds(tensor_ar_, layout_.tensor, bytes) : 0;
   }
 
+  // Ulysses' all-to-alls around a self-attention layer (already its sequence
+  // shard: every token, heads / s): Q, K and V to head-split before it, the
+  // output back to token-split after it; the backward moves their gradients
+  // the same way. Each moves one GPU's tokens / s × every head of its tensor
+  // rank.
+  void SequenceComm(const NetLayer& l, double b, Times* t) const {
+    if (layout_.sequence <= 1 || !IsSelfAttention(l)) return;
+    const double bytes = b * static_cast<double>(l.tokens) * l.heads * l.head_dim * act_bytes_;
+    const double one = topology::LinkSeconds(sequence_a2a_, layout_.sequence, bytes);
+    t->sequence_fwd = 4 * one;
+    t->sequence = t->sequence_fwd + (!l.frozen && l.input_grad ? 4 * one : 0);
+  }
+
   // A spatially split convolution exchanges (kernel − 1)/2 planes of its input
   // with each neighbour in the forward, and as many gradient planes in the
   // backward.
@@ -297,17 +342,23 @@ class LayerPricer {
   topology::Precision precision_;
   double act_bytes_, peak_, stream_Bps_, overhead_s_;
   bool fused_norm_;
-  topology::LinkCost tensor_ar_, spatial_ar_, halo_;
+  topology::LinkCost tensor_ar_, sequence_a2a_, spatial_ar_, halo_;
 };
 
 Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const NetworkLayout& l,
                    const NetworkTraining& t) {
   if (net.layers.empty()) return Status::InvalidArgument("network '" + net.name + "' has no layers");
-  if (l.gpus < 1 || l.spatial < 1 || l.tensor < 1 || l.gpus % (l.spatial * l.tensor) != 0) {
-    return Status::InvalidArgument("spatial × tensor (" + std::to_string(l.spatial) + " × " +
-                                   std::to_string(l.tensor) + ") must divide gpus (" + std::to_string(l.gpus) + ")");
+  if (l.gpus < 1 || l.spatial < 1 || l.tensor < 1 || l.sequence < 1 ||
+      l.gpus % (l.spatial * l.sequence * l.tensor) != 0) {
+    return Status::InvalidArgument("spatial × sequence × tensor (" + std::to_string(l.spatial) + " × " +
+                                   std::to_string(l.sequence) + " × " + std::to_string(l.tensor) +
+                                   ") must divide gpus (" + std::to_string(l.gpus) + ")");
+  }
+  if (l.sequence > 1 && l.spatial > 1) {
+    return Status::InvalidArgument("a sample is split either spatially or by sequence, not both");
   }
   PT_RETURN_IF_ERROR(CheckTensorSplit(net, l.tensor));
+  PT_RETURN_IF_ERROR(CheckSequenceSplit(net, l.sequence, l.tensor));
   if (l.micro_batch < 1 || l.global_batch < 1) {
     return Status::InvalidArgument("micro_batch and global_batch must be positive");
   }
@@ -421,14 +472,15 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
 Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::ClusterSpec& cluster,
                                          const NetworkLayout& layout, const NetworkTraining& training) {
   PT_RETURN_IF_ERROR(CheckLayout(full, cluster, layout, training));
-  // What one GPU of a tensor group holds and runs (the network itself without
-  // tensor parallelism: the search asks for thousands of layouts).
+  // What one GPU of a tensor and sequence group holds and runs (the network
+  // itself without either: the search asks for thousands of layouts).
   Network sharded;
-  if (layout.tensor > 1) {
+  const bool split = layout.tensor > 1 || layout.sequence > 1;
+  if (split) {
     sharded.layers.reserve(full.layers.size());
-    for (const NetLayer& l : full.layers) sharded.layers.push_back(TensorShard(l, layout.tensor));
+    for (const NetLayer& l : full.layers) sharded.layers.push_back(GpuShard(l, layout));
   }
-  const Network& net = layout.tensor > 1 ? sharded : full;
+  const Network& net = split ? sharded : full;
   const LayerPricer pricer(cluster, layout, training);
   NetworkPrediction p;
   // Time per layer name (unnamed layers by their op), the strings made only
@@ -459,14 +511,15 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
     p.backward_s += n * t.bwd;
     p.halo_s += n * t.halo;
     p.tensor_comm_s += n * t.tensor;
+    p.sequence_comm_s += n * t.sequence;
     LayerAcc& acc = by_name[l.name.empty() ? std::string_view(LayerOpName(l.op)) : std::string_view(l.name)];
     acc.layer = &l;
-    acc.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor);
+    acc.seconds += n * (t.fwd + t.bwd + t.halo + t.tensor + t.sequence);
     acc.memory_bound = t.memory_bound;
   }
   saved += block_peak;
   const double accumulation = static_cast<double>(layout.Accumulation());
-  const double micro = p.forward_s + p.backward_s + p.halo_s + p.tensor_comm_s;
+  const double micro = p.forward_s + p.backward_s + p.halo_s + p.tensor_comm_s + p.sequence_comm_s;
   PriceGradientSync(net, cluster, layout, training, p.forward_s, p.backward_s, &p);
   // The optimizer reads and writes the fp32 weights and its states and reads
   // the gradients, on the shard a GPU owns.
@@ -500,7 +553,7 @@ Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const to
   out.reserve(net.layers.size());
   for (size_t i = 0; i < net.layers.size(); ++i) {
     PricedLayer p;
-    p.layer = layout.tensor > 1 ? TensorShard(net.layers[i], layout.tensor) : net.layers[i];
+    p.layer = GpuShard(net.layers[i], layout);
     p.share = pricer.Share(p.layer);
     p.recomputed = !recomputed.empty() && recomputed[i];
     LayerPricer::Times t = pricer.Price(p.layer);
@@ -509,6 +562,7 @@ Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const to
     p.backward_s = t.bwd;
     p.halo_s = t.halo;
     p.tensor_comm_s = t.tensor;
+    p.sequence_comm_s = t.sequence;
     p.memory_bound = t.memory_bound;
     out.push_back(std::move(p));
   }
@@ -517,22 +571,21 @@ Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const to
 
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
-                                                   double headroom, int* refused, const NetworkSpace& space) {
+                                                   double headroom, int* refused, const NetworkSpace& space,
+                                                   const std::function<bool()>& expired, bool* stopped) {
   const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
   const std::vector<bool> recomputes = RecomputeChoices(net, space);
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
-  // Tensor groups stay inside one NVLink domain (Megatron's rule of thumb;
-  // past it every all-reduce crosses the NICs).
-  std::vector<int> tensors;
-  for (int t = 1; t <= std::min(gpus, cluster.DomainGpus()); ++t) {
-    if (gpus % t == 0 && CheckTensorSplit(net, t).ok()) tensors.push_back(t);
-  }
-  for (int spatial = 1; spatial <= gpus && spatial <= std::max<int64_t>(1, max_spatial); ++spatial) {
-    for (int tensor : tensors) {
-      if (gpus % (spatial * tensor) != 0) continue;
-      const int64_t dp = gpus / (spatial * tensor);
+  const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
+  bool late = false;  // `expired` answered true: rank what was priced
+  for (int spatial = 1; !late && spatial <= gpus && spatial <= std::max<int64_t>(1, max_spatial); ++spatial) {
+    for (const auto& [tensor, sequence] : groups) {
+      if (late) break;
+      if (sequence > 1 && spatial > 1) continue;
+      if (gpus % (spatial * sequence * tensor) != 0) continue;
+      const int64_t dp = gpus / (spatial * sequence * tensor);
       if (global_batch % dp != 0) continue;
       // A replica's share past 2^31 samples is no batch anyone trains.
       if (global_batch / dp > std::numeric_limits<int>::max()) continue;
@@ -541,12 +594,16 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       for (const auto& [s, recompute] : ShardingsAndRecompute(recomputes)) {
         if (!recompute) every_micro_fits = false;  // each sharding comes first without
         // Nothing to shard over, unless the space has no unsharded layout.
-        if (dp * spatial == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
+        if (dp * spatial * sequence == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         // Recomputation only buys memory: where every micro-batch fits
         // without it, it is the same layouts, slower.
         if (recompute && every_micro_fits) continue;
+        if (expired && expired()) {
+          late = true;
+          break;
+        }
         auto layout = [&](int64_t mb) {
-          return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor, recompute};
+          return NetworkLayout{gpus, spatial, mb, global_batch, s, tensor, recompute, sequence};
         };
         if (!space.Allows(layout(1))) continue;
         // Memory grows with the micro-batch: the largest that fits by
@@ -571,11 +628,13 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       }
     }
   }
+  if (stopped) *stopped = late;
   std::stable_sort(out.begin(), out.end(), [](const NetworkCandidate& a, const NetworkCandidate& b) {
     if (a.prediction.step_s != b.prediction.step_s) return a.prediction.step_s < b.prediction.step_s;
     if (a.layout.sharding != b.layout.sharding) return a.layout.sharding < b.layout.sharding;
     if (a.layout.spatial != b.layout.spatial) return a.layout.spatial < b.layout.spatial;
     if (a.layout.tensor != b.layout.tensor) return a.layout.tensor < b.layout.tensor;
+    if (a.layout.sequence != b.layout.sequence) return a.layout.sequence < b.layout.sequence;
     if (a.layout.recompute != b.layout.recompute) return !a.layout.recompute;
     return a.layout.micro_batch > b.layout.micro_batch;
   });
@@ -590,16 +649,16 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
                                            const NetworkTraining& training, double capacity,
                                            const NetworkSpace& space) {
   std::optional<NetworkCandidate> best;
-  const std::vector<int> divisors = cost::Divisors(gpus);
-  for (int64_t spatial : divisors) {
+  const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
+  for (int64_t spatial : cost::Divisors(gpus)) {
     if (spatial > MaxSpatial(net)) break;
-    for (int64_t tensor : divisors) {
-      if (tensor > cluster.DomainGpus() || gpus % (spatial * tensor) != 0) continue;
-      if (tensor > 1 && !CheckTensorSplit(net, static_cast<int>(tensor)).ok()) continue;
-      const int64_t dp = gpus / (spatial * tensor);
+    for (const auto& [tensor, sequence] : groups) {
+      if (sequence > 1 && spatial > 1) continue;
+      if (gpus % (spatial * sequence * tensor) != 0) continue;
+      const int64_t dp = gpus / (spatial * sequence * tensor);
       for (const auto& [s, recompute] : ShardingsAndRecompute(RecomputeChoices(net, space))) {
-        if (dp * spatial == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
-        const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, static_cast<int>(tensor), recompute};
+        if (dp * spatial * sequence == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
+        const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, tensor, recompute, sequence};
         if (!space.Allows(l)) continue;
         auto p = PredictNetwork(net, cluster, l, training);
         if (!p.ok() || p->memory_GiB > capacity) continue;

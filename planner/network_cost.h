@@ -18,6 +18,7 @@
 // the column layer's input gradient all-reduced in the backward).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,21 +39,24 @@ Result<WeightSharding> ParseWeightSharding(const std::string& name);
 // Ranks are laid tensor group innermost, then the spatial group, then data
 // parallelism (so a tensor group stays inside an NVLink domain first).
 struct NetworkLayout {
-  int gpus = 1;              // all GPUs of the job: data × spatial × tensor
+  int gpus = 1;              // all GPUs of the job: data × spatial × sequence × tensor
   int spatial = 1;           // GPUs splitting one sample's spatial extent (1 = none)
-  int64_t micro_batch = 1;   // samples per spatial × tensor group per micro-step
+  int64_t micro_batch = 1;   // samples per spatial × sequence × tensor group per micro-step
   int64_t global_batch = 1;  // samples per optimizer step
   WeightSharding sharding = WeightSharding::kReplicated;
   int tensor = 1;            // GPUs splitting the token layers' widths (Megatron's pairs; 1 = none)
   // Activation recomputation of the repeated blocks (RecomputedLayers): each
   // keeps its input, and its forward runs again in the backward.
   bool recompute = false;
+  // GPUs splitting one sample's tokens (DeepSpeed-Ulysses: SequenceShard;
+  // 1 = none). Ranks: tensor innermost, then sequence, spatial, data.
+  int sequence = 1;
 
-  int Data() const { return gpus / (spatial * tensor); }
+  int Data() const { return gpus / (spatial * sequence * tensor); }
   // GPUs holding the same weights: every replica and every GPU of its spatial
-  // group (each computes a partial weight gradient over its part of the
-  // sample). Their gradients are summed, and zero1/fsdp shard over them.
-  int Replicas() const { return Data() * spatial; }
+  // or sequence group (each computes a partial weight gradient over its part
+  // of the sample). Their gradients are summed, and zero1/fsdp shard over them.
+  int Replicas() const { return Data() * spatial * sequence; }
   // Micro-steps per optimizer step: global / (data × micro); 0 when it does not divide.
   int64_t Accumulation() const;
 };
@@ -88,6 +92,7 @@ struct NetworkPrediction {
   double backward_s = 0;        // one micro-batch, per GPU
   double halo_s = 0;            // spatial halo exchanges per micro-batch (not hidden)
   double tensor_comm_s = 0;     // tensor-parallel all-reduces per micro-batch (not hidden)
+  double sequence_comm_s = 0;   // sequence-parallel all-to-alls per micro-batch (not hidden)
   double grad_sync_s = 0;       // the data-parallel collectives per step, unhidden
   double grad_sync_exposed_s = 0;
   double optimizer_s = 0;
@@ -130,9 +135,9 @@ Result<NetworkPrediction> PredictNetwork(const Network& net, const topology::Clu
 // One layer as one GPU runs it under a layout, and its predicted times per
 // occurrence and micro-batch: what `paratune confirm` measures layer by layer.
 struct PricedLayer {
-  NetLayer layer;     // the tensor group's shard (TensorShard); spatial extents whole
+  NetLayer layer;     // what one GPU runs (TensorShard, then SequenceShard); spatial extents whole
   double share = 1;   // the part of each spatial tensor one GPU of the spatial group holds
-  double forward_s = 0, backward_s = 0, halo_s = 0, tensor_comm_s = 0;
+  double forward_s = 0, backward_s = 0, halo_s = 0, tensor_comm_s = 0, sequence_comm_s = 0;
   bool memory_bound = false;
   bool recomputed = false;  // its forward runs again before its backward (counted in backward_s)
 };
@@ -150,6 +155,7 @@ struct NetworkSpace {
   bool replicated = true;  // ddp
   bool optimizer = true;   // zero1 (fsdp is always allowed)
   bool recompute = true;   // activation recomputation of repeated blocks
+  bool sequence = true;    // sequence (Ulysses) groups
   bool Allows(const NetworkLayout& l) const;
 };
 
@@ -175,11 +181,15 @@ struct NetworkCandidate {
 // global_batch ≥ 1. *refused (when given):
 // how many (spatial, sharding, recomputation, micro-batch) layouts do not fit.
 // Only layouts `space` allows are priced (a space without ddp shards even
-// one replica).
+// one replica). `expired`, when given, is asked before each split and
+// sharding's bisection; once it answers true the search stops, sets *stopped
+// (when given) and ranks what it priced so far.
 std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const topology::ClusterSpec& cluster,
                                                    int gpus, int64_t global_batch, const NetworkTraining& training,
                                                    double headroom, int* refused = nullptr,
-                                                   const NetworkSpace& space = {});
+                                                   const NetworkSpace& space = {},
+                                                   const std::function<bool()>& expired = nullptr,
+                                                   bool* stopped = nullptr);
 
 // LBANN's tournament (LTFB; Jacobs et al., CLUSTER 2019): `trainers`
 // independent trainers of `trainer` layout each train their own model on

@@ -34,7 +34,7 @@ Status ReadFramework(ObjectReader& r, NetworkJob* job) {
   PT_RETURN_IF_ERROR(r.OptString("framework", &job->framework));
   if (job->framework.empty()) return Status::Ok();
   if (job->framework == "pytorch") {
-    job->space.spatial = job->space.tensor = false;
+    job->space.spatial = job->space.tensor = job->space.sequence = false;
     job->training.zero1_whole_weights = true;  // ZeroRedundancyOptimizer (frameworks/network_emit.h)
   } else if (job->framework == "torchtitan") {
     const bool flux = r.Raw("network").is_string() && r.Raw("network").get<std::string>() == "flux1-schnell";
@@ -42,7 +42,7 @@ Status ReadFramework(ObjectReader& r, NetworkJob* job) {
       return r.Error("framework", "torchtitan trains FLUX.1-schnell among these networks (its own flux_schnell); "
                                   "use pytorch");
     }
-    job->space.spatial = job->space.tensor = false;
+    job->space.spatial = job->space.tensor = job->space.sequence = false;
     job->space.replicated = job->space.optimizer = false;
   } else {
     return r.Error("framework", "must be pytorch or torchtitan (omit it for every layout the model expresses)");
@@ -79,6 +79,12 @@ Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layou
     return r.Error("tensor", "spatial × tensor must divide gpus (" + std::to_string(job.gpus) + ")");
   }
   l.tensor = static_cast<int>(tensor);
+  int64_t sequence = 1;
+  PT_RETURN_IF_ERROR(r.OptInteger("sequence", &sequence));
+  if (sequence < 1 || sequence > job.gpus || job.gpus % (spatial * tensor * sequence) != 0) {
+    return r.Error("sequence", "spatial × sequence × tensor must divide gpus (" + std::to_string(job.gpus) + ")");
+  }
+  l.sequence = static_cast<int>(sequence);
   l.micro_batch = job.global_batch / l.Data();
   PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
   if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");
@@ -92,7 +98,8 @@ Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layou
   if (!job.space.Allows(l)) {
     return Status::InvalidArgument(pointer + ": " + job.framework + " does not run " +
                                    WeightShardingName(l.sharding) + " with spatial " + std::to_string(l.spatial) +
-                                   " and tensor " + std::to_string(l.tensor) +
+                                   ", sequence " + std::to_string(l.sequence) + " and tensor " +
+                                   std::to_string(l.tensor) +
                                    (l.recompute ? " and recomputation" : "") + " (docs/networks.md)");
   }
   return l;
@@ -169,7 +176,7 @@ Result<NetworkLayout> NetworkLayoutOfPlan(const NetworkJob& job, const Json& pla
   }
   // The keys a layout is stated by; the rest (data, accumulation) follow from them.
   Json stated = Json::object();
-  for (const char* k : {"spatial", "tensor", "micro_batch", "sharding", "recompute"}) {
+  for (const char* k : {"spatial", "tensor", "sequence", "micro_batch", "sharding", "recompute"}) {
     if (plan["layout"].contains(k)) stated[k] = plan["layout"][k];
   }
   return ReadNetworkLayout(job, stated, at);
@@ -196,7 +203,7 @@ OrderedJson NetworkJobJson(const NetworkJob& job) {
 OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPrediction& p) {
   OrderedJson j;
   j["layout"] = {{"sharding", WeightShardingName(l.sharding)}, {"data", l.Data()},
-                 {"spatial", l.spatial},  {"tensor", l.tensor},
+                 {"spatial", l.spatial},  {"tensor", l.tensor}, {"sequence", l.sequence},
                  {"micro_batch", l.micro_batch}, {"accumulation", l.Accumulation()},
                  {"recompute", l.recompute}};
   j["step_s"] = p.step_s;
@@ -205,6 +212,7 @@ OrderedJson NetworkPredictionJson(const NetworkLayout& l, const NetworkPredictio
   j["backward_s"] = p.backward_s;
   j["halo_s"] = p.halo_s;
   j["tensor_comm_s"] = p.tensor_comm_s;
+  j["sequence_comm_s"] = p.sequence_comm_s;
   j["grad_sync_s"] = p.grad_sync_s;
   j["grad_sync_exposed_s"] = p.grad_sync_exposed_s;
   j["optimizer_s"] = p.optimizer_s;
@@ -232,10 +240,18 @@ Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job) {
   return doc;
 }
 
-OrderedJson PlanNetworkDocument(const NetworkJob& job) {
+OrderedJson PlanNetworkDocument(const NetworkJob& job) { return *PlanNetworkDocumentUntil(job, nullptr); }
+
+Result<OrderedJson> PlanNetworkDocumentUntil(const NetworkJob& job, const std::function<bool()>& expired) {
   int refused = 0;
-  const std::vector<NetworkCandidate> ranked = SearchNetworkLayouts(
-      job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom, &refused, job.space);
+  bool stopped = false;
+  const std::vector<NetworkCandidate> ranked =
+      SearchNetworkLayouts(job.network, job.cluster, job.gpus, job.global_batch, job.training, job.headroom,
+                           &refused, job.space, expired, &stopped);
+  if (stopped) {
+    return Status::Timeout("the network's layout search ran out of time after " + std::to_string(ranked.size()) +
+                           " fitting layouts");
+  }
   OrderedJson doc;
   doc["schema"] = kNetworkPlansSchema;
   doc["job"] = NetworkJobJson(job);

@@ -14,6 +14,7 @@
 //    "framework": "pytorch" | "torchtitan"}   (optional: only the layouts it runs)
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -86,6 +87,9 @@ Result<OrderedJson> PredictNetworkDocument(const NetworkJob& job);
 // refused_over_memory, layouts_fit, plans}: the `top` fastest layouts that
 // fit; `request` is NetworkJob::request.
 OrderedJson PlanNetworkDocument(const NetworkJob& job);
+// The same, stopping when `expired` answers true (SearchNetworkLayouts):
+// Timeout then, with how far the search got.
+Result<OrderedJson> PlanNetworkDocumentUntil(const NetworkJob& job, const std::function<bool()>& expired);
 
 // paratune.network_capacity/v1: {schema, job, size {key, step, largest,
 // max}, found, binds, layout_prediction (the fastest layout at that size, one

@@ -542,14 +542,16 @@ Result<Served> PlanService::PlanNow(const Json& request, const std::string& raw_
   // Taken before parsing, so a profile stored meanwhile makes the key stale, not the document.
   const std::string body_key = raw_body.empty() ? "" : BodyKey(raw_body);
   if (request.is_object() && request.contains("network")) {
-    // A network's layout search is bounded (network_cost.h: bisection per
-    // split and sharding, at most kMaxNetworkLayers layers: about 2 s at
-    // worst) and takes a search slot like any search, so no client runs more
-    // of them at once than its share.
+    // A network's layout search takes a search slot like any search, so no
+    // client runs more of them at once than its share, and stops at the
+    // service's time limit (a user's network and cluster set how many
+    // splits it prices).
     PT_ASSIGN_OR_RETURN(planner::NetworkJob job, NetworkJobFor(request));
     PT_ASSIGN_OR_RETURN(SearchSlots::Ticket ticket, slots_.Acquire(client.key(), 1.0, refusal));
-    return Served{std::make_shared<const std::string>(
-                      planner::PlanNetworkDocument(job).dump(-1, ' ', false, Json::error_handler_t::replace)),
+    auto doc = planner::PlanNetworkDocumentUntil(job, [&] { return std::chrono::steady_clock::now() > deadline; });
+    if (!doc.ok() && doc.status().code() == StatusCode::kTimeout) return TooLate();
+    if (!doc.ok()) return doc.status();
+    return Served{std::make_shared<const std::string>(doc->dump(-1, ' ', false, Json::error_handler_t::replace)),
                   false};
   }
   PT_ASSIGN_OR_RETURN(PlanRequest req, ParsePlanRequest(request));

@@ -400,7 +400,8 @@ class NetworkCandidateRun {
   OrderedJson Terms(const planner::NetworkPrediction& p) const {
     return {{"step_s", p.step_s},           {"forward_s", p.forward_s},
             {"backward_s", p.backward_s},   {"halo_s", p.halo_s},
-            {"tensor_comm_s", p.tensor_comm_s}, {"grad_sync_s", p.grad_sync_s},
+            {"tensor_comm_s", p.tensor_comm_s}, {"sequence_comm_s", p.sequence_comm_s},
+            {"grad_sync_s", p.grad_sync_s},
             {"grad_sync_exposed_s", p.grad_sync_exposed_s}, {"optimizer_s", p.optimizer_s}};
   }
 
@@ -472,7 +473,8 @@ class NetworkCandidateRun {
     const double exposed = whole_group && p.grad_sync_s > 0
                                ? sync.measured_s * p.grad_sync_exposed_s / p.grad_sync_s
                                : p.grad_sync_exposed_s;
-    const double step = static_cast<double>(layout_.Accumulation()) * (fwd + bwd + p.halo_s + p.tensor_comm_s) +
+    const double step = static_cast<double>(layout_.Accumulation()) *
+                            (fwd + bwd + p.halo_s + p.tensor_comm_s + p.sequence_comm_s) +
                         exposed + p.optimizer_s;
     report_["compute"] = {{"shapes_measured", chosen_.size()},
                           {"layers", layers.size()},

@@ -162,7 +162,7 @@ TEST(NetworkCli, EmitWritesWhatPyTorchAndTorchtitanRunAndRefusesTheRest) {
     const Json& l = fp["plans"][i]["layout"];
     const std::string rank = std::to_string(i + 1);
     const Outcome t = Call(RunEmit, {"--plans", flux, "--rank", rank, "--format", "torchtitan"});
-    if (l["sharding"] == "fsdp" && l["tensor"] == 1) {
+    if (l["sharding"] == "fsdp" && l["tensor"] == 1 && l["sequence"] == 1) {
       ++fsdp;
       ASSERT_EQ(t.code, kExitOk) << t.err;
       EXPECT_EQ(Assigned(t.out, "DATA_PARALLEL_SHARD"), std::to_string(l["data"].get<int>()));
@@ -174,15 +174,32 @@ TEST(NetworkCli, EmitWritesWhatPyTorchAndTorchtitanRunAndRefusesTheRest) {
     } else {
       EXPECT_EQ(t.code, 2) << l.dump();
     }
-    if (l["tensor"].get<int>() > 1) {
+    if (l["tensor"].get<int>() > 1 || l["sequence"].get<int>() > 1) {
       ++tensor;
       const Outcome p = Call(RunEmit, {"--plans", flux, "--rank", rank, "--format", "pytorch"});
       EXPECT_EQ(p.code, 2);
-      EXPECT_NE(p.err.find("tensor parallelism"), std::string::npos) << p.err;
+      const char* split = l["sequence"].get<int>() > 1 ? "sequence parallelism" : "tensor parallelism";
+      EXPECT_NE(p.err.find(split), std::string::npos) << p.err;
     }
   }
   EXPECT_GT(fsdp, 0);
   EXPECT_GT(tensor, 0);
+
+  // Wan2.1-14B's plans split each clip's tokens over a sequence group, which
+  // neither PyTorch's own modules nor torchtitan's FLUX express: refused with
+  // the reason, and --framework pytorch ranks layouts without it.
+  const std::string wan = WritePlans({"--network", "wan2.1-t2v-14b", "--cluster", "dgx-h100", "--gpus", "256",
+                                      "--global-batch", "256", "--top", "20"}, "paratune_wan_plans.json");
+  const Json wp = Json::parse(std::ifstream(wan));
+  int sequence = 0;
+  for (size_t i = 0; i < wp["plans"].size(); ++i) {
+    if (wp["plans"][i]["layout"]["sequence"].get<int>() <= 1) continue;
+    ++sequence;
+    const Outcome p = Call(RunEmit, {"--plans", wan, "--rank", std::to_string(i + 1), "--format", "pytorch"});
+    EXPECT_EQ(p.code, 2);
+    EXPECT_NE(p.err.find("sequence parallelism"), std::string::npos) << p.err;
+  }
+  EXPECT_GT(sequence, 0);
 }
 
 // With --framework, every ranked plan is one that framework runs: each of
@@ -191,7 +208,7 @@ TEST(NetworkCli, EveryPlanRankedForAFrameworkEmits) {
   for (const auto& [network, framework, gpus, batch] :
        {std::tuple<const char*, const char*, const char*, const char*>{"unet3d-kits19", "pytorch", "64", "64"},
         {"flux1-schnell", "torchtitan", "64", "256"},
-        {"flux1-schnell", "pytorch", "64", "256"}}) {
+        {"flux1-schnell", "pytorch", "64", "256"}, {"wan2.1-t2v-14b", "pytorch", "256", "256"}}) {
     SCOPED_TRACE(std::string(network) + " " + framework);
     const std::string path = WritePlans({"--network", network, "--cluster", "dgx-h100", "--gpus", gpus,
                                          "--global-batch", batch, "--framework", framework, "--top", "10"},

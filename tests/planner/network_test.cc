@@ -447,20 +447,24 @@ TEST(NetworkCost, LayerPricesSumToTheStepsParts) {
   tp.gpus = 16, tp.tensor = 4, tp.micro_batch = 4, tp.global_batch = 16;
   NetworkLayout recomputed = tp;
   recomputed.recompute = true;
+  NetworkLayout ulysses = tp;
+  ulysses.tensor = 2, ulysses.sequence = 2, ulysses.recompute = true;
   for (const auto& [name, l] : {std::pair{"unet3d-kits19", split}, std::pair{"flux1-schnell", tp},
-                                std::pair{"flux1-schnell", recomputed}}) {
+                                std::pair{"flux1-schnell", recomputed}, std::pair{"wan2.1-t2v-1.3b", ulysses}}) {
     SCOPED_TRACE(name);
     const Network net = Preset(name);
     auto p = PredictNetwork(net, c, l, NetworkTraining{});
     auto layers = PriceNetworkLayers(net, c, l, NetworkTraining{});
     ASSERT_TRUE(p.ok() && layers.ok());
-    double fwd = 0, bwd = 0, halo = 0, tensor = 0;
+    double fwd = 0, bwd = 0, halo = 0, tensor = 0, sequence = 0;
     for (const PricedLayer& x : *layers) {
       fwd += x.layer.repeat * x.forward_s;
       bwd += x.layer.repeat * x.backward_s;
       halo += x.layer.repeat * x.halo_s;
       tensor += x.layer.repeat * x.tensor_comm_s;
+      sequence += x.layer.repeat * x.sequence_comm_s;
     }
+    EXPECT_NEAR(sequence, p->sequence_comm_s, 1e-12 + 1e-12 * p->sequence_comm_s);
     EXPECT_NEAR(fwd, p->forward_s, 1e-12 * p->forward_s);
     EXPECT_NEAR(bwd, p->backward_s, 1e-12 * p->backward_s);
     EXPECT_NEAR(halo, p->halo_s, 1e-12 + 1e-12 * p->halo_s);
@@ -503,22 +507,87 @@ TEST(NetworkCost, RecomputationKeepsBlockInputsAndRunsTheForwardAgain) {
   EXPECT_FALSE(PredictNetwork(Preset("sd2-unet"), c, l, NetworkTraining{}).ok());
 }
 
-TEST(NetworkSearch, RecomputationIsWhatLetsAVideoTransformerFit) {
+TEST(NetworkSearch, RecomputationOrSequenceSplitsAreWhatLetAVideoTransformerFit) {
   // Wan2.1-14B on an 81-frame 480p clip: 32,760 tokens per sample keep ~150
-  // GiB of activations per GPU even at tensor 8, more than an H100 holds;
-  // with its 40 blocks recomputed each keeps its 32,760 x 5120 input.
+  // GiB of activations per GPU even at tensor 8, more than an H100 holds.
+  // With its 40 blocks recomputed each keeps its 32,760 x 5120 input; with
+  // the tokens split over a sequence group each GPU keeps its share.
   const Network wan = Preset("wan2.1-t2v-14b");
   const topology::ClusterSpec c = Cluster("dgx-h100");
-  NetworkSpace saving;
-  saving.recompute = false;
-  EXPECT_TRUE(SearchNetworkLayouts(wan, c, 256, 256, NetworkTraining{}, 0.05, nullptr, saving).empty());
-  const auto plans = SearchNetworkLayouts(wan, c, 256, 256, NetworkTraining{}, 0.05);
-  ASSERT_FALSE(plans.empty());
-  for (const NetworkCandidate& p : plans) EXPECT_TRUE(p.layout.recompute);
+  auto search = [&](bool recompute, bool sequence) {
+    NetworkSpace space;
+    space.recompute = recompute;
+    space.sequence = sequence;
+    return SearchNetworkLayouts(wan, c, 256, 256, NetworkTraining{}, 0.05, nullptr, space);
+  };
+  EXPECT_TRUE(search(false, false).empty());
+  const auto recomputed = search(true, false);
+  ASSERT_FALSE(recomputed.empty());
+  for (const NetworkCandidate& p : recomputed) EXPECT_TRUE(p.layout.recompute);
   // The blocks' inputs alone (whole on every GPU of a tensor group): 40 x
   // 32,760 x 5120 bf16 values per sample.
-  EXPECT_GE(plans.front().prediction.activations_GiB,
-            40.0 * 32760 * 5120 * 2 / (1024.0 * 1024 * 1024) * plans.front().layout.micro_batch);
+  EXPECT_GE(recomputed.front().prediction.activations_GiB,
+            40.0 * 32760 * 5120 * 2 / (1024.0 * 1024 * 1024) * recomputed.front().layout.micro_batch);
+  const auto split = search(false, true);
+  ASSERT_FALSE(split.empty());
+  for (const NetworkCandidate& p : split) {
+    EXPECT_GT(p.layout.sequence, 1);
+    // Ulysses' all-to-alls and the tensor group stay in one 8-GPU NVLink domain.
+    EXPECT_LE(p.layout.sequence * p.layout.tensor, 8);
+  }
+}
+
+TEST(NetworkCost, SequenceParallelismSplitsTokensAndExchangesAroundAttention) {
+  // DeepSpeed-Ulysses over 8 GPUs of one sample of Wan2.1-14B (32,760
+  // tokens): every GPU runs an eighth of the tokens through the linears and
+  // norms and an eighth of the heads through self-attention, so the forward is
+  // no less than an eighth of one GPU's (no GEMM runs faster on fewer rows);
+  // the all-to-alls around self-attention are the new traffic, and the saved
+  // activations shrink about eightfold.
+  const Network wan = Preset("wan2.1-t2v-14b");
+  const topology::ClusterSpec c = Cluster("dgx-h100");
+  NetworkLayout whole{8, 1, 1, 8, WeightSharding::kFull};
+  NetworkLayout split = whole;
+  split.sequence = 8;
+  auto a = PredictNetwork(wan, c, whole, NetworkTraining{});
+  auto b = PredictNetwork(wan, c, split, NetworkTraining{});
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  EXPECT_EQ(split.Data(), 1);
+  EXPECT_EQ(split.Replicas(), 8);
+  EXPECT_GE(b->forward_s, a->forward_s / 8 * (1 - 1e-9));
+  EXPECT_LT(b->forward_s, a->forward_s / 8 * 1.25);
+  EXPECT_EQ(a->sequence_comm_s, 0);
+  EXPECT_GT(b->sequence_comm_s, 0);
+  EXPECT_LT(b->activations_GiB, a->activations_GiB / 7);
+  // Each GPU still holds every weight: one replica's 8 GPUs sum and shard
+  // their gradients.
+  EXPECT_GT(b->grad_sync_s, 0);
+  // Cross-attention keeps every text key: its queries are split, its heads
+  // are not.
+  for (const NetLayer& l : wan.layers) {
+    if (l.name == "block.cross.attn") {
+      const NetLayer x = SequenceShard(l, 8);
+      EXPECT_EQ(x.heads, l.heads);
+      EXPECT_EQ(x.kv_tokens, 512);
+      EXPECT_EQ(x.tokens, 32760 / 8);
+    }
+    if (l.name == "block.self.attn") {
+      const NetLayer x = SequenceShard(l, 8);
+      EXPECT_EQ(x.heads, l.heads / 8);
+      EXPECT_EQ(x.tokens, 32760);
+    }
+  }
+  // Refused: a U-Net (convolutions inside: split it spatially), heads the
+  // group does not divide (FLUX's 24 over 16), and both splits of one sample.
+  NetworkLayout unet{8, 1, 8, 64};
+  unet.sequence = 2;
+  EXPECT_FALSE(PredictNetwork(Preset("sd2-unet"), c, unet, NetworkTraining{}).ok());
+  NetworkLayout sixteen{16, 1, 1, 16};
+  sixteen.sequence = 16;
+  EXPECT_FALSE(PredictNetwork(Preset("flux1-schnell"), c, sixteen, NetworkTraining{}).ok());
+  NetworkLayout both{16, 2, 1, 16};
+  both.sequence = 2;
+  EXPECT_FALSE(PredictNetwork(Preset("dit-xl2"), c, both, NetworkTraining{}).ok());
 }
 
 // A framework's space: PyTorch's own parallelism has no spatial or tensor

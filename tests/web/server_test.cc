@@ -519,6 +519,10 @@ TEST(ServerLimits, ASearchOverTheTimeLimitIsRefused) {
   const Json plans = Json::parse(planner::PlanNetworkDocument(*job).dump());
   auto re = s.Client()->Post("/v1/replans", Json{{"from", plans}, {"lost_nodes", 1}}.dump(), "application/json");
   EXPECT_EQ(ExpectProblem(re, 422)["type"], "urn:paratune:problem:search-time-limit");
+  // So does a network's own layout search, whose size a user's network and
+  // cluster set (tensor × sequence × spatial splits).
+  auto np = s.Client()->Post("/v1/plans", kNetworkPlan, "application/json");
+  EXPECT_EQ(ExpectProblem(np, 422)["type"], "urn:paratune:problem:search-time-limit");
   std::filesystem::remove_all(dir);
 }
 

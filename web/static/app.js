@@ -16,7 +16,8 @@ const STAGE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 const state = { doc: null, request: null, selected: 0, compare: [], emit: null, sweep: null };
 // A network's step (docs/networks.md) drawn as segments; they add up to step_s.
 const NET_TERMS = [["forward", "forward", "#4e79a7"], ["backward", "backward", "#a0cbe8"],
-                   ["tensor", "tensor-parallel comm", "#f28e2b"], ["halo", "halo exchange", "#8cd17d"],
+                   ["tensor", "tensor-parallel comm", "#f28e2b"], ["sequence", "sequence all-to-all", "#ff9d9a"],
+                   ["halo", "halo exchange", "#8cd17d"],
                    ["sync", "gradient sync (exposed)", "#b6992d"], ["optimizer", "optimizer", "#79706e"]];
 const NETWORK_PREFIX = "network:";
 
@@ -195,13 +196,15 @@ async function onSubmit(ev) {
 // ---------- network results ----------
 function netTerms(p) {  // [key, label, colour, seconds] adding up to step_s
   const n = p.layout.accumulation;
-  const v = { forward: n * p.forward_s, backward: n * p.backward_s, tensor: n * p.tensor_comm_s, halo: n * p.halo_s,
-              sync: p.grad_sync_exposed_s, optimizer: p.optimizer_s };
+  const v = { forward: n * p.forward_s, backward: n * p.backward_s, tensor: n * p.tensor_comm_s,
+              sequence: n * (p.sequence_comm_s || 0), halo: n * p.halo_s, sync: p.grad_sync_exposed_s,
+              optimizer: p.optimizer_s };
   return NET_TERMS.map(([k, label, c]) => [k, label, c, Math.max(0, v[k])]);
 }
 
 function netLayout(l) {
   return `${l.sharding}, data ${l.data}` + (l.tensor > 1 ? `, tensor ${l.tensor}` : "") +
+    (l.sequence > 1 ? `, sequence ${l.sequence}` : "") +
     (l.spatial > 1 ? `, spatial ${l.spatial}` : "") +
     `, micro-batch ${l.micro_batch}` + (l.accumulation > 1 ? ` × ${l.accumulation}` : "") +
     (l.recompute ? ", blocks recomputed" : "");
