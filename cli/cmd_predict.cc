@@ -27,7 +27,8 @@ constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--forma
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --network N --cluster C --gpus G --global-batch B
                         [--micro-batch b] [--spatial s] [--tensor t] [--sequence q]
-                        [--sharding ddp|zero1|fsdp] [--recompute] [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
+                        [--sharding ddp|zero1|fsdp] [--recompute] [--precision bf16]
+                        [--grad-bytes 4] [--optimizer-state-bytes 8]
                         [--framework pytorch|torchtitan] [--format json|table]
 
 Predicts the time of one training iteration and the memory each GPU needs for
@@ -115,14 +116,15 @@ split of each sample over --spatial GPUs with halo exchange, and for the
 token layers of diffusion transformers and U-Net attention, Megatron-style
 tensor parallelism over --tensor GPUs, and for transformers (DiT, ViT, video
 DiT) DeepSpeed-Ulysses sequence parallelism over --sequence GPUs (tokens
-split, attention head-split between all-to-alls); --recompute checkpoints the stacks of
-repeated blocks (transformer blocks, DeepCAM's middle flow): each keeps its
-input and runs its forward again in the backward. --micro-batch
-defaults to the global batch over the data-parallel replicas; --grad-bytes is
-the gradient width the data-parallel collective moves (4: PyTorch AMP, 2:
-half-precision reduction); --optimizer-state-bytes per parameter (Adam 8, SGD
-with momentum 4); --framework refuses a layout that framework does not run
-(pytorch: no spatial or tensor split; torchtitan: flux1-schnell with fsdp).
+split, attention head-split between all-to-alls); --recompute checkpoints
+the stacks of repeated blocks (transformer blocks, DeepCAM's middle flow):
+each keeps its input and runs its forward again in the backward.
+--micro-batch defaults to the global batch over the data-parallel replicas;
+--grad-bytes is the gradient width the data-parallel collective moves (4:
+PyTorch AMP, 2: half-precision reduction); --optimizer-state-bytes per
+parameter (Adam 8, SGD with momentum 4); --framework refuses a layout that framework does not run
+(pytorch: no spatial, tensor or sequence split; torchtitan: flux1-schnell
+with fsdp).
 A prediction above the GPU's best published MFU is flagged
 (above_published_mfu). JSON: schema paratune.network_prediction/v1.
 
