@@ -314,10 +314,9 @@ Result<std::vector<double>> TimeSync(Backend& b, backend::CommId comm, int ranks
   return per_call;
 }
 
-// The weight replicas' collectives of one step on min(world, data × spatial)
-// processes
-// (TimeSync), every rank agreeing on the outcome, and the model's figure for
-// the same collectives on as many GPUs.
+// The weight replicas' collectives of one step on min(world, replicas)
+// processes (TimeSync), every rank agreeing on the outcome, and the model's
+// figure for the same collectives on as many GPUs.
 Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& job, const planner::NetworkLayout& l,
                                         double local_params, const NetworkConfirmOptions& o, StreamId stream) {
   SyncMeasure m;
