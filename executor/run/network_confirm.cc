@@ -345,6 +345,68 @@ Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& j
   return m;
 }
 
+// One Ulysses all-to-all of the plan's largest self-attention (one GPU's
+// tokens / s × its tensor rank's heads, as network_cost.cc's SequenceComm
+// moves them) on min(world, sequence) processes, every rank agreeing on the
+// outcome, and the model's figure for it on as many GPUs.
+struct ExchangeMeasure {
+  int ranks = 0;          // processes the all-to-all ran on
+  double bytes = 0;       // one GPU's buffer per all-to-all
+  double measured_s = 0;  // one all-to-all
+  double modelled_s = 0;  // the model's figure for it on `ranks` GPUs
+};
+
+Result<ExchangeMeasure> MeasureSequenceExchange(Backend& b, const planner::NetworkJob& job,
+                                                const planner::NetworkLayout& l,
+                                                const std::vector<PricedLayer>& layers,
+                                                const NetworkConfirmOptions& o, StreamId stream) {
+  ExchangeMeasure m;
+  if (l.sequence <= 1) return m;
+  const bool fp32 = topology::TrainsInFp32(job.training.precision);
+  const double elem = fp32 ? 4.0 : 2.0;
+  for (const PricedLayer& p : layers) {
+    if (!planner::IsSelfAttention(p.layer)) continue;
+    const double elems = static_cast<double>(l.micro_batch) * p.layer.tokens * p.layer.heads * p.layer.head_dim;
+    m.bytes = std::max(m.bytes, elems * elem);
+  }
+  m.ranks = std::min(b.world_size(), l.sequence);
+  if (m.ranks < 2 || m.bytes <= 0) return m;
+  const bool member = b.rank() < m.ranks;
+  PT_ASSIGN_OR_RETURN(backend::CommId comm, b.SplitComm(backend::kWorldComm, member ? 0 : -1, b.rank()));
+  const backend::DataType t = fp32 ? backend::DataType::kFloat32 : backend::DataType::kBFloat16;
+  const int64_t per_peer = std::max<int64_t>(1, static_cast<int64_t>(m.bytes / elem) / m.ranks);
+  m.bytes = static_cast<double>(per_peer * m.ranks) * elem;
+  Result<std::vector<double>> per_call = std::vector<double>();
+  if (member) {
+    per_call = [&]() -> Result<std::vector<double>> {
+      OwnedBuffers s(b);
+      PT_ASSIGN_OR_RETURN(Buffer send, s.Get(static_cast<int64_t>(m.bytes)));
+      PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(static_cast<int64_t>(m.bytes)));
+      PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
+      PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
+      std::vector<double> out;
+      for (int i = 0; i < o.warmup + o.samples; ++i) {
+        PT_RETURN_IF_ERROR(b.RecordEvent(e0, stream));
+        for (int c = 0; c < o.comm_iters; ++c) PT_RETURN_IF_ERROR(b.AllToAll(comm, send, recv, per_peer, t, stream));
+        PT_RETURN_IF_ERROR(b.RecordEvent(e1, stream));
+        PT_RETURN_IF_ERROR(b.Synchronize(stream));
+        if (i < o.warmup) continue;
+        PT_ASSIGN_OR_RETURN(double dt, b.ElapsedSeconds(e0, e1));
+        out.push_back(dt / o.comm_iters);
+      }
+      return out;
+    }();
+  }
+  PT_ASSIGN_OR_RETURN(std::string failed, AgreeOnFailure(b, per_call.ok() ? "" : per_call.status().message()));
+  if (comm != backend::kNoComm) PT_RETURN_IF_ERROR(b.DestroyComm(comm));
+  if (!failed.empty()) return Status::Unavailable(failed);
+  std::vector<double> v{member ? Median(*per_call) : 0.0};
+  PT_RETURN_IF_ERROR(b.HostAllReduceMax(&v));
+  m.measured_s = v[0];
+  m.modelled_s = topology::CollectiveSeconds(job.cluster, topology::Collective::kAllToAll, 1, m.ranks, m.bytes);
+  return m;
+}
+
 // Allocates (and writes) the predicted per-GPU memory, then frees it.
 // "" when it fits, the reason when not.
 Result<std::string> ProveMemory(Backend& b, double gib, bool touch) {
@@ -389,7 +451,9 @@ class NetworkCandidateRun {
     if (!failed.empty()) return Outcome("failed", failed);
     auto sync = MeasureGradientSync(b_, job, layout_, LocalParams(layers), o_, stream_);
     if (!sync.ok()) return Outcome("failed", sync.status().message());
-    Compose(layers, *sync);
+    auto exchange = MeasureSequenceExchange(b_, job, layout_, layers, o_, stream_);
+    if (!exchange.ok()) return Outcome("failed", exchange.status().message());
+    Compose(layers, *sync, *exchange);
     return Outcome("ok", "");
   }
 
@@ -443,7 +507,7 @@ class NetworkCandidateRun {
   }
 
   // The step from the measured layers and sync, the rest the model's.
-  void Compose(const std::vector<PricedLayer>& layers, const SyncMeasure& sync) {
+  void Compose(const std::vector<PricedLayer>& layers, const SyncMeasure& sync, const ExchangeMeasure& exchange) {
     double pf = 0, pb = 0, mf = 0, mb = 0, all_f = 0, all_b = 0;
     OrderedJson rows = OrderedJson::array();
     for (size_t j = 0; j < chosen_.size(); ++j) {
@@ -472,8 +536,14 @@ class NetworkCandidateRun {
     const double exposed = whole_group && p.grad_sync_s > 0
                                ? sync.measured_s * p.grad_sync_exposed_s / p.grad_sync_s
                                : p.grad_sync_exposed_s;
+    // The sequence group's all-to-alls at the measured one's ratio to the
+    // model, when the processes are the whole group.
+    const bool whole_sequence = exchange.ranks == layout_.sequence && exchange.ranks > 1 &&
+                                exchange.measured_s > 0 && exchange.modelled_s > 0;
+    const double sequence =
+        whole_sequence ? p.sequence_comm_s * exchange.measured_s / exchange.modelled_s : p.sequence_comm_s;
     const double step = static_cast<double>(layout_.Accumulation()) *
-                            (fwd + bwd + p.halo_s + p.tensor_comm_s + p.sequence_comm_s) +
+                            (fwd + bwd + p.halo_s + p.tensor_comm_s + sequence) +
                         exposed + p.optimizer_s;
     report_["compute"] = {{"shapes_measured", chosen_.size()},
                           {"layers", layers.size()},
@@ -489,6 +559,17 @@ class NetworkCandidateRun {
                             {"modelled_same_ranks_s",
                              sync.measured_s > 0 ? OrderedJson(sync.modelled_s) : OrderedJson(nullptr)},
                             {"used", whole_group ? "measured" : "model"}};
+    if (layout_.sequence > 1) {
+      const bool ran = exchange.measured_s > 0;
+      report_["sequence_exchange"] = {{"ranks", exchange.ranks},
+                                      {"plan_ranks", layout_.sequence},
+                                      {"bytes", exchange.bytes},
+                                      {"measured_s", ran ? OrderedJson(exchange.measured_s) : OrderedJson(nullptr)},
+                                      {"modelled_same_ranks_s",
+                                       ran ? OrderedJson(exchange.modelled_s) : OrderedJson(nullptr)},
+                                      {"sequence_comm_s", sequence},
+                                      {"used", whole_sequence ? "measured" : "model"}};
+    }
     report_["measured_step_s"] = step;
     report_["measured_samples_per_s"] = static_cast<double>(layout_.global_batch) / step;
     report_["error"] = p.step_s / step - 1.0;

@@ -134,6 +134,30 @@ TEST(NetworkConfirm, RecomputedLayersRunTheirForwardAgainInTheBackward) {
   EXPECT_GT(outside, 0);
 }
 
+// A sequence-parallel plan measures one Ulysses all-to-all of its largest
+// self-attention on the 4 processes, its whole sequence group: DiT-XL/2's 256
+// tokens at 16 heads of 72 over 4 GPUs move 256 x 4 x 72 bf16 values per
+// sample per GPU, and the step takes the sequence traffic at the measured
+// one's ratio to the model.
+TEST(NetworkConfirm, ASequenceGroupMeasuresItsAllToAll) {
+  Json plans = PlansFor("dit-xl2", 4, 8);
+  ASSERT_FALSE(plans["plans"].empty());
+  plans["plans"][0]["layout"]["sequence"] = 4;
+  plans["plans"][0]["layout"]["tensor"] = 1;
+  plans["plans"][0]["layout"]["micro_batch"] = 8;
+  const OrderedJson r = ConfirmOnFake(FourRanks(), plans, 1, 1000);
+  ASSERT_EQ(r["candidates"].size(), 1u);
+  const OrderedJson& c = r["candidates"][0];
+  ASSERT_EQ(c["status"], "ok") << c.dump();
+  EXPECT_EQ(c["layout"]["sequence"], 4);
+  const OrderedJson& x = c["sequence_exchange"];
+  EXPECT_EQ(x["ranks"], 4);
+  EXPECT_EQ(x["used"], "measured");
+  EXPECT_DOUBLE_EQ(x["bytes"].get<double>(), 8.0 * 256 * 4 * 72 * 2);
+  EXPECT_GT(x["measured_s"].get<double>(), 0);
+  EXPECT_GT(c["predicted"]["sequence_comm_s"].get<double>(), 0);
+}
+
 // ZeRO-1's step sync as the distributed optimizer issues it: the gradients
 // reduce-scattered in fp32 and the updated weights all-gathered in bf16, each
 // the whole model's bytes (nccl-tests' size) on the 4 data-parallel ranks.
