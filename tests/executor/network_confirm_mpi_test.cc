@@ -55,5 +55,42 @@ TEST(NetworkConfirmMpi, ASmallCnnRunsItsConvolutionsAndItsGradientSync) {
               c["measured_step_s"].get<double>());
 }
 
+// A small transformer split 4 ways by sequence on four real processes: its
+// Ulysses all-to-all runs through the mpi-cpu backend over the whole group.
+TEST(NetworkConfirmMpi, ASequenceSplitMeasuresItsAllToAll) {
+  backend::Backend& b = testing::MpiCpuBackend();
+  ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
+  const Json net = Json::parse(R"({"name": "small-transformer", "source": "a test network", "layers": [
+      {"op": "linear", "name": "embed", "tokens": 64, "in_features": 16, "out_features": 64, "input_grad": false},
+      {"op": "norm", "name": "ln", "in": [64, 64], "repeat": 2, "checkpoint": true},
+      {"op": "linear", "name": "qkv", "tokens": 64, "in_features": 64, "out_features": 192, "repeat": 2},
+      {"op": "attention", "name": "attn", "tokens": 64, "heads": 4, "head_dim": 16, "repeat": 2},
+      {"op": "linear", "name": "out", "tokens": 64, "in_features": 64, "out_features": 64, "repeat": 2}]})");
+  auto job = planner::ParseNetworkJob(Json{{"network", net},
+                                           {"cluster", "dgx-a100-80gb"},
+                                           {"gpus", 4},
+                                           {"global_batch", 2},
+                                           {"training", {{"precision", "fp32"}}}});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  Json plans = Json::parse(planner::PlanNetworkDocument(*job).dump());
+  ASSERT_FALSE(plans["plans"].empty());
+  plans["plans"][0]["layout"] = Json{{"sequence", 4}, {"micro_batch", 2}, {"sharding", "ddp"}};
+  auto in = NetworkConfirmInputFromPlans(plans, 1);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  NetworkConfirmOptions o;
+  o.samples = 2;
+  o.comm_iters = 2;
+  o.touch_memory = false;
+  auto r = ConfirmNetworkCandidates(b, *in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  if (b.rank() != 0) return;
+  const OrderedJson& c = (*r)["candidates"][0];
+  ASSERT_EQ(c["status"], "ok") << c.dump(2);
+  EXPECT_EQ(c["sequence_exchange"]["used"], "measured");
+  // 2 samples x 64 tokens x one head each of 16, fp32.
+  EXPECT_DOUBLE_EQ(c["sequence_exchange"]["bytes"].get<double>(), 2.0 * 64 * 1 * 16 * 4);
+  EXPECT_GT(c["sequence_exchange"]["measured_s"].get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace paratune::executor
