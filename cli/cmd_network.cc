@@ -143,9 +143,9 @@ int PlanNetworkCommand(const Flags& flags, Io io) {
   io.out << Headline(*job) << ": " << doc["layouts_fit"] << " layouts fit, " << doc["refused_over_memory"]
          << " over memory\n";
   if (doc["plans"].empty()) {
-    io.out << "  nothing fits: fewer samples per GPU (a larger --gpus), sharding, a tensor split (token "
-              "layers), a spatial split (3D networks) or recomputation (stacks of repeated blocks) would be "
-              "needed; the network model has no sequence parallelism\n";
+    io.out << "  nothing fits: fewer samples per GPU (a larger --gpus), sharding, a tensor or sequence "
+              "split (token layers, transformers), a spatial split (3D networks) or recomputation (stacks "
+              "of repeated blocks) would be needed\n";
     return kExitOk;
   }
   for (size_t i = 0; i < doc["plans"].size(); ++i) {

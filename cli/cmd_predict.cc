@@ -122,9 +122,9 @@ each keeps its input and runs its forward again in the backward.
 --micro-batch defaults to the global batch over the data-parallel replicas;
 --grad-bytes is the gradient width the data-parallel collective moves (4:
 PyTorch AMP, 2: half-precision reduction); --optimizer-state-bytes per
-parameter (Adam 8, SGD with momentum 4); --framework refuses a layout that framework does not run
-(pytorch: no spatial, tensor or sequence split; torchtitan: flux1-schnell
-with fsdp).
+parameter (Adam 8, SGD with momentum 4); --framework refuses a layout that
+framework does not run (pytorch: no spatial, tensor or sequence split;
+torchtitan: flux1-schnell with fsdp).
 A prediction above the GPU's best published MFU is flagged
 (above_published_mfu). JSON: schema paratune.network_prediction/v1.
 
