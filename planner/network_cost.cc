@@ -65,6 +65,19 @@ NetLayer GpuShard(const NetLayer& l, const NetworkLayout& layout) {
   return SequenceShard(TensorShard(l, layout.tensor), layout.sequence);
 }
 
+// The layers a layout recomputes (RecomputedLayers; empty without
+// recomputation), found once per prediction. InvalidArgument when the layout
+// recomputes a network with nothing to recompute.
+Result<std::vector<bool>> RecomputedUnder(const Network& net, const NetworkLayout& layout) {
+  if (!layout.recompute) return std::vector<bool>{};
+  std::vector<bool> out = RecomputedLayers(net);
+  if (out.empty()) {
+    return Status::InvalidArgument("network '" + net.name +
+                                   "' has no stack of repeated blocks with a checkpoint layer to recompute");
+  }
+  return out;
+}
+
 // Recomputation off, and on where the space allows it and the network has
 // repeated blocks to recompute.
 std::vector<bool> RecomputeChoices(const Network& net, const NetworkSpace& space) {
@@ -370,10 +383,6 @@ Status CheckLayout(const Network& net, const topology::ClusterSpec& c, const Net
   if (c.gpu.PeakTflops(t.precision) <= 0) {
     return Status::InvalidArgument(c.gpu.name + " has no " + topology::PrecisionName(t.precision) + " peak");
   }
-  if (l.recompute && RecomputedLayers(net).empty()) {
-    return Status::InvalidArgument("network '" + net.name +
-                                   "' has no stack of repeated blocks with a checkpoint layer to recompute");
-  }
   if (l.spatial > 1) {
     const bool any_spatial = std::any_of(net.layers.begin(), net.layers.end(),
                                          [](const NetLayer& x) { return x.op == LayerOp::kConv && x.dims > 0; });
@@ -472,6 +481,7 @@ void PriceMemory(const Network& net, const topology::ClusterSpec& c, const Netwo
 Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::ClusterSpec& cluster,
                                          const NetworkLayout& layout, const NetworkTraining& training) {
   PT_RETURN_IF_ERROR(CheckLayout(full, cluster, layout, training));
+  PT_ASSIGN_OR_RETURN(const std::vector<bool> recomputed, RecomputedUnder(full, layout));
   // What one GPU of a tensor and sequence group holds and runs (the network
   // itself without either: the search asks for thousands of layouts).
   Network sharded;
@@ -491,7 +501,6 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
     const NetLayer* layer = nullptr;
   };
   std::map<std::string_view, LayerAcc> by_name;
-  const std::vector<bool> recomputed = layout.recompute ? RecomputedLayers(net) : std::vector<bool>{};
   double saved = 0, block_peak = 0, block = 0;  // the largest stack's one repeat, the current stack's
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const NetLayer& l = net.layers[i];
@@ -547,8 +556,8 @@ Result<NetworkPrediction> PredictNetwork(const Network& full, const topology::Cl
 Result<std::vector<PricedLayer>> PriceNetworkLayers(const Network& net, const topology::ClusterSpec& cluster,
                                                    const NetworkLayout& layout, const NetworkTraining& training) {
   PT_RETURN_IF_ERROR(CheckLayout(net, cluster, layout, training));
+  PT_ASSIGN_OR_RETURN(const std::vector<bool> recomputed, RecomputedUnder(net, layout));
   const LayerPricer pricer(cluster, layout, training);
-  const std::vector<bool> recomputed = layout.recompute ? RecomputedLayers(net) : std::vector<bool>{};
   std::vector<PricedLayer> out;
   out.reserve(net.layers.size());
   for (size_t i = 0; i < net.layers.size(); ++i) {
@@ -575,7 +584,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
                                                    const std::function<bool()>& expired, bool* stopped) {
   const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
-  const std::vector<bool> recomputes = RecomputeChoices(net, space);
+  const std::vector<std::pair<WeightSharding, bool>> choices = ShardingsAndRecompute(RecomputeChoices(net, space));
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
   const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
@@ -591,7 +600,7 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
       if (global_batch / dp > std::numeric_limits<int>::max()) continue;
       const std::vector<int> micro = cost::Divisors(global_batch / dp);
       bool every_micro_fits = false;  // without recomputation, for the sharding just searched
-      for (const auto& [s, recompute] : ShardingsAndRecompute(recomputes)) {
+      for (const auto& [s, recompute] : choices) {
         if (!recompute) every_micro_fits = false;  // each sharding comes first without
         // Nothing to shard over, unless the space has no unsharded layout.
         if (dp * spatial * sequence == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
@@ -650,13 +659,15 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
                                            const NetworkSpace& space) {
   std::optional<NetworkCandidate> best;
   const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
+  const std::vector<std::pair<WeightSharding, bool>> choices = ShardingsAndRecompute(RecomputeChoices(net, space));
+  const int64_t max_spatial = MaxSpatial(net);
   for (int64_t spatial : cost::Divisors(gpus)) {
-    if (spatial > MaxSpatial(net)) break;
+    if (spatial > max_spatial) break;
     for (const auto& [tensor, sequence] : groups) {
       if (sequence > 1 && spatial > 1) continue;
       if (gpus % (spatial * sequence * tensor) != 0) continue;
       const int64_t dp = gpus / (spatial * sequence * tensor);
-      for (const auto& [s, recompute] : ShardingsAndRecompute(RecomputeChoices(net, space))) {
+      for (const auto& [s, recompute] : choices) {
         if (dp * spatial * sequence == 1 && s != WeightSharding::kReplicated && space.replicated) continue;
         const NetworkLayout l{gpus, static_cast<int>(spatial), 1, dp, s, tensor, recompute, sequence};
         if (!space.Allows(l)) continue;

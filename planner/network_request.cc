@@ -67,24 +67,21 @@ NetworkLayout DefaultLayout(const NetworkJob& job) {
 Result<NetworkLayout> ReadNetworkLayout(const NetworkJob& job, const Json& layout, const std::string& pointer) {
   ObjectReader r(layout, pointer);
   NetworkLayout l = DefaultLayout(job);
-  int64_t spatial = 1;
-  PT_RETURN_IF_ERROR(r.OptInteger("spatial", &spatial));
-  if (spatial < 1 || spatial > job.gpus || job.gpus % spatial != 0) {
-    return r.Error("spatial", "must divide gpus (" + std::to_string(job.gpus) + ")");
+  // The splits of a sample, read in turn: each with those before it must
+  // divide gpus.
+  int64_t product = 1;
+  std::string named;
+  for (auto [key, out] : {std::pair{"spatial", &l.spatial}, std::pair{"tensor", &l.tensor},
+                          std::pair{"sequence", &l.sequence}}) {
+    named += named.empty() ? key : std::string(" × ") + key;
+    int64_t v = 1;
+    PT_RETURN_IF_ERROR(r.OptInteger(key, &v));
+    if (v < 1 || v > job.gpus || job.gpus % (product * v) != 0) {
+      return r.Error(key, named + " must divide gpus (" + std::to_string(job.gpus) + ")");
+    }
+    product *= v;
+    *out = static_cast<int>(v);
   }
-  l.spatial = static_cast<int>(spatial);
-  int64_t tensor = 1;
-  PT_RETURN_IF_ERROR(r.OptInteger("tensor", &tensor));
-  if (tensor < 1 || tensor > job.gpus || job.gpus % (spatial * tensor) != 0) {
-    return r.Error("tensor", "spatial × tensor must divide gpus (" + std::to_string(job.gpus) + ")");
-  }
-  l.tensor = static_cast<int>(tensor);
-  int64_t sequence = 1;
-  PT_RETURN_IF_ERROR(r.OptInteger("sequence", &sequence));
-  if (sequence < 1 || sequence > job.gpus || job.gpus % (spatial * tensor * sequence) != 0) {
-    return r.Error("sequence", "spatial × sequence × tensor must divide gpus (" + std::to_string(job.gpus) + ")");
-  }
-  l.sequence = static_cast<int>(sequence);
   l.micro_batch = job.global_batch / l.Data();
   PT_RETURN_IF_ERROR(r.OptInteger("micro_batch", &l.micro_batch));
   if (l.micro_batch < 1) return r.Error("micro_batch", "must be positive");

@@ -275,68 +275,77 @@ Result<std::string> AgreeOnFailure(Backend& b, const std::string& mine) {
   return std::string();
 }
 
-struct SyncMeasure {
-  int ranks = 0;          // processes the collectives ran on
-  double bytes = 0;       // gradient bytes
-  double measured_s = 0;  // the step's sync, as the sharding issues it
-  double modelled_s = 0;  // the model's figure for the same collectives on `ranks` GPUs
+// A collective measured on the processes there are, beside the model's
+// figure for it on as many GPUs.
+struct CommMeasure {
+  int ranks = 0;          // processes the collective ran on
+  double bytes = 0;       // its bytes per GPU
+  double measured_s = 0;  // one call, the slowest member's median
+  double modelled_s = 0;  // the model's figure for the same call on `ranks` GPUs
 };
 
-// The step's data-parallel collectives on `comm` as one call each (DDP: the
-// gradients' all-reduce, `count` elements of `grad_t`; ZeRO-1: their
-// reduce-scatter and the updated weights' bf16 all-gather), `comm_iters`
-// calls between two events per sample; seconds per call, one per sample.
-Result<std::vector<double>> TimeSync(Backend& b, backend::CommId comm, int ranks, int64_t count,
-                                     backend::DataType grad_t, bool zero1, const NetworkConfirmOptions& o,
-                                     StreamId stream) {
-  OwnedBuffers s(b);
-  const int64_t bytes = count * backend::DataTypeBytes(grad_t);
-  PT_ASSIGN_OR_RETURN(Buffer send, s.Get(bytes));
-  PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(bytes));
-  PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
-  PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
-  auto once = [&]() -> Status {
-    if (!zero1) return b.AllReduce(comm, send, recv, count, grad_t, backend::ReduceOp::kSum, stream);
-    PT_RETURN_IF_ERROR(b.ReduceScatter(comm, send, recv, count / ranks, grad_t, backend::ReduceOp::kSum, stream));
-    // The updated weights in bf16: each rank's shard from the reduce-scatter's buffer.
-    return b.AllGather(comm, recv, send, count / ranks, backend::DataType::kBFloat16, stream);
-  };
-  std::vector<double> per_call;
-  for (int i = 0; i < o.warmup + o.samples; ++i) {
-    PT_RETURN_IF_ERROR(b.RecordEvent(e0, stream));
-    for (int c = 0; c < o.comm_iters; ++c) PT_RETURN_IF_ERROR(once());
-    PT_RETURN_IF_ERROR(b.RecordEvent(e1, stream));
-    PT_RETURN_IF_ERROR(b.Synchronize(stream));
-    if (i < o.warmup) continue;
-    PT_ASSIGN_OR_RETURN(double dt, b.ElapsedSeconds(e0, e1));
-    per_call.push_back(dt / o.comm_iters);
-  }
-  return per_call;
-}
-
-// The weight replicas' collectives of one step on min(world, replicas)
-// processes (TimeSync), every rank agreeing on the outcome, and the model's
-// figure for the same collectives on as many GPUs.
-Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& job, const planner::NetworkLayout& l,
-                                        double local_params, const NetworkConfirmOptions& o, StreamId stream) {
-  SyncMeasure m;
-  m.ranks = std::min(b.world_size(), l.Replicas());
-  m.bytes = local_params * job.training.grad_bytes;
-  if (m.ranks < 2 || l.sharding == planner::WeightSharding::kFull) return m;
-  const bool member = b.rank() < m.ranks;
+// The call `prepare` makes (allocating its buffers in the given scratch) run
+// `comm_iters` times between two events per sample on the first `ranks`
+// processes, on a communicator of their own; every rank agrees on the
+// outcome and on the slowest member's median seconds per call.
+Result<double> TimeOnFirstRanks(
+    Backend& b, int ranks, const NetworkConfirmOptions& o, StreamId stream,
+    const std::function<Result<Kernel>(backend::CommId, OwnedBuffers&)>& prepare) {
+  const bool member = b.rank() < ranks;
   PT_ASSIGN_OR_RETURN(backend::CommId comm, b.SplitComm(backend::kWorldComm, member ? 0 : -1, b.rank()));
-  const backend::DataType grad_t = job.training.grad_bytes == 4 ? backend::DataType::kFloat32
-                                                                 : backend::DataType::kBFloat16;
-  const int64_t count = static_cast<int64_t>(local_params) / m.ranks * m.ranks;
-  const bool zero1 = l.sharding == planner::WeightSharding::kOptimizer;
-  Result<std::vector<double>> per_call = std::vector<double>();
-  if (member) per_call = TimeSync(b, comm, m.ranks, count, grad_t, zero1, o, stream);
+  auto time = [&]() -> Result<std::vector<double>> {
+    OwnedBuffers s(b);
+    PT_ASSIGN_OR_RETURN(Kernel once, prepare(comm, s));
+    PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
+    PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
+    std::vector<double> per_call;
+    for (int i = 0; i < o.warmup + o.samples; ++i) {
+      PT_RETURN_IF_ERROR(b.RecordEvent(e0, stream));
+      for (int c = 0; c < o.comm_iters; ++c) PT_RETURN_IF_ERROR(once());
+      PT_RETURN_IF_ERROR(b.RecordEvent(e1, stream));
+      PT_RETURN_IF_ERROR(b.Synchronize(stream));
+      if (i < o.warmup) continue;
+      PT_ASSIGN_OR_RETURN(double dt, b.ElapsedSeconds(e0, e1));
+      per_call.push_back(dt / o.comm_iters);
+    }
+    return per_call;
+  };
+  Result<std::vector<double>> per_call = member ? time() : std::vector<double>();
   PT_ASSIGN_OR_RETURN(std::string failed, AgreeOnFailure(b, per_call.ok() ? "" : per_call.status().message()));
   if (comm != backend::kNoComm) PT_RETURN_IF_ERROR(b.DestroyComm(comm));
   if (!failed.empty()) return Status::Unavailable(failed);
-  std::vector<double> v{Median(*per_call)};
+  std::vector<double> v{member ? Median(*per_call) : 0.0};
   PT_RETURN_IF_ERROR(b.HostAllReduceMax(&v));
-  m.measured_s = v[0];
+  return v[0];
+}
+
+// The weight replicas' collectives of one step on min(world, replicas)
+// processes as one call (DDP: the gradients' all-reduce; ZeRO-1: their
+// reduce-scatter and the updated weights' bf16 all-gather), and the model's
+// figure for the same collectives on as many GPUs.
+Result<CommMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& job, const planner::NetworkLayout& l,
+                                        double local_params, const NetworkConfirmOptions& o, StreamId stream) {
+  CommMeasure m;
+  m.ranks = std::min(b.world_size(), l.Replicas());
+  m.bytes = local_params * job.training.grad_bytes;
+  if (m.ranks < 2 || l.sharding == planner::WeightSharding::kFull) return m;
+  const backend::DataType grad_t = job.training.grad_bytes == 4 ? backend::DataType::kFloat32
+                                                                 : backend::DataType::kBFloat16;
+  const int64_t count = static_cast<int64_t>(local_params) / m.ranks * m.ranks;
+  const int ranks = m.ranks;
+  const bool zero1 = l.sharding == planner::WeightSharding::kOptimizer;
+  auto prepare = [&](backend::CommId comm, OwnedBuffers& s) -> Result<Kernel> {
+    const int64_t bytes = count * backend::DataTypeBytes(grad_t);
+    PT_ASSIGN_OR_RETURN(Buffer send, s.Get(bytes));
+    PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(bytes));
+    return Kernel([&b, comm, send, recv, count, ranks, grad_t, zero1, stream]() -> Status {
+      if (!zero1) return b.AllReduce(comm, send, recv, count, grad_t, backend::ReduceOp::kSum, stream);
+      PT_RETURN_IF_ERROR(b.ReduceScatter(comm, send, recv, count / ranks, grad_t, backend::ReduceOp::kSum, stream));
+      // The updated weights in bf16: each rank's shard from the reduce-scatter's buffer.
+      return b.AllGather(comm, recv, send, count / ranks, backend::DataType::kBFloat16, stream);
+    });
+  };
+  PT_ASSIGN_OR_RETURN(m.measured_s, TimeOnFirstRanks(b, m.ranks, o, stream, prepare));
   const double g = static_cast<double>(count * backend::DataTypeBytes(grad_t));
   m.modelled_s = zero1 ? topology::CollectiveSeconds(job.cluster, topology::Collective::kReduceScatter, 1, m.ranks, g) +
                              topology::CollectiveSeconds(job.cluster, topology::Collective::kAllGather, 1, m.ranks,
@@ -347,20 +356,12 @@ Result<SyncMeasure> MeasureGradientSync(Backend& b, const planner::NetworkJob& j
 
 // One Ulysses all-to-all of the plan's largest self-attention (one GPU's
 // tokens / s × its tensor rank's heads, as network_cost.cc's SequenceComm
-// moves them) on min(world, sequence) processes, every rank agreeing on the
-// outcome, and the model's figure for it on as many GPUs.
-struct ExchangeMeasure {
-  int ranks = 0;          // processes the all-to-all ran on
-  double bytes = 0;       // one GPU's buffer per all-to-all
-  double measured_s = 0;  // one all-to-all
-  double modelled_s = 0;  // the model's figure for it on `ranks` GPUs
-};
-
-Result<ExchangeMeasure> MeasureSequenceExchange(Backend& b, const planner::NetworkJob& job,
-                                                const planner::NetworkLayout& l,
-                                                const std::vector<PricedLayer>& layers,
-                                                const NetworkConfirmOptions& o, StreamId stream) {
-  ExchangeMeasure m;
+// moves them) on min(world, sequence) processes, and the model's figure for
+// it on as many GPUs.
+Result<CommMeasure> MeasureSequenceExchange(Backend& b, const planner::NetworkJob& job,
+                                            const planner::NetworkLayout& l, const std::vector<PricedLayer>& layers,
+                                            const NetworkConfirmOptions& o, StreamId stream) {
+  CommMeasure m;
   if (l.sequence <= 1) return m;
   const bool fp32 = topology::TrainsInFp32(job.training.precision);
   const double elem = fp32 ? 4.0 : 2.0;
@@ -371,38 +372,17 @@ Result<ExchangeMeasure> MeasureSequenceExchange(Backend& b, const planner::Netwo
   }
   m.ranks = std::min(b.world_size(), l.sequence);
   if (m.ranks < 2 || m.bytes <= 0) return m;
-  const bool member = b.rank() < m.ranks;
-  PT_ASSIGN_OR_RETURN(backend::CommId comm, b.SplitComm(backend::kWorldComm, member ? 0 : -1, b.rank()));
   const backend::DataType t = fp32 ? backend::DataType::kFloat32 : backend::DataType::kBFloat16;
   const int64_t per_peer = std::max<int64_t>(1, static_cast<int64_t>(m.bytes / elem) / m.ranks);
   m.bytes = static_cast<double>(per_peer * m.ranks) * elem;
-  Result<std::vector<double>> per_call = std::vector<double>();
-  if (member) {
-    per_call = [&]() -> Result<std::vector<double>> {
-      OwnedBuffers s(b);
-      PT_ASSIGN_OR_RETURN(Buffer send, s.Get(static_cast<int64_t>(m.bytes)));
-      PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(static_cast<int64_t>(m.bytes)));
-      PT_ASSIGN_OR_RETURN(backend::EventId e0, b.CreateEvent());
-      PT_ASSIGN_OR_RETURN(backend::EventId e1, b.CreateEvent());
-      std::vector<double> out;
-      for (int i = 0; i < o.warmup + o.samples; ++i) {
-        PT_RETURN_IF_ERROR(b.RecordEvent(e0, stream));
-        for (int c = 0; c < o.comm_iters; ++c) PT_RETURN_IF_ERROR(b.AllToAll(comm, send, recv, per_peer, t, stream));
-        PT_RETURN_IF_ERROR(b.RecordEvent(e1, stream));
-        PT_RETURN_IF_ERROR(b.Synchronize(stream));
-        if (i < o.warmup) continue;
-        PT_ASSIGN_OR_RETURN(double dt, b.ElapsedSeconds(e0, e1));
-        out.push_back(dt / o.comm_iters);
-      }
-      return out;
-    }();
-  }
-  PT_ASSIGN_OR_RETURN(std::string failed, AgreeOnFailure(b, per_call.ok() ? "" : per_call.status().message()));
-  if (comm != backend::kNoComm) PT_RETURN_IF_ERROR(b.DestroyComm(comm));
-  if (!failed.empty()) return Status::Unavailable(failed);
-  std::vector<double> v{member ? Median(*per_call) : 0.0};
-  PT_RETURN_IF_ERROR(b.HostAllReduceMax(&v));
-  m.measured_s = v[0];
+  auto prepare = [&](backend::CommId comm, OwnedBuffers& s) -> Result<Kernel> {
+    PT_ASSIGN_OR_RETURN(Buffer send, s.Get(static_cast<int64_t>(m.bytes)));
+    PT_ASSIGN_OR_RETURN(Buffer recv, s.Get(static_cast<int64_t>(m.bytes)));
+    return Kernel([&b, comm, send, recv, per_peer, t, stream] {
+      return b.AllToAll(comm, send, recv, per_peer, t, stream);
+    });
+  };
+  PT_ASSIGN_OR_RETURN(m.measured_s, TimeOnFirstRanks(b, m.ranks, o, stream, prepare));
   m.modelled_s = topology::CollectiveSeconds(job.cluster, topology::Collective::kAllToAll, 1, m.ranks, m.bytes);
   return m;
 }
@@ -507,7 +487,7 @@ class NetworkCandidateRun {
   }
 
   // The step from the measured layers and sync, the rest the model's.
-  void Compose(const std::vector<PricedLayer>& layers, const SyncMeasure& sync, const ExchangeMeasure& exchange) {
+  void Compose(const std::vector<PricedLayer>& layers, const CommMeasure& sync, const CommMeasure& exchange) {
     double pf = 0, pb = 0, mf = 0, mb = 0, all_f = 0, all_b = 0;
     OrderedJson rows = OrderedJson::array();
     for (size_t j = 0; j < chosen_.size(); ++j) {

@@ -15,6 +15,23 @@
 namespace paratune::executor {
 namespace {
 
+// Confirms the first plan of `plans` on the four mpi-cpu processes (every
+// rank runs; the measurements are collective); rank 0's candidate report,
+// null on the other ranks.
+OrderedJson ConfirmFirstPlan(backend::Backend& b, const Json& plans) {
+  auto in = NetworkConfirmInputFromPlans(plans, 1);
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  if (!in.ok()) return nullptr;
+  NetworkConfirmOptions o;
+  o.samples = 2;
+  o.comm_iters = 2;
+  o.touch_memory = false;
+  auto r = ConfirmNetworkCandidates(b, *in, o, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok() || b.rank() != 0) return nullptr;
+  return (*r)["candidates"][0];
+}
+
 TEST(NetworkConfirmMpi, ASmallCnnRunsItsConvolutionsAndItsGradientSync) {
   backend::Backend& b = testing::MpiCpuBackend();
   ASSERT_EQ(b.world_size(), 4) << "run under mpirun -np 4";
@@ -30,16 +47,8 @@ TEST(NetworkConfirmMpi, ASmallCnnRunsItsConvolutionsAndItsGradientSync) {
                                            {"global_batch", 16},
                                            {"training", {{"precision", "fp32"}}}});  // the CPU's GEMMs
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  auto in = NetworkConfirmInputFromPlans(Json::parse(planner::PlanNetworkDocument(*job).dump()), 1);
-  ASSERT_TRUE(in.ok()) << in.status().ToString();
-  NetworkConfirmOptions o;
-  o.samples = 2;
-  o.comm_iters = 2;
-  o.touch_memory = false;
-  auto r = ConfirmNetworkCandidates(b, *in, o, nullptr);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const OrderedJson c = ConfirmFirstPlan(b, Json::parse(planner::PlanNetworkDocument(*job).dump()));
   if (b.rank() != 0) return;
-  const OrderedJson& c = (*r)["candidates"][0];
   ASSERT_EQ(c["status"], "ok") << c.dump(2);
   EXPECT_NEAR(c["compute"]["coverage"].get<double>(), 1.0, 1e-9);
   for (const OrderedJson& row : c["compute"]["by_layer"]) {
@@ -75,16 +84,8 @@ TEST(NetworkConfirmMpi, ASequenceSplitMeasuresItsAllToAll) {
   Json plans = Json::parse(planner::PlanNetworkDocument(*job).dump());
   ASSERT_FALSE(plans["plans"].empty());
   plans["plans"][0]["layout"] = Json{{"sequence", 4}, {"micro_batch", 2}, {"sharding", "ddp"}};
-  auto in = NetworkConfirmInputFromPlans(plans, 1);
-  ASSERT_TRUE(in.ok()) << in.status().ToString();
-  NetworkConfirmOptions o;
-  o.samples = 2;
-  o.comm_iters = 2;
-  o.touch_memory = false;
-  auto r = ConfirmNetworkCandidates(b, *in, o, nullptr);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const OrderedJson c = ConfirmFirstPlan(b, plans);
   if (b.rank() != 0) return;
-  const OrderedJson& c = (*r)["candidates"][0];
   ASSERT_EQ(c["status"], "ok") << c.dump(2);
   EXPECT_EQ(c["sequence_exchange"]["used"], "measured");
   // 2 samples x 64 tokens x one head each of 16, fp32.
