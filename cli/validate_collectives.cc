@@ -2,6 +2,7 @@
 // times of shared/calibration/nccl_tables.json (validation/collective_tables.h).
 #include "cli/validate_collectives.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <map>
 #include <ostream>
@@ -49,6 +50,16 @@ std::string AlgorithmsRun(const std::vector<planner::CollectiveRowCheck>& checks
   return out;
 }
 
+// "0.375-0.55": the range of the shares fitted with one system held out.
+std::string HeldOutFills(const std::map<std::string, double>& fills) {
+  double lo = 1e9, hi = -1e9;
+  for (const auto& [system, value] : fills) {
+    lo = std::min(lo, value);
+    hi = std::max(hi, value);
+  }
+  return fills.empty() ? "none" : FormatFixed(lo, 3) + "-" + FormatFixed(hi, 3);
+}
+
 }  // namespace
 
 int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
@@ -56,10 +67,17 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   if (!tables.ok()) return UsageError(io, "validate", tables.status());
   const bool table_format = format == "table";
   OrderedJson out;
-  out["schema"] = "paratune.collective_validation/v1";
+  out["schema"] = "paratune.collective_validation/v2";
   out["tables"] = OrderedJson::array();
   std::map<std::string, std::vector<double>> by_system, by_collective, by_ranks, by_size;
   std::vector<double> all, table_medians;
+  // Leave one system out: the pipeline-fill share refitted without it.
+  std::map<std::string, double> held_out_fill;
+  for (const planner::CollectiveTable& t : tables->tables) {
+    if (!held_out_fill.count(t.system)) held_out_fill[t.system] = planner::FitPipelineFill(*tables, t.system);
+  }
+  std::map<std::string, std::vector<double>> held_out_by_system;
+  std::vector<double> held_out_all;
   if (table_format) {
     io.out << std::left << std::setw(42) << "table" << std::setw(14) << "collective" << std::right
            << std::setw(6) << "ranks" << std::setw(6) << "rows" << std::setw(10) << "median"
@@ -73,6 +91,9 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
       const planner::CollectiveRowCheck c = planner::CheckCollectiveRow(t, row);
       checks.push_back(c);
       errors.push_back(c.error);
+      const double held_out = planner::CheckCollectiveRow(t, row, held_out_fill[t.system]).error;
+      held_out_by_system[t.system].push_back(held_out);
+      held_out_all.push_back(held_out);
       by_size[SizeClass(row.size_bytes)].push_back(c.error);
       OrderedJson r;
       r["size_bytes"] = row.size_bytes;
@@ -82,6 +103,8 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
       r["error"] = c.error;
       r["algorithm"] = topology::AlgorithmName(c.algorithm);
       r["protocol"] = topology::ProtocolName(c.protocol);
+      r["latency_us"] = c.latency_us;
+      r["algbw_GBps"] = c.algbw_GBps;
       rows.push_back(r);
     }
     const MemoryErrorStats s = MemoryStats(errors);
@@ -123,11 +146,20 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   out["per_size"] = ErrorGroupsJson(by_size);
   out["overall"] = ErrorStatsJson(overall);
   out["median_of_table_medians"] = Median(table_medians);
-  // Every constant comes from NCCL's source or from a cluster preset's cited
-  // measurement outside this file: nothing is fitted to these rows, so a
-  // system held out is predicted as in-sample.
+  // Every constant but one comes from NCCL's source or from a cluster
+  // preset's cited measurement outside this file; the pipeline-fill share is
+  // fitted to these rows, and refitted without each system held out.
+  OrderedJson fill;
+  fill["name"] = "pipeline_fill";
+  fill["value"] = topology::kNcclPipelineFill;
+  fill["refit_on_these_rows"] = planner::FitPipelineFill(*tables);
+  fill["held_out"] = OrderedJson::object();
+  for (const auto& [system, value] : held_out_fill) fill["held_out"][system] = value;
   out["fitted_constants"] = OrderedJson::array();
-  out["leave_one_system_out"] = ErrorGroupsJson(by_system);
+  out["fitted_constants"].push_back(fill);
+  out["leave_one_system_out"] = ErrorGroupsJson(held_out_by_system);
+  const MemoryErrorStats held_out_overall = MemoryStats(held_out_all);
+  out["leave_one_system_out_overall"] = ErrorStatsJson(held_out_overall);
   OrderedJson skipped = OrderedJson::array();
   int skipped_rows = 0;
   for (const planner::SkippedCollectives& sk : tables->skipped) {
@@ -143,13 +175,17 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     io.out << out.dump(2) << "\n";
     return kExitOk;
   }
-  PrintErrorGroups(io.out, "per system (GPU @ publisher; held out = in-sample: nothing is fitted to this file)",
-                   by_system, 34);
+  PrintErrorGroups(io.out, "per system (GPU @ publisher)", by_system, 34);
+  PrintErrorGroups(io.out,
+                   "per system held out (pipeline fill " + FormatFixed(topology::kNcclPipelineFill, 3) +
+                       " refitted without it: " + HeldOutFills(held_out_fill) + ")",
+                   held_out_by_system, 34);
   PrintErrorGroups(io.out, "per collective", by_collective, 34);
   PrintErrorGroups(io.out, "per rank count", by_ranks, 34);
   PrintErrorGroups(io.out, "per message size", by_size, 34);
   io.out << "\n";
   PrintStats(io.out, "all rows (predicted / measured - 1)", overall);
+  PrintStats(io.out, "all rows, each system held out", held_out_overall);
   io.out << "median of the tables' medians: " << Pct(Median(table_medians))
          << "\n\nnot asked (" << skipped_rows << " rows):\n";
   for (const planner::SkippedCollectives& sk : tables->skipped) {

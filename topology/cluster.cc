@@ -269,6 +269,7 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   GroupShape shape;
   shape.ranks = size;
   shape.arch = NcclArchOf(c.gpu.name);
+  shape.rccl = RunsRccl(c.gpu.name);
   shape.pcie = c.intra_node_fabric == "pcie";
   double busbw = 0;
   if (across_trays) {

@@ -95,6 +95,7 @@ void AddRing(Collective coll, const GroupShape& g, AlgoOptions* out) {
     if (proto == kLL128) bus *= kLL128Factor;
     o.algbw_GBps = bus / factor;
     if (ar && proto == kSimple && n > 1) o.plateau_bytes = 64.0 * kPlateauChannels * p;
+    o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
     out->Add(o);
   }
 }
@@ -131,6 +132,7 @@ void AddTree(const GroupShape& g, AlgoOptions* out) {
     if (proto == kLL128) bw *= kTreeLL128Factor;
     o.algbw_GBps = bw;
     o.tree_correction = true;
+    o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
     out->Add(o);
   }
 }
@@ -161,6 +163,7 @@ void AddNvls(const GroupShape& g, AlgoOptions* out) {
                    2.0 * static_cast<double>(Log2Floor(n)) * kHwLat[kHwNet][kNvlsTree][kSimple];
     o.algbw_GBps = std::min(intra_alg, TreeNetworkGBps(g));
   }
+  o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
   out->Add(o);
 }
 
@@ -174,6 +177,7 @@ void AddPat(const GroupShape& g, AlgoOptions* out) {
                  static_cast<double>(Log2Floor(g.nodes)) * kHwLat[kHwNet][kPat][kSimple] / 3.5 +
                  2.8 * static_cast<double>(g.ranks);
   o.algbw_GBps = kPatFactor * g.ring_GBps;
+  o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
   out->Add(o);
 }
 
@@ -206,6 +210,8 @@ NcclArch NcclArchOf(const std::string& gpu_name) {
   if (starts("b") || starts("gb")) return NcclArch::kBlackwell;
   return NcclArch::kHopper;
 }
+
+bool RunsRccl(const std::string& gpu_name) { return gpu_name.rfind("mi", 0) == 0; }
 
 AlgoOptions NcclOptions(Collective coll, const GroupShape& shape) {
   AlgoOptions out;
@@ -247,7 +253,10 @@ double OptionSeconds(const AlgoOption& o, double bytes) {
     const int index = std::ilogb(bytes) - 6;  // log2(bytes / 64), floored
     if (index < 23) bw *= kTreeCorrection[static_cast<int>(o.protocol)][index];
   }
-  return latency * 1e-6 + std::max(0.0, bytes) / (bw * 1e9);
+  const double transfer = std::max(0.0, bytes) / (bw * 1e9);
+  const double fill_latency = std::min<double>(o.latency_us, kPipelineFillMaxLatencyUs) * 1e-6;
+  const double fill = o.pipeline_fill * 2.0 * std::sqrt(fill_latency * transfer);
+  return latency * 1e-6 + transfer + fill;
 }
 
 double FastestSeconds(const AlgoOptions& options, double bytes, AlgorithmMask allowed,

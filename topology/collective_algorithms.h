@@ -54,6 +54,8 @@ enum class NcclArch : uint8_t { kVolta = 0, kAmpere, kHopper, kBlackwell };
 // By GPU preset name (v100*, a100*, h*/gh200, b*/gb*); AMD GPUs (RCCL, whose
 // tables differ: research notes in docs/model.md) take the Hopper row.
 NcclArch NcclArchOf(const std::string& gpu_name);
+// AMD Instinct GPUs (preset names mi*) run RCCL rather than NCCL.
+bool RunsRccl(const std::string& gpu_name);
 
 // What the tuner needs to know of one placed group.
 struct GroupShape {
@@ -63,6 +65,7 @@ struct GroupShape {
   int nodes = 1;
   NcclArch arch = NcclArch::kHopper;
   bool pcie = false;  // GPUs of a node talk over PCIe (PCI latency row, no LL128)
+  bool rccl = false;  // RCCL's kernels (AMD): no pipeline-fill term, see AlgoOption
   // Ring bus bandwidth of the placed group with the Simple protocol, GB/s:
   // the placement model's figure (the slower of NVLink and the NIC share).
   double ring_GBps = 0;
@@ -88,7 +91,30 @@ struct AlgoOption {
   // Multi-node ring all-reduce with Simple: latency × 1.4 once each channel
   // carries ≥ 64 bytes per rank (tuning.cc:593-596); 0 = never.
   double plateau_bytes = 0;
+  // NCCL pipelines the collective through its steps in chunks and shrinks
+  // chunks, channels and threads as the message shrinks (enqueue.cc:1880-1899,
+  // 2045-2068), so bus bandwidth ramps up slowly through the mid sizes. A
+  // pipeline whose per-chunk overhead sums to the latency L over its stages,
+  // chunked for a message whose transfer takes W at full bandwidth, takes
+  // L + W + 2·sqrt(L·W) (pipelined-transfer bound); NCCL's tuner keeps the
+  // first two terms. The share of the cross term added: kNcclPipelineFill
+  // for NCCL's collectives, 0 for point-to-point and RCCL.
+  double pipeline_fill = 0;
 };
+
+// Share of the pipelined-transfer cross term 2·sqrt(L·W) that NCCL's mid-size
+// runs show: fitted to nccl_tables.json's NVIDIA tables (16 systems, 550
+// rows; each leave-one-system-out fit lands in 0.375–0.55, `validate
+// --collectives` refits it per held-out system). Below 0.3 the 4–64 MiB rows
+// stay ≥ 17 % slow; above 0.6 the ≥ 256 MiB rows turn pessimistic. RCCL's
+// tables (MI300X, MI355X) reach their bandwidth sooner and take none
+// (docs/model.md "Collectives").
+inline constexpr double kNcclPipelineFill = 0.4;
+// The largest latency L the fill is taken at, µs: the largest of the rows the
+// share was fitted on (GCP's TCPX two-node ring, 132 µs). Rings across
+// hundreds of nodes have latencies of milliseconds, where no table measured
+// the cross term; it is not extrapolated there.
+inline constexpr double kPipelineFillMaxLatencyUs = 132;
 
 // A group's options, kept in order of latency: a query stops at the first
 // option whose latency alone exceeds the best time found (the search asks a
@@ -103,11 +129,15 @@ struct AlgoOptions {
 // 463-497). All-to-all and send/recv get the one point-to-point option.
 AlgoOptions NcclOptions(Collective coll, const GroupShape& shape);
 
-// Seconds of one option on a buffer of `bytes`; +infinity when unusable.
+// Seconds one option runs on a buffer of `bytes`: NCCL's estimate (latency
+// plus transfer) and the pipeline fill; +infinity when unusable.
 double OptionSeconds(const AlgoOption& o, double bytes);
 
 // The fastest option among `allowed`; `*chosen` (when given) points at it, or
-// at nothing when none is allowed (+infinity returned).
+// at nothing when none is allowed (+infinity returned). NCCL's tuner weighs
+// its estimates without the fill; picking on the run's time instead differs
+// from it on 16 of nccl_tables.json's 651 rows, by under 4 %, and keeps time
+// monotone in bytes and in bandwidth.
 double FastestSeconds(const AlgoOptions& options, double bytes,
                       AlgorithmMask allowed = kAnyAlgorithm, const AlgoOption** chosen = nullptr);
 

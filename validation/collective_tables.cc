@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <regex>
 
+#include "common/median.h"
 #include "common/strings.h"
 #include "validation/row_fields.h"
 
@@ -203,18 +205,62 @@ Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
   return out;
 }
 
-CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row) {
+namespace {
+
+CollectiveRowCheck CheckRow(const topology::AlgoOptions& options, topology::AlgorithmMask allowed,
+                            const CollectiveRow& row) {
   const topology::AlgoOption* chosen = nullptr;
-  const double seconds =
-      topology::FastestSeconds(table.cost.options, row.size_bytes, table.allowed, &chosen);
+  const double seconds = topology::FastestSeconds(options, row.size_bytes, allowed, &chosen);
   CollectiveRowCheck check;
   check.predicted_us = seconds * 1e6;
   check.error = row.measured_us > 0 ? check.predicted_us / row.measured_us - 1.0 : 0.0;
   if (chosen != nullptr) {
     check.algorithm = chosen->algorithm;
     check.protocol = chosen->protocol;
+    check.latency_us = chosen->latency_us;
+    check.algbw_GBps = chosen->algbw_GBps;
   }
   return check;
+}
+
+topology::AlgoOptions WithPipelineFill(topology::AlgoOptions options, double fill) {
+  for (int i = 0; i < options.count; ++i) {
+    if (options.items[i].pipeline_fill > 0) options.items[i].pipeline_fill = fill;
+  }
+  return options;
+}
+
+}  // namespace
+
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row) {
+  return CheckRow(table.cost.options, table.allowed, row);
+}
+
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
+                                      double fill) {
+  return CheckRow(WithPipelineFill(table.cost.options, fill), table.allowed, row);
+}
+
+double FitPipelineFill(const CollectiveTables& tables, const std::string& held_out_system) {
+  double best_fill = 0, best_median = std::numeric_limits<double>::infinity();
+  std::vector<double> abs_errors;
+  for (int step = 0; step <= 40; ++step) {
+    const double fill = 0.025 * step;
+    abs_errors.clear();
+    for (const CollectiveTable& t : tables.tables) {
+      if (!held_out_system.empty() && t.system == held_out_system) continue;
+      const topology::AlgoOptions options = WithPipelineFill(t.cost.options, fill);
+      for (const CollectiveRow& row : t.rows) {
+        abs_errors.push_back(std::fabs(CheckRow(options, t.allowed, row).error));
+      }
+    }
+    const double median = Median(abs_errors);
+    if (median < best_median - 1e-12) {
+      best_median = median;
+      best_fill = fill;
+    }
+  }
+  return best_fill;
 }
 
 }  // namespace paratune::planner

@@ -72,7 +72,20 @@ struct CollectiveRowCheck {
   double error = 0;  // predicted / measured − 1
   topology::Algorithm algorithm = topology::Algorithm::kRing;
   topology::Protocol protocol = topology::Protocol::kSimple;
+  // The chosen option's latency and algorithm bandwidth: the row's time split
+  // into its two terms.
+  double latency_us = 0;
+  double algbw_GBps = 0;
 };
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row);
+// The same with NCCL's pipeline-fill share (topology::kNcclPipelineFill) set
+// to `fill` on the options that take one, for refits.
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
+                                      double fill);
+
+// The pipeline-fill share, on a 0.025 grid over [0, 1], with the lowest
+// median |error| over the rows of every system but `held_out_system` (every
+// row when it is empty). The one constant fitted to these tables.
+double FitPipelineFill(const CollectiveTables& tables, const std::string& held_out_system = "");
 
 }  // namespace paratune::planner

@@ -29,18 +29,25 @@ TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
   const Outcome j = Call(RunValidate, {"--collectives", TablesFile(), "--format", "json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const Json doc = Json::parse(j.out);
-  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v1");
+  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v2");
   for (const char* k : {"tables", "per_system", "per_collective", "per_rank_decade", "per_size",
-                        "overall", "fitted_constants", "leave_one_system_out", "not_asked"}) {
+                        "overall", "fitted_constants", "leave_one_system_out",
+                        "leave_one_system_out_overall", "not_asked"}) {
     EXPECT_TRUE(doc.contains(k)) << k;
   }
   ASSERT_FALSE(doc["tables"].empty());
   const Json& row = doc["tables"][0]["rows"][0];
   for (const char* k : {"size_bytes", "measured_us", "measured_from", "predicted_us", "error",
-                        "algorithm", "protocol"}) {
+                        "algorithm", "protocol", "latency_us", "algbw_GBps"}) {
     EXPECT_TRUE(row.contains(k)) << k;
   }
-  EXPECT_TRUE(doc["fitted_constants"].empty());
+  // One fitted constant, refitted with each system held out.
+  ASSERT_EQ(doc["fitted_constants"].size(), 1u);
+  const Json& fill = doc["fitted_constants"][0];
+  EXPECT_EQ(fill["name"], "pipeline_fill");
+  EXPECT_EQ(fill["held_out"].size(), doc["per_system"].size());
+  EXPECT_EQ(doc["leave_one_system_out"].size(), doc["per_system"].size());
+  EXPECT_NE(t.out.find("per system held out"), std::string::npos);
 }
 
 TEST(ValidateCollectives, RefusesOtherFilesAndCombinations) {

@@ -150,12 +150,14 @@ TEST(CudaGraphsTest, RemoveTheHostStall) {
   EXPECT_LT(pg.iteration_time_s, pe.iteration_time_s);
 }
 
-// The NVLink cut matters where tensor and context parallelism carry the
-// traffic: Llama 3 8B at 128K tokens on 16 GPUs gets a different best plan on
-// H800 (NVLink 160 GB/s achieved) than on H100 (370 GB/s), and the H100's
-// best runs slower on H800 than the H800's own. (At 8K tokens Megatron's TP
-// overlap hides the cut and both get the same plan.)
-TEST(FleetPlanTest, H800PlanDiffersFromH100Plan) {
+// The NVLink cut matters where tensor parallelism carries the traffic: Llama
+// 3 8B at 128K tokens on 16 GPUs. On H800 (NVLink 160 GB/s achieved against
+// the H100's 370) the tp=8 layout runs more than 8 % slower than on an H100,
+// while the best plans (context parallelism carrying the sequence, tp <= 4)
+// lose under 2 %; the H800's best uses no more tensor parallelism than the
+// H100's, and no plan runs faster on the H800. (At 8K tokens Megatron's TP
+// overlap hides the cut.)
+TEST(FleetPlanTest, H800CutCostsTensorParallelLayoutsMost) {
   const Json any = Json::object();
   PredictRequest h100 = Must("llama3-8b", "dgx-h100", 16, 8, "bf16", any, 131072);
   PredictRequest h800 = Must("llama3-8b", "hgx-h800", 16, 8, "bf16", any, 131072);
@@ -169,9 +171,18 @@ TEST(FleetPlanTest, H800PlanDiffersFromH100Plan) {
   ASSERT_FALSE(r800.top.empty());
   const ParallelConfig& best100 = r100.top[0].config;
   const ParallelConfig& best800 = r800.top[0].config;
-  EXPECT_FALSE(best100 == best800) << ConfigToString(best100);
-  ASSERT_EQ(m800.CheckRules(best100), Reason::kOk);
-  EXPECT_GT(m800.Predict(best100).iteration_time_s, r800.top[0].prediction.iteration_time_s);
+  EXPECT_LE(best800.tensor(), best100.tensor()) << ConfigToString(best800);
+  EXPECT_LE(best100.tensor(), 4) << ConfigToString(best100);
+  const double best_loss =
+      r800.top[0].prediction.iteration_time_s / r100.top[0].prediction.iteration_time_s;
+  EXPECT_GE(best_loss, 1.0);
+  EXPECT_LT(best_loss, 1.02);
+  const Json tp8 = {{"tp", 8}, {"pp", 1}, {"dp", 2}, {"sp", true}, {"mbs", 1}};
+  const PredictRequest tp8_100 = Must("llama3-8b", "dgx-h100", 16, 8, "bf16", tp8, 131072);
+  const PredictRequest tp8_800 = Must("llama3-8b", "hgx-h800", 16, 8, "bf16", tp8, 131072);
+  ASSERT_EQ(m100.CheckRules(tp8_100.config), Reason::kOk);
+  ASSERT_EQ(m800.CheckRules(tp8_800.config), Reason::kOk);
+  EXPECT_GT(PredictOf(tp8_800).iteration_time_s / PredictOf(tp8_100).iteration_time_s, 1.08);
 }
 
 // Issue 40 (8): a job's numbers are checked before any work, each error

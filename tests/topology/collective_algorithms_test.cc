@@ -134,6 +134,37 @@ TEST(NcclTuner, FastestIsTheMinimumOverEveryOption) {
   }
 }
 
+// NCCL's pipelined algorithms pay a fill that shrinks, relative to the
+// transfer, as the buffer grows (2·sqrt(L·W) against W); point-to-point and
+// RCCL pay none.
+TEST(NcclTuner, PipelineFillFadesWithSizeAndSparesRcclAndPointToPoint) {
+  GroupShape g = Hopper(8, 1);
+  g.nvls_GBps = 480;
+  const AlgoOptions o = NcclOptions(Collective::kAllReduce, g);
+  const AlgoOption* nvls = Find(o, Algorithm::kNvls, Protocol::kSimple);
+  ASSERT_NE(nvls, nullptr);
+  EXPECT_EQ(nvls->pipeline_fill, kNcclPipelineFill);
+  AlgoOption bare = *nvls;
+  bare.pipeline_fill = 0;
+  double last_share = 1e9;
+  for (double bytes = 1 << 20; bytes <= 16.0 * (1 << 30); bytes *= 4) {
+    const double fill = OptionSeconds(*nvls, bytes) - OptionSeconds(bare, bytes);
+    const double transfer = OptionSeconds(bare, bytes) - nvls->latency_us * 1e-6;
+    ASSERT_GT(fill, 0) << bytes;
+    EXPECT_LT(fill / transfer, last_share) << bytes;
+    last_share = fill / transfer;
+  }
+  EXPECT_LT(last_share, 0.02);  // 16 GiB: within 2 % of the bandwidth
+  g.rccl = true;
+  const AlgoOptions rccl = NcclOptions(Collective::kAllReduce, g);
+  for (int i = 0; i < rccl.count; ++i) EXPECT_EQ(rccl.items[i].pipeline_fill, 0.0);
+  const AlgoOptions a2a = NcclOptions(Collective::kAllToAll, Hopper(8, 1));
+  ASSERT_EQ(a2a.count, 1);
+  EXPECT_EQ(a2a.items[0].pipeline_fill, 0.0);
+  EXPECT_TRUE(RunsRccl("mi300x"));
+  EXPECT_FALSE(RunsRccl("h100-sxm"));
+}
+
 TEST(NcclTuner, UnreachableGroupHasNoOption) {
   GroupShape g = Hopper(16, 2);
   g.ring_GBps = 0;
