@@ -165,6 +165,25 @@ TEST(NcclTuner, PipelineFillFadesWithSizeAndSparesRcclAndPointToPoint) {
   EXPECT_FALSE(RunsRccl("h100-sxm"));
 }
 
+// Beyond the largest latency the share was fitted at (a ring across hundreds
+// of nodes), the fill is taken at that latency, not extrapolated.
+TEST(NcclTuner, PipelineFillIsNotExtrapolatedPastTheFittedLatencies) {
+  const AlgoOptions o = NcclOptions(Collective::kAllGather, Hopper(2048, 256));
+  const AlgoOption* ring = Find(o, Algorithm::kRing, Protocol::kSimple);
+  ASSERT_NE(ring, nullptr);
+  ASSERT_GT(ring->latency_us, 10 * kPipelineFillMaxLatencyUs);
+  auto fill = [](AlgoOption a, double latency_us, double bytes) {
+    a.latency_us = latency_us;
+    AlgoOption bare = a;
+    bare.pipeline_fill = 0;
+    return OptionSeconds(a, bytes) - OptionSeconds(bare, bytes);
+  };
+  const double bytes = 1 << 28;
+  EXPECT_NEAR(fill(*ring, ring->latency_us, bytes), fill(*ring, kPipelineFillMaxLatencyUs, bytes),
+              1e-12);
+  EXPECT_GT(fill(*ring, kPipelineFillMaxLatencyUs, bytes), fill(*ring, kPipelineFillMaxLatencyUs / 4, bytes));
+}
+
 TEST(NcclTuner, UnreachableGroupHasNoOption) {
   GroupShape g = Hopper(16, 2);
   g.ring_GBps = 0;
