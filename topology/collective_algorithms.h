@@ -105,8 +105,9 @@ struct AlgoOption {
 // Share of the pipelined-transfer cross term 2·sqrt(L·W) that NCCL's mid-size
 // runs show: fitted to nccl_tables.json's NVIDIA tables (16 systems, 550
 // rows; each leave-one-system-out fit lands in 0.375–0.55, `validate
-// --collectives` refits it per held-out system). Below 0.3 the 4–64 MiB rows
-// stay ≥ 17 % slow; above 0.6 the ≥ 256 MiB rows turn pessimistic. RCCL's
+// --collectives` refits it per held-out system). 0.3 leaves the 64 KiB –
+// 256 MiB rows 17 % optimistic at the median; 0.6 overshoots them (22 %
+// median |error| against 19 %). RCCL's
 // tables (MI300X, MI355X) reach their bandwidth sooner and take none
 // (docs/model.md "Collectives").
 inline constexpr double kNcclPipelineFill = 0.4;
