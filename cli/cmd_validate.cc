@@ -120,16 +120,17 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       MI300X/MI355X, 4 to 192 ranks; also recognised when given
                       as --calibration): every row's size priced on the
                       table's system (its GPU's cluster preset with the
-                      table's nodes and NICs, NCCL_ALGO where the table forced
+                      table's nodes, NICs and transport, NCCL_ALGO where the table forced
                       one) by NCCL's tuner model, predicted vs measured time
                       per table with the algorithms the tuner runs, then per
                       system, collective, rank count and message size the
                       median |error|, median signed error and p90, each
-                      system held out (the pipeline-fill share, the one
-                      constant fitted to the file, refitted without it), and
+                      system held out (the pipeline-fill share and the
+                      InfiniBand and EFA hop latencies, the constants fitted
+                      to the file, refitted without it), and
                       the tables not asked with the reason (DeepEP kernels,
                       prose summaries, TCP-socket transports)
-                      (json: schema paratune.collective_validation/v2, every row)
+                      (json: schema paratune.collective_validation/v3, every row)
   --beyond FILE       measured throughput of networks that are not transformer
                       stacks (shared/calibration/beyond_runs.json: MLPerf
                       Training and HPC runs of ResNet-50, RetinaNet, Stable

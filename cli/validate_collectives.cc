@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <map>
 #include <ostream>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/validate_memory.h"
@@ -50,14 +51,25 @@ std::string AlgorithmsRun(const std::vector<planner::CollectiveRowCheck>& checks
   return out;
 }
 
-// "0.375-0.55": the range of the shares fitted with one system held out.
-std::string HeldOutFills(const std::map<std::string, double>& fills) {
-  double lo = 1e9, hi = -1e9;
-  for (const auto& [system, value] : fills) {
-    lo = std::min(lo, value);
-    hi = std::max(hi, value);
-  }
-  return fills.empty() ? "none" : FormatFixed(lo, 3) + "-" + FormatFixed(hi, 3);
+// "0.375-0.55": the range of one constant's refits with a system held out.
+std::string RefitRange(const std::map<std::string, double>& refits, int decimals) {
+  if (refits.empty()) return "none";
+  const auto [lo, hi] = std::minmax_element(refits.begin(), refits.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
+  return FormatFixed(lo->second, decimals) + "-" + FormatFixed(hi->second, decimals);
+}
+
+// One fitted constant: its value, this file's fit and each held-out refit.
+OrderedJson FittedConstantJson(const char* name, double value, double refit,
+                               const std::map<std::string, double>& held_out) {
+  OrderedJson j;
+  j["name"] = name;
+  j["value"] = value;
+  j["refit_on_these_rows"] = refit;
+  j["held_out"] = OrderedJson::object();
+  for (const auto& [system, v] : held_out) j["held_out"][system] = v;
+  return j;
 }
 
 }  // namespace
@@ -67,17 +79,28 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   if (!tables.ok()) return UsageError(io, "validate", tables.status());
   const bool table_format = format == "table";
   OrderedJson out;
-  out["schema"] = "paratune.collective_validation/v2";
+  out["schema"] = "paratune.collective_validation/v3";
   out["tables"] = OrderedJson::array();
   std::map<std::string, std::vector<double>> by_system, by_collective, by_ranks, by_size;
   std::vector<double> all, table_medians;
-  // Leave one system out: the pipeline-fill share refitted without it.
+  // Leave one system out: the fitted constants refitted without it. A
+  // fabric's hop latency is listed for the systems with tables across it.
   std::map<std::string, double> held_out_fill;
+  std::map<std::string, std::map<std::string, double>> held_out_latency;  // fabric → system → µs
+  std::map<std::string, std::set<std::string>> fabric_systems;
   for (const planner::CollectiveTable& t : tables->tables) {
-    if (!held_out_fill.count(t.system)) held_out_fill[t.system] = planner::FitPipelineFill(*tables, t.system);
+    if (const std::string f = planner::NetFabricOf(t); !f.empty()) fabric_systems[f].insert(t.system);
   }
   std::map<std::string, std::vector<double>> held_out_by_system;
   std::vector<double> held_out_all;
+  for (const planner::HeldOutSystem& h : planner::LeaveOneSystemOut(*tables)) {
+    held_out_fill[h.system] = h.refit.pipeline_fill;
+    for (const auto& [fabric, us] : h.refit.net_latency_us) {
+      if (fabric_systems[fabric].count(h.system)) held_out_latency[fabric][h.system] = us;
+    }
+    held_out_by_system[h.system] = h.errors;
+    held_out_all.insert(held_out_all.end(), h.errors.begin(), h.errors.end());
+  }
   if (table_format) {
     io.out << std::left << std::setw(42) << "table" << std::setw(14) << "collective" << std::right
            << std::setw(6) << "ranks" << std::setw(6) << "rows" << std::setw(10) << "median"
@@ -91,9 +114,6 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
       const planner::CollectiveRowCheck c = planner::CheckCollectiveRow(t, row);
       checks.push_back(c);
       errors.push_back(c.error);
-      const double held_out = planner::CheckCollectiveRow(t, row, held_out_fill[t.system]).error;
-      held_out_by_system[t.system].push_back(held_out);
-      held_out_all.push_back(held_out);
       by_size[SizeClass(row.size_bytes)].push_back(c.error);
       OrderedJson r;
       r["size_bytes"] = row.size_bytes;
@@ -123,6 +143,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     j["ranks"] = t.ranks;
     j["nodes"] = t.nodes;
     j["trust"] = t.trust;
+    j["net_transport"] = t.cluster.net_transport;
     j["algorithms"] = AlgorithmsRun(checks);
     j["forced_algorithm"] = t.allowed != topology::kAnyAlgorithm;
     j["stats"] = ErrorStatsJson(s);
@@ -146,17 +167,22 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   out["per_size"] = ErrorGroupsJson(by_size);
   out["overall"] = ErrorStatsJson(overall);
   out["median_of_table_medians"] = Median(table_medians);
-  // Every constant but one comes from NCCL's source or from a cluster
-  // preset's cited measurement outside this file; the pipeline-fill share is
-  // fitted to these rows, and refitted without each system held out.
-  OrderedJson fill;
-  fill["name"] = "pipeline_fill";
-  fill["value"] = topology::kNcclPipelineFill;
-  fill["refit_on_these_rows"] = planner::FitPipelineFill(*tables);
-  fill["held_out"] = OrderedJson::object();
-  for (const auto& [system, value] : held_out_fill) fill["held_out"][system] = value;
+  // Every other constant comes from NCCL's source or from a cluster
+  // preset's cited measurement outside this file; the pipeline-fill share and
+  // the hop latency of each fabric are fitted to these rows, and refitted
+  // without each system held out.
+  const planner::CollectiveConstants compiled, refit = planner::FitCollectiveConstants(*tables);
   out["fitted_constants"] = OrderedJson::array();
-  out["fitted_constants"].push_back(fill);
+  out["fitted_constants"].push_back(FittedConstantJson(
+      "pipeline_fill", compiled.pipeline_fill, refit.pipeline_fill, held_out_fill));
+  std::string latency_refits;
+  for (const auto& [fabric, us] : compiled.net_latency_us) {
+    out["fitted_constants"].push_back(FittedConstantJson(("net_latency_us." + fabric).c_str(), us,
+                                                         refit.net_latency_us.at(fabric),
+                                                         held_out_latency[fabric]));
+    latency_refits += ", " + fabric + " hop " + FormatFixed(us, 0) + " us to " +
+                      RefitRange(held_out_latency[fabric], 0) + " us";
+  }
   out["leave_one_system_out"] = ErrorGroupsJson(held_out_by_system);
   const MemoryErrorStats held_out_overall = MemoryStats(held_out_all);
   out["leave_one_system_out_overall"] = ErrorStatsJson(held_out_overall);
@@ -177,8 +203,9 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   }
   PrintErrorGroups(io.out, "per system (GPU @ publisher)", by_system, 34);
   PrintErrorGroups(io.out,
-                   "per system held out (pipeline fill " + FormatFixed(topology::kNcclPipelineFill, 3) +
-                       " refitted without it: " + HeldOutFills(held_out_fill) + ")",
+                   "per system held out (refitted without it: pipeline fill " +
+                       FormatFixed(compiled.pipeline_fill, 3) + " to " +
+                       RefitRange(held_out_fill, 3) + latency_refits + ")",
                    held_out_by_system, 34);
   PrintErrorGroups(io.out, "per collective", by_collective, 34);
   PrintErrorGroups(io.out, "per rank count", by_ranks, 34);

@@ -51,6 +51,8 @@ const std::set<std::string>& ClusterSourceKeys() {
                                               "nvls_GBps",
                                               "collective_model",
                                               "network",
+                                              "net_transport",
+                                              "net_latency_us",
                                               "host_memory_GiB",
                                               "host_memory_GBps",
                                               "host_link_GBps"};
@@ -271,6 +273,8 @@ LinkCost Cost(const Model& m, Collective coll, int stride, int size) {
   shape.arch = NcclArchOf(c.gpu.name);
   shape.rccl = RunsRccl(c.gpu.name);
   shape.pcie = c.intra_node_fabric == "pcie";
+  shape.net_latency_us = c.NetLatencyUs();
+  shape.simple_only = c.NetSimpleOnly();
   double busbw = 0;
   if (across_trays) {
     // Every member reaches every other through the domain's switches: the
@@ -529,6 +533,24 @@ Status ReadCollectiveModel(ObjectReader* r, ClusterSpec* c) {
   return Status::Ok();
 }
 
+// net_transport (one of NetTransports()) and net_latency_us, when stated.
+Status ReadNetTransport(ObjectReader* r, ClusterSpec* c) {
+  PT_RETURN_IF_ERROR(r->OptString("net_transport", &c->net_transport));
+  std::string names;
+  bool known = false;
+  for (const NetTransport& t : NetTransports()) {
+    names += std::string(names.empty() ? "" : ", ") + "\"" + t.name + "\"";
+    known = known || c->net_transport == t.name;
+  }
+  if (!known) return r->Error("net_transport", "must be one of " + names);
+  if (r->Has("net_latency_us")) {
+    PT_RETURN_IF_ERROR(r->Number("net_latency_us", &c->net_latency_us));
+    PT_RETURN_IF_ERROR(
+        CheckClosed(*r, "net_latency_us", c->net_latency_us, 0, kMaxLatencyUs, "µs"));
+  }
+  return Status::Ok();
+}
+
 // The request form: {gpu, gpus_per_node, intra_node_GBps, inter_node_GBps_per_gpu}
 // plus optional labels and latencies: one NVSwitch, one NIC per GPU on a
 // fat-tree. "rates" says what the two bandwidths are: "achievable" (default;
@@ -575,6 +597,7 @@ Result<ClusterSpec> ParseRequestForm(ObjectReader* r) {
   PT_RETURN_IF_ERROR(r->OptNumber("inter_alpha_us", &c.inter_alpha_us));
   PT_RETURN_IF_ERROR(r->OptNumber("alltoall_efficiency", &c.alltoall_efficiency));
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
+  PT_RETURN_IF_ERROR(ReadNetTransport(r, &c));
   PT_RETURN_IF_ERROR(ReadHost(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
   PT_RETURN_IF_ERROR(CheckCommon(*r, c));
@@ -656,6 +679,7 @@ Result<ClusterSpec> ParseFullForm(ObjectReader* r) {
     }
   }
   PT_RETURN_IF_ERROR(r->OptString("network", &c.network));
+  PT_RETURN_IF_ERROR(ReadNetTransport(r, &c));
   PT_RETURN_IF_ERROR(ReadHost(r, &c));
   PT_RETURN_IF_ERROR(r->OptString("source", &c.source));
   PT_RETURN_IF_ERROR(ReadSources(r, ClusterSourceKeys(), &c.sources));
@@ -750,6 +774,36 @@ double BusFactor(Collective c, int group_size) {
 const char* TierName(Tier t) { return t == Tier::kIntraNode ? "intra_node" : "inter_node"; }
 
 double ClusterSpec::NodeInjectionGBps() const { return nics_per_node * nic_GBps * nic_efficiency; }
+
+// The hop latencies are fitted to nccl_tables.json's multi-node rows:
+// InfiniBand and RoCE on eight systems (dstack's, SkyPilot's and OCI's
+// tables), EFA on p4d/p4de (AWS and SkyPilot), p5 and p5en
+// (docs/model.md "Network transports"). aws-ofi-nccl
+// forces Simple on p4d: platform-aws.cpp:919-927 at 2daf7d3 (no
+// FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES on that device); p5 and
+// later run its RDMA protocol, whose writes keep LL and LL128
+// (platform-aws.cpp:133-158, 866-878).
+const std::vector<NetTransport>& NetTransports() {
+  static const std::vector<NetTransport> kTransports = {
+      {"verbs", "verbs", kVerbsNetLatencyUs, false},
+      {"efa", "efa", kEfaNetLatencyUs, false},
+      {"efa-sendrecv", "efa", kEfaNetLatencyUs, true},
+  };
+  return kTransports;
+}
+
+const NetTransport& FindNetTransport(const std::string& name) {
+  for (const NetTransport& t : NetTransports()) {
+    if (name == t.name) return t;
+  }
+  return NetTransports().front();
+}
+
+double ClusterSpec::NetLatencyUs() const {
+  return net_latency_us >= 0 ? net_latency_us : FindNetTransport(net_transport).latency_us;
+}
+
+bool ClusterSpec::NetSimpleOnly() const { return FindNetTransport(net_transport).simple_only; }
 
 // Calibration scales a collective's whole time by corrections.communication.
 LinkCost Calibrated(const ClusterSpec& c, LinkCost cost) {
@@ -912,6 +966,8 @@ Json ClusterSpecToJson(const ClusterSpec& c) {
   if (c.nvls_GBps > 0) j["nvls_GBps"] = c.nvls_GBps;
   if (c.collective_model != "nccl") j["collective_model"] = c.collective_model;
   j["network"] = c.network;
+  if (c.net_transport != NetTransports().front().name) j["net_transport"] = c.net_transport;
+  if (c.net_latency_us >= 0) j["net_latency_us"] = c.net_latency_us;
   if (c.host_memory_GiB > 0) j["host_memory_GiB"] = c.host_memory_GiB;
   if (c.host_memory_GBps > 0) j["host_memory_GBps"] = c.host_memory_GBps;
   if (c.host_link_GBps > 0) j["host_link_GBps"] = c.host_link_GBps;

@@ -47,6 +47,24 @@ inline constexpr double kMaxLatencyUs = 1e4;         // per rank: 10 ms, 250x th
 inline constexpr double kMaxHostMemoryGiB = 65536;   // 64 TiB of CPU DRAM per node
 inline constexpr int kMaxClusterNodes = 1 << 24;     // as many nodes as the planner takes GPUs
 
+// Latency a network hop adds above NCCL's tuner figures, µs, per fabric
+// (cluster.cc NetTransports): fitted to nccl_tables.json's multi-node rows
+// (docs/model.md "Network transports").
+inline constexpr double kVerbsNetLatencyUs = 3;
+inline constexpr double kEfaNetLatencyUs = 23;
+
+// A network transport NCCL runs over (ClusterSpec::net_transport).
+struct NetTransport {
+  const char* name;
+  const char* fabric;  // "verbs" | "efa": the hop latency it shares
+  double latency_us;   // per network hop above NCCL's tuner figures
+  bool simple_only;    // the plugin forces NCCL_PROTO=simple
+};
+// Every transport paratune prices; the first is the default.
+const std::vector<NetTransport>& NetTransports();
+// The transport named `name`; the default when none is.
+const NetTransport& FindNetTransport(const std::string& name);
+
 struct ClusterSpec {
   std::string name;  // preset key or user label
   GpuSpec gpu;
@@ -99,6 +117,15 @@ struct ClusterSpec {
   // domain and NVLS-Tree across domains where they beat its rings and trees.
   double nvls_GBps = 0;
   std::string network = "fat-tree";  // "fat-tree" | "dragonfly" | ...
+  // How NCCL reaches the network (NetTransports() lists them): "verbs",
+  // InfiniBand or RoCE through NCCL's own transport; "efa", AWS EFA through
+  // aws-ofi-nccl's RDMA protocol (p5 and later); "efa-sendrecv", its
+  // send/recv protocol on EFA devices that cannot order 128-byte writes (p4d,
+  // p4de), where the plugin forces NCCL_PROTO=simple.
+  std::string net_transport = "verbs";
+  // Latency each network hop adds above NCCL's InfiniBand figures, µs
+  // (collective_algorithms.h GroupShape::net_latency_us); < 0 = the transport's.
+  double net_latency_us = -1;
   // Host (CPU) side of a node, for ZeRO-Offload/Infinity and FPDT's offloaded
   // chunks (docs/model.md "Host memory and offload"). 0 = not stated: the
   // model then checks no host memory and offers no optimizer/parameter offload.
@@ -157,6 +184,10 @@ struct ClusterSpec {
   double InterNodeGBpsPerGpu() const { return NodeInjectionGBps() / gpus_per_node; }
   // GPU<->host GB/s per GPU and direction: host_link_GBps, else the GPU's.
   double HostLinkGBps() const { return host_link_GBps > 0 ? host_link_GBps : gpu.host_link_GBps; }
+  // net_latency_us when stated, else the transport's (NetTransports()).
+  double NetLatencyUs() const;
+  // Whether the transport forces NCCL's Simple protocol on every collective.
+  bool NetSimpleOnly() const;
 };
 
 // The cost of one collective on one placed group.

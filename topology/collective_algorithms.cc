@@ -63,6 +63,20 @@ constexpr const char* kProtocolNames[3] = {"LL", "LL128", "Simple"};
 
 int Log2Floor(double x) { return x >= 1 ? static_cast<int>(std::floor(std::log2(x))) : 0; }
 
+// One inter-node hop of `algo` with `proto`: NCCL's NET row plus the
+// transport's own latency, twice with Simple (tuning.cc:355-359).
+double NetHopUs(const GroupShape& g, int algo, int proto) {
+  return kHwLat[kHwNet][algo][proto] + g.net_latency_us * (proto == kSimple ? 2.0 : 1.0);
+}
+
+// Whether `proto` runs on this group: LL128 needs NVLink inside the node
+// (tuning.cc:478-494); a transport without ordered 128-byte writes leaves
+// Simple alone (GroupShape::simple_only).
+bool ProtocolRuns(const GroupShape& g, int proto) {
+  if (proto != kSimple && g.simple_only) return false;
+  return !(proto == kLL128 && g.pcie);
+}
+
 float LlMaxBw(const GroupShape& g) {
   const int n_index = g.nodes <= 1 ? 0 : g.nodes == 2 ? 1 : 2;
   const int row = g.nodes <= 1 ? static_cast<int>(g.arch) : 0;
@@ -79,12 +93,11 @@ void AddRing(Collective coll, const GroupShape& g, AlgoOptions* out) {
   const int intra_hw = g.pcie ? kHwPci : kHwNvlink;
   const double factor = BusFactor(coll, p);
   for (int proto : {kLL, kLL128, kSimple}) {
-    // LL128 needs NVLink inside the node (tuning.cc:478-494).
-    if (proto == kLL128 && g.pcie) continue;
+    if (!ProtocolRuns(g, proto)) continue;
     float intra_lat = kHwLat[intra_hw][kRing][proto];
     if (n > 1) intra_lat = std::max(intra_lat, kNetOverheadUs * (proto == kSimple ? 3.0f : 1.0f));
     // With one GPU per node every hop is exposed: the Tree network figure (tuning.cc:356).
-    const float inter_lat = kHwLat[kHwNet][ppn <= 1.0 ? kTree : kRing][proto];
+    const double inter_lat = NetHopUs(g, ppn <= 1.0 ? kTree : kRing, proto);
     AlgoOption o;
     o.algorithm = Algorithm::kRing;
     o.protocol = static_cast<Protocol>(proto);
@@ -120,13 +133,13 @@ void AddTree(const GroupShape& g, AlgoOptions* out) {
   const double chain = ppn > 1 ? g.intra_GBps / 2.0 : g.intra_GBps;
   const double simple = kTreeFactor * std::min(TreeNetworkGBps(g), chain);
   for (int proto : {kLL, kLL128, kSimple}) {
-    if (proto == kLL128 && g.pcie) continue;
+    if (!ProtocolRuns(g, proto)) continue;
     AlgoOption o;
     o.algorithm = Algorithm::kTree;
     o.protocol = static_cast<Protocol>(proto);
     o.latency_us = kBaseLat[kTree][proto] +
                    2.0 * (static_cast<double>(ppn - 1) * kHwLat[intra_hw][kTree][proto] +
-                           static_cast<double>(Log2Floor(n)) * kHwLat[kHwNet][kTree][proto]);
+                           static_cast<double>(Log2Floor(n)) * NetHopUs(g, kTree, proto));
     double bw = simple;
     if (proto == kLL) bw = std::min<double>(bw / kTreeLLDivisor, LlMaxBw(g));
     if (proto == kLL128) bw *= kTreeLL128Factor;
@@ -160,7 +173,7 @@ void AddNvls(const GroupShape& g, AlgoOptions* out) {
   } else {
     o.algorithm = Algorithm::kNvlsTree;
     o.latency_us = kBaseLat[kNvlsTree][kSimple] + kHwLat[kHwNvlink][kNvlsTree][kSimple] +
-                   2.0 * static_cast<double>(Log2Floor(n)) * kHwLat[kHwNet][kNvlsTree][kSimple];
+                   2.0 * static_cast<double>(Log2Floor(n)) * NetHopUs(g, kNvlsTree, kSimple);
     o.algbw_GBps = std::min(intra_alg, TreeNetworkGBps(g));
   }
   o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
@@ -174,7 +187,7 @@ void AddPat(const GroupShape& g, AlgoOptions* out) {
   o.algorithm = Algorithm::kPat;
   o.protocol = Protocol::kSimple;
   o.latency_us = kBaseLat[kPat][kSimple] +
-                 static_cast<double>(Log2Floor(g.nodes)) * kHwLat[kHwNet][kPat][kSimple] / 3.5 +
+                 static_cast<double>(Log2Floor(g.nodes)) * NetHopUs(g, kPat, kSimple) / 3.5 +
                  2.8 * static_cast<double>(g.ranks);
   o.algbw_GBps = kPatFactor * g.ring_GBps;
   o.pipeline_fill = g.rccl ? 0.0 : kNcclPipelineFill;
@@ -185,11 +198,12 @@ void AddPat(const GroupShape& g, AlgoOptions* out) {
 // tuner does not price. One Simple step's latency (base plus the hop's) and,
 // for all-to-all, the serialization of its peers.
 void AddDirect(Collective coll, const GroupShape& g, AlgoOptions* out) {
-  const int hw = g.nodes > 1 ? kHwNet : g.pcie ? kHwPci : kHwNvlink;
+  const int hw = g.pcie ? kHwPci : kHwNvlink;
   AlgoOption o;
   o.algorithm = Algorithm::kDirect;
   o.protocol = Protocol::kSimple;
-  o.latency_us = kBaseLat[kRing][kSimple] + kHwLat[hw][kRing][kSimple];
+  o.latency_us = kBaseLat[kRing][kSimple] +
+                 (g.nodes > 1 ? NetHopUs(g, kRing, kSimple) : kHwLat[hw][kRing][kSimple]);
   if (coll == Collective::kAllToAll) o.latency_us += kPerPeerUs * static_cast<double>(g.ranks - 1);
   o.algbw_GBps = g.ring_GBps / BusFactor(coll, g.ranks);
   out->Add(o);

@@ -77,6 +77,15 @@ struct GroupShape {
   // Measured NVLS all-reduce bus bandwidth of the NVLink domain on 8 GPUs,
   // GB/s; 0 = the fabric has no NVLink SHARP (cluster.h nvls_GBps).
   double nvls_GBps = 0;
+  // Latency a network hop adds above NCCL's InfiniBand figures, µs: NCCL adds
+  // the net plugin's reported latency to every inter-node hop, twice with
+  // Simple for the receive flush (search.cc:685; tuning.cc:357-359). Its own
+  // InfiniBand/RoCE transport reports 0 (net_ib.cc:945); cluster.h
+  // net_transport gives the others'.
+  double net_latency_us = 0;
+  // The network cannot order 128-byte writes and its plugin forces
+  // NCCL_PROTO=simple for the whole process (cluster.h net_transport).
+  bool simple_only = false;
 };
 
 // One algorithm × protocol: seconds = latency + bytes / algbw for a buffer of
@@ -103,18 +112,18 @@ struct AlgoOption {
 };
 
 // Share of the pipelined-transfer cross term 2·sqrt(L·W) that NCCL's mid-size
-// runs show: fitted to nccl_tables.json's NVIDIA tables (16 systems, 550
-// rows; each leave-one-system-out fit lands in 0.375–0.55, `validate
-// --collectives` refits it per held-out system). 0.3 leaves the 64 KiB –
-// 256 MiB rows 17 % optimistic at the median; 0.6 overshoots them (22 %
-// median |error| against 19 %). RCCL's
-// tables (MI300X, MI355X) reach their bandwidth sooner and take none
-// (docs/model.md "Collectives").
-inline constexpr double kNcclPipelineFill = 0.4;
-// The largest latency L the fill is taken at, µs: the largest of the rows the
-// share was fitted on (GCP's TCPX two-node ring, 132 µs). Rings across
-// hundreds of nodes have latencies of milliseconds, where no table measured
-// the cross term; it is not extrapolated there.
+// runs show: fitted to nccl_tables.json with the network hop latencies
+// (cluster.h NetTransports), 651 rows on 18 systems; each
+// leave-one-system-out fit lands in 0.325–0.375 (`validate --collectives`
+// refits it per held-out system). Without the term the 64 KiB – 256 MiB rows
+// are 31 % fast at the median; with it, 13 %. RCCL's tables (MI300X, MI355X)
+// reach their bandwidth sooner and take none (docs/model.md "Collectives").
+inline constexpr double kNcclPipelineFill = 0.325;
+// The largest latency L the fill is taken at, µs: the largest of the
+// InfiniBand and RoCE rows the share was first fitted on (GCP's TCPX two-node
+// ring, 132 µs); EFA's rows above it (p4d's Simple tree, 184 µs) fit with
+// it. Rings across hundreds of nodes have latencies of milliseconds, where
+// no table measured the cross term; it is not extrapolated there.
 inline constexpr double kPipelineFillMaxLatencyUs = 132;
 
 // A group's options, kept in order of latency: a query stops at the first

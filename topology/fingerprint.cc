@@ -129,6 +129,9 @@ std::string CanonicalText(const ClusterSpec& c) {
   if (c.nvls_GBps > 0) AppendField(&s, "nvls_GBps", c.nvls_GBps);
   if (c.collective_model != "nccl") AppendField(&s, "collective_model", c.collective_model);
   AppendField(&s, "network", c.network);
+  // Only when not the defaults, so the other clusters keep their fingerprints.
+  if (c.net_transport != NetTransports().front().name) AppendField(&s, "net_transport", c.net_transport);
+  if (c.net_latency_us >= 0) AppendField(&s, "net_latency_us", c.net_latency_us);
   // Host fields only when stated, so clusters without them keep their
   // fingerprints from before the fields existed.
   if (c.host_memory_GiB > 0) AppendField(&s, "host_memory_GiB", c.host_memory_GiB);

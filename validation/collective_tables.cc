@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <regex>
 
@@ -106,6 +107,14 @@ bool RowTime(const Json& r, Collective coll, int ranks, CollectiveRow* out) {
   return false;
 }
 
+// The transport a table's network text names (cluster.h net_transport): AWS
+// EFA on its A100 instances (p4d, p4de: AWS's only A100 instances with EFA)
+// runs aws-ofi-nccl's send/recv protocol, on later ones its RDMA protocol.
+std::string TransportOf(const Json& t) {
+  if (!Contains(Str(t, "inter_network"), "EFA")) return "verbs";
+  return Str(t, "gpu") == "A100" ? "efa-sendrecv" : "efa";
+}
+
 // The table's system: the GPU's preset with its nodes and NICs.
 Result<topology::ClusterSpec> TableCluster(const Json& t, const std::string& preset,
                                            std::vector<std::string>* assumed) {
@@ -125,6 +134,7 @@ Result<topology::ClusterSpec> TableCluster(const Json& t, const std::string& pre
     assumed->push_back("NICs not stated: the preset's " + std::to_string(c.nics_per_node) + " x " +
                        FormatFixed(c.nic_GBps * 8, 0) + " Gb/s per node");
   }
+  c.net_transport = TransportOf(t);
   c.name = preset + " (" + Str(t, "id") + ")";
   return c;
 }
@@ -230,37 +240,108 @@ topology::AlgoOptions WithPipelineFill(topology::AlgoOptions options, double fil
   return options;
 }
 
+// The table's options with its fabric's hop at `net_latency_us` (its own
+// options when that is the latency it was priced with).
+topology::AlgoOptions OptionsWith(const CollectiveTable& t, double net_latency_us) {
+  if (net_latency_us == t.cluster.NetLatencyUs()) return t.cost.options;
+  topology::ClusterSpec c = t.cluster;
+  c.net_latency_us = net_latency_us;
+  return topology::GroupCost(c, t.collective, 1, t.ranks).options;
+}
+
+topology::AlgoOptions OptionsWith(const CollectiveTable& t, const CollectiveConstants& k) {
+  const std::string fabric = NetFabricOf(t);
+  const auto it = k.net_latency_us.find(fabric);
+  return it == k.net_latency_us.end() ? t.cost.options : OptionsWith(t, it->second);
+}
+
+// The value on `grid` whose options give the lowest median |error| over the
+// rows of the tables `acts_on`, every system but `held_out`'s; `fallback`
+// when no such row is left.
+template <typename ActsOn, typename OptionsAt>
+double FitOnGrid(const CollectiveTables& tables, const std::string& held_out,
+                 const std::vector<double>& grid, double fallback, const ActsOn& acts_on,
+                 const OptionsAt& options_at) {
+  double best = fallback, best_median = std::numeric_limits<double>::infinity();
+  std::vector<double> abs_errors;
+  for (double value : grid) {
+    abs_errors.clear();
+    for (const CollectiveTable& t : tables.tables) {
+      if (!acts_on(t) || (!held_out.empty() && t.system == held_out)) continue;
+      const topology::AlgoOptions options = options_at(t, value);
+      for (const CollectiveRow& row : t.rows) {
+        abs_errors.push_back(std::fabs(CheckRow(options, t.allowed, row).error));
+      }
+    }
+    if (abs_errors.empty()) return fallback;
+    const double median = Median(abs_errors);
+    if (median < best_median - 1e-12) {
+      best_median = median;
+      best = value;
+    }
+  }
+  return best;
+}
+
+std::vector<double> Grid(double step, int steps) {
+  std::vector<double> grid;
+  for (int i = 0; i <= steps; ++i) grid.push_back(step * i);
+  return grid;
+}
+
 }  // namespace
+
+std::map<std::string, double> CollectiveConstants::CompiledNetLatencies() {
+  std::map<std::string, double> out;
+  for (const topology::NetTransport& t : topology::NetTransports()) out[t.fabric] = t.latency_us;
+  return out;
+}
+
+std::string NetFabricOf(const CollectiveTable& table) {
+  if (table.cost.tier != topology::Tier::kInterNode) return "";
+  return topology::FindNetTransport(table.cluster.net_transport).fabric;
+}
 
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row) {
   return CheckRow(table.cost.options, table.allowed, row);
 }
 
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
-                                      double fill) {
-  return CheckRow(WithPipelineFill(table.cost.options, fill), table.allowed, row);
+                                      const CollectiveConstants& k) {
+  return CheckRow(WithPipelineFill(OptionsWith(table, k), k.pipeline_fill), table.allowed, row);
 }
 
-double FitPipelineFill(const CollectiveTables& tables, const std::string& held_out_system) {
-  double best_fill = 0, best_median = std::numeric_limits<double>::infinity();
-  std::vector<double> abs_errors;
-  for (int step = 0; step <= 40; ++step) {
-    const double fill = 0.025 * step;
-    abs_errors.clear();
-    for (const CollectiveTable& t : tables.tables) {
-      if (!held_out_system.empty() && t.system == held_out_system) continue;
-      const topology::AlgoOptions options = WithPipelineFill(t.cost.options, fill);
-      for (const CollectiveRow& row : t.rows) {
-        abs_errors.push_back(std::fabs(CheckRow(options, t.allowed, row).error));
-      }
+CollectiveConstants FitCollectiveConstants(const CollectiveTables& tables,
+                                           const std::string& held_out_system) {
+  const CollectiveConstants compiled;
+  CollectiveConstants fit;
+  fit.pipeline_fill = FitOnGrid(
+      tables, held_out_system, Grid(0.025, 40), compiled.pipeline_fill,
+      [](const CollectiveTable&) { return true; },
+      [](const CollectiveTable& t, double fill) { return WithPipelineFill(t.cost.options, fill); });
+  for (auto& [fabric, latency] : fit.net_latency_us) {
+    latency = FitOnGrid(
+        tables, held_out_system, Grid(1.0, 60), latency,
+        [&](const CollectiveTable& t) { return NetFabricOf(t) == fabric; },
+        [](const CollectiveTable& t, double us) { return OptionsWith(t, us); });
+  }
+  return fit;
+}
+
+std::vector<HeldOutSystem> LeaveOneSystemOut(const CollectiveTables& tables) {
+  std::vector<HeldOutSystem> out;
+  for (const CollectiveTable& t : tables.tables) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const HeldOutSystem& h) { return h.system == t.system; });
+    if (it == out.end()) {
+      out.push_back({t.system, FitCollectiveConstants(tables, t.system), {}});
+      it = std::prev(out.end());
     }
-    const double median = Median(abs_errors);
-    if (median < best_median - 1e-12) {
-      best_median = median;
-      best_fill = fill;
+    for (const CollectiveRow& row : t.rows) {
+      it->errors.push_back(CheckCollectiveRow(t, row, it->refit).error);
     }
   }
-  return best_fill;
+  return out;
 }
 
 }  // namespace paratune::planner

@@ -6,6 +6,7 @@
 // "Collective validation").
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -78,14 +79,39 @@ struct CollectiveRowCheck {
   double algbw_GBps = 0;
 };
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row);
-// The same with NCCL's pipeline-fill share (topology::kNcclPipelineFill) set
-// to `fill` on the options that take one, for refits.
-CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
-                                      double fill);
 
-// The pipeline-fill share, on a 0.025 grid over [0, 1], with the lowest
-// median |error| over the rows of every system but `held_out_system` (every
-// row when it is empty). The one constant fitted to these tables.
-double FitPipelineFill(const CollectiveTables& tables, const std::string& held_out_system = "");
+// The collective model's constants that these tables set: NCCL's
+// pipeline-fill share and the latency a network hop adds per fabric
+// (topology::NetTransport::fabric → µs), at their compiled values unless set.
+struct CollectiveConstants {
+  double pipeline_fill = topology::kNcclPipelineFill;
+  std::map<std::string, double> net_latency_us = CompiledNetLatencies();
+  static std::map<std::string, double> CompiledNetLatencies();
+};
+// A row priced with `k` in place of the compiled-in constants, for refits.
+CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
+                                      const CollectiveConstants& k);
+
+// The fabric whose hop latency a table's rows bear on: its transport's, when
+// the group crosses a NIC; "" when it does not.
+std::string NetFabricOf(const CollectiveTable& table);
+
+// Each constant on its grid (the share on 0.025 steps over [0, 1], a hop
+// latency on 1 µs steps over [0, 60]), the others at their compiled values,
+// with the lowest median |error| over the rows it bears on (every row for the
+// share, the fabric's tables for its latency) of every system but
+// `held_out_system` (none when empty). A constant with none of its rows left
+// keeps its compiled value.
+CollectiveConstants FitCollectiveConstants(const CollectiveTables& tables,
+                                           const std::string& held_out_system = "");
+
+// Leave one system out: each system's rows priced with the constants
+// refitted without it.
+struct HeldOutSystem {
+  std::string system;
+  CollectiveConstants refit;
+  std::vector<double> errors;  // predicted / measured − 1, its rows in file order
+};
+std::vector<HeldOutSystem> LeaveOneSystemOut(const CollectiveTables& tables);
 
 }  // namespace paratune::planner

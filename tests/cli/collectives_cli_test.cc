@@ -29,7 +29,7 @@ TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
   const Outcome j = Call(RunValidate, {"--collectives", TablesFile(), "--format", "json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const Json doc = Json::parse(j.out);
-  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v2");
+  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v3");
   for (const char* k : {"tables", "per_system", "per_collective", "per_rank_decade", "per_size",
                         "overall", "fitted_constants", "leave_one_system_out",
                         "leave_one_system_out_overall", "not_asked"}) {
@@ -41,11 +41,18 @@ TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
                         "algorithm", "protocol", "latency_us", "algbw_GBps"}) {
     EXPECT_TRUE(row.contains(k)) << k;
   }
-  // One fitted constant, refitted with each system held out.
-  ASSERT_EQ(doc["fitted_constants"].size(), 1u);
+  // Three fitted constants, each refitted with each system held out: the
+  // share over every system, a fabric's hop latency over the systems with
+  // tables across it.
+  ASSERT_EQ(doc["fitted_constants"].size(), 3u);
   const Json& fill = doc["fitted_constants"][0];
   EXPECT_EQ(fill["name"], "pipeline_fill");
   EXPECT_EQ(fill["held_out"].size(), doc["per_system"].size());
+  EXPECT_EQ(doc["fitted_constants"][1]["name"], "net_latency_us.efa");
+  EXPECT_EQ(doc["fitted_constants"][2]["name"], "net_latency_us.verbs");
+  EXPECT_TRUE(doc["fitted_constants"][1]["held_out"].contains("H100 @ aws-samples"));
+  EXPECT_FALSE(doc["fitted_constants"][1]["held_out"].contains("H100 @ Azure"));
+  EXPECT_TRUE(doc["tables"][0].contains("net_transport"));
   EXPECT_EQ(doc["leave_one_system_out"].size(), doc["per_system"].size());
   EXPECT_NE(t.out.find("per system held out"), std::string::npos);
 }

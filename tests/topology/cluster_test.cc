@@ -189,6 +189,58 @@ TEST(ClusterSpecTest, CollectiveModelAndNvlsParseAndRejectBadValues) {
               3e-6 * 8 + (7.0 / 8.0) * 1e9 / 370e9, 1e-12);
 }
 
+// A cluster on AWS EFA: its hop latency enters every inter-node option, and
+// p4d's send/recv protocol leaves NCCL the Simple protocol alone
+// (aws-ofi-nccl forces NCCL_PROTO=simple there). Published floors
+// (nccl_tables.json, aws-samples): 8-byte all-reduce on 2 x p4de 163 us, on
+// 2 x p5 69 us, where InfiniBand's is about 30 us (Nebius H100).
+TEST(ClusterSpecTest, NetTransportsPriceTheirHopAndProtocols) {
+  EXPECT_EQ(MustCluster("dgx-h100").net_transport, "verbs");
+  auto with = [](const char* preset, const char* transport) {
+    Json j = ClusterSpecToJson(MustCluster(preset));
+    j["nics_per_node"] = 4;
+    j["nic_GBps"] = 12.5;
+    j["net_transport"] = transport;
+    Result<ClusterSpec> c = ParseClusterSpec(j, "/cluster");
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? *c : ClusterSpec{};
+  };
+  const ClusterSpec p4de = with("dgx-a100-80gb", "efa-sendrecv");
+  const ClusterSpec p5 = with("dgx-h100", "efa");
+  const ClusterSpec ib = with("dgx-h100", "verbs");
+  EXPECT_EQ(ClusterSpecToJson(p4de)["net_transport"], "efa-sendrecv");
+  EXPECT_NE(Fingerprint(p5), Fingerprint(ib));
+  const LinkCost p4de_cost = GroupCost(p4de, Collective::kAllReduce, 1, 16);
+  for (int i = 0; i < p4de_cost.options.count; ++i) {
+    EXPECT_EQ(p4de_cost.options.items[i].protocol, Protocol::kSimple);
+  }
+  const double p4de_us = 1e6 * CollectiveSeconds(p4de, Collective::kAllReduce, 1, 16, 8);
+  const double p5_us = 1e6 * CollectiveSeconds(p5, Collective::kAllReduce, 1, 16, 8);
+  const double ib_us = 1e6 * CollectiveSeconds(ib, Collective::kAllReduce, 1, 16, 8);
+  EXPECT_NEAR(p4de_us / 163.3, 1.0, 0.15);
+  EXPECT_NEAR(p5_us / 69.1, 1.0, 0.15);
+  EXPECT_NEAR(ib_us / 29.8, 1.0, 0.15);
+  // Inside one node no NIC is crossed: the transport changes nothing but the protocols.
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(p5, Collective::kAllReduce, 1, 8, 1 << 20),
+                   CollectiveSeconds(ib, Collective::kAllReduce, 1, 8, 1 << 20));
+  // A stated latency overrides the transport's; bad values are refused by name.
+  Json j = ClusterSpecToJson(ib);
+  j["net_latency_us"] = 50;
+  Result<ClusterSpec> slow = ParseClusterSpec(j, "/cluster");
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_GT(CollectiveSeconds(*slow, Collective::kAllReduce, 1, 16, 8), 2 * ib_us * 1e-6);
+  j["net_latency_us"] = -1;
+  Result<ClusterSpec> negative = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("/cluster/net_latency_us"), std::string::npos);
+  j.erase("net_latency_us");
+  j["net_transport"] = "tcp";
+  Result<ClusterSpec> unknown = ParseClusterSpec(j, "/cluster");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("\"efa-sendrecv\""), std::string::npos)
+      << unknown.status().ToString();
+}
+
 TEST(ClusterPresetTest, UnknownNameIsNotFoundAndListsValidNames) {
   ASSERT_NO_FATAL_FAILURE(testing::ExpectUnknownPresetListsTheKnown<ClusterSpec>(
       "selene", &ClusterPreset, kClusterPresets));
