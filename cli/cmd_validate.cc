@@ -74,7 +74,9 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       hopper, blackwell, cdna2-4); a group whose rows come
                       from several sources (a GPU held out across files) also
                       prints its held-out error per source. The table gives
-                      the p90 of |error| beside the median
+                      the p90 of |error| beside the median, and the rows
+                      with sharded parameters (ZeRO-3, FSDP) by GPU-count
+                      decade, in-sample and held out by this grouping
   --axes              also leave one axis out: for each of gpu-count, seq,
                       framework and generation, every bin refitted without
                       its rows and predicted (median, p90 and signed error
@@ -120,15 +122,15 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       MI300X/MI355X, 4 to 192 ranks; also recognised when given
                       as --calibration): every row's size priced on the
                       table's system (its GPU's cluster preset with the
-                      table's nodes, NICs and transport, NCCL_ALGO where the table forced
-                      one) by NCCL's tuner model, predicted vs measured time
-                      per table with the algorithms the tuner runs, then per
-                      system, collective, rank count and message size the
-                      median |error|, median signed error and p90, each
-                      system held out (the pipeline-fill share and the
-                      InfiniBand and EFA hop latencies, the constants fitted
-                      to the file, refitted without it), and
-                      the tables not asked with the reason (DeepEP kernels,
+                      table's nodes, NICs and transport, NCCL_ALGO where the
+                      table forced one) by NCCL's tuner model, predicted vs
+                      measured time per table with the algorithms the tuner
+                      runs, then per system, collective, rank count and
+                      message size the median |error|, median signed error
+                      and p90, each system held out (the pipeline-fill share
+                      and the InfiniBand and EFA hop latencies, the constants
+                      fitted to the file, refitted without it), and the
+                      tables not asked with the reason (DeepEP kernels,
                       prose summaries, TCP-socket transports)
                       (json: schema paratune.collective_validation/v3, every row)
   --beyond FILE       measured throughput of networks that are not transformer
@@ -350,6 +352,7 @@ Result<Tally> PredictRows(const LoadedRuns& loaded, bool table, std::ostream& os
     r["gpu"] = job.cluster.gpu.name;
     r["gpus"] = job.gpus;
     r["config"] = planner::ConfigToString(run.request.config);
+    r["sharded_parameters"] = run.request.config.zero >= 3 || run.request.config.gz > 1;
     r["metric"] = metric;
     r["measured"] = measured;
     r["predicted"] = predicted;
@@ -399,6 +402,36 @@ OrderedJson SourcesToJson(const Tally& t) {
     sources.push_back(s);
   }
   return sources;
+}
+
+// The rows whose parameters are sharded (ZeRO-3; FSDP and AxoNN's depth, gz)
+// by GPU-count decade, in-sample and held out by the `cv` grouping: the
+// gathers and reduce-scatters of sharded parameters grow with the GPU count.
+OrderedJson ShardedByDecade(const OrderedJson& rows, const planner::CrossValidation& cv) {
+  std::map<std::string, double> held_out;
+  for (const planner::GroupError& g : cv.groups) {
+    held_out.insert(g.held_out_by_run.begin(), g.held_out_by_run.end());
+  }
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bins;  // |e| in, out
+  for (const auto& r : rows) {
+    if (!r.value("sharded_parameters", false)) continue;  // not covered rows have none
+    auto& [in, out] = bins[planner::DecadeOf(r["gpus"].get<int64_t>())];
+    in.push_back(std::fabs(r["error"].get<double>()));
+    const auto it = held_out.find(r["id"].get<std::string>());
+    if (it != held_out.end()) out.push_back(std::fabs(it->second));
+  }
+  OrderedJson all = OrderedJson::array();
+  for (const auto& [bin, errors] : bins) {
+    OrderedJson b;
+    b["bin"] = bin;
+    b["runs"] = errors.first.size();
+    b["in_sample_median_abs_error"] = Median(errors.first);
+    b["in_sample_p90_abs_error"] = Quantile(errors.first, 0.9);
+    b["held_out_median_abs_error"] = Median(errors.second);
+    b["held_out_p90_abs_error"] = Quantile(errors.second, 0.9);
+    all.push_back(b);
+  }
+  return all;
 }
 
 // Held out: the fitted constants refitted without each group.
@@ -638,6 +671,24 @@ void PrintTables(const OrderedJson& out, const planner::CrossValidation& cv, pla
              << FormatFixed(100 * e.held_out_signed, 1) << "%\n";
     }
   }
+  os << "\nsharded parameters (ZeRO-3, FSDP, AxoNN depth) by GPU-count decade (held out by "
+     << planner::HoldoutName(holdout) << "):\n";
+  if (out["sharded_by_gpu_decade"].empty()) {
+    os << "  no such rows\n";
+  } else {
+    os << std::left << std::setw(36) << "GPUs" << std::right << std::setw(6) << "runs"
+       << std::setw(16) << "in-sample |e|" << std::setw(16) << "in-sample p90" << std::setw(16)
+       << "held-out |e|" << std::setw(14) << "held-out p90" << "\n";
+  }
+  for (const auto& b : out["sharded_by_gpu_decade"]) {
+    os << std::left << std::setw(36) << b["bin"].get<std::string>() << std::right << std::setw(6)
+       << b["runs"].get<int>() << std::setw(15)
+       << FormatFixed(100 * b["in_sample_median_abs_error"].get<double>(), 1) << "%"
+       << std::setw(15) << FormatFixed(100 * b["in_sample_p90_abs_error"].get<double>(), 1) << "%"
+       << std::setw(15) << FormatFixed(100 * b["held_out_median_abs_error"].get<double>(), 1)
+       << "%" << std::setw(13) << FormatFixed(100 * b["held_out_p90_abs_error"].get<double>(), 1)
+       << "%\n";
+  }
   if (out.contains("leave_one_axis_out")) PrintAxes(out["leave_one_axis_out"], os);
   os << "\nfitted constants (shipped / refit on every row / prior; informed by):\n";
   for (const auto& k : out["constants"]) {
@@ -821,6 +872,7 @@ int RunValidate(const Args& args, Io io) {
   out["sources"] = SourcesToJson(t);
   out["holdout"] = planner::HoldoutName(*holdout);
   out["held_out"] = HeldOutToJson(cv);
+  out["sharded_by_gpu_decade"] = ShardedByDecade(t.rows, cv);
   if (flags.Has("--axes")) {
     std::vector<planner::CrossValidation> axes;
     for (planner::Holdout axis : planner::kAxes) {

@@ -481,6 +481,7 @@ CrossValidation LeaveOneGroupOut(const std::vector<PublishedRun>& runs, Holdout 
       out_abs.push_back(std::fabs(eout));
       out_signed.push_back(eout);
       out_by_source[r->source_key].push_back(eout);
+      g.held_out_by_run[r->id] = eout;
     }
     for (const auto& [src, errs] : out_by_source) {
       std::vector<double> abs;

@@ -143,6 +143,8 @@ struct GroupError {
   // The held-out errors per source, sorted by source; one entry when the group
   // is one source.
   std::vector<SourceError> by_source;
+  // Each row's held-out throughput error, by run id.
+  std::map<std::string, double> held_out_by_run;
 };
 
 struct CrossValidation {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "tests/cli/call.h"
 #include "cli/common.h"
 #include "common/json.h"
+#include "common/median.h"
 #include "planner/plans.h"
 #include "topology/cluster.h"
 #include "validation/fit.h"
@@ -642,6 +644,45 @@ TEST(Validate, HeldOutGroupsCarryTheirSplitBySource) {
     ASSERT_TRUE(refit.contains(c.name)) << c.name;
     EXPECT_DOUBLE_EQ(refit[c.name].get<double>(), c.prior) << c.name;
   }
+}
+
+// The rows with sharded parameters, by GPU-count decade (docs/cli.md,
+// Validation): llm-foundry's FSDP rows at 8, 32 and 128 GPUs land one bin
+// each, every row once, the p90 beside the median; Megatron rows have none.
+TEST(Validate, ShardedRowsByGpuDecade) {
+  const std::string pub = std::string(PARATUNE_SHARED_DIR) + "/calibration/public_runs.json";
+  auto text = ReadFileToString(pub);
+  if (!text.ok()) GTEST_SKIP() << "calibration file not found";
+  Json picked = Json::array();
+  std::map<int, int> per_count;
+  for (const Json& r : Json::parse(*text)) {
+    if (r.value("id", "").rfind("mosaic_", 0) != 0) continue;
+    const int gpus = r["hardware"]["num_gpus"].get<int>();
+    if ((gpus == 8 || gpus == 32 || gpus == 128) && per_count[gpus]++ < 2) picked.push_back(r);
+  }
+  ASSERT_EQ(picked.size(), 6u);
+  Outcome out = Call(RunValidate, {"--runs", "-", "--format", "json"}, picked.dump());
+  ASSERT_EQ(out.code, kExitOk) << out.err;
+  const Json j = Json::parse(out.out);
+  std::map<std::string, std::vector<double>> expected;
+  for (const Json& r : j["runs"]) {
+    EXPECT_TRUE(r["sharded_parameters"].get<bool>()) << r["config"];
+    expected[planner::DecadeOf(r["gpus"].get<int>())].push_back(std::fabs(r["error"].get<double>()));
+  }
+  const Json& bins = j["sharded_by_gpu_decade"];
+  ASSERT_EQ(bins.size(), 3u);
+  for (const Json& b : bins) {
+    const std::string bin = b["bin"].get<std::string>();
+    ASSERT_TRUE(expected.count(bin)) << bin;
+    EXPECT_EQ(b["runs"].get<size_t>(), expected[bin].size()) << bin;
+    EXPECT_DOUBLE_EQ(b["in_sample_median_abs_error"].get<double>(), Median(expected[bin])) << bin;
+    EXPECT_GE(b["in_sample_p90_abs_error"].get<double>(), b["in_sample_median_abs_error"].get<double>());
+    EXPECT_GE(b["held_out_p90_abs_error"].get<double>(), b["held_out_median_abs_error"].get<double>());
+  }
+  const std::string cal = std::string(PARATUNE_SHARED_DIR) + "/calibration/korthikanti2022.json";
+  Outcome megatron = Call(RunValidate, {"--calibration", cal});
+  ASSERT_EQ(megatron.code, kExitOk) << megatron.err;
+  EXPECT_NE(megatron.out.find("no such rows"), std::string::npos);
 }
 
 TEST(Presets, ListAndShow) {

@@ -14,6 +14,7 @@
 #include "planner/framework.h"
 #include "planner/moe.h"
 #include "planner/pipeline.h"
+#include "validation/fit.h"
 #include "validation/picks.h"
 #include "validation/validation.h"
 
@@ -156,6 +157,20 @@ TEST(Validation, PublicRunsPerSourceMedians) {
   EXPECT_EQ(errors["mlcommons/training_results_v3.1"].size(), 7u);
   EXPECT_EQ(errors["NVIDIA/NeMo"].size(), 9u);
   EXPECT_EQ(errors["NVIDIA/Megatron-LM"].size(), 11u);
+  // The rows with sharded parameters (llm-foundry's FSDP) hold in every
+  // GPU-count decade they reach: 2.7 % at 1-9 GPUs, 2.9 % at 10-99, 4.9 % at
+  // 100-999 (the collectives issue asks for 10 %).
+  std::map<std::string, std::vector<double>> sharded;
+  for (const auto& run : runs) {
+    if (run.request.config.zero < 3 && run.request.config.gz == 1) continue;
+    const auto& job = run.request.job;
+    CostModel cm(job.model, job.training, job.cluster, job.gpus);
+    sharded[DecadeOf(job.gpus)].push_back(std::fabs(ThroughputError(run, cm.Predict(run.request.config))));
+  }
+  EXPECT_GE(sharded.size(), 3u);
+  for (const auto& [decade, abs] : sharded) {
+    EXPECT_LE(median(abs), 0.10) << decade << " GPUs, " << abs.size() << " rows";
+  }
   for (const char* source : {"mosaicml/llm-foundry", "mlcommons/training_results_v3.1", "NVIDIA/NeMo"}) {
     std::vector<double> abs;
     for (double e : errors[source]) abs.push_back(std::fabs(e));
