@@ -782,7 +782,7 @@ double ClusterSpec::NodeInjectionGBps() const { return nics_per_node * nic_GBps 
 // forces Simple on p4d: platform-aws.cpp:919-927 at 2daf7d3 (no
 // FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES on that device); p5 and
 // later run its RDMA protocol, whose writes keep LL and LL128
-// (platform-aws.cpp:133-158, 866-878).
+// (platform-aws.cpp:133-158, 865-887).
 const std::vector<NetTransport>& NetTransports() {
   static const std::vector<NetTransport> kTransports = {
       {"verbs", "verbs", kVerbsNetLatencyUs, false},
