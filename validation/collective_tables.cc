@@ -249,10 +249,12 @@ topology::AlgoOptions OptionsWith(const CollectiveTable& t, double net_latency_u
   return topology::GroupCost(c, t.collective, 1, t.ranks).options;
 }
 
+// The table's options with every constant of `k`: its fabric's hop latency
+// and the pipeline-fill share.
 topology::AlgoOptions OptionsWith(const CollectiveTable& t, const CollectiveConstants& k) {
-  const std::string fabric = NetFabricOf(t);
-  const auto it = k.net_latency_us.find(fabric);
-  return it == k.net_latency_us.end() ? t.cost.options : OptionsWith(t, it->second);
+  const auto it = k.net_latency_us.find(NetFabricOf(t));
+  return WithPipelineFill(it == k.net_latency_us.end() ? t.cost.options : OptionsWith(t, it->second),
+                          k.pipeline_fill);
 }
 
 // The value on `grid` whose options give the lowest median |error| over the
@@ -308,7 +310,7 @@ CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const Collec
 
 CollectiveRowCheck CheckCollectiveRow(const CollectiveTable& table, const CollectiveRow& row,
                                       const CollectiveConstants& k) {
-  return CheckRow(WithPipelineFill(OptionsWith(table, k), k.pipeline_fill), table.allowed, row);
+  return CheckRow(OptionsWith(table, k), table.allowed, row);
 }
 
 CollectiveConstants FitCollectiveConstants(const CollectiveTables& tables,
@@ -337,8 +339,10 @@ std::vector<HeldOutSystem> LeaveOneSystemOut(const CollectiveTables& tables) {
       out.push_back({t.system, FitCollectiveConstants(tables, t.system), {}});
       it = std::prev(out.end());
     }
+    // Priced once per table: a refitted hop latency reprices the group.
+    const topology::AlgoOptions options = OptionsWith(t, it->refit);
     for (const CollectiveRow& row : t.rows) {
-      it->errors.push_back(CheckCollectiveRow(t, row, it->refit).error);
+      it->errors.push_back(CheckRow(options, t.allowed, row).error);
     }
   }
   return out;
