@@ -271,10 +271,14 @@ OrderedJson DsConfig(const Plan& p) {
   z["overlap_comm"] = c.overlap_grad_reduce || c.overlap_param_gather;
   z["contiguous_gradients"] = true;
   z["reduce_scatter"] = true;
-  z["reduce_bucket_size"] = 500000000;
+  // The buckets the cost model prices ZeRO-3's calls by (the preset's
+  // zero3_*_bucket_elements: DeepSpeed's defaults).
+  const planner::FrameworkCosts& buckets =
+      planner::FrameworkPreset(planner::Framework::kDeepSpeed).costs;
+  z["reduce_bucket_size"] = static_cast<int64_t>(buckets.zero3_reduce_bucket_elements);
   z["allgather_bucket_size"] = 500000000;
   if (stage == 3) {
-    z["stage3_prefetch_bucket_size"] = 50000000;
+    z["stage3_prefetch_bucket_size"] = static_cast<int64_t>(buckets.zero3_gather_bucket_elements);
     z["stage3_param_persistence_threshold"] = 100000;
     z["stage3_max_live_parameters"] = 1000000000;
     z["stage3_max_reuse_distance"] = 1000000000;

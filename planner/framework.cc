@@ -180,7 +180,9 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
   }
   for (auto [key, field] : {std::pair{"optimizer_traffic", &c.optimizer_traffic},
                             {"allocator_fragmentation", &c.allocator_fragmentation},
-                            {"gathered_layers", &c.gathered_layers}}) {
+                            {"gathered_layers", &c.gathered_layers},
+                            {"zero3_gather_bucket_elements", &c.zero3_gather_bucket_elements},
+                            {"zero3_reduce_bucket_elements", &c.zero3_reduce_bucket_elements}}) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (!(*field >= 0)) return r.Error(key, "must be >= 0");
   }

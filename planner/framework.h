@@ -163,6 +163,14 @@ struct FrameworkCosts {
   // transformer block (FSDP's unit: each block is its own fully_shard /
   // FSDP-wrapped module, torchtitan fsdp.py:267-366 @b5bcd76).
   double z_per_linear = 0.0;
+  // ZeRO-3's issue schedule (DeepSpeed): the prefetch gathers parameters in
+  // calls that take them, in module order, until a call holds at least
+  // `zero3_gather_bucket_elements` (stage3_prefetch_bucket_size); gradients
+  // are reduce-scattered from a bucket flushed before it would pass
+  // `zero3_reduce_bucket_elements` (reduce_bucket_size). 0: one all-gather
+  // and one reduce-scatter per transformer layer.
+  double zero3_gather_bucket_elements = 0.0;
+  double zero3_reduce_bucket_elements = 0.0;
   // 1: the Z reduce-scatter moves weight gradients in the parameter dtype
   // (bf16 weight.grad, accumulated into fp32 main gradients after it); 0: in
   // the main-gradient dtype (FSDP's reduce_dtype = fp32).

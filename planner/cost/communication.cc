@@ -182,9 +182,52 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   }
 }
 
+namespace {
+
+// Layers over which Zero3CallsPerLayer follows DeepSpeed's buckets: enough
+// for a bucket spanning several small layers to close a few times.
+constexpr int kZero3TraceLayers = 16;
+
+// Collectives DeepSpeed's ZeRO-3 issues per layer, in steady state, for a
+// layer whose parameters hold `sizes` elements in module order. The gather
+// side (`close_at_bucket`) takes parameters into a call until it holds at
+// least `bucket` elements: the prefetch loop of
+// deepspeed/runtime/zero/partitioned_param_coordinator.py:452-484 (edaa722),
+// one all_gather_coalesced per call (:582-613). The reduce side flushes its
+// bucket before a gradient that would overflow it (stage3.py:1533-1535) and
+// reduce-scatters each flush in one reduce_scatter_coalesced (:1595-1601,
+// 1813). A bucket that spans layers counts as the fraction of it each fills.
+double Zero3CallsPerLayer(const double (&sizes)[4], double bucket, bool close_at_bucket) {
+  double calls = 0, open = 0;
+  for (int l = 0; l < kZero3TraceLayers; ++l) {
+    for (double s : sizes) {
+      if (!(s > 0)) continue;
+      if (close_at_bucket) {
+        open += s;
+        if (open >= bucket) {
+          calls += 1;
+          open = 0;
+        }
+      } else {
+        if (open > 0 && open + s > bucket) {
+          calls += 1;
+          open = 0;
+        }
+        open += s;
+      }
+    }
+  }
+  return (calls + open / bucket) / kZero3TraceLayers;
+}
+
+}  // namespace
+
 // ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z, on
 // the block (`layer_shard` elements) the GPU still holds after tensor and Z
-// sharding; `sd`, `nd`: stride and size of the weight-replica group.
+// sharding; `sd`, `nd`: stride and size of the weight-replica group. Where
+// the framework states its buckets (DeepSpeed) the layer's traffic goes in
+// as many calls as they make, each paying its own latency; otherwise in one
+// all-gather and one reduce-scatter per layer.
 double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& lt,
                                     double layer_shard, int sd, int nd) const {
   double zero3_layer = 0;
@@ -195,11 +238,33 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
       const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sd, cluster_.gpus_per_node));
       hp_group = std::max(1, std::min(nd, per_node));
     }
-    const double ag_f = comm_.Seconds(Collective::kAllGather, sd, nd, bytes * (c.qwz ? 0.5 : 1.0));
-    const double ag_b = hp_group > 1 ? comm_.Seconds(Collective::kAllGather, sd, hp_group, bytes) : 0.0;
+    // The layer's four weight matrices as the GPU holds them (norms and
+    // biases stay resident under stage3_param_persistence_threshold). QKV
+    // and gate/up count as one matrix each, as Megatron-DeepSpeed fuses
+    // them; a Hugging Face model's separate projections make about one call
+    // more a layer where each passes the bucket (Llama-70B: five, not four).
+    const ModelSpec& m = model_;
+    const double h = m.hidden, f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+    const double shard = static_cast<double>(c.tensor()) * c.gz;
+    const double weights[4] = {h * attn_qkv_n_ / shard, attn_proj_k_ * h / shard,
+                               h * f * g / shard, f * h / shard};
+    const FrameworkCosts& fc = fw_.costs;
+    const double n_ag = fc.zero3_gather_bucket_elements > 0
+                            ? Zero3CallsPerLayer(weights, fc.zero3_gather_bucket_elements, true)
+                            : 1.0;
+    const double n_rs = fc.zero3_reduce_bucket_elements > 0
+                            ? Zero3CallsPerLayer(weights, fc.zero3_reduce_bucket_elements, false)
+                            : 1.0;
+    // `n` calls of the layer's `total` bytes, `total / n` each.
+    auto calls = [&](Collective k, int size, double total, double n) {
+      if (!(n > 0)) n = 1.0;
+      return n * comm_.Seconds(k, sd, size, total / n);
+    };
+    const double ag_f = calls(Collective::kAllGather, nd, bytes * (c.qwz ? 0.5 : 1.0), n_ag);
+    const double ag_b = hp_group > 1 ? calls(Collective::kAllGather, hp_group, bytes, n_ag) : 0.0;
     // Gradients are reduce-scattered in the parameter dtype whatever the gather's.
-    const double rs = comm_.Seconds(Collective::kReduceScatter, sd, nd,
-                                    layer_shard * param_bytes_ * (c.qgz ? 0.25 : 1.0));
+    const double rs = calls(Collective::kReduceScatter, nd,
+                            layer_shard * param_bytes_ * (c.qgz ? 0.25 : 1.0), n_rs);
     const double n_ag_b = c.recompute == Recompute::kFull ? 2.0 : 1.0;
     const double fwd_w = lt.fwd_compute, bwd_w = lt.bwd_compute + lt.recompute;
     const double eta = fw_.costs.shard_overlap;

@@ -187,6 +187,55 @@ TEST(Communication, MegatronTensorParallelIsAxonnGy) {
   EXPECT_EQ(pm.breakdown.comm_z_s, 0.0);
 }
 
+// --- DeepSpeed's ZeRO-3 gathers in the calls its prefetch bucket makes
+// (stage3_prefetch_bucket_size, 5e7 elements: a call takes parameters until it
+// holds at least that many) and reduce-scatters per reduce bucket (5e8, flushed
+// before it would overflow). A GPT-3 175B layer's weight matrices hold 151M to
+// 604M elements each, so each is its own collective; GPT-2-small's hold 0.6M to
+// 2.4M, so one call spans several layers.
+class DeepSpeedZero3 : public ::testing::Test {
+ protected:
+  // The ZeRO-3 seconds (comm_data: no other data-parallel traffic under
+  // ZeRO-3, nothing overlapped) of `m` on `gpus` A100s, with DeepSpeed's
+  // buckets or with one gather and one reduce-scatter per layer.
+  static double Zero3Seconds(const ModelSpec& m, int gpus, bool buckets) {
+    const TrainingSpec t{.seq_len = 2048, .global_batch = gpus, .framework = Framework::kDeepSpeed};
+    auto cluster = topology::ClusterPreset("dgx-a100-80gb");
+    EXPECT_TRUE(cluster.ok());
+    FrameworkSpec fw = FrameworkPreset(Framework::kDeepSpeed);
+    EXPECT_EQ(fw.costs.zero3_gather_bucket_elements, 5e7);   // config.py:215
+    EXPECT_EQ(fw.costs.zero3_reduce_bucket_elements, 5e8);   // config.py:113
+    if (!buckets) fw.costs.zero3_gather_bucket_elements = fw.costs.zero3_reduce_bucket_elements = 0;
+    CostModel cm(m, t, *cluster, gpus, fw);
+    ParallelConfig c;
+    c.zero = 3;
+    c.gdata = gpus;
+    return cm.Predict(c).breakdown.comm_data_s;
+  }
+};
+
+TEST_F(DeepSpeedZero3, LargeLayersPayALatencyPerMatrix) {
+  const ModelSpec gpt3 = GptLike(96, 12288, 96, 51200);
+  // Four calls of a quarter of the layer cost more than one of all of it, by
+  // the three extra latencies of each ring; rings grow with the data group,
+  // so the extra share grows from 384 to 1,536 GPUs.
+  double last_excess = 0;
+  for (int gpus : {384, 768, 1536}) {
+    const double one = Zero3Seconds(gpt3, gpus, false), four = Zero3Seconds(gpt3, gpus, true);
+    const double excess = four / one - 1.0;
+    EXPECT_GT(excess, last_excess) << gpus;
+    last_excess = excess;
+  }
+  EXPECT_GT(last_excess, 0.0);
+}
+
+TEST_F(DeepSpeedZero3, SmallLayersShareACall) {
+  const ModelSpec small = GptLike(12, 768, 12, 50257);
+  // 7M elements a layer: a 5e7 gather call spans about seven layers, the 5e8
+  // reduce bucket the whole model, so fewer latencies than one call a layer.
+  EXPECT_LT(Zero3Seconds(small, 256, true), Zero3Seconds(small, 256, false));
+}
+
 // --- Properties over many random valid configurations.
 class Properties : public ::testing::Test {
  protected:
