@@ -203,8 +203,8 @@ class DeepSpeedZero3 : public ::testing::Test {
     auto cluster = topology::ClusterPreset("dgx-a100-80gb");
     EXPECT_TRUE(cluster.ok());
     FrameworkSpec fw = FrameworkPreset(Framework::kDeepSpeed);
-    EXPECT_EQ(fw.costs.zero3_gather_bucket_elements, 5e7);   // config.py:215
-    EXPECT_EQ(fw.costs.zero3_reduce_bucket_elements, 5e8);   // config.py:113
+    EXPECT_EQ(fw.costs.zero3_gather_bucket_elements, 5e7);  // config.py:215
+    EXPECT_EQ(fw.costs.zero3_reduce_bucket_elements, 5e8);  // config.py:113
     if (!buckets) fw.costs.zero3_gather_bucket_elements = fw.costs.zero3_reduce_bucket_elements = 0;
     CostModel cm(m, t, *cluster, gpus, fw);
     ParallelConfig c;
