@@ -4,6 +4,7 @@
 // data-parallel gradient synchronisation. Each is charged what stays exposed
 // beside the compute it can overlap. docs/model.md describes every term.
 #include <algorithm>
+#include <array>
 
 #include "planner/cost/internal.h"
 
@@ -14,12 +15,27 @@ using cost::OverlappedPartly;
 using cost::Pipelined;
 using topology::Collective;
 
+namespace {
+
+// A linear layer's weight, k × n elements before any sharding.
+struct LinearShape {
+  double k, n;
+};
+// The four linear layers of a transformer block in module order: QKV
+// (`qkv_n` wide), the attention output projection (`proj_k` wide in), FC1
+// (gate and up together when gated) and FC2.
+std::array<LinearShape, 4> BlockLinears(const ModelSpec& m, double qkv_n, double proj_k) {
+  const double h = m.hidden, f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
+  return {{{h, qkv_n}, {proj_k, h}, {h, f * g}, {f, h}}};
+}
+
+}  // namespace
+
 void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
                           LayerTimes* out) const {
   const ModelSpec& m = model_;
   const double e = act_bytes_;
   const double h = m.hidden, a = m.heads, kv = m.kv_heads;
-  const double f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
   const double s = training_.seq_len, b = c.mbs;
   const double gx = c.gx, gy = c.gy;
   const double T = b * s / c.cp;
@@ -32,12 +48,12 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // of the output over the group that split k, the backward all-reduce of the
   // input gradient over the group that split n (AxoNN §1.3; Megatron TP = the
   // gx = 1 case: 2 all-reduces of b·s·h forward and 2 backward per layer).
-  const double kn[4][2] = {{h, attn_qkv_n_}, {attn_proj_k_, h}, {h, f * g}, {f, h}};
+  const std::array<LinearShape, 4> kn = BlockLinears(m, attn_qkv_n_, attn_proj_k_);
   double comm_x = 0, comm_y = 0, fwd_x = 0, fwd_y = 0, z_ag = 0, z_rs = 0;
   double z_w[4] = {0, 0, 0, 0};  // Z-sharded weight elements of each linear
   for (int i = 0; i < 4; ++i) {
     const bool transposed = (i % 2) == 1;
-    const double k = kn[i][0], n = kn[i][1];
+    const double k = kn[i].k, n = kn[i].n;
     if (!c.sp && c.tensor() > 1) {
       // The forward all-reduce, pipelined over batch chunks where the
       // framework does so (1 chunk: fully exposed).
@@ -243,11 +259,10 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
     // and gate/up count as one matrix each, as Megatron-DeepSpeed fuses
     // them; a Hugging Face model's separate projections make about one call
     // more a layer where each passes the bucket (Llama-70B: five, not four).
-    const ModelSpec& m = model_;
-    const double h = m.hidden, f = m.ffn_hidden, g = m.gated_ffn ? 2.0 : 1.0;
     const double shard = static_cast<double>(c.tensor()) * c.gz;
-    const double weights[4] = {h * attn_qkv_n_ / shard, attn_proj_k_ * h / shard,
-                               h * f * g / shard, f * h / shard};
+    const std::array<LinearShape, 4> linears = BlockLinears(model_, attn_qkv_n_, attn_proj_k_);
+    double weights[4];
+    for (int i = 0; i < 4; ++i) weights[i] = linears[i].k * linears[i].n / shard;
     const FrameworkCosts& fc = fw_.costs;
     const double n_ag = fc.zero3_gather_bucket_elements > 0
                             ? Zero3CallsPerLayer(weights, fc.zero3_gather_bucket_elements, true)
