@@ -283,6 +283,7 @@ const FlagRow kFlags[] = {
     {"--data-parallel-sharding-strategy",
      [](const std::string& v, Script* s) { s->Set("ddp.data_parallel_sharding_strategy", PyStr(v)); }},
     {"--ckpt-format", [](const std::string& v, Script* s) { s->Set("checkpoint.ckpt_format", PyStr(v)); }},
+    {"--ddp-bucket-size", [](const std::string& v, Script* s) { s->Set("ddp.bucket_size", v); }},
     // The save schedule the plan was priced with (CheckpointConfig,
     // training/config.py:497 @ 067f987, on Megatron-LM 2a75ac1's fields):
     // finalize() asserts checkpoint.save and the persistent worker under
@@ -537,6 +538,18 @@ void PlanFields(const Plan& p, const std::map<std::string, std::string>& a, Scri
   s->comm.push_back({"batch_p2p_comm", PyBool(c.pp > 1 && !p2p_overlap)});
   s->comm.push_back({"overlap_grad_reduce", PyBool(a.count("--overlap-grad-reduce") > 0)});
   s->comm.push_back({"overlap_param_gather", PyBool(a.count("--overlap-param-gather") > 0)});
+  // Bridge's own bucket with the distributed optimizer is 128 Mi elements
+  // (comm_overlap.py:576-577); the plan is priced with the job's stated
+  // bucket or Megatron-LM's max(4e7, 1e6 x dp x cp) (training.py:2189
+  // @d98e8a6), so that one is stated.
+  const planner::FrameworkCosts& fc = planner::FrameworkPreset(planner::Framework::kMegatron).costs;
+  const bool buckets = a.count("--overlap-grad-reduce") > 0 && c.zero == 0;
+  const double stated = p.job.training.ddp_bucket_elements;
+  const double bucket = stated > 0 ? stated
+                                   : std::max(fc.ddp_bucket_min_elements,
+                                              fc.ddp_bucket_elements_per_rank * c.gdata * c.cp);
+  s->comm.push_back(
+      {"bucket_size", buckets ? std::to_string(static_cast<int64_t>(bucket)) : "None"});
   s->comm.push_back({"overlap_moe_expert_parallel_comm", PyBool(ep_overlap)});
   s->comm.push_back({"delay_wgrad_compute", "False"});
   if (p.job.model.is_moe()) s->Set("model.overlap_moe_expert_parallel_comm", PyBool(ep_overlap));

@@ -42,6 +42,10 @@ struct TrainingSpec {
   // Gradients kept and data-parallel reduced in fp32 ("main grads": Megatron's
   // default for bf16). Default: true unless precision is fp16.
   bool main_grads_fp32 = true;
+  // The data-parallel gradient bucket in elements, where the job states one
+  // (Megatron's --ddp-bucket-size); 0: the framework's own rule
+  // (FrameworkCosts::ddp_bucket_min_elements).
+  double ddp_bucket_elements = 0;
   // Fraction of GPU memory kept free beyond the predicted reserved memory for
   // a "fits" verdict: the margin for the memory model's error. One default
   // for every entry point (docs/model.md, "What the allocator reports").
@@ -443,8 +447,17 @@ class CostModel {
                            int sd, int nd) const;
   // Per iteration: `comm_data` plus the exposed data-parallel gradient
   // reduction and parameter gather (ZeRO < 3), `L_s` layers on the critical stage.
-  double DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi, double L_s,
-                         int64_t n_mb, int sd, int nd, double comm_data) const;
+  // `closing` elements of `psi` (the embedding) are the last whose gradients
+  // the backward produces and the first the forward needs.
+  double DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi,
+                         double closing, double L_s, int64_t n_mb, int sd, int nd,
+                         double comm_data) const;
+  // The data-parallel buckets a framework reduces `psi` elements in: `calls`
+  // collectives over `body` elements, then the closing one of `closing`.
+  struct DdpBuckets {
+    double calls = 1, body = 0, closing = 0;
+  };
+  DdpBuckets Buckets(const ParallelConfig& c, double psi, double closing, int nd) const;
   // The pipeline schedule: stage times, the critical stage, fill and drain,
   // and the pipeline send/recv (planner/cost/pipeline.cc).
   Schedule PipelineSchedule(const ParallelConfig& c, const ComputeTerms& terms,

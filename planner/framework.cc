@@ -182,7 +182,9 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
                             {"allocator_fragmentation", &c.allocator_fragmentation},
                             {"gathered_layers", &c.gathered_layers},
                             {"zero3_gather_bucket_elements", &c.zero3_gather_bucket_elements},
-                            {"zero3_reduce_bucket_elements", &c.zero3_reduce_bucket_elements}}) {
+                            {"zero3_reduce_bucket_elements", &c.zero3_reduce_bucket_elements},
+                            {"ddp_bucket_min_elements", &c.ddp_bucket_min_elements},
+                            {"ddp_bucket_elements_per_rank", &c.ddp_bucket_elements_per_rank}}) {
     PT_RETURN_IF_ERROR(r.OptNumber(key, field));
     if (!(*field >= 0)) return r.Error(key, "must be >= 0");
   }

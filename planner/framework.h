@@ -171,6 +171,14 @@ struct FrameworkCosts {
   // and one reduce-scatter per transformer layer.
   double zero3_gather_bucket_elements = 0.0;
   double zero3_reduce_bucket_elements = 0.0;
+  // Megatron's DDP buckets (overlap_grad_reduce): gradients are reduced in
+  // buckets of max(`ddp_bucket_min_elements`, `ddp_bucket_elements_per_rank`
+  // x data-parallel ranks) elements, each a collective launched as soon as
+  // its gradients are complete; the bucket holding the embedding closes
+  // last, after the backward, and is gathered first before the forward.
+  // 0: the gradients reduce as one collective hidden behind the backward.
+  double ddp_bucket_min_elements = 0.0;
+  double ddp_bucket_elements_per_rank = 0.0;
   // 1: the Z reduce-scatter moves weight gradients in the parameter dtype
   // (bf16 weight.grad, accumulated into fp32 main gradients after it); 0: in
   // the main-gradient dtype (FSDP's reduce_dtype = fp32).

@@ -102,6 +102,15 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   PT_RETURN_IF_ERROR(r.OptNumber("moe_skew", &t.moe_skew));
   if (!(t.moe_skew >= 1.0 && t.moe_skew <= 1024.0))
     return r.Error("moe_skew", "must be in [1, 1024]");
+  PT_RETURN_IF_ERROR(r.OptNumber("ddp_bucket_elements", &t.ddp_bucket_elements));
+  if (!(t.ddp_bucket_elements >= 0 && t.ddp_bucket_elements <= 1e12)) {
+    return r.Error("ddp_bucket_elements", "must be in [0, 1e12] (0 = the framework's own rule)");
+  }
+  if (t.ddp_bucket_elements > 0 && !(FrameworkPreset(t.framework).costs.ddp_bucket_min_elements > 0)) {
+    return r.Error("ddp_bucket_elements",
+                   std::string("is Megatron's --ddp-bucket-size; ") + FrameworkName(t.framework) +
+                       " states no data-parallel buckets");
+  }
   PT_RETURN_IF_ERROR(r.OptInt("loss_chunks", &t.loss_chunks));
   if (t.loss_chunks < 0 || t.loss_chunks > 4096) {
     return r.Error("loss_chunks", "must be in [0, 4096] (0 = the whole micro-batch's logits at once)");
@@ -129,6 +138,7 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["compile"] = t.compile;
   if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
   if (t.loss_chunks > 0) j["loss_chunks"] = t.loss_chunks;
+  if (t.ddp_bucket_elements > 0) j["ddp_bucket_elements"] = t.ddp_bucket_elements;
   return j;
 }
 

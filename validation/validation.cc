@@ -271,6 +271,15 @@ Result<std::vector<PublishedRun>> PublishedRunsFromPublicRuns(const Json& doc) {
     const std::string other = AsciiLower(StrOr(pj, "other"));
     // Composer's FSDP mixed precision: PURE reduces gradients in bf16, DEFAULT in fp32.
     t.main_grads_fp32 = !(foundry && other.find("mode pure") != std::string::npos);
+    // NVIDIA's MLPerf Training v3.1 GPT-3 (NeMo 23.09) synchronises gradients
+    // in bf16: Apex's DistributedFusedAdam (config_common.sh:8,
+    // run_and_time.sh:116-117) with grad_sync_dtype bf16
+    // (conf/optim/distributed_fused_adam.yaml:6), in
+    // mlcommons/training_results_v3.1@d06288b NVIDIA/benchmarks/gpt3/
+    // implementations/pytorch.
+    if (run.source_key.find("training_results_v3.1") != std::string::npos) {
+      t.main_grads_fp32 = false;
+    }
     if (!pj.contains("global_batch") || !pj["global_batch"].is_number()) continue;
     t.global_batch = pj["global_batch"].get<int64_t>();
 

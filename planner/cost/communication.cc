@@ -5,6 +5,7 @@
 // beside the compute it can overlap. docs/model.md describes every term.
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "planner/cost/internal.h"
 
@@ -304,27 +305,70 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
 // micro-batch; ZeRO-3 is costed per layer by Zero3LayerSeconds): returns
 // `comm_data` plus the exposed gradient reduction and parameter gather.
 double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi,
-                                  double L_s, int64_t n_mb, int sd, int nd,
+                                  double closing, double L_s, int64_t n_mb, int sd, int nd,
                                   double comm_data) const {
   if (nd > 1 && c.zero < 3) {
     const bool ds = c.zero > 0;  // DeepSpeed reduces in the parameter dtype
-    const double g_bytes = psi * (ds ? param_bytes_ : grad_bytes_);
-    double reduce, gather = 0;
-    if (c.zero == 0 && !c.distributed_optimizer) {
-      reduce = comm_.Seconds(Collective::kAllReduce, sd, nd, g_bytes);
-    } else {
-      reduce = comm_.Seconds(Collective::kReduceScatter, sd, nd, g_bytes);
-      gather = comm_.Seconds(Collective::kAllGather, sd, nd, psi * gather_bytes_);
-    }
+    const double g_bytes = ds ? param_bytes_ : grad_bytes_;
+    const bool all_reduce = c.zero == 0 && !c.distributed_optimizer;
+    const Collective reduce_kind =
+        all_reduce ? Collective::kAllReduce : Collective::kReduceScatter;
+    const DdpBuckets buckets = Buckets(c, psi, closing, nd);
+    // The buckets' collectives, `calls` of `body / calls` elements each
+    // (every call paying its latency), and the closing bucket's.
+    auto seconds = [&](Collective k, double bytes_per_element, double* last) {
+      *last = buckets.closing > 0 ? comm_.Seconds(k, sd, nd, buckets.closing * bytes_per_element)
+                                  : 0.0;
+      const double body = buckets.calls > 0 ? buckets.calls * comm_.Seconds(
+                                                  k, sd, nd, buckets.body / buckets.calls *
+                                                                 bytes_per_element)
+                                            : 0.0;
+      return body + *last;
+    };
+    double reduce_last = 0, gather_last = 0;
+    const double reduce = seconds(reduce_kind, g_bytes, &reduce_last);
+    const double gather =
+        all_reduce ? 0.0 : seconds(Collective::kAllGather, gather_bytes_, &gather_last);
     const double bwd_stage = L_s * (lt.bwd_compute + lt.recompute);
     const double fwd_stage = L_s * lt.fwd_compute;
+    // The closing bucket's reduction starts after the backward and its
+    // gather before the forward: neither hides.
     const double red = c.overlap_grad_reduce
-                           ? OverlappedPartly(reduce, bwd_stage, fw_.costs.grad_reduce_overlap)
+                           ? OverlappedPartly(reduce - reduce_last, bwd_stage,
+                                              fw_.costs.grad_reduce_overlap) +
+                                 reduce_last
                            : reduce;
     comm_data += (c.zero == 2 ? n_mb : 1) * red;
-    comm_data += c.overlap_param_gather ? Overlapped(gather, fwd_stage) : gather;
+    comm_data += c.overlap_param_gather ? Overlapped(gather - gather_last, fwd_stage) + gather_last
+                                        : gather;
   }
   return comm_data;
+}
+
+// Megatron's DDP bucketing (Megatron-LM d98e8a6): with overlap_grad_reduce
+// the bucket size is max(4e7, 1e6 x data-and-context-parallel ranks)
+// elements (training.py:2179-2194, 2497-2502); parameters are taken in
+// reverse (backward) order and a bucket closes once it holds at least that
+// many (param_and_grad_buffer.py:980-992), so every bucket but the last is
+// about that size and the last holds the embedding with what was left of
+// the layers, half a bucket on average. Without overlap the whole buffer is
+// one bucket (training.py:2193). A job's stated bucket
+// (TrainingSpec::ddp_bucket_elements, --ddp-bucket-size) replaces the rule.
+// Frameworks that state no buckets reduce in one call (`closing` = 0): the
+// whole reduction may hide.
+CostModel::DdpBuckets CostModel::Buckets(const ParallelConfig& c, double psi, double closing,
+                                         int nd) const {
+  const FrameworkCosts& fc = fw_.costs;
+  if (!(fc.ddp_bucket_min_elements > 0) || !c.overlap_grad_reduce || c.zero != 0) {
+    return {1.0, psi, 0.0};
+  }
+  const double size = training_.ddp_bucket_elements > 0
+                          ? training_.ddp_bucket_elements
+                          : std::max(fc.ddp_bucket_min_elements,
+                                     fc.ddp_bucket_elements_per_rank * nd);
+  const double last = std::min(psi, closing + 0.5 * size);
+  const double body = psi - last;
+  return {body > 0 ? std::ceil(body / size) : 0.0, body, last};
 }
 
 }  // namespace paratune::planner

@@ -236,6 +236,55 @@ TEST_F(DeepSpeedZero3, SmallLayersShareACall) {
   EXPECT_LT(Zero3Seconds(small, 256, true), Zero3Seconds(small, 256, false));
 }
 
+// --- Megatron's DDP buckets (Megatron-LM d98e8a6): with --overlap-grad-reduce
+// gradients reduce in buckets of max(4e7, 1e6 x dp) elements, launched as each
+// completes in the backward; parameters enter buckets in backward order, so
+// the embedding's bucket is reduced after the backward ends and, with
+// --overlap-param-gather, gathered before the forward can start.
+class MegatronDdpBuckets : public ::testing::Test {
+ protected:
+  // comm_data of a Llama-3-8B-shaped model on `gpus` H100s, pure data
+  // parallel with the distributed optimizer and both overlaps on, a long
+  // step (eight micro-batches of 8K tokens) for the overlap to hide behind.
+  static double DataSeconds(int gpus, bool buckets, bool overlap = true) {
+    ModelSpec m = GptLike(32, 4096, 32, 128256);
+    const TrainingSpec t{.seq_len = 8192, .global_batch = 8 * gpus};
+    auto cluster = topology::ClusterPreset("dgx-h100");
+    EXPECT_TRUE(cluster.ok());
+    FrameworkSpec fw = FrameworkPreset(Framework::kMegatron);
+    EXPECT_EQ(fw.costs.ddp_bucket_min_elements, 4e7);       // training.py:2189
+    EXPECT_EQ(fw.costs.ddp_bucket_elements_per_rank, 1e6);  // training.py:2189
+    if (!buckets) fw.costs.ddp_bucket_min_elements = fw.costs.ddp_bucket_elements_per_rank = 0;
+    CostModel cm(m, t, *cluster, gpus, fw);
+    ParallelConfig c;
+    c.gdata = gpus;
+    c.distributed_optimizer = true;
+    c.overlap_grad_reduce = c.overlap_param_gather = overlap;
+    return cm.Predict(c).breakdown.comm_data_s;
+  }
+};
+
+TEST_F(MegatronDdpBuckets, EmbeddingBucketIsExposed) {
+  auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  for (int gpus : {64, 512}) {
+    // At least the embedding's fp32 gradients reduce-scattered and its bf16
+    // weights gathered with nothing to hide behind.
+    const double embedding = 128256.0 * 4096.0;
+    const double floor =
+        topology::CollectiveSeconds(*cluster, Collective::kReduceScatter, 1, gpus, embedding * 4) +
+        topology::CollectiveSeconds(*cluster, Collective::kAllGather, 1, gpus, embedding * 2);
+    EXPECT_GE(DataSeconds(gpus, true), floor) << gpus;
+    EXPECT_GT(DataSeconds(gpus, true), DataSeconds(gpus, false)) << gpus;
+  }
+}
+
+TEST_F(MegatronDdpBuckets, NoOverlapKeepsOneBucket) {
+  // Without --overlap-grad-reduce the buffer is one bucket (training.py:2193):
+  // the bucket sizes change nothing.
+  EXPECT_DOUBLE_EQ(DataSeconds(64, true, false), DataSeconds(64, false, false));
+}
+
 // --- Properties over many random valid configurations.
 class Properties : public ::testing::Test {
  protected:
