@@ -72,7 +72,8 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     CPU activation offloading of N layers; pp = 1, no recompute)
                     cuda_graphs (full-iteration CUDA graphs; MoE models only
                     with moe_dispatcher=hybridep); megatron with
-                    zero=3 is Megatron-FSDP. Omitted degrees are 1, flags off; dp is
+                    zero=2 or 3 is Megatron-FSDP (optim_grads,
+                    optim_grads_params). Omitted degrees are 1, flags off; dp is
                     derived from --gpus. Uneven stages: layers % pp != 0 needs
                     first_stage_layers/last_stage_layers under megatron, or
                     pp_embedding_layers/pp_loss_layers (the embedding / loss

@@ -12,8 +12,8 @@
 // by CP; --overlap-param-gather needs the distributed optimizer and
 // --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel; full
 // recompute needs a method and a layer count; TP or CP before Blackwell needs
-// CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron-FSDP needs it unset); ZeRO-3 is
-// Megatron-FSDP; CPU activation offloading needs PP = 1 and no recompute; the
+// CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron-FSDP needs it unset); ZeRO-2 and
+// ZeRO-3 are Megatron-FSDP's optim_grads and optim_grads_params; CPU activation offloading needs PP = 1 and no recompute; the
 // fp8 recipe and NVFP4 are written as --fp8-recipe / --fp4-format.
 // Mixture-of-experts plans add the expert rules of frameworks/moe_args.h
 // (experts % EP, world % (ETP·EP·PP), the expert width over ETP, the a2a
@@ -42,11 +42,10 @@ Status Check(const Plan& p) {
   if (c.gx != 1 || c.gz != 1) {
     return Refuse(kF, ShardingGridWords(p) + ": Megatron-LM's tensor parallelism is gx = gz = 1");
   }
-  if (c.zero == 2 || c.qwz || c.hpz || c.qgz) {
+  if (c.qwz || c.hpz || c.qgz) {
     return Refuse(kF, "ZeRO stage " + Str(c.zero) +
-                          (c.qwz || c.hpz || c.qgz ? " with ZeRO++" : std::string()) +
-                          " is not a Megatron-LM option (its distributed optimizer is ZeRO-1, "
-                          "Megatron-FSDP ZeRO-3); use --format deepspeed");
+                          " with ZeRO++ is not a Megatron-LM option (its distributed optimizer is "
+                          "ZeRO-1, Megatron-FSDP ZeRO-2 and ZeRO-3); use --format deepspeed");
   }
   if (c.cp > 1 && c.cp_kind == CpKind::kFpdt) {
     return Refuse(kF,
@@ -112,7 +111,7 @@ Status Check(const Plan& p) {
   if (const std::string gap = MegatronModelGap(m, p.job.training.seq_len); !gap.empty()) {
     return Refuse(kF, gap);
   }
-  const bool dist_opt = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
+  const bool dist_opt = c.distributed_optimizer || c.zero >= 1;
   if (c.overlap_param_gather && !(dist_opt && c.overlap_grad_reduce)) {
     return Refuse(
         kF,
@@ -153,7 +152,7 @@ Status Check(const Plan& p) {
   return CheckPresetRules(p, kF, Framework::kMegatron);
 }
 
-// Megatron-Core features of 2026 training recipes: Megatron-FSDP (zero = 3),
+// Megatron-Core features of 2026 training recipes: Megatron-FSDP (zero = 2, 3),
 // CPU activation offloading, full-iteration CUDA graphs. Their rules, from
 // Megatron-LM @ d98e8a6.
 Status CheckFleetFeatures(const Plan& p) {
@@ -219,12 +218,15 @@ void PrecisionArgs(const TrainingSpec& t, std::vector<std::string>* out) {
 // Flags of the features CheckFleetFeatures admits.
 void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out) {
   const ParallelConfig& c = p.c;
-  if (c.zero == 3) {
+  if (c.zero >= 2) {
     // Megatron-FSDP (common_config.py:92, --use-megatron-fsdp) sharding
-    // parameters, gradients and optimizer states (arguments.py:3190-3192); it
-    // asserts the fsdp_dtensor checkpoint format (arguments.py:1169-1170).
+    // optimizer states and gradients (ZeRO-2: optim_grads) or parameters too
+    // (ZeRO-3: optim_grads_params) (arguments.py:3190-3192; the buffers each
+    // shards, megatron_fsdp/param_and_grad_buffer.py:2330-2345); it asserts
+    // the fsdp_dtensor checkpoint format (arguments.py:1169-1170).
     out->push_back("--use-megatron-fsdp");
-    out->push_back("--data-parallel-sharding-strategy optim_grads_params");
+    out->push_back(std::string("--data-parallel-sharding-strategy ") +
+                   (c.zero == 2 ? "optim_grads" : "optim_grads_params"));
     out->push_back("--ckpt-format fsdp_dtensor");
   }
   if (c.offload_activation_layers > 0) {
@@ -254,7 +256,7 @@ std::vector<Keep> KeepOf(const Plan& p) {
   std::vector<Keep> k;
   // Megatron-FSDP asserts the variable is not 1 (arguments.py:1165-1166); with
   // TP or CP before Blackwell it only warns (arguments.py:1453-1465).
-  if (p.c.zero == 3) return k;
+  if (p.c.zero >= 2) return k;
   k.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1",
                p.c.gy > 1 || p.c.cp > 1
                    ? "validate_args asserts it with TP or CP on GPUs before Blackwell "
@@ -421,10 +423,15 @@ std::string Write(const Plan& p) {
       training.push_back("--recompute-modules " + names);
     }
   }
-  if (c.distributed_optimizer || c.zero == 1 || c.zero == 3)
-    training.push_back("--use-distributed-optimizer");
+  if (c.distributed_optimizer || c.zero >= 1) training.push_back("--use-distributed-optimizer");
   FleetFeatureArgs(p, &training);
   if (c.overlap_grad_reduce) training.push_back("--overlap-grad-reduce");
+  // The bucket the job states (arguments.py:3125); without it Megatron-LM's
+  // rule, the one the plan is priced with (training.py:2179-2194).
+  if (t.ddp_bucket_elements > 0) {
+    training.push_back("--ddp-bucket-size " +
+                       Str(static_cast<int64_t>(t.ddp_bucket_elements)));
+  }
   if (c.overlap_param_gather) training.push_back("--overlap-param-gather");
   Array(os, "TRAINING_ARGS", training);
   os << "\n";

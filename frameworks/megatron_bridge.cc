@@ -595,7 +595,7 @@ Status Check(const Plan& p) {
     if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
     return Refuse(kF, why);
   }
-  if (p.c.zero == 3 && !OrderMatches(p.c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp})) {
+  if (p.c.zero >= 2 && !OrderMatches(p.c, {Dim::kY, Dim::kCp, Dim::kData, Dim::kPp})) {
     return Refuse(kF,
                   "Megatron-FSDP with the tp-cp-pp-dp rank order: Bridge asserts "
                   "use_tp_pp_dp_mapping off with Megatron-FSDP (training/config.py:1124)");
@@ -678,7 +678,7 @@ std::string Write(const Plan& p) {
   os << "    )\n";
   // The environment: Bridge applies cfg.env_vars before it finalizes the
   // config, the process's own values first (config.py:1971-1989).
-  if (p.c.zero == 3) os << "    cfg.env_vars.pop(\"CUDA_DEVICE_MAX_CONNECTIONS\", None)\n";
+  if (p.c.zero >= 2) os << "    cfg.env_vars.pop(\"CUDA_DEVICE_MAX_CONNECTIONS\", None)\n";
   for (const Keep& k : KeepOf(p)) {
     os << "    cfg.env_vars[\"" << k.name << "\"] = \"" << k.value << "\"\n";
   }

@@ -115,7 +115,7 @@ BridgePlan PlanFacts(const Job& job, const ParallelConfig& c) {
   p.vocab = job.model.vocab;
   p.sp = c.sp;
   p.moe = job.model.is_moe();
-  p.distributed_optimizer = c.distributed_optimizer || c.zero == 1 || c.zero == 3;
+  p.distributed_optimizer = c.distributed_optimizer || c.zero >= 1;
   p.recompute = RecomputeName(c.recompute);
   for (int i = 0; i < kNumRecomputeModules; ++i) {
     if (!(c.recompute_modules & (1 << i))) continue;

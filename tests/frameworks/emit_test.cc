@@ -293,7 +293,8 @@ TEST(EmitRules, MegatronRefusals) {
   ExpectRefused(Patched(p, {{"tp_comm_overlap", true}, {"sp", false}}), EmitFormat::kMegatron,
                 "--tp-comm-overlap needs --sequence-parallel");
   // What Megatron-LM cannot express at all.
-  ExpectRefused(Patched(p, {{"zero", 2}}), EmitFormat::kMegatron, "use --format deepspeed");
+  ExpectRefused(Patched(p, {{"zero", 3}, {"distributed_optimizer", false}, {"hpz", true}}),
+                EmitFormat::kMegatron, "with ZeRO++");
   ExpectRefused(Patched(p, {{"tp", nullptr}, {"gx", 2}, {"gy", 2}}), EmitFormat::kMegatron,
                 "3D tensor grid");
   ExpectRefused(Patched(p, {{"cp_kind", "fpdt"}}), EmitFormat::kMegatron, "FPDT");
@@ -322,6 +323,21 @@ TEST(EmitRules, MegatronFleetFeatures) {
   EXPECT_NE(fsdp.find("--data-parallel-sharding-strategy optim_grads_params"), std::string::npos);
   EXPECT_NE(fsdp.find("--ckpt-format fsdp_dtensor"), std::string::npos);
   EXPECT_EQ(fsdp.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  // ZeRO-2 is Megatron-FSDP's optim_grads: gradients and optimizer states
+  // sharded, the model weights whole (param_and_grad_buffer.py:2338-2341).
+  const std::string zero2 = emitted(Patched(base, {{"zero", 2},
+                                                   {"distributed_optimizer", false},
+                                                   {"overlap_grad_reduce", true}}));
+  EXPECT_NE(zero2.find("--data-parallel-sharding-strategy optim_grads\n"), std::string::npos)
+      << zero2;
+  EXPECT_NE(zero2.find("--use-megatron-fsdp"), std::string::npos);
+  EXPECT_EQ(zero2.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  // A stated DDP bucket is Megatron's --ddp-bucket-size (arguments.py:3125);
+  // without one Megatron's own rule applies and nothing is written.
+  Json bucketed = Patched(base, {{"overlap_grad_reduce", true}});
+  EXPECT_EQ(emitted(bucketed).find("--ddp-bucket-size"), std::string::npos);
+  bucketed["job"]["training"]["ddp_bucket_elements"] = 52428800;
+  EXPECT_NE(emitted(bucketed).find("--ddp-bucket-size 52428800\n"), std::string::npos);
   // CPU activation offloading: PP 1 and no recompute (transformer_config.py:1884-1899).
   const Json pp1 = Patched(base, {{"tp", 8},
                                   {"pp", 1},

@@ -100,6 +100,46 @@ TEST(MegatronFsdpTest, ShardsEveryStateOverData) {
   EXPECT_LT(mem.params_GiB, 2.0 * psi / 32 / (1 << 30));
 }
 
+// Megatron-FSDP's optim_grads is "megatron" with ZeRO-2: gradients and
+// optimizer states sharded over the data group, the model weights whole
+// (megatron_fsdp/param_and_grad_buffer.py:2338-2341 @d98e8a6), every
+// micro-batch's gradients reduce-scattered (mcore_fsdp_adapter.py:163-172).
+TEST(MegatronFsdpTest, OptimGradsKeepsTheWeightsWhole) {
+  const Json zero2 = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 2}};
+  const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", zero2);
+  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+  ASSERT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
+  const MemoryBreakdown mem = cm.Memory(r.config);
+  const double psi = r.job.model.ParamCount(), gib = 1 << 30;
+  EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / gib, 0.5);
+  EXPECT_GT(mem.params_GiB, 2.0 * psi / gib * 0.95);  // every rank holds the bf16 weights
+  EXPECT_LT(mem.grads_GiB, 4.0 * psi / 32 / gib);
+  // It reduce-scatters every micro-batch's gradients, where the distributed
+  // optimizer reduces once a step: more data-parallel traffic.
+  const Json distopt = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"distributed_optimizer", true}};
+  const PredictRequest once = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", distopt);
+  EXPECT_GT(PredictOf(r).breakdown.comm_data_s, PredictOf(once).breakdown.comm_data_s);
+}
+
+// A stated DDP bucket (Megatron's --ddp-bucket-size) is a megatron request
+// key: refused for a framework without such buckets, written back when set.
+TEST(DdpBucketRequest, MegatronOnlyAndRoundTrips) {
+  Json j = {{"model", "llama3-8b"},
+            {"cluster", "dgx-h100"},
+            {"gpus", 64},
+            {"training", {{"global_batch", 512}, {"ddp_bucket_elements", 5e7}}},
+            {"config", {{"mbs", 1}, {"distributed_optimizer", true}}}};
+  const Result<PredictRequest> r = ParsePredictRequest(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->job.training.ddp_bucket_elements, 5e7);
+  EXPECT_EQ(TrainingToJson(r->job.training)["ddp_bucket_elements"], 5e7);
+  j["training"]["framework"] = "deepspeed";
+  j["config"] = {{"zero", 1}};
+  const Result<PredictRequest> ds = ParsePredictRequest(j);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("--ddp-bucket-size"), std::string::npos);
+}
+
 // CPU activation offloading of N layers (Megatron-Core): only without
 // pipeline stages and recompute; the GPU keeps all but N - 1 of the layers'
 // activations, the host holds N, and a slow host link shows as exposed time.
