@@ -13,8 +13,9 @@
 // --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel; full
 // recompute needs a method and a layer count; TP or CP before Blackwell needs
 // CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron-FSDP needs it unset); ZeRO-2 and
-// ZeRO-3 are Megatron-FSDP's optim_grads and optim_grads_params; CPU activation offloading needs PP = 1 and no recompute; the
-// fp8 recipe and NVFP4 are written as --fp8-recipe / --fp4-format.
+// ZeRO-3 are Megatron-FSDP's optim_grads and optim_grads_params; CPU
+// activation offloading needs PP = 1 and no recompute; the fp8 recipe and
+// NVFP4 are written as --fp8-recipe / --fp4-format.
 // Mixture-of-experts plans add the expert rules of frameworks/moe_args.h
 // (experts % EP, world % (ETP·EP·PP), the expert width over ETP, the a2a
 // overlap's conditions) and, with --use-tp-pp-dp-mapping and PP > 1, expert
@@ -429,8 +430,7 @@ std::string Write(const Plan& p) {
   // The bucket the job states (arguments.py:3125); without it Megatron-LM's
   // rule, the one the plan is priced with (training.py:2179-2194).
   if (t.ddp_bucket_elements > 0) {
-    training.push_back("--ddp-bucket-size " +
-                       Str(static_cast<int64_t>(t.ddp_bucket_elements)));
+    training.push_back("--ddp-bucket-size " + Str(static_cast<int64_t>(t.ddp_bucket_elements)));
   }
   if (c.overlap_param_gather) training.push_back("--overlap-param-gather");
   Array(os, "TRAINING_ARGS", training);

@@ -185,8 +185,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double zero3_in_pipeline = L_s * zero3_layer * n_mb;
   // The embedding's gradients close the first stage's backward.
   const double embedding = static_cast<double>(m.vocab) * h / c.tensor() / c.gz;
-  double comm_data =
-      DataSyncSeconds(c, lt, psi, embedding, L_s, n_mb, sd, nd, zero3_in_pipeline);
+  double comm_data = DataSyncSeconds(c, lt, psi, embedding, L_s, n_mb, sd, nd, zero3_in_pipeline);
   // Expert gradients synchronise over the expert-data group: ranks etp·ep apart
   // inside the stage (Megatron-Core's expert rank order etp-ep-edp).
   // Under FSDP2 they were reduce-scattered per layer over efsdp (the schedule);
@@ -195,11 +194,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const int efsdp = ExpertFsdpShards(c);
   const double expert_psi = terms.expert_psi;
   if (expert_psi > 0 && efsdp > 1) {
-    comm_data = DataSyncSeconds(c, lt, expert_psi / efsdp, 0.0, L_s, n_mb,
-                                c.Stride(Dim::kData), c.gdata, comm_data);
+    comm_data = DataSyncSeconds(c, lt, expert_psi / efsdp, 0.0, L_s, n_mb, c.Stride(Dim::kData),
+                                c.gdata, comm_data);
   } else if (expert_psi > 0) {
-    comm_data =
-        DataSyncSeconds(c, lt, expert_psi, 0.0, L_s, n_mb, c.ep * c.etp, edp, comm_data);
+    comm_data = DataSyncSeconds(c, lt, expert_psi, 0.0, L_s, n_mb, c.ep * c.etp, edp, comm_data);
   }
 
   // --- Optimizer step (memory-bound): sharded over data with ZeRO ≥ 1 or the

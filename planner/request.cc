@@ -106,10 +106,11 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   if (!(t.ddp_bucket_elements >= 0 && t.ddp_bucket_elements <= 1e12)) {
     return r.Error("ddp_bucket_elements", "must be in [0, 1e12] (0 = the framework's own rule)");
   }
-  if (t.ddp_bucket_elements > 0 && !(FrameworkPreset(t.framework).costs.ddp_bucket_min_elements > 0)) {
-    return r.Error("ddp_bucket_elements",
-                   std::string("is Megatron's --ddp-bucket-size; ") + FrameworkName(t.framework) +
-                       " states no data-parallel buckets");
+  if (t.ddp_bucket_elements > 0 &&
+      !(FrameworkPreset(t.framework).costs.ddp_bucket_min_elements > 0)) {
+    return r.Error("ddp_bucket_elements", std::string("is Megatron's --ddp-bucket-size; ") +
+                                              FrameworkName(t.framework) +
+                                              " states no data-parallel buckets");
   }
   PT_RETURN_IF_ERROR(r.OptInt("loss_chunks", &t.loss_chunks));
   if (t.loss_chunks < 0 || t.loss_chunks > 4096) {

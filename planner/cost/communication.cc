@@ -311,18 +311,18 @@ double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt,
     const bool ds = c.zero > 0;  // DeepSpeed reduces in the parameter dtype
     const double g_bytes = ds ? param_bytes_ : grad_bytes_;
     const bool all_reduce = c.zero == 0 && !c.distributed_optimizer;
-    const Collective reduce_kind =
-        all_reduce ? Collective::kAllReduce : Collective::kReduceScatter;
+    const Collective reduce_kind = all_reduce ? Collective::kAllReduce : Collective::kReduceScatter;
     const DdpBuckets buckets = Buckets(c, psi, closing, nd);
     // The buckets' collectives, `calls` of `body / calls` elements each
     // (every call paying its latency), and the closing bucket's.
     auto seconds = [&](Collective k, double bytes_per_element, double* last) {
-      *last = buckets.closing > 0 ? comm_.Seconds(k, sd, nd, buckets.closing * bytes_per_element)
-                                  : 0.0;
-      const double body = buckets.calls > 0 ? buckets.calls * comm_.Seconds(
-                                                  k, sd, nd, buckets.body / buckets.calls *
-                                                                 bytes_per_element)
-                                            : 0.0;
+      *last =
+          buckets.closing > 0 ? comm_.Seconds(k, sd, nd, buckets.closing * bytes_per_element) : 0.0;
+      const double body =
+          buckets.calls > 0
+              ? buckets.calls *
+                    comm_.Seconds(k, sd, nd, buckets.body / buckets.calls * bytes_per_element)
+              : 0.0;
       return body + *last;
     };
     double reduce_last = 0, gather_last = 0;
@@ -333,14 +333,13 @@ double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt,
     const double fwd_stage = L_s * lt.fwd_compute;
     // The closing bucket's reduction starts after the backward and its
     // gather before the forward: neither hides.
-    const double red = c.overlap_grad_reduce
-                           ? OverlappedPartly(reduce - reduce_last, bwd_stage,
-                                              fw_.costs.grad_reduce_overlap) +
-                                 reduce_last
-                           : reduce;
+    const double red = c.overlap_grad_reduce ? OverlappedPartly(reduce - reduce_last, bwd_stage,
+                                                                fw_.costs.grad_reduce_overlap) +
+                                                   reduce_last
+                                             : reduce;
     comm_data += (c.zero == 2 ? n_mb : 1) * red;
-    comm_data += c.overlap_param_gather ? Overlapped(gather - gather_last, fwd_stage) + gather_last
-                                        : gather;
+    comm_data +=
+        c.overlap_param_gather ? Overlapped(gather - gather_last, fwd_stage) + gather_last : gather;
   }
   return comm_data;
 }
@@ -362,10 +361,10 @@ CostModel::DdpBuckets CostModel::Buckets(const ParallelConfig& c, double psi, do
   if (!(fc.ddp_bucket_min_elements > 0) || !c.overlap_grad_reduce || c.zero != 0) {
     return {1.0, psi, 0.0};
   }
-  const double size = training_.ddp_bucket_elements > 0
-                          ? training_.ddp_bucket_elements
-                          : std::max(fc.ddp_bucket_min_elements,
-                                     fc.ddp_bucket_elements_per_rank * nd);
+  const double size =
+      training_.ddp_bucket_elements > 0
+          ? training_.ddp_bucket_elements
+          : std::max(fc.ddp_bucket_min_elements, fc.ddp_bucket_elements_per_rank * nd);
   const double last = std::min(psi, closing + 0.5 * size);
   const double body = psi - last;
   return {body > 0 ? std::ceil(body / size) : 0.0, body, last};

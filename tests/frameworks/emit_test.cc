@@ -325,9 +325,8 @@ TEST(EmitRules, MegatronFleetFeatures) {
   EXPECT_EQ(fsdp.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
   // ZeRO-2 is Megatron-FSDP's optim_grads: gradients and optimizer states
   // sharded, the model weights whole (param_and_grad_buffer.py:2338-2341).
-  const std::string zero2 = emitted(Patched(base, {{"zero", 2},
-                                                   {"distributed_optimizer", false},
-                                                   {"overlap_grad_reduce", true}}));
+  const std::string zero2 = emitted(Patched(
+      base, {{"zero", 2}, {"distributed_optimizer", false}, {"overlap_grad_reduce", true}}));
   EXPECT_NE(zero2.find("--data-parallel-sharding-strategy optim_grads\n"), std::string::npos)
       << zero2;
   EXPECT_NE(zero2.find("--use-megatron-fsdp"), std::string::npos);
