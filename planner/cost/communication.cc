@@ -302,8 +302,9 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
 }
 
 // Data-parallel synchronisation, once per iteration (ZeRO-2 reduces per
-// micro-batch; ZeRO-3 is costed per layer by Zero3LayerSeconds): returns
-// `comm_data` plus the exposed gradient reduction and parameter gather.
+// micro-batch; ZeRO-3 is costed per layer by Zero3LayerSeconds, its embedding
+// here): returns `comm_data` plus the exposed gradient reduction and
+// parameter gather.
 double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt, double psi,
                                   double closing, double L_s, int64_t n_mb, int sd, int nd,
                                   double comm_data) const {
@@ -340,6 +341,14 @@ double CostModel::DataSyncSeconds(const ParallelConfig& c, const LayerTimes& lt,
     comm_data += (c.zero == 2 ? n_mb : 1) * red;
     comm_data +=
         c.overlap_param_gather ? Overlapped(gather - gather_last, fwd_stage) + gather_last : gather;
+  } else if (nd > 1 && c.zero == 3 && closing > 0) {
+    // ZeRO-3 shards the embedding as it shards every parameter, outside the
+    // transformer layers Zero3LayerSeconds prices: its gradients are the last
+    // the backward produces and its weights the first the forward needs, so
+    // the step's last reduce-scatter and first gather of it are exposed (the
+    // micro-batches between hide theirs behind the layers).
+    comm_data += comm_.Seconds(Collective::kReduceScatter, sd, nd, closing * param_bytes_) +
+                 comm_.Seconds(Collective::kAllGather, sd, nd, closing * gather_bytes_);
   }
   return comm_data;
 }

@@ -285,6 +285,32 @@ TEST_F(MegatronDdpBuckets, NoOverlapKeepsOneBucket) {
   EXPECT_DOUBLE_EQ(DataSeconds(64, true, false), DataSeconds(64, false, false));
 }
 
+// --- ZeRO-3 shards the embedding too, outside the layers it gathers one by
+// one: the embedding's gradients are the step's last and its weights the
+// first needed, so one reduce-scatter and one gather of it stay exposed.
+// Only that term depends on the vocabulary.
+TEST(Zero3Embedding, ItsLastReduceAndFirstGatherAreExposed) {
+  auto cluster = topology::ClusterPreset("dgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  const TrainingSpec t{.seq_len = 4096, .global_batch = 256};
+  auto comm_data = [&](int vocab) {
+    CostModel cm(GptLike(32, 4096, 32, vocab), t, *cluster, 64);
+    ParallelConfig c;
+    c.zero = 3;
+    c.gdata = 64;
+    c.overlap_grad_reduce = c.overlap_param_gather = true;
+    return cm.Predict(c).breakdown.comm_data_s;
+  };
+  auto exposed = [&](double vocab) {
+    const double e = vocab * 4096;  // bf16 weights and gradients
+    return topology::CollectiveSeconds(*cluster, Collective::kReduceScatter, 1, 64, e * 2) +
+           topology::CollectiveSeconds(*cluster, Collective::kAllGather, 1, 64, e * 2);
+  };
+  const double grew = comm_data(128256) - comm_data(32000);
+  EXPECT_NEAR(grew, exposed(128256) - exposed(32000), 1e-9);
+  EXPECT_GT(grew, 0.0);
+}
+
 // --- Properties over many random valid configurations.
 class Properties : public ::testing::Test {
  protected:
