@@ -230,7 +230,10 @@ TEST(MegatronBridge, RefusesMlaWithoutARecipe) {
 TEST(MegatronBridge, RefusesWhatMegatronRefuses) {
   const Job job = MakeJob({"gpt3-13b", "dgx-a100-80gb", 64, 2048, 512});
   Json plans = PlansOf(job, 1, 0);
-  plans["candidates"][0]["config"]["zero"] = 2;
+  // ZeRO++'s quantized gathers: DeepSpeed's, no Megatron-LM option.
+  plans["candidates"][0]["config"]["zero"] = 3;
+  plans["candidates"][0]["config"]["distributed_optimizer"] = false;
+  plans["candidates"][0]["config"]["qwz"] = true;
   auto text = EmitConfig(plans, 1, EmitFormat::kMegatronBridge);
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().message().rfind("--format megatron-bridge cannot express this plan: ", 0),
