@@ -371,9 +371,10 @@ TEST(Plan, ExplainRanksTheWinnerFirstAndExplainsRejections) {
   ASSERT_EQ(best.code, kExitOk);
   // Explain ranks by predicted time; the table leads with the simplest of the
   // leaders' band, so the fastest candidate is the one explain ranks first.
+  const Json plans = Json::parse(best.out);
   Json winner;
   double fastest = 0;
-  for (const Json& c : Json::parse(best.out)["candidates"]) {
+  for (const Json& c : plans["candidates"]) {
     const double t = c["prediction"]["iteration_time_s"].get<double>();
     if (winner.is_null() || t < fastest) {
       winner = c["config"];
