@@ -390,6 +390,12 @@ TEST(Plan, ExplainRanksTheWinnerFirstAndExplainsRejections) {
                           "512", "--explain", spec, "--format", "json"});
   ASSERT_EQ(ex.code, kExitOk) << ex.err;
   EXPECT_EQ(Json::parse(ex.out)["rank"], 1);
+  // The winner explain compares against is the plan's first row.
+  Outcome first = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64",
+                                 "--global-batch", "512", "--top", "1", "--format", "json"});
+  ASSERT_EQ(first.code, kExitOk);
+  const Json listed = Json::parse(first.out)["candidates"][0];
+  EXPECT_EQ(Json::parse(ex.out)["winner"], listed["config_string"]) << listed.dump();
   Outcome bad = Call(RunPlan, {"--model", "gpt3-2.7b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch",
                            "512", "--explain", "tp=64", "--format", "json"});
   ASSERT_EQ(bad.code, kExitOk) << bad.err;
