@@ -533,6 +533,7 @@ int ExplainConfig(const std::string& text, const planner::PlanSection& sec,
     }
   }
   const planner::CostModel& cm = *ecm;
+  const std::optional<planner::Candidate> winner = ListedFirst(sec, opt);
   ej["framework"] = planner::FrameworkName(cm.training().framework);
   const planner::Reason r = cm.CheckRules(*cfg);
   if (r != planner::Reason::kOk) {
@@ -559,9 +560,9 @@ int ExplainConfig(const std::string& text, const planner::PlanSection& sec,
       ej["rank"] = r2.faster + 1;
       ej["of"] = r2.feasible;
     }
-    if (const std::optional<planner::Candidate> first = ListedFirst(sec, opt)) {
-      ej["winner"] = planner::ConfigToString(first->config);
-      ej["winner_time_s"] = first->prediction.iteration_time_s;
+    if (winner) {
+      ej["winner"] = planner::ConfigToString(winner->config);
+      ej["winner_time_s"] = winner->prediction.iteration_time_s;
     }
   }
   if (format == "json") {
@@ -576,11 +577,11 @@ int ExplainConfig(const std::string& text, const planner::PlanSection& sec,
              << " fitting configurations by predicted time"
              << (ej["in_space"].get<bool>() ? "" : " (outside --space)") << "\n";
       io.out << "time     " << FormatFixed(p.iteration_time_s, 3) << " s";
-      if (const std::optional<planner::Candidate> best = ListedFirst(sec, opt)) {
-        io.out << " vs winner " << FormatFixed(best->prediction.iteration_time_s, 3) << " s ("
-               << planner::ConfigToString(best->config)
+      if (winner) {
+        io.out << " vs winner " << FormatFixed(winner->prediction.iteration_time_s, 3) << " s ("
+               << planner::ConfigToString(winner->config)
                << ", the plan's first row)\nwhere the time goes, relative to the winner:\n";
-        PrintDifference(p, best->prediction, io.out);
+        PrintDifference(p, winner->prediction, io.out);
       } else {
         io.out << "\n";
       }

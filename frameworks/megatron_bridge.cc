@@ -30,6 +30,7 @@
 
 #include "common/strings.h"
 #include "frameworks/emit_internal.h"
+#include "planner/ddp_buckets.h"
 #include "planner/model.h"
 
 namespace paratune::planner::emit_internal {
@@ -544,10 +545,8 @@ void PlanFields(const Plan& p, const std::map<std::string, std::string>& a, Scri
   // @d98e8a6), so that one is stated.
   const planner::FrameworkCosts& fc = planner::FrameworkPreset(planner::Framework::kMegatron).costs;
   const bool buckets = a.count("--overlap-grad-reduce") > 0 && c.zero == 0;
-  const double stated = p.job.training.ddp_bucket_elements;
-  const double bucket = stated > 0 ? stated
-                                   : std::max(fc.ddp_bucket_min_elements,
-                                              fc.ddp_bucket_elements_per_rank * c.gdata * c.cp);
+  const double bucket =
+      planner::DdpBucketElements(fc, p.job.training.ddp_bucket_elements, c.gdata * c.cp);
   s->comm.push_back(
       {"bucket_size", buckets ? std::to_string(static_cast<int64_t>(bucket)) : "None"});
   s->comm.push_back({"overlap_moe_expert_parallel_comm", PyBool(ep_overlap)});

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "planner/cost/internal.h"
+#include "planner/ddp_buckets.h"
 
 namespace paratune::planner {
 
@@ -370,10 +371,7 @@ CostModel::DdpBuckets CostModel::Buckets(const ParallelConfig& c, double psi, do
   if (!(fc.ddp_bucket_min_elements > 0) || !c.overlap_grad_reduce || c.zero != 0) {
     return {1.0, psi, 0.0};
   }
-  const double size =
-      training_.ddp_bucket_elements > 0
-          ? training_.ddp_bucket_elements
-          : std::max(fc.ddp_bucket_min_elements, fc.ddp_bucket_elements_per_rank * nd);
+  const double size = DdpBucketElements(fc, training_.ddp_bucket_elements, nd);
   const double last = std::min(psi, closing + 0.5 * size);
   const double body = psi - last;
   return {body > 0 ? std::ceil(body / size) : 0.0, body, last};

@@ -193,6 +193,15 @@ TEST(Communication, MegatronTensorParallelIsAxonnGy) {
 // before it would overflow). A GPT-3 175B layer's weight matrices hold 151M to
 // 604M elements each, so each is its own collective; GPT-2-small's hold 0.6M to
 // 2.4M, so one call spans several layers.
+// The exposed data-parallel seconds (comm_data) of `c` for `m` on `gpus`
+// GPUs of the cluster preset `cluster` under framework spec `fw`.
+double CommDataSeconds(const ModelSpec& m, const TrainingSpec& t, const char* cluster, int gpus,
+                       const FrameworkSpec& fw, const ParallelConfig& c) {
+  auto cl = topology::ClusterPreset(cluster);
+  EXPECT_TRUE(cl.ok());
+  return CostModel(m, t, *cl, gpus, fw).Predict(c).breakdown.comm_data_s;
+}
+
 class DeepSpeedZero3 : public ::testing::Test {
  protected:
   // The ZeRO-3 seconds (comm_data: no other data-parallel traffic under
@@ -200,17 +209,14 @@ class DeepSpeedZero3 : public ::testing::Test {
   // buckets or with one gather and one reduce-scatter per layer.
   static double Zero3Seconds(const ModelSpec& m, int gpus, bool buckets) {
     const TrainingSpec t{.seq_len = 2048, .global_batch = gpus, .framework = Framework::kDeepSpeed};
-    auto cluster = topology::ClusterPreset("dgx-a100-80gb");
-    EXPECT_TRUE(cluster.ok());
     FrameworkSpec fw = FrameworkPreset(Framework::kDeepSpeed);
     EXPECT_EQ(fw.costs.zero3_gather_bucket_elements, 5e7);  // config.py:215
     EXPECT_EQ(fw.costs.zero3_reduce_bucket_elements, 5e8);  // config.py:113
     if (!buckets) fw.costs.zero3_gather_bucket_elements = fw.costs.zero3_reduce_bucket_elements = 0;
-    CostModel cm(m, t, *cluster, gpus, fw);
     ParallelConfig c;
     c.zero = 3;
     c.gdata = gpus;
-    return cm.Predict(c).breakdown.comm_data_s;
+    return CommDataSeconds(m, t, "dgx-a100-80gb", gpus, fw, c);
   }
 };
 
@@ -247,20 +253,16 @@ class MegatronDdpBuckets : public ::testing::Test {
   // parallel with the distributed optimizer and both overlaps on, a long
   // step (eight micro-batches of 8K tokens) for the overlap to hide behind.
   static double DataSeconds(int gpus, bool buckets, bool overlap = true) {
-    ModelSpec m = GptLike(32, 4096, 32, 128256);
     const TrainingSpec t{.seq_len = 8192, .global_batch = 8 * gpus};
-    auto cluster = topology::ClusterPreset("dgx-h100");
-    EXPECT_TRUE(cluster.ok());
     FrameworkSpec fw = FrameworkPreset(Framework::kMegatron);
     EXPECT_EQ(fw.costs.ddp_bucket_min_elements, 4e7);       // training.py:2189
     EXPECT_EQ(fw.costs.ddp_bucket_elements_per_rank, 1e6);  // training.py:2189
     if (!buckets) fw.costs.ddp_bucket_min_elements = fw.costs.ddp_bucket_elements_per_rank = 0;
-    CostModel cm(m, t, *cluster, gpus, fw);
     ParallelConfig c;
     c.gdata = gpus;
     c.distributed_optimizer = true;
     c.overlap_grad_reduce = c.overlap_param_gather = overlap;
-    return cm.Predict(c).breakdown.comm_data_s;
+    return CommDataSeconds(GptLike(32, 4096, 32, 128256), t, "dgx-h100", gpus, fw, c);
   }
 };
 
@@ -293,13 +295,13 @@ TEST(Zero3Embedding, ItsLastReduceAndFirstGatherAreExposed) {
   auto cluster = topology::ClusterPreset("dgx-h100");
   ASSERT_TRUE(cluster.ok());
   const TrainingSpec t{.seq_len = 4096, .global_batch = 256};
+  ParallelConfig c;
+  c.zero = 3;
+  c.gdata = 64;
+  c.overlap_grad_reduce = c.overlap_param_gather = true;
   auto comm_data = [&](int vocab) {
-    CostModel cm(GptLike(32, 4096, 32, vocab), t, *cluster, 64);
-    ParallelConfig c;
-    c.zero = 3;
-    c.gdata = 64;
-    c.overlap_grad_reduce = c.overlap_param_gather = true;
-    return cm.Predict(c).breakdown.comm_data_s;
+    return CommDataSeconds(GptLike(32, 4096, 32, vocab), t, "dgx-h100", 64,
+                           FrameworkPreset(t.framework), c);
   };
   auto exposed = [&](double vocab) {
     const double e = vocab * 4096;  // bf16 weights and gradients

@@ -39,6 +39,13 @@ Prediction PredictOf(const PredictRequest& r) {
   return cm.Predict(r.config);
 }
 
+// The memory of a request whose configuration the rules accept.
+MemoryBreakdown MemoryOf(const PredictRequest& r) {
+  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
+  EXPECT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
+  return cm.Memory(r.config);
+}
+
 const Json kTp1Pp4 = {
     {"tp", 1}, {"pp", 4}, {"vpp", 5}, {"mbs", 1}, {"distributed_optimizer", true}};
 
@@ -91,9 +98,7 @@ TEST(RecipeTest, Fp4IsFasterThanFp8ByLessThanThePeakRatio) {
 TEST(MegatronFsdpTest, ShardsEveryStateOverData) {
   const Json fsdp = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 3}};
   const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", fsdp);
-  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
-  ASSERT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
-  const MemoryBreakdown mem = cm.Memory(r.config);
+  const MemoryBreakdown mem = MemoryOf(r);
   const double psi = r.job.model.ParamCount();
   // Adam's fp32 master, moments: 12 bytes per parameter over 64 ranks.
   EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / (1 << 30), 0.5);
@@ -107,9 +112,7 @@ TEST(MegatronFsdpTest, ShardsEveryStateOverData) {
 TEST(MegatronFsdpTest, OptimGradsKeepsTheWeightsWhole) {
   const Json zero2 = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 2}};
   const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", zero2);
-  const CostModel cm(r.job.model, r.job.training, r.job.cluster, r.job.gpus);
-  ASSERT_EQ(cm.CheckRules(r.config), Reason::kOk) << cm.Explain(cm.CheckRules(r.config), r.config);
-  const MemoryBreakdown mem = cm.Memory(r.config);
+  const MemoryBreakdown mem = MemoryOf(r);
   const double psi = r.job.model.ParamCount(), gib = 1 << 30;
   EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / gib, 0.5);
   EXPECT_GT(mem.params_GiB, 2.0 * psi / gib * 0.95);  // every rank holds the bf16 weights
