@@ -19,6 +19,7 @@
 #include "common/strings.h"
 #include "common/user_input.h"
 #include "planner/cost/internal.h"
+#include "planner/moe_sharding.h"
 #include "planner/pipeline.h"
 
 namespace paratune::planner {
@@ -215,7 +216,7 @@ std::vector<ZeroChoice> ZeroChoices(int replicas, const CostModel& cm, bool allo
   std::vector<ZeroChoice> zeros;
   for (int z = 0; z <= 3; ++z) {
     if (!fr.zero[z] || !allowed("zero", z)) continue;
-    if (z == 3 && m.is_moe()) continue;   // ZeRO-3 gathers of the experts are not modelled
+    if (ExpertShardingUnmodelled(m, cm.training().framework, z)) continue;  // rules.cc refuses it
     if (z > 0 && replicas == 1) continue;  // nothing to shard over: same as zero 0
     for (int d = 0; d <= (z == 0 && fr.distributed_optimizer && replicas > 1 ? 1 : 0); ++d) {
       if (!allowed("distributed_optimizer", d)) continue;

@@ -8,6 +8,7 @@
 #include "common/enum_names.h"
 #include "planner/cost_model.h"
 #include "planner/moe.h"
+#include "planner/moe_sharding.h"
 
 namespace paratune::planner {
 
@@ -176,15 +177,16 @@ const char* CostModel::UnsupportedWhy(const ParallelConfig& c) const {
   if (model_.is_moe() && (fw == Framework::kAxonn || fw == Framework::kFsdp)) {
     return "no mixture-of-experts layers";
   }
-  if (model_.is_moe() && (c.zero == 3 || (c.gz > 1 && fw != Framework::kTorchtitan) ||
-                          c.offload_optimizer || c.offload_param)) {
+  if (ExpertShardingUnmodelled(model_, fw, c.zero) ||
+      (model_.is_moe() && ((c.gz > 1 && fw != Framework::kTorchtitan) || c.offload_optimizer ||
+                           c.offload_param))) {
     // The cost model prices expert weights replicated over the expert-data group
-    // (states sharded by the distributed optimizer or ZeRO-1/2), or, under
-    // torchtitan's FSDP2 (gz > 1), sharded over its efsdp group and gathered per
-    // layer (ExpertFsdpShards); ZeRO-3's and offload's handling of experts is
-    // not modelled.
-    return "ZeRO-3, FSDP1/AxoNN sharding or offload of a mixture-of-experts model (not "
-           "modelled)";
+    // (states sharded by the distributed optimizer or DeepSpeed's ZeRO-1/2), or,
+    // under torchtitan's FSDP2 (gz > 1), sharded over its efsdp group and
+    // gathered per layer (ExpertFsdpShards); ZeRO-3's, Megatron-FSDP's (zero 2
+    // and 3) and offload's handling of experts is not modelled.
+    return "ZeRO-3, Megatron-FSDP, FSDP1/AxoNN sharding or offload of a mixture-of-experts "
+           "model (not modelled)";
   }
   if (c.ep > 1 || c.etp > 1) {
     // torchtitan folds experts into its mesh with ETP 1 or ETP = TP
