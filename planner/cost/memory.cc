@@ -178,12 +178,18 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   a.middle = c.pp > 2
                  ? stage_act(st.middle, sm.middle) * middle_held
                  : 0.0;
-  // CPU activation offloading (pp = 1): the offloaded layers' activations
-  // leave once copied; one layer's stays in flight each way.
+  // CPU activation offloading (pp = 1), Transformer Engine's (Megatron's
+  // get_cpu_offload_context, extensions/transformer_engine.py:3452-3462
+  // @d98e8a6): the first N layers' activations are copied out during the
+  // forward, each freed once its copy is done and before layer L - N + i
+  // allocates, and reloaded one layer ahead in the backward, so the peak holds
+  // L - N layers (TransformerEngine d0067d0 pytorch/cpu_offload.py:616-647,
+  // 749-751: "activation memory usage is equal to (num_layers -
+  // num_offloaded_layers) * T").
   double offload_saving = 0, offloaded = 0;
   if (c.offload_activation_layers > 0) {
     const double n = std::min(c.offload_activation_layers, m.layers);
-    offload_saving = std::max(0.0, n - 1.0) * layer_act;
+    offload_saving = n * layer_act;
     offloaded = n * layer_act;
   }
   a.extra = (c.recompute == Recompute::kFull ? working : 0.0) - offload_saving;
