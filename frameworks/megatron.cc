@@ -224,10 +224,15 @@ void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out) {
     // optimizer states and gradients (ZeRO-2: optim_grads) or parameters too
     // (ZeRO-3: optim_grads_params) (arguments.py:3190-3192; the buffers each
     // shards, megatron_fsdp/param_and_grad_buffer.py:2330-2345); it asserts
-    // the fsdp_dtensor checkpoint format (arguments.py:1169-1170).
+    // the fsdp_dtensor checkpoint format (arguments.py:1169-1170). The double
+    // buffer (arguments.py:3202) bounds its communication memory to the two
+    // units the plan is priced with (param_and_grad_buffer.py:2526,
+    // 3956-3978); without it the reduce-scatter queue and the prefetch hold
+    // up to 1e9 elements (megatron_fsdp.py:432-444).
     out->push_back("--use-megatron-fsdp");
     out->push_back(std::string("--data-parallel-sharding-strategy ") +
                    (c.zero == 2 ? "optim_grads" : "optim_grads_params"));
+    out->push_back("--fsdp-double-buffer");
     out->push_back("--ckpt-format fsdp_dtensor");
   }
   if (c.offload_activation_layers > 0) {

@@ -283,6 +283,8 @@ const FlagRow kFlags[] = {
      }},
     {"--data-parallel-sharding-strategy",
      [](const std::string& v, Script* s) { s->Set("ddp.data_parallel_sharding_strategy", PyStr(v)); }},
+    {"--fsdp-double-buffer",
+     [](const std::string&, Script* s) { s->Set("ddp.fsdp_double_buffer", "True"); }},
     {"--ckpt-format", [](const std::string& v, Script* s) { s->Set("checkpoint.ckpt_format", PyStr(v)); }},
     {"--ddp-bucket-size", [](const std::string& v, Script* s) { s->Set("ddp.bucket_size", v); }},
     // The save schedule the plan was priced with (CheckpointConfig,

@@ -288,16 +288,26 @@ void CostModel::ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_layers_last = sm.last;
 }
 
+cost::NonLayerParams cost::NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c,
+                                            double final_norm) {
+  const double t = c.tensor();
+  const double emb = static_cast<double>(m.vocab) * m.hidden / t;
+  const double pos =
+      (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * m.hidden / c.gx : 0;
+  NonLayerParams p;
+  p.first = emb + pos;
+  p.last = (!m.tied_embeddings || c.pp > 1 ? emb : 0.0) + final_norm;
+  return p;
+}
+
 CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   const double t = c.tensor();
-  const double V = m.vocab, h = m.hidden;
+  const double h = m.hidden;
   const StageLayers st = Stages(c);
   const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
-  const double emb_shard = V * h / t;
-  const double pos = (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * h / c.gx : 0;
-  const double first_extra = emb_shard + pos;
-  const double last_extra = (!m.tied_embeddings || c.pp > 1 ? emb_shard : 0.0) + norm_params_;
+  const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+  const double first_extra = outside.first, last_extra = outside.last;
   // MoE layers hold, besides their experts (ExpertParamsHeld), the attention, the
   // shared experts and the router, split over the tensor ranks like a dense block.
   double moe_delta = 0, mtp_extra = 0;
@@ -319,8 +329,7 @@ CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const 
   };
   StageParams p;
   if (c.pp == 1) {
-    p.first = stage(m.layers, sm.first) +
-              (first_extra + (m.tied_embeddings ? 0.0 : emb_shard) + norm_params_) / c.gz + mtp_extra;
+    p.first = stage(m.layers, sm.first) + (first_extra + last_extra) / c.gz + mtp_extra;
     p.middle = p.last = p.first;
     return p;
   }

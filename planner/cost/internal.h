@@ -16,6 +16,15 @@ namespace paratune::planner {
 namespace cost {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The parameters a pipeline stage holds outside its transformer layers, per
+// GPU before data-parallel and Z sharding: the embedding (vocabulary-parallel
+// over the tensor ranks) and learned positions on the first stage; the output
+// layer (unless tied to the embedding on the same stage) and the final norm,
+// `final_norm` parameters, on the last. With one stage both are on it.
+struct NonLayerParams {
+  double first = 0, last = 0;
+};
+NonLayerParams NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c, double final_norm);
 // The divisors of n, ascending (trial division to sqrt(n)). REQUIRES:
 // 1 <= n < 2^31.
 inline std::vector<int> Divisors(int64_t n) {
@@ -47,9 +56,6 @@ double FlashShapeFactor(const topology::GpuSpec& g, double head_dim, double s_q)
 // Fused attention backward executes 2.5× the forward FLOPs (5 GEMMs vs 2;
 // FlashAttention-2 §3.1, "the backward pass ... 2.5 times the forward").
 inline constexpr double kFlashBwdFlopRatio = 2.5;
-// DeepSpeed's default reduce bucket (reduce_bucket_size = 5e8 elements,
-// deepspeed/runtime/zero/config.py).
-inline constexpr double kDeepSpeedBucketElems = 5e8;
 // Adam with fp32 master weights touches, per parameter it updates: master,
 // exp_avg, exp_avg_sq read + written (24 bytes) and the fp32 gradient read (4)
 // (Apex/TE fused Adam); then the master is read (4) to write the low-precision

@@ -14,7 +14,6 @@
 
 namespace paratune::planner {
 
-using cost::kDeepSpeedBucketElems;
 using cost::kGiB;
 using cost::SyncGroup;
 using cost::WeightReplicas;
@@ -75,14 +74,21 @@ struct CostModel::StageLedgers {
   struct Stage {
     ModelStates states;
     double act = 0;        // saved activations (and the loss's tensors on the last stage)
-    double unsharded = 0;  // FSDP2 under PP: gathered parameters and unsharded gradients
+    // Parameters kept gathered beside their shards: FSDP2 under PP (with the
+    // unsharded gradients), Megatron-FSDP's non-unit parameters under ZeRO-3.
+    double unsharded = 0;
+    // What this stage alone holds through the backward and frees before the
+    // step: Megatron-FSDP's non-unit gradient bucket.
+    double backward = 0;
     double Held() const { return states.total() - states.step_bytes + unsharded; }
-    double total() const { return Held() + std::max(act, states.step_bytes); }
+    double total() const { return Held() + std::max(act + backward, states.step_bytes); }
     // Whether the optimizer step, not the backward with its `transient`
     // bytes, is the stage's peak; and that peak with `buffers` beside it.
-    bool PeakAtStep(double transient) const { return states.step_bytes > act + transient; }
+    bool PeakAtStep(double transient) const {
+      return states.step_bytes > act + backward + transient;
+    }
     double Peak(double buffers, double transient) const {
-      return Held() + buffers + std::max(act + transient, states.step_bytes);
+      return Held() + buffers + std::max(act + backward + transient, states.step_bytes);
     }
   };
   Stage first, middle, last;
@@ -100,6 +106,17 @@ struct CostModel::StageLedgers {
 struct CostModel::MemoryBuffers {
   double bytes = 0, transient = 0, layer_block = 0;
 };
+
+namespace {
+// Megatron-FSDP: megatron's ZeRO-2 (optim_grads) and ZeRO-3
+// (optim_grads_params), told from the DeepSpeed engines' ZeRO by the absence
+// of DeepSpeed's reduce bucket in the framework preset. Its FSDP units are the
+// transformer layers (mcore_fsdp_adapter.py:170-171 @d98e8a6); the embedding,
+// output layer and final norm are its non-unit parameters.
+bool MegatronFsdp(const FrameworkCosts& f, const ParallelConfig& c) {
+  return c.zero >= 2 && f.zero3_reduce_bucket_elements <= 0;
+}
+}  // namespace
 
 CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
                                                            const ComputeTerms& t) const {
@@ -277,6 +294,39 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
   out.first = ledger(held.first, sm.first, a.first);
   out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe, a.last);
   if (c.pp > 2) out.middle = ledger(held.middle, sm.middle, a.middle);
+  if (MegatronFsdp(fw_.costs, c)) {
+    // Megatron-FSDP's non-unit parameters (embedding, output layer, final
+    // norm) share one bucket (megatron_fsdp/param_and_grad_buffer.py:1807-1822
+    // @d98e8a6, unsplit: bucket_size is None, megatron_fsdp.py:391). Under
+    // ZeRO-3, once gathered they are never released (no post-forward release
+    // hook for non-unit modules, megatron_fsdp.py:1089-1111; PRESERVED,
+    // param_and_grad_buffer.py:4367). The bucket's unsharded gradient, in the
+    // gradient dtype, is fetched when its first gradient arrives and
+    // reduce-scattered once its last has:
+    // - on the stage with the output layer, from the output layer's backward,
+    //   when the loss has freed its fp32 tensors and holds the logits'
+    //   gradient in the activation dtype: the peak grows only by what the
+    //   bucket and that gradient exceed the loss's tensors by;
+    // - on a first stage without it, at the embedding's backward, the
+    //   micro-batch's last: it takes the place of that micro-batch's
+    //   activations.
+    const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+    auto non_unit = [&](StageLedgers::Stage* s, double params, double loss, double act_per_mb) {
+      const double grad_logits = loss_live_bytes_ > 0 ? loss * act_bytes_ / loss_live_bytes_ : 0.0;
+      const double moment =
+          params * state_grad_bytes + (loss > 0 ? grad_logits - loss : -act_per_mb);
+      s->backward += std::max(0.0, moment);
+      if (c.zero >= 3) s->unsharded += params * param_bytes_;
+    };
+    if (c.pp == 1) {
+      non_unit(&out.first, outside.first + outside.last, a.first_loss, 0.0);
+      out.last = out.first;
+    } else {
+      const double first_mb = a.first_held > 0 ? (a.first - a.first_loss) / a.first_held : 0.0;
+      non_unit(&out.first, outside.first, a.first_loss, first_mb);
+      non_unit(&out.last, outside.last, a.last_loss, 0.0);
+    }
+  }
   return out;
 }
 
@@ -297,7 +347,18 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
   const bool gathers = (c.gz > 1 || c.zero == 3) && !pp_unsharded;
   if (gathers) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
-  if (c.zero >= 1) b.bytes += std::min(t.psi, kDeepSpeedBucketElems) * param_bytes_;
+  // DeepSpeed's ZeRO (stages 1-3) reduces gradients through a bucket of
+  // reduce_bucket_size elements (stage_1_and_2.py:869, stage3.py:1533-1535).
+  const double ds_bucket = fw_.costs.zero3_reduce_bucket_elements;
+  if (c.zero >= 1 && ds_bucket > 0) b.bytes += std::min(t.psi, ds_bucket) * param_bytes_;
+  // Megatron-FSDP with the double buffer emit turns on (--fsdp-double-buffer,
+  // arguments.py:3202 @d98e8a6): a persistent pool of two units' unsharded
+  // gradients in the gradient dtype, the parameter dtype here
+  // (param_and_grad_buffer.py:2526, 3956-3978), besides ZeRO-3's pool of two
+  // units' gathered parameters above. A unit's gradient lives in the pool
+  // until its reduce-scatter, so no transient beyond it.
+  const bool megatron_fsdp = MegatronFsdp(fw_.costs, c);
+  if (megatron_fsdp) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
   if (c.hpz && c.zero == 3) {
     const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
     b.bytes += t.psi * param_bytes_ / std::max(1, std::min(sync.size, per_node));
@@ -305,7 +366,7 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   // The step's peak adds, under sharded execution, the unsharded gradient of
   // one layer before its reduce-scatter (the loss's tensors are already in
   // the activations at the size the framework holds them).
-  b.transient = gathers ? b.layer_block * grad_bytes_ : 0.0;
+  b.transient = gathers && !megatron_fsdp ? b.layer_block * grad_bytes_ : 0.0;
   return b;
 }
 
@@ -381,8 +442,14 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
     const ModelStates& m = s.states;
     row("parameters", m.params_bytes,
         "planner/memory.h ModelStateBytes: the stage's parameters in their dtype, sharded by ZeRO-3/FSDP");
-    row("parameters gathered (FSDP2 under PP)", s.unsharded,
-        "torchtitan b5bcd76 distributed/fsdp.py:112-137: stages keep their blocks gathered");
+    if (MegatronFsdp(fw_.costs, c)) {
+      row("embedding and output layer kept gathered (Megatron-FSDP)", s.unsharded,
+          "megatron_fsdp/param_and_grad_buffer.py:4367 @d98e8a6: non-unit parameters stay "
+          "gathered");
+    } else {
+      row("parameters gathered (FSDP2 under PP)", s.unsharded,
+          "torchtitan b5bcd76 distributed/fsdp.py:112-137: stages keep their blocks gathered");
+    }
     row("gradients", m.grads_bytes,
         training_.main_grads_fp32 ? "fp32 main gradients (Megatron arguments.py:1215-1216), ZeRO-2 shards"
                                   : "gradients in the parameter dtype, ZeRO-2 shards");
@@ -398,7 +465,13 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
     row(model_.mtp_layers > 0 ? "loss (logits, MTP layers)" : "loss (logits)", loss,
         "framework preset loss_live_bytes_per_logit (Megatron cross_entropy.py:25, 181); chunked: loss.py:383-544");
     row("buffers (runtime, gathered layers, buckets)", b.bytes,
-        "GPU preset runtime_reserved_GiB; framework gathered_layers; DeepSpeed reduce bucket");
+        MegatronFsdp(fw_.costs, c)
+            ? "GPU preset runtime_reserved_GiB; Megatron-FSDP's double buffer: gathered_layers "
+              "units' gradients (and parameters under ZeRO-3)"
+            : "GPU preset runtime_reserved_GiB; framework gathered_layers; DeepSpeed reduce "
+              "bucket");
+    row("non-unit gradient bucket (embedding, output layer)", s.backward,
+        "megatron_fsdp/param_and_grad_buffer.py:1807-1822 @d98e8a6: through the backward");
     row("backward transient (a layer's unsharded gradient)", b.transient,
         "sharded execution: one layer's gradient before its reduce-scatter");
     rows.push_back({name, s.PeakAtStep(b.transient) ? "peak (optimizer step)" : "peak (backward)",

@@ -143,7 +143,9 @@ def planned(conf, moe):
     tp = conf.get('tp', conf.get('gy'))
     want = {'dp': conf['dp'], 'tp': tp, 'pp': conf['pp'], 'vpp': conf['vpp'], 'cp': conf['cp'],
             'sp': bool(conf['sp']) and tp > 1, 'tp_comm_overlap': bool(conf.get('tp_comm_overlap')),
-            'dist_opt': bool(conf['distributed_optimizer']) or conf['zero'] in (1, 3),
+            # Megatron-FSDP (zero 2 and 3) runs with the distributed optimizer
+            # (Megatron-LM arguments.py:1127-1135, version 1 forces it).
+            'dist_opt': bool(conf['distributed_optimizer']) or conf['zero'] >= 1,
             'overlap_grad_reduce': bool(conf.get('overlap_grad_reduce')),
             'overlap_param_gather': bool(conf.get('overlap_param_gather')),
             'recompute': conf['recompute']}

@@ -323,6 +323,9 @@ TEST(EmitRules, MegatronFleetFeatures) {
   EXPECT_NE(fsdp.find("--data-parallel-sharding-strategy optim_grads_params"), std::string::npos);
   EXPECT_NE(fsdp.find("--ckpt-format fsdp_dtensor"), std::string::npos);
   EXPECT_EQ(fsdp.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  // The double buffer bounds its communication memory to the two units the
+  // memory ledger prices (param_and_grad_buffer.py:2526, 3956-3978).
+  EXPECT_NE(fsdp.find("--fsdp-double-buffer\n"), std::string::npos);
   // ZeRO-2 is Megatron-FSDP's optim_grads: gradients and optimizer states
   // sharded, the model weights whole (param_and_grad_buffer.py:2338-2341).
   const std::string zero2 = emitted(Patched(
@@ -330,6 +333,7 @@ TEST(EmitRules, MegatronFleetFeatures) {
   EXPECT_NE(zero2.find("--data-parallel-sharding-strategy optim_grads\n"), std::string::npos)
       << zero2;
   EXPECT_NE(zero2.find("--use-megatron-fsdp"), std::string::npos);
+  EXPECT_NE(zero2.find("--fsdp-double-buffer\n"), std::string::npos);
   EXPECT_EQ(zero2.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
   // A stated DDP bucket is Megatron's --ddp-bucket-size (arguments.py:3125);
   // without one Megatron's own rule applies and nothing is written.

@@ -178,6 +178,7 @@ inline const std::set<std::string>& MegatronFlags() {
       "--fp4-recipe",                         // transformer_config.py:679
       "--use-megatron-fsdp",                  // common_config.py:92
       "--data-parallel-sharding-strategy",    // arguments.py:3190-3192
+      "--fsdp-double-buffer",                 // arguments.py:3202
       "--ddp-bucket-size",                    // arguments.py:3125
       "--ckpt-format",                        // training_config.py:486
       "--cpu-offloading-num-layers",          // model_parallel_config.py:461

@@ -94,15 +94,19 @@ TEST(RecipeTest, Fp4IsFasterThanFp8ByLessThanThePeakRatio) {
 }
 
 // Megatron-FSDP is "megatron" with ZeRO-3: parameters, gradients and
-// optimizer states sharded over the data group.
+// optimizer states sharded over the data group; the non-unit parameters
+// (embedding, output layer, final norm) stay gathered once gathered
+// (megatron_fsdp/param_and_grad_buffer.py:4367 @d98e8a6).
 TEST(MegatronFsdpTest, ShardsEveryStateOverData) {
   const Json fsdp = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 3}};
   const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", fsdp);
   const MemoryBreakdown mem = MemoryOf(r);
-  const double psi = r.job.model.ParamCount();
+  const ModelSpec& m = r.job.model;
+  const double psi = m.ParamCount(), gib = 1 << 30;
+  const double non_unit = 2.0 * static_cast<double>(m.vocab) * m.hidden + m.hidden;
   // Adam's fp32 master, moments: 12 bytes per parameter over 64 ranks.
-  EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / (1 << 30), 0.5);
-  EXPECT_LT(mem.params_GiB, 2.0 * psi / 32 / (1 << 30));
+  EXPECT_NEAR(mem.optimizer_GiB, 12.0 * psi / 64 / gib, 0.5);
+  EXPECT_NEAR(mem.params_GiB, (2.0 * psi / 64 + 2.0 * non_unit) / gib, 0.05);
 }
 
 // Megatron-FSDP's optim_grads is "megatron" with ZeRO-2: gradients and
@@ -122,6 +126,40 @@ TEST(MegatronFsdpTest, OptimGradsKeepsTheWeightsWhole) {
   const Json distopt = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"distributed_optimizer", true}};
   const PredictRequest once = Must("llama3-70b", "gb300-nvl72", 64, 256, "fp8", distopt);
   EXPECT_GT(PredictOf(r).breakdown.comm_data_s, PredictOf(once).breakdown.comm_data_s);
+}
+
+// Megatron-FSDP's communication memory is its double buffer's, which emit
+// turns on (--fsdp-double-buffer, arguments.py:3202 @d98e8a6): a pool of two
+// FSDP units' (transformer layers') unsharded gradients in the parameter dtype
+// (param_and_grad_buffer.py:2526, 3956-3978), and under ZeRO-3 a second of
+// two units' gathered parameters; not DeepSpeed's reduce bucket of 5e8
+// elements. Its non-unit parameters (embedding, output layer, final norm)
+// share one gradient bucket (:1807-1822), fetched at the output layer's
+// backward, once the loss's fp32 tensors are gone.
+TEST(MegatronFsdpTest, DoubleBufferAndNonUnitBucket) {
+  const Json zero2 = {{"tp", 1}, {"pp", 1}, {"mbs", 1}, {"zero", 2}};
+  const PredictRequest r = Must("llama3-70b", "gb300-nvl72", 64, 256, "bf16", zero2, 2048);
+  const ModelSpec& m = r.job.model;
+  const double gib = 1 << 30, h = m.hidden, vocab = static_cast<double>(m.vocab);
+  const double non_unit = 2.0 * vocab * h + h;  // untied embedding and output layer, final norm
+  const double layer = (static_cast<double>(m.ParamCount()) - non_unit) / m.layers;
+  const double runtime = r.job.cluster.gpu.runtime_reserved_GiB;
+  EXPECT_NEAR(MemoryOf(r).buffers_GiB - runtime, 2.0 * layer * 2.0 / gib, 0.01);
+  PredictRequest z3 = r;
+  z3.config.zero = 3;
+  EXPECT_NEAR(MemoryOf(z3).buffers_GiB - runtime, 2.0 * 2.0 * layer * 2.0 / gib, 0.01);
+  // At 2K tokens the bucket (3.9 GiB in bf16) outweighs the loss's tensors:
+  // it raises the peak, by less than its size and by at least what it
+  // exceeds the loss by.
+  const CostModel cm(m, r.job.training, r.job.cluster, r.job.gpus);
+  double bucket = 0, loss = 0;
+  for (const CostModel::LedgerRow& row : cm.MemoryLedger(r.config)) {
+    if (row.term.find("non-unit gradient bucket") != std::string::npos) bucket = row.GiB;
+    if (row.term.find("loss (logits)") != std::string::npos) loss = row.GiB;
+  }
+  EXPECT_GT(loss, 0.0);
+  EXPECT_LT(bucket, non_unit * 2.0 / gib);
+  EXPECT_GE(bucket, non_unit * 2.0 / gib - loss);
 }
 
 // Megatron-FSDP's handling of experts is not modelled: a mixture-of-experts
