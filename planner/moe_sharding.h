@@ -6,12 +6,13 @@
 #pragma once
 
 #include "planner/framework.h"
+#include "planner/megatron_fsdp.h"
 #include "planner/model.h"
 
 namespace paratune::planner {
 
 inline bool ExpertShardingUnmodelled(const ModelSpec& m, Framework f, int zero) {
-  return m.is_moe() && (zero == 3 || (zero == 2 && f == Framework::kMegatron));
+  return m.is_moe() && (zero == 3 || MegatronFsdp(f, zero));
 }
 
 }  // namespace paratune::planner

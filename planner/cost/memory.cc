@@ -9,6 +9,7 @@
 #include "common/strings.h"
 
 #include "planner/cost/internal.h"
+#include "planner/megatron_fsdp.h"
 #include "planner/memory.h"
 #include "planner/pipeline.h"
 
@@ -106,17 +107,6 @@ struct CostModel::StageLedgers {
 struct CostModel::MemoryBuffers {
   double bytes = 0, transient = 0, layer_block = 0;
 };
-
-namespace {
-// Megatron-FSDP: megatron's ZeRO-2 (optim_grads) and ZeRO-3
-// (optim_grads_params), told from the DeepSpeed engines' ZeRO by the absence
-// of DeepSpeed's reduce bucket in the framework preset. Its FSDP units are the
-// transformer layers (mcore_fsdp_adapter.py:170-171 @d98e8a6); the embedding,
-// output layer and final norm are its non-unit parameters.
-bool MegatronFsdp(const FrameworkCosts& f, const ParallelConfig& c) {
-  return c.zero >= 2 && f.zero3_reduce_bucket_elements <= 0;
-}
-}  // namespace
 
 CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
                                                            const ComputeTerms& t) const {
@@ -294,10 +284,12 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
   out.first = ledger(held.first, sm.first, a.first);
   out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe, a.last);
   if (c.pp > 2) out.middle = ledger(held.middle, sm.middle, a.middle);
-  if (MegatronFsdp(fw_.costs, c)) {
-    // Megatron-FSDP's non-unit parameters (embedding, output layer, final
-    // norm) share one bucket (megatron_fsdp/param_and_grad_buffer.py:1807-1822
-    // @d98e8a6, unsplit: bucket_size is None, megatron_fsdp.py:391). Under
+  if (MegatronFsdp(training_.framework, c.zero)) {
+    // Megatron-FSDP's FSDP units are the transformer layers
+    // (mcore_fsdp_adapter.py:170-171 @d98e8a6); its non-unit parameters
+    // (embedding, output layer, final norm) share one bucket
+    // (megatron_fsdp/param_and_grad_buffer.py:1807-1822, unsplit:
+    // bucket_size is None, megatron_fsdp.py:391). Under
     // ZeRO-3, once gathered they are never released (no post-forward release
     // hook for non-unit modules, megatron_fsdp.py:1089-1111; PRESERVED,
     // param_and_grad_buffer.py:4367). The bucket's unsharded gradient, in the
@@ -357,7 +349,7 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   // (param_and_grad_buffer.py:2526, 3956-3978), besides ZeRO-3's pool of two
   // units' gathered parameters above. A unit's gradient lives in the pool
   // until its reduce-scatter, so no transient beyond it.
-  const bool megatron_fsdp = MegatronFsdp(fw_.costs, c);
+  const bool megatron_fsdp = MegatronFsdp(training_.framework, c.zero);
   if (megatron_fsdp) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
   if (c.hpz && c.zero == 3) {
     const int per_node = std::max(1, cluster_.gpus_per_node / std::min(sync.stride, cluster_.gpus_per_node));
@@ -433,6 +425,7 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
   const StageLedgers l = LedgersPerStage(c, a);
   const MemoryBuffers b = BuffersOf(c, t);
   const StageLayers st = Stages(c);
+  const bool megatron_fsdp = MegatronFsdp(training_.framework, c.zero);
   std::vector<LedgerRow> rows;
   auto stage = [&](const char* name, const StageLedgers::Stage& s, int layers, double held,
                    double loss) {
@@ -442,7 +435,7 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
     const ModelStates& m = s.states;
     row("parameters", m.params_bytes,
         "planner/memory.h ModelStateBytes: the stage's parameters in their dtype, sharded by ZeRO-3/FSDP");
-    if (MegatronFsdp(fw_.costs, c)) {
+    if (megatron_fsdp) {
       row("embedding and output layer kept gathered (Megatron-FSDP)", s.unsharded,
           "megatron_fsdp/param_and_grad_buffer.py:4367 @d98e8a6: non-unit parameters stay "
           "gathered");
@@ -465,7 +458,7 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
     row(model_.mtp_layers > 0 ? "loss (logits, MTP layers)" : "loss (logits)", loss,
         "framework preset loss_live_bytes_per_logit (Megatron cross_entropy.py:25, 181); chunked: loss.py:383-544");
     row("buffers (runtime, gathered layers, buckets)", b.bytes,
-        MegatronFsdp(fw_.costs, c)
+        megatron_fsdp
             ? "GPU preset runtime_reserved_GiB; Megatron-FSDP's double buffer: gathered_layers "
               "units' gradients (and parameters under ZeRO-3)"
             : "GPU preset runtime_reserved_GiB; framework gathered_layers; DeepSpeed reduce "
