@@ -15,14 +15,6 @@ void FinalizeAtExit() {
   if (!finalized) MPI_Finalize();
 }
 
-Status MpiCheck(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return Status::Ok();
-  char msg[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return Status::Internal(std::string("MPI error in ") + what + ": " + std::string(msg, len));
-}
-
 class MpiBootstrap final : public Bootstrap {
  public:
   explicit MpiBootstrap(MPI_Comm comm) : comm_(comm) {
@@ -73,6 +65,15 @@ class MpiBootstrap final : public Bootstrap {
 };
 
 }  // namespace
+
+Status MpiCheck(int rc, const std::string& what) {
+  if (rc == MPI_SUCCESS) return Status::Ok();
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return Status::Internal("MPI error in " + what + ": " +
+                          std::string(msg, static_cast<size_t>(len)));
+}
 
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap() {
   int initialized = 0, finalized = 0;

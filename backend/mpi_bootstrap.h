@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backend/bootstrap.h"
 
@@ -12,5 +13,9 @@ namespace paratune::backend {
 
 // Fails with kUnavailable when MPI cannot be initialised.
 Result<std::unique_ptr<Bootstrap>> CreateMpiBootstrap();
+
+// Ok for MPI_SUCCESS; otherwise kInternal naming the call `what` with MPI's
+// own text for the error code `rc`.
+Status MpiCheck(int rc, const std::string& what);
 
 }  // namespace paratune::backend

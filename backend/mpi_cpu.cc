@@ -26,15 +26,6 @@
 namespace paratune::backend {
 namespace {
 
-Status MpiCheck(int rc, const std::string& what) {
-  if (rc == MPI_SUCCESS) return Status::Ok();
-  char msg[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return Status::Internal("MPI error in " + what + ": " +
-                          std::string(msg, static_cast<size_t>(len)));
-}
-
 // Reads a "Key:   12345 kB" line of /proc/meminfo, bytes; 0 when absent.
 int64_t MemInfoBytes(const std::string& key) {
   std::ifstream in("/proc/meminfo");

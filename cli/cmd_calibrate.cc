@@ -19,7 +19,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kCalibrateHelp =
     R"(usage: paratune calibrate --reports FILE [FILE...] --profile FILE --out FILE
                           [--cluster-out FILE]
        paratune calibrate --logs FILE [FILE...] --out FILE [--profile FILE]
@@ -102,7 +102,7 @@ example:
   paratune predict --log run1.log --cluster dgx-h100 --profile h100-logs.json
 )";
 
-int Fail(Io io, const Status& s) { return UsageError(io, "calibrate", s); }
+int FailCalibrate(Io io, const Status& s) { return UsageError(io, "calibrate", s); }
 
 Result<OrderedJson> LoadOrdered(const std::string& path) {
   PT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
@@ -110,7 +110,7 @@ Result<OrderedJson> LoadOrdered(const std::string& path) {
   return OrderedJson::parse(text);
 }
 
-std::string Pct(double predicted, double measured) {
+std::string SignedError(double predicted, double measured) {
   const double e = 100 * (predicted - measured) / measured;
   return (e >= 0 ? "+" : "") + FormatFixed(e, 1) + " %";
 }
@@ -120,25 +120,26 @@ int RunCalibrateLogs(const Flags& f, Io io) {
   std::vector<std::string> paths = f.GetAll("--logs");
   for (const std::string& p : f.positionals()) paths.push_back(p);
   const std::string out_path = f.GetOr("--out", "");
-  if (out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  if (out_path.empty()) return FailCalibrate(io, Status::InvalidArgument("--out FILE is required"));
   if (f.Has("--reports")) {
-    return Fail(io, Status::InvalidArgument("--logs and --reports are separate calibrations"));
+    return FailCalibrate(io,
+                         Status::InvalidArgument("--logs and --reports are separate calibrations"));
   }
   auto lf = LogFlagsFromFlags(f, io.in);
-  if (!lf.ok()) return Fail(io, lf.status());
+  if (!lf.ok()) return FailCalibrate(io, lf.status());
   std::optional<OrderedJson> doc;
   std::optional<profiler::Profile> profile;
   if (auto pp = f.Get("--profile")) {
     auto d = LoadOrdered(*pp);
-    if (!d.ok()) return Fail(io, d.status());
+    if (!d.ok()) return FailCalibrate(io, d.status());
     auto prof = profiler::ParseProfile(Json::parse(d->dump()));
-    if (!prof.ok()) return Fail(io, prof.status().WithContext("--profile " + *pp));
+    if (!prof.ok()) return FailCalibrate(io, prof.status().WithContext("--profile " + *pp));
     doc = std::move(*d);
     profile = std::move(*prof);
     if (!lf->cluster) {
       if (!profile->cluster) {
-        return Fail(io, Status::InvalidArgument("--cluster is required: " + *pp +
-                                                " embeds no cluster description"));
+        return FailCalibrate(io, Status::InvalidArgument("--cluster is required: " + *pp +
+                                                         " embeds no cluster description"));
       }
       topology::ClusterSpec c = *profile->cluster;
       c.framework_corrections.clear();
@@ -150,16 +151,16 @@ int RunCalibrateLogs(const Flags& f, Io io) {
   std::vector<planner::LogRequest> built;
   for (const std::string& path : paths) {
     auto text = ReadFileToString(path);
-    if (!text.ok()) return Fail(io, text.status().WithContext("--logs"));
+    if (!text.ok()) return FailCalibrate(io, text.status().WithContext("--logs"));
     auto run = planner::ParseTrainingLog(*text, path, lf->run);
-    if (!run.ok()) return Fail(io, run.status());
+    if (!run.ok()) return FailCalibrate(io, run.status());
     auto lr = planner::RequestFromLog(*run, *lf, options);
-    if (!lr.ok()) return Fail(io, lr.status().WithContext(path));
+    if (!lr.ok()) return FailCalibrate(io, lr.status().WithContext(path));
     auto req = planner::ParsePredictRequest(lr->request);
-    if (!req.ok()) return Fail(io, req.status().WithContext(path));
+    if (!req.ok()) return FailCalibrate(io, req.status().WithContext(path));
     if (profile) {
       if (Status s = profiler::ApplyProfile(*profile, &req->job.cluster); !s.ok()) {
-        return Fail(io, s.WithContext("--profile"));
+        return FailCalibrate(io, s.WithContext("--profile"));
       }
     }
     for (const std::string& n : run->notes)
@@ -173,9 +174,9 @@ int RunCalibrateLogs(const Flags& f, Io io) {
     runs.push_back({path, std::move(*req), lr->measured_iteration_s});
     built.push_back(std::move(*lr));
   }
-  if (runs.empty()) return Fail(io, Status::InvalidArgument("--logs FILE... is required"));
+  if (runs.empty()) return FailCalibrate(io, Status::InvalidArgument("--logs FILE... is required"));
   auto fit = planner::FitLogCalibration(runs);
-  if (!fit.ok()) return Fail(io, fit.status());
+  if (!fit.ok()) return FailCalibrate(io, fit.status());
 
   // The section: the profile's own (its factors kept), entries replaced by key.
   const topology::ClusterSpec& base = runs.front().request.job.cluster;
@@ -245,7 +246,7 @@ int RunCalibrateLogs(const Flags& f, Io io) {
     p.calibration = Json::parse(section.dump());
     text = profiler::ProfileToJson(p).dump(2) + "\n";
   }
-  if (Status s = WriteFileAtomic(out_path, text); !s.ok()) return Fail(io, s);
+  if (Status s = WriteFileAtomic(out_path, text); !s.ok()) return FailCalibrate(io, s);
 
   io.out << "calibration from " << runs.size() << " training log(s)\n";
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -259,9 +260,9 @@ int RunCalibrateLogs(const Flags& f, Io io) {
            << b.summary.skipped_dropped << " skipped, " << b.summary.outliers_dropped
            << " outlier)\n";
     io.out << "  predicted before " << FormatFixed(fit->predicted_before_s[i], 4) << " s ("
-           << Pct(fit->predicted_before_s[i], b.measured_iteration_s) << "), after "
+           << SignedError(fit->predicted_before_s[i], b.measured_iteration_s) << "), after "
            << FormatFixed(fit->predicted_after_s[i], 4) << " s ("
-           << Pct(fit->predicted_after_s[i], b.measured_iteration_s) << ")\n";
+           << SignedError(fit->predicted_after_s[i], b.measured_iteration_s) << ")\n";
     for (const std::string& r : b.read_from_log) io.out << "  read:    " << r << "\n";
     for (const std::string& a : b.assumed) io.out << "  assumed: " << a << "\n";
   }
@@ -292,26 +293,28 @@ int RunCalibrate(const Args& args, Io io) {
            "--gpus", "--global-batch", "--seq", "--precision", "--attention", "--framework",
            "--config", "--run"},
           {"--help"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(f, args, io, "calibrate", kHelp)) return *done;
+  if (auto done = ParseOrHelp(f, args, io, "calibrate", kCalibrateHelp)) return *done;
   if (f.Has("--logs")) return RunCalibrateLogs(f, io);
   for (const char* only : {"--cluster", "--model", "--gpus", "--global-batch", "--seq",
                            "--precision", "--attention", "--framework", "--config", "--run"}) {
     if (f.Has(only)) {
-      return Fail(io, Status::InvalidArgument(std::string(only) + " goes with --logs"));
+      return FailCalibrate(io, Status::InvalidArgument(std::string(only) + " goes with --logs"));
     }
   }
   std::vector<std::string> paths = f.GetAll("--reports");
   for (const std::string& p : f.positionals()) paths.push_back(p);
-  if (paths.empty()) return Fail(io, Status::InvalidArgument("--reports FILE... is required"));
+  if (paths.empty())
+    return FailCalibrate(io, Status::InvalidArgument("--reports FILE... is required"));
   const std::string profile_path = f.GetOr("--profile", "");
   const std::string out_path = f.GetOr("--out", "");
-  if (profile_path.empty()) return Fail(io, Status::InvalidArgument("--profile FILE is required"));
-  if (out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  if (profile_path.empty())
+    return FailCalibrate(io, Status::InvalidArgument("--profile FILE is required"));
+  if (out_path.empty()) return FailCalibrate(io, Status::InvalidArgument("--out FILE is required"));
 
   std::vector<executor::RunReport> reports;
   for (const std::string& p : paths) {
     auto r = executor::LoadRunReport(p);
-    if (!r.ok()) return Fail(io, r.status());
+    if (!r.ok()) return FailCalibrate(io, r.status());
     if (!r->complete) {
       io.err << "paratune calibrate: warning: " << p
              << " is incomplete (confirm did not finish); using the candidates it has\n";
@@ -319,11 +322,12 @@ int RunCalibrate(const Args& args, Io io) {
     reports.push_back(std::move(*r));
   }
   auto doc = LoadOrdered(profile_path);
-  if (!doc.ok()) return Fail(io, doc.status());
+  if (!doc.ok()) return FailCalibrate(io, doc.status());
   // The profile as the profiler reads it (its own "calibration", if any, aside).
   const Json plain = executor::WithoutCalibration(Json::parse(doc->dump()));
   auto profile = profiler::ParseProfile(plain);
-  if (!profile.ok()) return Fail(io, profile.status().WithContext("--profile " + profile_path));
+  if (!profile.ok())
+    return FailCalibrate(io, profile.status().WithContext("--profile " + profile_path));
   const std::string fp = profiler::ProfileFingerprint(*profile);
   for (size_t i = 0; i < reports.size(); ++i) {
     const std::string& used = reports[i].profile;
@@ -337,7 +341,7 @@ int RunCalibrate(const Args& args, Io io) {
   }
 
   auto fit = executor::FitCalibration(reports);
-  if (!fit.ok()) return Fail(io, fit.status());
+  if (!fit.ok()) return FailCalibrate(io, fit.status());
   for (const std::string& w : fit->warnings) io.err << "paratune calibrate: warning: " << w << "\n";
   for (const std::string& n : fit->fixed) {
     io.err << "paratune calibrate: " << n
@@ -350,19 +354,19 @@ int RunCalibrate(const Args& args, Io io) {
   const OrderedJson section = executor::CalibrationToJson(*fit, paths);
   if (Status s = WriteFileAtomic(out_path, executor::WithCalibration(*doc, section).dump(2) + "\n");
       !s.ok()) {
-    return Fail(io, s);
+    return FailCalibrate(io, s);
   }
   if (auto cluster_out = f.Get("--cluster-out")) {
     if (!profile->cluster) {
-      return Fail(io, Status::InvalidArgument("--cluster-out: " + profile_path +
-                                              " embeds no cluster description"));
+      return FailCalibrate(io, Status::InvalidArgument("--cluster-out: " + profile_path +
+                                                       " embeds no cluster description"));
     }
     topology::ClusterSpec c = *profile->cluster;
-    if (Status s = profiler::ApplyProfile(*profile, &c); !s.ok()) return Fail(io, s);
+    if (Status s = profiler::ApplyProfile(*profile, &c); !s.ok()) return FailCalibrate(io, s);
     c.corrections = fit->factors;
     if (Status s = WriteFileAtomic(*cluster_out, topology::ClusterSpecToJson(c).dump(2) + "\n");
         !s.ok()) {
-      return Fail(io, s);
+      return FailCalibrate(io, s);
     }
     io.err << "paratune calibrate: wrote " << *cluster_out << "\n";
   }

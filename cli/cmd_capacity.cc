@@ -16,7 +16,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune capacity --model M --cluster C --gpus N
+constexpr const char* kCapacityHelp = R"(usage: paratune capacity --model M --cluster C --gpus N
                          [--space all|megatron|deepspeed|axonn|fsdp] [--seq S]
                          [--max-seq 16M] [--precision bf16] [--attention flash|unfused]
                          [--headroom 0.05] [--format table|json]
@@ -84,7 +84,7 @@ int RunCapacity(const Args& args, Io io) {
                "--attention", "--headroom", "--format", "--profile", "--network", "--max-size", "--grad-bytes",
                "--optimizer-state-bytes", "--framework"},
               {"--help"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "capacity", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "capacity", kCapacityHelp)) return *done;
   if (flags.Has("--network")) {
     for (const char* f : {"--model", "--space", "--seq", "--max-seq", "--attention", "--profile"}) {
       if (flags.Has(f)) {

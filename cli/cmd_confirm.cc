@@ -21,7 +21,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kConfirmHelp =
     R"(usage: paratune confirm --plans FILE --backend cuda|mpi-cpu|fake --out FILE [--top K]
                         [--layers N] [--samples N] [--warmup N] [--comm-iters N]
                         [--no-overlapped-slice] [--timeout S] [--inject-fault F]
@@ -132,17 +132,7 @@ example:
   paratune calibrate --reports run.json --profile h100.json --out h100-calibrated.json
 )";
 
-int Fail(Io io, const Status& s) { return UsageError(io, "confirm", s, /*measuring=*/true); }
-
-Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min) {
-  auto v = f.Get(name);
-  if (!v) return def;
-  PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
-  if (n < min || n > 1000000) {
-    return Status::InvalidArgument(name + " must be in [" + std::to_string(min) + ", 1000000]");
-  }
-  return static_cast<int>(n);
-}
+int FailConfirm(Io io, const Status& s) { return UsageError(io, "confirm", s, /*measuring=*/true); }
 
 std::string Cell(const std::optional<double>& v, int digits) {
   return v ? FormatFixed(*v, digits) : std::string("-");
@@ -174,7 +164,7 @@ void PrintNetworkTable(const OrderedJson& r, std::ostream& out) {
   }
 }
 
-void PrintTable(const executor::RunReport& r, std::ostream& out) {
+void PrintConfirmTable(const executor::RunReport& r, std::ostream& out) {
   out << r.model << " on " << r.gpus << " GPU(s) of " << r.cluster << ", confirmed on "
       << r.environment.world_size << " " << r.environment.backend << " process(es)\n";
   const bool swapped = !r.measured_gpu.empty() && r.measured_gpu != r.plan_gpu;
@@ -233,20 +223,21 @@ MeasuredDevice Measured(backend::Backend& be) {
 int ConfirmNetwork(Io io, const Json& plans, int top, const backend::BackendOptions& bo,
                    const executor::NetworkConfirmOptions& o, const std::string& out_path, bool strict_gpu) {
   auto input = executor::NetworkConfirmInputFromPlans(plans, top);
-  if (!input.ok()) return Fail(io, input.status().WithContext("--plans"));
+  if (!input.ok()) return FailConfirm(io, input.status().WithContext("--plans"));
   auto b = backend::CreateBackend(bo);
-  if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + bo.name));
+  if (!b.ok()) return FailConfirm(io, b.status().WithContext("--backend " + bo.name));
   backend::Backend& be = **b;
   const bool root = be.rank() == 0;
   const MeasuredDevice dev = Measured(be);
   const std::optional<std::string>& measured = dev.preset;
   const std::string plan_gpu = input->job.cluster.gpu.name;
   if (strict_gpu && measured.value_or("") != plan_gpu) {
-    return Fail(io, Status::InvalidArgument("--strict-gpu: the plan is for " + plan_gpu + " but this device is " +
-                                            dev.name));
+    return FailConfirm(io, Status::InvalidArgument("--strict-gpu: the plan is for " + plan_gpu +
+                                                   " but this device is " + dev.name));
   }
   if (measured) {
-    if (Status s = executor::MeasureNetworkOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
+    if (Status s = executor::MeasureNetworkOnDevice(&*input, *measured); !s.ok())
+      return FailConfirm(io, s);
     if (root && *measured != plan_gpu) {
       io.err << "[confirm] the plan is for " << plan_gpu << "; this device is " << *measured
              << ": comparing with the predictions for " << *measured << std::endl;
@@ -255,11 +246,12 @@ int ConfirmNetwork(Io io, const Json& plans, int top, const backend::BackendOpti
   std::function<void(const std::string&)> progress;
   if (io.progress) progress = [&io](const std::string& line) { io.err << "[confirm] " << line << std::endl; };
   auto report = executor::ConfirmNetworkCandidates(be, *input, o, progress);
-  if (!report.ok()) return Fail(io, report.status());
+  if (!report.ok()) return FailConfirm(io, report.status());
   bool failed = false;
   for (const OrderedJson& c : (*report)["candidates"]) failed = failed || c["status"] == "failed";
   if (root) {
-    if (Status s = WriteFileAtomic(out_path, report->dump(2) + "\n"); !s.ok()) return Fail(io, s);
+    if (Status s = WriteFileAtomic(out_path, report->dump(2) + "\n"); !s.ok())
+      return FailConfirm(io, s);
     PrintNetworkTable(*report, io.out);
     io.err << "[confirm] wrote " << out_path << std::endl;
   }
@@ -272,26 +264,29 @@ int RunConfirm(const Args& args, Io io) {
   Flags f({"--plans", "--top", "--backend", "--out", "--layers", "--samples", "--warmup",
            "--comm-iters", "--timeout", "--inject-fault", "--fake-gpu"},
           {"--no-overlapped-slice", "--strict-gpu", "--help"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(f, args, io, "confirm", kHelp, /*measuring=*/true)) return *done;
+  if (auto done = ParseOrHelp(f, args, io, "confirm", kConfirmHelp, /*measuring=*/true))
+    return *done;
   if (!f.positionals().empty()) {
-    return Fail(io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] + "'"));
+    return FailConfirm(io,
+                       Status::InvalidArgument("unexpected argument '" + f.positionals()[0] + "'"));
   }
   const std::string plans_path = f.GetOr("--plans", "");
-  if (plans_path.empty()) return Fail(io, Status::InvalidArgument("--plans FILE is required"));
+  if (plans_path.empty())
+    return FailConfirm(io, Status::InvalidArgument("--plans FILE is required"));
   const std::string backend_name = f.GetOr("--backend", "");
   if (backend_name != "cuda" && backend_name != "mpi-cpu" && backend_name != "fake") {
-    return Fail(io, Status::InvalidArgument("--backend must be cuda, mpi-cpu or fake"));
+    return FailConfirm(io, Status::InvalidArgument("--backend must be cuda, mpi-cpu or fake"));
   }
   executor::ConfirmOptions o;
   o.out_path = f.GetOr("--out", "");
-  if (o.out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  if (o.out_path.empty()) return FailConfirm(io, Status::InvalidArgument("--out FILE is required"));
   auto top = IntFlag(f, "--top", 5, 1);
   auto layers = IntFlag(f, "--layers", 2, 1);
   auto samples = IntFlag(f, "--samples", 5, 1);
   auto warmup = IntFlag(f, "--warmup", 1, 0);
   auto iters = IntFlag(f, "--comm-iters", 5, 1);
   for (const auto* r : {&top, &layers, &samples, &warmup, &iters}) {
-    if (!r->ok()) return Fail(io, r->status());
+    if (!r->ok()) return FailConfirm(io, r->status());
   }
   o.workload.slice_layers = *layers;
   o.samples = *samples;
@@ -308,22 +303,23 @@ int RunConfirm(const Args& args, Io io) {
   if (auto t = f.Get("--timeout")) {
     auto v = ParseDouble(*t, "--timeout");
     if (!v.ok() || !(*v > 0)) {
-      return Fail(io, Status::InvalidArgument("--timeout must be a positive number of seconds"));
+      return FailConfirm(io,
+                         Status::InvalidArgument("--timeout must be a positive number of seconds"));
     }
     bo.cuda.timeout_s = *v;
   }
   if (auto fault = f.Get("--inject-fault")) {
     auto plan = backend::ParseFaultPlan(*fault);
-    if (!plan.ok()) return Fail(io, plan.status().WithContext("--inject-fault"));
+    if (!plan.ok()) return FailConfirm(io, plan.status().WithContext("--inject-fault"));
     bo.fault = *plan;
   }
 
   if (auto g = f.Get("--fake-gpu")) {
     if (backend_name != "fake") {
-      return Fail(io, Status::InvalidArgument("--fake-gpu applies to --backend fake only"));
+      return FailConfirm(io, Status::InvalidArgument("--fake-gpu applies to --backend fake only"));
     }
     auto gpu = topology::GpuPreset(*g);
-    if (!gpu.ok()) return Fail(io, gpu.status().WithContext("--fake-gpu"));
+    if (!gpu.ok()) return FailConfirm(io, gpu.status().WithContext("--fake-gpu"));
     backend::FakeConfig& fc = bo.fake;
     fc.device_name = gpu->display_name.empty() ? gpu->name : gpu->display_name;
     fc.memory_bytes = static_cast<int64_t>(gpu->memory_GiB * double(int64_t{1} << 30));
@@ -338,7 +334,7 @@ int RunConfirm(const Args& args, Io io) {
 
   // Every process reads the plan (a shared filesystem, like the launchers assume).
   auto plans = LoadJsonArg(plans_path, "--plans", io.in);
-  if (!plans.ok()) return Fail(io, plans.status());
+  if (!plans.ok()) return FailConfirm(io, plans.status());
   if (planner::IsNetworkPlans(*plans)) {
     executor::NetworkConfirmOptions no;
     no.layers = f.Has("--layers") ? *layers : no.layers;
@@ -350,10 +346,10 @@ int RunConfirm(const Args& args, Io io) {
     return ConfirmNetwork(io, *plans, *top, bo, no, o.out_path, f.Has("--strict-gpu"));
   }
   auto input = executor::ConfirmInputFromPlans(*plans, *top);
-  if (!input.ok()) return Fail(io, input.status().WithContext("--plans " + plans_path));
+  if (!input.ok()) return FailConfirm(io, input.status().WithContext("--plans " + plans_path));
 
   auto b = backend::CreateBackend(bo);
-  if (!b.ok()) return Fail(io, b.status().WithContext("--backend " + backend_name));
+  if (!b.ok()) return FailConfirm(io, b.status().WithContext("--backend " + backend_name));
   backend::Backend& be = **b;
   const bool root = be.rank() == 0;
   // Like with like: the device this process measures, as a GPU preset.
@@ -363,7 +359,7 @@ int RunConfirm(const Args& args, Io io) {
     const std::string plan_gpu = input->job.cluster.gpu.name;
     const std::string& device = dev.name;
     if (f.Has("--strict-gpu") && measured.value_or("") != plan_gpu) {
-      return Fail(
+      return FailConfirm(
           io, Status::InvalidArgument(
                   "--strict-gpu: the plan is for " + plan_gpu + " but this device is " + device +
                   (measured ? " (" + *measured + ")" : " (no GPU preset matches)") +
@@ -371,7 +367,8 @@ int RunConfirm(const Args& args, Io io) {
                   "prediction"));
     }
     if (measured) {
-      if (Status s = executor::MeasureOnDevice(&*input, *measured); !s.ok()) return Fail(io, s);
+      if (Status s = executor::MeasureOnDevice(&*input, *measured); !s.ok())
+        return FailConfirm(io, s);
     }
     if (measured && *measured != plan_gpu) {
       if (root) {
@@ -398,13 +395,13 @@ int RunConfirm(const Args& args, Io io) {
     return kExitMeasureFailed;
   };
   auto report = executor::ConfirmCandidates(be, *input, o, progress, on_fatal);
-  if (!report.ok()) return Fail(io, report.status());
+  if (!report.ok()) return FailConfirm(io, report.status());
   bool failed = false;
   for (const executor::CandidateReport& c : report->candidates) {
     failed = failed || c.status == executor::Outcome::kFailed;
   }
   if (root) {
-    PrintTable(*report, io.out);
+    PrintConfirmTable(*report, io.out);
     io.err << "[confirm] wrote " << o.out_path << std::endl;
   }
   return failed ? kExitMeasureFailed : kExitOk;

@@ -13,7 +13,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kEmitHelp =
     R"HELP(usage: paratune emit --plans FILE [--rank N] [--sidecar FILE]
                      [--format megatron|megatron-bridge|megatron-deepspeed|deepspeed|
                                axonn|torchtitan|env|json]
@@ -138,7 +138,7 @@ int RunEmit(const Args& args, Io io) {
   Flags f({"--plans", "--rank", "--format", "--sidecar"}, {"--help"}, {{"-h", "--help"}});
   if (Status s = f.Parse(args); !s.ok()) return UsageError(io, "emit", s);
   if (f.Has("--help")) {
-    io.out << kHelp;
+    io.out << kEmitHelp;
     return kExitOk;
   }
   if (!f.positionals().empty()) {

@@ -20,7 +20,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kPlanHelp =
     R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] [--global-batch B]
                      [--seq S] [--precision bf16] [--attention flash|unfused]
                      [--framework F] [--compile] [--allow-lossy]
@@ -149,13 +149,6 @@ examples:
   paratune plan --model llama3.1-405b --cluster dgx-h100 --gpus 16384 --global-batch 2048 \
       --seq 8192 --objective time-to-train --tokens 15T --fs-GBps 2000 --gpu-hour-price 2
 )";
-
-struct Timer {
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-};
 
 planner::SearchResult RunThreaded(const planner::Search& search, int threads) {
   return RunSearchThreaded(search, threads);
@@ -713,7 +706,7 @@ int RunPlan(const Args& args, Io io) {
                "--checkpoint-min-interval-min", "--repair-h", "--gpu-hour-price", "--network",
                "--grad-bytes", "--optimizer-state-bytes"},
               {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "plan", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "plan", kPlanHelp)) return *done;
   if (flags.Has("--network")) {
     for (const char* f : {"--request", "--model", "--seq", "--attention", "--profile", "--space",
                           "--fix", "--objective", "--explain", "--tokens", "--compile", "--pareto"}) {

@@ -17,7 +17,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune predict --request FILE [--format json|table]
+constexpr const char* kPredictHelp = R"(usage: paratune predict --request FILE [--format json|table]
        paratune predict --log FILE --cluster C [--model M] [--gpus N] [--run N] [...]
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --model M --cluster C --gpus N [--global-batch B]
@@ -159,8 +159,8 @@ void PrintAssumed(const std::vector<scenario::Assumption>& assumed, std::ostream
   out << line << "\n              (not in the request; --format json says why for each)\n";
 }
 
-void PrintTable(const planner::Job& job, const planner::ParallelConfig& c,
-                const planner::Prediction& p, std::ostream& out) {
+void PrintPredictTable(const planner::Job& job, const planner::ParallelConfig& c,
+                       const planner::Prediction& p, std::ostream& out) {
   const auto& b = p.breakdown;
   const auto& m = p.memory;
   out << JobHeadline(job) << ", " << PrecisionLabel(job) << ", "
@@ -297,7 +297,7 @@ int RunPredict(const Args& args, Io io) {
        "--grad-bytes",
        "--optimizer-state-bytes"},
       {"--help", "--compile", "--recompute"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "predict", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "predict", kPredictHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   if (flags.Has("--network")) {
     for (const char* f : {"--request", "--model", "--seq", "--attention", "--config", "--profile",
@@ -357,7 +357,7 @@ int RunPredict(const Args& args, Io io) {
   if (explain == "memory") ledger = cm.MemoryLedger(req->config);
   std::string format = flags.GetOr("--format", "json");
   if (format == "table") {
-    PrintTable(req->job, req->config, p, io.out);
+    PrintPredictTable(req->job, req->config, p, io.out);
     if (!ledger.empty()) PrintLedger(ledger, io.out);
     PrintAssumed(scenario->assumed, io.out);
   } else if (format == "json") {

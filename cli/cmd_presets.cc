@@ -13,7 +13,8 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune presets [models|networks|gpus|clusters|frameworks] [--format table|json]
+constexpr const char* kPresetsHelp =
+    R"(usage: paratune presets [models|networks|gpus|clusters|frameworks] [--format table|json]
        paratune presets show NAME
 
 Lists the built-in presets (every number has a source: docs/presets.md,
@@ -27,7 +28,7 @@ network as its explicit layer list, the form `--network FILE` reads). Frameworks
 
 int RunPresets(const Args& args, Io io) {
   Flags flags({"--format"}, {"--help"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "presets", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "presets", kPresetsHelp)) return *done;
   const auto& pos = flags.positionals();
   const std::string format = flags.GetOr("--format", "table");
   if (!pos.empty() && pos[0] == "show") {

@@ -19,7 +19,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kProfileHelp =
     R"(usage: paratune profile --backend cuda|mpi-cpu [--quick] [-b MIN -e MAX -f FACTOR] --out FILE
        paratune profile import LOG... --out FILE [--collective NAME] [--ranks N] [--in-place]
                                [--cluster C]
@@ -107,7 +107,7 @@ examples:
       --profile h100.json
 )";
 
-int Fail(Io io, const Status& s) { return UsageError(io, "profile", s, /*measuring=*/true); }
+int FailProfile(Io io, const Status& s) { return UsageError(io, "profile", s, /*measuring=*/true); }
 
 // A --cluster argument: an existing file is read as JSON, anything else is a preset name.
 Result<topology::ClusterSpec> ClusterArg(const std::string& arg) {
@@ -132,7 +132,8 @@ Result<int> PositiveIntFlag(const Flags& f, const std::string& name) {
 
 int RunImport(const Args& args, Io io) {
   Flags f({"--out", "--collective", "--ranks", "--cluster"}, {"--in-place", "--help"});
-  if (auto done = ParseOrHelp(f, args, io, "profile", kHelp, /*measuring=*/true)) return *done;
+  if (auto done = ParseOrHelp(f, args, io, "profile", kProfileHelp, /*measuring=*/true))
+    return *done;
   profiler::ImportRunOptions o;
   o.logs = f.positionals();
   o.out_path = f.GetOr("--out", "");
@@ -140,9 +141,9 @@ int RunImport(const Args& args, Io io) {
   o.import.collective = f.GetOr("--collective", "");
   if (auto r = f.Get("--ranks")) {
     auto v = ParseInt(*r, "--ranks");
-    if (!v.ok()) return Fail(io, v.status());
+    if (!v.ok()) return FailProfile(io, v.status());
     if (*v < 2 || *v > (1 << 20)) {
-      return Fail(io, Status::InvalidArgument("--ranks must be in [2, 1048576]"));
+      return FailProfile(io, Status::InvalidArgument("--ranks must be in [2, 1048576]"));
     }
     o.import.ranks = static_cast<int>(*v);
   }
@@ -151,13 +152,13 @@ int RunImport(const Args& args, Io io) {
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   if (auto c = f.Get("--cluster")) {
     auto cluster = ClusterArg(*c);
-    if (!cluster.ok()) return Fail(io, cluster.status());
+    if (!cluster.ok()) return FailProfile(io, cluster.status());
     o.cluster = *cluster;
   }
   std::vector<std::string> warnings;
   auto p = profiler::ImportProfile(o, &warnings);
   for (const std::string& w : warnings) io.err << "paratune profile import: warning: " << w << "\n";
-  if (!p.ok()) return Fail(io, p.status());
+  if (!p.ok()) return FailProfile(io, p.status());
   io.err << "paratune profile import: " << p->collectives.size() << " fit(s) from " << o.logs.size()
          << " log(s) written to " << o.out_path << "\n";
   io.out << profiler::FormatFits(*p);
@@ -181,71 +182,76 @@ int RunProfile(const Args& args, Io io) {
            {"-w", "--warmup_iters"},
            {"-d", "--datatype"},
            {"-h", "--help"}});
-  if (auto done = ParseOrHelp(f, args, io, "profile", kHelp, /*measuring=*/true)) return *done;
+  if (auto done = ParseOrHelp(f, args, io, "profile", kProfileHelp, /*measuring=*/true))
+    return *done;
   if (!f.positionals().empty()) {
-    return Fail(io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] +
-                                            "' (did you mean `paratune profile import LOG...`?)"));
+    return FailProfile(
+        io, Status::InvalidArgument("unexpected argument '" + f.positionals()[0] +
+                                    "' (did you mean `paratune profile import LOG...`?)"));
   }
   profiler::ProfileRunOptions o;
   if (!f.Has("--backend")) {
-    return Fail(io, Status::InvalidArgument("--backend is required (cuda, mpi-cpu or fake)"));
+    return FailProfile(io,
+                       Status::InvalidArgument("--backend is required (cuda, mpi-cpu or fake)"));
   }
   o.backend.name = *f.Get("--backend");
   if (o.backend.name != "cuda" && o.backend.name != "mpi-cpu" && o.backend.name != "fake") {
-    return Fail(io, Status::InvalidArgument("--backend must be cuda, mpi-cpu or fake, not '" +
-                                            o.backend.name + "'"));
+    return FailProfile(io,
+                       Status::InvalidArgument("--backend must be cuda, mpi-cpu or fake, not '" +
+                                               o.backend.name + "'"));
   }
   o.quick = f.Has("--quick");
   o.out_path = f.GetOr("--out", "");
-  if (o.out_path.empty()) return Fail(io, Status::InvalidArgument("--out FILE is required"));
+  if (o.out_path.empty()) return FailProfile(io, Status::InvalidArgument("--out FILE is required"));
   if (f.Has("--minbytes") || f.Has("--maxbytes") || f.Has("--stepfactor") || f.Has("--stepbytes")) {
     const profiler::MeasurementPlan defaults = profiler::DefaultPlan(o.backend.name, o.quick, 2, 2);
     auto sweep =
         profiler::ParseSweep(defaults.sweep, f.GetOr("--minbytes", ""), f.GetOr("--maxbytes", ""),
                              f.GetOr("--stepfactor", ""), f.GetOr("--stepbytes", ""));
-    if (!sweep.ok()) return Fail(io, sweep.status());
+    if (!sweep.ok()) return FailProfile(io, sweep.status());
     o.sweep = *sweep;
   }
   if (f.Has("--iters")) {
     auto v = PositiveIntFlag(f, "--iters");
-    if (!v.ok()) return Fail(io, v.status());
+    if (!v.ok()) return FailProfile(io, v.status());
     o.iters = *v;
   }
   if (f.Has("--samples")) {
     auto v = PositiveIntFlag(f, "--samples");
-    if (!v.ok()) return Fail(io, v.status());
+    if (!v.ok()) return FailProfile(io, v.status());
     o.samples = *v;
   }
   if (auto w = f.Get("--warmup_iters")) {
     auto v = ParseInt(*w, "--warmup_iters");
-    if (!v.ok()) return Fail(io, v.status());
+    if (!v.ok()) return FailProfile(io, v.status());
     if (*v < 0 || *v > profiler::kMaxWarmupIters) {
-      return Fail(io, Status::InvalidArgument("--warmup_iters: must be in [0, " +
-                                              std::to_string(profiler::kMaxWarmupIters) + "]"));
+      return FailProfile(io,
+                         Status::InvalidArgument("--warmup_iters: must be in [0, " +
+                                                 std::to_string(profiler::kMaxWarmupIters) + "]"));
     }
     o.warmup_iters = static_cast<int>(*v);
   }
   if (Status s = profiler::CheckSampling(o.samples.value_or(-1), o.iters.value_or(-1),
                                          o.warmup_iters.value_or(-1), "--");
       !s.ok()) {
-    return Fail(io, s);
+    return FailProfile(io, s);
   }
   if (auto d = f.Get("--datatype")) {
     auto t = backend::ParseDataType(*d);
-    if (!t.ok()) return Fail(io, t.status().WithContext("--datatype"));
+    if (!t.ok()) return FailProfile(io, t.status().WithContext("--datatype"));
     o.dtype = *t;
   }
   if (auto c = f.Get("--collectives")) {
     for (const std::string& name : Split(*c, ',')) {
       auto coll = topology::ParseCollective(name);
-      if (!coll.ok()) return Fail(io, coll.status().WithContext("--collectives"));
+      if (!coll.ok()) return FailProfile(io, coll.status().WithContext("--collectives"));
       o.collectives.push_back(*coll);
     }
   }
   o.skip_gemm = f.Has("--no-gemm");
   if (auto c = f.Get("--cluster")) {
     auto cluster = ClusterArg(*c);
-    if (!cluster.ok()) return Fail(io, cluster.status());
+    if (!cluster.ok()) return FailProfile(io, cluster.status());
     o.cluster = *cluster;
   }
   const std::string report = f.GetOr("--report", "");
@@ -258,13 +264,14 @@ int RunProfile(const Args& args, Io io) {
   if (auto t = f.Get("--timeout")) {
     auto v = ParseDouble(*t, "--timeout");
     if (!v.ok() || !(*v > 0)) {
-      return Fail(io, Status::InvalidArgument("--timeout must be a positive number of seconds"));
+      return FailProfile(io,
+                         Status::InvalidArgument("--timeout must be a positive number of seconds"));
     }
     o.backend.cuda.timeout_s = *v;
   }
   if (auto fault = f.Get("--inject-fault")) {
     auto plan = backend::ParseFaultPlan(*fault);
-    if (!plan.ok()) return Fail(io, plan.status().WithContext("--inject-fault"));
+    if (!plan.ok()) return FailProfile(io, plan.status().WithContext("--inject-fault"));
     o.backend.fault = *plan;
   }
   o.tool = ToolName();
@@ -278,7 +285,7 @@ int RunProfile(const Args& args, Io io) {
     return ExitCodeFor(s, /*measuring=*/true);
   };
   auto r = profiler::RunProfile(o, progress, on_fatal);
-  if (!r.ok()) return Fail(io, r.status());
+  if (!r.ok()) return FailProfile(io, r.status());
   if (r->rank != 0) return kExitOk;
   for (const std::string& w : r->warnings) io.err << "paratune profile: warning: " << w << "\n";
   if (report == "-" && !r->from_cache) io.out << r->report;

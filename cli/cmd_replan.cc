@@ -15,7 +15,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: paratune replan --from FILE [--rank N]
+constexpr const char* kReplanHelp = R"(usage: paratune replan --from FILE [--rank N]
                        (--gpus N | --lost-nodes K | --lost-node-ids 3,7 | --add-nodes K)
                        [--keep-global-batch | --allow-global-batch-change]
                        [--space F] [--fix SPEC] [--top K] [--min-gpus N] [--gpu-step S]
@@ -112,7 +112,7 @@ void PrintContinueOrWait(const OrderedJson& c, std::ostream& out) {
   out << "\n";
 }
 
-void PrintTable(const OrderedJson& d, std::ostream& out) {
+void PrintReplanTable(const OrderedJson& d, std::ostream& out) {
   const auto& from = d["from"];
   const auto& a = d["allocation"];
   out << "running   " << from["config_string"].get<std::string>() << " on " << a["old_gpus"].get<int>() << " GPUs: "
@@ -285,7 +285,7 @@ int RunReplan(const Args& args, Io io) {
                "--profile", "--threads", "--format", "--repair-h", "--restart-min"},
               {"--help", "--keep-global-batch", "--allow-global-batch-change", "--include-gradients"},
               {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "replan", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "replan", kReplanHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "replan", Status::InvalidArgument("--format must be table or json"));
@@ -385,7 +385,7 @@ int RunReplan(const Args& args, Io io) {
   if (format == "json") {
     io.out << doc.dump(2) << "\n";
   } else {
-    PrintTable(doc, io.out);
+    PrintReplanTable(doc, io.out);
     PrintContinueOrWait(doc["continue_or_wait"], io.out);
   }
   return result->candidates.empty() ? kExitNoFeasible : kExitOk;

@@ -22,7 +22,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kServeHelp =
     R"help(usage: paratune serve [--host 127.0.0.1] [--port 8080] [--token-file F] [--cache-dir D]
                       [--max-body-bytes N] [--max-connections N] [--workers N]
                       [--header-timeout S] [--idle-timeout S] [--search-threads T]
@@ -128,7 +128,7 @@ int RunServe(const Args& args, Io io) {
        "--header-timeout", "--idle-timeout", "--max-finished-jobs", "--job-max-age-days",
        "--allow-host"},
       {"--help"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "serve", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "serve", kServeHelp)) return *done;
   if (!flags.positionals().empty()) {
     return UsageError(
         io, "serve",

@@ -37,7 +37,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kTuneHelp =
     R"HELP(usage: paratune tune --model M --global-batch B [--seq S] [--precision P]
                      [--cluster C] [--backend cuda|mpi-cpu|fake] [--quick]
                      [--gpus N | --nodes N --gpus-per-node G]
@@ -123,13 +123,6 @@ examples:
   paratune tune --model llama3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 --seq 8192
 )HELP";
 
-struct Timer {
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-};
-
 const char* EnvOrNull(const char* name) { return std::getenv(name); }
 
 // `s` as one shell word: unchanged when it has only safe characters, else in
@@ -142,16 +135,6 @@ std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min, int max) {
-  auto v = f.Get(name);
-  if (!v) return def;
-  PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
-  if (n < min || n > max) {
-    return Status::InvalidArgument(name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  return static_cast<int>(n);
 }
 
 // Waits for a cached profile of `fp` while another process holds the cache
@@ -244,7 +227,7 @@ int RunTune(const Args& args, Io io) {
   if (Status s = f.Parse(args); !s.ok()) return fail(s);
   if (f.Has("--help")) {
     // --help is the one payload that is not exports: it is asked for.
-    io.out << kHelp;
+    io.out << kTuneHelp;
     return kExitOk;
   }
   if (!f.positionals().empty()) {

@@ -25,7 +25,7 @@
 namespace paratune::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kValidateHelp =
     R"(usage: paratune validate [--calibration FILE [--cluster dgx-a100-80gb]] [--runs FILE]
                          [--holdout source|model|gpu|release|gpu-count|seq|framework|generation]
                          [--axes] [--picks] [--seeds] [--memory FILE] [--goodput FILE]
@@ -765,7 +765,7 @@ int RunValidate(const Args& args, Io io) {
   Flags flags({"--calibration", "--runs", "--cluster", "--format", "--holdout", "--memory",
                "--goodput", "--collectives", "--beyond"},
               {"--help", "--seeds", "--picks", "--axes"}, {{"-h", "--help"}});
-  if (auto done = ParseOrHelp(flags, args, io, "validate", kHelp)) return *done;
+  if (auto done = ParseOrHelp(flags, args, io, "validate", kValidateHelp)) return *done;
   const std::string format = flags.GetOr("--format", "table");
   if (format != "table" && format != "json") {
     return UsageError(io, "validate", Status::InvalidArgument("--format must be table or json"));

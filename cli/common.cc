@@ -53,6 +53,17 @@ std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std:
   return std::nullopt;
 }
 
+Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min, int max) {
+  auto v = f.Get(name);
+  if (!v) return def;
+  PT_ASSIGN_OR_RETURN(int64_t n, ParseInt(*v, name));
+  if (n < min || n > max) {
+    return Status::InvalidArgument(name + " must be in [" + std::to_string(min) + ", " +
+                                   std::to_string(max) + "]");
+  }
+  return static_cast<int>(n);
+}
+
 Result<Json> LoadJsonArg(const std::string& path, const std::string& what, std::istream& in) {
   Result<std::string> text =
       path == "-" ? ReadStreamToString(in, "<stdin>") : ReadFileToString(path);

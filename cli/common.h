@@ -3,6 +3,7 @@
 // request from flags, and applying a measured profile.
 #pragma once
 
+#include <chrono>
 #include <istream>
 #include <optional>
 #include <string>
@@ -24,6 +25,14 @@ namespace paratune::cli {
 // confirm) and an internal error (1) for the others.
 int ExitCodeFor(const Status& s, bool measuring = false);
 
+// Wall-clock seconds since construction, for the progress and timing lines.
+struct Timer {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
 // Prints "paratune <cmd>: <message>" to err and returns ExitCodeFor(s, measuring).
 int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring = false);
 
@@ -32,6 +41,9 @@ int UsageError(Io io, const std::string& cmd, const Status& s, bool measuring = 
 // when it goes on.
 std::optional<int> ParseOrHelp(Flags& flags, const Args& args, Io io, const std::string& cmd,
                                const char* help, bool measuring = false);
+
+// The integer flag `name` (`def` when absent), refused outside [min, max].
+Result<int> IntFlag(const Flags& f, const std::string& name, int def, int min, int max = 1000000);
 
 // Loads a JSON document from a file path or "-" (the command's input stream
 // `in`); `what` names the flag.

@@ -16,8 +16,6 @@
 namespace paratune::cli {
 namespace {
 
-std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
-
 std::string GpuDecade(int gpus) {
   return gpus < 10 ? "1-9 GPUs" : gpus < 100 ? "10-99 GPUs" : gpus < 1000 ? "100-999 GPUs" : "1000+ GPUs";
 }

@@ -21,9 +21,7 @@ namespace {
 using planner::MemoryErrorStats;
 using planner::MemoryStats;
 
-std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
-
-void PrintStats(std::ostream& out, const std::string& name, const MemoryErrorStats& s) {
+void PrintCollectiveStats(std::ostream& out, const std::string& name, const MemoryErrorStats& s) {
   PrintErrorStats(out, name, s, 34);
 }
 
@@ -211,8 +209,8 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   PrintErrorGroups(io.out, "per rank count", by_ranks, 34);
   PrintErrorGroups(io.out, "per message size", by_size, 34);
   io.out << "\n";
-  PrintStats(io.out, "all rows (predicted / measured - 1)", overall);
-  PrintStats(io.out, "all rows, each system held out", held_out_overall);
+  PrintCollectiveStats(io.out, "all rows (predicted / measured - 1)", overall);
+  PrintCollectiveStats(io.out, "all rows, each system held out", held_out_overall);
   io.out << "median of the tables' medians: " << Pct(Median(table_medians))
          << "\n\nnot asked (" << skipped_rows << " rows):\n";
   for (const planner::SkippedCollectives& sk : tables->skipped) {

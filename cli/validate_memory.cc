@@ -24,11 +24,12 @@ OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s) {
   return j;
 }
 
+std::string Pct(double fraction) { return FormatFixed(100 * fraction, 1) + "%"; }
+
 namespace {
 
-std::string Pct(double x) { return FormatFixed(100 * x, 1) + "%"; }
-
-void PrintStats(std::ostream& out, const std::string& name, const planner::MemoryErrorStats& s) {
+void PrintMemoryStats(std::ostream& out, const std::string& name,
+                      const planner::MemoryErrorStats& s) {
   PrintErrorStats(out, name, s, 18);
 }
 
@@ -172,8 +173,10 @@ int RunValidateMemory(const Json& doc, const std::string& format, Io io) {
          << "  " << std::left << std::setw(18) << "framework" << std::right << std::setw(6) << "rows"
          << std::setw(16) << "median |error|" << std::setw(16) << "median signed" << std::setw(12)
          << "p90 |error|" << "\n";
-  for (const auto& [fw, errs] : by_framework) PrintStats(io.out, fw, planner::MemoryStats(errs));
-  PrintStats(io.out, "all", overall);
+  for (const auto& [fw, errs] : by_framework) {
+    PrintMemoryStats(io.out, fw, planner::MemoryStats(errs));
+  }
+  PrintMemoryStats(io.out, "all", overall);
   io.out << "leave-one-framework-out: no constant is fitted to these rows (terms from framework "
             "sources, allocator factor from the presets): held out = in-sample\n"
          << "rows that ran predicted not to fit: " << ran_not_fit << " of " << all.size()

@@ -18,6 +18,9 @@ namespace paratune::cli {
 // paratune.memory_validation/v1).
 int RunValidateMemory(const Json& doc, const std::string& format, Io io);
 
+// A fraction as a percentage with one decimal: 0.123 -> "12.3%".
+std::string Pct(double fraction);
+
 // {rows, median_abs_error, median_signed_error, p90_abs_error}: a group of
 // rows' error figures as the validation documents write them.
 OrderedJson ErrorStatsJson(const planner::MemoryErrorStats& s);

@@ -18,6 +18,11 @@ std::string Trim(std::string_view text);
 // the locale (names, model types, log keys).
 std::string AsciiLower(std::string_view text);
 
+// Whether `part` occurs in `text` (case-sensitive).
+inline bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
 // Parses "tp=8, pp=16,recompute=full" into ordered (key, value) pairs.
 // A piece without '=' or with an empty key is kInvalidArgument naming the piece.
 Result<std::vector<std::pair<std::string, std::string>>> ParseKeyValueList(std::string_view text);

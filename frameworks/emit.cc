@@ -85,7 +85,7 @@ std::string EmitEnv(const Plan& p) {
   return out;
 }
 
-double Number(const Json& j, const char* key, double def) {
+double NumberOr(const Json& j, const char* key, double def) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : def;
 }
 
@@ -132,9 +132,9 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
   p.config_string = ConfigToString(p.c);
   if (cand.contains("prediction") && cand["prediction"].is_object()) {
     const Json& pr = cand["prediction"];
-    p.iteration_time_s = Number(pr, "iteration_time_s", -1);
-    p.mfu = Number(pr, "mfu", -1);
-    p.published_mfu_ceiling = Number(pr, "published_mfu_ceiling", -1);
+    p.iteration_time_s = NumberOr(pr, "iteration_time_s", -1);
+    p.mfu = NumberOr(pr, "mfu", -1);
+    p.published_mfu_ceiling = NumberOr(pr, "published_mfu_ceiling", -1);
     p.above_published_mfu = pr.contains("above_published_mfu") &&
                             pr["above_published_mfu"].is_boolean() &&
                             pr["above_published_mfu"].get<bool>();
@@ -145,15 +145,15 @@ Result<Plan> LoadPlan(const Json& plans, int rank) {
       p.iteration_time_hi = pr["iteration_time_s_range"][1].get<double>();
     }
     if (pr.contains("memory_GiB")) {
-      p.memory_reserved_GiB = Number(pr["memory_GiB"], "reserved", -1);
-      p.memory_capacity_GiB = Number(pr["memory_GiB"], "capacity", -1);
+      p.memory_reserved_GiB = NumberOr(pr["memory_GiB"], "reserved", -1);
+      p.memory_capacity_GiB = NumberOr(pr["memory_GiB"], "capacity", -1);
     }
   }
   if (cand.contains("goodput") && cand["goodput"].is_object()) {
     const Json& g = cand["goodput"];
     // A document may come from anywhere (POST /v1/emit): the interval is a
     // whole number of steps in [1, 1e12] or the plan is refused.
-    const double steps = Number(g, "interval_steps", 0);
+    const double steps = NumberOr(g, "interval_steps", 0);
     if (!(steps >= 1 && steps <= 1e12) || steps != std::floor(steps)) {
       return Status::InvalidArgument(ptr + "/goodput/interval_steps: must be a whole number of steps in [1, 1e12]");
     }

@@ -42,7 +42,7 @@ std::string Generation(const std::string& gpu_name) { return gpu_name.substr(0, 
 
 // The family whose calibration rows price a framework: only Megatron's loop
 // and llm-foundry's FSDP have published runs.
-std::string Family(Framework f) {
+std::string FamilyKey(Framework f) {
   return f == Framework::kMegatron ? "megatron" : f == Framework::kFsdp ? "fsdp" : FrameworkName(f);
 }
 
@@ -76,7 +76,7 @@ struct Range {
 }  // namespace
 
 std::vector<std::string> CalibratedRangeWarnings(const PredictRequest& r) {
-  const std::string family = Family(r.job.training.framework);
+  const std::string family = FamilyKey(r.job.training.framework);
   const std::string gen = Generation(r.job.cluster.gpu.name);
   std::set<std::string> families, gens, family_gens, gen_families;
   for (const CalibratedCell& c : kCalibratedCells) {

@@ -375,10 +375,6 @@ void InterpretDeepSpeedConfig(const KvReader& r, LoggedRun* run) {
   }
 }
 
-bool Contains(std::string_view text, std::string_view what) {
-  return text.find(what) != std::string_view::npos;
-}
-
 // The float8 recipe torchtitan names in "Float8 training active with recipe
 // R" (components/quantization/float8.py) as a paratune precision: tensorwise
 // is dynamic per-tensor scaling (fp8_current); rowwise and

@@ -1,19 +1,14 @@
 #include "frameworks/moe_args.h"
 
-#include <sstream>
+#include "frameworks/emit_internal.h"
 
 namespace paratune::planner {
 namespace {
 
-std::string Str(int64_t v) { return std::to_string(v); }
+using emit_internal::Num;
+using emit_internal::Str;
 
-std::string Num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-Status Refuse(const char* framework, const std::string& why) {
+Status FrameworkRefuses(const char* framework, const std::string& why) {
   return Status::InvalidArgument(std::string(framework) + " would refuse this plan: " + why);
 }
 
@@ -61,26 +56,28 @@ Result<std::vector<std::string>> MegatronMoeArgs(const ModelSpec& m, const MoeLa
   if (!m.is_moe()) {
     // arguments.py:1655-1657: "num_experts must be non None to use expert model parallelism".
     if (l.ep > 1)
-      return Refuse("Megatron-LM",
-                    "ep " + Str(l.ep) + " needs a MoE model (arguments.py:1655-1656)");
+      return FrameworkRefuses("Megatron-LM",
+                              "ep " + Str(l.ep) + " needs a MoE model (arguments.py:1655-1656)");
     return args;
   }
   // arguments.py:1655-1658: num_experts % expert_model_parallel_size == 0.
   if (l.ep < 1 || m.experts % l.ep != 0) {
-    return Refuse("Megatron-LM", "the " + Str(m.experts) + " experts are not a multiple of ep " +
-                                     Str(l.ep) + " (arguments.py:1657-1658)");
+    return FrameworkRefuses("Megatron-LM", "the " + Str(m.experts) +
+                                               " experts are not a multiple of ep " + Str(l.ep) +
+                                               " (arguments.py:1657-1658)");
   }
   // parallel_state.py:874-884: world % (etp · ep · pp) == 0; the rest is expert data parallel.
   const int64_t expert_grid = int64_t{l.etp} * l.ep * l.pp;
   if (l.etp < 1 || expert_grid < 1 || l.world % expert_grid != 0) {
-    return Refuse("Megatron-LM", "world " + Str(l.world) + " is not divisible by etp·ep·pp = " +
-                                     Str(expert_grid) + " (parallel_state.py:874-884)");
+    return FrameworkRefuses("Megatron-LM", "world " + Str(l.world) +
+                                               " is not divisible by etp·ep·pp = " +
+                                               Str(expert_grid) + " (parallel_state.py:874-884)");
   }
   if (m.moe_ffn_hidden % l.etp != 0) {
-    return Refuse("Megatron-LM",
-                  "the expert width " + Str(m.moe_ffn_hidden) + " does not split over etp " +
-                      Str(l.etp) +
-                      " (the column-parallel FC1 of each expert, experts.py:1442-1450)");
+    return FrameworkRefuses(
+        "Megatron-LM", "the expert width " + Str(m.moe_ffn_hidden) + " does not split over etp " +
+                           Str(l.etp) +
+                           " (the column-parallel FC1 of each expert, experts.py:1442-1450)");
   }
   const bool flex = l.dispatcher == "deepep" || l.dispatcher == "hybridep";
   if (!flex && l.dispatcher != "alltoall" && l.dispatcher != "allgather") {
@@ -92,34 +89,35 @@ Result<std::vector<std::string>> MegatronMoeArgs(const ModelSpec& m, const MoeLa
     // the alltoall or flex dispatcher, VPP when PP > 1, no full recompute, and
     // bf16 or fp16 (and at most one MTP layer).
     if (l.ep < 2)
-      return Refuse(
+      return FrameworkRefuses(
           "Megatron-LM",
           "--overlap-moe-expert-parallel-comm needs ep > 1 (transformer_config.py:3002-3046)");
     if (l.dispatcher == "allgather") {
-      return Refuse("Megatron-LM",
-                    "--overlap-moe-expert-parallel-comm needs the alltoall or flex dispatcher, not "
-                    "allgather (transformer_config.py:3002-3046)");
+      return FrameworkRefuses(
+          "Megatron-LM",
+          "--overlap-moe-expert-parallel-comm needs the alltoall or flex dispatcher, not "
+          "allgather (transformer_config.py:3002-3046)");
     }
     if (l.pp > 1 && l.vpp < 2) {
-      return Refuse("Megatron-LM",
-                    "--overlap-moe-expert-parallel-comm with pp " + Str(l.pp) +
-                        " needs virtual pipeline stages (transformer_config.py:3002-3046)");
+      return FrameworkRefuses(
+          "Megatron-LM", "--overlap-moe-expert-parallel-comm with pp " + Str(l.pp) +
+                             " needs virtual pipeline stages (transformer_config.py:3002-3046)");
     }
     if (l.full_recompute) {
-      return Refuse("Megatron-LM",
-                    "--overlap-moe-expert-parallel-comm excludes full recompute "
-                    "(transformer_config.py:3002-3046)");
+      return FrameworkRefuses("Megatron-LM",
+                              "--overlap-moe-expert-parallel-comm excludes full recompute "
+                              "(transformer_config.py:3002-3046)");
     }
     if (l.precision != topology::Precision::kBf16 && l.precision != topology::Precision::kFp16 &&
         l.precision != topology::Precision::kFp8) {
-      return Refuse("Megatron-LM",
-                    "--overlap-moe-expert-parallel-comm needs bf16 or fp16 "
-                    "(transformer_config.py:3002-3046)");
+      return FrameworkRefuses("Megatron-LM",
+                              "--overlap-moe-expert-parallel-comm needs bf16 or fp16 "
+                              "(transformer_config.py:3002-3046)");
     }
     if (m.mtp_layers > 1) {
-      return Refuse("Megatron-LM",
-                    "--overlap-moe-expert-parallel-comm allows at most one MTP layer "
-                    "(transformer_config.py:3002-3046)");
+      return FrameworkRefuses("Megatron-LM",
+                              "--overlap-moe-expert-parallel-comm allows at most one MTP layer "
+                              "(transformer_config.py:3002-3046)");
     }
   }
 
@@ -180,39 +178,41 @@ Result<std::vector<std::string>> TorchtitanMoeLines(const ModelSpec& m, const Mo
   std::vector<std::string> lines;
   if (!m.is_moe()) {
     if (l.ep > 1)
-      return Refuse("torchtitan", "expert_parallel_degree " + Str(l.ep) + " needs a MoE model");
+      return FrameworkRefuses("torchtitan",
+                              "expert_parallel_degree " + Str(l.ep) + " needs a MoE model");
     return lines;
   }
   if (l.etp != 1) {
-    return Refuse("torchtitan",
-                  "etp " + Str(l.etp) +
-                      ": its experts' mesh (pp, dp_replicate, efsdp, ep) has no expert "
-                      "tensor dimension (torchtitan/distributed/parallel_dims.py:282,328)");
+    return FrameworkRefuses(
+        "torchtitan", "etp " + Str(l.etp) +
+                          ": its experts' mesh (pp, dp_replicate, efsdp, ep) has no expert "
+                          "tensor dimension (torchtitan/distributed/parallel_dims.py:282,328)");
   }
   // parallel_dims.py:187-192: "expert_parallel_degree ({ep}) must divide dp_shard * cp * tp".
   const int64_t sparse_region = int64_t{dp_shard} * l.cp * l.tp;
   if (l.ep < 1 || sparse_region % l.ep != 0) {
-    return Refuse("torchtitan", "expert_parallel_degree " + Str(l.ep) +
-                                    " must divide dp_shard·cp·tp = " + Str(sparse_region) +
-                                    " (parallel_dims.py:187-192)");
+    return FrameworkRefuses("torchtitan", "expert_parallel_degree " + Str(l.ep) +
+                                              " must divide dp_shard·cp·tp = " +
+                                              Str(sparse_region) + " (parallel_dims.py:187-192)");
   }
   if (m.experts % l.ep != 0) {
-    return Refuse("torchtitan",
-                  "the " + Str(m.experts) + " experts do not split over ep " + Str(l.ep));
+    return FrameworkRefuses("torchtitan",
+                            "the " + Str(m.experts) + " experts do not split over ep " + Str(l.ep));
   }
   // The token dispatcher is the model's comm_backend: "standard" (PyTorch
   // all-to-all), "deepep", "hybridep" or "minimal_async_ep"
   // (torchtitan/models/common/config_utils.py:360-425); none gathers every token.
   if (l.dispatcher == "allgather") {
-    return Refuse(
+    return FrameworkRefuses(
         "torchtitan",
         "its token dispatchers are all-to-all (standard), deepep and hybridep; the "
         "allgather dispatcher is Megatron-Core's (models/common/config_utils.py:360-425)");
   }
   if (l.a2a_overlap) {
-    return Refuse("torchtitan",
-                  "it has no option that overlaps the dispatch all-to-all with another "
-                  "micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm)");
+    return FrameworkRefuses(
+        "torchtitan",
+        "it has no option that overlaps the dispatch all-to-all with another "
+        "micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm)");
   }
   // torchtitan/config/configs.py:282 (ParallelismConfig.expert_parallel_degree).
   lines.push_back("expert_parallel_degree = " + Str(l.ep));
@@ -220,33 +220,34 @@ Result<std::vector<std::string>> TorchtitanMoeLines(const ModelSpec& m, const Mo
 }
 
 Result<std::string> DeepSpeedMoeLayerCall(const ModelSpec& m, const MoeLaunch& l) {
-  if (!m.is_moe()) return Refuse("DeepSpeed-MoE", "the model has no experts");
+  if (!m.is_moe()) return FrameworkRefuses("DeepSpeed-MoE", "the model has no experts");
   // deepspeed/moe/layer.py:59: num_experts % ep_size == 0.
   if (l.ep < 1 || m.experts % l.ep != 0) {
-    return Refuse("DeepSpeed-MoE", "Number of experts (" + Str(m.experts) +
-                                       ") should be divisible by expert parallel size (" +
-                                       Str(l.ep) + ") (deepspeed/moe/layer.py:59)");
+    return FrameworkRefuses("DeepSpeed-MoE", "Number of experts (" + Str(m.experts) +
+                                                 ") should be divisible by expert parallel size (" +
+                                                 Str(l.ep) + ") (deepspeed/moe/layer.py:59)");
   }
   // With expert tensor parallelism the experts use the model's TP group
   // (deepspeed/utils/groups.py:557-560): etp is 1 or the TP degree.
   if (l.etp != 1 && l.etp != l.tp) {
-    return Refuse("DeepSpeed-MoE", "etp " + Str(l.etp) + " must be 1 or the tensor parallel size " +
-                                       Str(l.tp) + " (deepspeed/utils/groups.py:557-560)");
+    return FrameworkRefuses("DeepSpeed-MoE",
+                            "etp " + Str(l.etp) + " must be 1 or the tensor parallel size " +
+                                Str(l.tp) + " (deepspeed/utils/groups.py:557-560)");
   }
   const int64_t tp = l.tp < 1 ? 1 : l.tp, pp = l.pp < 1 ? 1 : l.pp;
   if (l.etp > 1) {
     // groups.py:567-568: _ensure_divisibility(dp_world_size, expert_parallel_size_).
     const int64_t dp = l.world / (tp * pp * (l.cp < 1 ? 1 : l.cp));
     if (dp < 1 || dp % l.ep != 0) {
-      return Refuse("DeepSpeed-MoE", "the data parallel size " + Str(dp) +
-                                         " is not divisible by ep " + Str(l.ep) +
-                                         " (deepspeed/utils/groups.py:567-568)");
+      return FrameworkRefuses("DeepSpeed-MoE", "the data parallel size " + Str(dp) +
+                                                   " is not divisible by ep " + Str(l.ep) +
+                                                   " (deepspeed/utils/groups.py:567-568)");
     }
   } else if ((l.world / pp) % l.ep != 0) {
     // groups.py:350-351: _ensure_divisibility(world_size // pp_world_size, expert_parallel_size_).
-    return Refuse("DeepSpeed-MoE", "world / pp = " + Str(l.world / pp) +
-                                       " is not divisible by ep " + Str(l.ep) +
-                                       " (deepspeed/utils/groups.py:350-351)");
+    return FrameworkRefuses("DeepSpeed-MoE", "world / pp = " + Str(l.world / pp) +
+                                                 " is not divisible by ep " + Str(l.ep) +
+                                                 " (deepspeed/utils/groups.py:350-351)");
   }
   std::ostringstream os;
   os << "deepspeed.moe.layer.MoE(hidden_size=" << m.hidden

@@ -41,30 +41,35 @@ std::string Header(const NetworkJob& job, const NetworkPrediction& p, int rank, 
   return os.str();
 }
 
-Status Refuse(const std::string& format, const std::string& why) {
+Status RefuseNetwork(const std::string& format, const std::string& why) {
   return Status::InvalidArgument("--format " + format + ": " + why);
 }
 
 // What PyTorch has no built-in parallelism for.
 Status CheckPyTorchExpresses(const NetworkLayout& l, const std::string& format) {
   if (l.spatial > 1) {
-    return Refuse(format,
-                  "spatial parallelism (" + std::to_string(l.spatial) +
-                      " GPUs per sample) has no PyTorch module: LBANN's DistConv or NVIDIA PhysicsNeMo's "
-                      "ShardTensor split a convolution's planes with halo exchange; set that layout by hand "
-                      "(docs/networks.md), or plan without --spatial");
+    return RefuseNetwork(
+        format,
+        "spatial parallelism (" + std::to_string(l.spatial) +
+            " GPUs per sample) has no PyTorch module: LBANN's DistConv or NVIDIA PhysicsNeMo's "
+            "ShardTensor split a convolution's planes with halo exchange; set that layout by hand "
+            "(docs/networks.md), or plan without --spatial");
   }
   if (l.sequence > 1) {
-    return Refuse(format, "sequence parallelism (" + std::to_string(l.sequence) +
-                              " GPUs per sample, DeepSpeed-Ulysses' all-to-alls around attention) has no module "
-                              "in PyTorch itself (DeepSpeed's DistributedAttention, xDiT or the model's own "
-                              "attention carry it); set it by hand, or plan without --sequence");
+    return RefuseNetwork(
+        format,
+        "sequence parallelism (" + std::to_string(l.sequence) +
+            " GPUs per sample, DeepSpeed-Ulysses' all-to-alls around attention) has no module "
+            "in PyTorch itself (DeepSpeed's DistributedAttention, xDiT or the model's own "
+            "attention carry it); set it by hand, or plan without --sequence");
   }
   if (l.tensor > 1) {
-    return Refuse(format, "tensor parallelism (" + std::to_string(l.tensor) +
-                              " GPUs) needs the network's linear pairs named in "
-                              "torch.distributed.tensor.parallel.parallelize_module, which a layer list does not "
-                              "name; set it by hand, or plan a layout without it");
+    return RefuseNetwork(
+        format,
+        "tensor parallelism (" + std::to_string(l.tensor) +
+            " GPUs) needs the network's linear pairs named in "
+            "torch.distributed.tensor.parallel.parallelize_module, which a layer list does not "
+            "name; set it by hand, or plan a layout without it");
   }
   return Status::Ok();
 }
@@ -216,9 +221,12 @@ Result<std::string> PyTorchScript(const NetworkJob& job, const NetworkPrediction
     const double extra = job.training.zero1_whole_weights ? 0.0 : 2.0 * job.network.Params() / kGiBytes;
     const double cap = job.cluster.gpu.memory_GiB * (1 - job.headroom);
     if (p.memory_GiB + extra > cap) {
-      return Refuse("pytorch", "zero1 as PyTorch runs it (ZeroRedundancyOptimizer under autocast keeps fp32 "
-                               "weights whole) needs " + FormatFixed(p.memory_GiB + extra, 1) + " GiB, over the " +
-                                   FormatFixed(cap, 1) + " GiB the plan keeps under; emit a ddp or fsdp plan");
+      return RefuseNetwork(
+          "pytorch",
+          "zero1 as PyTorch runs it (ZeroRedundancyOptimizer under autocast keeps fp32 "
+          "weights whole) needs " +
+              FormatFixed(p.memory_GiB + extra, 1) + " GiB, over the " + FormatFixed(cap, 1) +
+              " GiB the plan keeps under; emit a ddp or fsdp plan");
     }
     if (extra > 0) {
       note = "#   zero1: ZeroRedundancyOptimizer keeps fp32 weights whole under autocast: " + FormatFixed(extra, 2) +
@@ -285,21 +293,26 @@ Result<std::string> TorchtitanFlux(const NetworkJob& job, const NetworkPredictio
                                ? job.request["network"].get<std::string>()
                                : std::string();
   if (name != "flux1-schnell") {
-    return Refuse("torchtitan", "torchtitan trains its own FLUX flavours (flux-schnell, flux-dev: "
-                                "models/flux/config_registry.py @ b5bcd76); '" + job.network.name +
-                                    "' is not the flux1-schnell preset: use --format pytorch");
+    return RefuseNetwork("torchtitan",
+                         "torchtitan trains its own FLUX flavours (flux-schnell, flux-dev: "
+                         "models/flux/config_registry.py @ b5bcd76); '" +
+                             job.network.name +
+                             "' is not the flux1-schnell preset: use --format pytorch");
   }
   if (l.spatial > 1 || l.tensor > 1 || l.sequence > 1) {
-    return Refuse("torchtitan", "torchtitan's FLUX has no tensor, spatial or Ulysses sequence parallelism (its "
-                                "parallelize_flux applies activation checkpointing, compile and FSDP only: "
-                                "models/flux/parallelize.py:42-80 @ b5bcd76; its context parallelism is ring "
-                                "attention, which the plan did not price)");
+    return RefuseNetwork(
+        "torchtitan",
+        "torchtitan's FLUX has no tensor, spatial or Ulysses sequence parallelism (its "
+        "parallelize_flux applies activation checkpointing, compile and FSDP only: "
+        "models/flux/parallelize.py:42-80 @ b5bcd76; its context parallelism is ring "
+        "attention, which the plan did not price)");
   }
   if (l.sharding != WeightSharding::kFull) {
-    return Refuse("torchtitan", std::string("torchtitan's FLUX always shards with FSDP2 "
-                                            "(models/flux/parallelize.py:63-75 @ b5bcd76): a ") +
-                                    WeightShardingName(l.sharding) +
-                                    " plan is not what it runs; emit an fsdp plan, or use --format pytorch");
+    return RefuseNetwork(
+        "torchtitan", std::string("torchtitan's FLUX always shards with FSDP2 "
+                                  "(models/flux/parallelize.py:63-75 @ b5bcd76): a ") +
+                          WeightShardingName(l.sharding) +
+                          " plan is not what it runs; emit an fsdp plan, or use --format pytorch");
   }
   const int per_node = std::max(1, std::min(job.gpus, job.cluster.gpus_per_node));
   return Header(job, p, rank, "torchtitan configuration") +
@@ -331,12 +344,16 @@ Result<std::string> EmitNetworkPlan(const Json& plans, int rank, const std::stri
   if (format == "pytorch") return PyTorchScript(job, p, rank);
   if (format == "torchtitan") return TorchtitanFlux(job, p, rank);
   if (format == "axonn") {
-    return Refuse(format, "AxoNN's tensor-parallel layers are Linear and Conv2d only (axonn/intra_layer at "
-                          "axonn-ai/axonn 660a224: no Conv3d, no transposed or grouped convolution), and "
-                          "paratune does not rank AxoNN grids for networks yet: use --format pytorch");
+    return RefuseNetwork(
+        format,
+        "AxoNN's tensor-parallel layers are Linear and Conv2d only (axonn/intra_layer at "
+        "axonn-ai/axonn 660a224: no Conv3d, no transposed or grouped convolution), and "
+        "paratune does not rank AxoNN grids for networks yet: use --format pytorch");
   }
-  return Refuse(format, "a network's plans are emitted as pytorch (DDP, ZeRO-1 or FSDP2) or, for "
-                        "FLUX.1-schnell, torchtitan; " + format + " trains transformer stacks");
+  return RefuseNetwork(format,
+                       "a network's plans are emitted as pytorch (DDP, ZeRO-1 or FSDP2) or, for "
+                       "FLUX.1-schnell, torchtitan; " +
+                           format + " trains transformer stacks");
 }
 
 }  // namespace paratune::planner

@@ -80,7 +80,7 @@ Result<std::vector<bool>> RecomputedUnder(const Network& net, const NetworkLayou
 
 // Recomputation off, and on where the space allows it and the network has
 // repeated blocks to recompute.
-std::vector<bool> RecomputeChoices(const Network& net, const NetworkSpace& space) {
+std::vector<bool> NetworkRecomputeChoices(const Network& net, const NetworkSpace& space) {
   if (space.recompute && !RecomputedLayers(net).empty()) return {false, true};
   return {false};
 }
@@ -584,7 +584,8 @@ std::vector<NetworkCandidate> SearchNetworkLayouts(const Network& net, const top
                                                    const std::function<bool()>& expired, bool* stopped) {
   const int64_t max_spatial = MaxSpatial(net);
   const double capacity = cluster.gpu.memory_GiB * (1.0 - headroom);
-  const std::vector<std::pair<WeightSharding, bool>> choices = ShardingsAndRecompute(RecomputeChoices(net, space));
+  const std::vector<std::pair<WeightSharding, bool>> choices =
+      ShardingsAndRecompute(NetworkRecomputeChoices(net, space));
   std::vector<NetworkCandidate> out;
   int not_fit = 0;
   const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
@@ -659,7 +660,8 @@ std::optional<NetworkCandidate> FastestFit(const Network& net, const topology::C
                                            const NetworkSpace& space) {
   std::optional<NetworkCandidate> best;
   const std::vector<std::pair<int, int>> groups = TokenGroups(net, cluster, gpus, space);
-  const std::vector<std::pair<WeightSharding, bool>> choices = ShardingsAndRecompute(RecomputeChoices(net, space));
+  const std::vector<std::pair<WeightSharding, bool>> choices =
+      ShardingsAndRecompute(NetworkRecomputeChoices(net, space));
   const int64_t max_spatial = MaxSpatial(net);
   for (int64_t spatial : cost::Divisors(gpus)) {
     if (spatial > max_spatial) break;

@@ -20,10 +20,8 @@ using row_fields::Str;
 using topology::Algorithm;
 using topology::Collective;
 
-bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
-
 // The cluster preset of a table's GPU ("" when none).
-std::string PresetOf(const std::string& gpu, const std::string& detail) {
+std::string TablePresetOf(const std::string& gpu, const std::string& detail) {
   if (gpu == "A100") return Contains(detail, "40GB") ? "dgx-a100-40gb" : "dgx-a100-80gb";
   if (gpu == "H100") return "dgx-h100";
   if (gpu == "H200") return "dgx-h200";
@@ -162,7 +160,7 @@ Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
   for (const Json& t : doc) {
     const std::string id = Str(t, "id", "?");
     const int n_rows = static_cast<int>(t["rows"].size());
-    const std::string preset = PresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
+    const std::string preset = TablePresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
     if (std::string why = SkipReason(t, preset); !why.empty()) {
       out.skipped.push_back({id, n_rows, why});
       continue;

@@ -66,7 +66,7 @@ constexpr const char* kFlashKey = "flash_fwd_efficiency (flash_bwd_efficiency in
 
 // The GPU presets with a sustained fraction of their own (Blackwell and CDNA 4).
 constexpr const char* kPerGpu[] = {"b200", "b300", "gb200", "gb300", "mi350x", "mi355x"};
-bool Amd(const std::string& gpu) { return gpu.rfind("mi", 0) == 0; }
+bool IsAmdKey(const std::string& gpu) { return gpu.rfind("mi", 0) == 0; }
 std::string FractionName(const std::string& gpu) { return gpu + ".gemm_sustained_fraction"; }
 
 std::vector<FittableConstant> MakeConstants() {
@@ -77,7 +77,7 @@ std::vector<FittableConstant> MakeConstants() {
   // Held out, Hopper borrows the same vendor's next generation (the same
   // cuBLAS and Transformer Engine stack), then the other vendor's.
   std::vector<std::vector<std::string>> hopper_siblings(2);
-  for (const char* g : kPerGpu) hopper_siblings[Amd(g) ? 1 : 0].push_back(FractionName(g));
+  for (const char* g : kPerGpu) hopper_siblings[IsAmdKey(g) ? 1 : 0].push_back(FractionName(g));
   out.push_back({.name = "hopper.gemm_sustained_fraction",
                  .preset = kHopperGpus,
                  .key = kSustainedKey,
@@ -154,7 +154,7 @@ std::vector<FittableConstant> MakeConstants() {
     c.siblings.resize(3);
     for (const char* o : kPerGpu) {
       if (gpu == o) continue;
-      const size_t tier = GpuDie(o) == GpuDie(gpu) ? 0 : Amd(o) == Amd(gpu) ? 1 : 2;
+      const size_t tier = GpuDie(o) == GpuDie(gpu) ? 0 : IsAmdKey(o) == IsAmdKey(gpu) ? 1 : 2;
       c.siblings[tier].push_back(FractionName(o));
     }
     c.siblings[2].push_back("hopper.gemm_sustained_fraction");
@@ -273,7 +273,7 @@ std::vector<FittableConstant> MakeConstants() {
 }
 
 // Mean over sources of the median |log error| of `rows` predicted with `values`.
-double Objective(const std::vector<const PublishedRun*>& rows, const ConstantValues& values) {
+double FitObjective(const std::vector<const PublishedRun*>& rows, const ConstantValues& values) {
   std::map<std::string, std::vector<double>> by_source;
   for (const PublishedRun* r : rows) {
     by_source[r->source_key].push_back(
@@ -341,7 +341,7 @@ FitResult FitConstants(const std::vector<const PublishedRun*>& rows, const FitOp
         trial[c.name] = v;
         const double pull =
             options.prior_weight * std::fabs(std::log((v + 1e-9) / (c.prior + 1e-9)));
-        return Objective(applies[i], trial) + pull;
+        return FitObjective(applies[i], trial) + pull;
       };
       double a = c.lo, b = c.hi;
       double x1 = b - golden * (b - a), x2 = a + golden * (b - a);

@@ -27,7 +27,7 @@ std::string Upper(std::string s) {
 }
 
 // The cluster preset of a row's GPU: hardware is calibrated per preset.
-const char* PresetOf(const std::string& gpu) {
+const char* FleetPresetOf(const std::string& gpu) {
   static const std::map<std::string, const char*> kMap = {
       {"H100", "dgx-h100"},     {"B200", "dgx-b200"},     {"B300", "dgx-b300"},
       {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}, {"H800", "hgx-h800"},
@@ -62,7 +62,7 @@ Result<std::vector<PublishedRun>> PublishedRunsFromFleetRuns(const Json& doc) {
       const Json& sj = row.value("source", Json::object());
       run.source = Str(sj, "repo") + "@" + Str(sj, "commit") + " " + Str(sj, "path");
     }
-    const char* preset = PresetOf(run.gpu);
+    const char* preset = FleetPresetOf(run.gpu);
     if (preset == nullptr) {
       return Status::InvalidArgument("fleet row " + id + ": no cluster preset for GPU '" + run.gpu +
                                      "'");
@@ -282,7 +282,7 @@ double FitOne(const std::vector<const PublishedRun*>& rows, FleetConstants k,
   return 0.5 * (a + b);
 }
 
-bool Amd(const std::string& gpu) { return gpu.rfind("MI", 0) == 0; }
+bool IsAmdName(const std::string& gpu) { return gpu.rfind("MI", 0) == 0; }
 
 // The constants for `gpu` when it is held out of the fit: each the median of
 // the nearest tier of other GPUs that fitted it: the part with the same die
@@ -291,7 +291,7 @@ FleetConstants Borrowed(const std::map<std::string, FleetConstants>& fits, const
   auto in_tier = [&gpu](int tier, const std::string& g) {
     if (g == gpu) return false;
     if (tier == 0) return GpuDie(g) == GpuDie(gpu);
-    if (tier == 1) return Amd(g) == Amd(gpu);
+    if (tier == 1) return IsAmdName(g) == IsAmdName(gpu);
     return true;
   };
   auto borrow = [&](double FleetConstants::*field) {

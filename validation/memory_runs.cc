@@ -19,7 +19,6 @@ using row_fields::Has;
 using row_fields::Int;
 using row_fields::Num;
 using row_fields::Str;
-bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 std::string Lower(const std::string& s) { return AsciiLower(s); }
 // "q_lora_rank=1536, ..." → 1536 (0 when the key is absent).
 int KeyValue(const std::string& text, const std::string& key) {

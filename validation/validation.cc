@@ -13,7 +13,7 @@
 namespace paratune::planner {
 namespace {
 
-bool Contains(const std::string& s, const char* needle) {
+bool ContainsNoCase(const std::string& s, const char* needle) {
   return AsciiLower(s).find(needle) != std::string::npos;
 }
 
@@ -116,9 +116,11 @@ Result<std::vector<PublishedRun>> PublishedRunsFromCalibration(const Json& doc,
     c.gdata = dp;
     c.mbs = mbs;
     const std::string spcp = StrOr(pj, "sp_or_cp"), rc = StrOr(pj, "recompute");
-    c.sp = Contains(spcp, "sequence parallel") || Contains(spcp, "sp");
-    if (Contains(rc, "full")) c.recompute = Recompute::kFull;
-    else if (Contains(rc, "selective")) c.recompute = Recompute::kSelective;
+    c.sp = ContainsNoCase(spcp, "sequence parallel") || ContainsNoCase(spcp, "sp");
+    if (ContainsNoCase(rc, "full"))
+      c.recompute = Recompute::kFull;
+    else if (ContainsNoCase(rc, "selective"))
+      c.recompute = Recompute::kSelective;
     c.oar = true;  // Megatron-LM's asynchronous tensor-parallel all-reduce (on by default)
     c.zero = IntOr(pj, "zero_stage", 0);
     if (run.request.job.gpus != c.world()) {

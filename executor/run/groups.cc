@@ -13,10 +13,6 @@ using planner::Dim;
 using planner::ParallelConfig;
 
 namespace {
-int DimIndex(Dim d) { return static_cast<int>(d); }
-}  // namespace
-
-namespace {
 // By value, in the order of each enum's declaration (workload.h).
 constexpr const char* kCategoryNames[] = {"compute", "comm_x",    "comm_y",  "comm_z",
                                           "comm_cp", "comm_data", "comm_pp", "optimizer"};
@@ -71,7 +67,7 @@ std::vector<int> GroupRanks(const ParallelConfig& c, GroupKind kind, int rank, i
     std::vector<int> out;
     auto co = me;
     for (int i = 0; i < c.Degree(d); ++i) {
-      co[static_cast<size_t>(DimIndex(d))] = i;
+      co[DimSlot(d)] = i;
       out.push_back(RankOf(c, co));
     }
     return out;
@@ -97,8 +93,8 @@ std::vector<int> GroupRanks(const ParallelConfig& c, GroupKind kind, int rank, i
       auto co = me;
       for (int o = 0; o < c.Degree(outer); ++o) {
         for (int i = 0; i < c.Degree(inner); ++i) {
-          co[static_cast<size_t>(DimIndex(outer))] = o;
-          co[static_cast<size_t>(DimIndex(inner))] = i;
+          co[DimSlot(outer)] = o;
+          co[DimSlot(inner)] = i;
           out.push_back(RankOf(c, co));
         }
       }
@@ -116,9 +112,7 @@ std::vector<int> GroupRanks(const ParallelConfig& c, GroupKind kind, int rank, i
       // The stage's ranks in rank order, every ep·etp-th from this rank's place.
       std::vector<int> stage;
       for (int r = 0; r < c.world(); ++r) {
-        if (Coordinates(c, r)[static_cast<size_t>(DimIndex(Dim::kPp))] ==
-            me[static_cast<size_t>(DimIndex(Dim::kPp))])
-          stage.push_back(r);
+        if (Coordinates(c, r)[DimSlot(Dim::kPp)] == me[DimSlot(Dim::kPp)]) stage.push_back(r);
       }
       const size_t width = static_cast<size_t>(std::max(1, c.ep * c.etp));
       const size_t pos = static_cast<size_t>(
@@ -180,7 +174,7 @@ std::vector<int> RepresentativeRanks(const ParallelConfig& c) {
   std::vector<int> out;
   for (int s : stages) {
     std::array<int, planner::kNumDims> co{};
-    co[static_cast<size_t>(DimIndex(Dim::kPp))] = s;
+    co[DimSlot(Dim::kPp)] = s;
     out.push_back(RankOf(c, co));
   }
   return out;

@@ -33,8 +33,6 @@ constexpr double kAdamStateBytesRW = 24.0 + 4.0;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t Whole(double x) { return std::max<int64_t>(1, std::llround(x)); }
 
-int DimIndex(Dim d) { return static_cast<int>(d); }
-
 // An op's identity: what it is, where its time is counted, how often it runs,
 // and its name.
 WorkOp NewOp(OpType type, Category category, Scope scope, Phase phase, int layer,
@@ -1057,7 +1055,7 @@ Result<Workload> BuildWorkload(const planner::Job& job, const ParallelConfig& c,
   Workload w;
   w.plan_rank = rank;
   w.coords = Coordinates(c, rank);
-  w.stage = w.coords[static_cast<size_t>(DimIndex(Dim::kPp))];
+  w.stage = w.coords[DimSlot(Dim::kPp)];
   w.stages = c.pp;
   w.vpp = c.vpp;
   w.layers_per_stage = job.model.layers / c.pp;

@@ -191,6 +191,9 @@ struct Workload {
   const Group* FindGroup(GroupKind kind) const;
 };
 
+// The slot of dimension `d` in a coordinates array.
+inline size_t DimSlot(planner::Dim d) { return static_cast<size_t>(d); }
+
 // Coordinates of plan rank `rank` in every dimension: the placement lays the
 // dimensions on ranks innermost first, coordinate(d) = rank / Stride(d) mod Degree(d).
 // REQUIRES: 0 ≤ rank < c.world().
