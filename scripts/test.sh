@@ -5,9 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PARATUNE_WERROR=${PARATUNE_WERROR:-ON}
-# Debian's chromium runs the browser test of the web page (label browser); it
-# is only needed here, not to build or use paratune.
-export PARATUNE_EXTRA_PACKAGES="${PARATUNE_EXTRA_PACKAGES:-} chromium"
+# Debian's chromium runs the browser test of the web page (label browser), and
+# python3 with Universal Ctags the check of the unity build's names
+# (scripts/unity_names.py); they are only needed here, not to build or use
+# paratune.
+export PARATUNE_EXTRA_PACKAGES="${PARATUNE_EXTRA_PACKAGES:-} chromium python3 universal-ctags"
 # Everything: the tests and benchmarks as well as paratune and its modules.
 PARATUNE_BUILD_TARGETS=all scripts/setup.sh
 # Open MPI refuses to run as root without these (CI runs as root).
