@@ -8,13 +8,16 @@
 // concurrent const calls.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "planner/config.h"
 #include "planner/framework.h"
+#include "planner/memory.h"
 #include "planner/model.h"
 #include "topology/cluster.h"
 
@@ -340,6 +343,9 @@ class CostModel {
   void ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const;
   // Memory only, cheap. REQUIRES: CheckRules(c) == kOk, t == Compute(c).
   MemoryBreakdown MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const;
+  // MemoryWith over the ZeRO × recompute choices of one configuration (the
+  // search's inner loops), each half computed once (CostModel::MemoryGrid).
+  class MemoryGrid;
   // `mem`, when given, must be MemoryWith(c, t) (the search has it already).
   Prediction PredictWith(const ParallelConfig& c, const ComputeTerms& t,
                          const MemoryBreakdown* mem = nullptr) const;
@@ -506,16 +512,83 @@ class CostModel {
   };
   OffloadStep OffloadStepSeconds(const ParallelConfig& c, double psi, int nd, int64_t n_mb,
                                  double bwd_window_s) const;
-  // The steps of MemoryWith (planner/cost/memory.cc, where the types are
-  // defined): the activations each pipeline stage keeps at its peak, each
-  // stage's ledger (model states, activations, FSDP2's unsharded stage), and
-  // the buffers every stage holds beside them.
-  struct StageActivations;
-  struct StageLedgers;
-  struct MemoryBuffers;
+  // The steps of MemoryWith (planner/cost/memory.cc): the activations each
+  // pipeline stage keeps at its peak, each stage's ledger (model states,
+  // activations, FSDP2's unsharded stage), and the buffers every stage holds
+  // beside them.
+  // The activations each pipeline stage keeps at its peak (bytes), before
+  // `extra`, which every stage adds. The rank that runs the loss (the last; the
+  // first under V schedules or without pipelining) holds the loss's tensors.
+  struct StageActivations {
+    double first = 0, middle = 0, last = 0;
+    double first_loss = 0, last_loss = 0;  // of which the loss's tensors (and MTP's)
+    double first_held = 0, middle_held = 0, last_held = 0;  // micro-batches of layers held
+    double extra = 0;       // full recompute's working layer less the CPU-offload saving
+    double host_bytes = 0;  // FPDT's offloaded chunks and CPU-offloaded layers
+    StageMoe moe;           // each stage's MoE layers (ComputeTerms' copy)
+  };
+
+  // What each pipeline stage holds at its peak (bytes); host_bytes: the model
+  // states offloaded to host memory (the most any stage offloads).
+  struct StageLedgers {
+    // A stage's memory has two peak moments: the backward, with its saved
+    // activations, and the optimizer step, with the step's own copies
+    // (ModelStates::step_bytes); the rest is held throughout.
+    struct Stage {
+      ModelStates states;
+      double act = 0;  // saved activations (and the loss's tensors on the last stage)
+      // Parameters kept gathered beside their shards: FSDP2 under PP (with the
+      // unsharded gradients), Megatron-FSDP's non-unit parameters under ZeRO-3.
+      double unsharded = 0;
+      // What this stage alone holds through the backward and frees before the
+      // step: Megatron-FSDP's non-unit gradient bucket.
+      double backward = 0;
+      double Held() const { return states.total() - states.step_bytes + unsharded; }
+      double total() const { return Held() + std::max(act + backward, states.step_bytes); }
+      // Whether the optimizer step, not the backward with its `transient`
+      // bytes, is the stage's peak; and that peak with `buffers` beside it.
+      bool PeakAtStep(double transient) const {
+        return states.step_bytes > act + backward + transient;
+      }
+      double Peak(double buffers, double transient) const {
+        return Held() + buffers + std::max(act + backward + transient, states.step_bytes);
+      }
+    };
+    Stage first, middle, last;
+    double host_bytes = 0;
+    const Stage& Peak() const {
+      const Stage* p = &first;
+      if (last.total() > p->total()) p = &last;
+      if (middle.total() > p->total()) p = &middle;
+      return *p;
+    }
+  };
+
+  // Buffers every stage holds beside its ledger (bytes); `transient`: what the
+  // step's peak adds; `layer_block`: one layer's gathered parameters per GPU.
+  struct MemoryBuffers {
+    double bytes = 0, transient = 0, layer_block = 0;
+  };
+  // What MemoryWith reads that c's recompute choice does not change: each
+  // stage's ledger without its activations, and the buffers.
+  struct MemoryStates {
+    StageLedgers ledgers;
+    MemoryBuffers buffers;
+  };
   StageActivations ActivationsPerStage(const ParallelConfig& c, const ComputeTerms& t) const;
   StageLedgers LedgersPerStage(const ParallelConfig& c, const StageActivations& a) const;
+  // LedgersPerStage in its two halves: the states (activations 0) and the
+  // activations added to them.
+  StageLedgers StatesPerStage(const ParallelConfig& c, const StageMoe& sm) const;
+  void AddActivations(const ParallelConfig& c, const StageActivations& a, StageLedgers* out) const;
+  // The bytes per gradient element the model states keep (ZeRO's parameter
+  // dtype, DeepSpeed's fp32 BF16_Optimizer, Megatron's main gradients).
+  double StateGradBytes(const ParallelConfig& c) const;
   MemoryBuffers BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const;
+  MemoryStates StatesOf(const ParallelConfig& c, const ComputeTerms& t) const;
+  // MemoryWith from its halves: StatesOf(c, t) and ActivationsPerStage(c, t).
+  MemoryBreakdown CombineMemory(const ParallelConfig& c, const MemoryStates& held,
+                                const StageActivations& act) const;
   // Fills mem's host fields from `host_bytes` this rank keeps in host memory
   // (offloaded model states and FPDT chunks).
   void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;
@@ -563,6 +636,35 @@ class CostModel {
   double hp_peak_flops_ = 0;
   double hp_gemm_ceiling_ = 1.0;
   std::vector<double> hp_curve_log2_size_, hp_curve_eff_;
+};
+
+// MemoryWith for the configurations of one layout that differ only in their
+// ZeRO choice (zero, distributed optimizer, ZeRO++, offload) and their
+// recompute choice (recompute, recompute_modules): the states half
+// (CostModel::StatesOf) depends on the first only and the activations half
+// (ActivationsPerStage) on the second only, so each is computed once per
+// choice and the two are combined per configuration. Not for hpZ under ZeRO-3,
+// whose buffers read the placement.
+class CostModel::MemoryGrid {
+ public:
+  static constexpr size_t kRecomputeSlots = 8;
+  // `t` == cm.Compute(c) for every c asked, and outlives the grid.
+  MemoryGrid(const CostModel& cm, const ComputeTerms& t) : cm_(cm), t_(t) {}
+  // A new ZeRO choice: forgets the states half.
+  void NewZeroChoice() { states_.reset(); }
+  // Anything else changed (layout, micro-batch, ...): forgets both halves.
+  void NewConfiguration() {
+    states_.reset();
+    for (auto& a : activations_) a.reset();
+  }
+  // == cm.MemoryWith(c, t); `slot` (< kRecomputeSlots) names c's recompute choice.
+  MemoryBreakdown Memory(const ParallelConfig& c, size_t slot);
+
+ private:
+  const CostModel& cm_;
+  const ComputeTerms& t_;
+  std::optional<MemoryStates> states_;
+  std::array<std::optional<StageActivations>, kRecomputeSlots> activations_;
 };
 
 }  // namespace paratune::planner

@@ -851,6 +851,8 @@ SearchResult Search::RunShard(int shard) const {
           c.recompute = Recompute::kNone;
           c.recompute_modules = kDefaultRecomputeModules;
           CostModel::ComputeTerms terms = cm.Compute(c);
+          // Each layout's memory over its ZeRO × recompute choices, each half once.
+          CostModel::MemoryGrid grid(cm, terms);
           const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
           const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
           double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
@@ -869,6 +871,7 @@ SearchResult Search::RunShard(int shard) const {
               cm.ApplyLayout(c, &terms);
               priced = &pipe.layout;
             }
+            grid.NewConfiguration();
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
             c.zero = 0;
@@ -882,6 +885,7 @@ SearchResult Search::RunShard(int shard) const {
               continue;
             }
             for (const ZeroChoice& zc : zeros) {
+              grid.NewZeroChoice();
               c.zero = zc.zero;
               c.distributed_optimizer = zc.dist_opt;
               c.qwz = zc.qwz;
@@ -915,7 +919,11 @@ SearchResult Search::RunShard(int shard) const {
               // The framework's start-up rules read neither the recompute nor
               // the placement (planner/framework.cc FrameworkRuleBroken).
               const bool forbidden = cm.BrokenRule(c) != nullptr;
-              std::array<int8_t, 8> fits_by_choice;  // 1 fits, 0 not, -1 not priced
+              // Memory reads the placement only through the hpZ node group
+              // (planner/cost/memory.cc).
+              const bool memory_per_placement = c.hpz && c.zero == 3;
+              // By recompute choice: 1 fits, 0 not, -1 not priced.
+              std::array<int8_t, CostModel::MemoryGrid::kRecomputeSlots> fits_by_choice;
               fits_by_choice.fill(-1);
               for (size_t ri = 0; ri < rcs.size(); ++ri) {
                 const Recompute rc = rcs[ri].rc;
@@ -928,7 +936,11 @@ SearchResult Search::RunShard(int shard) const {
                     l.recompute = rcs[static_cast<size_t>(lighter)].rc;
                     l.recompute_modules = rcs[static_cast<size_t>(lighter)].modules;
                     fits_by_choice[static_cast<size_t>(lighter)] =
-                        cm.MemoryWith(l, terms).Verdict() == Reason::kOk ? 1 : 0;
+                        (memory_per_placement ? cm.MemoryWith(l, terms)
+                                              : grid.Memory(l, static_cast<size_t>(lighter)))
+                                    .Verdict() == Reason::kOk
+                            ? 1
+                            : 0;
                   }
                   if (fits_by_choice[static_cast<size_t>(lighter)] == 1) continue;
                   if (cm.RecomputeModulesWhy(c) != nullptr) continue;
@@ -937,14 +949,12 @@ SearchResult Search::RunShard(int shard) const {
                 // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
                 c.moe_a2a_overlap =
                     MoeA2aOverlapApplies(framework, c) && Allowed("moe_a2a_overlap", 1);
-                // Memory reads the placement only through the hpZ node group
-                // (planner/cost/memory.cc): otherwise one breakdown serves every
-                // placement of this recompute choice.
-                const bool memory_per_placement = c.hpz && c.zero == 3;
+                // Otherwise one breakdown serves every placement of this
+                // recompute choice.
                 std::optional<MemoryBreakdown> shared_mem;
                 auto memory_of = [&]() -> MemoryBreakdown {
                   if (memory_per_placement) return cm.MemoryWith(c, terms);
-                  if (!shared_mem) shared_mem = cm.MemoryWith(c, terms);
+                  if (!shared_mem) shared_mem = grid.Memory(c, ri);
                   return *shared_mem;
                 };
                 for (size_t pi = 0; pi < places.size(); ++pi) {

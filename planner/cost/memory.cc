@@ -54,60 +54,6 @@ void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBre
 
 }  // namespace
 
-// The activations each pipeline stage keeps at its peak (bytes), before
-// `extra`, which every stage adds. The rank that runs the loss (the last; the
-// first under V schedules or without pipelining) holds the loss's tensors.
-struct CostModel::StageActivations {
-  double first = 0, middle = 0, last = 0;
-  double first_loss = 0, last_loss = 0;  // of which the loss's tensors (and MTP's)
-  double first_held = 0, middle_held = 0, last_held = 0;  // micro-batches of layers held
-  double extra = 0;       // full recompute's working layer less the CPU-offload saving
-  double host_bytes = 0;  // FPDT's offloaded chunks and CPU-offloaded layers
-  StageMoe moe;           // each stage's MoE layers (ComputeTerms' copy)
-};
-
-// What each pipeline stage holds at its peak (bytes); host_bytes: the model
-// states offloaded to host memory (the most any stage offloads).
-struct CostModel::StageLedgers {
-  // A stage's memory has two peak moments: the backward, with its saved
-  // activations, and the optimizer step, with the step's own copies
-  // (ModelStates::step_bytes); the rest is held throughout.
-  struct Stage {
-    ModelStates states;
-    double act = 0;        // saved activations (and the loss's tensors on the last stage)
-    // Parameters kept gathered beside their shards: FSDP2 under PP (with the
-    // unsharded gradients), Megatron-FSDP's non-unit parameters under ZeRO-3.
-    double unsharded = 0;
-    // What this stage alone holds through the backward and frees before the
-    // step: Megatron-FSDP's non-unit gradient bucket.
-    double backward = 0;
-    double Held() const { return states.total() - states.step_bytes + unsharded; }
-    double total() const { return Held() + std::max(act + backward, states.step_bytes); }
-    // Whether the optimizer step, not the backward with its `transient`
-    // bytes, is the stage's peak; and that peak with `buffers` beside it.
-    bool PeakAtStep(double transient) const {
-      return states.step_bytes > act + backward + transient;
-    }
-    double Peak(double buffers, double transient) const {
-      return Held() + buffers + std::max(act + backward + transient, states.step_bytes);
-    }
-  };
-  Stage first, middle, last;
-  double host_bytes = 0;
-  const Stage& Peak() const {
-    const Stage* p = &first;
-    if (last.total() > p->total()) p = &last;
-    if (middle.total() > p->total()) p = &middle;
-    return *p;
-  }
-};
-
-// Buffers every stage holds beside its ledger (bytes); `transient`: what the
-// step's peak adds; `layer_block`: one layer's gathered parameters per GPU.
-struct CostModel::MemoryBuffers {
-  double bytes = 0, transient = 0, layer_block = 0;
-};
-
 CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
                                                            const ComputeTerms& t) const {
   const ModelSpec& m = model_;
@@ -221,31 +167,34 @@ double CostModel::LayerActivation(const ParallelConfig& c, const ComputeTerms& t
   return std::max(bytes, kept[static_cast<int>(Recompute::kFull)]);
 }
 
-CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
-                                                   const StageActivations& a) const {
+double CostModel::StateGradBytes(const ParallelConfig& c) const {
+  // DeepSpeed's BF16_Optimizer (bf16, fp32 gradient accumulation, ZeRO-1 or a
+  // pipeline without ZeRO) keeps the whole rank's gradients in fp32.
+  const bool bf16_optimizer = fw_.costs.bf16_optimizer_fp32_grads > 0 && param_bytes_ < 4.0 &&
+                              training_.main_grads_fp32 &&
+                              (c.zero == 1 || (c.zero == 0 && c.pp > 1));
+  // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
+  return bf16_optimizer ? 4.0 : c.zero >= 1 ? param_bytes_ : grad_bytes_;
+}
+
+CostModel::StageLedgers CostModel::StatesPerStage(const ParallelConfig& c,
+                                                  const StageMoe& sm) const {
   const ModelSpec& m = model_;
   StageLedgers out;
-  // DeepSpeed ZeRO keeps gradients in the parameter dtype; Megatron fp32 main grads.
   const SyncGroup sync = WeightReplicas(c);
   // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
   // mixed precision) hold 4-byte shards and no separate master copy.
   const bool sharded = c.gz > 1 || c.zero >= 3;
   const double state_param_bytes =
       sharded && fw_.costs.sharded_params_are_master > 0 ? 4.0 : param_bytes_;
-  // DeepSpeed's BF16_Optimizer (bf16, fp32 gradient accumulation, ZeRO-1 or a
-  // pipeline without ZeRO) keeps the whole rank's gradients in fp32.
-  const bool bf16_optimizer = fw_.costs.bf16_optimizer_fp32_grads > 0 && param_bytes_ < 4.0 &&
-                              training_.main_grads_fp32 &&
-                              (c.zero == 1 || (c.zero == 0 && c.pp > 1));
-  const double state_grad_bytes = bf16_optimizer ? 4.0 : c.zero >= 1 ? param_bytes_ : grad_bytes_;
+  const double state_grad_bytes = StateGradBytes(c);
   const int efsdp = ExpertFsdpShards(c);
   // FSDP2 under pipeline parallelism keeps each stage's blocks gathered and
   // their unsharded gradients (reduce dtype) across the micro-batches.
   const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
   const double expert_layer = m.is_moe() ? LocalExpertParamsPerLayer(c) : 0.0;
-  // A stage holding `psi` dense parameters, `moe_layers` layers of experts and
-  // activations `act`.
-  auto ledger = [&](double psi, int moe_layers, double act) {
+  // A stage holding `psi` dense parameters and `moe_layers` layers of experts.
+  auto ledger = [&](double psi, int moe_layers) {
     StageLedgers::Stage l;
     const double expert_psi = expert_layer * moe_layers;
     const ModelStates all = ModelStateBytes(psi, sync.size, c.zero, c.distributed_optimizer,
@@ -272,18 +221,36 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
       l.states.optimizer_bytes += experts.optimizer_bytes;
       l.states.step_bytes += experts.step_bytes;
     }
-    l.act = std::max(0.0, act + a.extra);
     if (pp_unsharded) l.unsharded = (psi + expert_psi) * c.gz * (param_bytes_ + grad_bytes_);
     return l;
   };
   // Every stage's ledger: its parameters (the embedding on the first, the
-  // output layer on the last), its experts and its activations.
+  // output layer on the last) and its experts.
   const StageParams held = ParamsPerStage(c);
-  const StageMoe& sm = a.moe;
   const int last_mtp_moe = m.is_moe() && m.is_moe_layer(m.layers - 1) ? m.mtp_layers : 0;
-  out.first = ledger(held.first, sm.first, a.first);
-  out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe, a.last);
-  if (c.pp > 2) out.middle = ledger(held.middle, sm.middle, a.middle);
+  out.first = ledger(held.first, sm.first);
+  out.last = c.pp == 1 ? out.first : ledger(held.last, sm.last + last_mtp_moe);
+  if (c.pp > 2) out.middle = ledger(held.middle, sm.middle);
+  if (MegatronFsdp(training_.framework, c.zero) && c.zero >= 3) {
+    // Megatron-FSDP under ZeRO-3 never releases its non-unit parameters once
+    // gathered (AddActivations says which and why).
+    const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+    if (c.pp == 1) {
+      out.first.unsharded += (outside.first + outside.last) * param_bytes_;
+      out.last = out.first;
+    } else {
+      out.first.unsharded += outside.first * param_bytes_;
+      out.last.unsharded += outside.last * param_bytes_;
+    }
+  }
+  return out;
+}
+
+void CostModel::AddActivations(const ParallelConfig& c, const StageActivations& a,
+                               StageLedgers* out) const {
+  out->first.act = std::max(0.0, a.first + a.extra);
+  out->last.act = std::max(0.0, (c.pp == 1 ? a.first : a.last) + a.extra);
+  if (c.pp > 2) out->middle.act = std::max(0.0, a.middle + a.extra);
   if (MegatronFsdp(training_.framework, c.zero)) {
     // Megatron-FSDP's FSDP units are the transformer layers
     // (mcore_fsdp_adapter.py:170-171 @d98e8a6); its non-unit parameters
@@ -292,9 +259,9 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
     // bucket_size is None, megatron_fsdp.py:391). Under
     // ZeRO-3, once gathered they are never released (no post-forward release
     // hook for non-unit modules, megatron_fsdp.py:1089-1111; PRESERVED,
-    // param_and_grad_buffer.py:4367). The bucket's unsharded gradient, in the
-    // gradient dtype, is fetched when its first gradient arrives and
-    // reduce-scattered once its last has:
+    // param_and_grad_buffer.py:4367): StatesPerStage holds them. The bucket's
+    // unsharded gradient, in the gradient dtype, is fetched when its first
+    // gradient arrives and reduce-scattered once its last has:
     // - on the stage with the output layer, from the output layer's backward,
     //   when the loss has freed its fp32 tensors and holds the logits'
     //   gradient in the activation dtype: the peak grows only by what the
@@ -302,23 +269,29 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
     // - on a first stage without it, at the embedding's backward, the
     //   micro-batch's last: it takes the place of that micro-batch's
     //   activations.
-    const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+    const cost::NonLayerParams outside = cost::NonLayerParamsOf(model_, c, norm_params_);
+    const double state_grad_bytes = StateGradBytes(c);
     auto non_unit = [&](StageLedgers::Stage* s, double params, double loss, double act_per_mb) {
       const double grad_logits = loss_live_bytes_ > 0 ? loss * act_bytes_ / loss_live_bytes_ : 0.0;
       const double moment =
           params * state_grad_bytes + (loss > 0 ? grad_logits - loss : -act_per_mb);
       s->backward += std::max(0.0, moment);
-      if (c.zero >= 3) s->unsharded += params * param_bytes_;
     };
     if (c.pp == 1) {
-      non_unit(&out.first, outside.first + outside.last, a.first_loss, 0.0);
-      out.last = out.first;
+      non_unit(&out->first, outside.first + outside.last, a.first_loss, 0.0);
     } else {
       const double first_mb = a.first_held > 0 ? (a.first - a.first_loss) / a.first_held : 0.0;
-      non_unit(&out.first, outside.first, a.first_loss, first_mb);
-      non_unit(&out.last, outside.last, a.last_loss, 0.0);
+      non_unit(&out->first, outside.first, a.first_loss, first_mb);
+      non_unit(&out->last, outside.last, a.last_loss, 0.0);
     }
   }
+  if (c.pp == 1) out->last = out->first;
+}
+
+CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
+                                                   const StageActivations& a) const {
+  StageLedgers out = StatesPerStage(c, a.moe);
+  AddActivations(c, a, &out);
   return out;
 }
 
@@ -362,12 +335,29 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   return b;
 }
 
+CostModel::MemoryStates CostModel::StatesOf(const ParallelConfig& c, const ComputeTerms& t) const {
+  return {StatesPerStage(c, StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last}),
+          BuffersOf(c, t)};
+}
+
 MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
+  return CombineMemory(c, StatesOf(c, t), ActivationsPerStage(c, t));
+}
+
+MemoryBreakdown CostModel::MemoryGrid::Memory(const ParallelConfig& c, size_t slot) {
+  if (!states_) states_ = cm_.StatesOf(c, t_);
+  std::optional<StageActivations>& act = activations_.at(slot);
+  if (!act) act = cm_.ActivationsPerStage(c, t_);
+  return cm_.CombineMemory(c, *states_, *act);
+}
+
+MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const MemoryStates& held,
+                                         const StageActivations& act) const {
   MemoryBreakdown mem;
-  const StageActivations act = ActivationsPerStage(c, t);
-  const StageLedgers stages = LedgersPerStage(c, act);
+  StageLedgers stages = held.ledgers;
+  AddActivations(c, act, &stages);
   const StageLedgers::Stage& peak = stages.Peak();
-  const MemoryBuffers buf = BuffersOf(c, t);
+  const MemoryBuffers& buf = held.buffers;
   mem.params_GiB = (peak.states.params_bytes + peak.unsharded) / kGiB;
   mem.grads_GiB = peak.states.grads_bytes / kGiB;
   mem.optimizer_GiB = (peak.states.optimizer_bytes - peak.states.step_bytes) / kGiB;
