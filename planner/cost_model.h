@@ -516,6 +516,7 @@ class CostModel {
   // pipeline stage keeps at its peak, each stage's ledger (model states,
   // activations, FSDP2's unsharded stage), and the buffers every stage holds
   // beside them.
+  //
   // The activations each pipeline stage keeps at its peak (bytes), before
   // `extra`, which every stage adds. The rank that runs the loss (the last; the
   // first under V schedules or without pipelining) holds the loss's tensors.

@@ -920,8 +920,11 @@ SearchResult Search::RunShard(int shard) const {
               // the placement (planner/framework.cc FrameworkRuleBroken).
               const bool forbidden = cm.BrokenRule(c) != nullptr;
               // Memory reads the placement only through the hpZ node group
-              // (planner/cost/memory.cc).
+              // (planner/cost/memory.cc); otherwise the grid has it.
               const bool memory_per_placement = c.hpz && c.zero == 3;
+              auto memory_at = [&](const ParallelConfig& x, size_t slot) {
+                return memory_per_placement ? cm.MemoryWith(x, terms) : grid.Memory(x, slot);
+              };
               // By recompute choice: 1 fits, 0 not, -1 not priced.
               std::array<int8_t, CostModel::MemoryGrid::kRecomputeSlots> fits_by_choice;
               fits_by_choice.fill(-1);
@@ -936,11 +939,7 @@ SearchResult Search::RunShard(int shard) const {
                     l.recompute = rcs[static_cast<size_t>(lighter)].rc;
                     l.recompute_modules = rcs[static_cast<size_t>(lighter)].modules;
                     fits_by_choice[static_cast<size_t>(lighter)] =
-                        (memory_per_placement ? cm.MemoryWith(l, terms)
-                                              : grid.Memory(l, static_cast<size_t>(lighter)))
-                                    .Verdict() == Reason::kOk
-                            ? 1
-                            : 0;
+                        memory_at(l, static_cast<size_t>(lighter)).Verdict() == Reason::kOk ? 1 : 0;
                   }
                   if (fits_by_choice[static_cast<size_t>(lighter)] == 1) continue;
                   if (cm.RecomputeModulesWhy(c) != nullptr) continue;
@@ -949,12 +948,12 @@ SearchResult Search::RunShard(int shard) const {
                 // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
                 c.moe_a2a_overlap =
                     MoeA2aOverlapApplies(framework, c) && Allowed("moe_a2a_overlap", 1);
-                // Otherwise one breakdown serves every placement of this
+                // Outside hpZ one breakdown serves every placement of this
                 // recompute choice.
                 std::optional<MemoryBreakdown> shared_mem;
                 auto memory_of = [&]() -> MemoryBreakdown {
-                  if (memory_per_placement) return cm.MemoryWith(c, terms);
-                  if (!shared_mem) shared_mem = grid.Memory(c, ri);
+                  if (memory_per_placement) return memory_at(c, ri);
+                  if (!shared_mem) shared_mem = memory_at(c, ri);
                   return *shared_mem;
                 };
                 for (size_t pi = 0; pi < places.size(); ++pi) {
