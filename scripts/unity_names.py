@@ -60,7 +60,9 @@ def functions(ctags, sources):
 
 def main():
     build_dir = sys.argv[1] if len(sys.argv) > 1 else "build"
-    ctags = shutil.which("ctags")
+    # Debian's universal-ctags installs ctags-universal; `ctags` may be another
+    # implementation's alternative.
+    ctags = shutil.which("ctags-universal") or shutil.which("ctags")
     if ctags is None or "Universal Ctags" not in subprocess.run(
             [ctags, "--version"], capture_output=True, text=True).stdout:
         print("unity_names: Universal Ctags is needed (Debian package universal-ctags)", file=sys.stderr)
