@@ -37,8 +37,10 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   const bool compiled = training.compile && fw_.support.compile;
   const FrameworkCosts& fc = fw_.costs;
   elem_traffic_ = compiled ? fc.elementwise_traffic_compiled : fc.elementwise_traffic;
-  loss_bytes_ = compiled ? fc.loss_bytes_per_logit_compiled : fc.loss_bytes_per_logit;
-  loss_live_bytes_ = compiled ? fc.loss_live_bytes_per_logit_compiled : fc.loss_live_bytes_per_logit;
+  const bool loss_compiled = compiled && training.compile_loss;
+  loss_bytes_ = loss_compiled ? fc.loss_bytes_per_logit_compiled : fc.loss_bytes_per_logit;
+  loss_live_bytes_ =
+      loss_compiled ? fc.loss_live_bytes_per_logit_compiled : fc.loss_live_bytes_per_logit;
   kernels_per_layer_ = compiled ? fc.kernels_per_layer_compiled : fc.kernels_per_layer;
   host_s_per_layer_ = 1e-6 * (compiled ? fc.host_us_per_layer_compiled : fc.host_us_per_layer);
   moe_host_s_per_local_expert_ = 1e-6 * fc.moe_host_us_per_local_expert;

@@ -57,6 +57,12 @@ struct TrainingSpec {
   // The training stack (planner/framework.h): what it fuses, overlaps and allows.
   Framework framework = Framework::kMegatron;
   bool compile = false;  // torch.compile (frameworks whose preset supports it)
+  // Under compile, the loss is compiled too (torchtitan's compile.components
+  // default ["model", "loss"], pytorch/torchtitan@b5bcd76
+  // torchtitan/config/configs.py:302); false: the model's blocks only and the
+  // loss eager, as torchtitan ran until it could compile the loss
+  // (pytorch/torchtitan@9dec370 train.py:136-138).
+  bool compile_loss = true;
   // Mixture of experts: the most loaded EP rank's routed tokens / the mean (>= 1).
   // 1 = balanced, as the published benchmarks run (Megatron-Bridge forces load
   // balance: moe_router_force_load_balancing); real routing with an auxiliary

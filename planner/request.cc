@@ -99,6 +99,7 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
                                   " does not run the model under torch.compile (its fused kernels "
                                   "come from its own code); drop compile or pick fsdp, deepspeed or torchtitan");
   }
+  PT_RETURN_IF_ERROR(r.OptBool("compile_loss", &t.compile_loss));
   PT_RETURN_IF_ERROR(r.OptNumber("moe_skew", &t.moe_skew));
   if (!(t.moe_skew >= 1.0 && t.moe_skew <= 1024.0))
     return r.Error("moe_skew", "must be in [1, 1024]");
@@ -137,6 +138,7 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   j["fpdt_chunk_tokens"] = t.fpdt_chunk_tokens;
   j["framework"] = FrameworkName(t.framework);
   j["compile"] = t.compile;
+  if (t.compile) j["compile_loss"] = t.compile_loss;  // read only under compile
   if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
   if (t.loss_chunks > 0) j["loss_chunks"] = t.loss_chunks;
   if (t.ddp_bucket_elements > 0) j["ddp_bucket_elements"] = t.ddp_bucket_elements;

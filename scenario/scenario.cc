@@ -69,6 +69,13 @@ std::vector<Assumption> JobAssumptions(const Json& request, const planner::Job& 
                          "(grad_reduce_in_fp32=False): state main_grads_fp32=false to price them"
                        : "fp16 training keeps its gradients in fp16"});
   }
+  if (t.compile && unstated("compile_loss")) {
+    out.push_back({"/training/compile_loss", t.compile_loss,
+                   "torch.compile compiles the loss with the model, as torchtitan's "
+                   "compile.components default [\"model\", \"loss\"] does; torchtitan "
+                   "releases before it could (9dec370 and earlier) ran the loss eager: state "
+                   "compile_loss=false to price them"});
+  }
   if (unstated("headroom")) {
     out.push_back({"/training/headroom", t.headroom,
                    "fraction of GPU memory kept free beyond the predicted reserved memory for "

@@ -12,6 +12,7 @@
 #include "planner/megatron_fsdp.h"
 #include "planner/memory.h"
 #include "planner/pipeline.h"
+#include "topology/collective_algorithms.h"
 
 namespace paratune::planner {
 
@@ -50,6 +51,42 @@ void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBre
   mem->first_stage_allocated_GiB += bytes;
   mem->last_stage_allocated_GiB += bytes;
   mem->reserved_GiB += n * per_layer;
+}
+
+// The GEMM libraries' workspaces, which PyTorch and Transformer Engine take
+// from PyTorch's caching allocator, so they count in max_memory_allocated
+// (unlike the CUDA context and NCCL's buffers, runtime_reserved_GiB). Bytes
+// per GPU:
+//  - PyTorch's cuBLAS workspace for the compute stream: 32 MiB on sm90
+//    (Hopper), else 2 x 4 MiB + 8 x 16 KiB, and the separate cuBLASLt
+//    workspace of 1 MiB; on ROCm 128 MiB for gfx94x/gfx95x (MI300 onward),
+//    else 32 MiB, and hipBLASLt's 76 MiB (pytorch/pytorch@26a39059
+//    aten/src/ATen/cuda/CublasHandlePool.cpp parseChosenWorkspaceSize,
+//    parseCUDABlasLtWorkspaceSize, getNewWorkspace: CUDACachingAllocator).
+//  - Transformer Engine's, where the framework runs its GEMMs through it
+//    (Megatron-Core's default transformer_impl, NVIDIA/Megatron-LM@d98e8a6
+//    megatron/core/transformer/transformer_config.py:1314-1316): 32 MiB +
+//    1 KiB from compute capability 9, else 4 MiB, one for plain GEMMs and
+//    three more for the userbuffers streams of TP communication overlap
+//    (NVIDIA/TransformerEngine@d0067d0 transformer_engine/pytorch/
+//    cpp_extensions/gemm.py:37-67, torch.empty). NVIDIA GPUs only: ROCm's
+//    fork of Transformer Engine is not modelled.
+double GemmWorkspaceBytesOf(const std::string& gpu, Framework framework, const ParallelConfig& c) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  if (topology::RunsRccl(gpu)) {
+    const bool gfx94_or_later = gpu.rfind("mi250", 0) != 0;
+    return (gfx94_or_later ? 128 : 32) * kMiB + 76 * kMiB;
+  }
+  const topology::NcclArch arch = topology::NcclArchOf(gpu);
+  const double torch_cublas =
+      arch == topology::NcclArch::kHopper ? 32 * kMiB : 8 * kMiB + 128 * 1024.0;
+  double bytes = torch_cublas + 1 * kMiB;
+  if (framework == Framework::kMegatron) {
+    const bool cc9 = arch == topology::NcclArch::kHopper || arch == topology::NcclArch::kBlackwell;
+    const double te = cc9 ? 32 * kMiB + 1024.0 : 4 * kMiB;
+    bytes += te * (c.tp_comm_overlap && c.tensor() > 1 ? 4 : 1);
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -299,7 +336,8 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   const ModelSpec& m = model_;
   MemoryBuffers b;
   const SyncGroup sync = WeightReplicas(c);
-  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes;
+  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes +
+            GemmWorkspaceBytesOf(cluster_.gpu.name, training_.framework, c);
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
   // its reduce-scatter; not when the whole stage stays gathered (FSDP2 under PP).
@@ -414,6 +452,7 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
   const StageActivations a = ActivationsPerStage(c, t);
   const StageLedgers l = LedgersPerStage(c, a);
   const MemoryBuffers b = BuffersOf(c, t);
+  const double workspaces = GemmWorkspaceBytesOf(cluster_.gpu.name, training_.framework, c);
   const StageLayers st = Stages(c);
   const bool megatron_fsdp = MegatronFsdp(training_.framework, c.zero);
   std::vector<LedgerRow> rows;
@@ -447,7 +486,10 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
         "planner/memory.h LayerActivationBytes with the recompute modules; the schedule's micro-batches in flight");
     row(model_.mtp_layers > 0 ? "loss (logits, MTP layers)" : "loss (logits)", loss,
         "framework preset loss_live_bytes_per_logit (Megatron cross_entropy.py:25, 181); chunked: loss.py:383-544");
-    row("buffers (runtime, gathered layers, buckets)", b.bytes,
+    row("GEMM workspaces (PyTorch cuBLAS, Transformer Engine)", workspaces,
+        "pytorch/pytorch@26a39059 CublasHandlePool.cpp; NVIDIA/TransformerEngine@d0067d0 "
+        "pytorch/cpp_extensions/gemm.py:37-67");
+    row("buffers (runtime, gathered layers, buckets)", b.bytes - workspaces,
         megatron_fsdp
             ? "GPU preset runtime_reserved_GiB; Megatron-FSDP's double buffer: gathered_layers "
               "units' gradients (and parameters under ZeRO-3)"

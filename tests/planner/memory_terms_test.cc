@@ -313,5 +313,66 @@ TEST(MemoryTermsTest, ChunkedLossHoldsOneChunksLogits) {
               saved * 1e-9);
 }
 
+// Under torch.compile with the loss left eager (torchtitan 9dec370's
+// train.py:136-138) the loss holds the preset's eager bytes per logit, the
+// fp32 upcast and log-softmax, not the compiled figure.
+TEST(MemoryTermsTest, EagerLossUnderCompileHoldsTheEagerBytes) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 8;
+  t.framework = Framework::kTorchtitan;
+  t.compile = true;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  TrainingSpec eager_loss = t;
+  eager_loss.compile_loss = false;
+  const CostModel compiled(Llama31_8B(), t, cl, 8), eager(Llama31_8B(), eager_loss, cl, 8);
+  ParallelConfig c;
+  c.gz = 8;
+  ASSERT_EQ(compiled.CheckRules(c), Reason::kOk);
+  const FrameworkCosts& fc = compiled.framework().costs;
+  ASSERT_GT(fc.loss_live_bytes_per_logit, fc.loss_live_bytes_per_logit_compiled);
+  const double T = 8192, V = 128256;
+  const double more =
+      (fc.loss_live_bytes_per_logit - fc.loss_live_bytes_per_logit_compiled) * T * V;
+  EXPECT_NEAR((eager.Memory(c).activations_GiB - compiled.Memory(c).activations_GiB) * kGiB, more,
+              more * 1e-9);
+}
+
+// The GEMM workspaces PyTorch and Transformer Engine take from the caching
+// allocator (pytorch/pytorch@26a39059 CublasHandlePool.cpp: 32 MiB on sm90,
+// else 2 x 4 MiB + 8 x 16 KiB, and cuBLASLt's 1 MiB; NVIDIA/TransformerEngine@
+// d0067d0 pytorch/cpp_extensions/gemm.py:37-67: 32 MiB + 1 KiB from compute
+// capability 9, else 4 MiB, and three more with TP communication overlap).
+TEST(MemoryTermsTest, GemmWorkspacesFollowPyTorchAndTransformerEngine) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  auto workspaces = [](const char* cluster, Framework fw, const ParallelConfig& c) {
+    TrainingSpec t;
+    t.seq_len = 2048;
+    t.global_batch = 8;
+    t.framework = fw;
+    const CostModel cm(Small(4, true), t, *topology::ClusterPreset(cluster), 8);
+    EXPECT_EQ(cm.CheckRules(c), Reason::kOk) << cluster;
+    for (const CostModel::LedgerRow& row : cm.MemoryLedger(c)) {
+      if (row.term.rfind("GEMM workspaces", 0) == 0) return row.GiB * kGiB;
+    }
+    return 0.0;
+  };
+  ParallelConfig dp;
+  dp.gdata = 8;
+  EXPECT_DOUBLE_EQ(workspaces("dgx-h100", Framework::kMegatron, dp), 65 * kMiB + 1024);
+  EXPECT_DOUBLE_EQ(workspaces("dgx-a100-80gb", Framework::kMegatron, dp), 13 * kMiB + 128 * 1024);
+  EXPECT_DOUBLE_EQ(workspaces("dgx-b200", Framework::kMegatron, dp), 41 * kMiB + 128 * 1024 + 1024);
+  ParallelConfig fsdp;
+  fsdp.gz = 8;
+  EXPECT_DOUBLE_EQ(workspaces("dgx-h100", Framework::kTorchtitan, fsdp), 33 * kMiB);
+  ParallelConfig tp = dp;
+  tp.gy = 2;
+  tp.gdata = 4;
+  tp.sp = true;
+  tp.tp_comm_overlap = true;
+  EXPECT_DOUBLE_EQ(workspaces("dgx-h100", Framework::kMegatron, tp),
+                   33 * kMiB + 4 * (32 * kMiB + 1024));
+}
+
 }  // namespace
 }  // namespace paratune::planner
