@@ -196,8 +196,9 @@ bool IsMemoryRunsDocument(const Json& doc) {
 namespace {
 
 // The degrees, micro-batch and sharding of the row; "" or why it cannot be mapped.
-std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework, Job* job,
-                     ParallelConfig* c, std::vector<std::string>* assumed) {
+std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework,
+                     const std::string& version, Job* job, ParallelConfig* c,
+                     std::vector<std::string>* assumed) {
   const int tp = Int(pj, "tp", 1), pp = Int(pj, "pp", 1), cp = Int(pj, "cp", 1);
   c->gy = tp;
   c->pp = pp;
@@ -261,6 +262,14 @@ std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework,
     job->training.attention = Attention::kUnfused;
   }
   job->training.compile = Has(pj, "compile") && pj["compile"].is_boolean() && pj["compile"].get<bool>();
+  // torchtitan's December 2024 release compiled each TransformerBlock but
+  // left the loss eager ("compiling loss function causes CUDA errors":
+  // pytorch/torchtitan@9dec370 train.py:136-138, parallelize_llama.py:297-304).
+  if (fw == Framework::kTorchtitan && job->training.compile && Contains(version, "9dec370")) {
+    job->training.compile_loss = false;
+    assumed->push_back(
+        "the loss eager under compile (torchtitan 9dec370 compiles the blocks only)");
+  }
   // torchtitan's ChunkedLossWrapper at its default 8 chunks (loss.py:544).
   if (Contains(Str(pj, "other"), "ChunkedLossWrapper")) job->training.loss_chunks = 8;
   // Megatron-Bridge's performance recipes reduce and keep main gradients in
@@ -270,7 +279,37 @@ std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework,
     assumed->push_back("bf16 main gradients (Megatron-Bridge performance recipes)");
   }
   ApplyFrameworkOverlaps(FrameworkPreset(fw).support, c);
+  // Megatron-LM's rows list the test's flags in `other`; TP communication
+  // overlap is off unless asked for (NVIDIA/Megatron-LM@d98e8a6
+  // megatron/core/model_parallel_config.py:265), and what it allocates
+  // (Transformer Engine's userbuffers workspaces) is in the ledger.
+  if (framework == "Megatron-LM") {
+    c->tp_comm_overlap = Contains(Str(pj, "other"), "--tp-comm-overlap=True");
+  }
   return "";
+}
+
+// Megatron CI test cases whose rows state the default ("TE default")
+// attention while the test's model_config.yaml runs `--transformer-impl local`
+// (NVIDIA/Megatron-LM@d98e8a6 tests/functional_tests/test_cases/gpt/
+// gpt3_mcore_tp1_pp2/model_config.yaml:39). Megatron-Core's local spec
+// computes attention with DotProductAttention (megatron/core/models/
+// backends.py:129-131), which forms and keeps the s x s scores
+// (megatron/core/transformer/dot_product_attention.py:194-239: baddbmm,
+// softmax, dropout, bmm): unfused attention.
+constexpr const char* kLocalImplTestCases[] = {"/gpt3_mcore_tp1_pp2/"};
+
+void CorrectFromTestConfig(const Json& row, TrainingSpec* t, std::vector<std::string>* assumed) {
+  const Json& sj = row.value("source", Json::object());
+  if (Str(sj, "repo") != "NVIDIA/Megatron-LM") return;
+  const std::string path = Str(sj, "path");
+  for (const char* test : kLocalImplTestCases) {
+    if (!Contains(path, test) || t->attention == Attention::kUnfused) continue;
+    t->attention = Attention::kUnfused;
+    assumed->push_back(
+        "unfused attention: the test runs --transformer-impl local (model_config.yaml:39), "
+        "whose DotProductAttention keeps the scores; the row says TE default");
+  }
 }
 
 // The row as a run, or why it cannot be one.
@@ -305,7 +344,13 @@ std::string RunOf(const Json& row, MemoryRun* run) {
   if (std::string why = RecomputeOf(rj, *fw, &c.recompute, &c.recompute_modules); !why.empty()) {
     return why;
   }
-  return ConfigOf(pj, *fw, run->framework, &job, &c, &run->assumed);
+  if (std::string why =
+          ConfigOf(pj, *fw, run->framework, Str(row, "framework_version"), &job, &c, &run->assumed);
+      !why.empty()) {
+    return why;
+  }
+  CorrectFromTestConfig(row, &t, &run->assumed);
+  return "";
 }
 
 }  // namespace

@@ -76,8 +76,10 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
   if (IsSkipped() || HasFatalFailure()) return;
   // The achieved figures (docs/model.md, Memory validation) plus about two
   // points of margin: median |error| per framework and overall.
-  const std::map<std::string, double> bound = {
-      {"torchtitan", 0.21}, {"Megatron-LM", 0.11}, {"Megatron-Bridge", 0.09}, {"DeepSpeed", 0.12}};
+  const std::map<std::string, double> bound = {{"torchtitan", 0.175},
+                                               {"Megatron-LM", 0.075},
+                                               {"Megatron-Bridge", 0.09},
+                                               {"DeepSpeed", 0.115}};
   for (const auto& [fw, errs] : c.errors) {
     const MemoryErrorStats s = MemoryStats(errs);
     std::printf("%-16s rows %3d  median |e| %5.1f %%  signed %+6.1f %%  p90 %5.1f %%\n", fw.c_str(),
@@ -92,7 +94,7 @@ TEST(MemoryRunsTest, MediansStayUnderTheAchievedErrors) {
               all.rows, 100 * all.median_abs, 100 * all.median_signed, 100 * all.p90_abs);
   std::printf("ran but predicted not to fit: %d; OOM rows predicted to fit: %d of %d\n",
               c.ran_not_fit, c.oom_fit, c.oom_rows);
-  EXPECT_LE(all.median_abs, 0.13);
+  EXPECT_LE(all.median_abs, 0.095);
   // Every row that ran is predicted to fit at zero headroom.
   EXPECT_EQ(c.ran_not_fit, 0);
 }
