@@ -122,7 +122,8 @@ struct MemoryBreakdown {   // GiB per GPU, for the most loaded pipeline stage
   double grads_GiB = 0;
   double optimizer_GiB = 0;
   double activations_GiB = 0;
-  double buffers_GiB = 0;    // gathered weights, buckets, hpZ copy, runtime reserve
+  double buffers_GiB = 0;    // gathered weights, buckets, hpZ copy, runtime reserve,
+                             // GEMM workspaces
   // What the optimizer step alone holds (ModelStates::step_bytes): the peak is
   // at the step when it exceeds the activations, which are gone by then.
   double optimizer_step_GiB = 0;
