@@ -44,6 +44,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
   kernels_per_layer_ = compiled ? fc.kernels_per_layer_compiled : fc.kernels_per_layer;
   host_s_per_layer_ = 1e-6 * (compiled ? fc.host_us_per_layer_compiled : fc.host_us_per_layer);
   moe_host_s_per_local_expert_ = 1e-6 * fc.moe_host_us_per_local_expert;
+  SetGemmWorkspaces();
   const Precision p = training.precision;
   const bool recipe = p == Precision::kFp8;
   peak_flops_ =

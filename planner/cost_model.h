@@ -616,6 +616,12 @@ class CostModel {
   bool dedup_band_ = false;
   double elem_traffic_, loss_bytes_, loss_live_bytes_, kernels_per_layer_, host_s_per_layer_;
   double moe_host_s_per_local_expert_;
+  // The GEMM libraries' workspaces in the caching allocator, bytes per GPU
+  // (planner/cost/memory.cc GemmWorkspaces): every configuration's, and the
+  // userbuffers streams' added under TP communication overlap. Set once per job.
+  double gemm_workspace_bytes_ = 0, ub_workspace_bytes_ = 0;
+  void SetGemmWorkspaces();
+  double GemmWorkspaceBytes(const ParallelConfig& c) const;
   topology::ClusterSpec cluster_;
   int gpus_;
   topology::GroupCostTable comm_;

@@ -71,25 +71,40 @@ void CacheZWeights(double block_GiB, double fragmentation, int layers, MemoryBre
 //    (NVIDIA/TransformerEngine@d0067d0 transformer_engine/pytorch/
 //    cpp_extensions/gemm.py:37-67, torch.empty). NVIDIA GPUs only: ROCm's
 //    fork of Transformer Engine is not modelled.
-double GemmWorkspaceBytesOf(const std::string& gpu, Framework framework, const ParallelConfig& c) {
+struct GemmWorkspaces {
+  double base = 0;  // every configuration's
+  double ub = 0;    // added by the userbuffers streams under TP communication overlap
+};
+GemmWorkspaces GemmWorkspacesOf(const std::string& gpu, Framework framework) {
   constexpr double kMiB = 1024.0 * 1024.0;
   if (topology::RunsRccl(gpu)) {
     const bool gfx94_or_later = gpu.rfind("mi250", 0) != 0;
-    return (gfx94_or_later ? 128 : 32) * kMiB + 76 * kMiB;
+    return {(gfx94_or_later ? 128 : 32) * kMiB + 76 * kMiB, 0.0};
   }
   const topology::NcclArch arch = topology::NcclArchOf(gpu);
   const double torch_cublas =
       arch == topology::NcclArch::kHopper ? 32 * kMiB : 8 * kMiB + 128 * 1024.0;
-  double bytes = torch_cublas + 1 * kMiB;
+  GemmWorkspaces w{torch_cublas + 1 * kMiB, 0.0};
   if (framework == Framework::kMegatron) {
     const bool cc9 = arch == topology::NcclArch::kHopper || arch == topology::NcclArch::kBlackwell;
     const double te = cc9 ? 32 * kMiB + 1024.0 : 4 * kMiB;
-    bytes += te * (c.tp_comm_overlap && c.tensor() > 1 ? 4 : 1);
+    w.base += te;
+    w.ub = 3 * te;
   }
-  return bytes;
+  return w;
 }
 
 }  // namespace
+
+void CostModel::SetGemmWorkspaces() {
+  const GemmWorkspaces w = GemmWorkspacesOf(cluster_.gpu.name, training_.framework);
+  gemm_workspace_bytes_ = w.base;
+  ub_workspace_bytes_ = w.ub;
+}
+
+double CostModel::GemmWorkspaceBytes(const ParallelConfig& c) const {
+  return gemm_workspace_bytes_ + (c.tp_comm_overlap && c.tensor() > 1 ? ub_workspace_bytes_ : 0.0);
+}
 
 CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig& c,
                                                            const ComputeTerms& t) const {
@@ -336,8 +351,7 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
   const ModelSpec& m = model_;
   MemoryBuffers b;
   const SyncGroup sync = WeightReplicas(c);
-  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes +
-            GemmWorkspaceBytesOf(cluster_.gpu.name, training_.framework, c);
+  b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes + GemmWorkspaceBytes(c);
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
   // its reduce-scatter; not when the whole stage stays gathered (FSDP2 under PP).
@@ -452,7 +466,7 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
   const StageActivations a = ActivationsPerStage(c, t);
   const StageLedgers l = LedgersPerStage(c, a);
   const MemoryBuffers b = BuffersOf(c, t);
-  const double workspaces = GemmWorkspaceBytesOf(cluster_.gpu.name, training_.framework, c);
+  const double workspaces = GemmWorkspaceBytes(c);
   const StageLayers st = Stages(c);
   const bool megatron_fsdp = MegatronFsdp(training_.framework, c.zero);
   std::vector<LedgerRow> rows;
