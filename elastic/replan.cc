@@ -272,9 +272,12 @@ Result<ReplanResult> Replan(const Job& old_job, const ParallelConfig& old_config
                                      std::to_string(r.candidates.size()) + " candidates");
     }
     const ParallelConfig& to = r.candidates[options.reshard_candidate - 1].candidate.config;
-    PT_ASSIGN_OR_RETURN(Layout from_l, Layout::Make(old_job.model, old_config, old_job.training.precision,
+    // The checkpoint holds the tensors of the model the job trains (a learned
+    // position table extended to the sequence), as the cost model priced it.
+    const ModelSpec trained = ModelAtSequence(old_job.model, old_job.training.seq_len);
+    PT_ASSIGN_OR_RETURN(Layout from_l, Layout::Make(trained, old_config, old_job.training.precision,
                                                     old_job.training.main_grads_fp32));
-    PT_ASSIGN_OR_RETURN(Layout to_l, Layout::Make(old_job.model, to, old_job.training.precision,
+    PT_ASSIGN_OR_RETURN(Layout to_l, Layout::Make(trained, to, old_job.training.precision,
                                                   old_job.training.main_grads_fp32));
     if (options.reshard.keep_rank >= to_l.world()) {
       return Status::InvalidArgument("fragments_of: rank " + std::to_string(options.reshard.keep_rank) +

@@ -27,7 +27,7 @@ CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
 
 CostModel::CostModel(const ModelSpec& model, const TrainingSpec& training,
                      const topology::ClusterSpec& cluster, int gpus, FrameworkSpec framework)
-    : model_(model),
+    : model_(ModelAtSequence(model, training.seq_len)),
       training_(training),
       fw_(std::move(framework)),
       cluster_(ClusterForFramework(cluster, training.framework)),

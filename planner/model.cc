@@ -566,6 +566,11 @@ const PresetTable& Presets() {
 
 }  // namespace
 
+ModelSpec ModelAtSequence(ModelSpec m, int seq_len) {
+  if (m.learned_positions() && seq_len > m.max_seq_len) m.max_seq_len = seq_len;
+  return m;
+}
+
 std::vector<std::string> ModelPresetNames() { return Presets().names; }
 
 Result<ModelSpec> ModelPreset(const std::string& name) {

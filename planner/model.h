@@ -300,6 +300,15 @@ Result<ModelSpec> ParseHuggingFaceConfig(const Json& j, const std::string& name,
 // pointer under `pointer`.
 Result<ModelSpec> ResolveModel(const Json& j, const std::string& pointer);
 
+// The model a job at `seq_len` trains. Learned absolute positions have one row
+// per position, so a longer sequence trains the model with its table extended
+// to that sequence: Megatron-LM and Megatron-DeepSpeed refuse
+// --max-position-embeddings below --seq-length (training/arguments.py:1353-1356
+// @d98e8a6; megatron/arguments.py:310-311 @4efb479), and emit writes
+// max(seq, positions) rows. Its parameters grow by (seq - max_seq_len)·h; any
+// other model is returned as it is.
+ModelSpec ModelAtSequence(ModelSpec m, int seq_len);
+
 // Names of the compiled-in model presets, sorted.
 std::vector<std::string> ModelPresetNames();
 // The preset called `name` (its `name` field); kNotFound listing the valid names.

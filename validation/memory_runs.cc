@@ -337,7 +337,6 @@ std::string RunOf(const Json& row, MemoryRun* run) {
   t.headroom = 0.0;  // the run's own peak against the whole device
   t.seq_len = Int(mj, "seq_len", 0);
   if (t.seq_len <= 0) return "sequence length not stated";
-  if (job.model.max_seq_len > 0) job.model.max_seq_len = std::max(job.model.max_seq_len, t.seq_len);
   PrecisionOf(pj, job.cluster.gpu, &t, &run->assumed);
   ParallelConfig& c = run->request.config;
   const Json rj = Has(pj, "recompute") ? pj["recompute"] : Json::object();

@@ -292,8 +292,7 @@ cost::NonLayerParams cost::NonLayerParamsOf(const ModelSpec& m, const ParallelCo
                                             double final_norm) {
   const double t = c.tensor();
   const double emb = static_cast<double>(m.vocab) * m.hidden / t;
-  const double pos =
-      (m.norm == "layernorm" && m.max_seq_len > 0) ? double(m.max_seq_len) * m.hidden / c.gx : 0;
+  const double pos = static_cast<double>(m.PositionParams()) / c.gx;
   NonLayerParams p;
   p.first = emb + pos;
   p.last = (!m.tied_embeddings || c.pp > 1 ? emb : 0.0) + final_norm;

@@ -271,6 +271,17 @@ TEST(ModelParams, GptLayerBreakdownAndPositions) {
   EXPECT_EQ(m.PositionParams(), 2048LL * h);
 }
 
+// A job longer than the learned table trains the table extended to its
+// sequence (the frameworks refuse fewer positions than the sequence); rotary
+// models have no table to extend, and a shorter job keeps the model's.
+TEST(ModelParams, LearnedPositionsExtendToTheJobsSequence) {
+  const ModelSpec gpt = Preset("gpt3-6.7b");
+  EXPECT_EQ(ModelAtSequence(gpt, 262144).ParamCount() - gpt.ParamCount(), (262144LL - 2048) * 4096);
+  EXPECT_EQ(ModelAtSequence(gpt, 1024).ParamCount(), gpt.ParamCount());
+  const ModelSpec llama = Preset("llama3-8b");
+  EXPECT_EQ(ModelAtSequence(llama, 131072).ParamCount(), llama.ParamCount());
+}
+
 // meta-llama/Meta-Llama-3-8B config.json as published on the Hub.
 constexpr char kLlama3_8bConfig[] = R"({
   "architectures": [
