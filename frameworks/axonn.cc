@@ -1,5 +1,6 @@
 // frameworks/axonn.cc: AxoNN's start-up rules and its setup code.
 #include <algorithm>
+#include <numeric>
 #include <sstream>
 
 #include "frameworks/emit_internal.h"
@@ -76,6 +77,16 @@ Status Check(const Plan& p) {
 
 const char* PyBool(bool b) { return b ? "True" : "False"; }
 
+// The output layer (h -> vocab) is priced split over the tensor grid, which
+// auto_parallelize does only when vocab % G_intra_r, h % G_intra_c and
+// (h·vocab/(G_intra_r·G_intra_c)) % G_intra_d are all 0. With h % G_intra_c
+// already required of the transformer linears, that holds for a vocabulary
+// that is a multiple of G_intra_r·G_intra_d / gcd(G_intra_d, h/G_intra_c).
+int64_t OutputLayerVocabMultiple(const ModelSpec& m, const ParallelConfig& c) {
+  const int64_t per_column = m.hidden / c.gx;
+  return int64_t{c.gy} * c.gz / std::gcd(int64_t{c.gz}, per_column);
+}
+
 std::string Write(const Plan& p) {
   const ParallelConfig& c = p.c;
   const ModelSpec& m = p.job.model;
@@ -117,10 +128,15 @@ std::string Write(const Plan& p) {
     os << "  # torch.utils.checkpoint around each transformer block";
   if (c.recompute == Recompute::kSelective) os << "  # checkpoint the attention core only";
   os << "\n";
-  if (m.vocab % c.gy != 0) {
-    os << "# Note: the output layer (" << m.hidden << "->" << m.vocab
-       << ") stays sequential: vocab is not divisible by G_intra_r; pad the vocabulary to "
-          "parallelize it.\n";
+  if (const int64_t k = OutputLayerVocabMultiple(m, c); m.vocab % k != 0) {
+    const int64_t padded = (m.vocab + k - 1) / k * k;
+    os << "# Note: the plan prices the output layer (" << m.hidden << "->" << m.vocab
+       << ") split over the tensor grid; auto_parallelize splits it only for a vocabulary that "
+          "is a multiple of "
+       << k
+       << " (out % G_intra_r, in % G_intra_c and in*out/(G_intra_r*G_intra_c) % G_intra_d "
+          "all 0): pad it to "
+       << padded << ", or it stays sequential.\n";
   }
   if (c.gz > 1) {
     // The plan's time assumes the gathered Z weights of as many layers as fit

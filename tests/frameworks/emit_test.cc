@@ -568,6 +568,29 @@ TEST(EmitRules, AxonnRefusals) {
   ExpectRefused(Patched(p, {{"placement", "data-x-y-cp-z-pp"}}), EmitFormat::kAxonn, "rank order");
 }
 
+// The output layer is priced split over AxoNN's tensor grid; auto_parallelize
+// splits it only where h·vocab/(G_intra_r·G_intra_c) divides over G_intra_d
+// and vocab over G_intra_r (automatic_parallelism.py:15-21 @660a224). A
+// vocabulary that does not is written with the padding that makes it split,
+// and the file without that note would leave the layer sequential.
+TEST(EmitRules, AxonnOutputLayerPaddedToSplit) {
+  Json p = Patched(Load("axonn-20b-axonn.plans.json"),
+                   {{"tp", nullptr}, {"gx", 1}, {"gy", 2}, {"gz", 128}, {"dp", 1}});
+  p["job"]["model"]["vocab"] = 51201;  // odd: G_intra_r = 2 needs an even vocabulary
+  const std::string text = Emit(p, EmitFormat::kAxonn);
+  EXPECT_NE(text.find("pad it to 51202"), std::string::npos) << text;
+  const World w = WorldOf(p);
+  EXPECT_EQ(frameworks_test::AxonnWouldReject(text, w), "") << text;
+  std::string unnoted;
+  for (const std::string& line : frameworks_test::Lines(text)) {
+    if (line.find("pad it to") == std::string::npos) unnoted += line + "\n";
+  }
+  EXPECT_EQ(frameworks_test::AxonnWouldReject(unnoted, w), "linear not parallelizable");
+  // The model's own vocabulary splits: no padding is asked for.
+  EXPECT_EQ(Emit(Load("axonn-20b-axonn.plans.json"), EmitFormat::kAxonn).find("pad it to"),
+            std::string::npos);
+}
+
 TEST(EmitRules, TorchtitanRefusals) {
   const Json p = Load("llama3-70b-fsdp.plans.json");
   ExpectRefused(Patched(p, {{"zero", 1}}), EmitFormat::kTorchtitan, "FSDP2");

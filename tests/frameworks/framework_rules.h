@@ -1156,13 +1156,22 @@ inline std::string AxonnWouldReject(const std::string& text, const World& w) {
   if (gbs % (data * mbs) != 0) return "GBS % (G_data*mbs)";
   if (g["GRADIENT_ACCUMULATION_STEPS"] * mbs * data * d != gbs) return "accumulation steps";
   // axonn/intra_layer/automatic_parallelism.py:15-21: every transformer linear
-  // must be parallelizable, or auto_parallelize leaves it sequential.
+  // must be parallelizable, or auto_parallelize leaves it sequential; so must
+  // the output layer, priced split, over the vocabulary padded as the file
+  // asks (padding it needs and only then).
   const int64_t h = w.hidden, f = w.ffn, hd = w.hidden / w.heads;
+  auto split = [&](int64_t in, int64_t out) {
+    return out % r == 0 && in % c == 0 && (out * in / (r * c)) % d == 0;
+  };
+  std::smatch pad;
+  const bool padded =
+      std::regex_search(text, pad, std::regex(R"(output layer .* pad it to (\d+))"));
+  if (padded && split(h, w.vocab)) return "vocabulary padding AxoNN does not need";
+  const int64_t vocab = padded ? std::stoll(pad[1]) : w.vocab;
   const std::pair<int64_t, int64_t> linears[] = {
-      {h, h + 2 * w.kv_heads * hd}, {h, h}, {h, w.kv_heads * hd}, {h, f}, {f, h}};
+      {h, h + 2 * w.kv_heads * hd}, {h, h}, {h, w.kv_heads * hd}, {h, f}, {f, h}, {h, vocab}};
   for (auto [in, out] : linears) {
-    if (!(out % r == 0 && in % c == 0 && (out * in / (r * c)) % d == 0))
-      return "linear not parallelizable";
+    if (!split(in, out)) return "linear not parallelizable";
   }
   if (text.find("model_object_for_overlapping_allgathers=None") != std::string::npos &&
       text.find("overlap_all_gather=True") != std::string::npos) {
