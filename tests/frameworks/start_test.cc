@@ -10,13 +10,15 @@
 // emitter, nothing may break a rule.
 //
 // Setting PARATUNE_EMIT_DUMP to a directory also writes every emitted file
-// and its sidecar there, for the developer check with the frameworks' own
-// parsers (scripts/fwcheck/).
+// and its sidecar there (each Megatron-LM plan also as its Megatron-Bridge
+// script), for the developer check with the frameworks' own code
+// (scripts/fwcheck/run.sh).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "common/json.h"
 #include "framework_rules.h"
 #include "frameworks/emit.h"
+#include "param_counts.h"
 #include "planner/plans.h"
 #include "planner/search.h"
 #include "test_world.h"
@@ -206,7 +209,7 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
   if (dump) std::filesystem::create_directories(dump);
   std::map<std::string, int> emitted;  // by format
   int pipelined = 0, uneven = 0, fpdt = 0, ulysses_gqa = 0, cp_gqa = 0, nothing_fits = 0;
-  int autoep = 0, moe_ep = 0, offloaded = 0;
+  int autoep = 0, moe_ep = 0, offloaded = 0, counted = 0;
   std::map<std::string, int> saves_async, saves_sync;  // by format
   int request_index = 0;
   for (const Request& q : Requests()) {
@@ -250,8 +253,33 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
         auto text = EmitConfig(plans, rank, format);
         ASSERT_TRUE(text.ok()) << "refused by emit, rank " << rank << ": "
                                << text.status().ToString();
+        // A plan Megatron-LM starts is also written as Megatron-Bridge runs it
+        // (bridge_test.cc checks that form against Bridge's rules).
+        std::optional<std::string> bridge;
+        if (format == EmitFormat::kMegatron) {
+          auto b = EmitConfig(plans, rank, EmitFormat::kMegatronBridge);
+          ASSERT_TRUE(b.ok()) << "refused by emit as Megatron-Bridge, rank " << rank << ": "
+                              << b.status().ToString();
+          bridge = *b;
+          ++emitted["megatron-bridge"];
+        }
         auto sidecar = EmitSidecar(plans, rank, format);
         ASSERT_TRUE(sidecar.ok()) << sidecar.status().ToString();
+        // The model the framework builds from the file is the one priced (a
+        // learned position table extended to the sequence, as emitted).
+        if (format == EmitFormat::kMegatron) {
+          EXPECT_EQ(
+              frameworks_test::MegatronParams(frameworks_test::ParseBash(*text), job.model.vocab),
+              cm.model().ParamCount())
+              << "rank " << rank;
+          ++counted;
+        } else if (format == EmitFormat::kMegatronDeepSpeed) {
+          EXPECT_EQ(frameworks_test::MegatronDeepSpeedParams(frameworks_test::ParseBash(*text),
+                                                             job.model.vocab),
+                    cm.model().ParamCount())
+              << "rank " << rank;
+          ++counted;
+        }
         Built built;
         const std::string why = WouldReject(format, *text, w, &built);
         ASSERT_EQ(why, "") << EmitFormatName(format) << " would reject rank " << rank << ":\n"
@@ -287,15 +315,20 @@ TEST(FrameworksStart, EveryRankedPlanStartsInItsFramework) {
           const std::string base = std::string(dump) + "/" + q.name + "." + FrameworkName(fw) +
                                    ".rank" + std::to_string(rank);
           ASSERT_TRUE(WriteFileAtomic(base + Extension(format), *text).ok());
+          if (bridge) {
+            ASSERT_TRUE(WriteFileAtomic(base + ".megatron-bridge.py", *bridge).ok());
+          }
           ASSERT_TRUE(WriteFileAtomic(base + ".sidecar.json", sidecar->dump(2) + "\n").ok());
         }
       }
     }
   }
   // Not vacuous: every format emitted plans, and the cases the rules are about occurred.
-  for (const char* f : {"megatron", "megatron-deepspeed", "deepspeed", "torchtitan", "axonn"}) {
+  for (const char* f :
+       {"megatron", "megatron-deepspeed", "deepspeed", "torchtitan", "axonn", "megatron-bridge"}) {
     EXPECT_GT(emitted[f], 5) << f;
   }
+  EXPECT_EQ(counted, emitted["megatron"] + emitted["megatron-deepspeed"]);
   EXPECT_LE(nothing_fits, 3);
   EXPECT_GT(pipelined, 20);
   EXPECT_GT(uneven, 5);
