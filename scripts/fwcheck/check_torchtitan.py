@@ -13,6 +13,20 @@ rules of Trainer.__init__ (trainer.py:296-308, 409-428) run inline in the
 trainer's constructor, which needs a process group; they are evaluated here
 with the same expressions. Prints ACCEPT / REJECT per file and a summary.
 
+Parameters: for a file on one of torchtitan's model flavours, the model is
+built as the trainer builds it (trainer.py:337-360: update_from_config, then
+model_config.build() on the meta device) and counted with the flavour's own
+get_nparams_and_flops (trainer.py:380-386; models/utils.py:436 for dense
+models, 493-509 for MoE ones: the sum of p.numel() over the model's
+parameters); the count must equal paratune's ModelSpec::ParamCount of the
+sidecar's job.model, read from `paratune presets models --format json`
+(PARATUNE, default build/cli/paratune). The ACCEPT reason carries `params N`;
+a file on the user's own base_config carries `params: the user's model`.
+Building on PyTorch 1.13 takes three stand-ins for newer PyTorch, none of
+which holds a parameter torchtitan does not define: nn.RMSNorm (PyTorch 2.4's
+weight of normalized_shape), no-op state-dict hooks, and a meta-device mode
+(torch.device('meta') is a context manager from PyTorch 2.0 on).
+
 Two things the files need from the machine that runs them are answered as
 that machine would: the GPU's compute capability (float8's converter asks for
 SM89+, components/quantization/float8.py:85-97; answered from the plan's
@@ -23,14 +37,58 @@ parallelism, batch and pipeline fields paratune writes over it).
 
 Usage: python3 check_torchtitan.py DIR   (the torchtitan checkout on sys.path)
 """
+import decimal
 import importlib.util
 import json
+import numbers
+import os
+import subprocess
 import sys
 import traceback
 import types
 
-import stubs  # noqa: F401
+import stubs
 from verdicts import check_folder
+
+import torch
+from torch import nn
+
+PARATUNE = os.environ.get('PARATUNE', os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   '../../build/cli/paratune'))
+
+# Newer PyTorch that building torchtitan's models needs, for an older PyTorch
+# (Debian's 1.13). Installed before torchtitan is imported: its RMSNorm
+# subclasses nn.RMSNorm (models/common/nn_modules.py:134), which stubs.py
+# would otherwise answer with an empty stand-in that builds no weight.
+if 'RMSNorm' not in vars(nn):
+    class RMSNorm(nn.Module):
+        """The parameters of PyTorch's nn.RMSNorm (torch/nn/modules/normalization.py,
+        2.4+): one weight of normalized_shape when elementwise_affine."""
+
+        def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+            super().__init__()
+            if isinstance(normalized_shape, numbers.Integral):
+                normalized_shape = (normalized_shape,)
+            self.normalized_shape = tuple(normalized_shape)
+            self.eps = eps
+            self.elementwise_affine = elementwise_affine
+            if elementwise_affine:
+                self.weight = nn.Parameter(torch.empty(self.normalized_shape, device=device, dtype=dtype))
+                nn.init.ones_(self.weight)
+            else:
+                self.register_parameter('weight', None)
+
+        def forward(self, x):
+            y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + (self.eps or torch.finfo(x.dtype).eps))
+            return y * self.weight if self.weight is not None else y
+
+    nn.RMSNorm = RMSNorm
+# State-dict hooks (FusedQKVLinear registers one, models/common/attention.py:752):
+# they convert checkpoints and hold no parameters.
+for _hook in ('register_state_dict_post_hook', 'register_state_dict_pre_hook',
+              'register_load_state_dict_pre_hook', 'register_load_state_dict_post_hook'):
+    if not hasattr(nn.Module, _hook):
+        setattr(nn.Module, _hook, lambda self, *a, **k: None)
 
 
 def schedule_is_single(name):
@@ -82,6 +140,98 @@ def answer_as_the_plans_machine(side):
         sys.modules['my_model_config'] = mod
 
 
+def on_meta():
+    """The trainer's `with torch.device("meta")` (trainer.py:356-360). Before
+    PyTorch 2.0 a device is no context manager: a torch-function mode gives the
+    factory functions device='meta' as torch/utils/_device.py (2.x) does, and
+    answers torch.polar (no meta kernel in 1.13; the RoPE cache, a buffer,
+    models/common/rope.py:232) with an empty complex tensor of its shape."""
+    if hasattr(torch.device, '__enter__'):
+        return torch.device('meta')
+    from torch.overrides import TorchFunctionMode
+    factories = {getattr(torch, n) for n in (
+        'empty', 'empty_strided', 'zeros', 'ones', 'full', 'rand', 'randn', 'randint', 'randperm',
+        'arange', 'range', 'linspace', 'logspace', 'eye', 'tensor', 'as_tensor', 'scalar_tensor',
+        'tril_indices', 'triu_indices') if hasattr(torch, n)}
+
+    class Meta(TorchFunctionMode):
+        def __torch_function__(self, func, types_, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func in factories and kwargs.get('device') is None:
+                kwargs['device'] = 'meta'
+            if func is torch.polar and args and args[0].is_meta:
+                shape = torch.broadcast_shapes(args[0].shape, args[1].shape)
+                dtype = torch.complex128 if args[0].dtype == torch.float64 else torch.complex64
+                return torch.empty(shape, dtype=dtype, device='meta')
+            return func(*args, **kwargs)
+    return Meta()
+
+
+def torchtitan_params(cfg, model_config):
+    """The parameters torchtitan builds for the file's model: the model built as
+    trainer.py:337-360 builds it (model_config has had update_from_config) and
+    counted by the flavour's get_nparams_and_flops (trainer.py:380-386), which
+    sums p.numel() over the model's parameters (models/utils.py:436 dense,
+    493-509 MoE)."""
+    with on_meta():
+        model = model_config.build()
+    # A part that an empty stand-in (stubs.py) answered for holds no parameters:
+    # the count would be short, so it is not taken.
+    stand_ins = [f'{name}.{attr}' if name else attr for name, module in model.named_modules()
+                 for attr, value in vars(module).items() if isinstance(value, getattr(stubs, '_Meta', ()))]
+    if stand_ins:
+        raise RuntimeError(f'cannot count torchtitan\'s parameters: {", ".join(stand_ins[:3])} '
+                           'built by a stand-in (stubs.py)')
+    nparams, _ = model_config.get_nparams_and_flops(model, cfg.training.max_context_length)
+    return int(nparams)
+
+
+_paratune_models = None
+
+
+def paratune_params(name):
+    """paratune's ModelSpec::ParamCount of the preset NAME, exactly.
+    `presets models --format json` prints params_B = ParamCount / 1e9 as a double
+    (cli/cmd_presets.cc:66-67) in digits that read back as that double
+    (nlohmann::json). Below 2**53 the count converts to a double exactly, and
+    below 2e15 (2e6 billion) the doubles N / 1e9 of consecutive counts differ
+    (their spacing, 1e-9, is above the double's ulp there), so the one count N
+    with float(N) / 1e9 == params_B, the nearest integer to params_B * 1e9, is
+    ParamCount itself. Returns None for a name that is no preset."""
+    global _paratune_models
+    if _paratune_models is None:
+        out = subprocess.check_output([PARATUNE, 'presets', 'models', '--format', 'json'])
+        doc = json.loads(out, parse_float=decimal.Decimal)
+        _paratune_models = {m['name']: m['params_B'] for m in doc['models']}
+    if name not in _paratune_models:
+        return None
+    b = _paratune_models[name]
+    n = int((decimal.Decimal(b) * 10**9).to_integral_value(decimal.ROUND_HALF_EVEN))
+    if not (n < 2 * 10**15 and float(n) / 1e9 == float(b)):
+        raise ValueError(f'params_B {b} of {name} is no count / 1e9')
+    return n
+
+
+def params_reason(cfg, mod, side, model_config):
+    """(mismatch, params): mismatch None and params `params N` when torchtitan
+    builds the parameters paratune counts (or `params: the user's model` for a
+    file on the user's base_config), else mismatch says what differs."""
+    user = sys.modules.get('my_model_config')
+    if user is not None and getattr(mod, 'base_config', None) is getattr(user, 'base_config', 0):
+        return None, "params: the user's model"
+    name = side['job']['model']
+    spec = cfg.model_spec
+    got = torchtitan_params(cfg, model_config)
+    want = paratune_params(name)
+    flavour = f'{getattr(spec, "name", "?")} {getattr(spec, "flavor", "?")}'
+    if want is None:
+        return f'torchtitan {flavour} builds {got} parameters; paratune has no preset {name} to count', None
+    if got != want:
+        return (f'torchtitan {flavour} builds {got} parameters, paratune counts {want} for {name} '
+                f'({got - want:+d})'), None
+    return None, f'params {got}'
+
+
 def check(path):
     side = json.load(open(path[:-len('.torchtitan.py')] + '.sidecar.json'))
     world = side['job']['gpus']
@@ -128,8 +278,11 @@ def check(path):
         want = side.get('pipeline', {}).get('chunk_layers')
         if want is not None and got != want:
             return 'REJECT', f'torchtitan splits layers per stage {got}, the plan priced {want}'
+        mismatch, params = params_reason(cfg, mod, side, model)
+        if mismatch:
+            return 'REJECT', mismatch
         return 'ACCEPT', f'dp_replicate {pd.dp_replicate} dp_shard {pd.dp_shard} tp {pd.tp} cp {pd.cp} pp {pd.pp}' + \
-            (f', layers per stage {got}' if got else '')
+            (f', layers per stage {got}' if got else '') + f', {params}'
     except BaseException as e:
         msg = ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1]
         return 'REJECT', msg

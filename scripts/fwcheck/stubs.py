@@ -48,10 +48,17 @@ def _stub_class(name):
     return c
 
 
+# Packages whose missing submodules must stay missing: the frameworks whose
+# code is checked (DeepSpeed tells a checkout from an installed copy by an
+# ImportError), regex (which probes its own package for optional names) and
+# annotationlib (a standard module from Python 3.14 on, probed for by DeepSpeed).
+_REAL = ('megatron', 'deepspeed', 'regex', 'annotationlib')
+
+
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path, target=None):
         top = fullname.split('.')[0]
-        if top == 'megatron' or fullname == 'torch' or top in sys.stdlib_module_names or top.startswith('_'):
+        if top in _REAL or fullname == 'torch' or top in sys.stdlib_module_names or top.startswith('_'):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
     def create_module(self, spec):
