@@ -76,6 +76,15 @@ std::vector<Assumption> JobAssumptions(const Json& request, const planner::Job& 
                    "releases before it could (9dec370 and earlier) ran the loss eager: state "
                    "compile_loss=false to price them"});
   }
+  if (const planner::ModelSpec trained = planner::ModelAtSequence(job.model, t.seq_len);
+      trained.max_seq_len != job.model.max_seq_len) {
+    out.push_back({"/model/max_seq_len", trained.max_seq_len,
+                   job.model.name + "'s " + std::to_string(job.model.max_seq_len) +
+                       " learned positions extended to the sequence, as the frameworks build "
+                       "it (one row per position; Megatron refuses fewer than --seq-length): " +
+                       std::to_string(trained.ParamCount() - job.model.ParamCount()) +
+                       " parameters more, priced with their gradients and optimizer states"});
+  }
   if (unstated("headroom")) {
     out.push_back({"/training/headroom", t.headroom,
                    "fraction of GPU memory kept free beyond the predicted reserved memory for "

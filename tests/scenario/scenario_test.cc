@@ -231,6 +231,32 @@ TEST(Scenario, UnstatedKnobsAreResolvedAndListed) {
   for (const auto& a : s->assumed) EXPECT_FALSE(a.why.empty()) << a.key;
 }
 
+// A learned position table shorter than the sequence is priced extended to it,
+// and the answer says so; a rotary model has no table to extend.
+TEST(Scenario, ExtendedPositionTableIsListed) {
+  auto with_table = [](const char* model, int seq) {
+    Json request = {{"model", model},
+                    {"cluster", "dgx-h100"},
+                    {"gpus", 32},
+                    {"training", {{"seq_len", seq}, {"global_batch", 16}}},
+                    {"config", {{"tp", 1}, {"pp", 1}, {"mbs", 1}}}};
+    auto s = scenario::ResolvePredict(request);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    for (const auto& a : s->assumed) {
+      if (a.key == "/model/max_seq_len") return a;
+    }
+    return scenario::Assumption{};
+  };
+  const scenario::Assumption gpt = with_table("gpt3-6.7b", 8192);
+  EXPECT_EQ(gpt.value, 8192);
+  // (8192 - 2048) positions of d_model 4096 (Brown et al. 2020, Table 2.1).
+  EXPECT_NE(gpt.why.find(std::to_string((8192 - 2048) * 4096) + " parameters more"),
+            std::string::npos)
+      << gpt.why;
+  EXPECT_TRUE(with_table("gpt3-6.7b", 2048).key.empty());
+  EXPECT_TRUE(with_table("llama3-8b", 32768).key.empty());
+}
+
 // Every document a question returns lists what it assumed.
 TEST(Scenario, PlanAndPredictDocumentsCarryAssumed) {
   const Question& q = Questions()[0];
