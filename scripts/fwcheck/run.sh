@@ -7,7 +7,7 @@
 #   AXONN=<AxoNN @ 660a224> \
 #     scripts/fwcheck/run.sh DIR
 # DIR holds the files tests/frameworks/start_test.cc writes with
-# PARATUNE_EMIT_DUMP=DIR: the top 10 plans of its 12 requests in every
+# PARATUNE_EMIT_DUMP=DIR: the top 10 plans of its 15 requests in every
 # framework that ranks them (NAME.megatron.sh with NAME.megatron-bridge.py,
 # NAME.megatron-deepspeed.sh, NAME.ds_config.json, NAME.torchtitan.py,
 # NAME.axonn.py, each with NAME.sidecar.json); when DIR does not exist, run.sh
