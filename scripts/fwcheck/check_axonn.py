@@ -33,26 +33,16 @@ and a summary.
 Usage: PYTHONPATH=scripts/fwcheck:<AxoNN checkout> python3 check_axonn.py DIR  (run.sh sets it up)
 """
 import ast
-import functools
 import json
-import os
 import re
-import subprocess
 import sys
 import traceback
 
 import stubs  # noqa: F401  (stand-ins for optional packages such as mpi4py; see stubs.py)
-from verdicts import check_folder
+from verdicts import check_folder, preset
 
-PARATUNE = os.environ.get('PARATUNE', os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), '..', '..', 'build', 'cli', 'paratune'))
 CALLS = ('init', 'create_dataloader', 'optimize_communication')
 
-
-@functools.lru_cache(maxsize=None)
-def preset(model):
-    out = subprocess.run([PARATUNE, 'presets', 'show', model], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
 
 
 def read_emitted(text):

@@ -39,11 +39,9 @@ Usage: python3 check_deepspeed.py DIR  (DeepSpeed and Megatron-DeepSpeed on
 sys.path; run from the DeepSpeed checkout so it reads its version.txt)
 """
 import contextlib
-import functools
 import io
 import json
 import os
-import subprocess
 import sys
 import traceback
 import types
@@ -73,15 +71,7 @@ def _lenient_op(self, name):
 torch._ops._OpNamespace.__getattr__ = _lenient_op
 
 from check_megatron import read_emitted  # noqa: E402
-from verdicts import check_folder  # noqa: E402
-
-PARATUNE = os.environ.get('PARATUNE', os.path.join(os.path.dirname(__file__), '../../build/cli/paratune'))
-
-
-@functools.lru_cache(maxsize=None)
-def model_shape(name):
-    return json.loads(subprocess.check_output([PARATUNE, 'presets', 'show', name]))
-
+from verdicts import check_folder, preset  # noqa: E402
 
 @contextlib.contextmanager
 def world(size, rank=0):
@@ -179,7 +169,7 @@ def check_hf(path):
     side = json.load(open(path[:-len('.ds_config.json')] + '.sidecar.json'))
     try:
         config = json.load(open(path))
-        shape = model_shape(side['job']['model'])
+        shape = preset(side['job']['model'])
         gpus = side['job']['gpus']
         cfg = ds_config(config, gpus)
         why = batch_gap(cfg, side, cfg.train_micro_batch_size_per_gpu)

@@ -41,20 +41,17 @@ import decimal
 import importlib.util
 import json
 import numbers
-import os
 import subprocess
 import sys
 import traceback
 import types
 
 import stubs
-from verdicts import check_folder
+from verdicts import PARATUNE, check_folder
 
 import torch
 from torch import nn
 
-PARATUNE = os.environ.get('PARATUNE', os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                   '../../build/cli/paratune'))
 
 # Newer PyTorch that building torchtitan's models needs, for an older PyTorch
 # (Debian's 1.13). Installed before torchtitan is imported: its RMSNorm
