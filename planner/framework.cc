@@ -222,72 +222,108 @@ Result<FrameworkRule> ParseFrameworkRule(const std::string& s) {
   return ParseEnumName<FrameworkRule>(s, kRuleNames, "a framework rule");
 }
 
-std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c) {
+bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c,
+                         std::string* why) {
   const auto S = [](int64_t v) { return std::to_string(v); };
+  // The reason is written only when asked for: the search asks only whether.
+  const auto broken = [why](auto&& say) {
+    if (why) *why = say();
+    return true;
+  };
   switch (rule) {
     case FrameworkRule::kCpA2aLocalHeads: {
-      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses) return "";
+      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses) return false;
       const int tp = c.gy;
       const int q = job.heads / tp;
       const int kv = job.kv_heads < tp ? 1 : job.kv_heads / tp;
-      if (q % c.cp == 0 && kv % c.cp == 0) return "";
-      return "all-to-all context parallelism needs the heads per tensor rank (" + S(q) + " query, " + S(kv) +
-             " key/value) divisible by cp " + S(c.cp);
+      if (q % c.cp == 0 && kv % c.cp == 0) return false;
+      return broken([&] {
+        return std::string("all-to-all context parallelism needs the heads per tensor rank (" +
+                           S(q) + " query, " + S(kv) + " key/value) divisible by cp " + S(c.cp));
+      });
     }
     case FrameworkRule::kUlyssesNoGqa:
-      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses || job.kv_heads == job.heads) return "";
-      return "Ulysses needs as many key/value heads as query heads (the model has " + S(job.kv_heads) +
-             " of " + S(job.heads) + ")";
+      if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses || job.kv_heads == job.heads) return false;
+      return broken([&] {
+        return std::string("Ulysses needs as many key/value heads as query heads (the model has " +
+                           S(job.kv_heads) + " of " + S(job.heads) + ")");
+      });
     case FrameworkRule::kFpdtShapes: {
-      if (c.cp <= 1 || c.cp_kind != CpKind::kFpdt) return "";
+      if (c.cp <= 1 || c.cp_kind != CpKind::kFpdt) return false;
       if (job.gated_ffn || !job.linear_bias) {
-        return "FPDT's chunked FFN is the GeLU MLP with biases (the model has " +
-               std::string(job.gated_ffn ? "a gated FFN" : "no linear biases") + ")";
+        return broken([&] {
+          return std::string("FPDT's chunked FFN is the GeLU MLP with biases (the model has " +
+                             std::string(job.gated_ffn ? "a gated FFN" : "no linear biases") + ")");
+        });
       }
       if (job.kv_heads % c.cp != 0) {
-        return "FPDT splits the key/value heads (" + S(job.kv_heads) + ") over cp " + S(c.cp);
+        return broken([&] {
+          return std::string("FPDT splits the key/value heads (" + S(job.kv_heads) + ") over cp " +
+                             S(c.cp));
+        });
       }
       const int64_t chunk = std::min(job.fpdt_chunk_tokens, job.seq_len);
       const int64_t local = job.seq_len / c.cp, ffn_chunk = chunk / c.cp / 2;
       if (job.seq_len % c.cp != 0 || job.seq_len % chunk != 0 || local % (job.seq_len / chunk) != 0 ||
           ffn_chunk < 1 || local % ffn_chunk != 0) {
-        return "FPDT's chunk " + S(chunk) + " must split seq " + S(job.seq_len) +
-               " evenly, each rank's share into whole chunks and into FFN chunks of chunk/cp/2";
+        return broken([&] {
+          return std::string(
+              "FPDT's chunk " + S(chunk) + " must split seq " + S(job.seq_len) +
+              " evenly, each rank's share into whole chunks and into FFN chunks of chunk/cp/2");
+        });
       }
-      return "";
+      return false;
     }
     case FrameworkRule::kPpUntiedEmbeddings:
-      if (c.pp <= 1 || !job.tied_embeddings) return "";
-      return "pipeline parallelism needs untied input and output embeddings";
+      if (c.pp <= 1 || !job.tied_embeddings) return false;
+      return broken([&] {
+        return std::string("pipeline parallelism needs untied input and output embeddings");
+      });
     case FrameworkRule::kTokensOverTpCp: {
       const int64_t tokens = int64_t{c.mbs} * job.seq_len;
       const int64_t divisor = int64_t{c.sp ? c.gy : 1} * (c.cp > 1 ? 2 * c.cp : 1);
-      if (tokens % divisor == 0) return "";
-      return "tokens per micro-batch (" + S(tokens) + ") must divide by " + S(divisor) +
-             " for sequence and context parallelism";
+      if (tokens % divisor == 0) return false;
+      return broken([&] {
+        return std::string("tokens per micro-batch (" + S(tokens) + ") must divide by " +
+                           S(divisor) + " for sequence and context parallelism");
+      });
     }
     case FrameworkRule::kHpzWithoutTp:
-      if (!c.hpz || c.tensor() == 1) return "";
-      return "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
-             "shards with tp " + S(c.tensor());
+      if (!c.hpz || c.tensor() == 1) return false;
+      return broken([&] {
+        return std::string(
+            "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
+            "shards with tp " +
+            S(c.tensor()));
+      });
     case FrameworkRule::kMoeBiasEtp1:
-      if (!job.moe || !job.linear_bias || c.etp <= 1) return "";
-      return "the experts of a model with linear biases are not split over etp " + S(c.etp);
+      if (!job.moe || !job.linear_bias || c.etp <= 1) return false;
+      return broken([&] {
+        return std::string("the experts of a model with linear biases are not split over etp " +
+                           S(c.etp));
+      });
     case FrameworkRule::kMdsModel:
-      return job.mds_model_gap != nullptr ? *job.mds_model_gap : "";
+      if (job.mds_model_gap == nullptr || job.mds_model_gap->empty()) return false;
+      return broken([&] { return *job.mds_model_gap; });
     case FrameworkRule::kDsAutoEpModel:
-      if (!job.moe || c.ep <= 1 || job.autoep_gap == nullptr) return "";
-      return *job.autoep_gap;
+      if (!job.moe || c.ep <= 1 || job.autoep_gap == nullptr || job.autoep_gap->empty())
+        return false;
+      return broken([&] { return *job.autoep_gap; });
     case FrameworkRule::kMcoreModel:
-      return job.mcore_model_gap != nullptr ? *job.mcore_model_gap : "";
+      if (job.mcore_model_gap == nullptr || job.mcore_model_gap->empty()) return false;
+      return broken([&] { return *job.mcore_model_gap; });
     case FrameworkRule::kEpInShardMesh: {
-      if (c.etp == 1 && EpInShardMesh(c.gz, c.cp, c.gy, c.ep)) return "";
-      if (c.etp != 1) return "the experts are not tensor-split (etp " + S(c.etp) + ")";
-      return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " +
-             S(int64_t{c.gz} * c.cp * c.gy);
+      if (c.etp == 1 && EpInShardMesh(c.gz, c.cp, c.gy, c.ep)) return false;
+      if (c.etp != 1) {
+        return broken([&] { return "the experts are not tensor-split (etp " + S(c.etp) + ")"; });
+      }
+      return broken([&] {
+        return std::string("ep " + S(c.ep) +
+                           " must divide dp_shard·cp·tp = " + S(int64_t{c.gz} * c.cp * c.gy));
+      });
     }
   }
-  return "";
+  return false;
 }
 
 std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len) {
@@ -360,11 +396,7 @@ std::string MegatronModelGap(const ModelSpec& m, int64_t seq_len) {
 const FrameworkRuleRef* BrokenRule(const FrameworkSpec& fw, const RuleJob& job, const ParallelConfig& c,
                                    std::string* why) {
   for (const FrameworkRuleRef& r : fw.rules) {
-    std::string w = FrameworkRuleBroken(r.rule, job, c);
-    if (!w.empty()) {
-      if (why) *why = std::move(w);
-      return &r;
-    }
+    if (FrameworkRuleBroken(r.rule, job, c, why)) return &r;
   }
   return nullptr;
 }

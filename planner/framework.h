@@ -339,8 +339,10 @@ std::string MegatronDeepSpeedModelGap(const ModelSpec& m, int64_t seq_len);
 // divides, 1 when every layer is local, 0 when no N expresses it.
 int LocalAttentionPeriod(const ModelSpec& m);
 
-// "" when c keeps `rule` for `job`, else what breaks it, with the values.
-std::string FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c);
+// Whether c breaks `rule` for `job`; if so and `why` is given, *why says
+// what breaks it, with the values.
+bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelConfig& c,
+                         std::string* why = nullptr);
 struct FrameworkSpec;
 // The first rule of `fw` that c breaks (nullptr: none), and why in *why.
 const FrameworkRuleRef* BrokenRule(const FrameworkSpec& fw, const RuleJob& job, const ParallelConfig& c,
