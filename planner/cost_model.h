@@ -344,10 +344,30 @@ class CostModel {
   // which callers hold). moe_layer: an MoE layer's modules.
   double SelectiveRecomputeSeconds(const ParallelConfig& c, const ComputeTerms& t,
                                    bool moe_layer) const;
-  // Sets the fields of `t` that depend on c's pipeline layout (which stage holds
-  // the most parameters: psi, expert_psi and the MoE layers per stage). The
-  // search computes a micro-batch's terms once and applies each layout with this.
-  void ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const;
+  // The fields of ComputeTerms that depend on c's pipeline layout (which stage
+  // holds the most parameters: psi, expert_psi and the MoE layers per stage).
+  // They read the layout and the tensor and expert degrees, not the
+  // micro-batch, sequence parallelism or context kind: the search computes a
+  // micro-batch's terms once, and each layout's LayoutTerms once for all of
+  // them, and applies the second to the first with ApplyLayout.
+  struct LayoutTerms {
+    double psi = 0, expert_psi = 0;
+    int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;
+  };
+  LayoutTerms LayoutTermsOf(const ParallelConfig& c) const;
+  void ApplyLayout(const LayoutTerms& l, ComputeTerms* t) const;
+  void ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {
+    ApplyLayout(LayoutTermsOf(c), t);
+  }
+  // The time every micro-batch costs the slowest pipeline stage at least
+  // (seconds): every layer's forward, backward and what c's recompute runs
+  // again, each MoE layer's exposed expert-parallel dispatch and combine, the
+  // output layer's logits and the MTP modules' blocks and logits, spread
+  // evenly over the pp stages (the slowest holds no less than the mean). So
+  // MicroBatches × this <= PredictWith(c, t).iteration_time_s: the search
+  // prunes on it. It reads the recompute choice and the micro-batch's terms,
+  // not the layout, ZeRO choice, EP all-to-all overlap or placement.
+  double ComputeFloorPerMicroBatch(const ParallelConfig& c, const ComputeTerms& t) const;
   // Memory only, cheap. REQUIRES: CheckRules(c) == kOk, t == Compute(c).
   MemoryBreakdown MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const;
   // MemoryWith over the ZeRO × recompute choices of one configuration (the
@@ -450,6 +470,17 @@ class CostModel {
   // one term's results to the next (planner/cost/internal.h).
   struct LayerTimes;
   struct Schedule;
+  // A dense layer's math per micro-batch: sets out's fwd_compute, bwd_compute
+  // and recompute (what c's recompute choice runs again).
+  void DenseLayerMath(const ParallelConfig& c, const ComputeTerms& t, LayerTimes* out) const;
+  // An MoE layer's math per micro-batch from a dense layer's (DenseLayerMath):
+  // its MoE MLP in place of the dense FC1/FC2, forward and backward, and what
+  // c's recompute choice runs again (`recompute`, part of `compute`).
+  struct MoeMath {
+    double compute = 0, recompute = 0;
+  };
+  MoeMath MoeLayerMath(const ParallelConfig& c, const ComputeTerms& t,
+                       const LayerTimes& dense) const;
   // `z_cached` in [0, 1]: the fraction of layers whose gathered Z weights stay
   // cached from the forward to the backward (MemoryBreakdown::z_cached_layers).
   void LayerCost(const ParallelConfig& c, const ComputeTerms& t, double z_cached,
@@ -594,9 +625,10 @@ class CostModel {
   double StateGradBytes(const ParallelConfig& c) const;
   MemoryBuffers BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const;
   MemoryStates StatesOf(const ParallelConfig& c, const ComputeTerms& t) const;
-  // MemoryWith from its halves: StatesOf(c, t) and ActivationsPerStage(c, t).
-  MemoryBreakdown CombineMemory(const ParallelConfig& c, const MemoryStates& held,
-                                const StageActivations& act) const;
+  // MemoryWith from its halves: StatesOf(c, t) (its ledgers and buffers) and
+  // ActivationsPerStage(c, t).
+  MemoryBreakdown CombineMemory(const ParallelConfig& c, const StageLedgers& ledgers,
+                                const MemoryBuffers& buf, const StageActivations& act) const;
   // Fills mem's host fields from `host_bytes` this rank keeps in host memory
   // (offloaded model states and FPDT chunks).
   void HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const;
@@ -652,32 +684,50 @@ class CostModel {
   std::vector<double> hp_curve_log2_size_, hp_curve_eff_;
 };
 
-// MemoryWith for the configurations of one layout that differ only in their
-// ZeRO choice (zero, distributed optimizer, ZeRO++, offload) and their
-// recompute choice (recompute, recompute_modules): the states half
-// (CostModel::StatesOf) depends on the first only and the activations half
-// (ActivationsPerStage) on the second only, so each is computed once per
-// choice and the two are combined per configuration. Not for hpZ under ZeRO-3,
-// whose buffers read the placement.
+// MemoryWith for the search's configurations of one expert layout (ep, etp):
+// the states half splits into the ledgers (CostModel::StatesPerStage), which
+// read the pipeline layout and the ZeRO choice (zero, distributed optimizer,
+// ZeRO++, offload) and nothing the compute terms carry but the layout's MoE
+// layers per stage, and the buffers (BuffersOf), which read the terms of the
+// micro-batch; the activations half (ActivationsPerStage) reads the recompute
+// choice (recompute, recompute_modules) and the terms. So the ledgers are
+// computed once per (pipeline, ZeRO choice) for every micro-batch, sequence
+// parallelism and context-parallel kind, the buffers once per ZeRO choice and
+// terms, the activations once per recompute choice and terms, and the halves
+// combined per configuration. Not for hpZ under ZeRO-3, whose buffers read the
+// placement.
 class CostModel::MemoryGrid {
  public:
   static constexpr size_t kRecomputeSlots = 8;
-  // `t` == cm.Compute(c) for every c asked, and outlives the grid.
-  MemoryGrid(const CostModel& cm, const ComputeTerms& t) : cm_(cm), t_(t) {}
-  // A new ZeRO choice: forgets the states half.
-  void NewZeroChoice() { states_.reset(); }
-  // Anything else changed (layout, micro-batch, ...): forgets both halves.
+  // `ledger_slots`: how many (pipeline, ZeRO choice) pairs NewZeroChoice names.
+  MemoryGrid(const CostModel& cm, size_t ledger_slots) : cm_(cm), ledgers_(ledger_slots) {}
+  // New compute terms (micro-batch, sequence parallelism, context kind), ==
+  // cm.Compute(c) with the layout applied for every c asked until the next
+  // call, outliving it: forgets the buffers and activations, keeps the ledgers.
+  void NewTerms(const ComputeTerms* t) {
+    t_ = t;
+    NewConfiguration();
+  }
+  // Another pipeline under the same terms: forgets the buffers and activations.
   void NewConfiguration() {
-    states_.reset();
+    buffers_.reset();
     for (auto& a : activations_) a.reset();
+  }
+  // A new ZeRO choice: `ledger_slot` (< ledger_slots) names it with its
+  // pipeline; forgets the buffers.
+  void NewZeroChoice(size_t ledger_slot) {
+    slot_ = ledger_slot;
+    buffers_.reset();
   }
   // == cm.MemoryWith(c, t); `slot` (< kRecomputeSlots) names c's recompute choice.
   MemoryBreakdown Memory(const ParallelConfig& c, size_t slot);
 
  private:
   const CostModel& cm_;
-  const ComputeTerms& t_;
-  std::optional<MemoryStates> states_;
+  const ComputeTerms* t_ = nullptr;
+  size_t slot_ = 0;
+  std::vector<std::optional<StageLedgers>> ledgers_;
+  std::optional<MemoryBuffers> buffers_;
   std::array<std::optional<StageActivations>, kRecomputeSlots> activations_;
 };
 

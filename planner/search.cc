@@ -671,7 +671,6 @@ SearchResult Search::RunShard(int shard) const {
   // Pruning by the lower bound is exact for every objective that ranks by time
   // at a fixed GPU count and batch (time, tokens/s, MFU), not for memory.
   const bool prune = options_.objective != Objective::kMemory && !options_.memory_only;
-  const double layers_per_stage = static_cast<double>(m.layers) / o.pp;  // a lower bound on the slowest stage
   std::vector<std::pair<double, double>> front;  // snapshot of finished shards' fronts
   if (options_.keep_pareto) {
     std::lock_guard<std::mutex> lock(front_mu_);
@@ -807,10 +806,21 @@ SearchResult Search::RunShard(int shard) const {
     if (k == "cuda_graphs") c.cuda_graphs = BoolValue(v) == 1;
   }
   std::vector<char> refused_order(places.size());
+  const bool a2a_overlap_allowed = Allowed("moe_a2a_overlap", 1);
+  MemoryBreakdown shared_mem;  // a recompute choice's memory (memory_of below)
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;
     c.moe_dispatcher = mc.dispatcher;
+    // Memory over this expert layout's configurations: the states' ledgers
+    // once per (pipeline, ZeRO choice), whatever the micro-batch, sequence
+    // parallelism and context kind.
+    CostModel::MemoryGrid grid(cm, pipes.size() * zeros.size());
+    // What a layout changes in the terms (psi and the MoE layers per stage)
+    // reads its layer counts and the expert degrees only: computed at a
+    // pipeline's first micro-batch, and shared by consecutive pipes of one
+    // layout (its vpps and schedules).
+    std::vector<std::optional<CostModel::LayoutTerms>> layout_terms(pipes.size());
     // The rules that read the rank order read nothing below this level
     // (pp, data, ep, etp): each placement is checked once here.
     for (size_t i = 0; i < places.size(); ++i) {
@@ -851,26 +861,28 @@ SearchResult Search::RunShard(int shard) const {
           c.recompute = Recompute::kNone;
           c.recompute_modules = kDefaultRecomputeModules;
           CostModel::ComputeTerms terms = cm.Compute(c);
-          // Each layout's memory over its ZeRO × recompute choices, each half once.
-          CostModel::MemoryGrid grid(cm, terms);
-          const double fwd = terms.gemm_fwd + terms.attn_fwd + terms.elem_fwd;
-          const double bwd = 2.0 * terms.gemm_fwd + terms.attn_bwd + 2.0 * terms.elem_fwd;
-          double compute[3] = {fwd + bwd, fwd + bwd + terms.attn_fwd, 2.0 * fwd + bwd};
-          if (m.is_moe()) {
-            // A lower bound must hold for MoE layers too: take the cheaper layer kind.
-            const double swap = 3.0 * (terms.moe_fwd - terms.linear_fwd[2] - terms.linear_fwd[3]);
-            for (double& x : compute) x += std::min(0.0, swap);
+          grid.NewTerms(&terms);
+          // Each recompute choice's floor on the iteration time: the
+          // micro-batches times what the slowest stage spends at least per
+          // micro-batch, whatever the layout, ZeRO choice and placement.
+          std::array<double, CostModel::MemoryGrid::kRecomputeSlots> floor_s{};
+          const double n_mb = static_cast<double>(cost::MicroBatches(batch, c));
+          for (size_t ri = 0; ri < rcs.size(); ++ri) {
+            c.recompute = rcs[ri].rc;
+            c.recompute_modules = rcs[ri].modules;
+            floor_s[ri] = n_mb * cm.ComputeFloorPerMicroBatch(c, terms);
           }
-          // What a layout changes in the terms (psi and the MoE layers per
-          // stage) depends on its layer counts only: consecutive pipes of one
-          // layout (its vpps and schedules) share it.
-          const PipeLayout* priced = nullptr;
-          for (const Pipe& pipe : pipes) {
+          c.recompute = Recompute::kNone;
+          c.recompute_modules = kDefaultRecomputeModules;
+          for (size_t pj = 0; pj < pipes.size(); ++pj) {
+            const Pipe& pipe = pipes[pj];
             pipe.ApplyTo(&c);
-            if (priced == nullptr || !(*priced == pipe.layout)) {
-              cm.ApplyLayout(c, &terms);
-              priced = &pipe.layout;
+            std::optional<CostModel::LayoutTerms>& layout = layout_terms[pj];
+            if (!layout) {
+              const bool same = pj > 0 && pipes[pj - 1].layout == pipe.layout;
+              layout = same ? *layout_terms[pj - 1] : cm.LayoutTermsOf(c);
             }
+            cm.ApplyLayout(*layout, &terms);
             grid.NewConfiguration();
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
@@ -884,8 +896,9 @@ SearchResult Search::RunShard(int shard) const {
               res.rejected[static_cast<int>(level)] += n;
               continue;
             }
-            for (const ZeroChoice& zc : zeros) {
-              grid.NewZeroChoice();
+            for (size_t zj = 0; zj < zeros.size(); ++zj) {
+              const ZeroChoice& zc = zeros[zj];
+              grid.NewZeroChoice(pj * zeros.size() + zj);
               c.zero = zc.zero;
               c.distributed_optimizer = zc.dist_opt;
               c.qwz = zc.qwz;
@@ -946,15 +959,16 @@ SearchResult Search::RunShard(int shard) const {
                 }
                 // Megatron's EP all-to-all overlap where its rules allow it
                 // (transformer_config.py:3002-3046 @d98e8a64); also never slower.
-                c.moe_a2a_overlap =
-                    MoeA2aOverlapApplies(framework, c) && Allowed("moe_a2a_overlap", 1);
+                c.moe_a2a_overlap = a2a_overlap_allowed && MoeA2aOverlapApplies(framework, c);
                 // Outside hpZ one breakdown serves every placement of this
                 // recompute choice.
-                std::optional<MemoryBreakdown> shared_mem;
-                auto memory_of = [&]() -> MemoryBreakdown {
-                  if (memory_per_placement) return memory_at(c, ri);
-                  if (!shared_mem) shared_mem = memory_at(c, ri);
-                  return *shared_mem;
+                bool have_mem = false;
+                auto memory_of = [&]() -> const MemoryBreakdown& {
+                  if (memory_per_placement || !have_mem) {
+                    shared_mem = memory_at(c, ri);
+                    have_mem = true;
+                  }
+                  return shared_mem;
                 };
                 for (size_t pi = 0; pi < places.size(); ++pi) {
                   c.placement = places[pi];
@@ -971,18 +985,16 @@ SearchResult Search::RunShard(int shard) const {
                   if (forbidden) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     if (options_.memory_only) continue;
-                    const MemoryBreakdown mem = memory_of();
-                    fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
-                    if (mem.Verdict() != Reason::kOk) continue;
                     // Only one faster than every ranked candidate is worth naming.
-                    const double lb = static_cast<double>(cm.training().global_batch) /
-                                      (static_cast<double>(c.mbs) * c.gz * c.gdata) *
-                                      layers_per_stage * compute[static_cast<int>(rc)];
+                    const double lb = floor_s[ri];
                     if (prune && lb > bound_.load(std::memory_order_relaxed)) continue;
                     if (!res.forbidden.empty() &&
                         lb > res.forbidden.front().prediction.iteration_time_s) {
                       continue;
                     }
+                    const MemoryBreakdown& mem = memory_of();
+                    fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
+                    if (mem.Verdict() != Reason::kOk) continue;
                     const Prediction pred = cm.PredictWith(c, terms, &mem);
                     Candidate cand{c, pred, framework};
                     if (res.forbidden.empty()) {
@@ -993,7 +1005,7 @@ SearchResult Search::RunShard(int shard) const {
                     continue;
                   }
                   // Memory first: cheap, and most rejections are for memory.
-                  const MemoryBreakdown mem = memory_of();
+                  const MemoryBreakdown& mem = memory_of();
                   fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
                   if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {
                     ++res.rejected[static_cast<int>(verdict)];
@@ -1008,11 +1020,9 @@ SearchResult Search::RunShard(int shard) const {
                     continue;
                   }
                   if (prune) {
-                    // Exact pruning: compute alone is a lower bound on the iteration
-                    // time (every stage runs at least its layers' math n_mb times).
-                    const double lb = static_cast<double>(cm.training().global_batch) /
-                                      (static_cast<double>(c.mbs) * c.gz * c.gdata) *
-                                      layers_per_stage * compute[static_cast<int>(rc)];
+                    // Exact pruning: a lower bound on the iteration time
+                    // (ComputeFloorPerMicroBatch).
+                    const double lb = floor_s[ri];
                     const bool out_of_top =
                         lb > bound_.load(std::memory_order_relaxed) || lb > keep;
                     if (out_of_top && lb >= options_.count_faster_than_s &&

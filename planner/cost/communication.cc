@@ -118,10 +118,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   comm_x += fwd_x;
   comm_y += fwd_y;
 
-  // A third of a layer's kernels run in the forward, two thirds in the backward.
-  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd + t.kernel_fixed / 3.0;
-  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd + 2.0 * t.kernel_fixed / 3.0;
-  out->recompute = SelectiveRecomputeSeconds(c, t, /*moe_layer=*/false);
+  DenseLayerMath(c, t, out);
   // Recomputing the dense MLP runs its forward collectives again: half the
   // layer's (FC1's input gather, FC2's output reduction).
   if (SelectiveModules(c) & kRcMlp) {
@@ -129,7 +126,6 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     comm_x += fwd_x / 2.0;
   }
   if (c.recompute == Recompute::kFull) {
-    out->recompute = out->fwd_compute;
     comm_x += fwd_x;  // the forward collectives run again
     comm_y += fwd_y;
   }

@@ -278,14 +278,72 @@ double CostModel::SelectiveRecomputeSeconds(const ParallelConfig& c, const Compu
   return s;
 }
 
-void CostModel::ApplyLayout(const ParallelConfig& c, ComputeTerms* t) const {
-  t->psi = ParamsBeforeData(c);
-  if (!model_.is_moe()) return;
-  t->expert_psi = ExpertParamsHeld(c);
+void CostModel::DenseLayerMath(const ParallelConfig& c, const ComputeTerms& t,
+                               LayerTimes* out) const {
+  // A third of a layer's kernels run in the forward, two thirds in the backward.
+  out->fwd_compute = t.gemm_fwd + t.attn_fwd + t.elem_fwd + t.kernel_fixed / 3.0;
+  out->bwd_compute = 2.0 * t.gemm_fwd + t.attn_bwd + 2.0 * t.elem_fwd + 2.0 * t.kernel_fixed / 3.0;
+  out->recompute = c.recompute == Recompute::kFull
+                       ? out->fwd_compute
+                       : SelectiveRecomputeSeconds(c, t, /*moe_layer=*/false);
+}
+
+CostModel::MoeMath CostModel::MoeLayerMath(const ParallelConfig& c, const ComputeTerms& t,
+                                           const LayerTimes& dense) const {
+  const double dense_mlp = t.linear_fwd[2] + t.linear_fwd[3] + t.mlp_elem_fwd;
+  MoeMath moe;
+  moe.recompute = c.recompute == Recompute::kSelective
+                      ? SelectiveRecomputeSeconds(c, t, /*moe_layer=*/true)
+                      : dense.recompute;
+  if (c.recompute == Recompute::kFull) moe.recompute += t.moe_fwd - dense_mlp;
+  moe.compute =
+      dense.fwd_compute + dense.bwd_compute - 3.0 * dense_mlp + 3.0 * t.moe_fwd + moe.recompute;
+  return moe;
+}
+
+double CostModel::ComputeFloorPerMicroBatch(const ParallelConfig& c, const ComputeTerms& t) const {
+  const ModelSpec& m = model_;
+  LayerTimes dense;
+  DenseLayerMath(c, t, &dense);
+  const double layer = dense.fwd_compute + dense.bwd_compute + dense.recompute;
+  const int moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
+  double moe = 0;
+  if (moe_layers > 0) {
+    // An MoE layer's math and its exposed dispatch and combine, at the least
+    // of with and without the EP all-to-all overlap (the search sets it later).
+    const double math = MoeLayerMath(c, t, dense).compute;
+    ParallelConfig overlapped = c;
+    overlapped.moe_a2a_overlap = !c.moe_a2a_overlap;
+    moe = math + std::min(MoeCommSeconds(c, t, math), MoeCommSeconds(overlapped, t, math));
+  }
+  // PipelineSchedule's stages: every layer, the logits on the stage with the
+  // loss, each MTP module's block (the last layer's kind) and logits beside it.
+  const bool last_moe = m.is_moe() && m.is_moe_layer(m.layers - 1);
+  const double total = (m.layers - moe_layers) * layer + moe_layers * moe +
+                       (1.0 + m.mtp_layers) * t.logits_compute +
+                       m.mtp_layers * (last_moe ? moe : layer);
+  return total / c.pp;
+}
+
+CostModel::LayoutTerms CostModel::LayoutTermsOf(const ParallelConfig& c) const {
+  LayoutTerms l;
+  l.psi = ParamsBeforeData(c);
+  if (!model_.is_moe()) return l;
+  l.expert_psi = ExpertParamsHeld(c);
   const StageMoe sm = MoeLayersPerStage(c);
-  t->moe_layers_first = sm.first;
-  t->moe_layers_middle = sm.middle;
-  t->moe_layers_last = sm.last;
+  l.moe_layers_first = sm.first;
+  l.moe_layers_middle = sm.middle;
+  l.moe_layers_last = sm.last;
+  return l;
+}
+
+void CostModel::ApplyLayout(const LayoutTerms& l, ComputeTerms* t) const {
+  t->psi = l.psi;
+  if (!model_.is_moe()) return;
+  t->expert_psi = l.expert_psi;
+  t->moe_layers_first = l.moe_layers_first;
+  t->moe_layers_middle = l.moe_layers_middle;
+  t->moe_layers_last = l.moe_layers_last;
 }
 
 cost::NonLayerParams cost::NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c,

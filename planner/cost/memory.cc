@@ -393,23 +393,30 @@ CostModel::MemoryStates CostModel::StatesOf(const ParallelConfig& c, const Compu
 }
 
 MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerms& t) const {
-  return CombineMemory(c, StatesOf(c, t), ActivationsPerStage(c, t));
+  const MemoryStates held = StatesOf(c, t);
+  return CombineMemory(c, held.ledgers, held.buffers, ActivationsPerStage(c, t));
 }
 
 MemoryBreakdown CostModel::MemoryGrid::Memory(const ParallelConfig& c, size_t slot) {
-  if (!states_) states_ = cm_.StatesOf(c, t_);
+  const ComputeTerms& t = *t_;
+  std::optional<StageLedgers>& ledgers = ledgers_.at(slot_);
+  if (!ledgers) {
+    ledgers =
+        cm_.StatesPerStage(c, StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last});
+  }
+  if (!buffers_) buffers_ = cm_.BuffersOf(c, t);
   std::optional<StageActivations>& act = activations_.at(slot);
-  if (!act) act = cm_.ActivationsPerStage(c, t_);
-  return cm_.CombineMemory(c, *states_, *act);
+  if (!act) act = cm_.ActivationsPerStage(c, t);
+  return cm_.CombineMemory(c, *ledgers, *buffers_, *act);
 }
 
-MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const MemoryStates& held,
+MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const StageLedgers& ledgers,
+                                         const MemoryBuffers& buf,
                                          const StageActivations& act) const {
   MemoryBreakdown mem;
-  StageLedgers stages = held.ledgers;
+  StageLedgers stages = ledgers;
   AddActivations(c, act, &stages);
   const StageLedgers::Stage& peak = stages.Peak();
-  const MemoryBuffers& buf = held.buffers;
   mem.params_GiB = (peak.states.params_bytes + peak.unsharded) / kGiB;
   mem.grads_GiB = peak.states.grads_bytes / kGiB;
   mem.optimizer_GiB = (peak.states.optimizer_bytes - peak.states.step_bytes) / kGiB;

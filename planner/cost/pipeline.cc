@@ -41,12 +41,9 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
   double moe_layer_comm = layer_comm, moe_tp_share = 1, moe_comm_z = lt.comm_z;
   if (m.is_moe()) {
     const double dense_mlp = terms.linear_fwd[2] + terms.linear_fwd[3] + terms.mlp_elem_fwd;
-    moe_recompute = c.recompute == Recompute::kSelective
-                        ? SelectiveRecomputeSeconds(c, terms, /*moe_layer=*/true)
-                        : lt.recompute;
-    if (c.recompute == Recompute::kFull) moe_recompute += terms.moe_fwd - dense_mlp;
-    moe_compute =
-        lt.fwd_compute + lt.bwd_compute - 3.0 * dense_mlp + 3.0 * terms.moe_fwd + moe_recompute;
+    const MoeMath moe = MoeLayerMath(c, terms, lt);
+    moe_recompute = moe.recompute;
+    moe_compute = moe.compute;
     moe_comm = MoeCommSeconds(c, terms, moe_compute);
     // The dropless dispatchers block the host until the token counts arrive,
     // once per MoE layer (Megatron-Core token_dispatcher.py:956-958 all-to-all,

@@ -216,6 +216,38 @@ TEST(Search, ShardsInParallelGiveTheSameAnswer) {
   for (size_t i = 0; i < serial.pareto.size(); ++i) EXPECT_EQ(serial.pareto[i].config, par.pareto[i].config);
 }
 
+// The floor the search prunes on (CostModel::ComputeFloorPerMicroBatch, times
+// the micro-batches) lies at or under the prediction of every configuration
+// that fits: a dense model, and a mixture of experts with DeepSeek's MTP
+// module on its last stage, every framework, recompute choice, pipeline
+// schedule and expert layout. A top_k past the fitting count keeps them all.
+TEST(Search, FloorIsALowerBoundOnEveryConfiguration) {
+  Job moe = MakeJob("deepseek-v2-lite", "dgx-h100", 16, 128, 4096);
+  moe.model.mtp_layers = 1;
+  for (const Job& j : {MakeJob("gpt3-1.3b", "dgx-a100-80gb", 16, 64, 2048), moe}) {
+    auto space = ModelsFor(j, Family::kAll);
+    SearchOptions opt;
+    opt.top_k = 1 << 30;
+    SearchResult r = Search(space->ptrs, opt).RunAll();
+    ASSERT_EQ(static_cast<int64_t>(r.pool.size()), r.feasible) << j.model.name;
+    ASSERT_GT(r.pool.size(), 1000u) << j.model.name;
+    int below = 0;
+    for (const Candidate& c : r.pool) {
+      const CostModel* cm = nullptr;
+      for (const CostModel& m : space->models) {
+        if (m.training().framework == c.framework) cm = &m;
+      }
+      ASSERT_NE(cm, nullptr);
+      const double floor = static_cast<double>(c.prediction.micro_batches) *
+                           cm->ComputeFloorPerMicroBatch(c.config, cm->Compute(c.config));
+      EXPECT_GT(floor, 0.0);
+      EXPECT_LE(floor, c.prediction.iteration_time_s * (1 + 1e-12)) << ConfigToString(c.config);
+      below += floor <= c.prediction.iteration_time_s * (1 + 1e-12);
+    }
+    EXPECT_EQ(below, static_cast<int>(r.pool.size())) << j.model.name;
+  }
+}
+
 // A configuration that breaks a framework's rules never appears under that
 // framework's --space (ecosystem.md §2).
 TEST(Search, FrameworksNeverOfferWhatTheyCannotRun) {
