@@ -238,28 +238,27 @@ bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelC
       const int kv = job.kv_heads < tp ? 1 : job.kv_heads / tp;
       if (q % c.cp == 0 && kv % c.cp == 0) return false;
       return broken([&] {
-        return std::string("all-to-all context parallelism needs the heads per tensor rank (" +
-                           S(q) + " query, " + S(kv) + " key/value) divisible by cp " + S(c.cp));
+        return "all-to-all context parallelism needs the heads per tensor rank (" + S(q) +
+               " query, " + S(kv) + " key/value) divisible by cp " + S(c.cp);
       });
     }
     case FrameworkRule::kUlyssesNoGqa:
       if (c.cp <= 1 || c.cp_kind != CpKind::kUlysses || job.kv_heads == job.heads) return false;
       return broken([&] {
-        return std::string("Ulysses needs as many key/value heads as query heads (the model has " +
-                           S(job.kv_heads) + " of " + S(job.heads) + ")");
+        return "Ulysses needs as many key/value heads as query heads (the model has " +
+               S(job.kv_heads) + " of " + S(job.heads) + ")";
       });
     case FrameworkRule::kFpdtShapes: {
       if (c.cp <= 1 || c.cp_kind != CpKind::kFpdt) return false;
       if (job.gated_ffn || !job.linear_bias) {
         return broken([&] {
-          return std::string("FPDT's chunked FFN is the GeLU MLP with biases (the model has " +
-                             std::string(job.gated_ffn ? "a gated FFN" : "no linear biases") + ")");
+          return "FPDT's chunked FFN is the GeLU MLP with biases (the model has " +
+                 std::string(job.gated_ffn ? "a gated FFN" : "no linear biases") + ")";
         });
       }
       if (job.kv_heads % c.cp != 0) {
         return broken([&] {
-          return std::string("FPDT splits the key/value heads (" + S(job.kv_heads) + ") over cp " +
-                             S(c.cp));
+          return "FPDT splits the key/value heads (" + S(job.kv_heads) + ") over cp " + S(c.cp);
         });
       }
       const int64_t chunk = std::min(job.fpdt_chunk_tokens, job.seq_len);
@@ -267,9 +266,8 @@ bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelC
       if (job.seq_len % c.cp != 0 || job.seq_len % chunk != 0 || local % (job.seq_len / chunk) != 0 ||
           ffn_chunk < 1 || local % ffn_chunk != 0) {
         return broken([&] {
-          return std::string(
-              "FPDT's chunk " + S(chunk) + " must split seq " + S(job.seq_len) +
-              " evenly, each rank's share into whole chunks and into FFN chunks of chunk/cp/2");
+          return "FPDT's chunk " + S(chunk) + " must split seq " + S(job.seq_len) +
+                 " evenly, each rank's share into whole chunks and into FFN chunks of chunk/cp/2";
         });
       }
       return false;
@@ -284,23 +282,21 @@ bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelC
       const int64_t divisor = int64_t{c.sp ? c.gy : 1} * (c.cp > 1 ? 2 * c.cp : 1);
       if (tokens % divisor == 0) return false;
       return broken([&] {
-        return std::string("tokens per micro-batch (" + S(tokens) + ") must divide by " +
-                           S(divisor) + " for sequence and context parallelism");
+        return "tokens per micro-batch (" + S(tokens) + ") must divide by " + S(divisor) +
+               " for sequence and context parallelism";
       });
     }
     case FrameworkRule::kHpzWithoutTp:
       if (!c.hpz || c.tensor() == 1) return false;
       return broken([&] {
-        return std::string(
-            "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
-            "shards with tp " +
-            S(c.tensor()));
+        return "hpZ's secondary partition groups consecutive ranks, which hold different tensor "
+               "shards with tp " +
+               S(c.tensor());
       });
     case FrameworkRule::kMoeBiasEtp1:
       if (!job.moe || !job.linear_bias || c.etp <= 1) return false;
       return broken([&] {
-        return std::string("the experts of a model with linear biases are not split over etp " +
-                           S(c.etp));
+        return "the experts of a model with linear biases are not split over etp " + S(c.etp);
       });
     case FrameworkRule::kMdsModel:
       if (job.mds_model_gap == nullptr || job.mds_model_gap->empty()) return false;
@@ -318,8 +314,7 @@ bool FrameworkRuleBroken(FrameworkRule rule, const RuleJob& job, const ParallelC
         return broken([&] { return "the experts are not tensor-split (etp " + S(c.etp) + ")"; });
       }
       return broken([&] {
-        return std::string("ep " + S(c.ep) +
-                           " must divide dp_shard·cp·tp = " + S(int64_t{c.gz} * c.cp * c.gy));
+        return "ep " + S(c.ep) + " must divide dp_shard·cp·tp = " + S(int64_t{c.gz} * c.cp * c.gy);
       });
     }
   }

@@ -231,7 +231,6 @@ TEST(Search, FloorIsALowerBoundOnEveryConfiguration) {
     SearchResult r = Search(space->ptrs, opt).RunAll();
     ASSERT_EQ(static_cast<int64_t>(r.pool.size()), r.feasible) << j.model.name;
     ASSERT_GT(r.pool.size(), 1000u) << j.model.name;
-    int below = 0;
     for (const Candidate& c : r.pool) {
       const CostModel* cm = nullptr;
       for (const CostModel& m : space->models) {
@@ -242,9 +241,7 @@ TEST(Search, FloorIsALowerBoundOnEveryConfiguration) {
                            cm->ComputeFloorPerMicroBatch(c.config, cm->Compute(c.config));
       EXPECT_GT(floor, 0.0);
       EXPECT_LE(floor, c.prediction.iteration_time_s * (1 + 1e-12)) << ConfigToString(c.config);
-      below += floor <= c.prediction.iteration_time_s * (1 + 1e-12);
     }
-    EXPECT_EQ(below, static_cast<int>(r.pool.size())) << j.model.name;
   }
 }
 
