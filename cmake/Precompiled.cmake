@@ -3,11 +3,12 @@
 # Every translation unit includes common/json.h, so every one parsed
 # nlohmann/json (about 2.6 s of GCC's front end on the project's 2-core
 # machine) and the standard headers around it (about 0.9 s); GoogleTest adds
-# its own to each test file. Precompiling them once per library target (and
-# once for all the test programs) takes that parse out of ~150 library and ~95 test
-# compiles. Only third-party and standard headers are listed: no project
-# header, so a file that forgets an include of ours still fails to compile,
-# and a change to a project header does not invalidate the precompiled one.
+# its own to each test file. Precompiling them for all the libraries (once
+# with -fpic and once without) and once for all the test programs takes that
+# parse out of every library unit and test compile. Only third-party and
+# standard headers are listed: no project header, so a file that forgets an
+# include of ours still fails to compile, and a change to a project header
+# does not invalidate the precompiled one.
 # `-DPARATUNE_PCH=OFF` compiles without them (every file still includes what
 # it uses).
 option(PARATUNE_PCH "Precompile the third-party and standard headers" ON)
@@ -30,17 +31,37 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
       -Wno-restrict)
 endif()
 
-# paratune_precompile(<target>...): each library target gets its own
-# precompiled header (their compile flags differ: include paths, position-
-# independent code, definitions).
+# paratune_precompile(<target>...): the libraries share two precompiled
+# headers, built once each by the targets paratune_pch and paratune_pch_pic:
+# GCC refuses a header made under another -fpic setting, and the libraries
+# that backend modules load are position-independent. What else differs
+# between the libraries' flags does not matter to GCC's check: include paths,
+# and definitions the listed headers never name (BOOST_ALL_NO_LIB,
+# PARATUNE_VERSION, PARATUNE_BACKEND_*). Fourteen headers of about 6 s each
+# became two. A header GCC refuses is a warning (-Winvalid-pch, which CMake
+# adds), an error under PARATUNE_WERROR: CI's build fails rather than slowly
+# parsing the headers again.
 function(paratune_precompile)
   if(NOT PARATUNE_PCH)
     return()
   endif()
+  add_library(paratune_pch OBJECT ${PARATUNE_PCH_DIR}/precompiled.cc)
+  add_library(paratune_pch_pic OBJECT ${PARATUNE_PCH_DIR}/precompiled.cc)
+  set_target_properties(paratune_pch_pic PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  foreach(owner paratune_pch paratune_pch_pic)
+    target_link_libraries(${owner} PRIVATE nlohmann_json::nlohmann_json paratune_warnings)
+    target_compile_options(${owner} PRIVATE ${PARATUNE_PCH_GCC_QUIET})
+    target_precompile_headers(${owner} PRIVATE ${PARATUNE_PCH_HEADERS})
+  endforeach()
   foreach(target ${ARGN})
     if(TARGET ${target})
-      target_precompile_headers(${target} PRIVATE ${PARATUNE_PCH_HEADERS})
+      get_target_property(pic ${target} POSITION_INDEPENDENT_CODE)
+      set(owner paratune_pch)
+      if(pic)
+        set(owner paratune_pch_pic)
+      endif()
       target_compile_options(${target} PRIVATE ${PARATUNE_PCH_GCC_QUIET})
+      target_precompile_headers(${target} REUSE_FROM ${owner})
     endif()
   endforeach()
 endfunction()
