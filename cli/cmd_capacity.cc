@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kCapacityHelp = R"(usage: paratune capacity --model M --cluster C --gpus N
                          [--space all|megatron|deepspeed|axonn|fsdp] [--seq S]
                          [--max-seq 16M] [--precision bf16] [--attention flash|unfused]
-                         [--headroom 0.05] [--format table|json]
+                         [--headroom 0.05] [--no-expandable-segments] [--format table|json]
        paratune capacity --network N --cluster C --gpus N [--max-size S]
                          [--precision bf16] [--grad-bytes 4] [--optimizer-state-bytes 8]
                          [--framework pytorch|torchtitan] [--headroom 0.05] [--format table|json]
@@ -37,6 +37,8 @@ sequence chunks there. "binds" names what stops a longer sequence:
 gpu_memory, host_memory (it would fit with unlimited host memory), or max_seq
 (--max-seq reached). With "nothing fits", it names what would have to grow.
 
+  --no-expandable-segments
+                  price the allocator's fixed-size segments (`paratune predict --help`)
   --max-seq L     upper end of the sequence search (default 16M; k/K, m/M, g/G
                   are powers of 1024 as for --seq: 16M = 16,777,216 tokens,
                   128K = 131,072; 2^24 works too)
@@ -81,12 +83,13 @@ bool AnyFits(const planner::ModelSpec& model, planner::TrainingSpec training,
 
 int RunCapacity(const Args& args, Io io) {
   Flags flags({"--model", "--cluster", "--gpus", "--space", "--seq", "--max-seq", "--precision",
-               "--attention", "--headroom", "--format", "--profile", "--network", "--max-size", "--grad-bytes",
-               "--optimizer-state-bytes", "--framework"},
-              {"--help"}, {{"-h", "--help"}});
+               "--attention", "--headroom", "--format", "--profile", "--network", "--max-size",
+               "--grad-bytes", "--optimizer-state-bytes", "--framework"},
+              {"--help", "--no-expandable-segments"}, {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "capacity", kCapacityHelp)) return *done;
   if (flags.Has("--network")) {
-    for (const char* f : {"--model", "--space", "--seq", "--max-seq", "--attention", "--profile"}) {
+    for (const char* f : {"--model", "--space", "--seq", "--max-seq", "--attention", "--profile",
+                          "--no-expandable-segments"}) {
       if (flags.Has(f)) {
         return UsageError(io, "capacity", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
       }
@@ -104,7 +107,7 @@ int RunCapacity(const Args& args, Io io) {
   a.push_back("1");
   Flags full({"--model", "--cluster", "--gpus", "--space", "--seq", "--max-seq", "--precision",
               "--attention", "--headroom", "--format", "--profile", "--global-batch"},
-             {"--help"});
+             {"--help", "--no-expandable-segments"});
   if (Status s = full.Parse(a); !s.ok()) return UsageError(io, "capacity", s);
   auto req_json = RequestFromFlags(full, false, io.in);
   if (!req_json.ok()) return UsageError(io, "capacity", req_json.status());

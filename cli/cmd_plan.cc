@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kPlanHelp =
     R"(usage: paratune plan --model M --cluster C --gpus N|A:B[:STEP] [--global-batch B]
                      [--seq S] [--precision bf16] [--attention flash|unfused]
-                     [--framework F] [--compile] [--allow-lossy]
+                     [--framework F] [--compile] [--allow-lossy] [--no-expandable-segments]
                      [--space all|megatron|deepspeed|axonn|fsdp] [--fix "pp=1,zero=3"]
                      [--objective time|tokens_per_s|mfu|memory|time-to-train] [--top K]
                      [--headroom F] [--tokens N [--fs-GBps BW] [--fs-node-GBps BW]
@@ -46,7 +46,7 @@ every configuration, the table names the fewest GPUs (doubling from --gpus) at
 which one fits, with its best plan. Nothing is launched: a dry run.
 
   --model, --cluster, --gpus, --global-batch, --seq, --precision, --attention,
-  --headroom, --profile    as in `paratune predict --help`
+  --headroom, --profile, --no-expandable-segments    as in `paratune predict --help`
   --gpus A:B[:STEP]  a range: every multiple of STEP (default: doubling from A)
                      up to B; shows what more GPUs buy (best plan per count and
                      the Pareto front of GPUs vs tokens/s). At most 64 counts,
@@ -699,17 +699,43 @@ void PrintScaling(const std::vector<planner::PlanSection>& sections,
 }  // namespace
 
 int RunPlan(const Args& args, Io io) {
-  Flags flags({"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
-               "--attention", "--headroom", "--profile", "--space", "--fix", "--objective", "--top",
-               "--explain", "--threads", "--format", "--framework", "--tokens", "--fs-GBps",
-               "--fs-node-GBps", "--failures-per-gpu-hour", "--restart-min", "--checkpoint-save",
-               "--checkpoint-min-interval-min", "--repair-h", "--gpu-hour-price", "--network",
-               "--grad-bytes", "--optimizer-state-bytes"},
-              {"--help", "--pareto", "--compile", "--allow-lossy"}, {{"-h", "--help"}});
+  Flags flags({"--request",
+               "--model",
+               "--cluster",
+               "--gpus",
+               "--global-batch",
+               "--seq",
+               "--precision",
+               "--attention",
+               "--headroom",
+               "--profile",
+               "--space",
+               "--fix",
+               "--objective",
+               "--top",
+               "--explain",
+               "--threads",
+               "--format",
+               "--framework",
+               "--tokens",
+               "--fs-GBps",
+               "--fs-node-GBps",
+               "--failures-per-gpu-hour",
+               "--restart-min",
+               "--checkpoint-save",
+               "--checkpoint-min-interval-min",
+               "--repair-h",
+               "--gpu-hour-price",
+               "--network",
+               "--grad-bytes",
+               "--optimizer-state-bytes"},
+              {"--help", "--pareto", "--compile", "--allow-lossy", "--no-expandable-segments"},
+              {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "plan", kPlanHelp)) return *done;
   if (flags.Has("--network")) {
     for (const char* f : {"--request", "--model", "--seq", "--attention", "--profile", "--space",
-                          "--fix", "--objective", "--explain", "--tokens", "--compile", "--pareto"}) {
+                          "--fix", "--objective", "--explain", "--tokens", "--compile", "--pareto",
+                          "--no-expandable-segments"}) {
       if (flags.Has(f)) {
         return UsageError(io, "plan", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
       }

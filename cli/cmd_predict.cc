@@ -22,7 +22,7 @@ constexpr const char* kPredictHelp = R"(usage: paratune predict --request FILE [
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --model M --cluster C --gpus N [--global-batch B]
                         [--seq S] [--precision bf16] [--attention flash|unfused]
-                        [--framework megatron] [--compile]
+                        [--framework megatron] [--compile] [--no-expandable-segments]
                         [--config "tp=8,pp=16,mbs=1,recompute=full"] [--headroom 0.05]
                         [--profile PROFILE.json] [--format json|table]
        paratune predict --network N --cluster C --gpus G --global-batch B
@@ -83,6 +83,12 @@ communication, pipeline bubble, optimizer). Use `paratune plan` to search.
                     pp_schedule: 1f1b | interleaved (vpp > 1) | zb-h1 (vpp >= 2)
                     | zb-v | dualpipev (vpp = 2): zero-bubble and V schedules,
                     torchtitan only.
+  --no-expandable-segments
+                    price PyTorch's caching allocator in fixed-size segments,
+                    its default when PYTORCH_CUDA_ALLOC_CONF is unset: a third
+                    more reserved than allocated (framework preset
+                    allocator_fragmentation_fixed) instead of the few percent
+                    of expandable segments, which every emitted launch sets
   --headroom F      memory kept free beyond the predicted reserved memory for a
                     "fits" verdict (default 0.05, every command)
   --profile FILE    a measured profile (paratune profile) to use for this cluster
@@ -290,18 +296,19 @@ void PrintLedger(const std::vector<planner::CostModel::LedgerRow>& rows, std::os
 }  // namespace
 
 int RunPredict(const Args& args, Io io) {
-  Flags flags(
-      {"--request", "--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
-       "--attention", "--config", "--headroom", "--profile", "--format", "--framework", "--log",
-       "--run", "--explain", "--network", "--micro-batch", "--spatial", "--tensor", "--sequence", "--sharding",
-       "--grad-bytes",
-       "--optimizer-state-bytes"},
-      {"--help", "--compile", "--recompute"}, {{"-h", "--help"}});
+  Flags flags({"--request",      "--model",       "--cluster",    "--gpus",
+               "--global-batch", "--seq",         "--precision",  "--attention",
+               "--config",       "--headroom",    "--profile",    "--format",
+               "--framework",    "--log",         "--run",        "--explain",
+               "--network",      "--micro-batch", "--spatial",    "--tensor",
+               "--sequence",     "--sharding",    "--grad-bytes", "--optimizer-state-bytes"},
+              {"--help", "--compile", "--recompute", "--no-expandable-segments"},
+              {{"-h", "--help"}});
   if (auto done = ParseOrHelp(flags, args, io, "predict", kPredictHelp)) return *done;
   if (auto log = flags.Get("--log")) return PredictLog(flags, *log, io);
   if (flags.Has("--network")) {
     for (const char* f : {"--request", "--model", "--seq", "--attention", "--config", "--profile",
-                          "--explain", "--compile"}) {
+                          "--explain", "--compile", "--no-expandable-segments"}) {
       if (flags.Has(f)) {
         return UsageError(io, "predict", Status::InvalidArgument(std::string(f) + " does not apply with --network"));
       }
@@ -315,8 +322,9 @@ int RunPredict(const Args& args, Io io) {
   }
   Json request;
   if (auto path = flags.Get("--request")) {
-    for (const char* f : {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision",
-                          "--attention", "--config", "--headroom", "--framework", "--compile"}) {
+    for (const char* f :
+         {"--model", "--cluster", "--gpus", "--global-batch", "--seq", "--precision", "--attention",
+          "--config", "--headroom", "--framework", "--compile", "--no-expandable-segments"}) {
       if (flags.Has(f)) {
         return UsageError(io, "predict",
                           Status::InvalidArgument(std::string(f) + " cannot be combined with --request"));

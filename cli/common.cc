@@ -112,6 +112,7 @@ Result<Json> RequestFromFlags(const Flags& flags, bool with_config, std::istream
   if (auto a = flags.Get("--attention")) training["attention"] = *a;
   if (auto f = flags.Get("--framework")) training["framework"] = *f;
   if (flags.Has("--compile")) training["compile"] = true;
+  if (flags.Has("--no-expandable-segments")) training["expandable_segments"] = false;
   if (auto h = flags.Get("--headroom")) {
     PT_ASSIGN_OR_RETURN(double v, ParseDouble(*h, "--headroom"));
     training["headroom"] = v;

@@ -175,9 +175,12 @@ std::string Write(const Plan& p) {
   return os.str();
 }
 
-std::vector<Keep> KeepOf(const Plan&) {
-  return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1",
-           "AxoNN's overlapped all-reduces rely on the kernels staying in issue order"}};
+std::vector<Keep> KeepOf(const Plan& p) {
+  std::vector<Keep> k = {
+      {"CUDA_DEVICE_MAX_CONNECTIONS", "1",
+       "AxoNN's overlapped all-reduces rely on the kernels staying in issue order"}};
+  KeepAllocator(p, "PYTORCH_CUDA_ALLOC_CONF", &k);
+  return k;
 }
 
 std::string Launcher(const Plan& p) {

@@ -356,13 +356,19 @@ std::string WriteDsConfig(const Plan& p) {
   return j.dump(2) + "\n";
 }
 
-std::vector<Keep> KeepDs(const Plan&) { return {}; }
+std::vector<Keep> KeepDs(const Plan& p) {
+  std::vector<Keep> k;
+  KeepAllocator(p, "PYTORCH_CUDA_ALLOC_CONF", &k);
+  return k;
+}
 
 std::vector<Keep> KeepMds(const Plan& p) {
-  return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1",
-           p.c.gy > 1
-               ? "Megatron's tensor-parallel layers order their all-reduce behind the GEMM with it"
-               : "as Megatron-DeepSpeed's examples launch"}};
+  std::vector<Keep> k = {{"CUDA_DEVICE_MAX_CONNECTIONS", "1",
+                          p.c.gy > 1 ? "Megatron's tensor-parallel layers order their all-reduce "
+                                       "behind the GEMM with it"
+                                     : "as Megatron-DeepSpeed's examples launch"}};
+  KeepAllocator(p, "PYTORCH_CUDA_ALLOC_CONF", &k);
+  return k;
 }
 
 // The deepspeed launcher over the job's nodes, running `script` with its arguments.

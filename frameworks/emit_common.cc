@@ -185,6 +185,14 @@ std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* commen
   return os.str();
 }
 
+void KeepAllocator(const Plan& p, const char* var, std::vector<Keep>* keep) {
+  if (!p.job.training.expandable_segments) return;
+  keep->push_back({var, "expandable_segments:True",
+                   "the memory verdict assumes PyTorch's allocator maps expandable segments; "
+                   "fixed-size segments reserve about a third more, the framework preset's "
+                   "allocator_fragmentation_fixed"});
+}
+
 std::string ShellHeader(const Plan& p, const FrameworkEmitter& fe, const char* what) {
   std::string out = Header(p, fe, "#", what);
   for (const Keep& k : fe.keep(p)) out += "export " + k.name + "=" + k.value + "\n";

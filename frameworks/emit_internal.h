@@ -104,6 +104,10 @@ std::string Header(const Plan& p, const FrameworkEmitter& fe, const char* commen
 // How a shell script format starts: the header in `#` comments, then an
 // `export NAME=value` line for each setting the framework's room keeps.
 std::string ShellHeader(const Plan& p, const FrameworkEmitter& fe, const char* what);
+// The allocator setting the plan's memory verdict assumes, appended to `keep`
+// when the job runs with expandable segments (TrainingSpec::expandable_segments):
+// `var` is the variable the stack reads it from.
+void KeepAllocator(const Plan& p, const char* var, std::vector<Keep>* keep);
 // Transformer layers per pipeline rank and per model chunk as the plan priced them.
 std::vector<int> RankLayers(const Plan& p);
 std::vector<int> ChunkLayerList(const Plan& p);

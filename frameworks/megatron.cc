@@ -260,6 +260,9 @@ void FleetFeatureArgs(const Plan& p, std::vector<std::string>* out) {
 
 std::vector<Keep> KeepOf(const Plan& p) {
   std::vector<Keep> k;
+  // The name Megatron's own checks read (arguments.py:1961-1968,
+  // distributed_data_parallel_config.py:262-267).
+  KeepAllocator(p, "PYTORCH_CUDA_ALLOC_CONF", &k);
   // Megatron-FSDP asserts the variable is not 1 (arguments.py:1165-1166); with
   // TP or CP before Blackwell it only warns (arguments.py:1453-1465).
   if (p.c.zero >= 2) return k;

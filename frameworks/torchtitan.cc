@@ -209,10 +209,11 @@ constexpr const char* kCommBackends[] = {"standard", "standard", "deepep", "hybr
 static_assert(std::size(kCommBackends) == kNumMoeDispatchers);
 const char* CommBackend(MoeDispatcher d) { return EnumLookup(d, kCommBackends, "standard"); }
 
-std::vector<Keep> KeepOf(const Plan&) {
-  // torchtitan's run_train.sh starts every job with it (fewer allocator
-  // retries; the plan's fragmentation figure assumes it).
-  return {{"PYTORCH_ALLOC_CONF", "expandable_segments:True", "torchtitan's run_train.sh sets it"}};
+std::vector<Keep> KeepOf(const Plan& p) {
+  // The name torchtitan's run_train.sh sets, as it starts every job.
+  std::vector<Keep> k;
+  KeepAllocator(p, "PYTORCH_ALLOC_CONF", &k);
+  return k;
 }
 
 std::string Launcher(const Plan& p) {

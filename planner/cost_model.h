@@ -49,6 +49,13 @@ struct TrainingSpec {
   // (Megatron's --ddp-bucket-size); 0: the framework's own rule
   // (FrameworkCosts::ddp_bucket_min_elements).
   double ddp_bucket_elements = 0;
+  // PyTorch's caching allocator maps memory in expandable segments
+  // (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which every emitted
+  // launch exports): reserved memory stays near the allocated peak
+  // (FrameworkCosts::allocator_fragmentation). false: fixed-size segments,
+  // whose split blocks strand free memory between allocations
+  // (FrameworkCosts::allocator_fragmentation_fixed).
+  bool expandable_segments = true;
   // Fraction of GPU memory kept free beyond the predicted reserved memory for
   // a "fits" verdict: the margin for the memory model's error. One default
   // for every entry point (docs/model.md, "What the allocator reports").
@@ -378,6 +385,13 @@ class CostModel {
                          const MemoryBreakdown* mem = nullptr) const;
   // Memory per GPU. REQUIRES: CheckRules(c) == kOk.
   MemoryBreakdown Memory(const ParallelConfig& c) const;
+  // The caching allocator's slack over what it hands out: the framework's
+  // fragmentation with the job's segment kind (TrainingSpec::expandable_segments).
+  double AllocatorFragmentation() const;
+  // What the device holds when `allocated_GiB` (the runtime reserve included)
+  // is allocated: the CUDA context and library workspaces outside the caching
+  // allocator, the rest with its fragmentation.
+  double ReservedGiB(double allocated_GiB) const;
   // The memory ledger of c, stage by stage (`predict --explain memory`): each
   // term's GiB at the stage's peak and where its rule comes from.
   // REQUIRES: CheckRules(c) == kOk.

@@ -180,6 +180,7 @@ Result<FrameworkCosts> ParseCosts(const Json& j, const std::string& pointer) {
   }
   for (auto [key, field] : {std::pair{"optimizer_traffic", &c.optimizer_traffic},
                             {"allocator_fragmentation", &c.allocator_fragmentation},
+                            {"allocator_fragmentation_fixed", &c.allocator_fragmentation_fixed},
                             {"gathered_layers", &c.gathered_layers},
                             {"zero3_gather_bucket_elements", &c.zero3_gather_bucket_elements},
                             {"zero3_reduce_bucket_elements", &c.zero3_reduce_bucket_elements},

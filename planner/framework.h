@@ -144,8 +144,11 @@ struct FrameworkCosts {
   double grad_reduce_overlap = 1.0;
   // Multiplier on the optimizer step's HBM bytes (fused multi-tensor Adam = 1).
   double optimizer_traffic = 1.0;
-  // Caching-allocator fragmentation: reserved = peak allocated × (1 + this).
+  // Caching-allocator fragmentation: reserved = peak allocated × (1 + this),
+  // with expandable segments (TrainingSpec::expandable_segments) ...
   double allocator_fragmentation = 0.05;
+  // ... and with fixed-size segments, PyTorch's default.
+  double allocator_fragmentation_fixed = 0.36;
   // Gathered-parameter buffers held at once by sharded (FSDP/ZeRO-3/Z)
   // execution, in layers (the layer in use plus prefetched ones).
   double gathered_layers = 2.0;

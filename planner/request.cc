@@ -89,6 +89,7 @@ Result<TrainingSpec> ParseTraining(const Json& j, const std::string& pointer,
   else return r.Error("attention", "must be \"flash\" or \"unfused\"");
   t.main_grads_fp32 = t.precision != topology::Precision::kFp16;
   PT_RETURN_IF_ERROR(r.OptBool("main_grads_fp32", &t.main_grads_fp32));
+  PT_RETURN_IF_ERROR(r.OptBool("expandable_segments", &t.expandable_segments));
   PT_RETURN_IF_ERROR(r.OptNumber("headroom", &t.headroom));
   if (t.headroom < 0 || t.headroom >= 1) return r.Error("headroom", "must be in [0, 1)");
   PT_RETURN_IF_ERROR(OptCountIn(r, "fpdt_chunk_tokens", kMaxModelSeqLen, &t.fpdt_chunk_tokens));
@@ -142,6 +143,8 @@ OrderedJson TrainingToJson(const TrainingSpec& t) {
   if (t.moe_skew != 1.0) j["moe_skew"] = t.moe_skew;  // written when set: dense documents unchanged
   if (t.loss_chunks > 0) j["loss_chunks"] = t.loss_chunks;
   if (t.ddp_bucket_elements > 0) j["ddp_bucket_elements"] = t.ddp_bucket_elements;
+  // Written when off: documents of the default allocator unchanged.
+  if (!t.expandable_segments) j["expandable_segments"] = false;
   return j;
 }
 

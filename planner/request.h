@@ -1,8 +1,8 @@
 // planner/request.h: the prediction request and response documents
 // (`paratune predict`, POST /v1/predict). Request keys: model, cluster, gpus,
 // training {seq_len, global_batch, precision, attention, main_grads_fp32,
-// headroom, fpdt_chunk_tokens}, config, and optionally profile (a path, CLI only).
-// The response carries "schema": "paratune.prediction/v1".
+// expandable_segments, headroom, fpdt_chunk_tokens}, config, and optionally profile (a path, CLI
+// only). The response carries "schema": "paratune.prediction/v1".
 #pragma once
 
 #include <string>

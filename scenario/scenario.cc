@@ -69,6 +69,17 @@ std::vector<Assumption> JobAssumptions(const Json& request, const planner::Job& 
                          "(grad_reduce_in_fp32=False): state main_grads_fp32=false to price them"
                        : "fp16 training keeps its gradients in fp16"});
   }
+  if (unstated("expandable_segments")) {
+    out.push_back({"/training/expandable_segments", t.expandable_segments,
+                   "PyTorch's caching allocator in expandable segments, as torchtitan's "
+                   "run_train.sh and Megatron-Bridge's launch templates set it and as every "
+                   "emitted launch exports it (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): "
+                   "reserved memory stays near the allocated peak. Without it, fixed-size "
+                   "segments strand free memory between blocks (a Llama-3 70B run measured at "
+                   "58.8 GB allocated ran out of 80 GB H100s, Megatron-Bridge "
+                   "skills/nemo-mbridge-perf-memory-tuning/SKILL.md): state "
+                   "expandable_segments=false to price that"});
+  }
   if (t.compile && unstated("compile_loss")) {
     out.push_back({"/training/compile_loss", t.compile_loss,
                    "torch.compile compiles the loss with the model, as torchtitan's "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include "common/median.h"
@@ -312,6 +313,42 @@ void CorrectFromTestConfig(const Json& row, TrainingSpec* t, std::vector<std::st
   }
 }
 
+// Megatron-Bridge's memory skills tabulate experiments on one workload
+// (Llama-3 70B SFT, FP8, 32 H100): the activation-recompute table's runs all
+// ran without expandable segments ("For this workload, the actual OOM fix was
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", its baseline the same
+// fragmentation OOM), and both tables' "Peak Mem (GB)" is the allocator's
+// allocated peak: a run stopped by fragmentation at 58.8 GB on an 80 GB GPU
+// had reserved the rest (NVIDIA-NeMo/Megatron-Bridge@067f987
+// skills/nemo-mbridge-perf-memory-tuning/SKILL.md, "Measured Results").
+constexpr const char* kWithoutExpandableSources[] = {
+    "skills/nemo-mbridge-perf-activation-recompute/SKILL.md"};
+constexpr const char* kAllocatedPeakSources[] = {
+    "skills/nemo-mbridge-perf-memory-tuning/SKILL.md",
+    "skills/nemo-mbridge-perf-activation-recompute/SKILL.md"};
+
+bool FromSource(const Json& row, const char* const* begin, const char* const* end) {
+  const std::string path = Str(row.value("source", Json::object()), "path");
+  return std::any_of(begin, end, [&](const char* p) { return path == p; });
+}
+
+// Whether the row's allocator used expandable segments: as its notes, quote
+// or flags or its source state it, else the plan's default (on, as the launch
+// templates set it).
+void AllocatorOf(const Json& row, TrainingSpec* t, std::vector<std::string>* assumed) {
+  const std::string notes =
+      Lower(Str(row, "notes") + " " + Str(row.value("source", Json::object()), "quote") + " " +
+            Str(row.value("parallel", Json::object()), "other"));
+  if (Contains(notes, "without pytorch_cuda_alloc_conf=expandable_segments") ||
+      FromSource(row, std::begin(kWithoutExpandableSources), std::end(kWithoutExpandableSources))) {
+    t->expandable_segments = false;
+    assumed->push_back(
+        "fixed-size allocator segments (the source ran without expandable_segments)");
+  } else if (!Contains(notes, "expandable_segments")) {
+    assumed->push_back("expandable allocator segments (not stated; the launch templates' default)");
+  }
+}
+
 // The row as a run, or why it cannot be one.
 std::string RunOf(const Json& row, MemoryRun* run) {
   const Json& pj = row["parallel"];
@@ -338,6 +375,7 @@ std::string RunOf(const Json& row, MemoryRun* run) {
   t.seq_len = Int(mj, "seq_len", 0);
   if (t.seq_len <= 0) return "sequence length not stated";
   PrecisionOf(pj, job.cluster.gpu, &t, &run->assumed);
+  AllocatorOf(row, &t, &run->assumed);
   ParallelConfig& c = run->request.config;
   const Json rj = Has(pj, "recompute") ? pj["recompute"] : Json::object();
   if (std::string why = RecomputeOf(rj, *fw, &c.recompute, &c.recompute_modules); !why.empty()) {
@@ -386,6 +424,12 @@ Result<MemoryRuns> MemoryRunsFromCalibration(const Json& doc) {
     run.rank = Contains(rank, "last rank") ? ReportedRank::kLast
                : Contains(rank, "rank 0")  ? ReportedRank::kFirst
                                            : ReportedRank::kMax;
+    if (run.metric == MemoryMetric::kPeak &&
+        FromSource(row, std::begin(kAllocatedPeakSources), std::end(kAllocatedPeakSources))) {
+      run.metric = MemoryMetric::kMaxAllocated;
+      run.assumed.push_back(
+          "the table's peak is the allocated peak (a fragmentation OOM at 58.8 GB)");
+    }
     std::string why = RunOf(row, &run);
     if (why.empty() && !run.oom && !(run.measured_GiB > 0)) why = "no measured figure";
     if (!why.empty()) {
@@ -409,7 +453,6 @@ MemoryCheck CheckMemoryRun(const MemoryRun& run) {
   }
   const MemoryBreakdown mem = cm.Memory(c);
   const double runtime = job.cluster.gpu.runtime_reserved_GiB;
-  const double frag = FrameworkPreset(job.training.framework).costs.allocator_fragmentation;
   check.first_stage_GiB = mem.first_stage_allocated_GiB;
   check.last_stage_GiB = mem.last_stage_allocated_GiB;
   check.reserved_GiB = mem.reserved_GiB;
@@ -424,8 +467,12 @@ MemoryCheck CheckMemoryRun(const MemoryRun& run) {
   const double allocated = stage - runtime;
   switch (run.metric) {
     case MemoryMetric::kMaxAllocated: check.predicted_GiB = allocated; break;
-    case MemoryMetric::kMaxReserved: check.predicted_GiB = allocated * (1.0 + frag); break;
-    default: check.predicted_GiB = allocated * (1.0 + frag) + runtime; break;
+    case MemoryMetric::kMaxReserved:
+      check.predicted_GiB = cm.ReservedGiB(stage) - runtime;
+      break;
+    default:
+      check.predicted_GiB = cm.ReservedGiB(stage);
+      break;
   }
   check.error = check.predicted_GiB / run.measured_GiB - 1.0;
   return check;

@@ -64,8 +64,9 @@ bool IsMemoryRunsDocument(const Json& doc);
 // the framework preset of the row's framework (Megatron-LM and
 // Megatron-Bridge → megatron, torchtitan, DeepSpeed → deepspeed, HF
 // Accelerate FSDP → fsdp); the model from the row's architecture fields; the
-// degrees, micro-batch, recompute, precision and optimizer sharding as the
-// row states them. A row that states too little (GPU count, micro-batch,
+// degrees, micro-batch, recompute, precision, optimizer sharding and the
+// allocator's segment kind as the row states them (expandable unless it says
+// otherwise). A row that states too little (GPU count, micro-batch,
 // sequence length, recompute) or uses what the model cannot express (LoRA,
 // hybrid Mamba layers, per-module recompute lists beyond core_attn, bf16
 // optimizer states) is returned in `unmapped` with the reason.

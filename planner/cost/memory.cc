@@ -431,18 +431,25 @@ MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const StageLed
   mem.peak_allocated_GiB = peak.Peak(buf.bytes, buf.transient) / kGiB;
   mem.first_stage_allocated_GiB = stages.first.Peak(buf.bytes, buf.transient) / kGiB;
   mem.last_stage_allocated_GiB = stages.last.Peak(buf.bytes, buf.transient) / kGiB;
-  // The CUDA context and library workspaces sit outside the caching allocator.
-  const FrameworkCosts& fc = fw_.costs;
-  const double runtime = cluster_.gpu.runtime_reserved_GiB;
-  mem.reserved_GiB = (mem.peak_allocated_GiB - runtime) * (1.0 + fc.allocator_fragmentation) + runtime;
+  mem.reserved_GiB = ReservedGiB(mem.peak_allocated_GiB);
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
-  if (fc.z_weight_cache > 0 && c.gz > 1) {
-    CacheZWeights(buf.layer_block * param_bytes_ / kGiB, fc.allocator_fragmentation,
-                  Stages(c).max, &mem);
+  if (fw_.costs.z_weight_cache > 0 && c.gz > 1) {
+    CacheZWeights(buf.layer_block * param_bytes_ / kGiB, AllocatorFragmentation(), Stages(c).max,
+                  &mem);
   }
   HostMemory(c, stages.host_bytes + act.host_bytes, &mem);
   return mem;
+}
+
+double CostModel::AllocatorFragmentation() const {
+  return training_.expandable_segments ? fw_.costs.allocator_fragmentation
+                                       : fw_.costs.allocator_fragmentation_fixed;
+}
+
+double CostModel::ReservedGiB(double allocated_GiB) const {
+  const double runtime = cluster_.gpu.runtime_reserved_GiB;
+  return (allocated_GiB - runtime) * (1.0 + AllocatorFragmentation()) + runtime;
 }
 
 void CostModel::HostMemory(const ParallelConfig& c, double host_bytes, MemoryBreakdown* mem) const {
@@ -476,6 +483,12 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
   const double workspaces = GemmWorkspaceBytes(c);
   const StageLayers st = Stages(c);
   const bool megatron_fsdp = MegatronFsdp(training_.framework, c.zero);
+  const std::string allocator_source =
+      "the peak less the runtime reserve, times 1 + " + FormatFixed(AllocatorFragmentation(), 2) +
+      " (framework preset " +
+      (training_.expandable_segments ? "allocator_fragmentation"
+                                     : "allocator_fragmentation_fixed") +
+      "), plus the reserve";
   std::vector<LedgerRow> rows;
   auto stage = [&](const char* name, const StageLedgers::Stage& s, int layers, double held,
                    double loss) {
@@ -520,9 +533,14 @@ std::vector<CostModel::LedgerRow> CostModel::MemoryLedger(const ParallelConfig& 
         "megatron_fsdp/param_and_grad_buffer.py:1807-1822 @d98e8a6: through the backward");
     row("backward transient (a layer's unsharded gradient)", b.transient,
         "sharded execution: one layer's gradient before its reduce-scatter");
+    const double peak = s.Peak(b.bytes, b.transient) / kGiB;
     rows.push_back({name, s.PeakAtStep(b.transient) ? "peak (optimizer step)" : "peak (backward)",
-                    s.Peak(b.bytes, b.transient) / kGiB,
-                    "the larger of the backward's and the optimizer step's"});
+                    peak, "the larger of the backward's and the optimizer step's"});
+    rows.push_back({name,
+                    training_.expandable_segments
+                        ? "reserved (caching allocator, expandable segments)"
+                        : "reserved (caching allocator, fixed-size segments)",
+                    ReservedGiB(peak), allocator_source});
   };
   if (c.pp == 1) {
     stage("every", l.first, st.first, a.first_held, a.first_loss);

@@ -58,7 +58,8 @@ TEST(Predict, JsonHasTheDocumentedKeys) {
 
 // --explain memory lists the ledger stage by stage: each stage's terms add up
 // to the peak it names, the first and last stages' peaks are the ones the
-// prediction reports, and every term names its source.
+// prediction reports, the largest stage's reserved memory is the verdict's,
+// and every term names its source.
 TEST(Predict, ExplainMemoryListsEachStagesLedger) {
   Args args = kPredict175b;
   args.insert(args.end(), {"--explain", "memory"});
@@ -66,12 +67,14 @@ TEST(Predict, ExplainMemoryListsEachStagesLedger) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const Json j = Json::parse(r.out);
   ASSERT_TRUE(j.contains("memory_ledger"));
-  std::map<std::string, double> sum, peak;
+  std::map<std::string, double> sum, peak, reserved;
   for (const Json& row : j["memory_ledger"]) {
     const std::string stage = row["stage"], term = row["term"];
     EXPECT_FALSE(row["source"].get<std::string>().empty()) << term;
     if (term.rfind("peak", 0) == 0) {
       peak[stage] = row["GiB"].get<double>();
+    } else if (term.rfind("reserved", 0) == 0) {
+      reserved[stage] = row["GiB"].get<double>();
     } else if (term.rfind("optimizer step copy", 0) != 0) {
       sum[stage] += row["GiB"].get<double>();
     }
@@ -80,6 +83,13 @@ TEST(Predict, ExplainMemoryListsEachStagesLedger) {
   for (const auto& [stage, gib] : peak) EXPECT_NEAR(sum[stage], gib, 1e-9 * gib) << stage;
   EXPECT_NEAR(peak["first"], j["memory_GiB"]["first_stage_allocated"].get<double>(), 1e-9);
   EXPECT_NEAR(peak["last"], j["memory_GiB"]["last_stage_allocated"].get<double>(), 1e-9);
+  ASSERT_EQ(reserved.size(), 3u);
+  double largest = 0;
+  for (const auto& [stage, gib] : reserved) {
+    EXPECT_GT(gib, peak[stage]) << stage;  // the allocator's slack over the peak
+    largest = std::max(largest, gib);
+  }
+  EXPECT_NEAR(largest, j["memory_GiB"]["reserved"].get<double>(), 1e-9);
   Args bad = kPredict175b;
   bad.insert(bad.end(), {"--explain", "time"});
   EXPECT_EQ(Call(RunPredict, bad).code, kExitUsage);

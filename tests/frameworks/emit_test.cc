@@ -259,6 +259,39 @@ void SweepAndCheck(const std::string& fixture, int* emitted_total, int* refused_
   }
 }
 
+// The allocator setting the memory verdict assumes reaches every launch, under
+// the variable each stack reads: Megatron's own checks read
+// PYTORCH_CUDA_ALLOC_CONF (arguments.py:1961-1968), torchtitan's run_train.sh
+// sets PYTORCH_ALLOC_CONF. A job priced with fixed-size segments sets neither.
+TEST(EmitRules, AllocatorSettingFollowsTheJob) {
+  struct Case {
+    const char* plans;
+    EmitFormat format;
+    int rank;
+    const char* line;
+  };
+  const Case cases[] = {
+      {"gpt3-175b-megatron.plans.json", EmitFormat::kMegatron, 1,
+       "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"},
+      {"llama3-70b-megatron.plans.json", EmitFormat::kMegatronBridge, 1,
+       "cfg.env_vars[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\""},
+      {"axonn-320b-axonn.plans.json", EmitFormat::kAxonn, 3,
+       "keep: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
+      {"llama3-70b-fsdp.plans.json", EmitFormat::kTorchtitan, 1,
+       "keep: PYTORCH_ALLOC_CONF=expandable_segments:True"},
+  };
+  for (const Case& c : cases) {
+    Json plans = Load(c.plans);
+    EXPECT_NE(Emit(plans, c.format, c.rank).find(c.line), std::string::npos)
+        << c.plans << " " << EmitFormatName(c.format);
+    plans["job"]["training"]["expandable_segments"] = false;
+    const std::string fixed = Emit(plans, c.format, c.rank);
+    EXPECT_EQ(fixed.find("expandable_segments"), std::string::npos)
+        << c.plans << " " << EmitFormatName(c.format) << ":\n"
+        << fixed;
+  }
+}
+
 TEST(EmitRules, NothingAFrameworkRejectsIsEmitted) {
   int emitted = 0, refused = 0;
   // GPT-3 175B: 96 heads, 96 layers, learned positions, biases.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <vector>
 
 #include "planner/cost_model.h"
 #include "planner/framework.h"
@@ -372,6 +373,42 @@ TEST(MemoryTermsTest, GemmWorkspacesFollowPyTorchAndTransformerEngine) {
   tp.tp_comm_overlap = true;
   EXPECT_DOUBLE_EQ(workspaces("dgx-h100", Framework::kMegatron, tp),
                    33 * kMiB + 4 * (32 * kMiB + 1024));
+}
+
+// The caching allocator's slack with either segment kind, against the one
+// measured pair (Megatron-Bridge@067f987 skills/nemo-mbridge-perf-memory-tuning
+// and -activation-recompute SKILL.md: Llama-3 70B SFT on 80 GB H100s without
+// expandable segments ran out of memory at 58.8 GB allocated, "OOM
+// (fragmentation)", and ran at 55.6 GB; with expandable segments the 59 GB
+// run passed). The allocator's figures leave the runtime reserve out.
+TEST(AllocatorTest, FixedSegmentsRefuseTheFragmentedRunAndAdmitWhatRan) {
+  for (Framework fw : {Framework::kMegatron, Framework::kTorchtitan, Framework::kDeepSpeed,
+                       Framework::kFsdp, Framework::kMegatronDeepSpeed, Framework::kAxonn}) {
+    TrainingSpec t;
+    t.seq_len = 2048;
+    t.global_batch = 8;
+    t.framework = fw;
+    const topology::ClusterSpec h100 = *topology::ClusterPreset("dgx-h100");
+    const double runtime = h100.gpu.runtime_reserved_GiB;
+    const double capacity = h100.gpu.memory_GiB;
+    ASSERT_TRUE(t.expandable_segments);  // the default
+    const CostModel expandable(Small(4, true), t, h100, 8);
+    EXPECT_LE(expandable.ReservedGiB(59.0 + runtime), capacity) << FrameworkName(fw);
+    t.expandable_segments = false;
+    const CostModel fixed(Small(4, true), t, h100, 8);
+    EXPECT_GT(fixed.ReservedGiB(58.8 + runtime), capacity) << FrameworkName(fw);
+    EXPECT_LE(fixed.ReservedGiB(55.6 + runtime), capacity) << FrameworkName(fw);
+    EXPECT_GT(fixed.AllocatorFragmentation(), expandable.AllocatorFragmentation());
+    // The verdict and the ledger's last row of a stage are the same figure.
+    ParallelConfig c;
+    c.gdata = 8;
+    const MemoryBreakdown mem = fixed.Memory(c);
+    EXPECT_DOUBLE_EQ(mem.reserved_GiB, fixed.ReservedGiB(mem.peak_allocated_GiB));
+    const std::vector<CostModel::LedgerRow> rows = fixed.MemoryLedger(c);
+    ASSERT_FALSE(rows.empty());
+    EXPECT_EQ(rows.back().term, "reserved (caching allocator, fixed-size segments)");
+    EXPECT_DOUBLE_EQ(rows.back().GiB, mem.reserved_GiB);
+  }
 }
 
 }  // namespace

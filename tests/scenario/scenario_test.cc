@@ -231,6 +231,46 @@ TEST(Scenario, UnstatedKnobsAreResolvedAndListed) {
   for (const auto& a : s->assumed) EXPECT_FALSE(a.why.empty()) << a.key;
 }
 
+// The allocator's segment kind: expandable unless stated, listed as assumed;
+// stated fixed segments reserve more for the same allocation, and the
+// request's document keeps the statement.
+TEST(Scenario, AllocatorSegmentsAreAssumedExpandableUnlessStated) {
+  Json request = {{"model", "llama3-70b"},
+                  {"cluster", "dgx-h100"},
+                  {"gpus", 32},
+                  {"training", {{"seq_len", 4096}, {"global_batch", 32}}},
+                  {"config",
+                   {{"tp", 4},
+                    {"pp", 4},
+                    {"vpp", 5},
+                    {"sp", true},
+                    {"distributed_optimizer", true},
+                    {"mbs", 1}}}};
+  auto expandable = scenario::ResolvePredict(request);
+  ASSERT_TRUE(expandable.ok()) << expandable.status().ToString();
+  EXPECT_TRUE(expandable->request.job.training.expandable_segments);
+  bool listed = false;
+  for (const auto& a : expandable->assumed) listed |= a.key == "/training/expandable_segments";
+  EXPECT_TRUE(listed);
+  EXPECT_FALSE(
+      planner::TrainingToJson(expandable->request.job.training).contains("expandable_segments"));
+  request["training"]["expandable_segments"] = false;
+  auto fixed = scenario::ResolvePredict(request);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_FALSE(fixed->request.job.training.expandable_segments);
+  for (const auto& a : fixed->assumed) EXPECT_NE(a.key, "/training/expandable_segments");
+  EXPECT_EQ(planner::TrainingToJson(fixed->request.job.training)["expandable_segments"], false);
+  auto memory = [](const scenario::Scenario& s) {
+    const planner::Job& j = s.request.job;
+    return planner::CostModel(j.model, j.training, j.cluster, j.gpus).Memory(s.request.config);
+  };
+  const planner::MemoryBreakdown a = memory(*expandable), b = memory(*fixed);
+  EXPECT_DOUBLE_EQ(a.peak_allocated_GiB, b.peak_allocated_GiB);
+  EXPECT_GT(b.reserved_GiB, a.reserved_GiB);
+  request["training"]["expandable_segments"] = "yes";
+  EXPECT_FALSE(scenario::ResolvePredict(request).ok());
+}
+
 // A learned position table shorter than the sequence is priced extended to it,
 // and the answer says so; a rotary model has no table to extend.
 TEST(Scenario, ExtendedPositionTableIsListed) {
