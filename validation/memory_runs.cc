@@ -376,6 +376,12 @@ std::string RunOf(const Json& row, MemoryRun* run) {
   if (t.seq_len <= 0) return "sequence length not stated";
   PrecisionOf(pj, job.cluster.gpu, &t, &run->assumed);
   AllocatorOf(row, &t, &run->assumed);
+  if (run->metric == MemoryMetric::kPeak &&
+      FromSource(row, std::begin(kAllocatedPeakSources), std::end(kAllocatedPeakSources))) {
+    run->metric = MemoryMetric::kMaxAllocated;
+    run->assumed.push_back(
+        "the table's peak is the allocated peak (a fragmentation OOM at 58.8 GB)");
+  }
   ParallelConfig& c = run->request.config;
   const Json rj = Has(pj, "recompute") ? pj["recompute"] : Json::object();
   if (std::string why = RecomputeOf(rj, *fw, &c.recompute, &c.recompute_modules); !why.empty()) {
@@ -424,12 +430,6 @@ Result<MemoryRuns> MemoryRunsFromCalibration(const Json& doc) {
     run.rank = Contains(rank, "last rank") ? ReportedRank::kLast
                : Contains(rank, "rank 0")  ? ReportedRank::kFirst
                                            : ReportedRank::kMax;
-    if (run.metric == MemoryMetric::kPeak &&
-        FromSource(row, std::begin(kAllocatedPeakSources), std::end(kAllocatedPeakSources))) {
-      run.metric = MemoryMetric::kMaxAllocated;
-      run.assumed.push_back(
-          "the table's peak is the allocated peak (a fragmentation OOM at 58.8 GB)");
-    }
     std::string why = RunOf(row, &run);
     if (why.empty() && !run.oom && !(run.measured_GiB > 0)) why = "no measured figure";
     if (!why.empty()) {
