@@ -714,7 +714,8 @@ class CostModel::MemoryGrid {
  public:
   static constexpr size_t kRecomputeSlots = 8;
   // `ledger_slots`: how many (pipeline, ZeRO choice) pairs NewZeroChoice names.
-  MemoryGrid(const CostModel& cm, size_t ledger_slots) : cm_(cm), ledgers_(ledger_slots) {}
+  MemoryGrid(const CostModel& cm, size_t ledger_slots)
+      : cm_(cm), ledgers_(ledger_slots), overflow_(ledger_slots, -1) {}
   // New compute terms (micro-batch, sequence parallelism, context kind), ==
   // cm.Compute(c) with the layout applied for every c asked until the next
   // call, outliving it: forgets the buffers and activations, keeps the ledgers.
@@ -735,12 +736,19 @@ class CostModel::MemoryGrid {
   }
   // == cm.MemoryWith(c, t); `slot` (< kRecomputeSlots) names c's recompute choice.
   MemoryBreakdown Memory(const ParallelConfig& c, size_t slot);
+  // Whether the current ZeRO choice's model states alone (its ledger with no
+  // activations, buffers or workspaces) already exceed the usable memory:
+  // then Memory(c, slot).Verdict() is kOutOfMemory for every slot and every
+  // terms until the next NewZeroChoice, since each of those only adds.
+  bool StatesOverflow(const ParallelConfig& c);
 
  private:
   const CostModel& cm_;
   const ComputeTerms* t_ = nullptr;
   size_t slot_ = 0;
+  const StageLedgers& Ledgers(const ParallelConfig& c);
   std::vector<std::optional<StageLedgers>> ledgers_;
+  std::vector<int8_t> overflow_;  // StatesOverflow per ledger slot: 1, 0, -1 not yet asked
   std::optional<MemoryBuffers> buffers_;
   std::array<std::optional<StageActivations>, kRecomputeSlots> activations_;
 };

@@ -938,6 +938,9 @@ SearchResult Search::RunShard(int shard) const {
               auto memory_at = [&](const ParallelConfig& x, size_t slot) {
                 return memory_per_placement ? cm.MemoryWith(x, terms) : grid.Memory(x, slot);
               };
+              // States that alone overflow the GPU decide every verdict below
+              // (out of memory) without pricing any memory.
+              const bool states_overflow = !memory_per_placement && grid.StatesOverflow(c);
               // By recompute choice: 1 fits, 0 not, -1 not priced.
               std::array<int8_t, CostModel::MemoryGrid::kRecomputeSlots> fits_by_choice;
               fits_by_choice.fill(-1);
@@ -947,7 +950,9 @@ SearchResult Search::RunShard(int shard) const {
                 c.recompute_modules = rcs[ri].modules;
                 if (const int lighter = rcs[ri].unless_fits; lighter >= 0) {
                   // Dominated: the lighter choice fits and is faster.
-                  if (fits_by_choice[static_cast<size_t>(lighter)] < 0) {
+                  if (fits_by_choice[static_cast<size_t>(lighter)] < 0 && states_overflow) {
+                    fits_by_choice[static_cast<size_t>(lighter)] = 0;
+                  } else if (fits_by_choice[static_cast<size_t>(lighter)] < 0) {
                     ParallelConfig l = c;
                     l.recompute = rcs[static_cast<size_t>(lighter)].rc;
                     l.recompute_modules = rcs[static_cast<size_t>(lighter)].modules;
@@ -984,7 +989,7 @@ SearchResult Search::RunShard(int shard) const {
                   }
                   if (forbidden) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
-                    if (options_.memory_only) continue;
+                    if (options_.memory_only || states_overflow) continue;
                     // Only one faster than every ranked candidate is worth naming.
                     const double lb = floor_s[ri];
                     if (prune && lb > bound_.load(std::memory_order_relaxed)) continue;
@@ -1005,6 +1010,11 @@ SearchResult Search::RunShard(int shard) const {
                     continue;
                   }
                   // Memory first: cheap, and most rejections are for memory.
+                  if (states_overflow) {
+                    fits_by_choice[ri] = 0;
+                    ++res.rejected[static_cast<int>(Reason::kOutOfMemory)];
+                    continue;
+                  }
                   const MemoryBreakdown& mem = memory_of();
                   fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
                   if (const Reason verdict = mem.Verdict(); verdict != Reason::kOk) {

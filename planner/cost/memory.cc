@@ -397,17 +397,43 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
   return CombineMemory(c, held.ledgers, held.buffers, ActivationsPerStage(c, t));
 }
 
-MemoryBreakdown CostModel::MemoryGrid::Memory(const ParallelConfig& c, size_t slot) {
+const CostModel::StageLedgers& CostModel::MemoryGrid::Ledgers(const ParallelConfig& c) {
   const ComputeTerms& t = *t_;
   std::optional<StageLedgers>& ledgers = ledgers_.at(slot_);
   if (!ledgers) {
     ledgers =
         cm_.StatesPerStage(c, StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last});
   }
-  if (!buffers_) buffers_ = cm_.BuffersOf(c, t);
+  return *ledgers;
+}
+
+MemoryBreakdown CostModel::MemoryGrid::Memory(const ParallelConfig& c, size_t slot) {
+  const StageLedgers& ledgers = Ledgers(c);
+  if (!buffers_) buffers_ = cm_.BuffersOf(c, *t_);
   std::optional<StageActivations>& act = activations_.at(slot);
-  if (!act) act = cm_.ActivationsPerStage(c, t);
-  return cm_.CombineMemory(c, *ledgers, *buffers_, *act);
+  if (!act) act = cm_.ActivationsPerStage(c, *t_);
+  return cm_.CombineMemory(c, ledgers, *buffers_, *act);
+}
+
+bool CostModel::MemoryGrid::StatesOverflow(const ParallelConfig& c) {
+  // CombineMemory's peak stage holds at least its states (Stage::total with
+  // no activations is Held() + step_bytes) and the buffers, which hold at
+  // least the runtime's reserve (BuffersOf); activations, transients and the
+  // rest of the buffers are never negative, AddActivations only adds, and
+  // with pp 1 the last stage is the first. ReservedGiB grows with what is
+  // allocated.
+  int8_t& known = overflow_.at(slot_);
+  if (known >= 0) return known == 1;
+  const StageLedgers& l = Ledgers(c);
+  auto states = [](const StageLedgers::Stage& s) { return s.states.total() + s.unsharded; };
+  const double held =
+      std::max({states(l.first), states(l.middle), states(c.pp == 1 ? l.first : l.last)});
+  const double floor_GiB = held / kGiB + cm_.cluster().gpu.runtime_reserved_GiB;
+  const double usable = cm_.cluster().gpu.memory_GiB * (1.0 - cm_.training().headroom);
+  // A relative margin of 1e-12 keeps floating-point reordering from calling
+  // a configuration at the boundary out of memory when Memory would not.
+  known = cm_.ReservedGiB(floor_GiB) > usable * (1.0 + 1e-12) ? 1 : 0;
+  return known == 1;
 }
 
 MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const StageLedgers& ledgers,

@@ -245,6 +245,69 @@ TEST(Search, FloorIsALowerBoundOnEveryConfiguration) {
   }
 }
 
+// The search skips pricing the memory of every configuration whose model
+// states alone overflow the GPU (MemoryGrid::StatesOverflow) and counts it
+// out of memory: that must be Memory's verdict too. A mixture of experts on
+// GPUs shrunk until expert layouts overflow, and dense models under FSDP2
+// with pipelining (unsharded blocks kept) and Megatron-FSDP, over every
+// layout the rules allow; some overflow, some are out of memory only with
+// their activations, some fit.
+TEST(Search, StatesThatOverflowAreOutOfMemory) {
+  struct Case {
+    Job job;
+    double gib;
+  };
+  std::vector<Case> cases = {
+      {MakeJob("deepseek-v2-lite", "dgx-h100", 16, 128, 4096), 24},
+      {MakeJob("llama3-8b", "dgx-h100", 16, 64, 8192, Framework::kTorchtitan), 40},
+      {MakeJob("llama3-8b", "dgx-h100", 16, 64, 8192, Framework::kMegatron), 30}};
+  for (Case& k : cases) {
+    k.job.cluster.gpu.memory_GiB = k.gib;
+    const CostModel cm = CostModelOf(k.job);
+    int overflow = 0, oom_by_activations = 0, fits = 0;
+    for (int tp : {1, 2, 4})
+      for (int pp : {1, 2, 4})
+        for (int ep : {1, 2, 4, 8, 16})
+          for (int zero = 0; zero <= 3; ++zero)
+            for (int dopt = 0; dopt <= 1; ++dopt)
+              for (int gz : {1, 2})
+                for (int mbs : {1, 2})
+                  for (int rc = 0; rc < 3; ++rc) {
+                    const int rest = 16 / tp / pp / gz;
+                    if (rest < 1 || 16 % (tp * pp * gz) != 0) continue;
+                    ParallelConfig c{.gy = tp,
+                                     .gz = gz,
+                                     .gdata = rest,
+                                     .pp = pp,
+                                     .sp = tp > 1,
+                                     .zero = zero,
+                                     .distributed_optimizer = dopt == 1,
+                                     .mbs = mbs,
+                                     .recompute = static_cast<Recompute>(rc)};
+                    c.ep = k.job.model.is_moe() ? ep : 1;
+                    if ((!k.job.model.is_moe() && ep > 1) || cm.CheckRules(c) != Reason::kOk)
+                      continue;
+                    const CostModel::ComputeTerms terms = cm.Compute(c);
+                    CostModel::MemoryGrid grid(cm, 1);
+                    grid.NewTerms(&terms);
+                    grid.NewZeroChoice(0);
+                    const Reason verdict = cm.Memory(c).Verdict();
+                    if (grid.StatesOverflow(c)) {
+                      ++overflow;
+                      EXPECT_EQ(verdict, Reason::kOutOfMemory)
+                          << k.job.model.name << " " << ConfigToString(c);
+                    } else if (verdict == Reason::kOutOfMemory) {
+                      ++oom_by_activations;
+                    } else {
+                      ++fits;
+                    }
+                  }
+    EXPECT_GT(overflow, 0) << k.job.model.name;
+    EXPECT_GT(oom_by_activations, 0) << k.job.model.name;
+    EXPECT_GT(fits, 0) << k.job.model.name;
+  }
+}
+
 // A configuration that breaks a framework's rules never appears under that
 // framework's --space (ecosystem.md §2).
 TEST(Search, FrameworksNeverOfferWhatTheyCannotRun) {
