@@ -855,6 +855,11 @@ SearchResult Search::RunShard(int shard) const {
       }
       for (int sp : sps) {
         c.sp = sp != 0;
+        // The rules checked per pipeline below read the micro-batch size only
+        // through whether the micro-batches divide over an interleaved
+        // pipeline (every size in mbss divides the batch): one verdict per
+        // pipe and that answer.
+        std::vector<std::array<std::optional<Reason>, 2>> level_of(pipes.size());
         for (int mbs : mbss) {
           c.mbs = mbs;
           pipes.front().ApplyTo(&c);
@@ -886,10 +891,16 @@ SearchResult Search::RunShard(int shard) const {
             grid.NewConfiguration();
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
+            // The overlaps are set per ZeRO choice and recompute below.
             c.zero = 0;
             c.distributed_optimizer = c.qwz = c.hpz = c.qgz = false;
             c.offload_optimizer = c.offload_param = false;
-            const Reason level = cm.CheckRules(c, /*framework_rules=*/false);
+            c.moe_a2a_overlap = false;
+            for (const OverlapSwitch& sw : kOverlapSwitches) c.*sw.field = false;
+            const bool uneven_micro_batches = c.vpp > 1 && cost::MicroBatches(batch, c) % c.pp != 0;
+            std::optional<Reason>& known_level = level_of[pj][uneven_micro_batches ? 1 : 0];
+            if (!known_level) known_level = cm.CheckRules(c, /*framework_rules=*/false);
+            const Reason level = *known_level;
             if (level != Reason::kOk) {
               const int64_t n = static_cast<int64_t>(zeros.size()) * rcs.size() * places.size();
               res.evaluated += n;
