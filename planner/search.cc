@@ -827,6 +827,7 @@ SearchResult Search::RunShard(int shard) const {
       c.placement = places[i];
       refused_order[i] = cm.PlacementUnsupportedWhy(c)[0] != '\0';
     }
+    const int64_t refused_places = std::count(refused_order.begin(), refused_order.end(), 1);
     for (CpKind kind : kinds) {
       c.cp_kind = kind;
       // Shape rules that hold for the whole tuple are checked once and every
@@ -986,6 +987,29 @@ SearchResult Search::RunShard(int shard) const {
                   }
                   return shared_mem;
                 };
+                if (generic_pins_.empty() && !memory_per_placement && !forbidden) {
+                  // The placements share every verdict but the rank-order
+                  // rules: where none of them can be ranked, they are counted
+                  // at once, as the loop below would count them.
+                  const int64_t n = static_cast<int64_t>(places.size());
+                  const bool refused =
+                      (c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
+                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp);
+                  if (refused || refused_places == n) {
+                    res.evaluated += n;
+                    res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)] += n;
+                    continue;
+                  }
+                  const Reason verdict =
+                      states_overflow ? Reason::kOutOfMemory : memory_of().Verdict();
+                  fits_by_choice[ri] = verdict == Reason::kOk ? 1 : 0;
+                  if (verdict != Reason::kOk) {
+                    res.evaluated += n;
+                    res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)] += refused_places;
+                    res.rejected[static_cast<int>(verdict)] += n - refused_places;
+                    continue;
+                  }
+                }
                 for (size_t pi = 0; pi < places.size(); ++pi) {
                   c.placement = places[pi];
                   if (!generic_pins_.empty() && !MatchesGenericPins(c)) continue;
