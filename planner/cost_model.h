@@ -698,7 +698,9 @@ class CostModel {
   std::vector<double> hp_curve_log2_size_, hp_curve_eff_;
 };
 
-// MemoryWith for the search's configurations of one expert layout (ep, etp):
+// MemoryWith for the search's configurations of one expert layout (ep, etp),
+// told of each pipeline layout (NewLayout) and each micro-batch's terms
+// (NewTerms):
 // the states half splits into the ledgers (CostModel::StatesPerStage), which
 // read the pipeline layout and the ZeRO choice (zero, distributed optimizer,
 // ZeRO++, offload) and nothing the compute terms carry but the layout's MoE
@@ -721,12 +723,14 @@ class CostModel::MemoryGrid {
   // call, outliving it: forgets the buffers and activations, keeps the ledgers.
   void NewTerms(const ComputeTerms* t) {
     t_ = t;
-    NewConfiguration();
+    Forget();
   }
-  // Another pipeline under the same terms: forgets the buffers and activations.
-  void NewConfiguration() {
-    buffers_.reset();
-    for (auto& a : activations_) a.reset();
+  // Another pipeline, `layout` its LayoutTermsOf: the ledgers read its MoE
+  // layers per stage (and nothing else of the terms, so StatesOverflow needs
+  // no terms). Forgets the buffers and activations.
+  void NewLayout(const LayoutTerms& layout) {
+    moe_ = StageMoe{layout.moe_layers_first, layout.moe_layers_middle, layout.moe_layers_last};
+    Forget();
   }
   // A new ZeRO choice: `ledger_slot` (< ledger_slots) names it with its
   // pipeline; forgets the buffers.
@@ -744,9 +748,14 @@ class CostModel::MemoryGrid {
 
  private:
   const CostModel& cm_;
-  const ComputeTerms* t_ = nullptr;
-  size_t slot_ = 0;
+  void Forget() {
+    buffers_.reset();
+    for (auto& a : activations_) a.reset();
+  }
   const StageLedgers& Ledgers(const ParallelConfig& c);
+  const ComputeTerms* t_ = nullptr;
+  StageMoe moe_;
+  size_t slot_ = 0;
   std::vector<std::optional<StageLedgers>> ledgers_;
   std::vector<int8_t> overflow_;  // StatesOverflow per ledger slot: 1, 0, -1 not yet asked
   std::optional<MemoryBuffers> buffers_;

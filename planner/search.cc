@@ -863,23 +863,31 @@ SearchResult Search::RunShard(int shard) const {
         std::vector<std::array<std::optional<Reason>, 2>> level_of(pipes.size());
         for (int mbs : mbss) {
           c.mbs = mbs;
-          pipes.front().ApplyTo(&c);
           c.recompute = Recompute::kNone;
           c.recompute_modules = kDefaultRecomputeModules;
-          CostModel::ComputeTerms terms = cm.Compute(c);
-          grid.NewTerms(&terms);
-          // Each recompute choice's floor on the iteration time: the
-          // micro-batches times what the slowest stage spends at least per
-          // micro-batch, whatever the layout, ZeRO choice and placement.
+          // The micro-batch's compute terms (with the current pipeline's
+          // layout applied) and each recompute choice's floor on the
+          // iteration time: the micro-batches times what the slowest stage
+          // spends at least per micro-batch, whatever the layout, ZeRO choice
+          // and placement. Computed when a configuration of this size first
+          // needs them: many never do (the rules or the states alone decide).
+          std::optional<CostModel::ComputeTerms> priced;
           std::array<double, CostModel::MemoryGrid::kRecomputeSlots> floor_s{};
-          const double n_mb = static_cast<double>(cost::MicroBatches(batch, c));
-          for (size_t ri = 0; ri < rcs.size(); ++ri) {
-            c.recompute = rcs[ri].rc;
-            c.recompute_modules = rcs[ri].modules;
-            floor_s[ri] = n_mb * cm.ComputeFloorPerMicroBatch(c, terms);
-          }
-          c.recompute = Recompute::kNone;
-          c.recompute_modules = kDefaultRecomputeModules;
+          auto price = [&](const CostModel::LayoutTerms& layout) {
+            ParallelConfig probe = c;
+            pipes.front().ApplyTo(&probe);
+            probe.recompute = Recompute::kNone;
+            probe.recompute_modules = kDefaultRecomputeModules;
+            priced = cm.Compute(probe);
+            const double n_mb = static_cast<double>(cost::MicroBatches(batch, probe));
+            for (size_t ri = 0; ri < rcs.size(); ++ri) {
+              probe.recompute = rcs[ri].rc;
+              probe.recompute_modules = rcs[ri].modules;
+              floor_s[ri] = n_mb * cm.ComputeFloorPerMicroBatch(probe, *priced);
+            }
+            cm.ApplyLayout(layout, &*priced);
+            grid.NewTerms(&*priced);
+          };
           for (size_t pj = 0; pj < pipes.size(); ++pj) {
             const Pipe& pipe = pipes[pj];
             pipe.ApplyTo(&c);
@@ -888,8 +896,8 @@ SearchResult Search::RunShard(int shard) const {
               const bool same = pj > 0 && pipes[pj - 1].layout == pipe.layout;
               layout = same ? *layout_terms[pj - 1] : cm.LayoutTermsOf(c);
             }
-            cm.ApplyLayout(*layout, &terms);
-            grid.NewConfiguration();
+            if (priced) cm.ApplyLayout(*layout, &*priced);
+            grid.NewLayout(*layout);
             // Every remaining rule depends on fields fixed at this level (layers vs
             // pp·vpp, micro-batches vs pp); zero choices are valid by construction.
             // The overlaps are set per ZeRO choice and recompute below.
@@ -948,11 +956,12 @@ SearchResult Search::RunShard(int shard) const {
               // (planner/cost/memory.cc); otherwise the grid has it.
               const bool memory_per_placement = c.hpz && c.zero == 3;
               auto memory_at = [&](const ParallelConfig& x, size_t slot) {
-                return memory_per_placement ? cm.MemoryWith(x, terms) : grid.Memory(x, slot);
+                return memory_per_placement ? cm.MemoryWith(x, *priced) : grid.Memory(x, slot);
               };
               // States that alone overflow the GPU decide every verdict below
               // (out of memory) without pricing any memory.
               const bool states_overflow = !memory_per_placement && grid.StatesOverflow(c);
+              if (!states_overflow && !priced) price(*layout);
               // By recompute choice: 1 fits, 0 not, -1 not priced.
               std::array<int8_t, CostModel::MemoryGrid::kRecomputeSlots> fits_by_choice;
               fits_by_choice.fill(-1);
@@ -1035,7 +1044,7 @@ SearchResult Search::RunShard(int shard) const {
                     const MemoryBreakdown& mem = memory_of();
                     fits_by_choice[ri] = mem.Verdict() == Reason::kOk ? 1 : 0;
                     if (mem.Verdict() != Reason::kOk) continue;
-                    const Prediction pred = cm.PredictWith(c, terms, &mem);
+                    const Prediction pred = cm.PredictWith(c, *priced, &mem);
                     Candidate cand{c, pred, framework};
                     if (res.forbidden.empty()) {
                       res.forbidden.push_back(cand);
@@ -1077,7 +1086,7 @@ SearchResult Search::RunShard(int shard) const {
                       continue;
                     }
                   }
-                  const Prediction pred = cm.PredictWith(c, terms, &mem);
+                  const Prediction pred = cm.PredictWith(c, *priced, &mem);
                   if (pred.iteration_time_s < options_.count_faster_than_s) ++res.faster;
                   offer(c, pred);
                 }

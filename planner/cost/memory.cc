@@ -398,12 +398,8 @@ MemoryBreakdown CostModel::MemoryWith(const ParallelConfig& c, const ComputeTerm
 }
 
 const CostModel::StageLedgers& CostModel::MemoryGrid::Ledgers(const ParallelConfig& c) {
-  const ComputeTerms& t = *t_;
   std::optional<StageLedgers>& ledgers = ledgers_.at(slot_);
-  if (!ledgers) {
-    ledgers =
-        cm_.StatesPerStage(c, StageMoe{t.moe_layers_first, t.moe_layers_middle, t.moe_layers_last});
-  }
+  if (!ledgers) ledgers = cm_.StatesPerStage(c, moe_);
   return *ledgers;
 }
 

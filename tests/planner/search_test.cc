@@ -289,6 +289,7 @@ TEST(Search, StatesThatOverflowAreOutOfMemory) {
                       continue;
                     const CostModel::ComputeTerms terms = cm.Compute(c);
                     CostModel::MemoryGrid grid(cm, 1);
+                    grid.NewLayout(cm.LayoutTermsOf(c));
                     grid.NewTerms(&terms);
                     grid.NewZeroChoice(0);
                     const Reason verdict = cm.Memory(c).Verdict();
