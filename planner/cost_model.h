@@ -341,8 +341,16 @@ class CostModel {
     double moe_buffer_bytes = 0;   // dispatch send/receive buffers in flight
     double expert_psi = 0;       // expert parameters this GPU holds (synced over expert-data)
     int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;  // MoeLayersPerStage
+    StageLayers stages;                                                    // Stages(c)
   };
   ComputeTerms Compute(const ParallelConfig& c) const;
+  // Compute in two steps: the terms that read neither the expert fields (ep,
+  // etp, moe_dispatcher) nor the layout, then the experts' terms, the
+  // layout, the calibration's corrections and the modules' recompute times.
+  // Compute(c) == CompleteCompute(c, &DenseCompute(c)); the search computes
+  // DenseCompute once for every expert layout.
+  ComputeTerms DenseCompute(const ParallelConfig& c) const;
+  void CompleteCompute(const ParallelConfig& c, ComputeTerms* t) const;
   // One layer's kept activations (bytes) under c's recompute and modules; a
   // dense layer's or, with moe_layer, an MoE layer's.
   double LayerActivation(const ParallelConfig& c, const ComputeTerms& t, bool moe_layer) const;
@@ -351,8 +359,9 @@ class CostModel {
   // which callers hold). moe_layer: an MoE layer's modules.
   double SelectiveRecomputeSeconds(const ParallelConfig& c, const ComputeTerms& t,
                                    bool moe_layer) const;
-  // The fields of ComputeTerms that depend on c's pipeline layout (which stage
-  // holds the most parameters: psi, expert_psi and the MoE layers per stage).
+  // The fields of ComputeTerms that depend on c's pipeline layout (its layers
+  // per stage, which stage holds the most parameters: psi, expert_psi and the
+  // MoE layers per stage).
   // They read the layout and the tensor and expert degrees, not the
   // micro-batch, sequence parallelism or context kind: the search computes a
   // micro-batch's terms once, and each layout's LayoutTerms once for all of
@@ -360,6 +369,7 @@ class CostModel {
   struct LayoutTerms {
     double psi = 0, expert_psi = 0;
     int moe_layers_first = 0, moe_layers_middle = 0, moe_layers_last = 0;
+    StageLayers stages;
   };
   LayoutTerms LayoutTermsOf(const ParallelConfig& c) const;
   void ApplyLayout(const LayoutTerms& l, ComputeTerms* t) const;

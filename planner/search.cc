@@ -808,6 +808,10 @@ SearchResult Search::RunShard(int shard) const {
   std::vector<char> refused_order(places.size());
   const bool a2a_overlap_allowed = Allowed("moe_a2a_overlap", 1);
   MemoryBreakdown shared_mem;  // a recompute choice's memory (memory_of below)
+  // DenseCompute per (context kind, sequence parallelism, micro-batch), the
+  // same for every expert layout.
+  std::vector<std::optional<CostModel::ComputeTerms>> dense_terms(kinds.size() * sps.size() *
+                                                                  mbss.size());
   for (const MoeChoice& mc : moe_choices) {
     c.ep = mc.ep;
     c.etp = mc.etp;
@@ -819,7 +823,8 @@ SearchResult Search::RunShard(int shard) const {
     // What a layout changes in the terms (psi and the MoE layers per stage)
     // reads its layer counts and the expert degrees only: computed at a
     // pipeline's first micro-batch, and shared by consecutive pipes of one
-    // layout (its vpps and schedules).
+    // layout (its vpps and schedules), but for the layers each rank holds,
+    // which the vpp changes.
     std::vector<std::optional<CostModel::LayoutTerms>> layout_terms(pipes.size());
     // The rules that read the rank order read nothing below this level
     // (pp, data, ep, etp): each placement is checked once here.
@@ -828,7 +833,8 @@ SearchResult Search::RunShard(int shard) const {
       refused_order[i] = cm.PlacementUnsupportedWhy(c)[0] != '\0';
     }
     const int64_t refused_places = std::count(refused_order.begin(), refused_order.end(), 1);
-    for (CpKind kind : kinds) {
+    for (size_t ki = 0; ki < kinds.size(); ++ki) {
+      const CpKind kind = kinds[ki];
       c.cp_kind = kind;
       // Shape rules that hold for the whole tuple are checked once and every
       // configuration they rule out is counted under its reason.
@@ -854,14 +860,16 @@ SearchResult Search::RunShard(int shard) const {
         res.rejected[static_cast<int>(shape)] += n;
         continue;
       }
-      for (int sp : sps) {
+      for (size_t si = 0; si < sps.size(); ++si) {
+        const int sp = sps[si];
         c.sp = sp != 0;
         // The rules checked per pipeline below read the micro-batch size only
         // through whether the micro-batches divide over an interleaved
         // pipeline (every size in mbss divides the batch): one verdict per
         // pipe and that answer.
         std::vector<std::array<std::optional<Reason>, 2>> level_of(pipes.size());
-        for (int mbs : mbss) {
+        for (size_t mi = 0; mi < mbss.size(); ++mi) {
+          const int mbs = mbss[mi];
           c.mbs = mbs;
           c.recompute = Recompute::kNone;
           c.recompute_modules = kDefaultRecomputeModules;
@@ -878,7 +886,11 @@ SearchResult Search::RunShard(int shard) const {
             pipes.front().ApplyTo(&probe);
             probe.recompute = Recompute::kNone;
             probe.recompute_modules = kDefaultRecomputeModules;
-            priced = cm.Compute(probe);
+            std::optional<CostModel::ComputeTerms>& dense =
+                dense_terms[(ki * sps.size() + si) * mbss.size() + mi];
+            if (!dense) dense = cm.DenseCompute(probe);
+            priced = *dense;
+            cm.CompleteCompute(probe, &*priced);
             const double n_mb = static_cast<double>(cost::MicroBatches(batch, probe));
             for (size_t ri = 0; ri < rcs.size(); ++ri) {
               probe.recompute = rcs[ri].rc;
@@ -895,6 +907,7 @@ SearchResult Search::RunShard(int shard) const {
             if (!layout) {
               const bool same = pj > 0 && pipes[pj - 1].layout == pipe.layout;
               layout = same ? *layout_terms[pj - 1] : cm.LayoutTermsOf(c);
+              if (same) layout->stages = cm.Stages(c);  // the vpp splits the layers
             }
             if (priced) cm.ApplyLayout(*layout, &*priced);
             grid.NewLayout(*layout);

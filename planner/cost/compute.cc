@@ -110,6 +110,12 @@ double cost::RecipeCastBytes(topology::Recipe r, double in, double grad, double 
 }
 
 CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
+  ComputeTerms t = DenseCompute(c);
+  CompleteCompute(c, &t);
+  return t;
+}
+
+CostModel::ComputeTerms CostModel::DenseCompute(const ParallelConfig& c) const {
   const ModelSpec& m = model_;
   ComputeTerms t;
   const double e = act_bytes_;
@@ -222,22 +228,25 @@ CostModel::ComputeTerms CostModel::Compute(const ParallelConfig& c) const {
     t.rc_module[i].dense_bytes = t.rc_module[i].moe_bytes = saved[i];
   }
   cost::ModuleTerms(&t, kRcMlp).moe_bytes = 0;  // MoE layers have no dense MLP
-  if (m.is_moe()) MoeCompute(c, &t);  // applies the compute correction itself
-  ApplyLayout(c, &t);
+  return t;
+}
+
+void CostModel::CompleteCompute(const ParallelConfig& c, ComputeTerms* t) const {
+  if (model_.is_moe()) MoeCompute(c, t);  // applies the compute correction itself
+  ApplyLayout(c, t);
   // Calibration (paratune calibrate): measured runs rescale the compute side.
   const double fc = cluster_.corrections.compute, fm = cluster_.corrections.memory_bound;
-  for (double& x : t.linear_fwd) x *= fc;
-  t.gemm_fwd *= fc;
-  t.normal_fwd *= fc;
-  t.attn_fwd *= fc;
-  t.attn_bwd *= fc;
-  t.elem_fwd *= fc;
-  t.mlp_elem_fwd *= fc;
-  t.logits_compute *= fc;
-  t.kernel_fixed *= fc;
-  t.embed *= fm;
-  ModuleRecomputeSeconds(c, &t);
-  return t;
+  for (double& x : t->linear_fwd) x *= fc;
+  t->gemm_fwd *= fc;
+  t->normal_fwd *= fc;
+  t->attn_fwd *= fc;
+  t->attn_bwd *= fc;
+  t->elem_fwd *= fc;
+  t->mlp_elem_fwd *= fc;
+  t->logits_compute *= fc;
+  t->kernel_fixed *= fc;
+  t->embed *= fm;
+  ModuleRecomputeSeconds(c, t);
 }
 
 void CostModel::ModuleRecomputeSeconds(const ParallelConfig& c, ComputeTerms* t) const {
@@ -328,6 +337,7 @@ double CostModel::ComputeFloorPerMicroBatch(const ParallelConfig& c, const Compu
 CostModel::LayoutTerms CostModel::LayoutTermsOf(const ParallelConfig& c) const {
   LayoutTerms l;
   l.psi = ParamsBeforeData(c);
+  l.stages = Stages(c);
   if (!model_.is_moe()) return l;
   l.expert_psi = ExpertParamsHeld(c);
   const StageMoe sm = MoeLayersPerStage(c);
@@ -339,6 +349,7 @@ CostModel::LayoutTerms CostModel::LayoutTermsOf(const ParallelConfig& c) const {
 
 void CostModel::ApplyLayout(const LayoutTerms& l, ComputeTerms* t) const {
   t->psi = l.psi;
+  t->stages = l.stages;
   if (!model_.is_moe()) return;
   t->expert_psi = l.expert_psi;
   t->moe_layers_first = l.moe_layers_first;

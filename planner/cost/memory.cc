@@ -113,7 +113,7 @@ CostModel::StageActivations CostModel::ActivationsPerStage(const ParallelConfig&
   const double e = act_bytes_;
   const double h = m.hidden, V = m.vocab;
   const double T = static_cast<double>(c.mbs) * training_.seq_len / c.cp;
-  const StageLayers st = Stages(c);
+  const StageLayers& st = t.stages;
   const int64_t n_mb = cost::MicroBatches(training_.global_batch, c);
   // The first stage holds min(pp, n_mb) micro-batches of its layers in flight
   // (1F1B), × (1 + (pp−1)/(pp·vpp)) when interleaved (Korthikanti §4.2.3).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "planner/plans.h"
@@ -192,6 +193,37 @@ TEST(Search, EveryLayoutIsPricedAsPredictPricesIt) {
   }
   EXPECT_TRUE(loss_counted);
   EXPECT_TRUE(end_stages);
+}
+
+// The search computes the dense half of a micro-batch's terms once for
+// every expert layout, the terms only when a configuration first needs them,
+// and a pipeline layout's terms once for its vpps: every configuration that
+// fits (each expert degree, dispatcher, pipeline layout and vpp) is priced as
+// Predict prices it alone, time and memory. A mixture of experts, and Llama 3
+// 70B, whose 80 layers split unevenly over some pp × vpp.
+TEST(Search, EveryFittingConfigurationIsPricedAsPredictPricesIt) {
+  for (const Job& j : {MakeJob("deepseek-v2-lite", "dgx-h100", 32, 256, 4096),
+                       MakeJob("llama3-70b", "dgx-h100", 64, 512, 8192)}) {
+    const CostModel cm = CostModelOf(j);
+    SearchOptions opt;
+    opt.top_k = 1 << 30;
+    const SearchResult r = Search({&cm}, opt).RunAll();
+    ASSERT_EQ(static_cast<int64_t>(r.pool.size()), r.feasible) << j.model.name;
+    ASSERT_GT(r.pool.size(), 1000u) << j.model.name;
+    std::set<int> eps, vpps;
+    for (const Candidate& c : r.pool) {
+      eps.insert(c.config.ep);
+      vpps.insert(c.config.vpp);
+      const Prediction p = cm.Predict(c.config);
+      ASSERT_NEAR(c.prediction.iteration_time_s, p.iteration_time_s, 1e-12 * p.iteration_time_s)
+          << ConfigToString(c.config);
+      ASSERT_NEAR(c.prediction.memory.reserved_GiB, p.memory.reserved_GiB,
+                  1e-12 * p.memory.reserved_GiB)
+          << ConfigToString(c.config);
+    }
+    EXPECT_GE(eps.size(), j.model.is_moe() ? 3u : 1u) << j.model.name;
+    EXPECT_GE(vpps.size(), 3u) << j.model.name;
+  }
 }
 
 TEST(Search, ShardsInParallelGiveTheSameAnswer) {
