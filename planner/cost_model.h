@@ -347,8 +347,8 @@ class CostModel {
   // Compute in two steps: the terms that read neither the expert fields (ep,
   // etp, moe_dispatcher) nor the layout, then the experts' terms, the
   // layout, the calibration's corrections and the modules' recompute times.
-  // Compute(c) == CompleteCompute(c, &DenseCompute(c)); the search computes
-  // DenseCompute once for every expert layout.
+  // Compute(c) is DenseCompute(c) completed by CompleteCompute(c, ·); the
+  // search computes DenseCompute once for every expert layout.
   ComputeTerms DenseCompute(const ParallelConfig& c) const;
   void CompleteCompute(const ParallelConfig& c, ComputeTerms* t) const;
   // One layer's kept activations (bytes) under c's recompute and modules; a
@@ -750,8 +750,9 @@ class CostModel::MemoryGrid {
   }
   // == cm.MemoryWith(c, t); `slot` (< kRecomputeSlots) names c's recompute choice.
   MemoryBreakdown Memory(const ParallelConfig& c, size_t slot);
-  // Whether the current ZeRO choice's model states alone (its ledger with no
-  // activations, buffers or workspaces) already exceed the usable memory:
+  // Whether the current ZeRO choice's model states alone (its ledger and the
+  // runtime's reserve, with no activations, other buffers or workspaces)
+  // already exceed the usable memory:
   // then Memory(c, slot).Verdict() is kOutOfMemory for every slot and every
   // terms until the next NewZeroChoice, since each of those only adds.
   bool StatesOverflow(const ParallelConfig& c);

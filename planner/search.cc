@@ -620,11 +620,12 @@ bool Search::InSpaceOf(int model, const ParallelConfig& c) const {
 
 // One tuple of degrees: its inner choices (the *Choices functions above),
 // then the nested enumeration (MoE degrees × pipelines × ZeRO × recompute ×
-// placements). The nesting stays in one function (about 390 lines) on
-// purpose: each level computes what the levels below reuse (the layout's
-// terms, the overlap flags per key, the shared memory breakdown, the
-// compute lower bound for pruning), and split apart those caches would be
-// passed between a dozen functions.
+// placements). The nesting stays in one function (about 500 lines) on
+// purpose: each level computes what the levels below reuse (the dense and
+// the layout's terms, the rule verdicts per pipe, the overlap flags per key,
+// the states' overflow, the shared memory breakdown, the compute lower bound
+// for pruning), and split apart those caches would be passed between a dozen
+// functions.
 SearchResult Search::RunShard(int shard) const {
   SearchResult res;
   const Outer& o = outer_[shard];
