@@ -966,6 +966,12 @@ SearchResult Search::RunShard(int shard) const {
               // The framework's start-up rules read neither the recompute nor
               // the placement (planner/framework.cc FrameworkRuleBroken).
               const bool forbidden = cm.BrokenRule(c) != nullptr;
+              // Refused at start-up whatever the placement: ZeRO-2/3 or the
+              // overlapped gradient reduction under a pipeline the framework
+              // does not run them with.
+              const bool refused_config =
+                  (c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
+                  (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp);
               // Memory reads the placement only through the hpZ node group
               // (planner/cost/memory.cc); otherwise the grid has it.
               const bool memory_per_placement = c.hpz && c.zero == 3;
@@ -985,16 +991,15 @@ SearchResult Search::RunShard(int shard) const {
                 c.recompute_modules = rcs[ri].modules;
                 if (const int lighter = rcs[ri].unless_fits; lighter >= 0) {
                   // Dominated: the lighter choice fits and is faster.
-                  if (fits_by_choice[static_cast<size_t>(lighter)] < 0 && states_overflow) {
-                    fits_by_choice[static_cast<size_t>(lighter)] = 0;
-                  } else if (fits_by_choice[static_cast<size_t>(lighter)] < 0) {
+                  const size_t li = static_cast<size_t>(lighter);
+                  if (fits_by_choice[li] < 0) {
                     ParallelConfig l = c;
-                    l.recompute = rcs[static_cast<size_t>(lighter)].rc;
-                    l.recompute_modules = rcs[static_cast<size_t>(lighter)].modules;
-                    fits_by_choice[static_cast<size_t>(lighter)] =
-                        memory_at(l, static_cast<size_t>(lighter)).Verdict() == Reason::kOk ? 1 : 0;
+                    l.recompute = rcs[li].rc;
+                    l.recompute_modules = rcs[li].modules;
+                    fits_by_choice[li] =
+                        !states_overflow && memory_at(l, li).Verdict() == Reason::kOk ? 1 : 0;
                   }
-                  if (fits_by_choice[static_cast<size_t>(lighter)] == 1) continue;
+                  if (fits_by_choice[li] == 1) continue;
                   if (cm.RecomputeModulesWhy(c) != nullptr) continue;
                 }
                 // Megatron's EP all-to-all overlap where its rules allow it
@@ -1015,10 +1020,7 @@ SearchResult Search::RunShard(int shard) const {
                   // rules: where none of them can be ranked, they are counted
                   // at once, as the loop below would count them.
                   const int64_t n = static_cast<int64_t>(places.size());
-                  const bool refused =
-                      (c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
-                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp);
-                  if (refused || refused_places == n) {
+                  if (refused_config || refused_places == n) {
                     res.evaluated += n;
                     res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)] += n;
                     continue;
@@ -1039,9 +1041,7 @@ SearchResult Search::RunShard(int shard) const {
                   ++res.evaluated;
                   // A configuration the framework would refuse at start-up is never
                   // ranked; the fastest one is kept aside (plans' faster_if_allowed).
-                  if ((c.pp > 1 && c.zero >= 2 && !fr.pp_with_zero2) ||
-                      (c.pp > 1 && c.overlap_grad_reduce && !fr.overlap_grad_reduce_with_pp) ||
-                      refused_order[pi]) {
+                  if (refused_config || refused_order[pi]) {
                     ++res.rejected[static_cast<int>(Reason::kFrameworkUnsupported)];
                     continue;
                   }
