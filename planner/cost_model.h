@@ -487,6 +487,14 @@ class CostModel {
   // Megatron-Core's fp8/fp4 context wraps the transformer layers only).
   double GemmSeconds(double m, double n, double k, bool high_precision = false) const;
 
+  // One MoE dispatch (or its combine, the same bytes back) of `tokens` tokens
+  // per rank over c's EP group, ranks c.etp apart, `elem_bytes` per hidden
+  // element, by dispatcher `d` (docs/model.md "Dispatch and combine"): the
+  // term an MoE layer's forward charges twice, and what `validate
+  // --collectives` asks of DeepEP's and HybridEP's own benchmarks. 0 when ep is 1.
+  double DispatchSeconds(const ParallelConfig& c, MoeDispatcher d, double tokens,
+                         double elem_bytes) const;
+
  private:
   // Fills executed_flops_ (ExecutedFlopsPerIteration) for the job.
   void CountExecutedFlops();

@@ -167,50 +167,11 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   t->moe_experts_fwd = fc * (experts + act_fn + expert_casts);
   t->moe_expert_host = s.local_experts * moe_host_s_per_local_expert_;
 
-  // Dispatch and combine, forward. An EP group's ranks sit etp apart inside the
-  // stage (Megatron's expert rank order etp-ep-edp). Inside one node the
-  // all-to-all runs at the NVLink all-to-all bandwidth of the group's placement
-  // (GroupCostTable). When the group spans nodes every rank sends the share of
-  // its buffer bound for other nodes through its own NIC share at once (unlike a
-  // ring, where one link per node crosses): that share over the per-GPU network
-  // bandwidth × the cluster's all-to-all efficiency, beside the NVLink part.
+  // Dispatch and combine, forward.
   t->moe_a2a_fwd = 0;
   if (c.ep > 1) {
-    const int stride = c.etp;
-    // "Node" here is the NVLink domain: on an NVL72 rack the all-to-all between
-    // its trays runs over NVLink (GroupCostTable prices the domain), not the NICs.
-    // The group splits into equal domain-local parts: the largest divisor of ep
-    // that fits one domain (an EP group of 128 on NVL72 racks: two parts of 64).
-    const int per_node = EpRanksPerDomain(c.ep, stride, cluster_.DomainGpus());
-    t->ep_domains = c.ep / per_node;
-    const double buffer = s.copies * h * e;  // the all-to-all's whole buffer per rank
-    auto a2a_seconds = [&](MoeDispatcher d) {
-      if (d == MoeDispatcher::kAllGather) {
-        // Every EP rank gathers the group's tokens; the outputs reduce-scatter back.
-        return comm_.Seconds(Collective::kAllGather, stride, c.ep, tokens * h * e * c.ep);
-      }
-      const DispatchVolume v = DispatchBytes(m, d, tokens, c.ep, per_node, e);
-      if (per_node >= c.ep) return comm_.Seconds(Collective::kAllToAll, stride, c.ep, buffer);
-      const double intra_bytes = v.bytes - v.inter_node_bytes;
-      const double intra = per_node > 1
-                               ? comm_.Seconds(Collective::kAllToAll, stride, per_node,
-                                               intra_bytes * per_node / std::max(1, per_node - 1))
-                               : 0.0;
-      // The deduplicating dispatchers' RDMA kernels reach their own fraction of
-      // the NIC, by the nodes the group spans (FrameworkCosts::dedup_nic_fraction).
-      const bool dedup = d == MoeDispatcher::kDeepEp || d == MoeDispatcher::kHybridEp;
-      const double nic_fraction =
-          dedup && !fw_.costs.dedup_nic_fraction.empty()
-              ? DedupNicFraction(fw_.costs, c.ep / per_node)
-              : cluster_.alltoall_efficiency;
-      const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * nic_fraction * 1e9 /
-                               std::max(1e-9, cluster_.corrections.communication);
-      const double inter =
-          inter_Bps > 0 ? v.inter_node_bytes / inter_Bps : std::numeric_limits<double>::infinity();
-      const double latency = cluster_.inter_alpha_us * 1e-6 * c.ep;
-      return std::max(intra, inter) + latency;
-    };
-    t->moe_a2a_fwd = 2.0 * a2a_seconds(c.moe_dispatcher);  // dispatch + combine
+    t->ep_domains = c.ep / EpRanksPerDomain(c.ep, c.etp, cluster_.DomainGpus());
+    t->moe_a2a_fwd = 2.0 * DispatchSeconds(c, c.moe_dispatcher, tokens, e);  // dispatch + combine
   }
   if (c.etp > 1) {
     // Expert tensor parallelism: the dispatched rows are gathered over the ETP
@@ -267,6 +228,51 @@ void CostModel::MoeCompute(const ParallelConfig& c, ComputeTerms* t) const {
   at(kRcMoe).moe_s = t->moe_fwd;
   // The dispatcher's send and receive buffers for one layer in flight.
   t->moe_buffer_bytes = c.ep > 1 ? 2.0 * s.copies * h * e : 0.0;
+}
+
+double CostModel::DispatchSeconds(const ParallelConfig& c, MoeDispatcher d, double tokens,
+                                  double elem_bytes) const {
+  if (c.ep <= 1) return 0;
+  const ModelSpec& m = model_;
+  const double h = m.hidden;
+  // An EP group's ranks sit etp apart inside the stage (Megatron's expert rank
+  // order etp-ep-edp). Inside one node the all-to-all runs at the NVLink
+  // all-to-all bandwidth of the group's placement (GroupCostTable). When the
+  // group spans nodes every rank sends the share of its buffer bound for other
+  // nodes through its own NIC share at once (unlike a ring, where one link per
+  // node crosses): that share over the per-GPU network bandwidth × the
+  // cluster's all-to-all efficiency, beside the NVLink part.
+  const int stride = c.etp;
+  // "Node" here is the NVLink domain: on an NVL72 rack the all-to-all between
+  // its trays runs over NVLink (GroupCostTable prices the domain), not the NICs.
+  // The group splits into equal domain-local parts: the largest divisor of ep
+  // that fits one domain (an EP group of 128 on NVL72 racks: two parts of 64).
+  const int per_node = EpRanksPerDomain(c.ep, stride, cluster_.DomainGpus());
+  if (d == MoeDispatcher::kAllGather) {
+    // Every EP rank gathers the group's tokens; the outputs reduce-scatter back.
+    return comm_.Seconds(Collective::kAllGather, stride, c.ep, tokens * h * elem_bytes * c.ep);
+  }
+  const double buffer =
+      tokens * m.top_k * h * elem_bytes;  // the all-to-all's whole buffer per rank
+  if (per_node >= c.ep) return comm_.Seconds(Collective::kAllToAll, stride, c.ep, buffer);
+  const DispatchVolume v = DispatchBytes(m, d, tokens, c.ep, per_node, elem_bytes);
+  const double intra_bytes = v.bytes - v.inter_node_bytes;
+  const double intra = per_node > 1
+                           ? comm_.Seconds(Collective::kAllToAll, stride, per_node,
+                                           intra_bytes * per_node / std::max(1, per_node - 1))
+                           : 0.0;
+  // The deduplicating dispatchers' RDMA kernels reach their own fraction of
+  // the NIC, by the nodes the group spans (FrameworkCosts::dedup_nic_fraction).
+  const bool dedup = d == MoeDispatcher::kDeepEp || d == MoeDispatcher::kHybridEp;
+  const double nic_fraction = dedup && !fw_.costs.dedup_nic_fraction.empty()
+                                  ? DedupNicFraction(fw_.costs, c.ep / per_node)
+                                  : cluster_.alltoall_efficiency;
+  const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * nic_fraction * 1e9 /
+                           std::max(1e-9, cluster_.corrections.communication);
+  const double inter =
+      inter_Bps > 0 ? v.inter_node_bytes / inter_Bps : std::numeric_limits<double>::infinity();
+  const double latency = cluster_.inter_alpha_us * 1e-6 * c.ep;
+  return std::max(intra, inter) + latency;
 }
 
 double CostModel::MoeCommSeconds(const ParallelConfig& c, const ComputeTerms& t,
