@@ -132,7 +132,7 @@ same die, as GB200 for B200, else its vendor's median), else keeps its prior.
                       fitted to the file, refitted without it), and the
                       tables not asked with the reason (DeepEP kernels,
                       prose summaries, TCP-socket transports)
-                      (json: schema paratune.collective_validation/v3, every row)
+                      (json: schema paratune.collective_validation/v4, every row)
   --beyond FILE       measured throughput of networks that are not transformer
                       stacks (shared/calibration/beyond_runs.json: MLPerf
                       Training and HPC runs of ResNet-50, RetinaNet, Stable

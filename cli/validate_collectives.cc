@@ -7,12 +7,14 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "cli/common.h"
 #include "cli/validate_memory.h"
 #include "common/median.h"
 #include "common/strings.h"
 #include "validation/collective_tables.h"
+#include "validation/ep_kernel_tables.h"
 #include "validation/memory_runs.h"
 
 namespace paratune::cli {
@@ -70,6 +72,86 @@ OrderedJson FittedConstantJson(const char* name, double value, double refit,
   return j;
 }
 
+// The expert-parallel kernels' rows (DeepEP, HybridEP) on the MoE dispatch
+// term: per table and per kernel × span, into out["ep_kernels"], and printed
+// when `table_format`.
+void ValidateEpKernels(const planner::EpKernelTables& ep, bool table_format, OrderedJson* out,
+                       std::ostream& os) {
+  OrderedJson j;
+  j["tables"] = OrderedJson::array();
+  std::map<std::string, std::vector<double>> by_group;
+  std::vector<double> all;
+  if (table_format) {
+    os << "\nexpert-parallel kernels (DeepEP, HybridEP) on the MoE dispatch term:\n"
+       << std::left << std::setw(44) << "table" << std::right << std::setw(6) << "rows"
+       << std::setw(10) << "median" << std::setw(10) << "signed" << std::setw(9) << "p90"
+       << "\n";
+  }
+  for (const planner::EpKernelTable& t : ep.tables) {
+    std::vector<double> errors;
+    OrderedJson rows = OrderedJson::array();
+    for (const planner::EpKernelRow& row : t.rows) {
+      const planner::EpKernelCheck c = planner::CheckEpKernelRow(t, row);
+      errors.push_back(c.error);
+      const std::string group =
+          std::string(planner::MoeDispatcherName(t.dispatcher)) +
+          (row.ep_ranks <= t.cluster.DomainGpus() ? ", one NVLink domain" : ", across nodes");
+      by_group[group].push_back(c.error);
+      OrderedJson r;
+      r["ep_ranks"] = row.ep_ranks;
+      r["phase"] = row.combine ? "combine" : "dispatch";
+      r["dtype"] = row.fp8 ? "FP8" : "BF16";
+      if (row.num_sms > 0) r["num_sms"] = row.num_sms;
+      r["bandwidth_counts"] = row.rdma ? "rdma" : "nvlink";
+      r["measured_GBps"] = row.measured_GBps;
+      r["bench_bytes"] = row.bench_bytes;
+      r["measured_us"] = row.measured_us;
+      r["predicted_us"] = c.predicted_us;
+      r["error"] = c.error;
+      rows.push_back(r);
+    }
+    all.insert(all.end(), errors.begin(), errors.end());
+    const MemoryErrorStats s = MemoryStats(errors);
+    OrderedJson tj;
+    tj["id"] = t.id;
+    tj["system"] = t.system;
+    tj["dispatcher"] = planner::MoeDispatcherName(t.dispatcher);
+    tj["tokens"] = t.tokens;
+    tj["hidden"] = t.hidden;
+    tj["top_k"] = t.top_k;
+    tj["stats"] = ErrorStatsJson(s);
+    tj["assumed"] = t.assumed;
+    tj["source"] = t.source;
+    tj["rows"] = rows;
+    j["tables"].push_back(tj);
+    if (table_format) {
+      os << std::left << std::setw(44) << t.id.substr(0, 43) << std::right << std::setw(6) << s.rows
+         << std::setw(10) << Pct(s.median_abs) << std::setw(10) << Pct(s.median_signed)
+         << std::setw(9) << Pct(s.p90_abs) << "\n";
+    }
+  }
+  j["per_kernel_and_span"] = ErrorGroupsJson(by_group);
+  const MemoryErrorStats overall = MemoryStats(all);
+  j["overall"] = ErrorStatsJson(overall);
+  OrderedJson skipped = OrderedJson::array();
+  int skipped_rows = 0;
+  for (const planner::SkippedCollectives& sk : ep.skipped) {
+    skipped.push_back({{"id", sk.id}, {"rows", sk.rows}, {"why", sk.why}});
+    skipped_rows += sk.rows;
+  }
+  j["not_asked"] = skipped;
+  (*out)["ep_kernels"] = j;
+  if (!table_format) return;
+  PrintErrorGroups(os, "per kernel and span", by_group, 34);
+  os << "\n";
+  PrintCollectiveStats(os, "all kernel rows (predicted / measured - 1)", overall);
+  os << "kernel rows not asked (" << skipped_rows << "):\n";
+  for (const planner::SkippedCollectives& sk : ep.skipped) {
+    os << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
+       << sk.rows << "  " << sk.why << "\n";
+  }
+}
+
 }  // namespace
 
 int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
@@ -77,7 +159,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   if (!tables.ok()) return UsageError(io, "validate", tables.status());
   const bool table_format = format == "table";
   OrderedJson out;
-  out["schema"] = "paratune.collective_validation/v3";
+  out["schema"] = "paratune.collective_validation/v4";
   out["tables"] = OrderedJson::array();
   std::map<std::string, std::vector<double>> by_system, by_collective, by_ranks, by_size;
   std::vector<double> all, table_medians;
@@ -195,7 +277,11 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     skipped_rows += sk.rows;
   }
   out["not_asked"] = skipped;
+  auto ep = planner::EpKernelTablesFromCalibration(doc);
+  if (!ep.ok()) return UsageError(io, "validate", ep.status());
   if (!table_format) {
+    std::ostringstream unused;
+    ValidateEpKernels(*ep, false, &out, unused);
     io.out << out.dump(2) << "\n";
     return kExitOk;
   }
@@ -217,6 +303,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     io.out << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
            << sk.rows << "  " << sk.why << "\n";
   }
+  ValidateEpKernels(*ep, true, &out, io.out);
   return kExitOk;
 }
 

@@ -13,7 +13,7 @@ namespace paratune::cli {
 // per table, system, collective, rank count and message size, each system
 // held out with the pipeline-fill share refitted without it, and the tables
 // not asked and why (format "table" or "json":
-// paratune.collective_validation/v3, every row included).
+// paratune.collective_validation/v4, every row included).
 int RunValidateCollectives(const Json& doc, const std::string& format, Io io);
 
 }  // namespace paratune::cli

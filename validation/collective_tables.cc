@@ -13,15 +13,13 @@
 #include "validation/row_fields.h"
 
 namespace paratune::planner {
-namespace {
 
 using row_fields::Num;
 using row_fields::Str;
 using topology::Algorithm;
 using topology::Collective;
 
-// The cluster preset of a table's GPU ("" when none).
-std::string TablePresetOf(const std::string& gpu, const std::string& detail) {
+std::string CollectivePresetOf(const std::string& gpu, const std::string& detail) {
   if (gpu == "A100") return Contains(detail, "40GB") ? "dgx-a100-40gb" : "dgx-a100-80gb";
   if (gpu == "H100") return "dgx-h100";
   if (gpu == "H200") return "dgx-h200";
@@ -35,11 +33,14 @@ std::string TablePresetOf(const std::string& gpu, const std::string& detail) {
   return "";
 }
 
+namespace {
+
 // Why a table is not asked about, or "" when it is.
 std::string SkipReason(const Json& t, const std::string& preset) {
   const std::string kind = Str(t, "kind");
   if (kind == "ep_kernel_benchmark" || Str(t, "collective") == "alltoall_ep") {
-    return "DeepEP/HybridEP dispatch and combine kernels, not an NCCL collective";
+    return "DeepEP/HybridEP dispatch and combine kernels: asked of the MoE dispatch term "
+           "(expert-parallel kernels, validation/ep_kernel_tables.h)";
   }
   if (kind != "nccl_tests_table") return "a prose summary (" + kind + "), not a measured table";
   const std::string net = Str(t, "inter_network");
@@ -160,7 +161,7 @@ Result<CollectiveTables> CollectiveTablesFromCalibration(const Json& doc) {
   for (const Json& t : doc) {
     const std::string id = Str(t, "id", "?");
     const int n_rows = static_cast<int>(t["rows"].size());
-    const std::string preset = TablePresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
+    const std::string preset = CollectivePresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
     if (std::string why = SkipReason(t, preset); !why.empty()) {
       out.skipped.push_back({id, n_rows, why});
       continue;

@@ -51,6 +51,10 @@ struct CollectiveTables {
   std::vector<SkippedCollectives> skipped;
 };
 
+// The cluster preset of a table's GPU (A100 by its memory, H100, H800, GB200,
+// MI355X, ...; "" when none).
+std::string CollectivePresetOf(const std::string& gpu, const std::string& detail);
+
 // Whether `doc` is nccl_tables.json: an array of tables with `collective`,
 // `total_ranks` and `rows`.
 bool IsCollectiveTablesDocument(const Json& doc);

@@ -29,7 +29,7 @@ TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
   const Outcome j = Call(RunValidate, {"--collectives", TablesFile(), "--format", "json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const Json doc = Json::parse(j.out);
-  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v3");
+  EXPECT_EQ(doc["schema"], "paratune.collective_validation/v4");
   for (const char* k : {"tables", "per_system", "per_collective", "per_rank_decade", "per_size",
                         "overall", "fitted_constants", "leave_one_system_out",
                         "leave_one_system_out_overall", "not_asked"}) {
