@@ -262,16 +262,22 @@ double CostModel::DispatchSeconds(const ParallelConfig& c, MoeDispatcher d, doub
                                            intra_bytes * per_node / std::max(1, per_node - 1))
                            : 0.0;
   // The deduplicating dispatchers' RDMA kernels reach their own fraction of
-  // the NIC, by the nodes the group spans (FrameworkCosts::dedup_nic_fraction).
-  const bool dedup = d == MoeDispatcher::kDeepEp || d == MoeDispatcher::kHybridEp;
-  const double nic_fraction = dedup && !fw_.costs.dedup_nic_fraction.empty()
-                                  ? DedupNicFraction(fw_.costs, c.ep / per_node)
-                                  : cluster_.alltoall_efficiency;
-  const double inter_Bps = cluster_.InterNodeGBpsPerGpu() * nic_fraction * 1e9 /
-                           std::max(1e-9, cluster_.corrections.communication);
+  // the NIC's line rate, by the nodes the group spans
+  // (FrameworkCosts::dedup_nic_fraction: DeepEP's README figures over its
+  // "~50 GB/s maximum" of a 400 Gb/s NIC), and each rank's GPU posts its
+  // writes to every remote node at once (NVSHMEM), one hop's latency. The
+  // all-to-all's share crosses at the collective's achievable rate (line rate
+  // × nic_efficiency) × alltoall_efficiency, one latency per peer.
+  const bool dedup = (d == MoeDispatcher::kDeepEp || d == MoeDispatcher::kHybridEp) &&
+                     !fw_.costs.dedup_nic_fraction.empty();
+  const double per_gpu_GBps = dedup ? cluster_.nics_per_node * cluster_.nic_GBps /
+                                          cluster_.gpus_per_node *
+                                          DedupNicFraction(fw_.costs, c.ep / per_node)
+                                    : cluster_.InterNodeGBpsPerGpu() * cluster_.alltoall_efficiency;
+  const double inter_Bps = per_gpu_GBps * 1e9 / std::max(1e-9, cluster_.corrections.communication);
   const double inter =
       inter_Bps > 0 ? v.inter_node_bytes / inter_Bps : std::numeric_limits<double>::infinity();
-  const double latency = cluster_.inter_alpha_us * 1e-6 * c.ep;
+  const double latency = cluster_.inter_alpha_us * 1e-6 * (dedup ? 1 : c.ep);
   return std::max(intra, inter) + latency;
 }
 
