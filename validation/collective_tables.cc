@@ -33,6 +33,16 @@ std::string CollectivePresetOf(const std::string& gpu, const std::string& detail
   return "";
 }
 
+Result<topology::ClusterSpec> CollectivePresetWithNodes(const Json& t, const std::string& preset) {
+  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, topology::ClusterPreset(preset));
+  const int gpn = std::clamp(static_cast<int>(Num(t, "gpus_per_node", c.gpus_per_node)), 1, 64);
+  if (gpn != c.gpus_per_node) {
+    c.gpus_per_node = gpn;
+    if (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % gpn != 0) c.nvlink_domain_gpus = 0;
+  }
+  return c;
+}
+
 namespace {
 
 // Why a table is not asked about, or "" when it is.
@@ -117,12 +127,7 @@ std::string TransportOf(const Json& t) {
 // The table's system: the GPU's preset with its nodes and NICs.
 Result<topology::ClusterSpec> TableCluster(const Json& t, const std::string& preset,
                                            std::vector<std::string>* assumed) {
-  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, topology::ClusterPreset(preset));
-  const int gpn = std::clamp(static_cast<int>(Num(t, "gpus_per_node", c.gpus_per_node)), 1, 64);
-  if (gpn != c.gpus_per_node) {
-    c.gpus_per_node = gpn;
-    if (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % gpn != 0) c.nvlink_domain_gpus = 0;
-  }
+  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, CollectivePresetWithNodes(t, preset));
   const int nodes = static_cast<int>(Num(t, "num_nodes", 1));
   int nics = 0;
   double nic_GBps = 0;

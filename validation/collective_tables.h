@@ -55,6 +55,11 @@ struct CollectiveTables {
 // MI355X, ...; "" when none).
 std::string CollectivePresetOf(const std::string& gpu, const std::string& detail);
 
+// The preset `preset` with the table's GPUs per node (an NVLink domain they no
+// longer divide is dropped).
+Result<topology::ClusterSpec> CollectivePresetWithNodes(const Json& table,
+                                                        const std::string& preset);
+
 // Whether `doc` is nccl_tables.json: an array of tables with `collective`,
 // `total_ranks` and `rows`.
 bool IsCollectiveTablesDocument(const Json& doc);

@@ -30,7 +30,8 @@ int DefaultSms(MoeDispatcher d, bool one_domain) {
 }
 
 // DeepEP V1's intranode kernels take at most 8 NVLink ranks
-// (NUM_MAX_NVL_PEERS, csrc/kernels/configs.cuh); beyond, they run internode.
+// (NUM_MAX_NVL_PEERS, csrc/kernels/configs.cuh:3 @c18eabd); beyond, they run
+// internode.
 constexpr int kDeepEpMaxNvlRanks = 8;
 
 // FP8 rows move 1 byte per element and one fp32 scale per 128 (the tests'
@@ -71,12 +72,8 @@ bool ParseWorkload(const std::string& text, EpKernelTable* t) {
 // network text says "N x R Gb/s per GPU", a NIC of R per GPU.
 Result<topology::ClusterSpec> EpCluster(const Json& t, const std::string& preset,
                                         std::vector<std::string>* assumed) {
-  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, topology::ClusterPreset(preset));
-  const int gpn = std::clamp(static_cast<int>(Num(t, "gpus_per_node", c.gpus_per_node)), 1, 64);
-  if (gpn != c.gpus_per_node) {
-    c.gpus_per_node = gpn;
-    if (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % gpn != 0) c.nvlink_domain_gpus = 0;
-  }
+  PT_ASSIGN_OR_RETURN(topology::ClusterSpec c, CollectivePresetWithNodes(t, preset));
+  const int gpn = c.gpus_per_node;
   static const std::regex kNicPerGpu(R"((\d+)\s*x\s*\S*\s*(\d+)\s*Gb/s per GPU)");
   const std::string net = Str(t, "inter_network");
   std::smatch m;
@@ -136,13 +133,13 @@ void ReadEpRows(const Json& t, EpKernelTable* table, std::map<std::string, int>*
   for (const Json& r : t["rows"]) {
     EpKernelRow row;
     const MoeDispatcher d = RowDispatcher(r, table->dispatcher);
+    if (d != table->dispatcher) continue;  // the other kernel's rows, asked as their own table
     row.ep_ranks = static_cast<int>(Num(r, "ep_ranks", 0));
     row.combine = Str(r, "phase") == "combine";
     row.fp8 = Str(r, "dtype") == "FP8";
     row.num_sms = static_cast<int>(Num(r, "num_sms", 0));
     row.measured_GBps = Num(r, "bandwidth_GBps", 0);
     const bool one_domain = row.ep_ranks <= domain;
-    if (d != table->dispatcher) continue;  // the other kernel's rows, asked as their own table
     if (Str(r, "measurement") == "kernel_only") {
       ++(*left_out)
           ["kernel time alone: Megatron-Core calls the torch API, whose time the model prices"];
@@ -157,8 +154,9 @@ void ReadEpRows(const Json& t, EpKernelTable* table, std::map<std::string, int>*
     if (row.num_sms > 0) {
       const int want = DefaultSms(d, one_domain);
       int best = 1 << 30;
-      for (int s : sms[{d == MoeDispatcher::kHybridEp, row.ep_ranks}])
+      for (int s : sms[{d == MoeDispatcher::kHybridEp, row.ep_ranks}]) {
         best = std::min(best, std::abs(s - want));
+      }
       if (std::abs(row.num_sms - want) != best) {
         ++(*left_out)
             ["other SM counts than the nearest to what Megatron-Core runs (DeepEP 20, "
@@ -205,9 +203,9 @@ Result<EpKernelTables> EpKernelTablesFromCalibration(const Json& doc) {
   }
   EpKernelTables out;
   for (const Json& t : doc) {
-    if (Str(t, "kind") != "ep_kernel_benchmark" &&
-        Str(t, "collective").rfind("alltoall_ep", 0) != 0)
-      continue;
+    const bool kernels_table = Str(t, "kind") == "ep_kernel_benchmark" ||
+                               Str(t, "collective").rfind("alltoall_ep", 0) == 0;
+    if (!kernels_table) continue;
     const std::string id = Str(t, "id", "?");
     const int n_rows = static_cast<int>(t["rows"].size());
     const std::string preset = CollectivePresetOf(Str(t, "gpu"), Str(t, "gpu_detail"));
