@@ -57,6 +57,39 @@ TEST(ValidateCollectives, PrintsEveryTableAndItsGroups) {
   EXPECT_NE(t.out.find("per system held out"), std::string::npos);
 }
 
+TEST(ValidateCollectives, AsksTheExpertParallelKernelsOfTheDispatchTerm) {
+  if (!ReadFileToString(TablesFile()).ok()) GTEST_SKIP() << "no nccl_tables.json";
+  const Outcome t = Call(RunValidate, {"--collectives", TablesFile()});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  for (const char* line :
+       {"expert-parallel kernels (DeepEP, HybridEP)", "per kernel and span", "deepep, across nodes",
+        "hybridep, one NVLink domain", "kernel rows not asked", "low-latency kernels"}) {
+    EXPECT_NE(t.out.find(line), std::string::npos) << line;
+  }
+  const Outcome j = Call(RunValidate, {"--collectives", TablesFile(), "--format", "json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const Json ep = Json::parse(j.out)["ep_kernels"];
+  for (const char* k : {"tables", "per_kernel_and_span", "overall", "not_asked"}) {
+    EXPECT_TRUE(ep.contains(k)) << k;
+  }
+  ASSERT_FALSE(ep["tables"].empty());
+  const Json& row = ep["tables"][0]["rows"][0];
+  for (const char* k : {"ep_ranks", "phase", "dtype", "bandwidth_counts", "measured_GBps",
+                        "bench_bytes", "measured_us", "predicted_us", "error"}) {
+    EXPECT_TRUE(row.contains(k)) << k;
+  }
+  // Every kernel row of the file is asked or listed with its reason.
+  int listed = ep["overall"]["rows"].get<int>();
+  for (const Json& s : ep["not_asked"]) listed += s["rows"].get<int>();
+  int kernel_rows = 0;
+  for (const Json& table : Json::parse(*ReadFileToString(TablesFile()))) {
+    if (table.value("kind", "") == "ep_kernel_benchmark")
+      kernel_rows += static_cast<int>(table["rows"].size());
+  }
+  EXPECT_GT(kernel_rows, 0);
+  EXPECT_EQ(listed, kernel_rows);
+}
+
 TEST(ValidateCollectives, RefusesOtherFilesAndCombinations) {
   const std::string goodput = std::string(PARATUNE_SOURCE_DIR) + "/validation/data/goodput_runs.json";
   const Outcome wrong = Call(RunValidate, {"--collectives", goodput});
