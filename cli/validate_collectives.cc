@@ -7,7 +7,6 @@
 #include <map>
 #include <ostream>
 #include <set>
-#include <sstream>
 
 #include "cli/common.h"
 #include "cli/validate_memory.h"
@@ -74,18 +73,17 @@ OrderedJson FittedConstantJson(const char* name, double value, double refit,
 
 // The expert-parallel kernels' rows (DeepEP, HybridEP) on the MoE dispatch
 // term: per table and per kernel × span, into out["ep_kernels"], and printed
-// when `table_format`.
-void ValidateEpKernels(const planner::EpKernelTables& ep, bool table_format, OrderedJson* out,
-                       std::ostream& os) {
+// on `os` unless it is null (the JSON format).
+void ValidateEpKernels(const planner::EpKernelTables& ep, OrderedJson* out, std::ostream* os) {
   OrderedJson j;
   j["tables"] = OrderedJson::array();
   std::map<std::string, std::vector<double>> by_group;
   std::vector<double> all;
-  if (table_format) {
-    os << "\nexpert-parallel kernels (DeepEP, HybridEP) on the MoE dispatch term:\n"
-       << std::left << std::setw(44) << "table" << std::right << std::setw(6) << "rows"
-       << std::setw(10) << "median" << std::setw(10) << "signed" << std::setw(9) << "p90"
-       << "\n";
+  if (os != nullptr) {
+    *os << "\nexpert-parallel kernels (DeepEP, HybridEP) on the MoE dispatch term:\n"
+        << std::left << std::setw(44) << "table" << std::right << std::setw(6) << "rows"
+        << std::setw(10) << "median" << std::setw(10) << "signed" << std::setw(9) << "p90"
+        << "\n";
   }
   for (const planner::EpKernelTable& t : ep.tables) {
     std::vector<double> errors;
@@ -124,10 +122,10 @@ void ValidateEpKernels(const planner::EpKernelTables& ep, bool table_format, Ord
     tj["source"] = t.source;
     tj["rows"] = rows;
     j["tables"].push_back(tj);
-    if (table_format) {
-      os << std::left << std::setw(44) << t.id.substr(0, 43) << std::right << std::setw(6) << s.rows
-         << std::setw(10) << Pct(s.median_abs) << std::setw(10) << Pct(s.median_signed)
-         << std::setw(9) << Pct(s.p90_abs) << "\n";
+    if (os != nullptr) {
+      *os << std::left << std::setw(44) << t.id.substr(0, 43) << std::right << std::setw(6)
+          << s.rows << std::setw(10) << Pct(s.median_abs) << std::setw(10) << Pct(s.median_signed)
+          << std::setw(9) << Pct(s.p90_abs) << "\n";
     }
   }
   j["per_kernel_and_span"] = ErrorGroupsJson(by_group);
@@ -141,14 +139,14 @@ void ValidateEpKernels(const planner::EpKernelTables& ep, bool table_format, Ord
   }
   j["not_asked"] = skipped;
   (*out)["ep_kernels"] = j;
-  if (!table_format) return;
-  PrintErrorGroups(os, "per kernel and span", by_group, 34);
-  os << "\n";
-  PrintCollectiveStats(os, "all kernel rows (predicted / measured - 1)", overall);
-  os << "kernel rows not asked (" << skipped_rows << "):\n";
+  if (os == nullptr) return;
+  PrintErrorGroups(*os, "per kernel and span", by_group, 34);
+  *os << "\n";
+  PrintCollectiveStats(*os, "all kernel rows (predicted / measured - 1)", overall);
+  *os << "kernel rows not asked (" << skipped_rows << "):\n";
   for (const planner::SkippedCollectives& sk : ep.skipped) {
-    os << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
-       << sk.rows << "  " << sk.why << "\n";
+    *os << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
+        << sk.rows << "  " << sk.why << "\n";
   }
 }
 
@@ -280,8 +278,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
   auto ep = planner::EpKernelTablesFromCalibration(doc);
   if (!ep.ok()) return UsageError(io, "validate", ep.status());
   if (!table_format) {
-    std::ostringstream unused;
-    ValidateEpKernels(*ep, false, &out, unused);
+    ValidateEpKernels(*ep, &out, nullptr);
     io.out << out.dump(2) << "\n";
     return kExitOk;
   }
@@ -303,7 +300,7 @@ int RunValidateCollectives(const Json& doc, const std::string& format, Io io) {
     io.out << "  " << std::left << std::setw(44) << sk.id.substr(0, 43) << std::right << std::setw(4)
            << sk.rows << "  " << sk.why << "\n";
   }
-  ValidateEpKernels(*ep, true, &out, io.out);
+  ValidateEpKernels(*ep, &out, &io.out);
   return kExitOk;
 }
 

@@ -103,14 +103,6 @@ std::string EpTableSkipReason(const Json& t, const std::string& preset) {
   return "";
 }
 
-struct RowKey {
-  bool hybrid;
-  int ep;
-  bool operator<(const RowKey& o) const {
-    return hybrid != o.hybrid ? hybrid < o.hybrid : ep < o.ep;
-  }
-};
-
 MoeDispatcher RowDispatcher(const Json& r, MoeDispatcher table) {
   const std::string impl = Str(r, "impl");
   if (impl == "DeepEP") return MoeDispatcher::kDeepEp;
@@ -123,7 +115,7 @@ MoeDispatcher RowDispatcher(const Json& r, MoeDispatcher table) {
 void ReadEpRows(const Json& t, EpKernelTable* table, std::map<std::string, int>* left_out) {
   const int domain = table->cluster.DomainGpus();
   // The SM counts printed per (kernel, ranks), for the nearest-to-default choice.
-  std::map<RowKey, std::set<int>> sms;
+  std::map<std::pair<bool, int>, std::set<int>> sms;  // (HybridEP, ranks) → SM counts
   for (const Json& r : t["rows"]) {
     if (Str(r, "measurement") == "kernel_only") continue;
     const MoeDispatcher d = RowDispatcher(r, table->dispatcher);
@@ -176,13 +168,13 @@ void ReadEpRows(const Json& t, EpKernelTable* table, std::map<std::string, int>*
     // test_hybrid_ep.py:345).
     const std::string kind = Str(r, "bandwidth_kind");
     row.rdma = Contains(kind, "RDMA") || (!Contains(kind, "NVLink") && !one_domain);
+    // A rank is a "node" of one GPU for the per-rank count.
     const int experts = table->ExpertsAt(row.ep_ranks);
     const double per_token =
         row.rdma ? ExpectedNodesPerToken(
                        experts, table->top_k, row.ep_ranks / table->cluster.gpus_per_node,
-                       table->node_groups ? row.ep_ranks / table->cluster.gpus_per_node : 0,
-                       std::min(row.ep_ranks / table->cluster.gpus_per_node, 4))
-                 : ExpectedRanksPerToken(experts, table->top_k, row.ep_ranks) * row.ep_ranks;
+                       table->RouterGroupsAt(row.ep_ranks), table->RouterGroupTopkAt(row.ep_ranks))
+                 : ExpectedNodesPerToken(experts, table->top_k, row.ep_ranks, 0, 0);
     row.bench_bytes = table->tokens * per_token * table->hidden * ElemBytes(row.fp8);
     row.measured_us = row.bench_bytes / (row.measured_GBps * 1e3);
     table->rows.push_back(row);
@@ -191,9 +183,13 @@ void ReadEpRows(const Json& t, EpKernelTable* table, std::map<std::string, int>*
 
 }  // namespace
 
-double ExpectedRanksPerToken(int experts, int top_k, int ranks) {
-  if (ranks <= 1) return 1.0;
-  return ExpectedNodesPerToken(experts, top_k, ranks, 0, 0) / ranks;
+int EpKernelTable::RouterGroupsAt(int ep_ranks) const {
+  const int nodes = ep_ranks / cluster.gpus_per_node;
+  return node_groups && nodes > 1 ? nodes : 0;
+}
+
+int EpKernelTable::RouterGroupTopkAt(int ep_ranks) const {
+  return RouterGroupsAt(ep_ranks) > 0 ? std::min(RouterGroupsAt(ep_ranks), 4) : 0;
 }
 
 Result<EpKernelTables> EpKernelTablesFromCalibration(const Json& doc) {
@@ -248,25 +244,21 @@ Result<EpKernelTables> EpKernelTablesFromCalibration(const Json& doc) {
 }
 
 EpKernelCheck CheckEpKernelRow(const EpKernelTable& table, const EpKernelRow& row) {
+  // DeepSeek-V3's layer (read once) with the test's hidden size, experts and routing.
+  static const Result<ModelSpec> kLayer = ModelPreset("deepseek-v3");
   EpKernelCheck check;
-  auto model = ModelPreset("deepseek-v3");
-  if (!model.ok()) {
-    check.predicted_us = check.error = std::nan("");
-    return check;
-  }
-  // DeepSeek-V3's layer with the test's hidden size, experts and routing.
-  ModelSpec m = *model;
+  check.predicted_us = check.error = std::nan("");
+  if (!kLayer.ok()) return check;
+  ModelSpec m = *kLayer;
   m.hidden = table.hidden;
   m.top_k = table.top_k;
   m.experts = table.ExpertsAt(row.ep_ranks);
-  const int nodes = std::max(1, row.ep_ranks / table.cluster.gpus_per_node);
-  m.router_groups = table.node_groups && nodes > 1 ? nodes : 0;
-  m.router_group_topk = table.node_groups && nodes > 1 ? std::min(nodes, 4) : 0;
-  if (!ValidateModel(m, "/model").ok()) {
-    check.predicted_us = check.error = std::nan("");
-    return check;
-  }
+  m.router_groups = table.RouterGroupsAt(row.ep_ranks);
+  m.router_group_topk = table.RouterGroupTopkAt(row.ep_ranks);
+  if (!ValidateModel(m, "/model").ok()) return check;
+  // Megatron-Core's flex dispatcher: the framework whose NIC fractions price it.
   TrainingSpec training;
+  training.framework = Framework::kMegatron;
   training.seq_len = table.tokens;
   training.global_batch = row.ep_ranks;
   const CostModel cost(m, training, table.cluster, row.ep_ranks);

@@ -45,6 +45,11 @@ struct EpKernelTable {
   std::vector<std::string> assumed;
 
   int ExpertsAt(int ep_ranks) const { return experts > 0 ? experts : local_experts * ep_ranks; }
+  // The router groups (and the top groups per token) of the test at `ep_ranks`:
+  // with node_groups one per node and the top min(nodes, 4) across nodes
+  // (test_internode.py:276-278 @c18eabd); none otherwise.
+  int RouterGroupsAt(int ep_ranks) const;
+  int RouterGroupTopkAt(int ep_ranks) const;
 };
 
 struct EpKernelTables {
@@ -61,12 +66,6 @@ struct EpKernelTables {
 // timings, other SM counts, DeepEP over more NVLink ranks than its intranode
 // kernels take, GPUs without a preset.
 Result<EpKernelTables> EpKernelTablesFromCalibration(const Json& doc);
-
-// The expected rows one rank receives per token of every rank when `experts`
-// (`top_k` each, uniformly) lie evenly on `ranks` ranks and a token reaches a
-// rank once however many of its experts sit there: ranks · (1 − C(E − E/ranks,
-// k) / C(E, k)) / ranks summed over the senders.
-double ExpectedRanksPerToken(int experts, int top_k, int ranks);
 
 struct EpKernelCheck {
   double predicted_us = 0;
