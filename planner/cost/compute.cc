@@ -357,14 +357,13 @@ void CostModel::ApplyLayout(const LayoutTerms& l, ComputeTerms* t) const {
   t->moe_layers_last = l.moe_layers_last;
 }
 
-cost::NonLayerParams cost::NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c,
-                                            double final_norm) {
+cost::NonLayerParams cost::NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c) {
   const double t = c.tensor();
   const double emb = static_cast<double>(m.vocab) * m.hidden / t;
   const double pos = static_cast<double>(m.PositionParams()) / c.gx;
   NonLayerParams p;
   p.first = emb + pos;
-  p.last = (!m.tied_embeddings || c.pp > 1 ? emb : 0.0) + final_norm;
+  p.last = (!m.tied_embeddings || c.pp > 1 ? emb : 0.0) + static_cast<double>(m.NormParams());
   return p;
 }
 
@@ -374,7 +373,7 @@ CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const 
   const double h = m.hidden;
   const StageLayers st = Stages(c);
   const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
-  const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+  const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c);
   const double first_extra = outside.first, last_extra = outside.last;
   // MoE layers hold, besides their experts (ExpertParamsHeld), the attention, the
   // shared experts and the router, split over the tensor ranks like a dense block.

@@ -19,12 +19,12 @@ inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // The parameters a pipeline stage holds outside its transformer layers, per
 // GPU before data-parallel and Z sharding: the embedding (vocabulary-parallel
 // over the tensor ranks) and learned positions on the first stage; the output
-// layer (unless tied to the embedding on the same stage) and the final norm,
-// `final_norm` parameters, on the last. With one stage both are on it.
+// layer (unless tied to the embedding on the same stage) and the final norm
+// (one norm, ModelSpec::NormParams) on the last. With one stage both are on it.
 struct NonLayerParams {
   double first = 0, last = 0;
 };
-NonLayerParams NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c, double final_norm);
+NonLayerParams NonLayerParamsOf(const ModelSpec& m, const ParallelConfig& c);
 // The divisors of n, ascending (trial division to sqrt(n)). REQUIRES:
 // 1 <= n < 2^31.
 inline std::vector<int> Divisors(int64_t n) {

@@ -286,7 +286,7 @@ CostModel::StageLedgers CostModel::StatesPerStage(const ParallelConfig& c,
   if (MegatronFsdp(training_.framework, c.zero) && c.zero >= 3) {
     // Megatron-FSDP under ZeRO-3 never releases its non-unit parameters once
     // gathered (AddActivations says which and why).
-    const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c, norm_params_);
+    const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c);
     if (c.pp == 1) {
       out.first.unsharded += (outside.first + outside.last) * param_bytes_;
       out.last = out.first;
@@ -321,7 +321,7 @@ void CostModel::AddActivations(const ParallelConfig& c, const StageActivations& 
     // - on a first stage without it, at the embedding's backward, the
     //   micro-batch's last: it takes the place of that micro-batch's
     //   activations.
-    const cost::NonLayerParams outside = cost::NonLayerParamsOf(model_, c, norm_params_);
+    const cost::NonLayerParams outside = cost::NonLayerParamsOf(model_, c);
     const double state_grad_bytes = StateGradBytes(c);
     auto non_unit = [&](StageLedgers::Stage* s, double params, double loss, double act_per_mb) {
       const double grad_logits = loss_live_bytes_ > 0 ? loss * act_bytes_ / loss_live_bytes_ : 0.0;

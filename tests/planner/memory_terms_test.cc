@@ -112,6 +112,26 @@ TEST(MemoryTermsTest, Fsdp2UnderPipelineKeepsStagesUnsharded) {
   EXPECT_NEAR(diff, 246947840.0, 1.0);
 }
 
+// FSDP2's mixed precision holds each parameter's shard as the fp32 master
+// (sharded_params_are_master) beside its fp32 reduced gradient and Adam's two
+// fp32 moments: 16 bytes per parameter over the shards, every parameter of the
+// model once (the layers, the embedding and output tables and the one final
+// norm). Llama-3.1-8B over dp_shard 8: 16 / 8 = 2 bytes per parameter.
+TEST(MemoryTermsTest, Fsdp2ShardsHoldEveryParameterOnce) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 8;
+  t.framework = Framework::kTorchtitan;
+  const CostModel cm(Llama31_8B(), t, *topology::ClusterPreset("dgx-h100"), 8);
+  ParallelConfig c;
+  c.gz = 8;
+  ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  const MemoryBreakdown b = cm.Memory(c);
+  const double states =
+      (b.params_GiB + b.grads_GiB + b.optimizer_GiB + b.optimizer_step_GiB) * kGiB;
+  EXPECT_NEAR(states / static_cast<double>(Llama31_8B().ParamCount()), 2.0, 1e-12);
+}
+
 // Megatron's interleaved 1F1B: the last of 4 ranks warms up (vpp − 1)·pp = 4
 // model chunks before its first backward and runs a fifth: 5 chunks of 1 layer
 // each (8 layers on pp·vpp = 8), where 1F1B holds one micro-batch of its 2
