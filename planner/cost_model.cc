@@ -164,9 +164,10 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
 
   // --- ZeRO-3 over the data group: the per-layer gather/scatter pattern of Z,
   // on the block the GPU still holds after tensor and Z sharding.
-  const SyncGroup sync = WeightReplicas(c);
+  const SyncGroup sync = WeightReplicas(c, fw_);
   const int sd = sync.stride, nd = sync.size;
-  const double layer_shard = ((layer_params_ - norm_params_) / c.tensor() + norm_params_) / c.gz;
+  const int shards = cost::FsdpGroup(c, fw_).size;
+  const double layer_shard = ((layer_params_ - norm_params_) / c.tensor() + norm_params_) / shards;
   const double zero3_layer = Zero3LayerSeconds(c, lt, layer_shard, sd, nd);
 
   // ZeRO-Infinity: each gather first fetches this rank's partition from host memory.
@@ -187,7 +188,7 @@ Prediction CostModel::PredictWith(const ParallelConfig& c, const ComputeTerms& t
   const double psi = terms.psi;
   const double zero3_in_pipeline = L_s * zero3_layer * n_mb;
   // The embedding's gradients close the first stage's backward.
-  const double embedding = static_cast<double>(m.vocab) * h / c.tensor() / c.gz;
+  const double embedding = static_cast<double>(m.vocab) * h / c.tensor() / shards;
   double comm_data = DataSyncSeconds(c, lt, psi, embedding, L_s, n_mb, sd, nd, zero3_in_pipeline);
   // Expert gradients synchronise over the expert-data group: ranks etp·ep apart
   // inside the stage (Megatron-Core's expert rank order etp-ep-edp).

@@ -83,6 +83,14 @@ struct FrameworkSupport {
   // overlap_grad_reduce also with pipeline stages (Megatron-LM of 2023
   // asserted pipeline_model_parallel_size == 1 for it).
   bool overlap_grad_reduce_with_pp = true;
+  // FSDP shards over the data-shard and context-parallel ranks together
+  // (torchtitan's fsdp mesh, dp_shard × cp) and is applied whenever either is
+  // above 1; each shard is replicated over the data replicas only. Without
+  // it FSDP shards over gz and every shard is replicated over data × cp.
+  bool fsdp_over_cp = false;
+  // Whether c shards its weights with FSDP under these rules (gz > 1, or
+  // cp > 1 with fsdp_over_cp).
+  bool Fsdp(const ParallelConfig& c) const { return c.gz > 1 || (fsdp_over_cp && c.cp > 1); }
 };
 
 // The modules c's selective recompute runs: c.recompute_modules where the

@@ -944,10 +944,11 @@ SearchResult Search::RunShard(int shard) const {
               // (gz, pp, vpp, sp, ZeRO), so they are set once for every
               // recompute and placement below.
               // Never slower in the model: not enumerated. ApplyFrameworkOverlaps
-              // reads only gz > 1, pp == 1, distributed_optimizer || zero == 3,
+              // reads only whether FSDP shards (gz > 1, or cp > 1 where it
+              // shards over cp), pp == 1, distributed_optimizer || zero == 3,
               // sp and vpp > 1 (planner/framework.cc): its answer for each of
               // those combinations is kept for the shard.
-              const int overlap_key = (c.gz > 1 ? 1 : 0) | (c.pp == 1 ? 2 : 0) |
+              const int overlap_key = (fr.Fsdp(c) ? 1 : 0) | (c.pp == 1 ? 2 : 0) |
                                       (c.distributed_optimizer || c.zero == 3 ? 4 : 0) |
                                       (c.sp ? 8 : 0) | (c.vpp > 1 ? 16 : 0);
               std::optional<OverlapFlags>& known = overlaps[static_cast<size_t>(overlap_key)];

@@ -216,11 +216,8 @@ std::string ConfigOf(const Json& pj, Framework fw, const std::string& framework,
   if (tp > 1 && !stated_sp) assumed->push_back("sequence parallelism with tp > 1");
   switch (fw) {
     case Framework::kTorchtitan:
-      // torchtitan's FSDP2 shards over dp_shard × cp (its dp_shard_cp mesh,
-      // pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallel_dims.py:68-80);
-      // the model's FSDP shards over gz only and replicates over cp.
-      if (cp > 1) return "FSDP2 sharded over dp_shard × cp is not expressible (gz shards, cp replicates)";
-      // FSDP2's shard degree is the Z (sharded) dimension, its replicas data.
+      // FSDP2's shard degree is the Z (sharded) dimension, its replicas data;
+      // the torchtitan preset shards over dp_shard × cp (supports.fsdp_over_cp).
       c->gdata = std::max(1, Int(pj, "dp_replicate", 1));
       c->gz = dp / c->gdata;
       c->sp = tp > 1;  // torchtitan's TP always shards the norms' sequence

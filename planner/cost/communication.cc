@@ -41,7 +41,10 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   const double s = training_.seq_len, b = c.mbs;
   const double gx = c.gx, gy = c.gy;
   const double T = b * s / c.cp;
-  const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY), sz = c.Stride(Dim::kZ);
+  const int sx = c.Stride(Dim::kX), sy = c.Stride(Dim::kY);
+  // The FSDP (Z) group: gz ranks, or torchtitan's dp_shard × cp.
+  const cost::SyncGroup fsdp = cost::FsdpGroup(c, fw_);
+  const int sz = fsdp.stride, nz = fsdp.size;
   // Transformer Engine's userbuffers overlap needs the tensor group inside one
   // NVLink domain (CUDA IPC buffers): across nodes the option buys nothing.
   const bool tp_overlap = c.tp_comm_overlap && int64_t{sy} * c.gy * c.gx <= cluster_.DomainGpus();
@@ -73,9 +76,9 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
         comm_y += c.oar ? Overlapped(bwd, t.linear_fwd[i]) : bwd;
       }
     }
-    if (c.gz > 1) z_w[i] = k * n / c.tensor();
+    if (nz > 1) z_w[i] = k * n / c.tensor();
   }
-  if (c.gz > 1) {
+  if (nz > 1) {
     // Weights are gathered in the compute dtype; gradients reduce-scattered in
     // the main-gradient dtype (FSDP's reduce_dtype) or, where the framework
     // reduces weight.grad before accumulating (AxoNN), the parameter dtype.
@@ -85,8 +88,8 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
     const double block = z_w[0] + z_w[1] + z_w[2] + z_w[3];
     for (int i = 0; i < (per_linear ? 4 : 1); ++i) {
       const double w = per_linear ? z_w[i] : block;
-      z_ag += comm_.Seconds(Collective::kAllGather, sz, c.gz, w * gather_bytes_);
-      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, c.gz, w * rs_bytes);
+      z_ag += comm_.Seconds(Collective::kAllGather, sz, nz, w * gather_bytes_);
+      z_rs += comm_.Seconds(Collective::kReduceScatter, sz, nz, w * rs_bytes);
     }
   }
   // Megatron sequence parallelism: each all-reduce becomes an all-gather of the
@@ -136,7 +139,7 @@ void CostModel::LayerCost(const ParallelConfig& c, const ComputeTerms& t, double
   // the gradients. OAG prefetches one layer ahead; ORS defers the reduce-scatter.
   // FSDP2 under pipeline parallelism keeps the gathered block across the step.
   out->comm_z = 0;
-  if (c.gz > 1) {
+  if (nz > 1) {
     const double fwd_w = out->fwd_compute, bwd_w = out->bwd_compute + out->recompute;
     // Cached layers keep the forward's gathered block for the recompute and
     // the backward: they gather once per micro-batch.
@@ -257,7 +260,7 @@ double CostModel::Zero3LayerSeconds(const ParallelConfig& c, const LayerTimes& l
     // and gate/up count as one matrix each, as Megatron-DeepSpeed fuses
     // them; a Hugging Face model's separate projections make about one call
     // more a layer where each passes the bucket (Llama-70B: five, not four).
-    const double shard = static_cast<double>(c.tensor()) * c.gz;
+    const double shard = static_cast<double>(c.tensor()) * cost::FsdpGroup(c, fw_).size;
     const std::array<LinearShape, 4> linears = BlockLinears(model_, attn_qkv_n_, attn_proj_k_);
     double weights[4];
     for (int i = 0; i < 4; ++i) weights[i] = linears[i].k * linears[i].n / shard;

@@ -372,7 +372,8 @@ CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const 
   const double t = c.tensor();
   const double h = m.hidden;
   const StageLayers st = Stages(c);
-  const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / c.gz;
+  const double shards = cost::FsdpGroup(c, fw_).size;
+  const double layer_shard = ((layer_params_ - norm_params_) / t + norm_params_) / shards;
   const cost::NonLayerParams outside = cost::NonLayerParamsOf(m, c);
   const double first_extra = outside.first, last_extra = outside.last;
   // MoE layers hold, besides their experts (ExpertParamsHeld), the attention, the
@@ -381,14 +382,14 @@ CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const 
   StageMoe sm;
   if (m.is_moe()) {
     const double moe_dense = static_cast<double>(m.MoeLayerDenseParams() + 2 * m.NormParams());
-    moe_delta = ((moe_dense - norm_params_) / t + norm_params_) / c.gz - layer_shard;
+    moe_delta = ((moe_dense - norm_params_) / t + norm_params_) / shards - layer_shard;
     sm = MoeLayersPerStage(c);
     // The MTP modules sit on the last stage: a block like the last layer, the 2h×h
     // projection and three norms (their experts are in ExpertParamsHeld).
     if (m.mtp_layers > 0) {
       const bool last_moe = m.is_moe_layer(m.layers - 1);
       mtp_extra = m.mtp_layers * ((last_moe ? layer_shard + moe_delta : layer_shard) +
-                                  (2.0 * h * h / t + 3.0 * m.NormParams()) / c.gz);
+                                  (2.0 * h * h / t + 3.0 * m.NormParams()) / shards);
     }
   }
   auto stage = [&](int layers, int moe_layers) {
@@ -396,12 +397,12 @@ CostModel::StageParams CostModel::ParamsPerStage(const ParallelConfig& c) const 
   };
   StageParams p;
   if (c.pp == 1) {
-    p.first = stage(m.layers, sm.first) + (first_extra + last_extra) / c.gz + mtp_extra;
+    p.first = stage(m.layers, sm.first) + (first_extra + last_extra) / shards + mtp_extra;
     p.middle = p.last = p.first;
     return p;
   }
-  p.first = stage(st.first, sm.first) + first_extra / c.gz;
-  p.last = stage(st.last, sm.last) + last_extra / c.gz + mtp_extra;
+  p.first = stage(st.first, sm.first) + first_extra / shards;
+  p.last = stage(st.last, sm.last) + last_extra / shards + mtp_extra;
   p.middle = stage(st.middle, sm.middle);
   return p;
 }

@@ -122,10 +122,21 @@ struct SyncGroup {
   int size;
   int stride;
 };
-inline SyncGroup WeightReplicas(const ParallelConfig& c) {
-  if (c.cp == 1) return {c.gdata, c.Stride(Dim::kData)};
+// The replicas of each weight shard, the group its gradients synchronise
+// over: data × cp, or the data replicas alone where FSDP shards over cp
+// (FrameworkSupport::fsdp_over_cp).
+inline SyncGroup WeightReplicas(const ParallelConfig& c, const FrameworkSpec& fw) {
+  if (c.cp == 1 || fw.support.fsdp_over_cp) return {c.gdata, c.Stride(Dim::kData)};
   if (c.gdata == 1) return {c.cp, c.Stride(Dim::kCp)};
   return {c.gdata * c.cp, std::min(c.Stride(Dim::kData), c.Stride(Dim::kCp))};
+}
+// The FSDP shard group: the gz ranks, or where the framework shards over cp
+// too (FrameworkSupport::fsdp_over_cp: torchtitan's fsdp mesh) the gz × cp
+// ranks, strided by the inner of the two dimensions. Size 1: no FSDP.
+inline SyncGroup FsdpGroup(const ParallelConfig& c, const FrameworkSpec& fw) {
+  if (!fw.support.fsdp_over_cp || c.cp == 1) return {c.gz, c.Stride(Dim::kZ)};
+  if (c.gz == 1) return {c.cp, c.Stride(Dim::kCp)};
+  return {c.gz * c.cp, std::min(c.Stride(Dim::kZ), c.Stride(Dim::kCp))};
 }
 
 // Bytes the FP8 recipe's quantisation moves for one GEMM of `in` input,

@@ -233,17 +233,18 @@ CostModel::StageLedgers CostModel::StatesPerStage(const ParallelConfig& c,
                                                   const StageMoe& sm) const {
   const ModelSpec& m = model_;
   StageLedgers out;
-  const SyncGroup sync = WeightReplicas(c);
+  const SyncGroup sync = WeightReplicas(c, fw_);
+  const int shards = cost::FsdpGroup(c, fw_).size;
   // Frameworks whose sharded parameters are the fp32 master (PyTorch FSDP's
   // mixed precision) hold 4-byte shards and no separate master copy.
-  const bool sharded = c.gz > 1 || c.zero >= 3;
+  const bool sharded = shards > 1 || c.zero >= 3;
   const double state_param_bytes =
       sharded && fw_.costs.sharded_params_are_master > 0 ? 4.0 : param_bytes_;
   const double state_grad_bytes = StateGradBytes(c);
   const int efsdp = ExpertFsdpShards(c);
   // FSDP2 under pipeline parallelism keeps each stage's blocks gathered and
   // their unsharded gradients (reduce dtype) across the micro-batches.
-  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
+  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && shards > 1;
   const double expert_layer = m.is_moe() ? LocalExpertParamsPerLayer(c) : 0.0;
   // A stage holding `psi` dense parameters and `moe_layers` layers of experts.
   auto ledger = [&](double psi, int moe_layers) {
@@ -273,7 +274,7 @@ CostModel::StageLedgers CostModel::StatesPerStage(const ParallelConfig& c,
       l.states.optimizer_bytes += experts.optimizer_bytes;
       l.states.step_bytes += experts.step_bytes;
     }
-    if (pp_unsharded) l.unsharded = (psi + expert_psi) * c.gz * (param_bytes_ + grad_bytes_);
+    if (pp_unsharded) l.unsharded = (psi + expert_psi) * shards * (param_bytes_ + grad_bytes_);
     return l;
   };
   // Every stage's ledger: its parameters (the embedding on the first, the
@@ -350,7 +351,8 @@ CostModel::StageLedgers CostModel::LedgersPerStage(const ParallelConfig& c,
 CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const ComputeTerms& t) const {
   const ModelSpec& m = model_;
   MemoryBuffers b;
-  const SyncGroup sync = WeightReplicas(c);
+  const SyncGroup sync = WeightReplicas(c, fw_);
+  const int shards = cost::FsdpGroup(c, fw_).size;
   b.bytes = cluster_.gpu.runtime_reserved_GiB * kGiB + t.moe_buffer_bytes + GemmWorkspaceBytes(c);
   // Gathered weights in flight (the layer in use and prefetched ones) and, for
   // the framework's sharded execution, the layer's unsharded gradient before
@@ -361,8 +363,8 @@ CostModel::MemoryBuffers CostModel::BuffersOf(const ParallelConfig& c, const Com
                                ? static_cast<double>(m.MoeLayerDenseParams()) / c.tensor() +
                                      LocalExpertParamsPerLayer(c)
                                : 0.0);
-  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && c.gz > 1;
-  const bool gathers = (c.gz > 1 || c.zero == 3) && !pp_unsharded;
+  const bool pp_unsharded = fw_.costs.pp_keeps_unsharded > 0 && c.pp > 1 && shards > 1;
+  const bool gathers = (shards > 1 || c.zero == 3) && !pp_unsharded;
   if (gathers) b.bytes += fw_.costs.gathered_layers * b.layer_block * param_bytes_;
   // DeepSpeed's ZeRO (stages 1-3) reduces gradients through a bucket of
   // reduce_bucket_size elements (stage_1_and_2.py:869, stage3.py:1533-1535).
@@ -456,7 +458,7 @@ MemoryBreakdown CostModel::CombineMemory(const ParallelConfig& c, const StageLed
   mem.reserved_GiB = ReservedGiB(mem.peak_allocated_GiB);
   mem.capacity_GiB = cluster_.gpu.memory_GiB;
   mem.usable_GiB = mem.capacity_GiB * (1.0 - training_.headroom);
-  if (fw_.costs.z_weight_cache > 0 && c.gz > 1) {
+  if (fw_.costs.z_weight_cache > 0 && cost::FsdpGroup(c, fw_).size > 1) {
     CacheZWeights(buf.layer_block * param_bytes_ / kGiB, AllocatorFragmentation(), Stages(c).max,
                   &mem);
   }

@@ -85,7 +85,10 @@ double CostModel::LocalExpertParamsPerLayer(const ParallelConfig& c) const {
 }
 
 int CostModel::ExpertFsdpShards(const ParallelConfig& c) const {
-  if (!model_.is_moe() || c.gz <= 1 || training_.framework != Framework::kTorchtitan) return 1;
+  if (!model_.is_moe() || cost::FsdpGroup(c, fw_).size <= 1 ||
+      training_.framework != Framework::kTorchtitan) {
+    return 1;
+  }
   return std::max(1, c.expert_data() / std::max(1, c.gdata));
 }
 

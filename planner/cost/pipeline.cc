@@ -72,11 +72,12 @@ CostModel::Schedule CostModel::PipelineSchedule(const ParallelConfig& c, const C
       // reduce-scatters their gradients, in place of a dense layer's Z traffic.
       const double dense_w = static_cast<double>(m.MoeLayerDenseParams()) / c.tensor();
       const double expert_w = LocalExpertParamsPerLayer(c);
-      const int sz = c.Stride(Dim::kZ), se = c.ep * c.etp;
+      const cost::SyncGroup fsdp = cost::FsdpGroup(c, fw_);
+      const int sz = fsdp.stride, nz = fsdp.size, se = c.ep * c.etp;
       const double rs_bytes = fw_.costs.z_reduce_in_param_dtype > 0 ? param_bytes_ : grad_bytes_;
-      const double ag = comm_.Seconds(Collective::kAllGather, sz, c.gz, dense_w * gather_bytes_) +
+      const double ag = comm_.Seconds(Collective::kAllGather, sz, nz, dense_w * gather_bytes_) +
                         comm_.Seconds(Collective::kAllGather, se, efsdp, expert_w * gather_bytes_);
-      const double rs = comm_.Seconds(Collective::kReduceScatter, sz, c.gz, dense_w * rs_bytes) +
+      const double rs = comm_.Seconds(Collective::kReduceScatter, sz, nz, dense_w * rs_bytes) +
                         comm_.Seconds(Collective::kReduceScatter, se, efsdp, expert_w * rs_bytes);
       const double fwd_w = lt.fwd_compute - dense_mlp + terms.moe_fwd;
       const double bwd_w = std::max(0.0, moe_compute - fwd_w);

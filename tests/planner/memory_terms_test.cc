@@ -132,6 +132,42 @@ TEST(MemoryTermsTest, Fsdp2ShardsHoldEveryParameterOnce) {
   EXPECT_NEAR(states / static_cast<double>(Llama31_8B().ParamCount()), 2.0, 1e-12);
 }
 
+// torchtitan's FSDP2 shards over dp_shard × cp, its fsdp mesh, and applies
+// FSDP whenever either is above 1 (pytorch/torchtitan b5bcd76
+// torchtitan/distributed/parallel_dims.py:225-228, 281, 645). On 8 GPUs a
+// rank of dp_shard 4 × cp 2, or of cp 8 alone, holds the 1/8 shard dp_shard 8
+// holds (above). Replicated over cp (the preset without fsdp_over_cp) the
+// cp-8 rank holds every state unsharded: bf16 weights, fp32 gradients, the
+// fp32 master and moments, 2 + 4 + 12 = 18 bytes a parameter, nine times 2.
+TEST(MemoryTermsTest, TorchtitanShardsOverDataShardTimesCp) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 8;
+  t.framework = Framework::kTorchtitan;
+  const topology::ClusterSpec cl = *topology::ClusterPreset("dgx-h100");
+  FrameworkSpec replicated = FrameworkPreset(Framework::kTorchtitan);
+  ASSERT_TRUE(replicated.support.fsdp_over_cp);
+  replicated.support.fsdp_over_cp = false;
+  const CostModel cm(Llama31_8B(), t, cl, 8);
+  const CostModel over_cp_off(Llama31_8B(), t, cl, 8, replicated);
+  auto states = [](const CostModel& m, const ParallelConfig& c) {
+    const MemoryBreakdown b = m.Memory(c);
+    return b.params_GiB + b.grads_GiB + b.optimizer_GiB + b.optimizer_step_GiB;
+  };
+  ParallelConfig shard8;
+  shard8.gz = 8;
+  ParallelConfig shard4_cp2;
+  shard4_cp2.gz = 4;
+  shard4_cp2.cp = 2;
+  ParallelConfig cp8;
+  cp8.cp = 8;
+  for (const ParallelConfig& c : {shard8, shard4_cp2, cp8})
+    ASSERT_EQ(cm.CheckRules(c), Reason::kOk);
+  EXPECT_DOUBLE_EQ(states(cm, shard4_cp2), states(cm, shard8));
+  EXPECT_DOUBLE_EQ(states(cm, cp8), states(cm, shard8));
+  EXPECT_NEAR(states(over_cp_off, cp8) / states(cm, cp8), 9.0, 1e-9);
+}
+
 // Megatron's interleaved 1F1B: the last of 4 ranks warms up (vpp − 1)·pp = 4
 // model chunks before its first backward and runs a fifth: 5 chunks of 1 layer
 // each (8 layers on pp·vpp = 8), where 1F1B holds one micro-batch of its 2
