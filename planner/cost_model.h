@@ -472,9 +472,10 @@ class CostModel {
   // expert degrees whose experts alone cannot fit.
   double ExpertParamsHeld(const ParallelConfig& c) const;
   // The ranks the experts' weights are sharded over: under torchtitan's FSDP2
-  // (over dp_shard × cp, cost::FsdpGroup) its efsdp group, dp_shard·cp·tp / ep
-  // (parallel_dims.py:187-192, 282, 328 @b5bcd76c), the expert-data ranks of one data-parallel
-  // replica; 1 otherwise (replicated over the expert-data group).
+  // (over dp_shard × cp, cost::FsdpGroup) its efsdp group, dp_shard·cp·tp /
+  // ep (parallel_dims.py:187-192, 282, 328 @b5bcd76c), the expert-data ranks
+  // of one data-parallel replica; 1 otherwise (replicated over the
+  // expert-data group).
   int ExpertFsdpShards(const ParallelConfig& c) const;
   // The expert parameters of one MoE layer this GPU computes with: its E/ep
   // local experts, each split over etp.

@@ -68,20 +68,12 @@ Status ReadSwitches(ObjectReader& r, const char* key, const char* unknown,
 Result<FrameworkSupport> ParseSupport(const Json& j, const std::string& pointer) {
   FrameworkSupport s;
   ObjectReader r(j, pointer);
-  for (auto [key, field] : {std::pair{"tp", &s.tp},
-                            {"sp", &s.sp},
-                            {"tp_without_sp", &s.tp_without_sp},
-                            {"axonn_xy", &s.axonn_xy},
-                            {"shard_z", &s.shard_z},
-                            {"pp", &s.pp},
-                            {"vpp", &s.vpp},
-                            {"uneven_pp", &s.uneven_pp},
-                            {"distributed_optimizer", &s.distributed_optimizer},
-                            {"zeropp", &s.zeropp},
-                            {"pp_with_zero2", &s.pp_with_zero2},
-                            {"cp_with_tp_pp", &s.cp_with_tp_pp},
-                            {"compile", &s.compile},
-                            {"cuda_graphs", &s.cuda_graphs},
+  for (auto [key, field] : {std::pair{"tp", &s.tp}, {"sp", &s.sp}, {"tp_without_sp", &s.tp_without_sp},
+                            {"axonn_xy", &s.axonn_xy}, {"shard_z", &s.shard_z}, {"pp", &s.pp},
+                            {"vpp", &s.vpp}, {"uneven_pp", &s.uneven_pp},
+                            {"distributed_optimizer", &s.distributed_optimizer}, {"zeropp", &s.zeropp},
+                            {"pp_with_zero2", &s.pp_with_zero2}, {"cp_with_tp_pp", &s.cp_with_tp_pp},
+                            {"compile", &s.compile}, {"cuda_graphs", &s.cuda_graphs},
                             {"overlap_grad_reduce_with_pp", &s.overlap_grad_reduce_with_pp},
                             {"fsdp_over_cp", &s.fsdp_over_cp}}) {
     PT_RETURN_IF_ERROR(ReadBool(r, key, field));
@@ -585,10 +577,8 @@ Result<FrameworkSpec> ParseFrameworkSpec(const Json& j, const std::string& point
 void ApplyFrameworkOverlaps(const FrameworkSupport& fr, ParallelConfig* c) {
   for (const std::string& o : fr.overlaps) {
     if (o == "oar") c->oar = true;
-    else if (o == "ors")
-      c->ors = fr.Fsdp(*c);
-    else if (o == "oag")
-      c->oag = fr.Fsdp(*c);
+    else if (o == "ors") c->ors = fr.Fsdp(*c);
+    else if (o == "oag") c->oag = fr.Fsdp(*c);
     else if (o == "overlap_grad_reduce") c->overlap_grad_reduce = c->pp == 1 || fr.overlap_grad_reduce_with_pp;
     else if (o == "overlap_param_gather") c->overlap_param_gather = c->distributed_optimizer || c->zero == 3;
     else if (o == "tp_comm_overlap") c->tp_comm_overlap = c->sp;
